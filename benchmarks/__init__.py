@@ -1,0 +1,1 @@
+"""Performance runs of schedsearch; not part of the default test run."""

@@ -1,0 +1,100 @@
+"""Shared helpers for benchmarks: machine description, timing, JSON output.
+
+Every benchmark prints its figures as a table and writes them, with the
+machine's description, to ``benchmarks/results/<name>.json`` so runs can be
+compared across versions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def machine() -> dict[str, Any]:
+    """Describe the machine the figures were measured on."""
+    try:
+        import ortools
+
+        ortools_version = ortools.__version__
+    except Exception:  # pragma: no cover - optional in descriptions only
+        ortools_version = None
+    try:
+        import z3
+
+        z3_version = z3.get_version_string()
+    except Exception:  # pragma: no cover
+        z3_version = None
+    mem_total = None
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemTotal"):
+                    mem_total = int(line.split()[1]) * 1024
+    except OSError:  # pragma: no cover
+        pass
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "memory_bytes": mem_total,
+        "python": sys.version.split()[0],
+        "ortools": ortools_version,
+        "z3": z3_version,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident set size of this process (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def timed(fn: Callable[[], Any], repeats: int = 1) -> tuple[Any, float, list[float]]:
+    """Run ``fn`` ``repeats`` times; return (last result, median seconds, all seconds)."""
+    times = []
+    result = None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t0)
+    return result, statistics.median(times), times
+
+
+def print_table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> None:
+    """Print rows as an aligned plain-text table."""
+    if not rows:
+        print("(no rows)")
+        return
+    columns = columns or list(rows[0])
+    cells = [[_fmt(r.get(c)) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    print("  ".join(c.ljust(w) for c, w in zip(columns, widths)))
+    print("  ".join("-" * w for w in widths))
+    for row in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths)))
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return "" if value is None else str(value)
+
+
+def write_results(name: str, rows: list[dict[str, Any]], **extra: Any) -> Path:
+    """Write ``rows`` and the machine description to ``results/<name>.json``."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{name}.json"
+    payload = {"benchmark": name, "machine": machine(), "rows": rows, **extra}
+    path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
+    print(f"wrote {path}")
+    return path

@@ -1,0 +1,45 @@
+"""Command-line interface ``schedsearch``: a thin face over the library.
+
+Each subcommand lives in its own module of this package and defines
+``add_parser(subparsers)``, which registers the subcommand and sets its
+``func(args) -> int``. The modules are listed in ``COMMAND_MODULES``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from schedsearch.errors import SchedSearchError
+
+COMMAND_MODULES: tuple[str, ...] = (
+    "search",
+    "validate",
+    "demo",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="schedsearch",
+        description="Find placements and schedules for distributed deep learning.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"schedsearch.cli.{name}").add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except SchedSearchError as exc:
+        print(f"schedsearch {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
