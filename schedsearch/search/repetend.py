@@ -299,6 +299,7 @@ class _Search:
     log: bool
     backend_params: dict[str, Any]
     memory_encoding: str = "auto"
+    completion_time_limit_s: float | None = None
     tried: list[dict[str, Any]] = attrs.field(factory=list)
 
     def encoding(self, fold: int) -> str:
@@ -309,8 +310,10 @@ class _Search:
     def left(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.perf_counter()
 
-    def solve_options(self, floor_s: float = 0.05) -> SolveOptions:
+    def solve_options(self, floor_s: float = 0.05, cap_s: float | None = None) -> SolveOptions:
         left = self.left()
+        if cap_s is not None:
+            left = cap_s if left is None else min(left, cap_s)
         return SolveOptions(
             time_limit_s=None if left is None else max(floor_s, left),
             seed=self.seed,
@@ -328,6 +331,7 @@ def repetend(
     max_fold: int = 2,
     max_period: int | None = None,
     fold_time_limit_s: float = 5.0,
+    completion_time_limit_s: float = 10.0,
     memory_encoding: str = "auto",
     candidates: int = 1,
     completion: str = "best",
@@ -364,6 +368,9 @@ def repetend(
         micro-batch).
     fold_time_limit_s:
         Budget of each fold > 1 period tried.
+    completion_time_limit_s:
+        Budget of each time-optimal warmup or cooldown solve (warm-started
+        from the truncated part when it is valid on its own).
     memory_encoding:
         Memory encoding of the modulo models (see
         :class:`~schedsearch.encode.base.ModuloOptions`); ``"auto"`` uses
@@ -416,6 +423,7 @@ def repetend(
         log=log,
         backend_params=dict(backend_params or {}),
         memory_encoding=memory_encoding,
+        completion_time_limit_s=completion_time_limit_s,
     )
     n = problem.num_microbatches
     blocks = problem.graph.blocks
@@ -610,7 +618,10 @@ def _candidates_at(
     cyclic: tuple[tuple[str, ...], ...] = ()
     if fold > 1:
         cyclic = tuple(tuple(f"{b.name}~{i}" for i in range(fold)) for b in problem.graph.blocks)
-    max_offset = max(0, -(-size // fold) - 1)  # super offsets: o // k < ceil(N_R / k)
+    # copy i of a block has offset k O + i <= k O + k - 1: keep it below N_R
+    max_offset = (size - fold) // fold
+    if max_offset < 0:
+        return [], Status.INFEASIBLE
     found: list[tuple[PeriodicSchedule, int]] = []
     forbidden: list[dict[str, int]] = []
     latency_cap: int | None = None
@@ -652,7 +663,7 @@ def _complete_lazily(search: _Search, rep: Repetend) -> PeriodicSchedule | None:
     truncated = assemble(problem, rep, None, None)
     if _valid_for(truncated, _check_sizes(truncated, problem.num_microbatches)):
         return truncated
-    options = search.solve_options()
+    options = search.solve_options(cap_s=search.completion_time_limit_s)
     _, warm, _ = solve_part(problem, warmup_keys(rep), _initial(problem), objective="feasibility", name="warmup",
                             backend=search.backend, options=options)
     if warm is None:
@@ -685,14 +696,16 @@ def _finish(search: _Search, chosen: PeriodicSchedule, completion: str, stats: d
         cool_choices.append(None)
     if completion in ("best", "solved") or not truncated_ok:
         t0 = time.perf_counter()
+        cap = search.completion_time_limit_s
         _, warm, rw = solve_part(problem, warmup_keys(rep), _initial(problem), objective="makespan", name="warmup",
-                                 backend=search.backend, options=search.solve_options(0.5))
+                                 backend=search.backend, options=search.solve_options(0.5, cap),
+                                 hint=truncated.warmup)
         cools: list[Schedule | None] = []
         statuses = []
         for rho in range(rep.fold):
             _, cool, rc = solve_part(problem, cooldown_keys(rep, rho), levels_after(problem, rep, 1),
                                      objective="makespan", name=f"cooldown {rho}", backend=search.backend,
-                                     options=search.solve_options(0.5))
+                                     options=search.solve_options(0.5, cap), hint=truncated.cooldowns[rho])
             cools.append(cool)
             statuses.append(rc.status.value if rc is not None else "EMPTY")
         stats["completion_s"] = time.perf_counter() - t0

@@ -24,12 +24,15 @@ in two ways:
 
 from __future__ import annotations
 
+import attrs
+
 from schedsearch.encode.base import Backend, SolveOptions, solve
 from schedsearch.errors import InvalidProblemError
 from schedsearch.periodic import PeriodicSchedule, Repetend
 from schedsearch.problem import Block, Cluster, Device, Edge, Graph, Problem
 from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import Schedule, TaskInstance
+from schedsearch.validate import validate
 
 __all__ = [
     "truncated_warmup",
@@ -151,12 +154,15 @@ def solve_part(
     name: str,
     backend: str | Backend,
     options: SolveOptions,
+    hint: Schedule | None = None,
 ) -> tuple[Status, Schedule | None, SearchResult | None]:
     """Solve one part (``objective`` "makespan" or "feasibility").
 
-    Returns the status, the part's schedule in the original task names
-    (times from 0), and the backend's result. An empty part is OPTIMAL with
-    an empty schedule.
+    ``hint`` is a schedule of the same tasks (original names, any time
+    origin), e.g. the truncated part; shifted to start at 0, it is used as a
+    warm start when it is valid for the part on its own. Returns the status,
+    the part's schedule in the original task names (times from 0), and the
+    backend's result. An empty part is OPTIMAL with an empty schedule.
     """
     if not keys:
         return Status.OPTIMAL, Schedule(tasks=()), None
@@ -164,6 +170,21 @@ def solve_part(
     if built is None:
         return Status.INFEASIBLE, None, None
     sub, back = built
+    if hint is not None and hint.tasks:
+        names = {v: k for k, v in back.items()}
+        origin = min(t.start for t in hint.tasks)
+        try:
+            start = Schedule(
+                tasks=[
+                    TaskInstance(block=names[t.key], microbatch=0, devices=t.devices, start=t.start - origin,
+                                 end=t.end - origin)
+                    for t in hint.tasks
+                ]
+            )
+        except KeyError:
+            start = None
+        if start is not None and not validate(sub, start):
+            options = attrs.evolve(options, warm_start=start)
     result = solve(sub, backend, options)
     if result.schedule is None:
         return result.status, None, result
