@@ -12,12 +12,18 @@ Rules checked (violation ``kind`` in brackets):
   duration [``option_not_allowed``, ``wrong_duration``];
 * it starts no earlier than its release [``release``];
 * no two tasks overlap on a device; a multi-device task occupies all of
-  its devices [``device_overlap``];
+  its devices [``device_overlap``]; the members of one declared overlapped
+  group (same ``overlap`` tag, devices and start; see
+  :class:`~schedsearch.problem.Overlap`) are the one exception: the group
+  has at least two members, its blocks are exactly those of one of the
+  problem's overlaps, and every member lasts that overlap's duration
+  (instead of its own) [``overlap``];
 * for each edge ``u -> v`` and micro-batch ``m``: ``v`` starts no earlier
   than ``u`` ends; when the edge has a size > 0 and the two run on disjoint
   device sets, a transfer on a channel serving ``lead(u) -> lead(v)`` of the
   channel's transfer time lies between them [``dependency``,
-  ``missing_transfer``, ``wrong_transfer``];
+  ``missing_transfer``, ``wrong_transfer``] (an edge between two members
+  of one overlapped group is the group's internal order and is not checked);
 * no transfer that the problem does not call for [``unexpected_transfer``];
 * no two transfers overlap on a channel [``channel_overlap``];
 * the memory level (initial + deltas at start + workspace while running)
@@ -52,6 +58,7 @@ VIOLATION_KINDS = (
     "channel_overlap",
     "memory",
     "fixed_order",
+    "overlap",
 )
 
 
@@ -97,7 +104,7 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
                     f"{[o.devices for o in block.options]}",
                 )
             )
-        elif t.duration != durations[chosen[0]]:
+        elif t.overlap is None and t.duration != durations[chosen[0]]:
             out.append(
                 Violation(
                     "wrong_duration",
@@ -112,6 +119,34 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
             if (b.name, m) not in placed:
                 out.append(Violation("missing_task", f"task {_label(b.name, m)} is not scheduled"))
 
+    # -- overlapped groups: declared, complete, of the declared duration
+    groups: dict[tuple[str, frozenset[str], int], list[TaskInstance]] = defaultdict(list)
+    for t in placed.values():
+        if t.group_key is not None:
+            groups[t.group_key].append(t)
+    for (tag, devs, start), members in groups.items():
+        where = f"overlapped group {tag!r} on {sorted(devs)} at {start}"
+        labels = ", ".join(_label(*m.key) for m in members)
+        if len(members) < 2:
+            out.append(Violation("overlap", f"{where}: task {labels} is marked overlapped but has no partner"))
+            continue
+        names = [m.block for m in members]
+        rule = problem.overlap_for(names) if len(set(names)) == len(names) else None
+        if rule is None:
+            out.append(
+                Violation("overlap", f"{where}: blocks {sorted(names)} ({labels}) are not a declared overlap of the problem")
+            )
+            continue
+        for m in members:
+            if m.duration != rule.duration:
+                out.append(
+                    Violation(
+                        "overlap",
+                        f"{where}: task {_label(*m.key)} lasts {m.duration}, but the overlap "
+                        f"{rule.name or '+'.join(rule.blocks)!r} lasts {rule.duration}",
+                    )
+                )
+
     # -- device overlap (every pair that overlaps, via a sweep)
     per_device: dict[str, list[TaskInstance]] = defaultdict(list)
     for t in placed.values():
@@ -123,6 +158,8 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
         for t in tasks:
             active = [a for a in active if a.end > t.start]
             for a in active:
+                if a.group_key is not None and a.group_key == t.group_key:
+                    continue
                 out.append(
                     Violation(
                         "device_overlap",
@@ -146,7 +183,18 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
             u, v = placed.get((e.src, m)), placed.get((e.dst, m))
             if u is None or v is None:
                 continue
-            if v.start < u.end:
+            same_group = u.group_key is not None and u.group_key == v.group_key
+            if same_group:
+                rule = problem.overlap_for(t.block for t in groups[u.group_key])
+                if rule is not None and rule.blocks.index(e.dst) < rule.blocks.index(e.src):
+                    out.append(
+                        Violation(
+                            "dependency",
+                            f"edge {e.src!r} -> {e.dst!r}, micro-batch {m}: the overlapped group "
+                            f"{rule.name or '+'.join(rule.blocks)!r} runs {e.dst!r} before {e.src!r}",
+                        )
+                    )
+            elif v.start < u.end:
                 out.append(
                     Violation(
                         "dependency",
