@@ -34,7 +34,7 @@ from typing import Union
 
 import attrs
 
-from schedsearch.errors import InvalidScheduleError
+from schedsearch.errors import InvalidScheduleError, ValidationFailedError
 from schedsearch.problem import Problem, TaskKey
 from schedsearch.schedule import Schedule, TaskInstance, Transfer
 from schedsearch.validate import assert_valid
@@ -130,8 +130,9 @@ def schedule_from_orders(
         Name of the returned schedule.
     validate:
         Run the independent validator on the result (default) and raise
-        :class:`~schedsearch.errors.ValidationFailedError` when it fails
-        (for example when the orders exceed a memory capacity).
+        :class:`~schedsearch.errors.InvalidScheduleError` (with the list in
+        its ``violations``) when it fails, for example when the orders
+        exceed a memory capacity.
 
     Raises
     ------
@@ -286,7 +287,13 @@ def schedule_from_orders(
             )
     schedule = Schedule(tasks=tasks, transfers=transfers, name=name or problem.name)
     if validate:
-        assert_valid(problem, schedule, f"schedule {schedule.name!r}" if schedule.name else "schedule")
+        try:
+            assert_valid(problem, schedule, f"schedule {schedule.name!r}" if schedule.name else "schedule")
+        except ValidationFailedError as exc:
+            # the orders are input, not a solver's answer: a memory capacity they exceed, say
+            err = InvalidScheduleError(f"the device orders give an invalid schedule: {exc}")
+            err.violations = exc.violations  # type: ignore[attr-defined]
+            raise err from None
     return schedule
 
 
