@@ -72,6 +72,8 @@ class ScheduleSpec:
     formula: Callable[[Params], dict[str, Any]]
     time_scale: Callable[[Params], int] = lambda params: 1
     reference: str = ""
+    #: the closed forms as text, per figure
+    formula_text: Mapping[str, str] = attrs.field(factory=dict)
 
 
 def _p(params: Params, key: str) -> Any:
@@ -169,6 +171,7 @@ _register(ScheduleSpec(
     generate=lambda pr, q: _gpipe(pr),
     formula=_classic_formula("gpipe"),
     reference="Huang et al., GPipe (2019)",
+    formula_text={"makespan": "(m+p-1)(F+B)", "bubble": "(p-1)(F+B)", "peak_memory": "m on every device"},
 ))
 _register(ScheduleSpec(
     name="1f1b", title="1F1B",
@@ -177,6 +180,7 @@ _register(ScheduleSpec(
     generate=lambda pr, q: _one_f_one_b(pr),
     formula=_classic_formula("1f1b"),
     reference="Narayanan et al., PipeDream-Flush (2021); Fan et al., DAPPLE (2021)",
+    formula_text={"makespan": "(m+p-1)(F+B)", "bubble": "(p-1)(F+B)", "peak_memory": "min(p-r, m) on device r"},
 ))
 _register(ScheduleSpec(
     name="interleaved", title="interleaved 1F1B (Megatron)",
@@ -187,6 +191,7 @@ _register(ScheduleSpec(
     formula=_interleaved_formula(False),
     time_scale=lambda q: q["chunks"],
     reference="Narayanan et al., Megatron-LM interleaved schedule (2021)",
+    formula_text={"bubble": "(p-1)(F+B)/v"},
 ))
 _register(ScheduleSpec(
     name="interleaved-zb", title="interleaved zero bubble (ZB1P)",
@@ -199,6 +204,7 @@ _register(ScheduleSpec(
     formula=_interleaved_formula(True),
     time_scale=lambda q: q["chunks"],
     reference="Qi et al., Zero Bubble Pipeline Parallelism (2024); PyTorch ScheduleInterleavedZeroBubble",
+    formula_text={"bubble": "(p-1)(F+I-W)/v"},
 ))
 _register(ScheduleSpec(
     name="zb-h1", title="ZB-H1 (ZB1P)",
@@ -208,6 +214,7 @@ _register(ScheduleSpec(
     generate=lambda pr, q: _zb_h1(pr),
     formula=_zbh1_formula,
     reference="Qi et al., Zero Bubble Pipeline Parallelism (2024)",
+    formula_text={"makespan": "m(F+I+W)+(p-1)(F+I-W)", "bubble": "(p-1)(F+I-W)", "peak_memory": "min(p, m)"},
 ))
 _register(ScheduleSpec(
     name="zb-v", title="ZB-V",
@@ -217,6 +224,7 @@ _register(ScheduleSpec(
     generate=lambda pr, q: _zb_v(pr),
     formula=_zbv_formula,
     reference="Qi et al., Pipeline Parallelism with Controllable Memory (2024)",
+    formula_text={"makespan": "(6m+p-1)F", "bubble": "(p-1)F", "bubble_span": "0", "peak_memory": "2p"},
 ))
 _register(ScheduleSpec(
     name="chimera", title="Chimera",
@@ -225,6 +233,7 @@ _register(ScheduleSpec(
     generate=lambda pr, q: _chimera_schedule(pr),
     formula=_chimera_formula,
     reference="Li and Hoefler, Chimera (SC 2021)",
+    formula_text={"bubble": "(m/D)(D-2)max(F,B)", "peak_memory": "D/2+1+min(d, D-1-d)"},
 ))
 _register(ScheduleSpec(
     name="dualpipe", title="DualPipe",
@@ -234,6 +243,7 @@ _register(ScheduleSpec(
     generate=lambda pr, q: _dualpipe_schedule(pr),
     formula=_dualpipe_formula(False),
     reference="DeepSeek-AI, DeepSeek-V3 technical report (2024), DualPipe",
+    formula_text={"makespan": "chunks(F+B)+bubble", "bubble": "(PP/2-1)(F&B+B-3W)", "bubble_per_device": "(PP/2-1)(F&B+B-3W)", "peak_memory": "PP, PP+1 on the middle two"},
 ))
 _register(ScheduleSpec(
     name="dualpipev", title="DualPipeV",
@@ -243,6 +253,7 @@ _register(ScheduleSpec(
     generate=lambda pr, q: _dualpipev_schedule(pr),
     formula=_dualpipe_formula(True),
     reference="DeepSeek-AI DualPipe repository (DualPipeV); PyTorch ScheduleDualPipeV",
+    formula_text={"makespan": "2m(F+B)+bubble", "bubble": "(p-1)(F&B+B-3W)", "bubble_per_device": "(p-1)(F&B+B-3W)", "peak_memory": "2p, 2p+1 on the last"},
 ))
 
 
@@ -267,6 +278,7 @@ class Reproduction:
     metrics: Metrics
     time_scale: int
     formula: Mapping[str, Any]
+    formula_text: Mapping[str, str] = attrs.field(factory=dict)
 
     @property
     def measured(self) -> dict[str, Any]:
@@ -302,11 +314,17 @@ class Reproduction:
         }
 
     def __str__(self) -> str:
-        lines = [f"{self.title} ({self.problem.name}), time scale {self.time_scale}"]
+        params = ", ".join(f"{k}={v}" for k, v in self.params.items() if v is not None)
+        unit = "" if self.time_scale == 1 else f"; times / {self.time_scale} (the published per-chunk unit)"
+        lines = [f"{self.title}: {params}{unit}"]
         got = self.measured
         for key in ("makespan", "bubble", "bubble_span", "bubble_per_device", "peak_memory"):
             ref = self.formula.get(key)
-            mark = "" if ref is None else ("  == formula" if got[key] == ref else f"  != formula {ref}")
+            text = self.formula_text.get(key)
+            if ref is None:
+                mark = ""
+            else:
+                mark = f"   formula {text + ' = ' if text else ''}{ref}: " + ("equal" if got[key] == ref else "DIFFERENT")
             lines.append(f"  {key:<18} {got[key]}{mark}")
         return "\n".join(lines)
 
@@ -347,4 +365,5 @@ def reproduce(name: str, **params: Any) -> Reproduction:
         metrics=metrics(problem, schedule),
         time_scale=spec.time_scale(merged),
         formula=spec.formula(merged),
+        formula_text=dict(spec.formula_text),
     )
