@@ -15,21 +15,18 @@ def _ordered_pairs(st: Structure) -> set[tuple[int, int]]:
     succ: dict[int, list[int]] = {}
     for u, v in st.precedences:
         succ.setdefault(u, []).append(v)
-    reach: dict[int, set[int]] = {}
-
-    def visit(n: int) -> set[int]:
-        if n not in reach:
-            acc: set[int] = set()
-            for m in succ.get(n, ()):
-                acc.add(m)
-                acc |= visit(m)
-            reach[n] = acc
-        return reach[n]
-
     out: set[tuple[int, int]] = set()
-    for t in range(len(st.tasks)):
-        for m in visit(t):
-            out.add((t, m))
+    for t in succ:
+        # iterative search: safe on deep chains and on cyclic (infeasible) orders
+        seen: set[int] = set()
+        stack = list(succ[t])
+        while stack:
+            n = stack.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            stack.extend(succ.get(n, ()))
+        out.update((t, n) for n in seen if n != t)
     for chain in st.symmetry_chains:
         first = st.tasks[chain[0]]
         if first.fixed and len(first.options[0][0]) == 1:
