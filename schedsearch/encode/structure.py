@@ -15,8 +15,9 @@ Both backends encode the same constraint families, in this order:
    the tasks started so far plus the workspace of the tasks running never
    exceeds the capacity;
 6. releases and fixed orders;
-7. symmetry breaking (optional, only when micro-batches are
-   interchangeable): ``start(b, m) <= start(b, m + 1)``;
+7. symmetry breaking (optional, only for interchangeable micro-batches
+   and a fixed placement, see :func:`symmetry_applies`):
+   ``start(b, m) <= start(b, m + 1)``;
 8. redundant device bounds (optional): ``makespan >= first start on d +
    mandatory work on d + least tail``;
 9. objective: minimise the makespan (the last end).
@@ -33,9 +34,9 @@ import attrs
 
 from schedsearch.bounds.analytic import heads_and_tails
 from schedsearch.problem import Channel, Problem, TaskKey
-from schedsearch.schedule import Schedule
+from schedsearch.schedule import Schedule, TaskInstance, Transfer
 
-__all__ = ["Structure", "TaskInfo", "TransferInfo", "build_structure"]
+__all__ = ["Structure", "TaskInfo", "TransferInfo", "build_structure", "symmetry_applies"]
 
 
 @attrs.frozen(kw_only=True)
@@ -99,6 +100,32 @@ class Structure:
                 return i
         raise KeyError(devices)
 
+    def to_schedule(
+        self,
+        chosen: list[tuple[int, int]],
+        transfers: list[tuple[int, str, int]],
+    ) -> Schedule:
+        """The Schedule of a solver's answer.
+
+        ``chosen[t] = (option index, start)`` for every task; ``transfers`` lists
+        ``(transfer index, channel name, start)`` for the transfers that happen.
+        """
+        tasks = []
+        for info, (option, start) in zip(self.tasks, chosen):
+            devices, duration = info.options[option]
+            tasks.append(
+                TaskInstance(block=info.key[0], microbatch=info.key[1], devices=devices, start=start, end=start + duration)
+            )
+        done = []
+        for k, channel, start in transfers:
+            info = self.transfers[k]
+            duration = self.problem.cluster.channel(channel).transfer_time(info.size)
+            done.append(
+                Transfer(src=info.src[0], dst=info.dst[0], microbatch=info.src[1], channel=channel, start=start,
+                         end=start + duration)
+            )
+        return Schedule(tasks=tasks, transfers=done)
+
     def hint_values(self, schedule: Schedule) -> dict[str, Any]:
         """Start, option and transfer values of a schedule, keyed for encoders.
 
@@ -124,6 +151,22 @@ class Structure:
             if tr is not None:
                 transfers[k] = (tr.channel, tr.start)
         return {"start": starts, "option": options, "transfer": transfers}
+
+
+def symmetry_applies(problem: Problem) -> bool:
+    """True when ordering each block's micro-batches is a safe symmetry break.
+
+    It needs interchangeable micro-batches (no releases, fixed orders or
+    per-micro-batch durations) and a fixed placement (one option per block):
+    with several options, micro-batches may take different options and stop
+    being alike (a three-micro-batch example where ordering them costs one
+    time unit is in the tests).
+    """
+    return (
+        problem.num_microbatches > 1
+        and problem.interchangeable_microbatches()
+        and all(b.is_fixed for b in problem.graph.blocks)
+    )
 
 
 def build_structure(problem: Problem, symmetry_breaking: bool = True) -> Structure:
@@ -168,7 +211,7 @@ def build_structure(problem: Problem, symmetry_breaking: bool = True) -> Structu
         for a, b in zip(order, order[1:]):
             precedences.append((index[a], index[b]))
     chains: list[tuple[int, ...]] = []
-    if symmetry_breaking and problem.interchangeable_microbatches() and problem.num_microbatches > 1:
+    if symmetry_breaking and symmetry_applies(problem):
         for b in problem.graph.blocks:
             chains.append(tuple(index[(b.name, m)] for m in range(problem.num_microbatches)))
     horizon = max((t.release for t in tasks), default=0)
