@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--microbatches', type=int, default=8, help='micro-batches m')
     parser.add_argument('--forward', type=int, default=1, help='forward duration F')
     parser.add_argument('--backward', type=int, default=2, help='backward duration B')
-    parser.add_argument('--time-limit', type=float, default=20.0, help='search time limit per schedule, seconds')
+    parser.add_argument('--time-limit', type=float, default=5.0, help='search time limit per schedule, seconds (raise it for harder settings)')
     parser.add_argument('--workers', type=int, default=2, help='search workers')
     parser.add_argument('--no-search', action='store_true', help='skip the search')
     parser.add_argument('--out-dir', default='out/reproduce_1f1b', help='where the trace, plan, CSV and picture go')

@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--forward', type=int, default=1, help='forward duration F')
     parser.add_argument('--input-grad', type=int, default=1, help='input-gradient duration I')
     parser.add_argument('--weight-grad', type=int, default=1, help='weight-gradient duration W')
-    parser.add_argument('--time-limit', type=float, default=20.0, help='search time limit per schedule, seconds')
+    parser.add_argument('--time-limit', type=float, default=5.0, help='search time limit per schedule, seconds (raise it for harder settings)')
     parser.add_argument('--workers', type=int, default=2, help='search workers')
     parser.add_argument('--no-search', action='store_true', help='skip the search')
     parser.add_argument('--out-dir', default='out/reproduce_zero_bubble', help='where the trace, plan, CSV and picture go')

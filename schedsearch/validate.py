@@ -12,12 +12,12 @@ Rules checked (violation ``kind`` in brackets):
   duration [``option_not_allowed``, ``wrong_duration``];
 * it starts no earlier than its release [``release``];
 * no two tasks overlap on a device; a multi-device task occupies all of
-  its devices [``device_overlap``]; the members of one declared overlapped
-  group (same ``overlap`` tag, devices and start; see
-  :class:`~schedsearch.problem.Overlap`) are the one exception: the group
-  has at least two members, its blocks are exactly those of one of the
-  problem's overlaps, and every member lasts that overlap's duration
-  (instead of its own) [``overlap``];
+  its devices [``device_overlap``]. The one exception are the members of a
+  *declared overlapped group* (tasks with the same ``overlap`` tag, devices
+  and start whose blocks are exactly those of one of the problem's
+  :class:`~schedsearch.problem.Overlap`): they share the device, and each
+  lasts the overlap's duration instead of its own [``wrong_duration``]. A
+  tagged task that forms no declared group is checked as a plain task;
 * for each edge ``u -> v`` and micro-batch ``m``: ``v`` starts no earlier
   than ``u`` ends; when the edge has a size > 0 and the two run on disjoint
   device sets, a transfer on a channel serving ``lead(u) -> lead(v)`` of the
@@ -58,7 +58,6 @@ VIOLATION_KINDS = (
     "channel_overlap",
     "memory",
     "fixed_order",
-    "overlap",
 )
 
 
@@ -104,7 +103,7 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
                     f"{[o.devices for o in block.options]}",
                 )
             )
-        elif t.overlap is None and t.duration != durations[chosen[0]]:
+        elif t.overlap is None and t.duration != durations[chosen[0]]:  # grouped tasks: checked below
             out.append(
                 Violation(
                     "wrong_duration",
@@ -119,33 +118,42 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
             if (b.name, m) not in placed:
                 out.append(Violation("missing_task", f"task {_label(b.name, m)} is not scheduled"))
 
-    # -- overlapped groups: declared, complete, of the declared duration
-    groups: dict[tuple[str, frozenset[str], int], list[TaskInstance]] = defaultdict(list)
+    # -- overlapped groups: a declared group lasts its overlap's duration; a
+    #    tagged task outside any declared group is a plain task
+    tagged: dict[tuple[str, frozenset[str], int], list[TaskInstance]] = defaultdict(list)
     for t in placed.values():
         if t.group_key is not None:
-            groups[t.group_key].append(t)
-    for (tag, devs, start), members in groups.items():
-        where = f"overlapped group {tag!r} on {sorted(devs)} at {start}"
-        labels = ", ".join(_label(*m.key) for m in members)
-        if len(members) < 2:
-            out.append(Violation("overlap", f"{where}: task {labels} is marked overlapped but has no partner"))
-            continue
+            tagged[t.group_key].append(t)
+    groups: dict[tuple[str, frozenset[str], int], object] = {}  # group key -> its Overlap
+    for gkey, members in tagged.items():
         names = [m.block for m in members]
-        rule = problem.overlap_for(names) if len(set(names)) == len(names) else None
-        if rule is None:
-            out.append(
-                Violation("overlap", f"{where}: blocks {sorted(names)} ({labels}) are not a declared overlap of the problem")
-            )
+        rule = problem.overlap_for(names) if len(members) >= 2 and len(set(names)) == len(names) else None
+        if rule is not None:
+            groups[gkey] = rule
+            for m in members:
+                if m.duration != rule.duration:
+                    out.append(
+                        Violation(
+                            "wrong_duration",
+                            f"task {_label(*m.key)} lasts {m.duration} in the overlapped group "
+                            f"{rule.name or '+'.join(rule.blocks)!r}, which lasts {rule.duration}",
+                        )
+                    )
             continue
         for m in members:
-            if m.duration != rule.duration:
+            block = blocks[m.block]
+            own = [d for o, d in zip(block.options, problem.durations(m.block, m.microbatch)) if set(o.devices) == set(m.devices)]
+            if own and m.duration != own[0]:
                 out.append(
                     Violation(
-                        "overlap",
-                        f"{where}: task {_label(*m.key)} lasts {m.duration}, but the overlap "
-                        f"{rule.name or '+'.join(rule.blocks)!r} lasts {rule.duration}",
+                        "wrong_duration",
+                        f"task {_label(*m.key)} lasts {m.duration} on {m.devices}, expected {own[0]} (it is tagged "
+                        f"overlapped {m.overlap!r}, but its group {sorted(names)} is not an overlap the problem declares)",
                     )
                 )
+
+    def grouped_together(a: TaskInstance, b: TaskInstance) -> bool:
+        return a.group_key is not None and a.group_key == b.group_key and a.group_key in groups
 
     # -- device overlap (every pair that overlaps, via a sweep)
     per_device: dict[str, list[TaskInstance]] = defaultdict(list)
@@ -158,7 +166,7 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
         for t in tasks:
             active = [a for a in active if a.end > t.start]
             for a in active:
-                if a.group_key is not None and a.group_key == t.group_key:
+                if grouped_together(a, t):
                     continue
                 out.append(
                     Violation(
@@ -183,10 +191,9 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
             u, v = placed.get((e.src, m)), placed.get((e.dst, m))
             if u is None or v is None:
                 continue
-            same_group = u.group_key is not None and u.group_key == v.group_key
-            if same_group:
-                rule = problem.overlap_for(t.block for t in groups[u.group_key])
-                if rule is not None and rule.blocks.index(e.dst) < rule.blocks.index(e.src):
+            if grouped_together(u, v):
+                rule = groups[u.group_key]
+                if rule.blocks.index(e.dst) < rule.blocks.index(e.src):
                     out.append(
                         Violation(
                             "dependency",
