@@ -79,10 +79,11 @@ class SolveOptions:
         A schedule of the same problem used as a starting point (a complete
         hint for CP-SAT, an initial upper bound for Z3). It must validate.
     symmetry_breaking:
-        Order micro-batches of the same block (only applied when the
-        micro-batches are interchangeable). This is Tessel's Property 4.1:
-        it assumes some optimal schedule runs each block's micro-batches in
-        order, which holds for the pipeline shapes this library builds.
+        Order micro-batches of the same block (Tessel's Property 4.1). Only
+        applied when the micro-batches are interchangeable and every block
+        has one placement option; with several options it could cut off the
+        optimum, so it is skipped there (see
+        :func:`~schedsearch.encode.structure.symmetry_applies`).
     redundant:
         Add the redundant per-device bound ``makespan >= first start + work +
         least tail``; it does not change the optimum, only the proof speed.
@@ -127,7 +128,16 @@ class Backend(Protocol):
 
 
 #: Feature names a problem may need.
-FEATURES = ("flexible_options", "multi_device", "transfers", "memory", "workspace", "releases", "fixed_orders")
+FEATURES = (
+    "flexible_options",
+    "multi_device",
+    "transfers",
+    "memory",
+    "workspace",
+    "releases",
+    "fixed_orders",
+    "overlaps",
+)
 
 #: name -> "module:attribute" of the backend class, imported lazily.
 BACKENDS: dict[str, str] = {
@@ -176,6 +186,8 @@ def problem_features(problem: Problem) -> frozenset[str]:
         feats.add("releases")
     if problem.fixed_orders:
         feats.add("fixed_orders")
+    if problem.overlaps:
+        feats.add("overlaps")
     return frozenset(feats)
 
 
@@ -190,6 +202,12 @@ def solve(problem: Problem, backend: str | Backend = "cpsat", options: SolveOpti
     options = options or SolveOptions()
     impl = get_backend(backend)
     missing = problem_features(problem) - impl.features
+    if missing == {"overlaps"}:
+        raise UnsupportedFeatureError(
+            f"backend {impl.name!r} cannot express overlapped groups (the problem declares "
+            f"{len(problem.overlaps)} overlaps); search the schedules without them with "
+            f"problem.with_(overlaps=())"
+        )
     if missing:
         others = [n for n in BACKENDS if n != impl.name]
         raise UnsupportedFeatureError(
