@@ -356,7 +356,7 @@ MODULO_BACKENDS: dict[str, str] = {
 def modulo_support_error(problem: Problem) -> str | None:
     """Why the modulo encodings cannot express ``problem`` (None when they can)."""
     feats = problem_features(problem)
-    unsupported = feats & {"flexible_options", "transfers", "releases", "fixed_orders"}
+    unsupported = feats & {"flexible_options", "transfers", "releases", "fixed_orders", "overlaps"}
     if unsupported:
         return f"it uses {sorted(unsupported)}; the modulo encoding needs fixed placements and no transfers"
     if problem.duration_overrides:

@@ -15,12 +15,11 @@ import pytest
 
 from schedsearch.errors import UnsupportedFeatureError
 from schedsearch.periodic import check_repetend
-from schedsearch.placements import chain_pipelines, vshape
+from schedsearch.placements import chain_pipelines, tessel_shape, vshape
 from schedsearch.result import Status
 from schedsearch.schedule import peak_memory
 from schedsearch.search.repetend import memory_rate_bound, period_lower_bound, repetend
 from schedsearch.validate import validate
-from tests.repetend.shapes import SHAPES
 
 LIMIT = dict(time_limit_s=60, workers=2, seed=0)
 
@@ -40,7 +39,7 @@ def test_vshape_reaches_the_1f1b_optimum() -> None:
     [("V", 4, 4), ("X", 4, 8), ("K", 6, 6), ("M", 6, 6), ("NN", 6, 8)],
 )
 def test_tessel_shapes_reach_their_work_bound(shape, memory, period) -> None:
-    problem = SHAPES[shape](4, 16, memory=memory)
+    problem = tessel_shape(shape, 4, 16, memory=memory)
     result = repetend(problem, **LIMIT)
     assert result.period == period == max(period_lower_bound(problem).values())
     assert result.fold == 1 and result.period_optimal
@@ -52,7 +51,7 @@ def test_tessel_shapes_reach_their_work_bound(shape, memory, period) -> None:
 
 
 def test_z3_backend_gives_the_same_period() -> None:
-    problem = SHAPES["V"](4, 12, memory=4)
+    problem = tessel_shape("V", 4, 12, memory=4)
     result = repetend(problem, backend="z3", **LIMIT)
     assert result.backend == "z3" and result.period == 4
     assert validate(problem, result.schedule) == ()
@@ -60,7 +59,7 @@ def test_z3_backend_gives_the_same_period() -> None:
 
 @pytest.mark.parametrize("completion", ["truncated", "solved", "best"])
 def test_every_completion_validates_and_best_is_no_worse(completion) -> None:
-    problem = SHAPES["X"](4, 10, memory=4)
+    problem = tessel_shape("X", 4, 10, memory=4)
     best = repetend(problem, **LIMIT)
     result = repetend(problem, completion=completion, **LIMIT)
     assert validate(problem, result.schedule) == ()
@@ -83,9 +82,9 @@ def test_inference_forward_only_placements() -> None:
     assert validate(problem, result.schedule) == ()
     freed = vshape(4, 8, backward=None, forward_memory=0, memory=1)
     assert repetend(freed, **LIMIT).period == 1
-    tessel = SHAPES["M"](4, 8, memory=6, train=False)
-    result = repetend(tessel, **LIMIT)
-    assert result.period == 2 and validate(tessel, result.schedule) == ()  # F + full-shard F per device
+    interleaved = chain_pipelines([[0, 1, 2, 3, 0, 1, 2, 3]], 4, 8, backward=None)
+    result = repetend(interleaved, **LIMIT)
+    assert result.period == 2 and validate(interleaved, result.schedule) == ()  # two forward chunks per device
 
 
 def test_memory_growth_and_transfers_are_refused_with_the_alternative() -> None:
@@ -111,14 +110,14 @@ def test_memory_rate_bound() -> None:
 
 
 def test_small_problem_repetend_is_limited_by_its_micro_batches() -> None:
-    problem = SHAPES["V"](4, 3, memory=4)  # fewer micro-batches than the best repetend spans
+    problem = tessel_shape("V", 4, 3, memory=4)  # fewer micro-batches than the best repetend spans
     result = repetend(problem, **LIMIT)
     assert result.periodic.min_microbatches <= 3
     assert validate(problem, result.schedule) == ()
 
 
 def test_unrolling_to_1024_micro_batches_is_fast_and_valid() -> None:
-    result = repetend(SHAPES["V"](4, 16, memory=4), **LIMIT)
+    result = repetend(tessel_shape("V", 4, 16, memory=4), **LIMIT)
     t0 = time.perf_counter()
     schedule = result.periodic.unroll(1024)
     elapsed = time.perf_counter() - t0
