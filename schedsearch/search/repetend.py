@@ -434,10 +434,10 @@ def repetend(
     hi = sum(b.options[0].duration for b in blocks) if max_period is None else max_period
     bound = analytic_lower_bound(problem).value
 
-    def report(incumbent: int | None, rate: float | None) -> None:
+    def report(incumbent: int | None) -> None:
+        """Progress in makespan terms: the unrolled makespan once known, the analytic bound."""
         if progress is not None:
-            progress(Progress(elapsed_s=time.perf_counter() - t0, incumbent=incumbent,
-                              bound=None if rate is None else math.ceil(rate)))
+            progress(Progress(elapsed_s=time.perf_counter() - t0, incumbent=incumbent, bound=bound))
 
     def size_for(fold: int) -> int:
         return min(n, fold * len(blocks) if repetend_size is None else repetend_size)
@@ -458,7 +458,7 @@ def repetend(
             break
         if status is Status.INFEASIBLE:
             refuted.add((1, P))
-            report(None, P + 1)
+            report(None)
         elif status is Status.TIMEOUT:
             timed_out = True
             break
@@ -508,7 +508,7 @@ def repetend(
     schedule = periodic.unroll(n)
     assert_valid(problem, schedule, "unrolled periodic schedule")
     status = Status.OPTIMAL if schedule.makespan <= bound else Status.FEASIBLE
-    report(schedule.makespan, periodic.rate)
+    report(schedule.makespan)
     stats["offsets"] = {b: list(o) for b, o in periodic.offsets.items()}
     stats["latency"] = periodic.repetend.latency()
     return RepetendResult(
