@@ -108,6 +108,7 @@ class SolveOptions:
     symmetry_breaking: bool = True
     redundant: bool = True
     memory_encoding: str = "cumulative"
+    hint: Any = attrs.field(default=None, eq=False)
     lower_bound: int | None = None
     upper_bound: int | None = None
     progress: Callable[[Progress], None] | None = attrs.field(default=None, eq=False)
@@ -298,6 +299,9 @@ class ModuloOptions:
         every start that raises it, through phase-order literals) or
         ``"both"``; all exact, they differ in speed only (CP-SAT; Z3 always
         uses events). Devices whose deltas do not pair up always use events.
+    hint:
+        A :class:`~schedsearch.periodic.Repetend` of the same problem and
+        period to start from (CP-SAT: a solution hint; Z3 ignores it).
     Other fields are those of :class:`SolveOptions`.
     """
 
@@ -311,6 +315,7 @@ class ModuloOptions:
     )
     redundant: bool = True
     memory_encoding: str = "cumulative"
+    hint: Any = attrs.field(default=None, eq=False)
     time_limit_s: float | None = attrs.field(default=60.0, validator=_positive_or_none)
     seed: int = 0
     workers: int = attrs.field(default=2, validator=_at_least_one)

@@ -333,7 +333,7 @@ def repetend(
     fold_time_limit_s: float = 5.0,
     completion_time_limit_s: float = 10.0,
     memory_encoding: str = "auto",
-    candidates: int = 1,
+    candidates: int = 3,
     completion: str = "best",
     time_limit_s: float | None = 60.0,
     seed: int = 0,
@@ -377,8 +377,10 @@ def repetend(
         ``"cumulative"`` for fold 1, where it refutes periods faster, and
         ``"events"`` for larger folds, where it finds repetends faster.
     candidates:
-        Distinct offset vectors of the least rate to compare (the first has
-        the least micro-batch latency; the others no larger latency).
+        Distinct offset vectors compared at the period finally chosen (the
+        first found has the least micro-batch latency, the others no larger
+        latency); each is completed lazily and scored by its unrolled
+        makespans (see ``_score``).
     completion:
         ``"best"``, ``"solved"`` or ``"truncated"`` (see :data:`COMPLETIONS`).
     time_limit_s, seed, workers, log, backend_params:
@@ -446,22 +448,22 @@ def repetend(
     best_rate: Fraction | None = None
     refuted: set[tuple[int, int]] = set()  # (fold, period) proven to hold no completable repetend
     timed_out = False
-    # fold 1, upward: exact
+    # fold 1, upward; a period the quick slice cannot settle is postponed
+    postponed: list[int] = []
     for P in range(max(work_bound, math.ceil(rate_bound)), hi + 1):
         left = search.left()
         if left is not None and left <= 0.01:
             timed_out = True
             break
-        found, status = _candidates_at(search, P, 1, size_for(1), candidates, search.deadline)
+        found, status = _candidates_at(search, P, 1, size_for(1), 1, search.deadline, quick_only=True)
         if found:
             chosen, best_rate = min(found, key=lambda c: c[1])[0], Fraction(P)
             break
         if status is Status.INFEASIBLE:
             refuted.add((1, P))
             report(None)
-        elif status is Status.TIMEOUT:
-            timed_out = True
-            break
+        else:
+            postponed.append(P)
     # larger folds, downward from the best rate, each period within a budget
     if best_rate is not None and best_rate > rate_bound:
         for k in range(2, max_fold + 1):
@@ -471,7 +473,7 @@ def repetend(
                 if left is not None and left <= 0.01:
                     break
                 budget = fold_time_limit_s if left is None else min(fold_time_limit_s, left)
-                found, status = _candidates_at(search, P, k, size_for(k), candidates, time.perf_counter() + budget)
+                found, status = _candidates_at(search, P, k, size_for(k), 1, time.perf_counter() + budget)
                 if found:
                     chosen, best_rate = min(found, key=lambda c: c[1])[0], Fraction(P, k)
                 elif status is Status.INFEASIBLE:
@@ -479,6 +481,27 @@ def repetend(
                 else:
                     break
                 P -= 1
+    # postponed fold-1 periods that could still beat the best rate: decide them fully
+    for P in postponed:
+        if best_rate is not None and P >= best_rate:
+            break
+        left = search.left()
+        if left is not None and left <= 0.01:
+            timed_out = True
+            break
+        found, status = _candidates_at(search, P, 1, size_for(1), 1, search.deadline)
+        if found:
+            chosen, best_rate = min(found, key=lambda c: c[1])[0], Fraction(P)
+            break
+        if status is Status.INFEASIBLE:
+            refuted.add((1, P))
+        elif status is Status.TIMEOUT:
+            timed_out = True
+            break
+    if chosen is not None and chosen.fold > 1:
+        chosen = _improve_latency(search, chosen, size_for(chosen.fold))
+    if chosen is not None and candidates > 1:
+        chosen = _refine(search, chosen, size_for(chosen.fold), candidates)
     proven = best_rate is not None and all(
         (k, P) in refuted
         for k in range(1, max_fold + 1)
@@ -544,14 +567,15 @@ def _unfold(folded: Repetend, fold: int, copies: Mapping[str, tuple[str, int]]) 
 QUICK_SLICE_S = 2.0
 
 
-def _decide(search: _Search, folded: Problem, fold: int, deadline: float | None, **fields: Any) -> Any:
+def _decide(search: _Search, folded: Problem, fold: int, deadline: float | None, quick_only: bool = False,
+            **fields: Any) -> Any:
     """One modulo decision, time-sliced.
 
     Fold 1: a quick attempt (latency objective, events encoding, a short
     slice) settles most periods, easy feasible ones and easy refutations.
-    Otherwise, and always for larger folds, the period is decided for
-    feasibility with the fold's encoding in the remaining time, and the
-    latency of what it finds is improved within one more slice.
+    Otherwise the period is decided for feasibility with the fold's encoding
+    in the remaining time, and the latency of what it finds is improved
+    within one more slice. Larger folds: feasibility only.
     """
 
     def call(objective: str, encoding: str, limit: float | None, **extra: Any) -> Any:
@@ -583,14 +607,11 @@ def _decide(search: _Search, folded: Problem, fold: int, deadline: float | None,
     quick_encoding = "events" if search.memory_encoding == "auto" else search.memory_encoding
     objective = "latency" if fields.get("max_latency") is None else "feasibility"
     if fold > 1:
-        # the latency objective is slow on a super-graph: settle feasibility first
-        full = call("feasibility", search.encoding(fold), left())
-        if full.repetend is None or objective == "feasibility":
-            return full
-        better = call("latency", quick_encoding, slice_(), max_latency=full.latency - 1)
-        return better if better.repetend is not None else full
+        # the latency objective is slow on a super-graph: feasibility only here;
+        # the latency of the repetend finally chosen is improved once (_improve_latency)
+        return call("feasibility", search.encoding(fold), left())
     quick = call(objective, quick_encoding, slice_())
-    if quick.repetend is not None or quick.status is Status.INFEASIBLE:
+    if quick.repetend is not None or quick.status is Status.INFEASIBLE or quick_only:
         return quick
     remaining = left()
     if remaining is not None and remaining <= 0.02:
@@ -598,12 +619,98 @@ def _decide(search: _Search, folded: Problem, fold: int, deadline: float | None,
     full = call("feasibility", search.encoding(fold), remaining)
     if full.repetend is None or objective == "feasibility":
         return full
-    better = call("latency", quick_encoding, slice_(), max_latency=full.latency - 1)
-    return better if better.repetend is not None else full
+    better = call("latency", quick_encoding, slice_(), hint=full.repetend)
+    return better if better.repetend is not None and better.latency <= full.latency else full
+
+
+def _score(periodic: PeriodicSchedule, n: int) -> int:
+    """Sum of the unrolled makespans at the comparison size and the next
+    ``fold - 1`` sizes (one per cooldown residue)."""
+    e = _eval_size(periodic, n)
+    return sum(periodic.unroll(e + r).makespan for r in range(periodic.fold))
+
+
+def _refine(search: _Search, chosen: PeriodicSchedule, size: int, wanted: int) -> PeriodicSchedule:
+    """Compare up to ``wanted`` offset vectors of the chosen period whose
+    latency is no larger than the chosen one's (feasibility calls of one
+    slice each); keep the best scored."""
+    problem, rep = search.problem, chosen.repetend
+    k = rep.fold
+    folded, copies = fold_problem(problem, k)
+    cyclic = tuple(tuple(f"{b.name}~{i}" for i in range(k)) for b in problem.graph.blocks) if k > 1 else ()
+    seed_rep = _fold_hint(rep, copies)
+    forbidden = [{t.block: t.offset for t in seed_rep.tasks}]
+    best, best_score = chosen, _score(chosen, problem.num_microbatches)
+    for _ in range(wanted - 1):
+        left = search.left()
+        if left is not None and left <= 0.05:
+            break
+        options = ModuloOptions(
+            period=rep.period, max_offset=(size - k) // k, objective="feasibility", max_latency=seed_rep.latency(),
+            forbidden_offsets=forbidden, cyclic_orders=cyclic, memory_encoding=search.encoding(k) if k == 1 else "events",
+            time_limit_s=QUICK_SLICE_S if left is None else min(QUICK_SLICE_S, left), seed=search.seed,
+            workers=search.workers, log=search.log, backend_params=search.backend_params,
+        )
+        answer = solve_modulo(folded, options, search.backend)
+        search.tried.append({"period": rep.period, "fold": k, "objective": "candidate", "encoding": options.memory_encoding,
+                             "status": answer.status.value, "latency": answer.latency, "seconds": answer.wall_time_s,
+                             "capped": True})
+        if answer.repetend is None:
+            break
+        forbidden.append({t.block: t.offset for t in answer.repetend.tasks})
+        candidate = _complete_lazily(search, _unfold(answer.repetend, k, copies))
+        if candidate is not None:
+            score = _score(candidate, problem.num_microbatches)
+            if score < best_score:
+                best, best_score = candidate, score
+    return best
+
+
+def _fold_hint(rep: Repetend, copies: Mapping[str, tuple[str, int]]) -> Repetend:
+    """The super-graph repetend a fold-``k`` repetend came from (inverse of :func:`_unfold`)."""
+    name = {pair: copy for copy, pair in copies.items()}
+    k = rep.fold
+    tasks = [
+        RepetendTask(block=name[(t.block, t.offset % k)], offset=t.offset // k, phase=t.phase, devices=t.devices,
+                     duration=t.duration)
+        for t in rep.tasks
+    ]
+    return Repetend(period=rep.period, tasks=tasks)
+
+
+def _improve_latency(search: _Search, chosen: PeriodicSchedule, size: int) -> PeriodicSchedule:
+    """One slice spent lowering the latency of a fold > 1 repetend (kept when it unrolls shorter)."""
+    problem, rep = search.problem, chosen.repetend
+    folded, copies = fold_problem(problem, rep.fold)
+    cyclic = tuple(tuple(f"{b.name}~{i}" for i in range(rep.fold)) for b in problem.graph.blocks)
+    left = search.left()
+    limit = QUICK_SLICE_S if left is None else min(QUICK_SLICE_S, left)
+    if limit <= 0.05:
+        return chosen
+    options = ModuloOptions(
+        period=rep.period, max_offset=(size - rep.fold) // rep.fold,
+        objective="latency", cyclic_orders=cyclic,
+        memory_encoding="events" if search.memory_encoding == "auto" else search.memory_encoding,
+        time_limit_s=limit, seed=search.seed, workers=search.workers, log=search.log,
+        backend_params=search.backend_params, hint=_fold_hint(rep, copies),
+    )
+    answer = solve_modulo(folded, options, search.backend)
+    search.tried.append({"period": rep.period, "fold": rep.fold, "objective": "latency", "encoding": options.memory_encoding,
+                         "status": answer.status.value, "latency": answer.latency, "seconds": answer.wall_time_s,
+                         "capped": True})
+    if answer.repetend is None or answer.latency >= rep.latency():
+        return chosen
+    candidate = _complete_lazily(search, _unfold(answer.repetend, rep.fold, copies))
+    if candidate is None:
+        return chosen
+    if _score(candidate, problem.num_microbatches) <= _score(chosen, problem.num_microbatches):
+        return candidate
+    return chosen
 
 
 def _candidates_at(
-    search: _Search, period: int, fold: int, size: int, wanted: int, deadline: float | None
+    search: _Search, period: int, fold: int, size: int, wanted: int, deadline: float | None,
+    quick_only: bool = False,
 ) -> tuple[list[tuple[PeriodicSchedule, int]], Status]:
     """Completable candidates of one (period, fold) (lazy: feasibility only).
 
@@ -630,8 +737,8 @@ def _candidates_at(
         if deadline is not None and deadline - time.perf_counter() <= 0.01:
             return found, Status.TIMEOUT
         answer = _decide(
-            search, folded, fold, deadline, period=period, max_offset=max_offset, max_latency=latency_cap,
-            forbidden_offsets=forbidden, cyclic_orders=cyclic,
+            search, folded, fold, deadline, quick_only and not found, period=period, max_offset=max_offset,
+            max_latency=latency_cap, forbidden_offsets=forbidden, cyclic_orders=cyclic,
         )
         status = answer.status
         if answer.repetend is None:
@@ -685,7 +792,6 @@ def _finish(search: _Search, chosen: PeriodicSchedule, completion: str, stats: d
     then the best valid combination with the truncated parts."""
     problem = search.problem
     rep = chosen.repetend
-    n_eval = _eval_size(chosen, problem.num_microbatches)
     sizes = _check_sizes(chosen, problem.num_microbatches)
     truncated = assemble(problem, rep, None, None)
     truncated_ok = _valid_for(truncated, sizes)
@@ -722,10 +828,10 @@ def _finish(search: _Search, chosen: PeriodicSchedule, completion: str, stats: d
             if not _valid_for(candidate, sizes):
                 continue
             label = f"{'truncated' if w is None else 'solved'} warmup, {'truncated' if c is None else 'solved'} cooldown"
-            scored.append((candidate.unroll(n_eval).makespan, label, candidate))
+            scored.append((_score(candidate, problem.num_microbatches), label, candidate))
     if not scored:
         # the completion established while comparing candidates stands
-        scored.append((chosen.unroll(n_eval).makespan, "feasible parts", chosen))
+        scored.append((_score(chosen, problem.num_microbatches), "feasible parts", chosen))
     scored.sort(key=lambda s: s[0])
     stats["completions"] = {label: makespan for makespan, label, _ in scored}
     stats["completion"] = scored[0][1]

@@ -152,6 +152,11 @@ def build_modulo_model(problem: Problem, options: ModuloOptions) -> tuple[cp_mod
         model.add(latency <= options.max_latency)
     if options.objective == "latency":
         model.minimize(latency)
+    if options.hint is not None and options.hint.period == P:
+        for t in options.hint.tasks:
+            if t.block in phase:
+                model.add_hint(phase[t.block], t.phase)
+                model.add_hint(offset[t.block], t.offset)
     return model, {"phase": phase, "offset": offset, "latency": latency, "place": place}
 
 
