@@ -2,5 +2,6 @@
 
 from schedsearch.search.optimal import optimal as optimal
 from schedsearch.search.pareto import min_memory as min_memory, pareto as pareto
+from schedsearch.search.repetend import RepetendResult as RepetendResult, repetend as repetend
 
-__all__ = ["min_memory", "optimal", "pareto"]
+__all__ = ["min_memory", "optimal", "pareto", "repetend", "RepetendResult"]

@@ -34,11 +34,15 @@ whose deltas pair up into allocations and the frees that depend on them,
 the time-average level ``initial + sum amount x lifetime / P`` cannot
 exceed the capacity, and a lifetime is at least the longest path from the
 allocation's start to the free's start). Feasibility is not monotone in the
-period for modulo schedules, so each period is decided in turn; the first
-period with a completable repetend is the least period over the claimed
-space (periods up to ``max_period``, offsets below ``N_R``), proven when
-every smaller period was proven infeasible. When the first period tried
-succeeds the search stops there: it equals the lower bound.
+period for modulo schedules, so each period is decided in turn: first
+within a short slice (least latency, the "events" memory encoding), which
+settles easy feasible periods and easy refutations; a period the slice
+cannot settle is postponed, and decided fully (feasibility, the
+"cumulative" encoding, which refutes faster) only if nothing found later
+beats it. The least period found is the least over the claimed space
+(periods up to ``max_period``, offsets below ``N_R``), proven when every
+smaller one was refuted. When the first period tried succeeds the search
+stops there: it equals the lower bound.
 
 Folds. A repetend may also hold ``k`` micro-batches per period (a
 *fold*-``k`` repetend: every block ``k`` times, see
@@ -61,14 +65,16 @@ For a candidate repetend the warmup and cooldown task sets follow from the
 offsets (Tessel, Eq. 5 and 6). While candidates are compared only
 feasibility is established: the *truncated* completion (the steady state's
 own times, see :mod:`schedsearch.search.repetend_completion`) is built
-without a solver and validated; only if it fails are the two parts checked
-for feasibility by a backend. Candidates (distinct offset vectors of the
-least period, the first with the least micro-batch latency) are compared by
-the makespan of their tightened unrolled schedule. For the chosen one
-alone, the warmup and the cooldown are then solved time-optimally (the
-cooldown starting from the memory the warmup and one instance leave), each
+without a solver and validated; only if it fails are the parts checked for
+feasibility by a backend. At the period finally chosen, up to
+``candidates`` distinct offset vectors (the first with the least micro-batch
+latency, the others no worse) are completed this way and scored by their
+tightened unrolled makespans (one size per cooldown residue). For the best
+alone, the warmup and the cooldowns are then solved time-optimally (the
+cooldown starting from the memory the warmup and one instance leave; each
+solve warm-started from the truncated part and given a budget), every
 combination of truncated and solved parts is concatenated and tightened,
-and the shortest is kept.
+and the best valid one is kept.
 """
 
 from __future__ import annotations
