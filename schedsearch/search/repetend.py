@@ -89,6 +89,7 @@ import attrs
 
 from schedsearch.bounds.analytic import analytic_lower_bound
 from schedsearch.encode.base import (
+    MODULO_BACKENDS,
     MODULO_MEMORY_ENCODINGS,
     Backend,
     ModuloOptions,
@@ -306,6 +307,7 @@ class _Search:
     backend_params: dict[str, Any]
     memory_encoding: str = "auto"
     completion_time_limit_s: float | None = None
+    prover: str = ""
     tried: list[dict[str, Any]] = attrs.field(factory=list)
 
     def encoding(self, fold: int) -> str:
@@ -339,6 +341,7 @@ def repetend(
     fold_time_limit_s: float = 5.0,
     completion_time_limit_s: float = 10.0,
     memory_encoding: str = "auto",
+    prover: str | None = None,
     candidates: int = 3,
     completion: str = "best",
     time_limit_s: float | None = 60.0,
@@ -382,6 +385,10 @@ def repetend(
         :class:`~schedsearch.encode.base.ModuloOptions`); ``"auto"`` uses
         ``"cumulative"`` for fold 1, where it refutes periods faster, and
         ``"events"`` for larger folds, where it finds repetends faster.
+    prover:
+        Backend that settles the periods the quick slice leaves open, and
+        decides every fold > 1 period (default: ``backend``). Every answer is
+        checked by the independent repetend checker whichever backend gives it.
     candidates:
         Distinct offset vectors compared at the period finally chosen (the
         first found has the least micro-batch latency, the others no larger
@@ -417,6 +424,8 @@ def repetend(
         raise ValueError(
             f"repetend: 'memory_encoding' must be 'auto' or one of {MODULO_MEMORY_ENCODINGS}, got {memory_encoding!r}"
         )
+    if prover is not None and prover not in MODULO_BACKENDS:
+        raise ValueError(f"repetend: 'prover' must be one of {sorted(MODULO_BACKENDS)}, got {prover!r}")
     if repetend_size is not None:
         _check_int("repetend_size", repetend_size, 1)
     if max_period is not None:
@@ -432,6 +441,7 @@ def repetend(
         backend_params=dict(backend_params or {}),
         memory_encoding=memory_encoding,
         completion_time_limit_s=completion_time_limit_s,
+        prover=name if prover is None else prover,
     )
     n = problem.num_microbatches
     blocks = problem.graph.blocks
@@ -577,14 +587,15 @@ def _decide(search: _Search, folded: Problem, fold: int, deadline: float | None,
             **fields: Any) -> Any:
     """One modulo decision, time-sliced.
 
-    Fold 1: a quick attempt (latency objective, events encoding, a short
-    slice) settles most periods, easy feasible ones and easy refutations.
-    Otherwise the period is decided for feasibility with the fold's encoding
-    in the remaining time, and the latency of what it finds is improved
-    within one more slice. Larger folds: feasibility only.
+    Fold 1: a quick attempt (least latency, events encoding, a short slice)
+    settles most periods, easy feasible ones and easy refutations; otherwise
+    the prover decides feasibility in the remaining time (cumulative
+    encoding) and the latency of what it finds is improved within one more
+    slice. Larger folds: feasibility only, in one call when the prover is
+    the search backend, else a quick slice of the search backend first.
     """
 
-    def call(objective: str, encoding: str, limit: float | None, **extra: Any) -> Any:
+    def call(objective: str, encoding: str, limit: float | None, backend: str | None = None, **extra: Any) -> Any:
         options = ModuloOptions(
             objective=objective,
             memory_encoding=encoding,
@@ -595,9 +606,10 @@ def _decide(search: _Search, folded: Problem, fold: int, deadline: float | None,
             backend_params=search.backend_params,
             **{**fields, **extra},
         )
-        answer = solve_modulo(folded, options, search.backend)
+        answer = solve_modulo(folded, options, backend or search.backend)
         search.tried.append(
             {"period": options.period, "fold": fold, "objective": objective, "encoding": encoding,
+             "backend": backend or search.backend,
              "status": answer.status.value, "latency": answer.latency, "seconds": answer.wall_time_s,
              "capped": options.max_latency is not None}
         )
@@ -615,14 +627,22 @@ def _decide(search: _Search, folded: Problem, fold: int, deadline: float | None,
     if fold > 1:
         # the latency objective is slow on a super-graph: feasibility only here;
         # the latency of the repetend finally chosen is improved once (_improve_latency)
-        return call("feasibility", search.encoding(fold), left())
+        if search.prover == search.backend:
+            return call("feasibility", search.encoding(fold), left())
+        quick = call("feasibility", search.encoding(fold), slice_())
+        if quick.repetend is not None or quick.status is Status.INFEASIBLE:
+            return quick
+        remaining = left()
+        if remaining is not None and remaining <= 0.02:
+            return quick
+        return call("feasibility", search.encoding(fold), remaining, backend=search.prover)
     quick = call(objective, quick_encoding, slice_())
     if quick.repetend is not None or quick.status is Status.INFEASIBLE or quick_only:
         return quick
     remaining = left()
     if remaining is not None and remaining <= 0.02:
         return quick
-    full = call("feasibility", search.encoding(fold), remaining)
+    full = call("feasibility", search.encoding(fold), remaining, backend=search.prover)
     if full.repetend is None or objective == "feasibility":
         return full
     better = call("latency", quick_encoding, slice_(), hint=full.repetend)

@@ -126,3 +126,14 @@ def test_unrolling_to_1024_micro_batches_is_fast_and_valid() -> None:
     assert schedule.makespan == 4 * 1024 + 12  # period 4 per micro-batch, fill and drain 12
     assert validate(result.periodic.problem_for(1024), schedule) == ()
     assert check_repetend(result.periodic.problem, result.periodic.repetend) == ()
+
+
+def test_z3_as_prover_settles_what_the_quick_slice_leaves_open() -> None:
+    # interleaved, memory 4: fold-1 periods 9 and 10 are infeasible (refuted by Z3 in well under a second),
+    # and the least rate is 10 per micro-batch, reached by a fold-2 repetend of period 20
+    problem = chain_pipelines([[0, 1, 2, 3, 0, 1, 2, 3]], 4, 8, memory=4)
+    result = repetend(problem, prover="z3", max_fold=1, **LIMIT)
+    assert result.period == 11 and result.period_optimal  # Tessel's space: 11 is least
+    assert validate(problem, result.schedule) == ()
+    with pytest.raises(ValueError, match="'prover'"):
+        repetend(problem, prover="gurobi")
