@@ -1,0 +1,214 @@
+"""The backend protocol, solve options, and the registry of backends.
+
+A backend turns a :class:`~schedsearch.problem.Problem` into a solver model,
+solves it and returns a :class:`~schedsearch.result.SearchResult`. Backends
+are looked up by name with :func:`get_backend` and imported lazily, so a
+missing solver package only matters when that backend is used.
+
+:func:`solve` is the one entry point the search strategies use: it runs a
+backend and passes every schedule through the independent validator before
+returning it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+import attrs
+
+from schedsearch.errors import UnsupportedFeatureError
+from schedsearch.problem import Problem
+from schedsearch.result import SearchResult, Status
+from schedsearch.schedule import Schedule
+from schedsearch.validate import assert_valid
+
+__all__ = [
+    "Progress",
+    "SolveOptions",
+    "Backend",
+    "BACKENDS",
+    "get_backend",
+    "available_backends",
+    "solve",
+]
+
+
+@attrs.frozen(kw_only=True)
+class Progress:
+    """A progress report: an improved incumbent or bound at ``elapsed_s``."""
+
+    elapsed_s: float
+    incumbent: int | None
+    bound: int | None
+
+
+def _positive_or_none(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is not None and not value > 0:
+        raise ValueError(f"SolveOptions: {attribute.name!r} must be > 0 or None, got {value!r}")
+
+
+def _at_least_one(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if not isinstance(value, int) or value < 1:
+        raise ValueError(f"SolveOptions: {attribute.name!r} must be an integer >= 1, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class SolveOptions:
+    """Options shared by every backend.
+
+    Parameters
+    ----------
+    time_limit_s:
+        Wall-clock limit (None = no limit).
+    seed:
+        Random seed handed to the solver.
+    workers:
+        Parallel search workers (CP-SAT); Z3 is single-threaded.
+    deterministic:
+        Ask for a reproducible search (CP-SAT: interleaved search with a
+        fixed seed; Z3 is deterministic for a fixed seed).
+    warm_start:
+        A schedule of the same problem used as a starting point (a complete
+        hint for CP-SAT, an initial upper bound for Z3). It must validate.
+    symmetry_breaking:
+        Order micro-batches of the same block (Tessel's Property 4.1). Only
+        applied when the micro-batches are interchangeable and every block
+        has one placement option; with several options it could cut off the
+        optimum, so it is skipped there (see
+        :func:`~schedsearch.encode.structure.symmetry_applies`).
+    redundant:
+        Add the redundant per-device bound ``makespan >= first start + work +
+        least tail``; it does not change the optimum, only the proof speed.
+    lower_bound, upper_bound:
+        Known bounds on the optimal makespan; ``upper_bound`` also restricts
+        the search to schedules no longer than it.
+    progress:
+        Called with a :class:`Progress` whenever the incumbent or the bound
+        improves.
+    log:
+        Let the solver print its own log.
+    backend_params:
+        Extra backend-specific parameters (CP-SAT ``SatParameters`` fields,
+        or Z3 ``set_param`` names).
+    """
+
+    time_limit_s: float | None = attrs.field(default=60.0, validator=_positive_or_none)
+    seed: int = 0
+    workers: int = attrs.field(default=2, validator=_at_least_one)
+    deterministic: bool = False
+    warm_start: Schedule | None = None
+    symmetry_breaking: bool = True
+    redundant: bool = True
+    lower_bound: int | None = None
+    upper_bound: int | None = None
+    progress: Callable[[Progress], None] | None = attrs.field(default=None, eq=False)
+    log: bool = False
+    backend_params: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+class Backend(Protocol):
+    """What every backend provides."""
+
+    name: str
+    #: Features the backend can express (see FEATURES).
+    features: frozenset[str]
+
+    def solve(self, problem: Problem, options: SolveOptions) -> SearchResult:  # pragma: no cover
+        """Solve ``problem``; the schedule is not yet validated."""
+        ...
+
+
+#: Feature names a problem may need.
+FEATURES = ("flexible_options", "multi_device", "transfers", "memory", "workspace", "releases", "fixed_orders")
+
+#: name -> "module:attribute" of the backend class, imported lazily.
+BACKENDS: dict[str, str] = {
+    "cpsat": "schedsearch.encode.cpsat.model:CpSatBackend",
+    "z3": "schedsearch.encode.z3.model:Z3Backend",
+}
+
+
+def available_backends() -> tuple[str, ...]:
+    return tuple(BACKENDS)
+
+
+def get_backend(name: str | Backend) -> Backend:
+    """The backend called ``name`` (``"cpsat"`` or ``"z3"``), or ``name`` itself if it is one."""
+    if not isinstance(name, str):
+        return name
+    target = BACKENDS.get(name)
+    if target is None:
+        raise ValueError(f"backend: unknown name {name!r}; choose one of {sorted(BACKENDS)}")
+    module, attr = target.split(":")
+    try:
+        cls = getattr(importlib.import_module(module), attr)
+    except ImportError as exc:  # pragma: no cover - depends on the installation
+        raise UnsupportedFeatureError(
+            f"backend {name!r} needs a solver package that is not installed ({exc}); "
+            f"try one of {sorted(set(BACKENDS) - {name})}"
+        ) from exc
+    return cls()
+
+
+def problem_features(problem: Problem) -> frozenset[str]:
+    """The features a problem uses."""
+    feats = set()
+    blocks = problem.graph.blocks
+    if any(len(b.options) > 1 for b in blocks):
+        feats.add("flexible_options")
+    if any(len(o.devices) > 1 for b in blocks for o in b.options):
+        feats.add("multi_device")
+    if any(e.size > 0 for e in problem.graph.edges):
+        feats.add("transfers")
+    if any(d.memory is not None for d in problem.cluster.devices):
+        feats.add("memory")
+    if any(b.workspace for b in blocks):
+        feats.add("workspace")
+    if problem.releases:
+        feats.add("releases")
+    if problem.fixed_orders:
+        feats.add("fixed_orders")
+    return frozenset(feats)
+
+
+def solve(problem: Problem, backend: str | Backend = "cpsat", options: SolveOptions | None = None) -> SearchResult:
+    """Solve ``problem`` with ``backend`` and validate the schedule it returns.
+
+    Raises :class:`~schedsearch.errors.ValidationFailedError` if a backend
+    ever returns a schedule the validator rejects (an encoder bug), and
+    :class:`~schedsearch.errors.UnsupportedFeatureError` when the backend
+    cannot express a feature the problem uses.
+    """
+    options = options or SolveOptions()
+    impl = get_backend(backend)
+    missing = problem_features(problem) - impl.features
+    if missing:
+        others = [n for n in BACKENDS if n != impl.name]
+        raise UnsupportedFeatureError(
+            f"backend {impl.name!r} cannot express {sorted(missing)}; use backend {others[0]!r}"
+            if others
+            else f"backend {impl.name!r} cannot express {sorted(missing)}"
+        )
+    if options.warm_start is not None:
+        assert_valid(problem, options.warm_start, "warm start")
+    t0 = time.perf_counter()
+    result = impl.solve(problem, options)
+    if result.schedule is not None:
+        assert_valid(problem, result.schedule, f"schedule returned by backend {impl.name!r}")
+        objective = result.schedule.makespan
+        if result.objective is not None and result.objective != objective:
+            # the schedule is the truth: the objective is recomputed from it
+            result = attrs.evolve(result, objective=objective)
+    elif result.status.has_schedule:
+        result = attrs.evolve(result, status=Status.UNKNOWN)
+    bound = result.lower_bound
+    if options.lower_bound is not None:
+        bound = max(bound or 0, options.lower_bound)
+    if result.objective is not None and bound is not None:
+        bound = min(bound, result.objective)
+        if bound == result.objective and result.status is Status.FEASIBLE:
+            result = attrs.evolve(result, status=Status.OPTIMAL)
+    return attrs.evolve(result, lower_bound=bound, wall_time_s=max(result.wall_time_s, time.perf_counter() - t0))

@@ -1,0 +1,1 @@
+"""OR-tools CP-SAT backend (interval variables, NoOverlap, reservoir memory)."""

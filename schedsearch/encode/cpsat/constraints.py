@@ -1,0 +1,127 @@
+"""CP-SAT constraint families 2-8 (see :mod:`schedsearch.encode.structure`)."""
+
+from __future__ import annotations
+
+from ortools.sat.python import cp_model
+
+from schedsearch.encode.cpsat.variables import Variables
+from schedsearch.encode.structure import Structure
+
+
+def add_no_overlap(model: cp_model.CpModel, st: Structure, var: Variables) -> None:
+    """Family 2: on each device, the intervals of options occupying it do not overlap."""
+    for d in st.problem.cluster.device_names:
+        intervals = [
+            var.tasks[t].intervals[i] for t in st.tasks_on(d) for i in st.option_on(t, d)
+        ]
+        if len(intervals) > 1:
+            model.add_no_overlap(intervals)
+
+
+def add_dependencies(model: cp_model.CpModel, st: Structure, var: Variables) -> None:
+    """Families 3 and 6 (fixed orders): ``start(v) >= end(u)`` for every precedence."""
+    for u, v in st.precedences:
+        model.add(var.tasks[v].start >= var.tasks[u].end)
+
+
+def add_transfers(model: cp_model.CpModel, st: Structure, var: Variables) -> None:
+    """Family 4: a needed transfer runs between its two ends on one channel; a
+    channel carries one transfer at a time."""
+    per_channel: dict[str, list] = {}
+    for k, tr in enumerate(st.transfers):
+        tv = var.transfers[k]
+        u, v = st.index[tr.src], st.index[tr.dst]
+        model.add(tv.start >= var.tasks[u].end)
+        for name, (lit, iv, duration) in tv.channels.items():
+            model.add(var.tasks[v].start >= tv.start + duration).only_enforce_if(lit)
+            if duration > 0:
+                per_channel.setdefault(name, []).append(iv)
+    for intervals in per_channel.values():
+        if len(intervals) > 1:
+            model.add_no_overlap(intervals)
+
+
+def add_memory(model: cp_model.CpModel, st: Structure, var: Variables) -> None:
+    """Family 5: memory never above capacity, per device with a capacity.
+
+    When the device's deltas pair up into (alloc, free) pairs (see
+    :func:`~schedsearch.encode.structure.build_structure`), a cumulative
+    constraint of capacity ``capacity - initial`` over the intervals
+    ``[start(alloc), start(free))`` (demand: the amount) and the tasks'
+    own intervals (demand: their workspace). Otherwise a reservoir with
+    events ``memory + workspace`` at each start, ``-workspace`` at each
+    end and ``+initial`` at time 0; its ``min_level`` is a bound no real
+    level reaches, so only the capacity binds. Both say: initial memory
+    plus the deltas started so far plus the workspace of running tasks
+    never exceeds the capacity.
+    """
+    for d, cap in st.capacities.items():
+        init = st.problem.initial_memory_of(d)
+        pairs = st.memory_pairs.get(d)
+        if pairs is not None:
+            intervals, demands = [], []
+            for a, f, amount in pairs:
+                ta, tf = var.tasks[a], var.tasks[f]
+                size = model.new_int_var(0, st.horizon, f"held[{d}/{a}-{f}]")
+                intervals.append(model.new_interval_var(ta.start, size, tf.start, f"mem[{d}/{a}-{f}]"))
+                demands.append(amount)
+            for t in st.tasks_on(d):
+                if st.tasks[t].workspace:
+                    for i in st.option_on(t, d):
+                        intervals.append(var.tasks[t].intervals[i])
+                        demands.append(st.tasks[t].workspace)
+            if intervals:
+                model.add_cumulative(intervals, demands, cap - init)
+            continue
+        times, changes, actives = [], [], []
+        lowest = init
+        for t in st.tasks_on(d):
+            info = st.tasks[t]
+            if info.memory == 0 and info.workspace == 0:
+                continue
+            for i in st.option_on(t, d):
+                lit = var.tasks[t].present[i]
+                times.append(var.tasks[t].start)
+                changes.append(info.memory + info.workspace)
+                actives.append(lit)
+                if info.workspace:
+                    times.append(var.tasks[t].end)
+                    changes.append(-info.workspace)
+                    actives.append(lit)
+                lowest += min(info.memory, 0) - info.workspace
+        if not times:
+            continue
+        if init:
+            times.append(0)
+            changes.append(init)
+            actives.append(var.true)
+        model.add_reservoir_constraint_with_active(times, changes, actives, min(lowest, 0), cap)
+
+
+def add_symmetry_breaking(model: cp_model.CpModel, st: Structure, var: Variables) -> None:
+    """Family 7: micro-batches of the same block in order (only for
+    interchangeable micro-batches; the chains are empty otherwise). A block
+    fixed on one device runs its micro-batches one after the other there."""
+    for chain in st.symmetry_chains:
+        fixed_single = st.tasks[chain[0]].fixed and len(st.tasks[chain[0]].options[0][0]) == 1
+        for a, b in zip(chain, chain[1:]):
+            if fixed_single:
+                model.add(var.tasks[b].start >= var.tasks[a].end)
+            else:
+                model.add(var.tasks[b].start >= var.tasks[a].start)
+
+
+def add_redundant_bounds(model: cp_model.CpModel, st: Structure, var: Variables) -> None:
+    """Family 8: ``makespan >= end + tail`` per task, and per device
+    ``makespan >= first start + mandatory work + least tail``."""
+    for t in st.tasks:
+        model.add(var.makespan >= var.tasks[t.index].end + t.tail)
+    for d, tasks in st.device_mandatory.items():
+        if len(tasks) < 2:
+            continue
+        work = sum(min(dur for _, dur in st.tasks[t].options) for t in tasks)
+        least_tail = min(st.tasks[t].tail for t in tasks)
+        first = model.new_int_var(0, st.horizon, f"first[{d}]")
+        model.add_min_equality(first, [var.tasks[t].start for t in tasks])
+        var.first_start[d] = (first, tasks)
+        model.add(var.makespan >= first + work + least_tail)

@@ -1,0 +1,219 @@
+"""The CP-SAT backend: builds the model from the families, solves, reads back.
+
+Model shape: one start/end pair per task instance, one (optional) interval
+per placement option, ``NoOverlap`` per device and per channel, a reservoir
+per device with a memory capacity, linear precedences, and the makespan.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from schedsearch.encode.base import Progress, SolveOptions
+from schedsearch.encode.cpsat.constraints import (
+    add_dependencies,
+    add_memory,
+    add_no_overlap,
+    add_redundant_bounds,
+    add_symmetry_breaking,
+    add_transfers,
+)
+from schedsearch.encode.cpsat.objective import add_objective
+from schedsearch.encode.cpsat.variables import Variables, make_variables
+from schedsearch.encode.structure import Structure, build_structure
+from schedsearch.errors import SolverError
+from schedsearch.problem import Problem
+from schedsearch.result import SearchResult, Status
+from schedsearch.schedule import Schedule, TaskInstance, Transfer
+
+__all__ = ["CpSatBackend", "build_model"]
+
+
+def build_model(problem: Problem, options: SolveOptions) -> tuple[cp_model.CpModel, Structure, Variables]:
+    """Build the CP-SAT model of ``problem`` (families 1-9, in order)."""
+    st = build_structure(problem, symmetry_breaking=options.symmetry_breaking)
+    horizon = st.horizon
+    if options.warm_start is not None:
+        horizon = min(horizon, options.warm_start.makespan)
+    if options.upper_bound is not None:
+        horizon = min(horizon, options.upper_bound)
+    model = cp_model.CpModel()
+    var = make_variables(model, st, horizon)
+    add_no_overlap(model, st, var)
+    add_dependencies(model, st, var)
+    add_transfers(model, st, var)
+    add_memory(model, st, var)
+    add_symmetry_breaking(model, st, var)
+    if options.redundant:
+        add_redundant_bounds(model, st, var)
+    add_objective(model, st, var, minimise=problem.objective == "makespan")
+    if options.lower_bound is not None:
+        model.add(var.makespan >= options.lower_bound)
+    if options.warm_start is not None:
+        _add_hints(model, st, var, options.warm_start)
+    return model, st, var
+
+
+def _add_hints(model: cp_model.CpModel, st: Structure, var: Variables, schedule: Schedule) -> None:
+    """A complete hint from a (validated) schedule of the same problem.
+
+    Every variable of the model gets a value; a literal shared by several
+    roles (an option literal that is also a route literal) is hinted once.
+    """
+    values = st.hint_values(schedule)
+    starts, chosen = values["start"], values["option"]
+    hints: dict[int, tuple[Any, int]] = {}
+
+    def put(v: Any, value: int) -> None:
+        hints.setdefault(v.index, (v, int(value)))
+
+    put(var.true, 1)
+    ends = {}
+    for t, tv in enumerate(var.tasks):
+        if t not in starts:
+            continue
+        ends[t] = starts[t] + st.tasks[t].options[chosen[t]][1]
+        put(tv.start, starts[t])
+        put(tv.end, ends[t])
+        for i, lit in enumerate(tv.present):
+            put(lit, i == chosen[t])
+    for k, tr in enumerate(st.transfers):
+        tv = var.transfers[k]
+        u, v = st.index[tr.src], st.index[tr.dst]
+        channel, tstart = values["transfer"].get(k, (None, ends.get(u, 0)))
+        put(tv.start, tstart)
+        for i, j, chans in tr.routes:
+            route = chosen.get(u) == i and chosen.get(v) == j
+            put(tv.aux[f"route/{i},{j}"], route)
+            for c in chans:
+                pick = tv.aux.get(f"via/{i},{j}/{c.name}")
+                if pick is not None:
+                    put(pick, route and channel == c.name)
+        for name, (lit, _, _) in tv.channels.items():
+            put(lit, channel == name)
+        put(tv.needed, channel is not None)
+    put(var.makespan, schedule.makespan)
+    for first, tasks in var.first_start.values():
+        put(first, min(starts[t] for t in tasks))
+    for v, value in hints.values():
+        model.add_hint(v, value)
+
+
+class _Progress(cp_model.CpSolverSolutionCallback):
+    def __init__(self, options: SolveOptions, t0: float) -> None:
+        super().__init__()
+        self._options = options
+        self._t0 = t0
+        self.incumbent: int | None = None
+        self.bound: int | None = None
+
+    def on_solution_callback(self) -> None:
+        value = int(round(self.objective_value))
+        bound = math.ceil(self.best_objective_bound - 1e-6)
+        if self.incumbent is None or value < self.incumbent:
+            self.incumbent = value
+            self.bound = max(self.bound or 0, bound)
+            if self._options.progress is not None:
+                self._options.progress(Progress(elapsed_s=time.perf_counter() - self._t0, incumbent=value, bound=self.bound))
+
+    def on_bound(self, bound: float) -> None:
+        b = math.ceil(bound - 1e-6)
+        if self.bound is None or b > self.bound:
+            self.bound = b
+            if self._options.progress is not None:
+                self._options.progress(Progress(elapsed_s=time.perf_counter() - self._t0, incumbent=self.incumbent, bound=b))
+
+
+class CpSatBackend:
+    """OR-tools CP-SAT: every feature of the problem model."""
+
+    name = "cpsat"
+    features = frozenset(
+        {"flexible_options", "multi_device", "transfers", "memory", "workspace", "releases", "fixed_orders"}
+    )
+
+    def solve(self, problem: Problem, options: SolveOptions) -> SearchResult:
+        t0 = time.perf_counter()
+        model, st, var = build_model(problem, options)
+        build_s = time.perf_counter() - t0
+        solver = cp_model.CpSolver()
+        params = solver.parameters
+        params.num_workers = options.workers
+        params.random_seed = options.seed
+        if options.time_limit_s is not None:
+            params.max_time_in_seconds = float(options.time_limit_s)
+        if options.deterministic:
+            params.interleave_search = True
+        params.log_search_progress = options.log
+        for key, value in options.backend_params.items():
+            if not hasattr(params, key):
+                raise ValueError(f"backend 'cpsat': unknown parameter {key!r} in 'backend_params'")
+            setattr(params, key, value)
+        callback = _Progress(options, t0)
+        if options.progress is not None and problem.objective == "makespan":
+            solver.best_bound_callback = callback.on_bound
+        code = solver.solve(model, callback)
+        wall = time.perf_counter() - t0
+        stats: dict[str, Any] = {
+            "build_s": build_s,
+            "solve_s": solver.wall_time,
+            "branches": solver.num_branches,
+            "conflicts": solver.num_conflicts,
+            "num_tasks": len(st.tasks),
+            "num_transfers": len(st.transfers),
+            "horizon": st.horizon,
+            "solver_status": solver.status_name(code),
+        }
+        if code == cp_model.MODEL_INVALID:
+            raise SolverError(f"backend 'cpsat': the model is invalid ({model.validate()})")
+        if code == cp_model.INFEASIBLE:
+            return SearchResult(status=Status.INFEASIBLE, wall_time_s=wall, backend=self.name, stats=stats)
+        if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            limit_hit = options.time_limit_s is not None and solver.wall_time >= 0.95 * options.time_limit_s
+            status = Status.TIMEOUT if limit_hit else Status.UNKNOWN
+            bound = None
+            if problem.objective == "makespan":
+                bound = math.ceil(solver.best_objective_bound - 1e-6)
+                bound = bound if bound > 0 else None
+            return SearchResult(status=status, lower_bound=bound, wall_time_s=wall, backend=self.name, stats=stats)
+        schedule = _read_schedule(solver, st, var)
+        makespan = schedule.makespan
+        if problem.objective == "makespan":
+            bound = math.ceil(solver.best_objective_bound - 1e-6)
+            status = Status.OPTIMAL if code == cp_model.OPTIMAL else Status.FEASIBLE
+        else:
+            bound, status = None, Status.FEASIBLE
+        return SearchResult(
+            status=status,
+            schedule=schedule,
+            objective=makespan,
+            lower_bound=min(bound, makespan) if bound is not None else None,
+            wall_time_s=wall,
+            backend=self.name,
+            stats=stats,
+        )
+
+
+def _read_schedule(solver: cp_model.CpSolver, st: Structure, var: Variables) -> Schedule:
+    tasks = []
+    for t, tv in zip(st.tasks, var.tasks):
+        if t.fixed:
+            i = 0
+        else:
+            i = next(k for k, lit in enumerate(tv.present) if solver.boolean_value(lit))
+        devices, dur = t.options[i]
+        start = solver.value(tv.start)
+        tasks.append(TaskInstance(block=t.key[0], microbatch=t.key[1], devices=devices, start=start, end=start + dur))
+    transfers = []
+    for tr, tv in zip(st.transfers, var.transfers):
+        for name, (lit, _, duration) in tv.channels.items():
+            if lit is var.true or solver.boolean_value(lit):
+                start = solver.value(tv.start)
+                transfers.append(
+                    Transfer(src=tr.src[0], dst=tr.dst[0], microbatch=tr.src[1], channel=name, start=start, end=start + duration)
+                )
+    return Schedule(tasks=tasks, transfers=transfers)

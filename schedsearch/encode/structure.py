@@ -1,0 +1,260 @@
+"""Solver-neutral view of a Problem that every encoder builds on.
+
+Both backends encode the same constraint families, in this order:
+
+1. option choice: each task instance runs in exactly one of its block's
+   options, with that option's duration;
+2. no-overlap per device: tasks whose chosen option occupies a device do not
+   overlap there;
+3. dependencies: ``start(v, m) >= end(u, m)`` for every edge ``u -> v``;
+4. transfers: when an edge has a size and its two ends run on disjoint
+   device sets, one transfer of the channel's transfer time runs on one
+   channel serving ``lead(u) -> lead(v)``, between ``end(u)`` and
+   ``start(v)``; transfers on a channel do not overlap;
+5. memory: on each device with a capacity, initial memory plus the deltas of
+   the tasks started so far plus the workspace of the tasks running never
+   exceeds the capacity;
+6. releases and fixed orders;
+7. symmetry breaking (optional, only for interchangeable micro-batches
+   and a fixed placement, see :func:`symmetry_applies`):
+   ``start(b, m) <= start(b, m + 1)``;
+8. redundant device bounds (optional): ``makespan >= first start on d +
+   mandatory work on d + least tail``;
+9. objective: minimise the makespan (the last end).
+
+This module computes what those families need (task list, which device an
+option occupies, which transfers may occur, a horizon); it imports no solver.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from schedsearch.bounds.analytic import heads_and_tails
+from schedsearch.problem import Channel, Problem, TaskKey
+from schedsearch.schedule import Schedule
+
+__all__ = ["Structure", "TaskInfo", "TransferInfo", "build_structure", "symmetry_applies"]
+
+
+@attrs.frozen(kw_only=True)
+class TaskInfo:
+    """One task instance: its options as (devices, duration) and its release."""
+
+    key: TaskKey
+    index: int
+    options: tuple[tuple[tuple[str, ...], int], ...]
+    memory: int
+    workspace: int
+    release: int
+    head: int
+    tail: int
+
+    @property
+    def fixed(self) -> bool:
+        return len(self.options) == 1
+
+
+@attrs.frozen(kw_only=True)
+class TransferInfo:
+    """A possible transfer of edge ``src -> dst`` in micro-batch ``m``.
+
+    ``routes`` lists, for every pair of options ``(i, j)`` of the two ends that
+    lie on disjoint devices, the channels that can carry it.
+    """
+
+    src: TaskKey
+    dst: TaskKey
+    size: int
+    routes: tuple[tuple[int, int, tuple[Channel, ...]], ...]
+
+
+@attrs.frozen(kw_only=True)
+class Structure:
+    problem: Problem
+    tasks: tuple[TaskInfo, ...]
+    index: dict[TaskKey, int]
+    precedences: tuple[tuple[int, int], ...]
+    transfers: tuple[TransferInfo, ...]
+    horizon: int
+    symmetry_chains: tuple[tuple[int, ...], ...]
+    device_mandatory: dict[str, tuple[int, ...]]
+    capacities: dict[str, int]
+    #: per device with a capacity: paired (alloc, free, amount) task triples
+    #: when every memory delta on it pairs up (see :func:`memory_pairs`),
+    #: else None
+    memory_pairs: dict[str, tuple[tuple[int, int, int], ...] | None]
+
+    def option_on(self, task: int, device: str) -> tuple[int, ...]:
+        """Indices of the options of ``task`` that occupy ``device``."""
+        return tuple(i for i, (devs, _) in enumerate(self.tasks[task].options) if device in devs)
+
+    def tasks_on(self, device: str) -> tuple[int, ...]:
+        return tuple(t.index for t in self.tasks if any(device in devs for devs, _ in t.options))
+
+    def option_index_of(self, task: int, devices: tuple[str, ...]) -> int:
+        for i, (devs, _) in enumerate(self.tasks[task].options):
+            if set(devs) == set(devices):
+                return i
+        raise KeyError(devices)
+
+    def hint_values(self, schedule: Schedule) -> dict[str, Any]:
+        """Start, option and transfer values of a schedule, keyed for encoders.
+
+        Returns ``{"start": {task: int}, "option": {task: int}, "transfer":
+        {transfer index: (channel name, start)}}``; tasks or transfers the
+        schedule lacks are left out.
+        """
+        starts: dict[int, int] = {}
+        options: dict[int, int] = {}
+        for t in schedule.tasks:
+            i = self.index.get(t.key)
+            if i is None:
+                continue
+            try:
+                options[i] = self.option_index_of(i, t.devices)
+            except KeyError:
+                continue
+            starts[i] = t.start
+        by_edge = {tr.key: tr for tr in schedule.transfers}
+        transfers: dict[int, tuple[str, int]] = {}
+        for k, info in enumerate(self.transfers):
+            tr = by_edge.get((info.src[0], info.dst[0], info.src[1]))
+            if tr is not None:
+                transfers[k] = (tr.channel, tr.start)
+        return {"start": starts, "option": options, "transfer": transfers}
+
+
+def symmetry_applies(problem: Problem) -> bool:
+    """True when ordering each block's micro-batches is a safe symmetry break.
+
+    It needs interchangeable micro-batches (no releases, fixed orders or
+    per-micro-batch durations) and a fixed placement (one option per block):
+    with several options, micro-batches may take different options and stop
+    being alike (a three-micro-batch example where ordering them costs one
+    time unit is in the tests).
+    """
+    return (
+        problem.num_microbatches > 1
+        and problem.interchangeable_microbatches()
+        and all(b.is_fixed for b in problem.graph.blocks)
+    )
+
+
+def build_structure(problem: Problem, symmetry_breaking: bool = True) -> Structure:
+    """Precompute the solver-neutral structure of ``problem``."""
+    heads, tails = heads_and_tails(problem)
+    tasks: list[TaskInfo] = []
+    index: dict[TaskKey, int] = {}
+    for m in range(problem.num_microbatches):
+        for b in problem.graph.blocks:
+            durations = problem.durations(b.name, m)
+            key = (b.name, m)
+            index[key] = len(tasks)
+            tasks.append(
+                TaskInfo(
+                    key=key,
+                    index=len(tasks),
+                    options=tuple((o.devices, d) for o, d in zip(b.options, durations)),
+                    memory=b.memory,
+                    workspace=b.workspace,
+                    release=problem.release_of(b.name, m),
+                    head=heads[key],
+                    tail=tails[key],
+                )
+            )
+    precedences: list[tuple[int, int]] = []
+    transfers: list[TransferInfo] = []
+    for m in range(problem.num_microbatches):
+        for e in problem.graph.edges:
+            u, v = index[(e.src, m)], index[(e.dst, m)]
+            precedences.append((u, v))
+            if e.size <= 0:
+                continue
+            routes = []
+            for i, (du, _) in enumerate(tasks[u].options):
+                for j, (dv, _) in enumerate(tasks[v].options):
+                    if set(du) & set(dv):
+                        continue
+                    routes.append((i, j, problem.cluster.channels_between(du[0], dv[0])))
+            if routes:
+                transfers.append(TransferInfo(src=(e.src, m), dst=(e.dst, m), size=e.size, routes=tuple(routes)))
+    for order in problem.fixed_orders:
+        for a, b in zip(order, order[1:]):
+            precedences.append((index[a], index[b]))
+    chains: list[tuple[int, ...]] = []
+    if symmetry_breaking and symmetry_applies(problem):
+        for b in problem.graph.blocks:
+            chains.append(tuple(index[(b.name, m)] for m in range(problem.num_microbatches)))
+    horizon = max((t.release for t in tasks), default=0)
+    horizon += sum(max(d for _, d in t.options) for t in tasks)
+    for tr in transfers:
+        horizon += max((c.transfer_time(tr.size) for _, _, chans in tr.routes for c in chans), default=0)
+    mandatory = {
+        d: tuple(t.index for t in tasks if all(d in devs for devs, _ in t.options))
+        for d in problem.cluster.device_names
+    }
+    capacities = {d.name: d.memory for d in problem.cluster.devices if d.memory is not None}
+    pairs = {d: _memory_pairs(problem, index, d) for d in capacities}
+    return Structure(
+        problem=problem,
+        tasks=tuple(tasks),
+        index=index,
+        precedences=tuple(precedences),
+        transfers=tuple(transfers),
+        horizon=horizon,
+        symmetry_chains=tuple(chains),
+        device_mandatory=mandatory,
+        capacities=capacities,
+        memory_pairs=pairs,
+    )
+
+
+def _memory_pairs(problem: Problem, index: dict[TaskKey, int], device: str) -> tuple[tuple[int, int, int], ...] | None:
+    """Pair each allocation on ``device`` with a later free of the same amount.
+
+    When every block with a nonzero memory delta that may run on ``device`` is
+    fixed there, and the blocks can be matched into (alloc ``+a``, free
+    ``-a``) pairs where the free block depends (transitively) on the alloc
+    block, the memory level on the device is the initial memory plus the sum
+    of ``a`` over the pairs with ``start(alloc) <= t < start(free)`` (plus
+    workspace): a cumulative constraint over intervals ``[start(alloc),
+    start(free))``, equivalent to the reservoir and propagating better.
+    Returns the pairs for every micro-batch, or None when the deltas do not
+    pair up this way.
+    """
+    graph = problem.graph
+    on_device = [b for b in graph.blocks if b.memory != 0 and device in b.devices]
+    if any(not (b.is_fixed and device in b.options[0].devices) for b in on_device):
+        return None
+    succ = graph.successors()
+    order = graph.topological_order()
+    descendants: dict[str, set[str]] = {}
+    for name in reversed(order):
+        acc: set[str] = set()
+        for e in succ[name]:
+            acc.add(e.dst)
+            acc |= descendants[e.dst]
+        descendants[name] = acc
+    position = {n: i for i, n in enumerate(order)}
+    allocs = sorted((b for b in on_device if b.memory > 0), key=lambda b: position[b.name])
+    frees = sorted((b for b in on_device if b.memory < 0), key=lambda b: position[b.name])
+    if len(allocs) != len(frees):
+        return None
+    used: set[str] = set()
+    matched: list[tuple[str, str, int]] = []
+    # match each free with the latest unmatched alloc of the same amount it depends on
+    for f in frees:
+        candidates = [a for a in allocs if a.name not in used and a.memory == -f.memory and f.name in descendants[a.name]]
+        if not candidates:
+            return None
+        a = candidates[-1]
+        used.add(a.name)
+        matched.append((a.name, f.name, a.memory))
+    return tuple(
+        (index[(a, m)], index[(f, m)], amount)
+        for m in range(problem.num_microbatches)
+        for a, f, amount in matched
+    )

@@ -1,0 +1,380 @@
+"""The solver-free schedule model and the metrics computed from it.
+
+A :class:`Schedule` is an immutable list of timed task instances and
+transfers. Every metric is computed from the schedule (and, for memory, the
+problem's memory deltas), never copied from a solver.
+
+Bubble definitions (see the project's design notes); each is the *worst*
+device's idle time under that definition:
+
+1. ``global``: makespan minus busy time (the DualPipe README's and the 1F1B
+   formula's convention);
+2. ``span``: last end minus first start minus busy time on the device (the
+   zero-bubble papers' convention);
+3. ``repetend``: period minus busy time per period (Tessel's convention; see
+   :func:`repetend_bubble`).
+
+The bubble *rate* is the bubble divided by the makespan.
+
+This module never imports a solver.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from schedsearch.errors import FormatError, InvalidScheduleError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from schedsearch.problem import Problem
+
+__all__ = [
+    "TaskInstance",
+    "Transfer",
+    "Schedule",
+    "Metrics",
+    "metrics",
+    "memory_profile",
+    "peak_memory",
+    "busy_time",
+    "bubble",
+    "repetend_bubble",
+    "SCHEDULE_FORMAT_VERSION",
+]
+
+SCHEDULE_FORMAT_VERSION = 1
+
+
+def _int_field(entity: str, field: str, value: Any, minimum: int | None = None) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidScheduleError(f"{entity}: {field!r} must be an integer, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise InvalidScheduleError(f"{entity}: {field!r} must be >= {minimum}, got {value!r}")
+
+
+def _tuple_of_str(value: Iterable[str] | str) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+@attrs.frozen(kw_only=True)
+class TaskInstance:
+    """Block ``block`` of micro-batch ``microbatch`` on ``devices`` during ``[start, end)``."""
+
+    block: str
+    microbatch: int
+    devices: tuple[str, ...] = attrs.field(converter=_tuple_of_str)
+    start: int
+    end: int
+
+    def __attrs_post_init__(self) -> None:
+        entity = f"task {self.block!r} (micro-batch {self.microbatch})"
+        _int_field(entity, "microbatch", self.microbatch, 0)
+        _int_field(entity, "start", self.start, 0)
+        _int_field(entity, "end", self.end)
+        if self.end <= self.start:
+            raise InvalidScheduleError(f"{entity}: 'end' must be > 'start' ({self.start}), got {self.end}")
+        if not self.devices:
+            raise InvalidScheduleError(f"{entity}: 'devices' must name at least one device, got ()")
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.block, self.microbatch)
+
+    @property
+    def duration(self) -> int:
+        return self.end - self.start
+
+    def shifted(self, offset: int, microbatch_offset: int = 0) -> TaskInstance:
+        return attrs.evolve(
+            self,
+            start=self.start + offset,
+            end=self.end + offset,
+            microbatch=self.microbatch + microbatch_offset,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "block": self.block,
+            "microbatch": self.microbatch,
+            "devices": list(self.devices),
+            "start": self.start,
+            "end": self.end,
+        }
+
+
+@attrs.frozen(kw_only=True)
+class Transfer:
+    """Transfer along edge ``src -> dst`` of micro-batch ``microbatch`` on ``channel``."""
+
+    src: str
+    dst: str
+    microbatch: int
+    channel: str
+    start: int
+    end: int
+
+    def __attrs_post_init__(self) -> None:
+        entity = f"transfer {self.src!r} -> {self.dst!r} (micro-batch {self.microbatch})"
+        _int_field(entity, "microbatch", self.microbatch, 0)
+        _int_field(entity, "start", self.start, 0)
+        _int_field(entity, "end", self.end)
+        if self.end < self.start:
+            raise InvalidScheduleError(f"{entity}: 'end' must be >= 'start' ({self.start}), got {self.end}")
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.src, self.dst, self.microbatch)
+
+    def shifted(self, offset: int, microbatch_offset: int = 0) -> Transfer:
+        return attrs.evolve(
+            self,
+            start=self.start + offset,
+            end=self.end + offset,
+            microbatch=self.microbatch + microbatch_offset,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "src": self.src,
+            "dst": self.dst,
+            "microbatch": self.microbatch,
+            "channel": self.channel,
+            "start": self.start,
+            "end": self.end,
+        }
+
+
+def _sorted_tasks(value: Iterable[Any]) -> tuple[TaskInstance, ...]:
+    tasks = [t if isinstance(t, TaskInstance) else TaskInstance(**t) for t in value]
+    return tuple(sorted(tasks, key=lambda t: (t.start, t.devices, t.block, t.microbatch)))
+
+
+def _sorted_transfers(value: Iterable[Any]) -> tuple[Transfer, ...]:
+    transfers = [t if isinstance(t, Transfer) else Transfer(**t) for t in value]
+    return tuple(sorted(transfers, key=lambda t: (t.start, t.channel, t.src, t.dst, t.microbatch)))
+
+
+@attrs.frozen(kw_only=True)
+class Schedule:
+    """Timed task instances and transfers (sorted by start time)."""
+
+    tasks: tuple[TaskInstance, ...] = attrs.field(converter=_sorted_tasks)
+    transfers: tuple[Transfer, ...] = attrs.field(converter=_sorted_transfers, default=())
+    name: str = ""
+
+    @property
+    def makespan(self) -> int:
+        """Last end time (time starts at 0); 0 for an empty schedule."""
+        ends = [t.end for t in self.tasks] + [t.end for t in self.transfers]
+        return max(ends, default=0)
+
+    @property
+    def devices(self) -> tuple[str, ...]:
+        """Devices used, in order of first appearance."""
+        seen: dict[str, None] = {}
+        for t in self.tasks:
+            for d in t.devices:
+                seen.setdefault(d, None)
+        return tuple(seen)
+
+    def by_key(self) -> dict[tuple[str, int], TaskInstance]:
+        """Task instances by (block, micro-batch); the last wins on duplicates."""
+        return {t.key: t for t in self.tasks}
+
+    def on_device(self, device: str) -> tuple[TaskInstance, ...]:
+        """Tasks occupying ``device``, by start time."""
+        return tuple(t for t in self.tasks if device in t.devices)
+
+    def device_orders(self) -> dict[str, tuple[tuple[str, int], ...]]:
+        """The order of task instances on each device."""
+        out: dict[str, list[tuple[str, int]]] = {}
+        for t in self.tasks:
+            for d in t.devices:
+                out.setdefault(d, []).append(t.key)
+        return {d: tuple(v) for d, v in out.items()}
+
+    def shifted(self, offset: int, microbatch_offset: int = 0) -> Schedule:
+        return Schedule(
+            tasks=[t.shifted(offset, microbatch_offset) for t in self.tasks],
+            transfers=[t.shifted(offset, microbatch_offset) for t in self.transfers],
+            name=self.name,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": "schedsearch.schedule",
+            "version": SCHEDULE_FORMAT_VERSION,
+            "name": self.name,
+            "makespan": self.makespan,
+            "tasks": [t.to_dict() for t in self.tasks],
+            "transfers": [t.to_dict() for t in self.transfers],
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Schedule:
+        if d.get("format") != "schedsearch.schedule":
+            raise FormatError(
+                f"schedule document: 'format' must be 'schedsearch.schedule', got {d.get('format')!r}"
+            )
+        if d.get("version") != SCHEDULE_FORMAT_VERSION:
+            raise FormatError(
+                f"schedule document: 'version' {d.get('version')!r} is not supported "
+                f"(this library reads {SCHEDULE_FORMAT_VERSION})"
+            )
+        try:
+            return cls(tasks=d["tasks"], transfers=d.get("transfers", ()), name=d.get("name", ""))
+        except TypeError as exc:
+            raise FormatError(f"schedule document: malformed task or transfer ({exc})") from None
+        except KeyError as exc:
+            raise FormatError(f"schedule document: missing field {exc.args[0]!r}") from None
+
+    @classmethod
+    def from_json(cls, text: str) -> Schedule:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise FormatError(f"schedule document: not valid JSON ({exc})") from None
+        if not isinstance(data, Mapping):
+            raise FormatError("schedule document: must be a JSON object")
+        return cls.from_dict(data)
+
+    def __str__(self) -> str:
+        return (
+            f"Schedule{f' {self.name!r}' if self.name else ''}: {len(self.tasks)} tasks, "
+            f"{len(self.transfers)} transfers, makespan {self.makespan}"
+        )
+
+
+# --------------------------------------------------------------------------
+# Metrics
+# --------------------------------------------------------------------------
+
+
+def busy_time(schedule: Schedule, devices: Iterable[str] | None = None) -> dict[str, int]:
+    """Busy time per device (a multi-device task counts on each of its devices)."""
+    out: dict[str, int] = {d: 0 for d in (devices or ())}
+    for t in schedule.tasks:
+        for d in t.devices:
+            out[d] = out.get(d, 0) + t.duration
+    return out
+
+
+def memory_profile(problem: Problem, schedule: Schedule) -> dict[str, list[tuple[int, int]]]:
+    """Memory level on each device after all events at each event time.
+
+    Returns, per device of the problem's cluster, the list of ``(time,
+    level)`` steps: the level holds from ``time`` until the next step. The
+    first step is ``(0, initial memory)``. Memory deltas apply at a task's
+    start; workspace is held over ``[start, end)``. Tasks naming unknown
+    blocks are ignored (the validator reports them).
+    """
+    events: dict[str, dict[int, int]] = {d: {} for d in problem.cluster.device_names}
+    blocks = problem.graph.by_name()
+    for t in schedule.tasks:
+        b = blocks.get(t.block)
+        if b is None:
+            continue
+        for d in t.devices:
+            ev = events.setdefault(d, {})
+            ev[t.start] = ev.get(t.start, 0) + b.memory + b.workspace
+            if b.workspace:
+                ev[t.end] = ev.get(t.end, 0) - b.workspace
+    out: dict[str, list[tuple[int, int]]] = {}
+    for d, ev in events.items():
+        level = problem.initial_memory_of(d) if d in problem.cluster.device_names else 0
+        steps = [(0, level)]
+        for time in sorted(ev):
+            level += ev[time]
+            if time == 0:
+                steps[0] = (0, level)
+            else:
+                steps.append((time, level))
+        out[d] = steps
+    return out
+
+
+def peak_memory(problem: Problem, schedule: Schedule) -> dict[str, int]:
+    """Peak memory level per device, initial memory included."""
+    return {d: max(level for _, level in steps) for d, steps in memory_profile(problem, schedule).items()}
+
+
+def bubble(schedule: Schedule, definition: str = "global", devices: Iterable[str] | None = None) -> int:
+    """Worst device's bubble under ``definition`` (``"global"`` or ``"span"``).
+
+    ``devices`` defaults to the devices the schedule uses; pass the
+    cluster's devices to count an idle device's whole makespan as bubble.
+    """
+    devs = tuple(devices) if devices is not None else schedule.devices
+    if not devs:
+        return 0
+    busy = busy_time(schedule, devs)
+    if definition == "global":
+        span = schedule.makespan
+        return max(span - busy.get(d, 0) for d in devs)
+    if definition == "span":
+        worst = 0
+        for d in devs:
+            tasks = schedule.on_device(d)
+            if tasks:
+                worst = max(worst, max(t.end for t in tasks) - min(t.start for t in tasks) - busy[d])
+        return worst
+    raise ValueError(f"bubble: 'definition' must be 'global' or 'span', got {definition!r}")
+
+
+def repetend_bubble(period: int, busy_per_period: Mapping[str, int]) -> int:
+    """Tessel's repetend bubble: period minus busy time per period, worst device."""
+    if not busy_per_period:
+        return period
+    return max(period - b for b in busy_per_period.values())
+
+
+@attrs.frozen(kw_only=True)
+class Metrics:
+    """Figures computed from a schedule (and its problem, for memory)."""
+
+    makespan: int
+    busy: Mapping[str, int]
+    peak_memory: Mapping[str, int]
+    bubble_global: int
+    bubble_span: int
+
+    @property
+    def bubble_rate(self) -> float:
+        """Global bubble divided by the makespan."""
+        return self.bubble_global / self.makespan if self.makespan else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "makespan": self.makespan,
+            "busy": dict(self.busy),
+            "peak_memory": dict(self.peak_memory),
+            "bubble_global": self.bubble_global,
+            "bubble_span": self.bubble_span,
+            "bubble_rate": self.bubble_rate,
+        }
+
+    def __str__(self) -> str:
+        peaks = ", ".join(f"{d}={v}" for d, v in self.peak_memory.items())
+        return (
+            f"makespan {self.makespan}, bubble (global) {self.bubble_global} "
+            f"(rate {self.bubble_rate:.3f}), bubble (span) {self.bubble_span}, peak memory [{peaks}]"
+        )
+
+
+def metrics(problem: Problem, schedule: Schedule) -> Metrics:
+    """Compute every metric of ``schedule`` for ``problem``."""
+    devs = problem.cluster.device_names
+    return Metrics(
+        makespan=schedule.makespan,
+        busy=busy_time(schedule, devs),
+        peak_memory=peak_memory(problem, schedule),
+        bubble_global=bubble(schedule, "global", devs),
+        bubble_span=bubble(schedule, "span", devs),
+    )

@@ -1,0 +1,275 @@
+"""The independent validator: every violation of a schedule against its problem.
+
+It shares no code with the encoders: it re-derives each rule from the problem
+model's definitions (see :mod:`schedsearch.problem`) and checks it on the
+timed schedule. Every schedule the library returns has passed it.
+
+Rules checked (violation ``kind`` in brackets):
+
+* every task instance ``(block, m)`` for ``m < num_microbatches`` appears
+  exactly once [``missing_task``, ``duplicate_task``, ``unknown_task``];
+* its devices are one of the block's options and it lasts that option's
+  duration [``option_not_allowed``, ``wrong_duration``];
+* it starts no earlier than its release [``release``];
+* no two tasks overlap on a device; a multi-device task occupies all of
+  its devices [``device_overlap``];
+* for each edge ``u -> v`` and micro-batch ``m``: ``v`` starts no earlier
+  than ``u`` ends; when the edge has a size > 0 and the two run on disjoint
+  device sets, a transfer on a channel serving ``lead(u) -> lead(v)`` of the
+  channel's transfer time lies between them [``dependency``,
+  ``missing_transfer``, ``wrong_transfer``];
+* no transfer that the problem does not call for [``unexpected_transfer``];
+* no two transfers overlap on a channel [``channel_overlap``];
+* the memory level (initial + deltas at start + workspace while running)
+  never exceeds a device's capacity [``memory``];
+* fixed orders are kept [``fixed_order``].
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import attrs
+
+from schedsearch.errors import ValidationFailedError
+from schedsearch.problem import Problem
+from schedsearch.schedule import Schedule, TaskInstance, Transfer, memory_profile
+
+__all__ = ["Violation", "validate", "assert_valid", "VIOLATION_KINDS"]
+
+VIOLATION_KINDS = (
+    "missing_task",
+    "duplicate_task",
+    "unknown_task",
+    "option_not_allowed",
+    "wrong_duration",
+    "release",
+    "device_overlap",
+    "dependency",
+    "missing_transfer",
+    "wrong_transfer",
+    "unexpected_transfer",
+    "channel_overlap",
+    "memory",
+    "fixed_order",
+)
+
+
+@attrs.frozen
+class Violation:
+    """One broken rule: its ``kind`` (see ``VIOLATION_KINDS``) and a message."""
+
+    kind: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"[{self.kind}] {self.message}"
+
+
+def _label(block: str, mb: int) -> str:
+    return f"{block!r} (micro-batch {mb})"
+
+
+def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
+    """Return every violation of ``schedule`` against ``problem`` (empty = valid)."""
+    out: list[Violation] = []
+    blocks = problem.graph.by_name()
+    n = problem.num_microbatches
+
+    # -- task instances: unknown, duplicate, missing, option, duration, release
+    placed: dict[tuple[str, int], TaskInstance] = {}
+    for t in schedule.tasks:
+        if t.block not in blocks or not 0 <= t.microbatch < n:
+            out.append(Violation("unknown_task", f"task {_label(t.block, t.microbatch)} is not in the problem"))
+            continue
+        if t.key in placed:
+            out.append(Violation("duplicate_task", f"task {_label(*t.key)} appears more than once"))
+            continue
+        placed[t.key] = t
+        block = blocks[t.block]
+        durations = problem.durations(t.block, t.microbatch)
+        chosen = [i for i, o in enumerate(block.options) if set(o.devices) == set(t.devices)]
+        if not chosen:
+            out.append(
+                Violation(
+                    "option_not_allowed",
+                    f"task {_label(*t.key)} runs on {t.devices}, which is not one of its options "
+                    f"{[o.devices for o in block.options]}",
+                )
+            )
+        elif t.duration != durations[chosen[0]]:
+            out.append(
+                Violation(
+                    "wrong_duration",
+                    f"task {_label(*t.key)} lasts {t.duration} on {t.devices}, expected {durations[chosen[0]]}",
+                )
+            )
+        release = problem.release_of(t.block, t.microbatch)
+        if t.start < release:
+            out.append(Violation("release", f"task {_label(*t.key)} starts at {t.start} before its release {release}"))
+    for m in range(n):
+        for b in problem.graph.blocks:
+            if (b.name, m) not in placed:
+                out.append(Violation("missing_task", f"task {_label(b.name, m)} is not scheduled"))
+
+    # -- device overlap (every pair that overlaps, via a sweep)
+    per_device: dict[str, list[TaskInstance]] = defaultdict(list)
+    for t in placed.values():
+        for d in t.devices:
+            per_device[d].append(t)
+    for d, tasks in per_device.items():
+        tasks.sort(key=lambda t: (t.start, t.end))
+        active: list[TaskInstance] = []
+        for t in tasks:
+            active = [a for a in active if a.end > t.start]
+            for a in active:
+                out.append(
+                    Violation(
+                        "device_overlap",
+                        f"device {d!r}: task {_label(*a.key)} [{a.start}, {a.end}) overlaps "
+                        f"task {_label(*t.key)} [{t.start}, {t.end})",
+                    )
+                )
+            active.append(t)
+
+    # -- dependencies and transfers
+    transfers: dict[tuple[str, str, int], Transfer] = {}
+    for tr in schedule.transfers:
+        if tr.key in transfers:
+            out.append(Violation("unexpected_transfer", f"transfer {tr.src!r} -> {tr.dst!r} (micro-batch {tr.microbatch}) appears more than once"))
+            continue
+        transfers[tr.key] = tr
+    expected: set[tuple[str, str, int]] = set()
+    channels = {c.name: c for c in problem.cluster.channels}
+    for e in problem.graph.edges:
+        for m in range(n):
+            u, v = placed.get((e.src, m)), placed.get((e.dst, m))
+            if u is None or v is None:
+                continue
+            if v.start < u.end:
+                out.append(
+                    Violation(
+                        "dependency",
+                        f"edge {e.src!r} -> {e.dst!r}, micro-batch {m}: {e.dst!r} starts at {v.start} "
+                        f"before {e.src!r} ends at {u.end}",
+                    )
+                )
+            needs_transfer = e.size > 0 and not (set(u.devices) & set(v.devices))
+            if not needs_transfer:
+                continue
+            key = (e.src, e.dst, m)
+            expected.add(key)
+            tr = transfers.get(key)
+            label = f"edge {e.src!r} -> {e.dst!r}, micro-batch {m}"
+            if tr is None:
+                out.append(Violation("missing_transfer", f"{label}: runs on {u.devices} and {v.devices} but has no transfer"))
+                continue
+            ch = channels.get(tr.channel)
+            if ch is None:
+                out.append(Violation("wrong_transfer", f"{label}: transfer names unknown channel {tr.channel!r}"))
+                continue
+            lead_u, lead_v = u.devices[0], v.devices[0]
+            # the lead device is the first device of the chosen option
+            for o in blocks[e.src].options:
+                if set(o.devices) == set(u.devices):
+                    lead_u = o.devices[0]
+            for o in blocks[e.dst].options:
+                if set(o.devices) == set(v.devices):
+                    lead_v = o.devices[0]
+            a, b = ch.endpoints
+            if not ((lead_u, lead_v) == (a, b) or (not ch.directed and (lead_u, lead_v) == (b, a))):
+                out.append(
+                    Violation(
+                        "wrong_transfer",
+                        f"{label}: channel {ch.name!r} ({a!r}-{b!r}) does not serve {lead_u!r} -> {lead_v!r}",
+                    )
+                )
+            want = ch.latency + e.size * ch.time_per_unit
+            if tr.end - tr.start != want:
+                out.append(
+                    Violation("wrong_transfer", f"{label}: transfer lasts {tr.end - tr.start} on {ch.name!r}, expected {want}")
+                )
+            if tr.start < u.end:
+                out.append(Violation("dependency", f"{label}: transfer starts at {tr.start} before {e.src!r} ends at {u.end}"))
+            if v.start < tr.end:
+                out.append(Violation("dependency", f"{label}: {e.dst!r} starts at {v.start} before its transfer ends at {tr.end}"))
+    for key, tr in transfers.items():
+        if key not in expected:
+            out.append(
+                Violation(
+                    "unexpected_transfer",
+                    f"transfer {tr.src!r} -> {tr.dst!r} (micro-batch {tr.microbatch}) on {tr.channel!r} "
+                    f"is not called for by the problem",
+                )
+            )
+
+    # -- channel overlap
+    per_channel: dict[str, list[Transfer]] = defaultdict(list)
+    for tr in transfers.values():
+        if tr.end > tr.start:
+            per_channel[tr.channel].append(tr)
+    for ch_name, trs in per_channel.items():
+        trs.sort(key=lambda t: (t.start, t.end))
+        active_tr: list[Transfer] = []
+        for tr in trs:
+            active_tr = [a for a in active_tr if a.end > tr.start]
+            for a in active_tr:
+                out.append(
+                    Violation(
+                        "channel_overlap",
+                        f"channel {ch_name!r}: transfer {a.src!r} -> {a.dst!r} (micro-batch {a.microbatch}) "
+                        f"[{a.start}, {a.end}) overlaps transfer {tr.src!r} -> {tr.dst!r} "
+                        f"(micro-batch {tr.microbatch}) [{tr.start}, {tr.end})",
+                    )
+                )
+            active_tr.append(tr)
+
+    # -- memory: one violation per excursion above capacity
+    profile = memory_profile(problem, Schedule(tasks=list(placed.values())))
+    for d in problem.cluster.devices:
+        if d.memory is None:
+            continue
+        steps = profile.get(d.name, [])
+        inside = False
+        for i, (time, level) in enumerate(steps):
+            if level > d.memory and not inside:
+                inside = True
+                peak = level
+                for _, later in steps[i:]:
+                    if later <= d.memory:
+                        break
+                    peak = max(peak, later)
+                out.append(
+                    Violation(
+                        "memory",
+                        f"device {d.name!r}: memory level {level} exceeds capacity {d.memory} at time {time}"
+                        f" (peak {peak})",
+                    )
+                )
+            elif level <= d.memory:
+                inside = False
+
+    # -- fixed orders
+    for i, order in enumerate(problem.fixed_orders):
+        for (b0, m0), (b1, m1) in zip(order, order[1:]):
+            t0, t1 = placed.get((b0, m0)), placed.get((b1, m1))
+            if t0 is not None and t1 is not None and t1.start < t0.end:
+                out.append(
+                    Violation(
+                        "fixed_order",
+                        f"fixed order {i}: {_label(b1, m1)} starts at {t1.start} before {_label(b0, m0)} ends at {t0.end}",
+                    )
+                )
+    return tuple(out)
+
+
+def assert_valid(problem: Problem, schedule: Schedule, what: str = "schedule") -> Schedule:
+    """Return ``schedule`` if it validates; raise :class:`ValidationFailedError` otherwise."""
+    violations = validate(problem, schedule)
+    if violations:
+        shown = "\n  ".join(str(v) for v in violations[:10])
+        more = f"\n  ... and {len(violations) - 10} more" if len(violations) > 10 else ""
+        raise ValidationFailedError(
+            f"{what} fails validation with {len(violations)} violation(s):\n  {shown}{more}", violations
+        )
+    return schedule
