@@ -151,7 +151,6 @@ def solve_contracted(
     r = _ratio(cg)
     w_total = float(W[-1])
     ub = upper_bound * (1 + _REL) + 1e-12 if math.isfinite(upper_bound) else _INF
-    span = max(1.0, r) * ub if math.isfinite(ub) else _INF
 
     dp = np.full((L + 1, K + 1, N), _INF)
     back_sub = np.full((L + 1, K + 1, N), -1, dtype=np.int32)
@@ -159,14 +158,26 @@ def solve_contracted(
     dp[:, :, 0] = 0.0  # empty ideal: every layer, all devices empty
     alive = np.zeros(N, dtype=bool)
     alive[0] = True
-    cs = np.arange(L + 1)[:, None]
-    fs = np.arange(K + 1)[None, :]
     if math.isfinite(ub):
-        reach = (fs + cs * r) * ub  # W(I) must not exceed this
-        rest = (K - fs + (L - cs) * r) * ub  # W(all) - W(I) must not exceed this
+        # accelerator latency that one CPU stage of load <= ub can hold
+        per_cpu = 0.0 if L == 0 else (_INF if math.isinf(r) else r * ub)
+        span = max(ub, per_cpu)
+
+        def capacity(num_accel: np.ndarray, num_cpu: np.ndarray) -> np.ndarray:
+            """Largest accelerator latency ``num_accel`` + ``num_cpu`` devices can hold."""
+            if math.isinf(per_cpu):
+                cpu_part = np.where(num_cpu > 0, _INF, 0.0)
+            else:
+                cpu_part = num_cpu * per_cpu
+            return num_accel * ub + cpu_part
+
+        cs = np.arange(L + 1)[:, None] + np.zeros((1, K + 1), dtype=int)
+        fs = np.arange(K + 1)[None, :] + np.zeros((L + 1, 1), dtype=int)
+        reach = capacity(fs, cs)  # W(I) must not exceed this
+        rest = capacity(K - fs, L - cs)  # W(all) - W(I) must not exceed this
         # sub-ideal bound for accelerator / CPU transitions into (c, f)
-        sub_f = np.where(fs >= 1, (fs - 1 + cs * r) * ub, -_INF)
-        sub_c = np.where(cs >= 1, (fs + (cs - 1) * r) * ub, -_INF)
+        sub_f = np.where(fs >= 1, capacity(np.maximum(fs - 1, 0), cs), -_INF)
+        sub_c = np.where(cs >= 1, capacity(fs, np.maximum(cs - 1, 0)), -_INF)
         sub_hi = np.maximum(sub_f, sub_c)
     num_pairs = 0
     for p in range(1, N):
