@@ -106,16 +106,25 @@ def solve_contracted(
     *,
     upper_bound: float = _INF,
     ideal_limit: int | None = DEFAULT_IDEAL_LIMIT,
+    ideals: Sequence[int] | None = None,
 ) -> ContiguousSolution | None:
     """Run the DP on a contracted graph.
 
     ``upper_bound`` must be at least the optimum (e.g. the max-load of a
-    known contiguous split); with ``inf`` nothing is pruned. Returns None
-    if no split has max-load at most ``upper_bound`` (or none at all).
+    known contiguous split); with ``inf`` nothing is pruned. ``ideals``
+    restricts the DP to a family of ideals (bitsets; it must hold the
+    empty and the full set); by default all ideals. Returns None if no
+    split has max-load at most ``upper_bound`` (or none at all).
     """
     n = cg.num_nodes
     K, L = devices.num_accelerators, devices.num_cpus
-    ideals = enumerate_ideals(cg.preds, limit=ideal_limit)
+    if ideals is None:
+        ideals = enumerate_ideals(cg.preds, limit=ideal_limit)
+    else:
+        ideals = list(ideals)
+        full = (1 << n) - 1
+        if 0 not in ideals or full not in ideals:
+            raise InvalidOperatorGraphError("partition DP: the ideal family must hold the empty and the full set")
     N = len(ideals)
     words = ideals_to_words(ideals, n)
     member = membership_matrix(words, n)
