@@ -43,8 +43,6 @@ from __future__ import annotations
 import math
 import time
 
-import networkx as nx
-
 from schedsearch.errors import InvalidOperatorGraphError
 from schedsearch.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload
 from schedsearch.partition.contract import ContractedGraph, _sccs, contract, linearize
@@ -56,7 +54,9 @@ from schedsearch.partition.slicegraph import kahn_dfs_order
 __all__ = ["find_modules", "module_boundaries", "partition_modules"]
 
 
-def _undirected(cg: ContractedGraph) -> nx.Graph:
+def _undirected(cg: ContractedGraph):
+    import networkx as nx  # imported here: it is slow to import and only this module needs it
+
     g = nx.Graph()
     g.add_nodes_from(range(cg.num_nodes))
     for v, ps in enumerate(cg.preds):
@@ -114,6 +114,8 @@ def find_modules(cg: ContractedGraph, *, channels: int = 1) -> list[tuple[int, .
     """
     if channels < 1:
         raise InvalidOperatorGraphError(f"modules: 'channels' must be >= 1, got {channels!r}")
+    import networkx as nx
+
     g = _undirected(cg)
     if cg.num_nodes == 0:
         return []
