@@ -19,11 +19,14 @@ accelerator) and ``cpu_cost`` = CPU latency. The answer is
 ``dp[l][k][all]``.
 
 How it is made fast (the reference C++ code stores every pair ``J`` of
-``I`` with its cost; this code does not):
+``I`` with its cost; this code stores no pair):
 
-* **Sorted ideals, vector DP.** Ideals are sorted by accelerator latency
-  ``W`` (then size), so every subset of ``I`` comes before ``I``; for one
-  ``I`` all candidate ``J`` are processed at once with NumPy.
+* **Sorted ideals, vector DP.** Ideals are bitsets sorted by accelerator
+  latency ``W`` (then size), so every subset of ``I`` comes before ``I``;
+  for one ``I`` all candidate ``J`` (a window of the sorted order, tested
+  for inclusion word by word) and all device states are handled by a few
+  NumPy operations. Back-links are not stored: the arg-min is recomputed
+  along the optimal path only.
 * **Communication by hyperedge counts.** ``C[I, h]`` = number of anchors of
   hyperedge ``h`` inside ``I``. For ``J`` a subset of ``I``, with
   ``comm(J)`` the cut weight of the ideal ``J`` and ``cut(I)`` the
@@ -39,7 +42,9 @@ How it is made fast (the reference C++ code stores every pair ``J`` of
   ``(c, f, I)`` of an optimal solution needs ``W(I) <= (f + c r) U`` and
   ``W(all) - W(I) <= (k - f + (l - c) r) U``. States outside these bands
   are never on an optimal path and are not computed; ideals whose every
-  state exceeds ``U`` are dropped as candidates.
+  state exceeds ``U`` are dropped as candidates. When the DAG has barely
+  more ideals than a chain, the bound is not worth computing and is
+  skipped.
 
 All pruning uses only bounds valid for every solution of max-load at most
 ``U``, so the result is exact.

@@ -193,9 +193,7 @@ def _result(method: str, graph: OperatorGraph, devices: DeviceLimits, cg: Contra
     order = _device_order(tr) if acyclic else sorted(groups)
     split = Split(stages=[(slots[dev], sorted(groups[dev])) for dev in order if dev in groups])
     cost = evaluate_split(graph, split, devices)
-    from schedsearch.partition.result import PartitionResult as _PR
-
-    return _PR(method=method, split=split, max_load=cost.max_load, cost=cost, optimal=False,
+    return PartitionResult(method=method, split=split, max_load=cost.max_load, cost=cost, optimal=False,
                wall_time_s=time.perf_counter() - t0,
                stats={"supernodes": cg.num_nodes, "acyclic": acyclic, **stats})
 

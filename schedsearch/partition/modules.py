@@ -40,6 +40,7 @@ boundaries; it is exact whenever every ideal of the graph is a boundary
 
 from __future__ import annotations
 
+import heapq
 import math
 import time
 
@@ -91,8 +92,6 @@ def _order_modules(cg: ContractedGraph, groups: list[set[int]]) -> list[tuple[in
     for bs in msucc.values():
         for b in bs:
             indeg[b] += 1
-    import heapq
-
     heap = [(min(merged[i]), i) for i, d in indeg.items() if d == 0]
     heapq.heapify(heap)
     out = []

@@ -89,7 +89,7 @@ def test_a_too_low_upper_bound_falls_back_to_the_full_search(load_workload):
     assert partition_dp(w, upper_bound=1.0).max_load == pytest.approx(17.7899, abs=1e-4)
 
 
-@given(operator_graphs(), device_limits())
+@given(operator_graphs(unsupported=True), device_limits())
 def test_dp_equals_brute_force_over_acyclic_assignments(graph, devices):
     best = brute_force_contiguous(graph, devices)
     if math.isinf(best):
