@@ -23,6 +23,11 @@ from schedsearch.runtime._torch import (
     require_torch as require_torch,
     torch_available as torch_available,
 )
+from schedsearch.runtime.convert import (
+    check_problem as check_problem,
+    plan_from_schedule as plan_from_schedule,
+    run_schedule as run_schedule,
+)
 from schedsearch.runtime.execute import (
     DEFAULT_TOLERANCE as DEFAULT_TOLERANCE,
     RankReport as RankReport,
@@ -42,14 +47,26 @@ from schedsearch.runtime.plan import (
     Cell as Cell,
     Plan as Plan,
     check_progress as check_progress,
-    mapping_style as mapping_style,
     parse_plan as parse_plan,
     read_plan as read_plan,
+)
+from schedsearch.runtime.profile import (
+    Profile as Profile,
+    StageProfile as StageProfile,
+    choose_time_unit as choose_time_unit,
+    profile as profile,
 )
 from schedsearch.runtime.torch_checks import torch_check as torch_check
 
 __all__ = [
     "Action",
+    "Profile",
+    "StageProfile",
+    "check_problem",
+    "choose_time_unit",
+    "plan_from_schedule",
+    "profile",
+    "run_schedule",
     "Cell",
     "DEFAULT_TOLERANCE",
     "ModelSpec",
@@ -60,7 +77,6 @@ __all__ = [
     "Workload",
     "build_workload",
     "check_progress",
-    "mapping_style",
     "microbatch_split",
     "parse_model_spec",
     "parse_plan",

@@ -52,7 +52,7 @@ def pipelining_internals() -> SimpleNamespace:
     torch = require_torch()
     try:
         from torch.distributed.pipelining import PipelineStage
-        from torch.distributed.pipelining._backward import stage_backward_input, stage_backward_weight
+        from torch.distributed.pipelining._backward import stage_backward, stage_backward_input, stage_backward_weight
         from torch.distributed.pipelining.schedules import (
             _Action,
             _add_reduce_grad,
@@ -75,6 +75,7 @@ def pipelining_internals() -> SimpleNamespace:
         add_unshard_reshard=_add_unshard_reshard,
         ScheduleRuntime=_PipelineScheduleRuntime,
         validate_schedule=_validate_schedule,
+        stage_backward=stage_backward,
         stage_backward_input=stage_backward_input,
         stage_backward_weight=stage_backward_weight,
     )

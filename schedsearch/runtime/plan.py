@@ -57,6 +57,7 @@ from typing import Any
 import attrs
 
 from schedsearch.errors import PlanError
+from schedsearch.placements.stages import mapping_style
 
 __all__ = [
     "KINDS",
@@ -66,7 +67,6 @@ __all__ = [
     "parse_plan",
     "read_plan",
     "check_progress",
-    "mapping_style",
 ]
 
 #: Action kinds of a compute-only plan and their names.
@@ -162,22 +162,6 @@ def _parse_cell(rank: int, column: int, raw: str) -> Cell | None:
     return Cell(actions=(_parse_action(rank, column, text, text),), column=column)
 
 
-def mapping_style(stage_to_rank: Sequence[int], num_ranks: int) -> str | None:
-    """``"loop"`` (stage ``s`` on rank ``s mod P``) or ``"v"`` (down the ranks
-    and back up), as PyTorch names them, or None for any other map."""
-    n = len(stage_to_rank)
-    if tuple(stage_to_rank) == tuple(s % num_ranks for s in range(n)):
-        return "loop"
-    if n % num_ranks == 0:
-        v = []
-        for s in range(n):
-            lap, pos = divmod(s, num_ranks)
-            v.append(pos if lap % 2 == 0 else num_ranks - 1 - pos)
-        if tuple(stage_to_rank) == tuple(v):
-            return "v"
-    return None
-
-
 @attrs.frozen(kw_only=True)
 class Plan:
     """A checked compute-only plan (build it with :func:`parse_plan`).
@@ -213,7 +197,8 @@ class Plan:
 
     @property
     def style(self) -> str | None:
-        """``"loop"``, ``"v"`` or None (see :func:`mapping_style`)."""
+        """``"loop"`` (stage ``s`` on rank ``s mod P``), ``"v"`` (down the ranks
+        and back up) or None, as PyTorch names the maps."""
         return mapping_style(self.stage_to_rank, self.num_ranks)
 
     def actions(self) -> Iterable[tuple[int, Cell, Action]]:
