@@ -50,6 +50,7 @@ import math
 import os
 import signal
 import statistics
+import sys
 import tempfile
 import time
 import traceback
@@ -327,11 +328,27 @@ def _fit_recv_buffers(torch: Any, stages: Sequence[Any], sizes: Sequence[int]) -
                     )
 
 
+def _describe(exc: BaseException) -> str:
+    """``Type: first line`` of the innermost cause (PyTorch wraps stage errors)."""
+    root = exc
+    while root.__cause__ is not None:
+        root = root.__cause__
+    lines = [x.strip() for x in str(root).splitlines() if x.strip()]
+    return f"{type(root).__name__}: {lines[0]}" if lines else type(root).__name__
+
+
 def _worker(job: _Job, rank: int, conn: Any) -> None:  # pragma: no cover - runs in a child process
     _die_with_parent()
     os.environ["GLOO_SOCKET_IFNAME"] = "lo"
     log = open(os.path.join(job.log_dir, f"rank{rank}.log"), "w")  # noqa: SIM115 - lives as long as the process
-    os.dup2(log.fileno(), 2)
+    # this rank's stderr (fd 2, and whatever descriptor sys.stderr writes to) goes to its log file
+    targets = {2}
+    try:
+        targets.add(sys.stderr.fileno())
+    except (AttributeError, OSError, ValueError):
+        pass
+    for fd in targets:
+        os.dup2(log.fileno(), fd)
     phase = "starting"
 
     def send(kind: str, payload: Any) -> None:
@@ -423,7 +440,7 @@ def _worker(job: _Job, rank: int, conn: Any) -> None:  # pragma: no cover - runs
                 {
                     "rank": rank,
                     "phase": phase,
-                    "message": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": "),
+                    "message": _describe(exc),
                     "traceback": traceback.format_exc(),
                     "time": time.time(),
                 },
@@ -492,10 +509,13 @@ def _launch(job: _Job, start_method: str, timeout_s: float) -> list[dict[str, An
         phases = {r: "starting" for r in range(n)}
         failures: list[tuple[float, int, str, str]] = []  # (time, rank, message, details)
 
+        closed: set[int] = set()
+
         def read(rank: int) -> None:
             try:
                 kind, payload = readers[rank].recv()
             except (EOFError, OSError):
+                closed.add(rank)
                 return
             if kind == "progress":
                 phases[rank] = payload
@@ -512,7 +532,7 @@ def _launch(job: _Job, start_method: str, timeout_s: float) -> list[dict[str, An
                 )
 
         def died(rank: int) -> None:
-            while readers[rank].poll():
+            while rank not in closed and readers[rank].poll():
                 read(rank)
                 if rank in results or any(f[1] == rank for f in failures):
                     return
@@ -533,7 +553,7 @@ def _launch(job: _Job, start_method: str, timeout_s: float) -> list[dict[str, An
             if remaining <= 0:
                 break
             pending = [r for r in range(n) if r not in results]
-            objects = {readers[r]: ("read", r) for r in pending}
+            objects = {readers[r]: ("read", r) for r in pending if r not in closed}
             objects.update({processes[r].sentinel: ("exit", r) for r in pending})
             for obj in wait(list(objects), timeout=remaining):
                 what, rank = objects[obj]
@@ -547,7 +567,9 @@ def _launch(job: _Job, start_method: str, timeout_s: float) -> list[dict[str, An
             # gather what the other ranks say for a moment, then name the first cause
             settle = time.monotonic() + 1.0
             while time.monotonic() < settle:
-                live = [r for r in range(n) if r not in results and not any(f[1] == r for f in failures)]
+                live = [
+                    r for r in range(n) if r not in results and r not in closed and not any(f[1] == r for f in failures)
+                ]
                 if not live:
                     break
                 for obj in wait([readers[r] for r in live], timeout=max(0.0, settle - time.monotonic())):

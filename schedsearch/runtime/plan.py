@@ -258,6 +258,7 @@ def parse_plan(
     num_stages: int | None = None,
     stage_to_rank: Sequence[int] | Mapping[int, int] | None = None,
     name: str = "",
+    progress: bool = True,
 ) -> Plan:
     """Parse a compute-only CSV and run checks 1-5 of this module.
 
@@ -276,6 +277,9 @@ def parse_plan(
     stage_to_rank:
         The placement's stage-to-rank map, when it travels with the CSV;
         every stage's actions must then sit in its rank's row.
+    progress:
+        Run check 5 (deadlock); False leaves it to the caller (e.g. to
+        compare with PyTorch's own check).
 
     Raises
     ------
@@ -428,7 +432,8 @@ def parse_plan(
         name=name,
     )
     # -- 5. progress ----------------------------------------------------------
-    check_progress(plan)
+    if progress:
+        check_progress(plan)
     return plan
 
 
