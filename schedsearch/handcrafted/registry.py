@@ -22,8 +22,9 @@ schedule           bubble                                       makespan / peak 
 GPipe              ``(p-1)(F+B)``                               ``(m+p-1)(F+B)``; ``m`` everywhere
 1F1B               ``(p-1)(F+B)``                               ``(m+p-1)(F+B)``; ``min(p-r, m)``
 interleaved 1F1B   ``(p-1)(F+B)/v`` (``m`` multiple of ``N``)   --
-interleaved ZB1P   ``(p-1)(F+I-W)/v`` (``m`` multiple of ``N``)  --
-ZB-H1              ``(p-1)(F+I-W)`` (``I >= W``, ``m >= p``)     ``m(F+I+W)+(p-1)(F+I-W)``; ``min(p, m)``
+interleaved ZB1P   ``(p-1)(F+I-W)/v`` (``m`` multiple of ``N``,   --
+                   ``W <= F, I``)
+ZB-H1              ``(p-1)(F+I-W)`` (``W <= F, I``, ``m >= p``)  ``m(F+I+W)+(p-1)(F+I-W)``; ``min(p, m)``
 ZB-V (F=I=W)       ``(p-1)F``, span bubble 0 (``m >= 2p-1``)     ``(6m+p-1)F``; ``2p``
 Chimera            ``k(D-2)max(F,B)`` for ``m = kD``            ``D/2+1+min(d, D-1-d)``
 DualPipe           ``(PP/2-1)(F&B+B-3W)``                       ``2n(F+B)+bubble`` if ``F&B=F+B``; ``PP``, ``PP+1`` in the middle
@@ -32,7 +33,11 @@ DualPipeV          ``(p-1)(F&B+B-3W)``                          ``2m(F+B)+bubble
 
 Here ``F``, ``B`` are the durations you pass (per chunk for the
 interleaved schedules, in the problem's unit; divided by ``v`` for the
-formula), ``n = chunks/2`` for DualPipe and ``B = I + W``.
+formula), ``n = chunks/2`` for DualPipe and ``B = I + W``. The DualPipe
+bubble is the README's, which assumes ``B = 2F``, ``W = F`` and
+``max(F, B) <= F&B <= F + B``; outside that range (and outside the ranges
+in brackets) the library states no closed form rather than a wrong one.
+These ranges were checked exhaustively on small grids (see the tests).
 """
 
 from __future__ import annotations
@@ -102,6 +107,8 @@ def _interleaved_formula(split: bool) -> Callable[[Params], dict[str, Any]]:
             return {}
         if split:
             F, I, W = params["forward"], params["input_grad"], params["weight_grad"]
+            if W > min(F, I):
+                return {}
             return {"bubble": (p - 1) * (F + I - W) / v}
         F, B = _fb(params)
         return {"bubble": (p - 1) * (F + B) / v}
@@ -113,7 +120,7 @@ def _zbh1_formula(params: Params) -> dict[str, Any]:
     p, m = params["devices"], params["microbatches"]
     F, I, W = params["forward"], params["input_grad"], params["weight_grad"]
     out: dict[str, Any] = {"peak_memory": [min(p, m)] * p}
-    if I >= W and m >= p:
+    if W <= min(F, I) and m >= p:
         out["makespan"] = m * (F + I + W) + (p - 1) * (F + I - W)
         out["bubble"] = (p - 1) * (F + I - W)
     return out
@@ -147,8 +154,11 @@ def _dualpipe_formula(v_shape: bool) -> Callable[[Params], dict[str, Any]]:
             PP, chunks = params["devices"], params["microbatches"]
             half, per_phase, ranks = PP // 2, chunks // 2, PP
             peaks = [PP + (1 if r in (PP // 2 - 1, PP // 2) else 0) for r in range(PP)]
+        out: dict[str, Any] = {"peak_memory": peaks}
+        if not (B == 2 * F and W == F and max(F, B) <= FB <= F + B):
+            return out  # the README's bubble assumes B = 2F, W = F (and an overlap no longer than F + B)
         bubble = (half - 1) * (FB + B - 3 * W)
-        out: dict[str, Any] = {"bubble": bubble, "peak_memory": peaks}
+        out["bubble"] = bubble
         if FB == F + B:
             out["makespan"] = 2 * per_phase * (F + B) + bubble
             out["bubble_per_device"] = [bubble] * ranks

@@ -53,16 +53,13 @@ def _zb_device(fwd: list[Act], bwd: list[tuple[str, int, int]], warm: int, defer
     total = len(fwd)
     acts: list[Action] = list(fwd[:warm])
     pending: deque[Act] = deque()
-    done = 0
 
     def backward_step(k: int) -> None:
-        nonlocal done
-        kind, stage, mb = bwd[k]
+        _, stage, mb = bwd[k]
         acts.append(Act("I", stage, mb))
         pending.append(Act("W", stage, mb))
         if k >= deferred:
             acts.append(pending.popleft())
-        done += 1
 
     for k in range(total - warm):
         acts.append(fwd[warm + k])
