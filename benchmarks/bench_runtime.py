@@ -55,9 +55,9 @@ def _cases(quick: bool) -> list[tuple[str, str, Callable[[], Any], dict[str, Any
 
                 result = optimal(problem, time_limit_s=30, workers=2, seed=0)
             else:
-                from schedsearch.search import repetend  # type: ignore[attr-defined]
+                from schedsearch.search.repetend import repetend  # type: ignore[import-not-found]
 
-                result = repetend(problem, time_limit_s=30, workers=2, seed=0)
+                result = repetend(problem, time_limit_s=60, workers=2, seed=0)
             if result.schedule is None:
                 raise RuntimeError(f"{strategy} search found no schedule: {result}")
             return problem, result.schedule
@@ -93,7 +93,7 @@ def _cases(quick: bool) -> list[tuple[str, str, Callable[[], Any], dict[str, Any
          searched(lambda: dualpipev(4, 8, memory=8).with_(overlaps=()), "optimal"), {}),
     ]
     try:
-        from schedsearch.search import repetend  # type: ignore[attr-defined]  # noqa: F401
+        from schedsearch.search.repetend import repetend  # type: ignore[import-not-found]  # noqa: F401
 
         cases += [
             ("repetend, mem 3", "V-shape (loop)", searched(lambda: vshape(4, 16, memory=3), "repetend"), {}),
