@@ -368,7 +368,8 @@ def _worker(job: _Job, rank: int, conn: Any) -> None:  # pragma: no cover - runs
             init_method=job.init_method,
             rank=rank,
             world_size=plan.num_ranks,
-            timeout=timedelta(seconds=job.timeout_s),
+            # a backstop only: the parent stops every process at its own deadline first
+            timeout=timedelta(seconds=job.timeout_s + 30),
         )
         phase = "building its stages"
         mine = plan.stages_of(rank)
@@ -508,8 +509,7 @@ def _launch(job: _Job, start_method: str, timeout_s: float) -> list[dict[str, An
         results: dict[int, dict[str, Any]] = {}
         phases = {r: "starting" for r in range(n)}
         failures: list[tuple[float, int, str, str]] = []  # (time, rank, message, details)
-
-        closed: set[int] = set()
+        closed: set[int] = set()  # ranks whose pipe reached its end
 
         def read(rank: int) -> None:
             try:
@@ -526,7 +526,7 @@ def _launch(job: _Job, start_method: str, timeout_s: float) -> list[dict[str, An
                     (
                         payload["time"],
                         rank,
-                        f"rank {rank} failed while {payload['phase']}: {payload['message']}",
+                        f"rank {rank} failed ({payload['phase']}): {payload['message']}",
                         payload["traceback"],
                     )
                 )
@@ -543,7 +543,7 @@ def _launch(job: _Job, start_method: str, timeout_s: float) -> list[dict[str, An
                     # a death is the cause of what follows: order it first
                     -1.0,
                     rank,
-                    f"rank {rank} {_signal_name(p.exitcode)} while {phases[rank]} (without reporting)",
+                    f"rank {rank} {_signal_name(p.exitcode)} ({phases[rank]}) without reporting",
                     _tail(Path(job.log_dir) / f"rank{rank}.log"),
                 )
             )
@@ -587,7 +587,7 @@ def _launch(job: _Job, start_method: str, timeout_s: float) -> list[dict[str, An
             )
         if len(results) < n:
             late = [r for r in range(n) if r not in results]
-            where = "; ".join(f"rank {r} was {phases[r]}" for r in late)
+            where = "; ".join(f"rank {r}: {phases[r]}" for r in late)
             raise ExecutionError(
                 f"run failed: ranks {', '.join(map(str, late))} did not finish within {timeout_s:g} s ({where}); "
                 "every process was stopped",
@@ -645,7 +645,8 @@ def run(
         Largest accepted absolute gradient difference; default by dtype
         (:data:`DEFAULT_TOLERANCE`).
     timeout_s:
-        Bound on the whole run (and on every collective of the gloo group).
+        Bound on the whole run, from the first process started to the last
+        report; then every process is stopped.
     start_method:
         ``"fork"`` (default, fast), ``"spawn"`` or ``"forkserver"`` (these
         pickle the workload: module classes and loss must be importable).

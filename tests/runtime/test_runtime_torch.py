@@ -276,9 +276,9 @@ def _sabotaged(how: str) -> Workload:
 @pytest.mark.parametrize(
     "how, fragment",
     [
-        ("kill", "rank 2 killed by signal SIGKILL while step 0"),
-        ("raise", "rank 2 failed while step 0: RuntimeError: injected failure"),
-        ("hang", "did not finish within 8 s"),
+        ("kill", "rank 2 killed by signal SIGKILL (step 0) without reporting"),
+        ("raise", "rank 2 failed (step 0): RuntimeError: injected failure"),
+        ("hang", "did not finish within 8 s (rank 0: step 0; rank 1: step 0; rank 2: step 0; rank 3: step 0)"),
     ],
 )
 def test_a_failing_rank_ends_the_run_with_an_error_and_no_process_left(how, fragment):
