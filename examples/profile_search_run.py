@@ -5,7 +5,9 @@
 2. Profile every stage on one micro-batch: forward, full backward, input-
    and weight-gradient times (median of repeats) and activation memory;
    build the placement problem (stage ``s`` on device ``s``, zero-bubble
-   split into I and W by default) with those figures as integer durations.
+   split into I and W by default) with those figures as integer durations
+   (micro-batches of other sizes, ``--microbatch-sizes``, get their own
+   per-micro-batch durations).
 3. Search a makespan-optimal schedule with every device limited to
    ``--memory-microbatches`` micro-batches of activations.
 4. Export it to PyTorch's compute-only CSV (the stage-to-rank map travels
@@ -34,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stages", type=int, default=4, help="pipeline stages = processes (default 4)")
     parser.add_argument("--microbatches", type=int, default=8, help="micro-batches per step (default 8)")
     parser.add_argument("--microbatch-size", type=int, default=4, help="samples per micro-batch (default 4)")
+    parser.add_argument("--microbatch-sizes", type=lambda t: [int(x) for x in t.split(",")],
+                        help="micro-batches of different sizes, e.g. 4,2,4,6 (overrides the two options above)")
     parser.add_argument("--memory-microbatches", type=float, default=2.0,
                         help="activation limit per device, in micro-batches of the largest stage (default 2)")
     parser.add_argument("--full-backward", action="store_true", help="B blocks instead of the I/W split")
@@ -50,16 +54,18 @@ def main(argv: list[str] | None = None) -> int:
     if not torch_available():
         print("this example runs models on PyTorch: install the optional extra schedsearch[torch]")
         return 1
-    n, mb = args.microbatches, args.microbatch_size
-    workload = build_workload(args.model, args.stages, batch_size=n * mb)
-    print(f"model: {workload}")
+    sizes = args.microbatch_sizes or [args.microbatch_size] * args.microbatches
+    workload = build_workload(args.model, args.stages, batch_size=sum(sizes))
+    print(f"model: {workload}; micro-batch sizes {sizes}")
 
-    # 2. profile
-    prof = profile(workload.stages, workload.inputs, target=workload.target, loss_fn=workload.loss_fn, sizes=[mb])
+    # 2. profile every size that occurs (the first is the base; the others get their own durations)
+    prof = profile(workload.stages, workload.inputs, target=workload.target, loss_fn=workload.loss_fn,
+                   sizes=list(dict.fromkeys(sizes)))
     print(prof.table())
     act = prof.memory_units()
     limit = int(args.memory_microbatches * max(act))
-    problem = prof.to_problem(args.stages, n, split_backward=not args.full_backward, memory=limit)
+    problem = prof.to_problem(args.stages, split_backward=not args.full_backward, memory=limit,
+                              microbatch_sizes=sizes)
     print(f"problem: {problem}")
     print(f"memory limit: {limit} units of {prof.memory_unit_bytes} B per device "
           f"({args.memory_microbatches:g} x the largest stage's {max(act)} units per micro-batch)")
@@ -81,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     mapping = stage_to_rank(problem)
     (args.out_dir / "stage_to_rank.json").write_text(json.dumps(mapping))
     print(f"wrote {csv_path} (stage-to-rank {mapping})")
-    outcome = run(csv_path, workload, num_processes=args.stages, steps=args.steps,
+    outcome = run(csv_path, workload, num_processes=args.stages, steps=args.steps, microbatch_sizes=sizes,
                   stage_to_rank=[mapping[s] for s in range(len(mapping))], timeout_s=120)
     (args.out_dir / "run.json").write_text(json.dumps(outcome.to_dict(), indent=2))
 

@@ -37,6 +37,16 @@ gradient. ``w_m = 1`` for equal sizes. The reported whole-batch loss is
 negative control: the gradients are then ``M`` times too large and the
 comparison fails.
 
+Micro-batch order at the last stage. PyTorch 2.13's runtime appends the
+last stage's losses to a list in the order its forwards run and looks a
+loss up by micro-batch index, so it needs the last stage to run its
+forwards in micro-batch order (a searched schedule need not: micro-batches
+of different sizes are not interchangeable). Labels only bind data to the
+plan, so :func:`run` relabels the micro-batches in the last stage's forward
+order (:meth:`~schedsearch.runtime.plan.Plan.relabelled`), hands PyTorch
+that plan with the micro-batches' data permuted alike (the same
+computation), and reports the losses under the plan's own labels.
+
 Step time: each rank times its ``step`` call after a barrier; a step's time
 is the slowest rank's. The first step also infers shapes and warms up
 communication, so :attr:`RunResult.step_time_s` is the median of the
@@ -694,7 +704,14 @@ def run(
             raise PlanError(
                 f"run: the stage-to-rank map {list(stage_to_rank)} differs from the plan's {list(plan.stage_to_rank)}"
             )
-    torch_check(plan)
+    # PyTorch keeps the last stage's losses in forward order and looks them up by
+    # micro-batch index: run the plan with its micro-batches labelled in that order
+    order = plan.forward_order(plan.num_stages - 1)
+    label = {m: k for k, m in enumerate(order)}
+    runnable = plan if list(order) == list(range(plan.num_microbatches)) else plan.relabelled(
+        [label[m] for m in range(plan.num_microbatches)]
+    )
+    torch_check(runnable)
     if workload.num_stages != plan.num_stages:
         raise PlanError(
             f"run: the plan has {plan.num_stages} stages but the workload {workload.name or ''} is split into "
@@ -709,17 +726,20 @@ def run(
     tol = DEFAULT_TOLERANCE.get(dtype, 1e-5) if tolerance is None else float(tolerance)
     t0 = time.perf_counter()
     reference = _reference(workload, steps, learning_rate)
+    inputs = torch.split(workload.inputs, list(sizes))
+    targets = torch.split(workload.target, list(sizes))
     with tempfile.TemporaryDirectory(prefix="schedsearch-run-") as tmp:
         csv_path = Path(tmp) / "plan.csv"
-        csv_path.write_text(plan.text)
+        csv_path.write_text(runnable.text)
         job = _Job(
-            plan=plan,
+            plan=runnable,
             csv_path=str(csv_path),
             init_method=f"file://{Path(tmp) / 'rendezvous'}",
             log_dir=tmp,
             stages=tuple(workload.stages),
-            input_chunks=tuple(torch.split(workload.inputs, list(sizes))),
-            target_chunks=tuple(torch.split(workload.target, list(sizes))),
+            # label k runs the data of the plan's micro-batch order[k]
+            input_chunks=tuple(inputs[m] for m in order),
+            target_chunks=tuple(targets[m] for m in order),
             loss=SizeWeightedLoss(workload.loss_fn, plan.num_microbatches, workload.batch_size),
             reference=reference,
             steps=steps,
@@ -737,7 +757,8 @@ def run(
         diffs.update(rep["grad_diffs"])
         missing.extend(rep["missing"])
         if rep["losses"] is not None:
-            losses = tuple(tuple(x) for x in rep["losses"])
+            # back to the plan's labels: the loss of label k is micro-batch order[k]'s
+            losses = tuple(tuple(step[label[m]] for m in range(plan.num_microbatches)) for step in rep["losses"])
     return RunResult(
         plan=plan.to_dict(),
         num_processes=plan.num_ranks,

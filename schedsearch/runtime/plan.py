@@ -228,6 +228,41 @@ class Plan:
             f"{f' ({self.num_overlapped} overlapped groups)' if self.num_overlapped else ''}"
         )
 
+    def forward_order(self, stage: int) -> tuple[int, ...]:
+        """Micro-batches in the order ``stage`` runs their forwards."""
+        rank = self.stage_to_rank[stage]
+        return tuple(a.microbatch for c in self.rows[rank] for a in c.actions if a.kind == "F" and a.stage == stage)
+
+    def relabelled(self, new_label: Sequence[int]) -> Plan:
+        """The same plan with micro-batch ``m`` renamed ``new_label[m]`` (a permutation).
+
+        Labels only bind data to the plan: running the relabelled plan on the
+        micro-batches permuted alike is the same computation. Every cell
+        keeps its column.
+        """
+        perm = tuple(new_label)
+        if sorted(perm) != list(range(self.num_microbatches)):
+            raise PlanError(
+                f"plan: relabelling must be a permutation of 0..{self.num_microbatches - 1}, got {list(perm)}"
+            )
+        lines = []
+        for row in self.rows:
+            width = max((c.column for c in row), default=-1) + 1
+            cells = [""] * width
+            for c in row:
+                moved = attrs.evolve(
+                    c, actions=tuple(attrs.evolve(a, microbatch=perm[a.microbatch]) for a in c.actions)
+                )
+                cells[c.column] = str(moved)
+            lines.append(",".join(cells))
+        return parse_plan(
+            "\n".join(lines) + "\n",
+            num_microbatches=self.num_microbatches,
+            num_stages=self.num_stages,
+            stage_to_rank=self.stage_to_rank,
+            name=self.name,
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,

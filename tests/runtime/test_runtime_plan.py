@@ -215,3 +215,14 @@ def test_package_and_cli_work_without_torch(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "PyTorch is not installed: its own checks were skipped" in proc.stdout
     assert "schedsearch[torch]" in proc.stderr
+
+
+def test_relabelled_permutes_microbatches_and_keeps_columns():
+    plan = parse_plan("0F1,,0F0,0B1,0B0\n1F1,1B1,1F0,1B0\n")
+    assert plan.forward_order(1) == (1, 0)
+    swapped = plan.relabelled([1, 0])
+    assert swapped.text == "0F0,,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n"
+    assert swapped.forward_order(1) == (0, 1)
+    assert swapped.relabelled([1, 0]).text == plan.text
+    with pytest.raises(PlanError, match="must be a permutation of 0..1"):
+        plan.relabelled([0, 0])

@@ -231,6 +231,37 @@ def test_microbatches_of_different_sizes_run_with_equal_gradients():
 
 
 @pytest.mark.slow
+def test_last_stage_out_of_microbatch_order_runs_and_reports_losses_by_label():
+    # the last stage runs micro-batch 2 first: PyTorch needs forward order = label order
+    text = "0F2,0F0,0F1,0B2,0B0,0B1\n1F2,1B2,1F0,1B0,1F1,1B1\n"
+    plan = parse_plan(text)
+    wl = build_workload("mlp:2x8", 2, batch_size=6)
+    result = run(plan, wl, microbatch_sizes=[1, 2, 3], steps=1, timeout_s=60)
+    _check_run(result, plan, wl)
+    model = wl.sequential()
+    chunks = zip(torch.split(wl.inputs, [1, 2, 3]), torch.split(wl.target, [1, 2, 3]))
+    with torch.no_grad():
+        # the reported loss of micro-batch m is its mean loss weighted by n_m M / N
+        want = [float(wl.loss_fn(model(x), y)) * len(x) * 3 / 6 for x, y in chunks]
+    assert result.losses[0] == pytest.approx(want, abs=1e-12)
+
+
+@pytest.mark.slow
+def test_profiled_uneven_microbatches_search_export_and_run():
+    from schedsearch.search import optimal
+
+    sizes = [2, 4, 2, 4]
+    wl = build_workload("transformer:2x16", 2, batch_size=sum(sizes))
+    prof = profile(wl.stages, wl.inputs, target=wl.target, loss_fn=wl.loss_fn, sizes=[2, 4], repeats=3)
+    problem = prof.to_problem(2, microbatch_sizes=sizes, memory=2 * max(prof.memory_units()))
+    assert problem.duration_overrides  # the size-4 micro-batches have their own durations
+    result = optimal(problem, time_limit_s=20, workers=2, seed=0)
+    assert result.schedule is not None and not validate(problem, result.schedule)
+    plan = plan_from_schedule(problem, result.schedule)
+    _check_run(run(plan, wl, microbatch_sizes=sizes, steps=2, timeout_s=60), plan, wl)
+
+
+@pytest.mark.slow
 def test_negative_control_unscaled_gradients_fail_the_comparison():
     plan = parse_plan(ONE_F_ONE_B_2x3)
     wl = build_workload("mlp:2x8", 2, batch_size=6)
