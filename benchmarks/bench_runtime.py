@@ -64,7 +64,7 @@ def _cases(quick: bool) -> list[tuple[str, str, Callable[[], Any], dict[str, Any
 
         return build
 
-    artifact = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "pytorch" / "dualpipev_4rank_10mb.csv"
+    artifact = Path(__file__).resolve().parents[1] / "tests" / "export" / "data" / "dualpipev_4rank_10mb.csv"
     cases: list[tuple[str, str, Callable[[], Any], dict[str, Any]]] = [
         ("1F1B", "V-shape (loop)", handcrafted("1f1b"), {}),
         ("DualPipeV", "DualPipeV (v, F&B pairs)", handcrafted("dualpipev"), {}),

@@ -32,8 +32,8 @@ def test_runtime_imports_torch_only_inside_functions():
             assert not any(n.startswith("schedsearch.cli") for n in names) or path.parent.name == "cli", path
 
 
-def test_check_only_reads_and_checks_the_artifact(shared_data, capsys):
-    path = shared_data / "pytorch" / "dualpipev_4rank_10mb.csv"
+def test_check_only_reads_and_checks_the_artifact(dualpipev_csv, capsys):
+    path = dualpipev_csv
     assert main(["run", str(path), "--check-only", "--processes", "4", "--stage-map", "0,1,2,3,3,2,1,0"]) == 0
     out = capsys.readouterr().out
     assert "4 ranks, 8 stages (stage-to-rank 0,1,2,3,3,2,1,0, 'v'), 10 micro-batches" in out
@@ -50,8 +50,8 @@ def test_check_only_reads_and_checks_the_artifact(shared_data, capsys):
         (["--model", "cnn:3x3"], "model spec: must be KIND:LAYERSxWIDTH"),
     ],
 )
-def test_run_rejects_bad_requests_before_starting(shared_data, capsys, args, fragment):
-    path = shared_data / "pytorch" / "dualpipev_4rank_10mb.csv"
+def test_run_rejects_bad_requests_before_starting(dualpipev_csv, capsys, args, fragment):
+    path = dualpipev_csv
     assert main(["run", str(path), "--check-only", *args]) == 2
     assert fragment in capsys.readouterr().err
 
@@ -83,9 +83,9 @@ def test_profile_writes_a_problem_the_search_reads(tmp_path, capsys):
 
 @pytest.mark.torch
 @pytest.mark.slow
-def test_run_executes_the_artifact_and_writes_json(shared_data, tmp_path, capsys):
+def test_run_executes_the_artifact_and_writes_json(dualpipev_csv, tmp_path, capsys):
     pytest.importorskip("torch")
-    path = shared_data / "pytorch" / "dualpipev_4rank_10mb.csv"
+    path = dualpipev_csv
     out = tmp_path / "run.json"
     assert main(["run", str(path), "--model", "mlp:8x16", "--processes", "4", "--steps", "2", "--json", str(out)]) == 0
     text = capsys.readouterr().out

@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 ONE_F_ONE_B_2x3 = "0F0,0F1,0B0,0F2,0B1,0B2\n1F0,1B0,1F1,1B1,1F2,1B2\n"
 
 
-def test_reads_pytorchs_dualpipev_artifact(shared_data):
-    path = shared_data / "pytorch" / "dualpipev_4rank_10mb.csv"
+def test_reads_pytorchs_dualpipev_artifact(dualpipev_csv):
+    path = dualpipev_csv
     plan = read_plan(path)
     assert plan.num_ranks == 4
     assert plan.num_stages == 8

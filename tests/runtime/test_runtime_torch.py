@@ -63,8 +63,8 @@ def _check_run(result, plan, workload) -> None:
 # -- PyTorch's own checks ---------------------------------------------------------
 
 
-def test_torch_accepts_the_dualpipev_artifact_with_the_v_map(shared_data):
-    plan = read_plan(shared_data / "pytorch" / "dualpipev_4rank_10mb.csv")
+def test_torch_accepts_the_dualpipev_artifact_with_the_v_map(dualpipev_csv):
+    plan = read_plan(dualpipev_csv)
     assert torch_check(plan) == dict(enumerate(plan.stage_to_rank))
 
 
@@ -175,8 +175,8 @@ def test_ci_1f1b_on_4_processes_has_equal_gradients():
     assert result.steps == 2 and len(result.loss) == 2
 
 
-def test_ci_dualpipev_artifact_on_4_processes_has_equal_gradients(shared_data):
-    path = shared_data / "pytorch" / "dualpipev_4rank_10mb.csv"
+def test_ci_dualpipev_artifact_on_4_processes_has_equal_gradients(dualpipev_csv):
+    path = dualpipev_csv
     plan = read_plan(path, num_ranks=4, stage_to_rank=[0, 1, 2, 3, 3, 2, 1, 0])
     wl = build_workload("mlp:8x32", plan.num_stages, batch_size=40)
     result = run(path, wl, num_processes=4, steps=2, timeout_s=60)
