@@ -19,6 +19,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "demo",
     "reproduce",
     "export",
+    "run",
+    "profile",
     "partition",
 )
 

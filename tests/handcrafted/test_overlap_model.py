@@ -134,10 +134,24 @@ def test_json_round_trips_keep_groups_and_stay_compatible():
     assert "overlap" not in grouped().tasks[0].to_dict()
 
 
-def test_backends_refuse_overlaps_and_point_to_the_way_out():
+def test_a_backend_without_overlaps_refuses_and_points_to_the_way_out():
     assert "overlaps" in problem_features(problem())
+
+    class NoOverlaps:
+        name = "no-overlaps"
+        features = frozenset({"memory", "transfers", "workspace", "flexible_options", "multi_device"})
+
+        def solve(self, problem, options):  # pragma: no cover - never reached
+            raise AssertionError
+
     with pytest.raises(UnsupportedFeatureError, match=r"problem.with_\(overlaps=\(\)\)"):
-        solve(problem(), "cpsat")
+        solve(problem(), NoOverlaps())
+
+
+def test_both_backends_search_overlaps():
+    for backend in ("cpsat", "z3"):
+        result = solve(problem(), backend)
+        assert result.schedule is not None and result.objective <= grouped().makespan
 
 
 def test_analytic_bound_stays_a_bound_with_shortening_groups():
