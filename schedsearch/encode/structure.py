@@ -15,8 +15,9 @@ Both backends encode the same constraint families, in this order:
    the tasks started so far plus the workspace of the tasks running never
    exceeds the capacity;
 6. releases and fixed orders;
-7. symmetry breaking (optional, only when micro-batches are
-   interchangeable): ``start(b, m) <= start(b, m + 1)``;
+7. symmetry breaking (optional, only for interchangeable micro-batches
+   and a fixed placement, see :func:`symmetry_applies`):
+   ``start(b, m) <= start(b, m + 1)``;
 8. redundant device bounds (optional): ``makespan >= first start on d +
    mandatory work on d + least tail``;
 9. objective: minimise the makespan (the last end).
@@ -35,7 +36,7 @@ from schedsearch.bounds.analytic import heads_and_tails
 from schedsearch.problem import Channel, Problem, TaskKey
 from schedsearch.schedule import Schedule
 
-__all__ = ["Structure", "TaskInfo", "TransferInfo", "build_structure"]
+__all__ = ["Structure", "TaskInfo", "TransferInfo", "build_structure", "symmetry_applies"]
 
 
 @attrs.frozen(kw_only=True)
@@ -126,6 +127,22 @@ class Structure:
         return {"start": starts, "option": options, "transfer": transfers}
 
 
+def symmetry_applies(problem: Problem) -> bool:
+    """True when ordering each block's micro-batches is a safe symmetry break.
+
+    It needs interchangeable micro-batches (no releases, fixed orders or
+    per-micro-batch durations) and a fixed placement (one option per block):
+    with several options, micro-batches may take different options and stop
+    being alike (a three-micro-batch example where ordering them costs one
+    time unit is in the tests).
+    """
+    return (
+        problem.num_microbatches > 1
+        and problem.interchangeable_microbatches()
+        and all(b.is_fixed for b in problem.graph.blocks)
+    )
+
+
 def build_structure(problem: Problem, symmetry_breaking: bool = True) -> Structure:
     """Precompute the solver-neutral structure of ``problem``."""
     heads, tails = heads_and_tails(problem)
@@ -168,7 +185,7 @@ def build_structure(problem: Problem, symmetry_breaking: bool = True) -> Structu
         for a, b in zip(order, order[1:]):
             precedences.append((index[a], index[b]))
     chains: list[tuple[int, ...]] = []
-    if symmetry_breaking and problem.interchangeable_microbatches() and problem.num_microbatches > 1:
+    if symmetry_breaking and symmetry_applies(problem):
         for b in problem.graph.blocks:
             chains.append(tuple(index[(b.name, m)] for m in range(problem.num_microbatches)))
     horizon = max((t.release for t in tasks), default=0)

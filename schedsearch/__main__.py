@@ -1,0 +1,5 @@
+"""``python -m schedsearch``: the command-line interface."""
+
+from schedsearch.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,114 @@
+"""Helpers shared by the CLI subcommands (argument groups, progress, output)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import TextIO
+
+from schedsearch.encode.base import Progress
+from schedsearch.problem import Problem
+from schedsearch.result import SearchResult
+from schedsearch.schedule import metrics
+
+
+def add_solver_arguments(parser: argparse.ArgumentParser) -> None:
+    """--backend, --time-limit, --seed, --workers, --deterministic."""
+    group = parser.add_argument_group("solver")
+    group.add_argument("--backend", choices=("cpsat", "z3"), default="cpsat", help="solver backend (default: cpsat)")
+    group.add_argument("--time-limit", type=float, default=60.0, metavar="SECONDS", help="wall-clock limit (default: 60)")
+    group.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    group.add_argument("--workers", type=int, default=2, help="parallel workers for CP-SAT (default: 2)")
+    group.add_argument("--deterministic", action="store_true", help="reproducible search (CP-SAT interleaved search)")
+    group.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
+class ProgressPrinter:
+    """Prints the incumbent and the bound as they improve, once a search has run
+    for ``after_s`` seconds, plus a heartbeat every ``every_s`` seconds."""
+
+    def __init__(self, stream: TextIO = sys.stderr, after_s: float = 2.0, every_s: float = 2.0) -> None:
+        self.stream = stream
+        self.after_s = after_s
+        self.every_s = every_s
+        self.t0 = time.perf_counter()
+        self.incumbent: int | None = None
+        self.bound: int | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True)
+        self.printed = 0
+
+    def __enter__(self) -> ProgressPrinter:
+        self.t0 = time.perf_counter()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=1.0)
+
+    def __call__(self, event: Progress) -> None:
+        with self._lock:
+            if event.incumbent is not None:
+                self.incumbent = event.incumbent
+            if event.bound is not None:
+                self.bound = max(self.bound or 0, event.bound)
+            if time.perf_counter() - self.t0 >= self.after_s:
+                self._print()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.every_s):
+            with self._lock:
+                if time.perf_counter() - self.t0 >= self.after_s:
+                    self._print()
+
+    def _print(self) -> None:
+        elapsed = time.perf_counter() - self.t0
+        inc = "-" if self.incumbent is None else str(self.incumbent)
+        bnd = "-" if self.bound is None else str(self.bound)
+        gap = ""
+        if self.incumbent and self.bound is not None:
+            gap = f"  gap {100 * (self.incumbent - self.bound) / self.incumbent:.1f}%"
+        print(f"[{elapsed:7.1f}s] incumbent {inc}  bound {bnd}{gap}", file=self.stream, flush=True)
+        self.printed += 1
+
+
+def print_result(problem: Problem, result: SearchResult, stream: TextIO = sys.stdout) -> None:
+    """Status line and, with a schedule, the timeline and metrics."""
+    from schedsearch.export.ascii import render_ascii
+
+    print(f"result: {result}", file=stream)
+    if result.schedule is not None:
+        print(render_ascii(problem, result.schedule), file=stream)
+        print(f"metrics: {metrics(problem, result.schedule)}", file=stream)
+
+
+def write_outputs(problem: Problem, result: SearchResult, out_dir: str | None, stem: str) -> list[Path]:
+    """Write schedule JSON, Chrome trace and the result summary to ``out_dir``."""
+    if out_dir is None or result.schedule is None:
+        return []
+    import json
+
+    from schedsearch.export.chrome import write_chrome_trace
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    p = out / f"{stem}.schedule.json"
+    p.write_text(result.schedule.to_json())
+    paths.append(p)
+    paths.append(write_chrome_trace(problem, result.schedule, out / f"{stem}.trace.json", name=stem))
+    p = out / f"{stem}.problem.json"
+    p.write_text(problem.to_json())
+    paths.append(p)
+    summary = result.to_dict()
+    summary.pop("schedule", None)
+    summary["metrics"] = metrics(problem, result.schedule).to_dict()
+    p = out / f"{stem}.result.json"
+    p.write_text(json.dumps(summary, indent=2, default=str))
+    paths.append(p)
+    return paths

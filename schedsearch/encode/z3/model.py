@@ -1,0 +1,186 @@
+"""The Z3 backend: builds the families, then bisects on the makespan.
+
+Bisection: the bound ``makespan <= b`` is passed as an assumption literal,
+so the solver keeps what it learned between checks. The first check is at
+the known lower bound (a schedule reaching it is optimal at once); then a
+first schedule is found (or the warm start's makespan is used as the upper
+end) and the interval ``[lower, best - 1]`` is halved until it is empty
+(OPTIMAL) or the time limit is reached (FEASIBLE with the proven bound).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import z3
+
+from schedsearch.encode.base import Progress, SolveOptions
+from schedsearch.encode.structure import Structure, build_structure
+from schedsearch.encode.z3.constraints import (
+    add_dependencies,
+    add_memory,
+    add_no_overlap,
+    add_redundant_bounds,
+    add_symmetry_breaking,
+    add_transfers,
+)
+from schedsearch.encode.z3.objective import add_objective
+from schedsearch.encode.z3.variables import Variables, make_variables
+from schedsearch.problem import Problem
+from schedsearch.result import SearchResult, Status
+from schedsearch.schedule import Schedule, TaskInstance, Transfer
+
+__all__ = ["Z3Backend", "build_solver"]
+
+
+def build_solver(problem: Problem, options: SolveOptions) -> tuple[z3.Solver, Structure, Variables, int]:
+    """Build the Z3 solver holding families 1-9; returns it with the horizon."""
+    st = build_structure(problem, symmetry_breaking=options.symmetry_breaking)
+    horizon = st.horizon
+    if options.warm_start is not None:
+        horizon = min(horizon, options.warm_start.makespan)
+    if options.upper_bound is not None:
+        horizon = min(horizon, options.upper_bound)
+    solver = z3.Solver()
+    solver.set(random_seed=options.seed)
+    for key, value in options.backend_params.items():
+        solver.set(key, value)
+    var = make_variables(solver, st, horizon)
+    add_no_overlap(solver, st, var)
+    add_dependencies(solver, st, var)
+    add_transfers(solver, st, var)
+    add_memory(solver, st, var)
+    add_symmetry_breaking(solver, st, var)
+    if options.redundant:
+        add_redundant_bounds(solver, st, var)
+    add_objective(solver, st, var)
+    solver.add(var.makespan <= horizon)
+    if options.lower_bound is not None:
+        solver.add(var.makespan >= options.lower_bound)
+    return solver, st, var, horizon
+
+
+class Z3Backend:
+    """Z3 (single-threaded): every feature of the problem model."""
+
+    name = "z3"
+    features = frozenset(
+        {"flexible_options", "multi_device", "transfers", "memory", "workspace", "releases", "fixed_orders"}
+    )
+
+    def solve(self, problem: Problem, options: SolveOptions) -> SearchResult:
+        t0 = time.perf_counter()
+        deadline = None if options.time_limit_s is None else t0 + options.time_limit_s
+        solver, st, var, horizon = build_solver(problem, options)
+        build_s = time.perf_counter() - t0
+        checks: list[dict[str, Any]] = []
+        minimise = problem.objective == "makespan"
+
+        def check(bound: int | None) -> z3.CheckSatResult | None:
+            """One check under ``makespan <= bound``; None when out of time."""
+            if deadline is not None:
+                remaining = deadline - time.perf_counter()
+                if remaining <= 0.01:
+                    return None
+                solver.set("timeout", max(1, int(remaining * 1000)))
+            c0 = time.perf_counter()
+            if bound is None:
+                answer = solver.check()
+            else:
+                lit = z3.Bool(f"makespan<={bound}")
+                solver.add(z3.Implies(lit, var.makespan <= bound))
+                answer = solver.check(lit)
+            checks.append({"bound": bound, "answer": str(answer), "seconds": time.perf_counter() - c0})
+            return None if answer == z3.unknown else answer
+
+        def report(incumbent: int | None, bound: int | None) -> None:
+            if options.progress is not None:
+                options.progress(Progress(elapsed_s=time.perf_counter() - t0, incumbent=incumbent, bound=bound))
+
+        best: Schedule | None = None
+        best_value: int | None = None
+        lower = max(options.lower_bound or 0, 0)
+        status: Status | None = None
+        if options.warm_start is not None:
+            best_value = options.warm_start.makespan
+
+        answer = check(lower if minimise else None)
+        if answer == z3.sat:
+            best = _read_schedule(solver.model(), st, var)
+            best_value = best.makespan
+            status = Status.OPTIMAL if minimise else Status.FEASIBLE
+        elif answer == z3.unsat and not minimise:
+            status = Status.INFEASIBLE
+        elif answer == z3.unsat:
+            lower += 1
+            report(best_value, lower)
+            if best_value is None:
+                answer = check(None)
+                if answer == z3.sat:
+                    best = _read_schedule(solver.model(), st, var)
+                    best_value = best.makespan
+                    report(best_value, lower)
+                elif answer == z3.unsat:
+                    status = Status.INFEASIBLE
+            while status is None and best_value is not None and lower < best_value:
+                mid = (lower + best_value - 1) // 2
+                answer = check(mid)
+                if answer is None:
+                    break
+                if answer == z3.sat:
+                    best = _read_schedule(solver.model(), st, var)
+                    best_value = best.makespan
+                else:
+                    lower = mid + 1
+                report(best_value, lower)
+            if status is None and best_value is not None and lower >= best_value:
+                status = Status.OPTIMAL
+        wall = time.perf_counter() - t0
+        stats = {"build_s": build_s, "checks": checks, "num_tasks": len(st.tasks), "horizon": horizon}
+        if best is None and options.warm_start is not None and status is Status.OPTIMAL:
+            # the warm start itself is optimal; hand it back
+            best = options.warm_start
+        if status is Status.INFEASIBLE:
+            return SearchResult(status=status, wall_time_s=wall, backend=self.name, stats=stats)
+        if best is None:
+            limit_hit = deadline is not None and time.perf_counter() >= deadline - 0.05
+            return SearchResult(
+                status=Status.TIMEOUT if limit_hit else Status.UNKNOWN,
+                lower_bound=lower if minimise and lower > 0 else None,
+                wall_time_s=wall,
+                backend=self.name,
+                stats=stats,
+            )
+        if status is None:
+            status = Status.FEASIBLE
+        return SearchResult(
+            status=status,
+            schedule=best,
+            objective=best.makespan,
+            lower_bound=min(lower, best.makespan) if minimise else None,
+            wall_time_s=wall,
+            backend=self.name,
+            stats=stats,
+        )
+
+
+def _read_schedule(model: z3.ModelRef, st: Structure, var: Variables) -> Schedule:
+    tasks = []
+    for t, tv in zip(st.tasks, var.tasks):
+        if t.fixed:
+            i = 0
+        else:
+            i = next(k for k, p in enumerate(tv.present) if z3.is_true(model.eval(p, model_completion=True)))
+        devices, dur = t.options[i]
+        start = model.eval(tv.start, model_completion=True).as_long()
+        tasks.append(TaskInstance(block=t.key[0], microbatch=t.key[1], devices=devices, start=start, end=start + dur))
+    transfers = []
+    for tr, tv in zip(st.transfers, var.transfers):
+        for name, (lit, duration) in tv.channels.items():
+            if z3.is_true(model.eval(lit, model_completion=True)):
+                start = model.eval(tv.start, model_completion=True).as_long()
+                transfers.append(
+                    Transfer(src=tr.src[0], dst=tr.dst[0], microbatch=tr.src[1], channel=name, start=start, end=start + duration)
+                )
+    return Schedule(tasks=tasks, transfers=transfers)

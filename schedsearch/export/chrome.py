@@ -1,0 +1,108 @@
+"""Chrome / Perfetto trace JSON with real durations.
+
+One row (thread) per device and per channel in one process; each task is a
+complete event (``"ph": "X"``) whose ``ts``/``dur`` are the schedule's time
+units scaled by ``time_unit_us`` microseconds, with the block, kind,
+micro-batch and stage in ``args``. Open the file in ``chrome://tracing`` or
+https://ui.perfetto.dev.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from schedsearch.problem import Problem
+from schedsearch.schedule import Schedule
+
+__all__ = ["chrome_trace", "write_chrome_trace"]
+
+_COLOURS = {"F": "thread_state_running", "B": "thread_state_iowait", "I": "rail_response", "W": "cq_build_passed"}
+
+
+def chrome_trace(
+    problem: Problem | None,
+    schedule: Schedule,
+    *,
+    time_unit_us: float = 1000.0,
+    name: str | None = None,
+    marks: dict[tuple[str, int], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Build the trace document.
+
+    Parameters
+    ----------
+    time_unit_us:
+        Microseconds per schedule time unit (default 1 ms per unit).
+    marks:
+        Extra ``args`` per task instance ``(block, micro-batch)`` (used to
+        mark a repetend, for example).
+    """
+    devices = list(problem.cluster.device_names) if problem is not None else list(schedule.devices)
+    channels = sorted({tr.channel for tr in schedule.transfers})
+    if problem is not None:
+        channels = [c.name for c in problem.cluster.channels if c.name in set(channels)]
+    tid = {d: i for i, d in enumerate(devices)}
+    for c in channels:
+        tid[f"channel:{c}"] = len(tid)
+    events: list[dict[str, Any]] = [
+        {"ph": "M", "pid": 0, "name": "process_name", "args": {"name": name or schedule.name or "schedule"}}
+    ]
+    for key, t in tid.items():
+        events.append({"ph": "M", "pid": 0, "tid": t, "name": "thread_name", "args": {"name": key}})
+        events.append({"ph": "M", "pid": 0, "tid": t, "name": "thread_sort_index", "args": {"sort_index": t}})
+    for task in schedule.tasks:
+        block = None
+        if problem is not None:
+            try:
+                block = problem.graph.block(task.block)
+            except KeyError:
+                block = None
+        kind = block.kind if block is not None else task.block
+        args: dict[str, Any] = {"block": task.block, "microbatch": task.microbatch, "kind": kind,
+                                "start": task.start, "end": task.end, "devices": list(task.devices)}
+        if block is not None and block.stage is not None:
+            args["stage"] = block.stage
+        if marks and task.key in marks:
+            args.update(marks[task.key])
+        for d in task.devices:
+            ev = {
+                "ph": "X",
+                "pid": 0,
+                "tid": tid.setdefault(d, len(tid)),
+                "name": f"{kind}{task.microbatch}",
+                "cat": kind,
+                "ts": task.start * time_unit_us,
+                "dur": task.duration * time_unit_us,
+                "args": args,
+            }
+            if kind in _COLOURS:
+                ev["cname"] = _COLOURS[kind]
+            events.append(ev)
+    for tr in schedule.transfers:
+        if tr.end == tr.start:
+            continue
+        events.append(
+            {
+                "ph": "X",
+                "pid": 0,
+                "tid": tid.setdefault(f"channel:{tr.channel}", len(tid)),
+                "name": f"{tr.src}->{tr.dst} #{tr.microbatch}",
+                "cat": "transfer",
+                "ts": tr.start * time_unit_us,
+                "dur": (tr.end - tr.start) * time_unit_us,
+                "args": {"src": tr.src, "dst": tr.dst, "microbatch": tr.microbatch, "channel": tr.channel,
+                         "start": tr.start, "end": tr.end},
+            }
+        )
+    return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"makespan": schedule.makespan,
+                                                                          "time_unit_us": time_unit_us}}
+
+
+def write_chrome_trace(problem: Problem | None, schedule: Schedule, path: str | Path, **kwargs: Any) -> Path:
+    """Write the trace of ``schedule`` to ``path`` (JSON)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(chrome_trace(problem, schedule, **kwargs)))
+    return path
