@@ -9,8 +9,9 @@ Merging
 A *group* is a set of original blocks that run back to back on one device
 option. Its block has
 
-* the options common to all its members (same device tuple), each lasting
-  the **sum** of the members' durations there;
+* the options common to all its members (same device tuple) on whose
+  devices its memory rise (below) fits, each lasting the **sum** of the
+  members' durations there;
 * memory delta ``D = sum of the members' deltas``; members run in a fixed
   order ``c1 .. ck``, and the level inside the group rises above its base by
   at most ``P = max_i (delta_1 + ... + delta_i + workspace_i)``, so the
@@ -34,16 +35,25 @@ The steps:
    other path joins the two), and a safe merge never lengthens the critical
    path on identical devices: every path through ``v`` passes ``u`` and
    every path from ``u`` passes ``v``.
-3. **non-adjacent merges** (only while the graph still has more than
-   ``target`` blocks): merge pairs of *incomparable* groups (no path
-   between them, so no cycle can form) under the stricter thresholds
-   ``strict_factor * max_duration`` and ``strict_factor * max_memory``,
-   choosing the pair that lengthens the longest path through it least
-   (``max head + both durations + max tail``), then the smaller duration.
+3. **other merges** (only while the graph still has more than ``target``
+   blocks): under the stricter thresholds ``strict_factor * max_duration``
+   and ``strict_factor * max_memory``, merge the pair that lengthens the
+   longest path through it least, then the one with the smaller merged
+   duration. Candidates are *non-adjacent* pairs of incomparable groups (no
+   path between them, so no cycle can form) and the remaining edges of the
+   reduced graph (a head with several inputs or a tail with several
+   outputs: no other path joins the two, so no cycle either). The longest
+   path through a merged group is ``head + duration + tail``, where the
+   group starts once every input of both members has arrived and releases
+   its outputs at its end (in largest durations, transfers left out).
+   Without the edge candidates a random DAG cannot be brought down to a
+   fifth of its size without serialising most of it; with them the greedy
+   keeps the coarse critical path well below the average load on two
+   machines (see the job-shop benchmark).
 
 Blocks with a release or in a fixed order are never merged. Defaults:
-``max_duration = ceil(2 * total work / target)`` (total work: each block's
-largest duration), ``max_memory`` unbounded, ``strict_factor = 0.5``.
+``max_duration = ceil(3 * total work / target)`` (total work: each block's
+largest duration), ``max_memory`` unbounded, ``strict_factor = 0.75``.
 
 Expansion
 ---------
@@ -53,8 +63,10 @@ blocks in that order: members in group order on the group's devices, each
 merged transfer's original transfers one after the other on its channel,
 every item as early as its device or channel, its predecessors, its data and
 its release allow. The replay keeps every device's sequence, so the memory
-argument above holds, and it is never later than the coarse timing when the
-channels have no latency (that timing is one feasible replay). The expanded
+argument above holds, and it is never later than the coarse timing when
+every channel with a latency has a ``time_per_unit`` > 0 (the coarse timing,
+with each merged transfer's parts back to back in its slot, is then one
+feasible replay). The expanded
 schedule is validated against the original problem.
 
 This module imports no solver.
@@ -68,7 +80,6 @@ from typing import Any
 
 import attrs
 
-from schedsearch.bounds.analytic import heads_and_tails
 from schedsearch.errors import InvalidProblemError
 from schedsearch.problem import Block, Edge, Graph, Option, Problem
 from schedsearch.schedule import Schedule, TaskInstance, Transfer
@@ -179,15 +190,23 @@ def _single(block: Block, mergeable: bool) -> _Group:
     )
 
 
-def _combined(first: _Group, second: _Group) -> _Group | None:
-    options = {d: first.options[d] + second.options[d] for d in first.options if d in second.options}
+def _combined(first: _Group, second: _Group, room: Mapping[tuple[str, ...], float]) -> _Group | None:
+    """The group running ``first``'s members then ``second``'s, or None when no
+    common option is left (none shared, or the merged memory rise does not
+    fit on the option's devices: ``room`` is the least free memory of each
+    option's devices)."""
+    rise = max(first.rise, first.memory + second.rise)
+    need = max(first.memory + second.memory, 0) + max(0, rise - first.memory - second.memory)
+    options = {
+        d: first.options[d] + second.options[d] for d in first.options if d in second.options and need <= room[d]
+    }
     if not options:
         return None
     return _Group(
         members=first.members + second.members,
         options=options,
         memory=first.memory + second.memory,
-        rise=max(first.rise, first.memory + second.rise),
+        rise=rise,
         kind=first.kind if first.kind == second.kind else "merged",
         stage=first.stage if first.stage == second.stage else None,
         mergeable=True,
@@ -227,6 +246,15 @@ class Coarsening:
         return _expand(self, schedule)
 
 
+def _room(problem: Problem) -> dict[tuple[str, ...], float]:
+    """Per option (device tuple): the least ``capacity - initial memory`` of its devices."""
+    free = {
+        d.name: math.inf if d.memory is None else d.memory - problem.initial_memory_of(d.name)
+        for d in problem.cluster.devices
+    }
+    return {o.devices: min(free[d] for d in o.devices) for b in problem.graph.blocks for o in b.options}
+
+
 def _coarse_name(members: list[str], taken: set[str]) -> str:
     if len(members) == 1:
         return members[0]
@@ -244,7 +272,7 @@ def coarsen(
     *,
     max_duration: int | None = None,
     max_memory: int | None = None,
-    strict_factor: float = 0.5,
+    strict_factor: float = 0.75,
     non_adjacent: bool = True,
 ) -> Coarsening:
     """Merge blocks of ``problem`` (see the module notes).
@@ -287,9 +315,10 @@ def coarsen(
         u, v = idx[e.src], idx[e.dst]
         succ[u][v] = e.size
         pred[v][u] = e.size
+    room = _room(problem)
     total = sum(g.size for g in groups.values())
     if max_duration is None:
-        max_duration = math.ceil(2 * total / target) if target else max(g.size for g in groups.values())
+        max_duration = math.ceil(3 * total / target) if target else max(g.size for g in groups.values())
     mem_limit = math.inf if max_memory is None else max_memory
     nodes = list(groups)
     reach = _reach(nodes, succ)
@@ -336,7 +365,7 @@ def coarsen(
             gu, gv = groups[u], groups[v]
             if not (gu.mergeable and gv.mergeable):
                 continue
-            merged = _combined(gu, gv)
+            merged = _combined(gu, gv, room)
             if merged is None or merged.size > max_duration or merged.footprint > mem_limit:
                 continue
             if best is None or merged.size < best[0]:
@@ -348,39 +377,89 @@ def coarsen(
         reach = _reach(nodes, succ)
     stats["blocks_after_safe"] = len(groups)
 
-    # step 3: incomparable pairs under stricter thresholds
+    # step 3: the remaining pairs under stricter thresholds
     if non_adjacent and target is not None:
         strict_duration = strict_factor * max_duration
         strict_memory = strict_factor * mem_limit
         while not done():
-            heads, tails = _group_heads_tails(nodes, succ, pred, groups)
-            best3: tuple[tuple[int, int], int, int, _Group] | None = None
-            order = sorted(nodes)
-            for i, a in enumerate(order):
-                ga = groups[a]
-                if not ga.mergeable or ga.size > strict_duration:
-                    continue
-                for b in order[i + 1 :]:
-                    gb = groups[b]
-                    if not gb.mergeable or ga.size + gb.size > strict_duration:
-                        continue
-                    if reach[a] >> b & 1 or reach[b] >> a & 1:
-                        continue
-                    first, second = (a, b) if (heads[a], a) <= (heads[b], b) else (b, a)
-                    merged = _combined(groups[first], groups[second])
-                    if merged is None or merged.size > strict_duration or merged.footprint > strict_memory:
-                        continue
-                    through = max(heads[a], heads[b]) + merged.size + max(tails[a], tails[b])
-                    score = (through, merged.size)
-                    if best3 is None or score < best3[0]:
-                        best3 = (score, first, second, merged)
-            if best3 is None:
+            found = _best_other_pair(nodes, succ, pred, groups, reach, room, strict_duration, strict_memory)
+            if found is None:
                 break
-            _, first, second, merged = best3
+            first, second, merged = found
             merge(first, second, merged)
             reach = _reach(nodes, succ)
     stats["blocks"] = len(groups)
     return _build(problem, groups, succ, stats)
+
+
+def _top2(items: Any) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The two largest ``(value, node)`` pairs (``(0, -1)`` fills in)."""
+    first = second = (0, -1)
+    for item in items:
+        if item > first:
+            first, second = item, first
+        elif item > second:
+            second = item
+    return first, second
+
+
+def _max_except(top: tuple[tuple[int, int], tuple[int, int]], node: int) -> int:
+    return top[1][0] if top[0][1] == node else top[0][0]
+
+
+def _best_other_pair(
+    nodes: list[int],
+    succ: dict[int, dict[int, int]],
+    pred: dict[int, dict[int, int]],
+    groups: dict[int, _Group],
+    reach: dict[int, int],
+    room: Mapping[tuple[str, ...], float],
+    max_duration: float,
+    max_memory: float,
+) -> tuple[int, int, _Group] | None:
+    """Step 3's choice: the pair whose merge lengthens the longest path
+    through it least (then the smaller merged duration), among pairs joined
+    by a reduced edge or incomparable, within the thresholds."""
+    heads, tails = _group_heads_tails(nodes, succ, pred, groups)
+    reduced = _reduced(nodes, succ, reach)
+    size = {n: groups[n].size for n in nodes}
+    # the two latest inputs of each group and the two longest continuations,
+    # so "every input of b except a" costs O(1)
+    top_in = {n: _top2((heads[p] + size[p], p) for p in pred[n]) for n in nodes}
+    top_out = {n: _top2((size[s] + tails[s], s) for s in succ[n]) for n in nodes}
+    candidates = sorted((n for n in nodes if groups[n].mergeable and size[n] <= max_duration), key=lambda n: (size[n], n))
+    best: tuple[tuple[int, int, int, int], int, int, _Group] | None = None
+    for i, a in enumerate(candidates):
+        sa = size[a]
+        for b in candidates[i + 1 :]:
+            if sa + size[b] > max_duration:
+                break  # sizes only grow from here
+            if reach[a] >> b & 1:
+                if (a, b) not in reduced:
+                    continue  # a longer path joins them: merging would make a cycle
+                first, second = a, b
+            elif reach[b] >> a & 1:
+                if (b, a) not in reduced:
+                    continue
+                first, second = b, a
+            else:
+                first, second = (a, b) if (heads[a], a) <= (heads[b], b) else (b, a)
+            # the merged group starts when every input of both members is there
+            # and holds back every output of both until it ends
+            head = max(heads[first], _max_except(top_in[second], first))
+            tail = max(tails[second], _max_except(top_out[first], second))
+            through = head + sa + size[b] + tail
+            if best is not None and (through, sa + size[b]) >= best[0][:2]:
+                continue
+            merged = _combined(groups[first], groups[second], room)
+            if merged is None or merged.size > max_duration or merged.footprint > max_memory:
+                continue
+            score = (head + merged.size + tail, merged.size, first, second)
+            if best is None or score < best[0]:
+                best = (score, first, second, merged)
+    if best is None:
+        return None
+    return best[1], best[2], best[3]
 
 
 def _group_heads_tails(
