@@ -427,13 +427,21 @@ def _best_other_pair(
     # so "every input of b except a" costs O(1)
     top_in = {n: _top2((heads[p] + size[p], p) for p in pred[n]) for n in nodes}
     top_out = {n: _top2((size[s] + tails[s], s) for s in succ[n]) for n in nodes}
-    candidates = sorted((n for n in nodes if groups[n].mergeable and size[n] <= max_duration), key=lambda n: (size[n], n))
+    # least[n] <= the duration of any option: a merged group lasts at least
+    # least[a] + least[b] on each common option, which makes the bounds below valid
+    least = {n: min(groups[n].options.values()) for n in nodes}
+    candidates = sorted((n for n in nodes if groups[n].mergeable and least[n] <= max_duration), key=lambda n: (least[n], n))
     best: tuple[tuple[int, int, int, int], int, int, _Group] | None = None
+    best_key = (math.inf, math.inf)
     for i, a in enumerate(candidates):
-        sa = size[a]
+        la, ha, ta = least[a], heads[a], tails[a]
         for b in candidates[i + 1 :]:
-            if sa + size[b] > max_duration:
-                break  # sizes only grow from here
+            both = la + least[b]
+            if both > max_duration:
+                break  # durations only grow from here
+            # a lower bound of the score first: most pairs stop here
+            if (max(ha, heads[b]) + both + max(ta, tails[b]), both) >= best_key:
+                continue
             if reach[a] >> b & 1:
                 if (a, b) not in reduced:
                     continue  # a longer path joins them: merging would make a cycle
@@ -448,8 +456,7 @@ def _best_other_pair(
             # and holds back every output of both until it ends
             head = max(heads[first], _max_except(top_in[second], first))
             tail = max(tails[second], _max_except(top_out[first], second))
-            through = head + sa + size[b] + tail
-            if best is not None and (through, sa + size[b]) >= best[0][:2]:
+            if (head + both + tail, both) >= best_key:
                 continue
             merged = _combined(groups[first], groups[second], room)
             if merged is None or merged.size > max_duration or merged.footprint > max_memory:
@@ -457,6 +464,7 @@ def _best_other_pair(
             score = (head + merged.size + tail, merged.size, first, second)
             if best is None or score < best[0]:
                 best = (score, first, second, merged)
+                best_key = score[:2]
     if best is None:
         return None
     return best[1], best[2], best[3]
