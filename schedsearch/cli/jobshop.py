@@ -30,7 +30,7 @@ from schedsearch.cli._common import ProgressPrinter, add_solver_arguments
 from schedsearch.errors import FormatError
 from schedsearch.export.chrome import chrome_trace
 from schedsearch.graphs import OperationDag, machine_cluster
-from schedsearch.loaders import parse_flexible_jobshop, parse_jobshop
+from schedsearch.loaders import detect_format, parse_flexible_jobshop, parse_jobshop
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult
 from schedsearch.schedule import Schedule, metrics
@@ -110,18 +110,9 @@ def _detect(text: str, path: Path) -> str:
             f"input file {str(path)!r}: 'format' must be 'schedsearch.dag' or 'schedsearch.problem', got {kind!r}"
         )
     try:
-        parse_jobshop(text)
-        return "jsp"
-    except FormatError:
-        pass
-    try:
-        parse_flexible_jobshop(text)
-        return "fjsp"
+        return detect_format(text, source=f"input file {str(path)!r}")
     except FormatError as exc:
-        raise FormatError(
-            f"input file {str(path)!r}: neither a job-shop nor a flexible job-shop file ({exc}); "
-            "name the format with --format"
-        ) from None
+        raise FormatError(f"{exc}; name the format with --format") from None
 
 
 def jobshop_trace(problem: Problem, schedule: Schedule, name: str) -> dict:

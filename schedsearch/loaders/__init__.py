@@ -3,6 +3,7 @@
 from schedsearch.loaders.jobshop import (
     IndexEntry as IndexEntry,
     JobShopInstance as JobShopInstance,
+    detect_format as detect_format,
     flexible_jobshop_problem as flexible_jobshop_problem,
     jobs_of as jobs_of,
     jobshop_problem as jobshop_problem,
@@ -12,12 +13,14 @@ from schedsearch.loaders.jobshop import (
     parse_jobshop as parse_jobshop,
     read_flexible_jobshop as read_flexible_jobshop,
     read_index as read_index,
+    read_instance as read_instance,
     read_jobshop as read_jobshop,
 )
 
 __all__ = [
     "IndexEntry",
     "JobShopInstance",
+    "detect_format",
     "flexible_jobshop_problem",
     "jobs_of",
     "jobshop_problem",
@@ -27,5 +30,6 @@ __all__ = [
     "parse_jobshop",
     "read_flexible_jobshop",
     "read_index",
+    "read_instance",
     "read_jobshop",
 ]

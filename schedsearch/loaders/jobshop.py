@@ -62,6 +62,8 @@ __all__ = [
     "parse_flexible_jobshop",
     "read_jobshop",
     "read_flexible_jobshop",
+    "read_instance",
+    "detect_format",
     "read_index",
     "jobs_of",
 ]
@@ -290,6 +292,35 @@ def read_flexible_jobshop(path: str | os.PathLike[str], *, name: str | None = No
     return parse_flexible_jobshop(
         text, name=stem if name is None else name, source=f"flexible job-shop file {str(path)!r}"
     )
+
+
+def detect_format(text: str, *, source: str = "instance text") -> str:
+    """``"jsp"`` when ``text`` reads as a classic job shop, else ``"fjsp"`` when
+    it reads as a flexible one (a classic file is tried first: its token
+    count is exact, so a flexible file rarely passes for one)."""
+    try:
+        parse_jobshop(text, source=source)
+        return "jsp"
+    except FormatError:
+        pass
+    try:
+        parse_flexible_jobshop(text, source=source)
+        return "fjsp"
+    except FormatError as exc:
+        raise FormatError(f"{source}: neither a job-shop nor a flexible job-shop instance ({exc})") from None
+
+
+def read_instance(path: str | os.PathLike[str], *, format: str = "auto", name: str | None = None) -> JobShopInstance:
+    """Read a job-shop (``"jsp"``) or flexible job-shop (``"fjsp"``) file;
+    ``"auto"`` tells them apart with :func:`detect_format`."""
+    if format not in ("auto", "jsp", "fjsp"):
+        raise ValueError(f"read_instance: 'format' must be 'auto', 'jsp' or 'fjsp', got {format!r}")
+    text, stem = _read_text(path)
+    source = f"instance file {str(path)!r}"
+    if format == "auto":
+        format = detect_format(text, source=source)
+    parse = parse_jobshop if format == "jsp" else parse_flexible_jobshop
+    return parse(text, name=stem if name is None else name, source=source)
 
 
 @attrs.frozen(kw_only=True)
