@@ -17,6 +17,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "search",
     "validate",
     "demo",
+    "reproduce",
+    "export",
     "jobshop",
 )
 

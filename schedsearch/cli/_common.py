@@ -30,8 +30,8 @@ class ProgressPrinter:
     """Prints the incumbent and the bound as they improve, once a search has run
     for ``after_s`` seconds, plus a heartbeat every ``every_s`` seconds."""
 
-    def __init__(self, stream: TextIO = sys.stderr, after_s: float = 2.0, every_s: float = 2.0) -> None:
-        self.stream = stream
+    def __init__(self, stream: TextIO | None = None, after_s: float = 2.0, every_s: float = 2.0) -> None:
+        self.stream = stream or sys.stderr
         self.after_s = after_s
         self.every_s = every_s
         self.t0 = time.perf_counter()
@@ -77,10 +77,11 @@ class ProgressPrinter:
         self.printed += 1
 
 
-def print_result(problem: Problem, result: SearchResult, stream: TextIO = sys.stdout) -> None:
+def print_result(problem: Problem, result: SearchResult, stream: TextIO | None = None) -> None:
     """Status line and, with a schedule, the timeline and metrics."""
     from schedsearch.export.ascii import render_ascii
 
+    stream = stream or sys.stdout
     print(f"result: {result}", file=stream)
     if result.schedule is not None:
         print(render_ascii(problem, result.schedule), file=stream)

@@ -19,6 +19,7 @@ from schedsearch.encode.base import Progress, SolveOptions
 from schedsearch.encode.structure import Structure, build_structure
 from schedsearch.encode.z3.constraints import (
     add_dependencies,
+    add_groups,
     add_memory,
     add_no_overlap,
     add_redundant_bounds,
@@ -29,7 +30,7 @@ from schedsearch.encode.z3.objective import add_objective
 from schedsearch.encode.z3.variables import Variables, make_variables
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
-from schedsearch.schedule import Schedule, TaskInstance, Transfer
+from schedsearch.schedule import Schedule
 
 __all__ = ["Z3Backend", "build_solver"]
 
@@ -47,6 +48,7 @@ def build_solver(problem: Problem, options: SolveOptions) -> tuple[z3.Solver, St
     for key, value in options.backend_params.items():
         solver.set(key, value)
     var = make_variables(solver, st, horizon)
+    add_groups(solver, st, var)
     add_no_overlap(solver, st, var)
     add_dependencies(solver, st, var)
     add_transfers(solver, st, var)
@@ -66,7 +68,8 @@ class Z3Backend:
 
     name = "z3"
     features = frozenset(
-        {"flexible_options", "multi_device", "transfers", "memory", "workspace", "releases", "fixed_orders"}
+        {"flexible_options", "multi_device", "transfers", "memory", "workspace", "releases", "fixed_orders",
+         "overlaps"}
     )
 
     def solve(self, problem: Problem, options: SolveOptions) -> SearchResult:
@@ -166,21 +169,18 @@ class Z3Backend:
 
 
 def _read_schedule(model: z3.ModelRef, st: Structure, var: Variables) -> Schedule:
-    tasks = []
+    def value(expr: z3.ExprRef) -> z3.ExprRef:
+        return model.eval(expr, model_completion=True)
+
+    chosen = []
     for t, tv in zip(st.tasks, var.tasks):
-        if t.fixed:
-            i = 0
-        else:
-            i = next(k for k, p in enumerate(tv.present) if z3.is_true(model.eval(p, model_completion=True)))
-        devices, dur = t.options[i]
-        start = model.eval(tv.start, model_completion=True).as_long()
-        tasks.append(TaskInstance(block=t.key[0], microbatch=t.key[1], devices=devices, start=start, end=start + dur))
-    transfers = []
-    for tr, tv in zip(st.transfers, var.transfers):
-        for name, (lit, duration) in tv.channels.items():
-            if z3.is_true(model.eval(lit, model_completion=True)):
-                start = model.eval(tv.start, model_completion=True).as_long()
-                transfers.append(
-                    Transfer(src=tr.src[0], dst=tr.dst[0], microbatch=tr.src[1], channel=name, start=start, end=start + duration)
-                )
-    return Schedule(tasks=tasks, transfers=transfers)
+        option = 0 if t.fixed else next(k for k, p in enumerate(tv.present) if z3.is_true(value(p)))
+        chosen.append((option, value(tv.start).as_long()))
+    transfers = [
+        (k, name, value(tv.start).as_long())
+        for k, tv in enumerate(var.transfers)
+        for name, (lit, _) in tv.channels.items()
+        if z3.is_true(value(lit))
+    ]
+    groups = [g for g, lit in enumerate(var.groups) if z3.is_true(value(lit))]
+    return st.to_schedule(chosen, transfers, groups)
