@@ -36,7 +36,8 @@ def _index(data: str | None) -> dict:
     return entries
 
 
-def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+def run(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    """Solve the instances; one row per instance."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", choices=("cpsat", "z3"), default="cpsat")
     parser.add_argument("--time-limit", type=float, default=10.0, help="per instance (default: 10 s)")
@@ -66,5 +67,10 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     return rows
 
 
+def main(argv: list[str] | None = None) -> int:
+    run(argv)
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

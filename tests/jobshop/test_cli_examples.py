@@ -104,7 +104,7 @@ def test_shipped_instances_match_their_loaders():
 def test_random_graph_example_runs(tmp_path):
     example = _load_example("random_graph_two_chips")
     trace = tmp_path / "trace.json"
-    out = example.main(["--nodes", "30", "--coarse", "10", "--time-limit", "3", "--trace", str(trace)])
+    out = example.run(["--nodes", "30", "--coarse", "10", "--time-limit", "3", "--trace", str(trace)])
     part1 = out["experiment"]
     assert validate(part1["problem"], part1["result"].schedule) == ()
     assert part1["result"].objective >= part1["bound"]
@@ -122,7 +122,7 @@ def test_random_graph_example_runs(tmp_path):
 
 def test_jobshop_benchmarks_example_runs():
     example = _load_example("jobshop_benchmarks")
-    rows = example.main(["--instances", "ft06", "la01", "mk01", "--time-limit", "20"])
+    rows = example.run(["--instances", "ft06", "la01", "mk01", "--time-limit", "20"])
     assert [(r["instance"], r["found"], r["status"]) for r in rows] == [
         ("ft06", 55, "OPTIMAL"), ("la01", 666, "OPTIMAL"), ("mk01", 40, "OPTIMAL"),
     ]
