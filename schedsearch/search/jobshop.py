@@ -48,6 +48,9 @@ from schedsearch.validate import assert_valid
 
 __all__ = ["jobshop", "transfer_overlap"]
 
+#: CP-SAT parameter of the stronger no-overlap propagation
+_STRONG_DISJUNCTIVE = "use_strong_propagation_in_disjunctive"
+
 #: time kept back from each exact search for model building and validation
 _MARGIN_S = 0.3
 _MARGIN_SHARE = 0.01
@@ -68,6 +71,7 @@ def jobshop(
     coarsen_options: Mapping[str, Any] | None = None,
     coarse_share: float = 0.5,
     refine: bool = True,
+    strong_disjunctive: bool | None = None,
     redundant: bool = True,
     progress: Callable[[Progress], None] | None = None,
     log: bool = False,
@@ -100,6 +104,13 @@ def jobshop(
         follows, in ``(0, 1]``.
     refine:
         After coarsening, search the original problem from the expanded plan.
+    strong_disjunctive:
+        With CP-SAT, turn on its stronger no-overlap propagation
+        (``use_strong_propagation_in_disjunctive``). None (default): on when
+        every block has one option (a classic job shop: no optional
+        intervals), where it proves 10x10 instances 3-6 times faster; off
+        with flexible options, where it slows the search down (measured in
+        the job-shop benchmark). An explicit ``backend_params`` entry wins.
     redundant, seed, workers, deterministic, progress, log, backend_params:
         As for :func:`~schedsearch.search.optimal`.
 
@@ -151,12 +162,18 @@ def jobshop(
     if heuristic_only:
         return _result(incumbent, bound, None, stats, t0, "")
 
+    used_backend = backend if isinstance(backend, str) else getattr(backend, "name", "")
+    params = dict(backend_params or {})
+    if strong_disjunctive is None:
+        strong_disjunctive = all(b.is_fixed for b in problem.graph.blocks)
+    if strong_disjunctive and used_backend == "cpsat":
+        params.setdefault(_STRONG_DISJUNCTIVE, True)
+    stats["backend_params"] = dict(params)
     common = dict(
         backend=backend, seed=seed, workers=workers, deterministic=deterministic, redundant=redundant,
-        log=log, backend_params=dict(backend_params or {}),
+        log=log, backend_params=params,
     )
     solved: SearchResult | None = None
-    used_backend = backend if isinstance(backend, str) else getattr(backend, "name", "")
     if incumbent is not None and incumbent[0].makespan <= bound:
         stats["skipped_exact"] = "the incumbent meets the analytic bound"
         return _result(incumbent, bound, None, stats, t0, used_backend)

@@ -185,10 +185,16 @@ def test_latency_pads_merged_transfers():
 
 
 def test_pinned_blocks_are_not_merged_and_errors_are_clear():
-    dag = OperationDag(nodes=[DagNode(name=n, duration=1) for n in "abc"], edges=[Edge(src="a", dst="b"), Edge(src="b", dst="c")])
-    problem = dag.on_machines(machine_cluster(1)).with_(releases=[("b", 0, 3)])
+    dag = OperationDag(nodes=[DagNode(name=n, duration=1) for n in "abcd"],
+                       edges=[Edge(src="a", dst="b"), Edge(src="b", dst="c")])
+    problem = dag.on_machines(machine_cluster(2, channels=1)).with_(
+        releases=[("b", 0, 3)], fixed_orders=[[("d", 0), ("c", 0)]]
+    )
     c = coarsen(problem, 1)
-    assert ("b",) in c.groups.values()
+    assert ("b",) in c.groups.values() and ("d",) in c.groups.values()
+    assert c.coarse.releases == problem.releases and c.coarse.fixed_orders == problem.fixed_orders
+    expanded = c.expand(list_schedule(c.coarse))
+    assert validate(problem, expanded) == ()
     with pytest.raises(InvalidProblemError, match="'target' must be an integer >= 1"):
         coarsen(problem, 0)
     with pytest.raises(InvalidProblemError, match="'strict_factor' must be in"):
@@ -204,3 +210,15 @@ def test_random_graph_reaches_the_target():
     assert c.stats["blocks"] == 40
     assert c.stats["blocks_after_safe"] < 200
     _check_partition(c, problem)
+
+
+def test_duration_overrides_of_merged_members_add_up():
+    # two micro-batches; micro-batch 1 of 'b' is longer (5 and 6 instead of 2)
+    dag = OperationDag(nodes=[DagNode(name="a", duration=1), DagNode(name="b", duration=2)], edges=[Edge(src="a", dst="b")])
+    problem = dag.on_machines(machine_cluster(2, channels=1)).with_(num_microbatches=2, duration_overrides=[("b", 1, (5, 6))])
+    c = coarsen(problem, 1)
+    (name,) = c.groups
+    assert c.coarse.durations(name, 0) == (3, 3)
+    assert c.coarse.durations(name, 1) == (6, 7)
+    expanded = c.expand(list_schedule(c.coarse))
+    assert validate(problem, expanded) == ()

@@ -146,3 +146,19 @@ def test_bad_arguments():
         jobshop(p, coarse_share=0)
     with pytest.raises(ValueError, match="'coarsen_to' must be an integer >= 1"):
         jobshop(p, coarsen_to=0)
+
+
+def test_strong_disjunctive_propagation_only_for_classic_job_shops():
+    from schedsearch.loaders import flexible_jobshop_problem, jobshop_problem
+
+    classic = jobshop_problem([[(0, 3), (1, 2)], [(1, 4), (0, 1)]], 2).problem
+    flexible = flexible_jobshop_problem([[[(0, 3), (1, 4)], [(1, 2)]], [[(1, 4)], [(0, 1)]]], 2).problem
+    kwargs = dict(time_limit_s=5, heuristic=False)
+    assert jobshop(classic, **kwargs).stats["backend_params"] == {"use_strong_propagation_in_disjunctive": True}
+    assert jobshop(flexible, **kwargs).stats["backend_params"] == {}
+    assert jobshop(classic, strong_disjunctive=False, **kwargs).stats["backend_params"] == {}
+    explicit = {"use_strong_propagation_in_disjunctive": False}
+    assert jobshop(classic, backend_params=explicit, **kwargs).stats["backend_params"] == explicit
+    assert jobshop(classic, backend="z3", **kwargs).stats["backend_params"] == {}
+    for result in (jobshop(classic, **kwargs), jobshop(flexible, **kwargs)):
+        assert result.status is Status.OPTIMAL
