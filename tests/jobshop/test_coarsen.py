@@ -14,8 +14,8 @@ from schedsearch.search import optimal
 from schedsearch.search.coarsen import coarsen, redundant_edges, transitive_reduction
 from schedsearch.search.heuristics import list_schedule
 from schedsearch.validate import validate
-from tests.jobshop.strategies import dag_problems, dags
-from tests.strategies import problems
+from dag_strategies import dag_problems, dags
+from strategies import problems
 
 
 def _reachable(graph: Graph) -> set[tuple[str, str]]:

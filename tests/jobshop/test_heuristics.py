@@ -11,7 +11,7 @@ from schedsearch.result import Status
 from schedsearch.schedule import peak_memory
 from schedsearch.search.heuristics import PRIORITY_RULES, heft, list_schedule, priorities
 from schedsearch.validate import validate
-from tests.strategies import problems
+from strategies import problems
 
 
 @settings(max_examples=60)
