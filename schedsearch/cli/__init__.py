@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "run",
     "profile",
     "partition",
+    "jobshop",
 )
 
 
