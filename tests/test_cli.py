@@ -45,12 +45,12 @@ def test_search_from_problem_file_with_z3(tmp_path, capsys):
 
     path = tmp_path / "p.json"
     path.write_text(bidirectional(2, 2, memory=2).to_json())
-    assert main(["search", "--problem", str(path), "--backend", "z3", "--quiet"]) == 0
+    assert main(["search", "--problem", str(path), "--backend", "z3", "--quiet", "--out", str(tmp_path)]) == 0
     assert "OPTIMAL" in capsys.readouterr().out
 
 
 def test_bad_input_is_a_clear_error(capsys):
-    assert main(["search", "--devices", "0", "--quiet"]) == 2
+    assert main(["search", "--devices", "0", "--quiet", "--out", ""]) == 2
     err = capsys.readouterr().err
     assert "'num_devices' must be an integer >= 1, got 0" in err
 

@@ -52,7 +52,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--forward", type=int, default=1, help="forward duration per stage (default: 1)")
     p.add_argument("--backward", type=int, default=2, help="backward duration per stage (default: 2; 0 = inference)")
     p.add_argument("--strategy", choices=sorted(STRATEGIES), default="optimal", help="search strategy (default: optimal)")
-    p.add_argument("--out", metavar="DIR", default=None, help="write schedule JSON, trace and result here")
+    p.add_argument("--out", metavar="DIR", default="out",
+                   help="write schedule JSON, Chrome trace, problem and result here (default: out; '' = write nothing)")
     add_solver_arguments(p)
     p.set_defaults(func=run)
 
@@ -79,6 +80,6 @@ def run(args: argparse.Namespace) -> int:
             problem, result = STRATEGIES[args.strategy](problem, args, printer)
     print_result(problem, result)
     stem = problem.name or "problem"
-    for path in write_outputs(problem, result, args.out, stem):
+    for path in write_outputs(problem, result, args.out or None, stem):
         print(f"wrote {path}")
     return 0 if result.status.has_schedule or result.status.value == "INFEASIBLE" else 1

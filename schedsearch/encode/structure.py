@@ -34,7 +34,7 @@ import attrs
 
 from schedsearch.bounds.analytic import heads_and_tails
 from schedsearch.problem import Channel, Problem, TaskKey
-from schedsearch.schedule import Schedule
+from schedsearch.schedule import Schedule, TaskInstance, Transfer
 
 __all__ = ["Structure", "TaskInfo", "TransferInfo", "build_structure", "symmetry_applies"]
 
@@ -99,6 +99,32 @@ class Structure:
             if set(devs) == set(devices):
                 return i
         raise KeyError(devices)
+
+    def to_schedule(
+        self,
+        chosen: list[tuple[int, int]],
+        transfers: list[tuple[int, str, int]],
+    ) -> Schedule:
+        """The Schedule of a solver's answer.
+
+        ``chosen[t] = (option index, start)`` for every task; ``transfers`` lists
+        ``(transfer index, channel name, start)`` for the transfers that happen.
+        """
+        tasks = []
+        for info, (option, start) in zip(self.tasks, chosen):
+            devices, duration = info.options[option]
+            tasks.append(
+                TaskInstance(block=info.key[0], microbatch=info.key[1], devices=devices, start=start, end=start + duration)
+            )
+        done = []
+        for k, channel, start in transfers:
+            info = self.transfers[k]
+            duration = self.problem.cluster.channel(channel).transfer_time(info.size)
+            done.append(
+                Transfer(src=info.src[0], dst=info.dst[0], microbatch=info.src[1], channel=channel, start=start,
+                         end=start + duration)
+            )
+        return Schedule(tasks=tasks, transfers=done)
 
     def hint_values(self, schedule: Schedule) -> dict[str, Any]:
         """Start, option and transfer values of a schedule, keyed for encoders.

@@ -28,7 +28,7 @@ from schedsearch.encode.structure import Structure, build_structure
 from schedsearch.errors import SolverError
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
-from schedsearch.schedule import Schedule, TaskInstance, Transfer
+from schedsearch.schedule import Schedule
 
 __all__ = ["CpSatBackend", "build_model"]
 
@@ -199,21 +199,14 @@ class CpSatBackend:
 
 
 def _read_schedule(solver: cp_model.CpSolver, st: Structure, var: Variables) -> Schedule:
-    tasks = []
+    chosen = []
     for t, tv in zip(st.tasks, var.tasks):
-        if t.fixed:
-            i = 0
-        else:
-            i = next(k for k, lit in enumerate(tv.present) if solver.boolean_value(lit))
-        devices, dur = t.options[i]
-        start = solver.value(tv.start)
-        tasks.append(TaskInstance(block=t.key[0], microbatch=t.key[1], devices=devices, start=start, end=start + dur))
-    transfers = []
-    for tr, tv in zip(st.transfers, var.transfers):
-        for name, (lit, _, duration) in tv.channels.items():
-            if lit is var.true or solver.boolean_value(lit):
-                start = solver.value(tv.start)
-                transfers.append(
-                    Transfer(src=tr.src[0], dst=tr.dst[0], microbatch=tr.src[1], channel=name, start=start, end=start + duration)
-                )
-    return Schedule(tasks=tasks, transfers=transfers)
+        option = 0 if t.fixed else next(k for k, lit in enumerate(tv.present) if solver.boolean_value(lit))
+        chosen.append((option, solver.value(tv.start)))
+    transfers = [
+        (k, name, solver.value(tv.start))
+        for k, tv in enumerate(var.transfers)
+        for name, (lit, _, _) in tv.channels.items()
+        if lit is var.true or solver.boolean_value(lit)
+    ]
+    return st.to_schedule(chosen, transfers)

@@ -29,7 +29,7 @@ from schedsearch.encode.z3.objective import add_objective
 from schedsearch.encode.z3.variables import Variables, make_variables
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
-from schedsearch.schedule import Schedule, TaskInstance, Transfer
+from schedsearch.schedule import Schedule
 
 __all__ = ["Z3Backend", "build_solver"]
 
@@ -166,21 +166,17 @@ class Z3Backend:
 
 
 def _read_schedule(model: z3.ModelRef, st: Structure, var: Variables) -> Schedule:
-    tasks = []
+    def value(expr: z3.ExprRef) -> z3.ExprRef:
+        return model.eval(expr, model_completion=True)
+
+    chosen = []
     for t, tv in zip(st.tasks, var.tasks):
-        if t.fixed:
-            i = 0
-        else:
-            i = next(k for k, p in enumerate(tv.present) if z3.is_true(model.eval(p, model_completion=True)))
-        devices, dur = t.options[i]
-        start = model.eval(tv.start, model_completion=True).as_long()
-        tasks.append(TaskInstance(block=t.key[0], microbatch=t.key[1], devices=devices, start=start, end=start + dur))
-    transfers = []
-    for tr, tv in zip(st.transfers, var.transfers):
-        for name, (lit, duration) in tv.channels.items():
-            if z3.is_true(model.eval(lit, model_completion=True)):
-                start = model.eval(tv.start, model_completion=True).as_long()
-                transfers.append(
-                    Transfer(src=tr.src[0], dst=tr.dst[0], microbatch=tr.src[1], channel=name, start=start, end=start + duration)
-                )
-    return Schedule(tasks=tasks, transfers=transfers)
+        option = 0 if t.fixed else next(k for k, p in enumerate(tv.present) if z3.is_true(value(p)))
+        chosen.append((option, value(tv.start).as_long()))
+    transfers = [
+        (k, name, value(tv.start).as_long())
+        for k, tv in enumerate(var.transfers)
+        for name, (lit, _) in tv.channels.items()
+        if z3.is_true(value(lit))
+    ]
+    return st.to_schedule(chosen, transfers)
