@@ -1,0 +1,701 @@
+"""Integer programs of Tarnawski et al. (NeurIPS 2020) on the operator graph.
+
+Three models, all on the cost model of :mod:`schedsearch.partition.cost`
+(the one the DP optimises), all built as a solver-free
+:class:`~schedsearch.bounds.mip.MipModel` and solved by HiGHS, SCIP or CBC:
+
+:func:`noncontiguous_ip` -- max-load, any split
+    Units are colocation classes (an operator without a class is a class of
+    its own; backward operators carry their forward partner's class, so they
+    follow it). Binary ``x[c, d]``: class ``c`` on device ``d`` (``k``
+    accelerators, ``l`` CPUs), ``sum_d x[c, d] = 1``; classes holding an
+    operator unsupported on accelerators get ``x[c, a] = 0``. For every
+    *edge group* ``h`` (an operator ``s`` with output cost ``c_h`` and its
+    successors; groups with the same source class and the same successor
+    classes are merged and their costs added) and every accelerator ``a``::
+
+        send[h, a] >= x[src(h), a] - x[t, a]      for every class t of h
+        recv[h, a] >= x[t, a] - x[src(h), a]      for every class t of h
+
+    (at an integer point ``send + recv`` is 1 exactly when the group is cut
+    by ``a``: the reference cost; one variable ``>= |x_u - x_v|`` per edge
+    gives a weaker LP). Loads and objective::
+
+        T >= sum_c lat_acc(c) x[c, a] + sum_h c_h (send[h, a] + recv[h, a])
+        T >= sum_c lat_cpu(c) x[c, p]                      (CPUs: no communication)
+        sum_c size(c) / M x[c, a] <= 1                     (memory, scaled by M)
+
+    Accelerators are interchangeable, and so are CPUs: with
+    ``symmetry_breaking`` class ``i`` (in a fixed order) may open device
+    ``d`` of a kind only if device ``d - 1`` holds a class ordered before
+    it (``x[i, d] <= sum_{j < i} x[j, d - 1]``), which keeps one
+    representative of every relabelling.
+
+:func:`contiguous_ip` -- max-load, contiguous (acyclic quotient) splits
+    Works on the forward supernodes of
+    :func:`~schedsearch.partition.contract.contract` (the DP's own units,
+    with the same contraction), so its optimum is the DP optimum. ``k + l``
+    ordered *slots*; a binary ``cpu[s]`` makes slot ``s`` a CPU
+    (``sum_s cpu[s] = l``). Binaries ``xa[v, s] <= 1 - cpu[s]`` and
+    ``xc[v, s] <= cpu[s]`` place supernode ``v``; the cumulative
+    ``y[v, t] = sum_{s <= t} (xa + xc)[v, s]`` is an ideal for every ``t``
+    (``y[v, t] <= y[u, t]`` for every precedence ``u -> v``), so stage ``s``
+    is the difference of two ideals and the quotient graph is acyclic. The
+    communication rows are those above, on ``xa``.
+
+:func:`latency_ip` -- single-sample latency (the paper's latency IP)
+    For the latency inputs: every CPU-placed operator runs as soon as its
+    inputs are ready (CPUs are unlimited), each accelerator runs up to
+    ``subgraphs_per_accel`` *contiguous* subgraphs, each as one call: it
+    starts when all of its inputs are ready, lasts its accelerator latency
+    plus the cost of every tensor entering or leaving it (communication is
+    not overlapped with compute), and its outputs are ready when it ends::
+
+        lat[v] >= lat[u] + lat_cpu(v) x[v, cpu]             (edges u -> v)
+        start[g] >= lat[u] - U (1 - recv[u, g])              (inputs of g)
+        finish[g] = start[g] + load(g)
+        lat[v] >= finish[g] - U (1 - x[v, g])
+        L >= lat[v]
+
+    with ``U`` an upper bound on the optimum (the all-CPU latency), which
+    keeps the big-M constants as small as valid ones can be. Subgraphs of
+    one accelerator run one after the other and share its memory.
+
+:func:`latency_problem` builds, for cross-checking :func:`latency_ip`
+against the exact CP-SAT scheduler, the same workload as a one-micro-batch
+:class:`~schedsearch.problem.Problem`. The two models describe the same
+thing on *chains* (each operator feeding only the next) with integer
+costs; see that function for where they differ elsewhere.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from schedsearch.bounds.mip import MipModel, MipOptions, MipResult, solve_mip
+from schedsearch.errors import InvalidOperatorGraphError
+from schedsearch.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload, Slot, Split
+from schedsearch.partition.contract import ContractedGraph, contract
+from schedsearch.partition.cost import SplitCost, evaluate_split
+from schedsearch.partition.result import PartitionResult
+from schedsearch.result import Status
+
+__all__ = [
+    "PartitionBound",
+    "noncontiguous_ip",
+    "contiguous_ip",
+    "latency_ip",
+    "latency_of_split",
+    "latency_problem",
+    "colocation_classes",
+]
+
+_EPS = 1e-9
+
+
+# ---------------------------------------------------------------- results
+@attrs.frozen(kw_only=True)
+class PartitionBound:
+    """A split found by an integer program, with its proven lower bound.
+
+    Attributes
+    ----------
+    method:
+        ``"ip-noncontiguous"``, ``"ip-contiguous"``, ``"ip-latency"``, ...
+    status:
+        As in :class:`~schedsearch.result.SearchResult`; OPTIMAL means
+        within the MIP's relative gap.
+    split:
+        The best split (None without one).
+    value:
+        Its value recomputed from the split (max-load by
+        :func:`~schedsearch.partition.cost.evaluate_split`, or latency by
+        :func:`latency_of_split`), never read from the solver.
+    lower_bound:
+        Proven lower bound on the optimum of the model's split family.
+    cost:
+        The independent evaluation of the split (max-load models).
+    mip:
+        The raw solver result.
+    """
+
+    method: str
+    status: Status
+    split: Split | None
+    value: float | None
+    lower_bound: float | None
+    wall_time_s: float
+    mip: MipResult | None = None
+    cost: SplitCost | None = None
+    stats: Mapping[str, Any] = attrs.field(factory=dict)
+
+    @property
+    def gap(self) -> float | None:
+        """``(value - lower_bound) / value``."""
+        if self.value is None or self.lower_bound is None:
+            return None
+        if self.value <= 0:
+            return 0.0
+        return max(0.0, (self.value - self.lower_bound) / self.value)
+
+    def to_partition_result(self) -> PartitionResult:
+        """The split as a :class:`~schedsearch.partition.result.PartitionResult`."""
+        if self.split is None or self.cost is None:
+            raise InvalidOperatorGraphError(f"{self.method}: no split to convert (status {self.status.value})")
+        return PartitionResult(
+            method=self.method,
+            split=self.split,
+            max_load=self.value if self.value is not None else self.cost.max_load,
+            cost=self.cost,
+            optimal=self.status is Status.OPTIMAL,
+            wall_time_s=self.wall_time_s,
+            stats={"lower_bound": self.lower_bound, "gap": self.gap, **dict(self.stats)},
+        )
+
+    def __str__(self) -> str:
+        parts = [f"{self.method}: {self.status.value}"]
+        if self.value is not None:
+            parts.append(f"value {self.value:.6g}")
+        if self.lower_bound is not None:
+            parts.append(f"lower bound {self.lower_bound:.6g}")
+        if self.gap is not None:
+            parts.append(f"gap {100 * self.gap:.3g}%")
+        parts.append(f"{self.wall_time_s:.2f} s")
+        if self.mip is not None:
+            parts.append(self.mip.solver)
+        return ", ".join(parts)
+
+
+def _resolve(
+    graph: OperatorGraph | PartitionWorkload, devices: DeviceLimits | None
+) -> tuple[OperatorGraph, DeviceLimits]:
+    if isinstance(graph, PartitionWorkload):
+        return graph.graph, devices if devices is not None else graph.devices
+    if devices is None:
+        raise InvalidOperatorGraphError(
+            f"operator graph {graph.name!r}: no device limits given (pass devices=DeviceLimits(...))"
+        )
+    return graph, devices
+
+
+def _options(options: MipOptions | None, overrides: Mapping[str, Any]) -> MipOptions:
+    options = options or MipOptions()
+    return attrs.evolve(options, **overrides) if overrides else options
+
+
+# ---------------------------------------------------------------- classes and groups
+@attrs.frozen(kw_only=True)
+class _Units:
+    """Assignment units (classes or supernodes) with their sums and edge groups."""
+
+    members: tuple[tuple[int, ...], ...]
+    accel: tuple[float, ...]
+    cpu: tuple[float, ...]
+    size: tuple[float, ...]
+    accel_ok: tuple[bool, ...]
+    # (source unit, other units, cost)
+    groups: tuple[tuple[int, tuple[int, ...], float], ...]
+    unit_of: Mapping[int, int]
+
+
+def colocation_classes(graph: OperatorGraph) -> tuple[tuple[int, ...], ...]:
+    """Operator ids grouped by colocation class (an operator without a class alone).
+
+    Classes are listed in the order of their first operator in a
+    topological order.
+    """
+    order = graph.topological_order()
+    key_index: dict[Any, int] = {}
+    groups: list[list[int]] = []
+    for op_id in order:
+        op = graph.operator(op_id)
+        key = ("c", op.color_class) if op.color_class is not None else ("o", op.id)
+        if key not in key_index:
+            key_index[key] = len(groups)
+            groups.append([])
+        groups[key_index[key]].append(op_id)
+    return tuple(tuple(sorted(g)) for g in groups)
+
+
+def _units(graph: OperatorGraph, members: Sequence[Sequence[int]]) -> _Units:
+    unit_of = {op: i for i, ms in enumerate(members) for op in ms}
+    n = len(members)
+    acc = [0.0] * n
+    cpu = [0.0] * n
+    size = [0.0] * n
+    ok = [True] * n
+    for i, ms in enumerate(members):
+        ops = [graph.operator(o) for o in ms]
+        acc[i] = math.fsum(o.accel_latency for o in ops)
+        cpu[i] = math.fsum(o.cpu_latency for o in ops)
+        size[i] = math.fsum(o.size for o in ops)
+        ok[i] = all(o.supported_on_accel for o in ops)
+    merged: dict[tuple[int, tuple[int, ...]], float] = {}
+    for op in graph.operators:
+        succs = graph.successors(op.id)
+        if not succs or op.output_cost <= 0.0:
+            continue
+        src = unit_of[op.id]
+        others = tuple(sorted({unit_of[t] for t in succs} - {src}))
+        if others:
+            merged[(src, others)] = merged.get((src, others), 0.0) + op.output_cost
+    groups = tuple((s, o, c) for (s, o), c in sorted(merged.items()))
+    return _Units(
+        members=tuple(tuple(m) for m in members), accel=tuple(acc), cpu=tuple(cpu), size=tuple(size),
+        accel_ok=tuple(ok), groups=groups, unit_of=unit_of,
+    )
+
+
+def _cg_units(graph: OperatorGraph, cg: ContractedGraph) -> _Units:
+    return _units(graph, cg.members)
+
+
+# ---------------------------------------------------------------- non-contiguous max-load
+@attrs.frozen(kw_only=True)
+class _NonContigModel:
+    mip: MipModel
+    units: _Units
+    x: tuple[tuple[int, ...], ...]  # x[unit][device]; devices: accels then CPUs
+    send: dict
+    recv: dict
+    t: int
+    devices: DeviceLimits
+
+
+def _device_slots(devices: DeviceLimits) -> list[Slot]:
+    return [Slot(kind="accel", index=a) for a in range(devices.num_accelerators)] + [
+        Slot(kind="cpu", index=p) for p in range(devices.num_cpus)
+    ]
+
+
+def _build_noncontiguous(units: _Units, devices: DeviceLimits, symmetry_breaking: bool, name: str) -> _NonContigModel:
+    K, L = devices.num_accelerators, devices.num_cpus
+    n = len(units.members)
+    m = MipModel(name)
+    x = []
+    for i in range(n):
+        row = []
+        for d in range(K + L):
+            v = m.new_binary(f"x[{i},{d}]")
+            if d < K and not units.accel_ok[i]:
+                m.fix(v, 0.0)
+            row.append(v)
+        x.append(tuple(row))
+        m.add_eq([(v, 1.0) for v in row], 1.0, f"assign[{i}]")
+    t = m.new_continuous(0.0, name="T")
+    send: dict[tuple[int, int], int] = {}
+    recv: dict[tuple[int, int], int] = {}
+    for a in range(K):
+        for h, (src, others, cost) in enumerate(units.groups):
+            s = m.new_continuous(0.0, 1.0, f"send[{h},{a}]")
+            r = m.new_continuous(0.0, 1.0, f"recv[{h},{a}]")
+            send[h, a], recv[h, a] = s, r
+            for o in others:
+                m.add_ge([(s, 1.0), (x[src][a], -1.0), (x[o][a], 1.0)], 0.0)
+                m.add_ge([(r, 1.0), (x[o][a], -1.0), (x[src][a], 1.0)], 0.0)
+        terms = [(x[i][a], units.accel[i]) for i in range(n) if units.accel[i]]
+        terms += [(send[h, a], c) for h, (_, _, c) in enumerate(units.groups)]
+        terms += [(recv[h, a], c) for h, (_, _, c) in enumerate(units.groups)]
+        m.add_ge([(t, 1.0)] + [(v, -c) for v, c in terms], 0.0, f"load[accel{a}]")
+        if devices.max_accel_memory is not None:
+            cap = devices.max_accel_memory
+            if cap > 0:
+                m.add_le([(x[i][a], units.size[i] / cap) for i in range(n) if units.size[i]], 1.0, f"memory[{a}]")
+            else:
+                for i in range(n):
+                    if units.size[i] > 0:
+                        m.fix(x[i][a], 0.0)
+    for p in range(L):
+        d = K + p
+        m.add_ge([(t, 1.0)] + [(x[i][d], -units.cpu[i]) for i in range(n) if units.cpu[i]], 0.0, f"load[cpu{p}]")
+    # a unit's own latency on the device it goes to never exceeds T (valid at
+    # integer points; it stops the LP from spreading a large unit over devices)
+    for i in range(n):
+        terms = [(x[i][d], units.accel[i] if d < K else units.cpu[i]) for d in range(K + L)]
+        terms = [(v, c) for v, c in terms if c]
+        if terms:
+            m.add_ge([(t, 1.0)] + [(v, -c) for v, c in terms], 0.0, f"unit bound[{i}]")
+    if symmetry_breaking:
+        for lo, hi in ((0, K), (K, K + L)):
+            for d in range(lo + 1, hi):
+                for i in range(n):
+                    m.add_le([(x[i][d], 1.0)] + [(x[j][d - 1], -1.0) for j in range(i)], 0.0)
+    m.minimize([(t, 1.0)])
+    return _NonContigModel(mip=m, units=units, x=tuple(x), send=send, recv=recv, t=t, devices=devices)
+
+
+def _canonical_devices(unit_dev: Sequence[int], K: int, L: int) -> list[int]:
+    """Relabel devices of each kind by the first unit they hold (the symmetry-broken form)."""
+    out = list(unit_dev)
+    for lo, hi in ((0, K), (K, K + L)):
+        first: dict[int, int] = {}
+        for i, d in enumerate(unit_dev):
+            if lo <= d < hi and d not in first:
+                first[d] = i
+        ranked = sorted(first, key=first.get)
+        remap = {d: lo + r for r, d in enumerate(ranked)}
+        out = [remap.get(d, d) if lo <= d < hi else d for d in out]
+    return out
+
+
+def _noncontig_hint(model: _NonContigModel, unit_dev: Sequence[int]) -> dict[int, float]:
+    units, K, L = model.units, model.devices.num_accelerators, model.devices.num_cpus
+    unit_dev = _canonical_devices(unit_dev, K, L)
+    hint: dict[int, float] = {}
+    for i, row in enumerate(model.x):
+        for d, v in enumerate(row):
+            hint[v] = 1.0 if unit_dev[i] == d else 0.0
+    loads = [0.0] * (K + L)
+    for i, d in enumerate(unit_dev):
+        loads[d] += units.accel[i] if d < K else units.cpu[i]
+    for (h, a), s in model.send.items():
+        src, others, cost = units.groups[h]
+        xs = 1.0 if unit_dev[src] == a else 0.0
+        sv = max([0.0] + [xs - (1.0 if unit_dev[o] == a else 0.0) for o in others])
+        rv = max([0.0] + [(1.0 if unit_dev[o] == a else 0.0) - xs for o in others])
+        hint[s], hint[model.recv[h, a]] = sv, rv
+        loads[a] += cost * (sv + rv)
+    hint[model.t] = max(loads) if loads else 0.0
+    return hint
+
+
+def _split_from_units(units: _Units, unit_slot: Sequence[Slot], order: Sequence[Slot]) -> Split:
+    assignment = {op: unit_slot[i] for i, ms in enumerate(units.members) for op in ms}
+    return Split.from_assignment(assignment, order=order)
+
+
+def _unit_devices_of_split(units: _Units, split: Split, devices: DeviceLimits) -> list[int] | None:
+    """Device index (accels then CPUs) of every unit in ``split``; None if it splits a unit."""
+    K = devices.num_accelerators
+    assignment = split.assignment()
+    out = []
+    for ms in units.members:
+        slots = {assignment.get(op) for op in ms}
+        if len(slots) != 1 or None in slots:
+            return None
+        s = slots.pop()
+        if s.kind == "accel" and s.index < K:
+            out.append(s.index)
+        elif s.kind == "cpu" and s.index < devices.num_cpus:
+            out.append(K + s.index)
+        else:
+            return None
+    return out
+
+
+def _finish_maxload(
+    method: str,
+    graph: OperatorGraph,
+    devices: DeviceLimits,
+    res: MipResult,
+    split: Split | None,
+    t0: float,
+    stats: dict,
+) -> PartitionBound:
+    cost = evaluate_split(graph, split, devices) if split is not None else None
+    if cost is not None and not cost.feasible:  # pragma: no cover - model bug guard
+        raise InvalidOperatorGraphError(f"{method}: the IP returned an infeasible split: {cost.violations}")
+    value = cost.max_load if cost is not None else None
+    bound = res.best_bound
+    if bound is not None and value is not None:
+        bound = min(bound, value)
+    if res.objective is not None and value is not None:
+        stats["objective_vs_evaluated"] = abs(res.objective - value)
+    return PartitionBound(
+        method=method, status=res.status, split=split, value=value, lower_bound=bound,
+        wall_time_s=time.perf_counter() - t0, mip=res, cost=cost, stats=stats,
+    )
+
+
+def noncontiguous_ip(
+    graph: OperatorGraph | PartitionWorkload,
+    devices: DeviceLimits | None = None,
+    *,
+    incumbent: Split | None = None,
+    symmetry_breaking: bool = False,
+    options: MipOptions | None = None,
+    **overrides: Any,
+) -> PartitionBound:
+    """Minimum max-load over all splits (the paper's non-contiguous IP).
+
+    Parameters
+    ----------
+    graph, devices:
+        The operator graph and the devices (a workload carries both).
+    incumbent:
+        A feasible split to start from (its max-load is an upper bound the
+        result never exceeds). By default the linear-order DP split
+        (:func:`~schedsearch.partition.dp.partition_dpl`), which is
+        contiguous and fast.
+    symmetry_breaking:
+        Keep one labelling of interchangeable devices (module docstring).
+    options, overrides:
+        :class:`~schedsearch.bounds.mip.MipOptions` (solver, time limit,
+        gap, threads, seed); keyword arguments override its fields.
+
+    Returns
+    -------
+    PartitionBound
+        The best split, its max-load (recomputed), the proven lower bound.
+    """
+    t0 = time.perf_counter()
+    graph, devices = _resolve(graph, devices)
+    options = _options(options, overrides)
+    units = _units(graph, colocation_classes(graph))
+    model = _build_noncontiguous(units, devices, symmetry_breaking, f"noncontiguous {graph.name}")
+    if incumbent is None:
+        incumbent = _default_incumbent(graph, devices)
+    if incumbent is not None:
+        dev = _unit_devices_of_split(units, incumbent, devices)
+        if dev is not None and evaluate_split(graph, incumbent, devices).feasible:
+            model.mip.set_hint(_noncontig_hint(model, dev))
+    res = solve_mip(model.mip, options)
+    split = None
+    if res.values is not None:
+        K = devices.num_accelerators
+        slots = _device_slots(devices)
+        unit_slot = []
+        for row in model.x:
+            d = max(range(len(row)), key=lambda j: res.values[row[j]])
+            unit_slot.append(slots[d])
+        split = _split_from_units(units, unit_slot, slots)
+        del K
+    stats = {"classes": len(units.members), "groups": len(units.groups), "mip": str(model.mip)}
+    return _finish_maxload("ip-noncontiguous", graph, devices, res, split, t0, stats)
+
+
+def _default_incumbent(graph: OperatorGraph, devices: DeviceLimits) -> Split | None:
+    from schedsearch.partition.dp import partition_dpl
+
+    try:
+        return partition_dpl(graph, devices).split
+    except InvalidOperatorGraphError:
+        return None
+
+
+# ---------------------------------------------------------------- contiguous max-load
+@attrs.frozen(kw_only=True)
+class _ContigModel:
+    mip: MipModel
+    units: _Units
+    xa: tuple[tuple[int, ...], ...]
+    xc: tuple[tuple[int, ...], ...]
+    cpu: tuple[int, ...]
+    cut: dict
+    t: int
+    num_slots: int
+
+
+def _build_contiguous(
+    units: _Units, preds: Sequence[Sequence[int]], devices: DeviceLimits, name: str
+) -> _ContigModel:
+    K, L = devices.num_accelerators, devices.num_cpus
+    S = K + L
+    n = len(units.members)
+    m = MipModel(name)
+    cpu = []
+    for s in range(S):
+        v = m.new_binary(f"cpu[{s}]")
+        if K == 0:
+            m.fix(v, 1.0)
+        elif L == 0:
+            m.fix(v, 0.0)
+        cpu.append(v)
+    m.add_eq([(v, 1.0) for v in cpu], float(L), "cpu slots")
+    xa, xc = [], []
+    for i in range(n):
+        ra, rc = [], []
+        for s in range(S):
+            a = m.new_binary(f"xa[{i},{s}]")
+            c = m.new_binary(f"xc[{i},{s}]")
+            if not units.accel_ok[i] or K == 0:
+                m.fix(a, 0.0)
+            if L == 0:
+                m.fix(c, 0.0)
+            m.add_le([(a, 1.0), (cpu[s], 1.0)], 1.0)
+            m.add_le([(c, 1.0), (cpu[s], -1.0)], 0.0)
+            ra.append(a)
+            rc.append(c)
+        xa.append(tuple(ra))
+        xc.append(tuple(rc))
+        m.add_eq([(v, 1.0) for v in ra + rc], 1.0, f"assign[{i}]")
+    # cumulative ideals y[v, t] (t < S - 1; y[v, S-1] = 1)
+    y = []
+    for i in range(n):
+        row = []
+        for tt in range(S - 1):
+            v = m.new_continuous(0.0, 1.0, f"y[{i},{tt}]")
+            terms = [(v, 1.0)] + [(xa[i][s], -1.0) for s in range(tt + 1)] + [(xc[i][s], -1.0) for s in range(tt + 1)]
+            m.add_eq(terms, 0.0)
+            row.append(v)
+        y.append(row)
+    for v_ in range(n):
+        for u in preds[v_]:
+            for tt in range(S - 1):
+                m.add_le([(y[v_][tt], 1.0), (y[u][tt], -1.0)], 0.0)
+    t = m.new_continuous(0.0, name="T")
+    cut: dict[tuple[int, int], tuple[int, int]] = {}
+    for s in range(S):
+        if K == 0:
+            break
+        for h, (src, others, cost) in enumerate(units.groups):
+            snd = m.new_continuous(0.0, 1.0, f"send[{h},{s}]")
+            rcv = m.new_continuous(0.0, 1.0, f"recv[{h},{s}]")
+            cut[h, s] = (snd, rcv)
+            for o in others:
+                m.add_ge([(snd, 1.0), (xa[src][s], -1.0), (xa[o][s], 1.0), (xc[o][s], 1.0)], 0.0)
+                m.add_ge([(rcv, 1.0), (xa[o][s], -1.0), (xa[src][s], 1.0), (xc[src][s], 1.0)], 0.0)
+        terms = [(xa[i][s], units.accel[i]) for i in range(n) if units.accel[i]]
+        terms += [(xc[i][s], units.cpu[i]) for i in range(n) if units.cpu[i]]
+        for h, (_, _, c) in enumerate(units.groups):
+            terms += [(cut[h, s][0], c), (cut[h, s][1], c)]
+        m.add_ge([(t, 1.0)] + [(v, -c) for v, c in terms], 0.0, f"load[{s}]")
+        if devices.max_accel_memory is not None:
+            cap = devices.max_accel_memory
+            if cap > 0:
+                m.add_le([(xa[i][s], units.size[i] / cap) for i in range(n) if units.size[i]], 1.0, f"memory[{s}]")
+            else:
+                for i in range(n):
+                    if units.size[i] > 0:
+                        m.fix(xa[i][s], 0.0)
+    if K == 0:
+        for s in range(S):
+            m.add_ge([(t, 1.0)] + [(xc[i][s], -units.cpu[i]) for i in range(n) if units.cpu[i]], 0.0)
+    m.minimize([(t, 1.0)])
+    return _ContigModel(mip=m, units=units, xa=tuple(xa), xc=tuple(xc), cpu=tuple(cpu), cut=cut, t=t, num_slots=S)
+
+
+def _contig_hint(model: _ContigModel, stages: Sequence[tuple[str, Sequence[int]]], devices: DeviceLimits) -> dict[int, float] | None:
+    """Hint from ordered stages ``(kind, units)``; None if they do not fit the slots."""
+    K, L = devices.num_accelerators, devices.num_cpus
+    kinds = [k for k, _ in stages]
+    if kinds.count("accel") > K or kinds.count("cpu") > L:
+        return None
+    # pad with empty slots of the missing kinds at the end
+    padded = list(stages) + [("accel", ())] * (K - kinds.count("accel")) + [("cpu", ())] * (L - kinds.count("cpu"))
+    units = model.units
+    n = len(units.members)
+    slot_of = [-1] * n
+    hint: dict[int, float] = {}
+    for s, (kind, us) in enumerate(padded):
+        hint[model.cpu[s]] = 1.0 if kind == "cpu" else 0.0
+        for u in us:
+            slot_of[u] = s
+    if min(slot_of, default=0) < 0:
+        return None
+    S = model.num_slots
+    loads = [0.0] * S
+    for i in range(n):
+        s = slot_of[i]
+        is_cpu = padded[s][0] == "cpu"
+        for s2 in range(S):
+            hint[model.xa[i][s2]] = 1.0 if (s2 == s and not is_cpu) else 0.0
+            hint[model.xc[i][s2]] = 1.0 if (s2 == s and is_cpu) else 0.0
+        loads[s] += units.cpu[i] if is_cpu else units.accel[i]
+    for (h, s), (snd, rcv) in model.cut.items():
+        src, others, cost = units.groups[h]
+        on = lambda u: 1.0 if slot_of[u] == s else 0.0  # noqa: E731
+        acc = padded[s][0] == "accel"
+        xs_a = on(src) if acc else 0.0
+        sv = max([0.0] + [xs_a - on(o) for o in others])
+        rv = max([0.0] + [(on(o) if acc else 0.0) - on(src) for o in others])
+        hint[snd], hint[rcv] = sv, rv
+        loads[s] += cost * (sv + rv)
+    # cumulative variables: computed by the model's equalities; fill them
+    for var_index, name in enumerate(model.mip.var_names):
+        if name.startswith("y["):
+            i, tt = map(int, name[2:-1].split(","))
+            hint[var_index] = 1.0 if slot_of[i] <= tt else 0.0
+    hint[model.t] = max(loads) if loads else 0.0
+    return hint
+
+
+def contiguous_ip(
+    graph: OperatorGraph | PartitionWorkload,
+    devices: DeviceLimits | None = None,
+    *,
+    incumbent: str | Split | None = "dpl",
+    merge_trivial: bool = True,
+    options: MipOptions | None = None,
+    **overrides: Any,
+) -> PartitionBound:
+    """Minimum max-load over contiguous splits (acyclic quotient graph).
+
+    Parameters
+    ----------
+    incumbent:
+        ``"dpl"`` (default: the linear-order DP split, fast), ``None``, or
+        a contiguous split of the same supernodes.
+    merge_trivial:
+        The DP's contraction option (keep it equal to the DP's to compare
+        optima).
+
+    Other parameters as in :func:`noncontiguous_ip`.
+    """
+    t0 = time.perf_counter()
+    graph, devices = _resolve(graph, devices)
+    options = _options(options, overrides)
+    cg = contract(graph, merge_trivial=merge_trivial)
+    units = _cg_units(graph, cg)
+    model = _build_contiguous(units, cg.preds, devices, f"contiguous {graph.name}")
+    stages = None
+    if incumbent == "dpl":
+        from schedsearch.partition.contract import linearize
+        from schedsearch.partition.dp import solve_contracted
+
+        order = _chain_order(cg)
+        sol = solve_contracted(linearize(cg, order), devices)
+        if sol is not None:
+            # linearize numbers supernodes along the chain: position i is order[i]
+            stages = [(k, [order[v] for v in vs]) for k, vs in sol.stages]
+    elif isinstance(incumbent, Split):
+        stages = _stages_of_split(units, incumbent)
+    if stages is not None:
+        hint = _contig_hint(model, stages, devices)
+        if hint is not None:
+            model.mip.set_hint(hint)
+    res = solve_mip(model.mip, options)
+    split = None
+    if res.values is not None:
+        vals = res.values
+        S = model.num_slots
+        stage_units: list[tuple[str, list[int]]] = [("cpu" if vals[model.cpu[s]] > 0.5 else "accel", []) for s in range(S)]
+        for i in range(len(units.members)):
+            best = max(range(S), key=lambda s: max(vals[model.xa[i][s]], vals[model.xc[i][s]]))
+            stage_units[best][1].append(i)
+        counters = {"accel": 0, "cpu": 0}
+        order: list[Slot] = []
+        unit_slot: list[Slot | None] = [None] * len(units.members)
+        for kind, us in stage_units:
+            slot = Slot(kind=kind, index=counters[kind])
+            counters[kind] += 1
+            order.append(slot)
+            for u in us:
+                unit_slot[u] = slot
+        split = _split_from_units(units, unit_slot, order)  # type: ignore[arg-type]
+    stats = {"supernodes": cg.num_nodes, "groups": len(units.groups), "mip": str(model.mip)}
+    return _finish_maxload("ip-contiguous", graph, devices, res, split, t0, stats)
+
+
+def _chain_order(cg: ContractedGraph) -> list[int]:
+    from schedsearch.partition.slicegraph import kahn_dfs_order
+
+    return kahn_dfs_order(cg)
+
+
+def _stages_of_split(units: _Units, split: Split) -> list[tuple[str, list[int]]] | None:
+    assignment = split.assignment()
+    stages = []
+    for slot, ops in split.stages:
+        us = sorted({units.unit_of[o] for o in ops if o in units.unit_of})
+        stages.append((slot.kind, us))
+    seen = [u for _, us in stages for u in us]
+    if len(seen) != len(set(seen)) or len(seen) != len(units.members):
+        return None
+    del assignment
+    return stages
