@@ -43,7 +43,7 @@ from typing import Any
 
 import attrs
 
-from schedsearch.errors import InvalidProblemError, SolverError, UnsupportedFeatureError
+from schedsearch.errors import InvalidProblemError, UnsupportedFeatureError
 from schedsearch.result import Status
 
 __all__ = [
@@ -329,8 +329,10 @@ def solve_mip(model: MipModel, options: MipOptions | None = None, **overrides: A
     UnsupportedFeatureError
         The chosen solver is not in this installation (the message names
         the ones that are).
-    SolverError
-        The solver failed in a way that is not a status.
+
+    A solver that fails on its own (HiGHS sometimes rejects its answer for
+    numerical trouble) gives status UNKNOWN with the message in
+    ``stats["error"]``, not an exception.
     """
     options = options or MipOptions()
     if overrides:
@@ -425,10 +427,18 @@ def _solve_mathopt(model: MipModel, options: MipOptions) -> MipResult:
     if model.hint and pass_hint:
         hint = mathopt.SolutionHint(variable_values={xs[i]: v for i, v in model.hint.items()})
         model_params = mathopt.ModelSolveParameters(solution_hints=[hint])
+    t_solve = time.perf_counter()
     try:
         res = mathopt.solve(om, solver_type, params=params, model_params=model_params)
-    except Exception as exc:  # MathOpt raises its own status types
-        raise SolverError(f"MIP {model.name!r}: solver {options.solver!r} failed: {exc!r}") from exc
+    except Exception as exc:  # noqa: BLE001 - MathOpt raises its own status types
+        # e.g. HiGHS refusing its own answer for numerical trouble ("Solve error"):
+        # a status, not a crash of ours
+        return MipResult(
+            status=Status.UNKNOWN, objective=None, best_bound=None, values=None,
+            wall_time_s=time.perf_counter() - t_solve, solver=options.solver,
+            stats={"termination": "SOLVER_ERROR", "error": repr(exc), "num_vars": model.num_vars,
+                   "num_rows": model.num_rows, "num_nonzeros": model.num_nonzeros},
+        )
     reason = res.termination.reason
     R = mathopt.TerminationReason
     has_solution = res.has_primal_feasible_solution()

@@ -699,3 +699,369 @@ def _stages_of_split(units: _Units, split: Split) -> list[tuple[str, list[int]]]
         return None
     del assignment
     return stages
+
+
+# ---------------------------------------------------------------- latency
+def _check_latency_graph(graph: OperatorGraph) -> None:
+    if graph.is_training:
+        raise InvalidOperatorGraphError(
+            f"operator graph {graph.name!r}: the latency model is for inference graphs; it has backward operators"
+        )
+
+
+def latency_of_split(
+    graph: OperatorGraph | PartitionWorkload,
+    split: Split,
+    devices: DeviceLimits | None = None,
+    *,
+    subgraphs_per_accel: int = 1,
+) -> float:
+    """Single-sample latency of ``split`` under the latency model (module docstring).
+
+    Accelerator slot ``i`` of the split is subgraph ``i % subgraphs_per_accel``
+    of accelerator ``i // subgraphs_per_accel`` (subgraphs of one accelerator
+    run in that order); every CPU slot stands for the unlimited CPU pool.
+    Returns ``math.inf`` if the split is infeasible (an operator unassigned
+    or unsupported, a colocation class split, memory over the limit, more
+    subgraphs than allowed, or subgraphs that depend on each other in a
+    cycle).
+    """
+    graph, devices = _resolve(graph, devices)
+    _check_latency_graph(graph)
+    assignment = split.assignment()
+    if any(op.id not in assignment for op in graph.operators):
+        return math.inf
+    group_of: dict[int, int | None] = {}
+    for op in graph.operators:
+        slot = assignment[op.id]
+        if slot.kind == "cpu":
+            group_of[op.id] = None
+        else:
+            if not op.supported_on_accel or slot.index >= devices.num_accelerators * subgraphs_per_accel:
+                return math.inf
+            group_of[op.id] = slot.index
+    by_class: dict[int, set] = {}
+    for op in graph.operators:
+        if op.color_class is not None:
+            g = group_of[op.id]
+            by_class.setdefault(op.color_class, set()).add(
+                None if g is None else g // subgraphs_per_accel
+            )
+    if any(len(v) > 1 for v in by_class.values()):
+        return math.inf
+    if devices.max_accel_memory is not None:
+        mem: dict[int, float] = {}
+        for op in graph.operators:
+            g = group_of[op.id]
+            if g is not None:
+                mem[g // subgraphs_per_accel] = mem.get(g // subgraphs_per_accel, 0.0) + op.size
+        if any(v > devices.max_accel_memory * (1 + 1e-12) for v in mem.values()):
+            return math.inf
+    # units: ('o', op) for CPU operators, ('g', group) for accelerator subgraphs
+    unit = {op.id: ("o", op.id) if group_of[op.id] is None else ("g", group_of[op.id]) for op in graph.operators}
+    load: dict[tuple, float] = {}
+    for op in graph.operators:
+        u = unit[op.id]
+        if u[0] == "g":
+            load[u] = load.get(u, 0.0) + op.accel_latency
+    for op in graph.operators:
+        succ_units = {unit[t] for t in graph.successors(op.id)}
+        mine = unit[op.id]
+        if mine[0] == "g" and any(s != mine for s in succ_units):
+            load[mine] += op.output_cost  # sends out of its subgraph
+        for s in succ_units:
+            if s[0] == "g" and s != mine:
+                load[s] += op.output_cost  # received once per subgraph
+    preds: dict[tuple, set] = {u: set() for u in set(unit.values())}
+    for a, b in graph.edges:
+        if unit[a] != unit[b]:
+            preds[unit[b]].add(unit[a])
+    groups = sorted(u[1] for u in preds if u[0] == "g")
+    for g in groups:
+        prev = g - 1
+        if g % subgraphs_per_accel and ("g", prev) in preds:
+            preds[("g", g)].add(("g", prev))
+    # longest path over the unit DAG (Kahn)
+    succs: dict[tuple, list] = {u: [] for u in preds}
+    indeg = {u: len(p) for u, p in preds.items()}
+    for u, ps in preds.items():
+        for p in ps:
+            succs[p].append(u)
+    ready = [u for u, d in indeg.items() if d == 0]
+    done: dict[tuple, float] = {}
+    while ready:
+        u = ready.pop()
+        start = max((done[p] for p in preds[u]), default=0.0)
+        done[u] = start + (load[u] if u[0] == "g" else graph.operator(u[1]).cpu_latency)
+        for w in succs[u]:
+            indeg[w] -= 1
+            if indeg[w] == 0:
+                ready.append(w)
+    if len(done) != len(preds):
+        return math.inf  # subgraphs depend on each other in a cycle
+    return max(done.values(), default=0.0)
+
+
+def _cpu_latency_bound(graph: OperatorGraph) -> float:
+    """Latency with every operator on the (unlimited) CPUs: a feasible value."""
+    lat: dict[int, float] = {}
+    for v in graph.topological_order():
+        lat[v] = max((lat[u] for u in graph.predecessors(v)), default=0.0) + graph.operator(v).cpu_latency
+    return max(lat.values(), default=0.0)
+
+
+def latency_ip(
+    graph: OperatorGraph | PartitionWorkload,
+    devices: DeviceLimits | None = None,
+    *,
+    subgraphs_per_accel: int = 1,
+    incumbent: Split | None = None,
+    options: MipOptions | None = None,
+    **overrides: Any,
+) -> PartitionBound:
+    """Minimum single-sample latency (the paper's latency IP, module docstring).
+
+    ``devices.num_cpus`` is ignored: CPUs are unlimited, as in the paper.
+    Colocation classes are kept together in one subgraph (with more than
+    one subgraph per accelerator the paper only asks for one accelerator).
+    The returned split lists subgraph ``j`` of accelerator ``a`` as
+    accelerator slot ``a * subgraphs_per_accel + j`` and every CPU operator
+    on ``cpu0``; its value is recomputed by :func:`latency_of_split`.
+    """
+    t0 = time.perf_counter()
+    graph, devices = _resolve(graph, devices)
+    _check_latency_graph(graph)
+    if isinstance(subgraphs_per_accel, bool) or not isinstance(subgraphs_per_accel, int) or subgraphs_per_accel < 1:
+        raise InvalidOperatorGraphError(f"latency IP: 'subgraphs_per_accel' must be an int >= 1, got {subgraphs_per_accel!r}")
+    options = _options(options, overrides)
+    units = _units(graph, colocation_classes(graph))
+    K = devices.num_accelerators
+    G = K * subgraphs_per_accel
+    ub = _cpu_latency_bound(graph)
+    inc_value = math.inf
+    if incumbent is not None:
+        inc_value = latency_of_split(graph, incumbent, devices, subgraphs_per_accel=subgraphs_per_accel)
+    big_u = min(ub, inc_value) if math.isfinite(inc_value) else ub
+    big_u = max(big_u, 1e-9)
+    # times are divided by big_u, so every time variable lies in [0, 1] and the
+    # big-M constants are 1 (HiGHS rejects its own answers on the raw scale)
+    sc = 1.0 / big_u
+    n = len(units.members)
+    m = MipModel(f"latency {graph.name}")
+    cpu = []
+    x = []
+    for i in range(n):
+        c = m.new_binary(f"cpu[{i}]")
+        row = []
+        for g in range(G):
+            v = m.new_binary(f"x[{i},{g}]")
+            if not units.accel_ok[i]:
+                m.fix(v, 0.0)
+            row.append(v)
+        cpu.append(c)
+        x.append(row)
+        m.add_eq([(c, 1.0)] + [(v, 1.0) for v in row], 1.0)
+    uo = units.unit_of
+    ops = list(graph.operators)
+    # contiguity (convex subgraphs), on operator edges
+    for g in range(G):
+        z = {op.id: m.new_continuous(0.0, name=f"z[{op.id},{g}]") for op in ops}
+        for op in ops:
+            m.add_ge([(z[op.id], 1.0), (x[uo[op.id]][g], -1.0)], 0.0)
+        for a, b in graph.edges:
+            m.add_le([(z[b], 1.0), (z[a], -1.0)], 0.0)
+            if uo[a] != uo[b]:
+                m.add_le([(z[b], 1.0), (x[uo[b]][g], -1.0), (x[uo[a]][g], 1.0)], 1.0)
+    # communication in / out of each subgraph, per source operator
+    comm_in: dict[tuple[int, int], int] = {}
+    load_terms: list[list[tuple[int, float]]] = [[] for _ in range(G)]
+    for g in range(G):
+        for i in range(n):
+            if units.accel[i]:
+                load_terms[g].append((x[i][g], units.accel[i] * sc))
+        for op in ops:
+            succs = graph.successors(op.id)
+            if not succs:
+                continue
+            others = {uo[t] for t in succs} - {uo[op.id]}
+            if not others:
+                continue
+            r = m.new_continuous(0.0, 1.0, f"in[{op.id},{g}]")
+            s = m.new_continuous(0.0, 1.0, f"out[{op.id},{g}]")
+            comm_in[op.id, g] = r
+            for o in others:
+                m.add_ge([(r, 1.0), (x[o][g], -1.0), (x[uo[op.id]][g], 1.0)], 0.0)
+                m.add_ge([(s, 1.0), (x[uo[op.id]][g], -1.0), (x[o][g], 1.0)], 0.0)
+            if op.output_cost:
+                load_terms[g] += [(r, op.output_cost * sc), (s, op.output_cost * sc)]
+    lat = {op.id: m.new_continuous(0.0, name=f"lat[{op.id}]") for op in ops}
+    start = [m.new_continuous(0.0, name=f"start[{g}]") for g in range(G)]
+    finish = [m.new_continuous(0.0, name=f"finish[{g}]") for g in range(G)]
+    total = m.new_continuous(0.0, 1.0 + 1e-9, name="L")
+    for g in range(G):
+        m.add_eq([(finish[g], 1.0), (start[g], -1.0)] + [(v, -c) for v, c in load_terms[g]], 0.0)
+        for (u, gg), r in comm_in.items():
+            if gg == g:
+                m.add_ge([(start[g], 1.0), (lat[u], -1.0), (r, -1.0)], -1.0)
+        for op in ops:
+            m.add_ge([(lat[op.id], 1.0), (finish[g], -1.0), (x[uo[op.id]][g], -1.0)], -1.0)
+        if g % subgraphs_per_accel:
+            m.add_ge([(start[g], 1.0), (finish[g - 1], -1.0)], 0.0)
+    for op in ops:
+        if op.cpu_latency:
+            m.add_ge([(lat[op.id], 1.0), (cpu[uo[op.id]], -op.cpu_latency * sc)], 0.0)
+        m.add_ge([(total, 1.0), (lat[op.id], -1.0)], 0.0)
+    for a, b in graph.edges:
+        terms = [(lat[b], 1.0), (lat[a], -1.0)]
+        if graph.operator(b).cpu_latency:
+            terms.append((cpu[uo[b]], -graph.operator(b).cpu_latency * sc))
+        m.add_ge(terms, 0.0)
+    if devices.max_accel_memory is not None:
+        cap = devices.max_accel_memory
+        for a in range(K):
+            terms = [(x[i][g], units.size[i] / cap if cap > 0 else 1.0) for i in range(n) if units.size[i]
+                     for g in range(a * subgraphs_per_accel, (a + 1) * subgraphs_per_accel)]
+            if terms:
+                m.add_le(terms, 1.0 if cap > 0 else 0.0, f"memory[{a}]")
+    m.minimize([(total, 1.0)])
+    res = solve_mip(m, options)
+    split = None
+    value = None
+    if res.values is not None:
+        vals = res.values
+        assignment: dict[int, Slot] = {}
+        for i, ms in enumerate(units.members):
+            g = max(range(G), key=lambda g_: vals[x[i][g_]], default=None)
+            on_cpu = g is None or vals[cpu[i]] > vals[x[i][g]]
+            slot = Slot(kind="cpu", index=0) if on_cpu else Slot(kind="accel", index=g)
+            for op in ms:
+                assignment[op] = slot
+        order = [Slot(kind="accel", index=g) for g in range(G)] + [Slot(kind="cpu", index=0)]
+        split = Split.from_assignment(assignment, order=order)
+        value = latency_of_split(graph, split, devices, subgraphs_per_accel=subgraphs_per_accel)
+    if incumbent is not None and math.isfinite(inc_value) and (value is None or inc_value < value):
+        split, value = incumbent, inc_value
+    status = res.status
+    if value is not None and status in (Status.TIMEOUT, Status.UNKNOWN):
+        status = Status.FEASIBLE
+    if value is None and status is Status.INFEASIBLE:
+        pass
+    bound = res.best_bound * big_u if res.best_bound is not None else None
+    if bound is not None and value is not None:
+        bound = min(bound, value)
+    stats = {"classes": n, "subgraphs": G, "time_unit": big_u, "mip": str(m)}
+    if res.objective is not None and value is not None:
+        stats["objective_vs_evaluated"] = abs(res.objective * big_u - value)
+    return PartitionBound(
+        method="ip-latency", status=status, split=split, value=value, lower_bound=bound,
+        wall_time_s=time.perf_counter() - t0, mip=res, stats=stats,
+    )
+
+
+def latency_problem(
+    graph: OperatorGraph | PartitionWorkload,
+    devices: DeviceLimits | None = None,
+    *,
+    num_cpus: int | None = None,
+    time_scale: float = 1.0,
+    memory_scale: float = 1.0,
+    name: str = "",
+):
+    """The latency workload as a one-micro-batch scheduling Problem.
+
+    Operator ``v`` becomes block ``op{v}`` with one option per CPU
+    (duration ``time_scale * cpu latency``) and, if supported, one per
+    accelerator (``time_scale * accelerator latency``) and memory delta
+    ``memory_scale * size`` (never freed, so an accelerator's total is
+    capped by its capacity exactly as in the IP; CPUs are unbounded). Edge
+    ``u -> v`` carries ``time_scale * output cost of u``; channels: CPU-
+    accelerator one unit per unit of size, accelerator-accelerator two (the
+    IP charges the tensor on both accelerators), CPU-CPU free.
+    ``num_cpus`` defaults to the number of operators (unlimited).
+
+    Where the two models differ (both are exact for what they describe):
+
+    * the IP runs each accelerator subgraph as one *call*: it starts when
+      all its inputs are ready and releases its outputs when it ends; the
+      Problem schedules every operator on its own, so an output may leave
+      before the rest of its subgraph finishes (the Problem's optimum can
+      be lower);
+    * the IP counts communication on the accelerator's busy time; the
+      Problem puts it on a channel, concurrent with compute (lower again),
+      and one transfer at a time per channel (higher where transfers
+      compete);
+    * the IP asks each accelerator subgraph to be contiguous (at most
+      ``subgraphs_per_accel`` of them); the Problem lets any operator run
+      anywhere;
+    * the Problem has no colocation classes (refused here).
+
+    On a chain (every operator feeding only the next one) none of this
+    matters: execution is sequential, a contiguous run of operators on one
+    accelerator is one call, and a transfer sits between two operators that
+    could not overlap it anyway. With enough subgraphs per accelerator
+    (half the operators, rounded up) the optima then coincide.
+
+    Raises
+    ------
+    InvalidOperatorGraphError
+        A latency, size or cost that is not an integer after scaling, or a
+        zero duration (blocks last at least one unit).
+    UnsupportedFeatureError
+        Colocation classes with more than one operator.
+    """
+    from schedsearch.errors import UnsupportedFeatureError
+    from schedsearch.problem import Block, Channel, Cluster, Device, Edge, Graph, Option, Problem
+
+    graph, devices = _resolve(graph, devices)
+    _check_latency_graph(graph)
+    for cls in colocation_classes(graph):
+        if len(cls) > 1:
+            raise UnsupportedFeatureError(
+                f"operator graph {graph.name!r}: colocation class of operators {list(cls)} cannot be expressed "
+                "in a scheduling Problem; use latency_ip"
+            )
+
+    def as_int(entity: str, field: str, value: float, minimum: int) -> int:
+        scaled = value * (time_scale if field != "size" else memory_scale)
+        r = round(scaled)
+        if abs(scaled - r) > 1e-6 * max(1.0, abs(scaled)) or r < minimum:
+            raise InvalidOperatorGraphError(
+                f"{entity}: {field!r} scaled to {scaled!r} is not an integer >= {minimum}; choose another scale"
+            )
+        return int(r)
+
+    n_cpu = num_cpus if num_cpus is not None else graph.num_operators
+    cpus = [f"cpu{i}" for i in range(n_cpu)]
+    accels = [f"acc{a}" for a in range(devices.num_accelerators)]
+    cap = None
+    if devices.max_accel_memory is not None:
+        cap = int(math.floor(devices.max_accel_memory * memory_scale + 1e-9))
+    dev_list = [Device(name=a, memory=cap) for a in accels] + [Device(name=c) for c in cpus]
+    channels = []
+    for a in accels:
+        for c in cpus:
+            channels.append(Channel(name=f"{a}-{c}", endpoints=(a, c), time_per_unit=1))
+    for i, a in enumerate(accels):
+        for b in accels[i + 1:]:
+            channels.append(Channel(name=f"{a}-{b}", endpoints=(a, b), time_per_unit=2))
+    for i, a in enumerate(cpus):
+        for b in cpus[i + 1:]:
+            channels.append(Channel(name=f"{a}-{b}", endpoints=(a, b), time_per_unit=0))
+    blocks = []
+    for op in graph.operators:
+        ent = f"operator {op.id}"
+        opts = [Option(devices=(c,), duration=as_int(ent, "cpu_latency", op.cpu_latency, 1)) for c in cpus]
+        if op.supported_on_accel:
+            d = as_int(ent, "accel_latency", op.accel_latency, 1)
+            opts += [Option(devices=(a,), duration=d) for a in accels]
+        blocks.append(Block(name=f"op{op.id}", kind="F", options=opts, memory=as_int(ent, "size", op.size, 0)))
+    edges = [
+        Edge(src=f"op{a}", dst=f"op{b}", size=as_int(f"operator {a}", "output_cost", graph.operator(a).output_cost, 0))
+        for a, b in graph.edges
+    ]
+    return Problem(
+        graph=Graph(blocks=blocks, edges=edges),
+        num_microbatches=1,
+        cluster=Cluster(devices=dev_list, channels=channels),
+        name=name or f"latency {graph.name}",
+    )
