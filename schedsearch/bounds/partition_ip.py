@@ -566,6 +566,12 @@ def _build_contiguous(
     if K == 0:
         for s in range(S):
             m.add_ge([(t, 1.0)] + [(xc[i][s], -units.cpu[i]) for i in range(n) if units.cpu[i]], 0.0)
+    # a unit's own latency on its slot never exceeds T (see the non-contiguous IP)
+    for i in range(n):
+        terms = [(xa[i][s], units.accel[i]) for s in range(S) if units.accel[i]]
+        terms += [(xc[i][s], units.cpu[i]) for s in range(S) if units.cpu[i]]
+        if terms:
+            m.add_ge([(t, 1.0)] + [(v, -c) for v, c in terms], 0.0, f"unit bound[{i}]")
     m.minimize([(t, 1.0)])
     return _ContigModel(mip=m, units=units, xa=tuple(xa), xc=tuple(xc), cpu=tuple(cpu), cut=cut, t=t, num_slots=S)
 
