@@ -48,10 +48,12 @@ def brute_force_max_load(wl: PartitionWorkload) -> float:
 
 
 @settings(max_examples=15)
-@given(workloads(max_ops=5))
-def test_noncontiguous_ip_equals_brute_force(wl):
+@given(workloads(max_ops=5, max_accel=3), st.booleans(), st.integers(0, 5))
+def test_noncontiguous_ip_equals_brute_force(wl, full_symmetry_break, fix_largest):
+    # both symmetry breaks, alone and together, keep an optimal split
     expected = brute_force_max_load(wl)
-    res = noncontiguous_ip(wl, time_limit_s=20, incumbent=None)
+    res = noncontiguous_ip(wl, time_limit_s=20, incumbent=None, symmetry_breaking=full_symmetry_break,
+                           fix_largest=fix_largest)
     if math.isinf(expected):
         assert res.split is None and res.status is Status.INFEASIBLE
         return
