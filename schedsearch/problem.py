@@ -44,6 +44,7 @@ __all__ = [
     "Channel",
     "Cluster",
     "Release",
+    "Overlap",
     "Problem",
     "TaskKey",
     "FORMAT_VERSION",
@@ -561,6 +562,71 @@ class Release:
         _check_int(entity, "time", self.time, 0)
 
 
+@attrs.frozen(kw_only=True)
+class Overlap:
+    """Blocks that may run together as one *overlapped group* on their device.
+
+    A schedule may run one task instance of each of ``blocks`` (any
+    micro-batches) as a group: all start together on the blocks' common
+    device(s) and all end ``duration`` time units later; the group occupies
+    the device as one task (DualPipe's overlapped forward-and-backward pair
+    ``F&B``, or a weight and input gradient fused into one full backward).
+    Running the blocks separately stays allowed. Inside a group the
+    members' own dependencies on each other are the group's business (it
+    runs them in ``blocks`` order); every other dependency, memory delta
+    (applied at the group's start) and transfer is that of its members.
+
+    Parameters
+    ----------
+    blocks:
+        Two or more distinct block names, each with exactly one placement
+        option, all on the same devices; the order is the order in which
+        the group runs them (first the forward of an ``F&B`` pair).
+    duration:
+        Time units the group lasts (at least the longest member's
+        duration).
+    name:
+        A tag for the group (``"F&B"``, ``"B"``, ...).
+    """
+
+    blocks: tuple[str, ...] = attrs.field(converter=_tuple)
+    duration: int
+    name: str = ""
+
+    def __attrs_post_init__(self) -> None:
+        entity = f"overlap {self.name or '+'.join(map(str, self.blocks))!r}"
+        if len(self.blocks) < 2:
+            raise _err(entity, "blocks", "must name at least two blocks", self.blocks)
+        for b in self.blocks:
+            if not isinstance(b, str) or not b:
+                raise _err(entity, "blocks", "must be block names", self.blocks)
+        if len(set(self.blocks)) != len(self.blocks):
+            raise _err(entity, "blocks", "must not repeat a block", self.blocks)
+        _check_int(entity, "duration", self.duration, 1)
+        if not isinstance(self.name, str):
+            raise _err(entity, "name", "must be a string", self.name)
+
+    @property
+    def key(self) -> frozenset[str]:
+        return frozenset(self.blocks)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"blocks": list(self.blocks), "duration": self.duration, "name": self.name}
+
+
+def _overlaps(value: Iterable[Any]) -> tuple[Overlap, ...]:
+    out = []
+    for item in value:
+        if isinstance(item, Overlap):
+            out.append(item)
+        elif isinstance(item, Mapping):
+            out.append(Overlap(blocks=item.get("blocks", ()), duration=item.get("duration"), name=item.get("name", "")))
+        else:
+            blocks, duration, *rest = item
+            out.append(Overlap(blocks=blocks, duration=duration, name=rest[0] if rest else ""))
+    return tuple(out)
+
+
 def _pairs(value: Mapping[str, int] | Iterable[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
     items = value.items() if isinstance(value, Mapping) else value
     return tuple(sorted((str(k), v) for k, v in items))
@@ -621,6 +687,10 @@ class Problem:
         ``"makespan"`` (minimise the last end) or ``"feasibility"``.
     name:
         Free-form label.
+    overlaps:
+        Overlapped groups a schedule may use (see :class:`Overlap`); empty
+        by default. A problem that declares some needs a backend with the
+        ``"overlaps"`` feature to be searched exactly.
     """
 
     graph: Graph
@@ -634,6 +704,7 @@ class Problem:
     )
     objective: str = "makespan"
     name: str = ""
+    overlaps: tuple[Overlap, ...] = attrs.field(converter=_overlaps, default=())
     _override_index: dict[TaskKey, tuple[int, ...]] = attrs.field(
         init=False, repr=False, eq=False, hash=False, factory=dict
     )
@@ -665,6 +736,7 @@ class Problem:
         self._check_options(blocks, devices)
         self._check_channels(blocks)
         self._check_tasks(blocks)
+        self._check_overlaps(blocks)
         object.__setattr__(self, "_override_index", {(b, m): d for b, m, d in self.duration_overrides})
         rel: dict[TaskKey, int] = {}
         for r in self.releases:
@@ -739,7 +811,42 @@ class Problem:
             for d in durations:
                 _check_int(entity, "duration", d, 1)
 
+    def _check_overlaps(self, blocks: dict[str, Block]) -> None:
+        seen: set[frozenset[str]] = set()
+        for ov in self.overlaps:
+            entity = f"overlap {ov.name or '+'.join(ov.blocks)!r}"
+            devices: set[str] | None = None
+            longest = 0
+            for name in ov.blocks:
+                if name not in blocks:
+                    raise _err(entity, "blocks", "names an unknown block", name)
+                b = blocks[name]
+                if not b.is_fixed:
+                    raise _err(entity, "blocks", "must name blocks with exactly one placement option", name)
+                devs = set(b.options[0].devices)
+                if devices is None:
+                    devices = devs
+                elif devs != devices:
+                    raise InvalidProblemError(
+                        f"{entity}: 'blocks' must all run on the same devices, but {name!r} runs on "
+                        f"{sorted(devs)} and {ov.blocks[0]!r} on {sorted(devices)}"
+                    )
+                longest = max(longest, b.options[0].duration)
+            if ov.duration < longest:
+                raise _err(entity, "duration", f"must be >= the longest member's duration ({longest})", ov.duration)
+            if ov.key in seen:
+                raise _err(entity, "blocks", "are declared twice", ov.blocks)
+            seen.add(ov.key)
+
     # -- derived views ------------------------------------------------------
+
+    def overlap_for(self, blocks: Iterable[str]) -> Overlap | None:
+        """The declared :class:`Overlap` whose blocks are exactly ``blocks`` (any order), or None."""
+        key = frozenset(blocks)
+        for ov in self.overlaps:
+            if ov.key == key:
+                return ov
+        return None
 
     @property
     def tasks(self) -> tuple[TaskKey, ...]:
@@ -800,6 +907,7 @@ class Problem:
             "duration_overrides": [
                 {"block": b, "microbatch": m, "durations": list(d)} for b, m, d in self.duration_overrides
             ],
+            **({"overlaps": [o.to_dict() for o in self.overlaps]} if self.overlaps else {}),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -826,6 +934,7 @@ class Problem:
                 ],
                 objective=d.get("objective", "makespan"),
                 name=d.get("name", ""),
+                overlaps=d.get("overlaps", ()),
             )
         except KeyError as exc:
             raise FormatError(f"problem document: missing field {exc.args[0]!r}") from None

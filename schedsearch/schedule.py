@@ -43,6 +43,7 @@ __all__ = [
     "busy_time",
     "bubble",
     "repetend_bubble",
+    "overlap_groups",
     "SCHEDULE_FORMAT_VERSION",
 ]
 
@@ -60,15 +61,31 @@ def _tuple_of_str(value: Iterable[str] | str) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else tuple(value)
 
 
+def _overlap_tag(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise InvalidScheduleError(
+            f"task {inst.block!r} (micro-batch {inst.microbatch}): 'overlap' must be a non-empty string or None, "
+            f"got {value!r}"
+        )
+
+
 @attrs.frozen(kw_only=True)
 class TaskInstance:
-    """Block ``block`` of micro-batch ``microbatch`` on ``devices`` during ``[start, end)``."""
+    """Block ``block`` of micro-batch ``microbatch`` on ``devices`` during ``[start, end)``.
+
+    ``overlap`` marks a member of an overlapped group (see
+    :class:`~schedsearch.problem.Overlap`): the tasks with the same tag, the
+    same devices and the same start form one group, which occupies the
+    devices once, over ``[start, end)``. ``None`` (the default) for a plain
+    task.
+    """
 
     block: str
     microbatch: int
     devices: tuple[str, ...] = attrs.field(converter=_tuple_of_str)
     start: int
     end: int
+    overlap: str | None = attrs.field(default=None, validator=_overlap_tag)
 
     def __attrs_post_init__(self) -> None:
         entity = f"task {self.block!r} (micro-batch {self.microbatch})"
@@ -85,6 +102,13 @@ class TaskInstance:
         return (self.block, self.microbatch)
 
     @property
+    def group_key(self) -> tuple[str, frozenset[str], int] | None:
+        """Identity of the overlapped group this task belongs to (None for a plain task)."""
+        if self.overlap is None:
+            return None
+        return (self.overlap, frozenset(self.devices), self.start)
+
+    @property
     def duration(self) -> int:
         return self.end - self.start
 
@@ -97,13 +121,16 @@ class TaskInstance:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "block": self.block,
             "microbatch": self.microbatch,
             "devices": list(self.devices),
             "start": self.start,
             "end": self.end,
         }
+        if self.overlap is not None:
+            d["overlap"] = self.overlap
+        return d
 
 
 @attrs.frozen(kw_only=True)
@@ -257,12 +284,37 @@ class Schedule:
 # --------------------------------------------------------------------------
 
 
-def busy_time(schedule: Schedule, devices: Iterable[str] | None = None) -> dict[str, int]:
-    """Busy time per device (a multi-device task counts on each of its devices)."""
-    out: dict[str, int] = {d: 0 for d in (devices or ())}
+def overlap_groups(schedule: Schedule) -> dict[tuple[str, frozenset[str], int], tuple[TaskInstance, ...]]:
+    """The overlapped groups of a schedule: group identity -> its member tasks.
+
+    A group is the set of tasks sharing an ``overlap`` tag, their devices
+    and their start (see :class:`TaskInstance`).
+    """
+    out: dict[tuple[str, frozenset[str], int], list[TaskInstance]] = {}
     for t in schedule.tasks:
+        g = t.group_key
+        if g is not None:
+            out.setdefault(g, []).append(t)
+    return {g: tuple(v) for g, v in out.items()}
+
+
+def busy_time(schedule: Schedule, devices: Iterable[str] | None = None) -> dict[str, int]:
+    """Busy time per device (a multi-device task counts on each of its devices).
+
+    An overlapped group counts once, for its own span (its longest member).
+    """
+    out: dict[str, int] = {d: 0 for d in (devices or ())}
+    group_span: dict[tuple[str, frozenset[str], int], int] = {}
+    for t in schedule.tasks:
+        g = t.group_key
+        if g is not None:
+            group_span[g] = max(group_span.get(g, 0), t.duration)
+            continue
         for d in t.devices:
             out[d] = out.get(d, 0) + t.duration
+    for (_, devs, _), span in group_span.items():
+        for d in devs:
+            out[d] = out.get(d, 0) + span
     return out
 
 

@@ -12,12 +12,18 @@ Rules checked (violation ``kind`` in brackets):
   duration [``option_not_allowed``, ``wrong_duration``];
 * it starts no earlier than its release [``release``];
 * no two tasks overlap on a device; a multi-device task occupies all of
-  its devices [``device_overlap``];
+  its devices [``device_overlap``]. The one exception are the members of a
+  *declared overlapped group* (tasks with the same ``overlap`` tag, devices
+  and start whose blocks are exactly those of one of the problem's
+  :class:`~schedsearch.problem.Overlap`): they share the device, and each
+  lasts the overlap's duration instead of its own [``wrong_duration``]. A
+  tagged task that forms no declared group is checked as a plain task;
 * for each edge ``u -> v`` and micro-batch ``m``: ``v`` starts no earlier
   than ``u`` ends; when the edge has a size > 0 and the two run on disjoint
   device sets, a transfer on a channel serving ``lead(u) -> lead(v)`` of the
   channel's transfer time lies between them [``dependency``,
-  ``missing_transfer``, ``wrong_transfer``];
+  ``missing_transfer``, ``wrong_transfer``] (an edge between two members
+  of one overlapped group is the group's internal order and is not checked);
 * no transfer that the problem does not call for [``unexpected_transfer``];
 * no two transfers overlap on a channel [``channel_overlap``];
 * the memory level (initial + deltas at start + workspace while running)
@@ -70,6 +76,17 @@ def _label(block: str, mb: int) -> str:
     return f"{block!r} (micro-batch {mb})"
 
 
+def _overlapping_pairs(items: list) -> list[tuple]:
+    """Every pair of half-open ``[start, end)`` items that overlap (a sweep by start)."""
+    pairs = []
+    active: list = []
+    for item in sorted(items, key=lambda x: (x.start, x.end)):
+        active = [a for a in active if a.end > item.start]
+        pairs.extend((a, item) for a in active)
+        active.append(item)
+    return pairs
+
+
 def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
     """Return every violation of ``schedule`` against ``problem`` (empty = valid)."""
     out: list[Violation] = []
@@ -97,7 +114,7 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
                     f"{[o.devices for o in block.options]}",
                 )
             )
-        elif t.duration != durations[chosen[0]]:
+        elif t.overlap is None and t.duration != durations[chosen[0]]:  # grouped tasks: checked below
             out.append(
                 Violation(
                     "wrong_duration",
@@ -112,17 +129,51 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
             if (b.name, m) not in placed:
                 out.append(Violation("missing_task", f"task {_label(b.name, m)} is not scheduled"))
 
-    # -- device overlap (every pair that overlaps, via a sweep)
+    # -- overlapped groups: a declared group lasts its overlap's duration; a
+    #    tagged task outside any declared group is a plain task
+    tagged: dict[tuple[str, frozenset[str], int], list[TaskInstance]] = defaultdict(list)
+    for t in placed.values():
+        if t.group_key is not None:
+            tagged[t.group_key].append(t)
+    groups: dict[tuple[str, frozenset[str], int], object] = {}  # group key -> its Overlap
+    for gkey, members in tagged.items():
+        names = [m.block for m in members]
+        rule = problem.overlap_for(names) if len(members) >= 2 and len(set(names)) == len(names) else None
+        if rule is not None:
+            groups[gkey] = rule
+            for m in members:
+                if m.duration != rule.duration:
+                    out.append(
+                        Violation(
+                            "wrong_duration",
+                            f"task {_label(*m.key)} lasts {m.duration} in the overlapped group "
+                            f"{rule.name or '+'.join(rule.blocks)!r}, which lasts {rule.duration}",
+                        )
+                    )
+            continue
+        for m in members:
+            block = blocks[m.block]
+            own = [d for o, d in zip(block.options, problem.durations(m.block, m.microbatch)) if set(o.devices) == set(m.devices)]
+            if own and m.duration != own[0]:
+                out.append(
+                    Violation(
+                        "wrong_duration",
+                        f"task {_label(*m.key)} lasts {m.duration} on {m.devices}, expected {own[0]} (it is tagged "
+                        f"overlapped {m.overlap!r}, but its group {sorted(names)} is not an overlap the problem declares)",
+                    )
+                )
+
+    def grouped_together(a: TaskInstance, b: TaskInstance) -> bool:
+        return a.group_key is not None and a.group_key == b.group_key and a.group_key in groups
+
+    # -- device overlap (every pair that overlaps)
     per_device: dict[str, list[TaskInstance]] = defaultdict(list)
     for t in placed.values():
         for d in t.devices:
             per_device[d].append(t)
     for d, tasks in per_device.items():
-        tasks.sort(key=lambda t: (t.start, t.end))
-        active: list[TaskInstance] = []
-        for t in tasks:
-            active = [a for a in active if a.end > t.start]
-            for a in active:
+        for a, t in _overlapping_pairs(tasks):
+            if not grouped_together(a, t):
                 out.append(
                     Violation(
                         "device_overlap",
@@ -130,7 +181,6 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
                         f"task {_label(*t.key)} [{t.start}, {t.end})",
                     )
                 )
-            active.append(t)
 
     # -- dependencies and transfers
     transfers: dict[tuple[str, str, int], Transfer] = {}
@@ -146,7 +196,17 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
             u, v = placed.get((e.src, m)), placed.get((e.dst, m))
             if u is None or v is None:
                 continue
-            if v.start < u.end:
+            if grouped_together(u, v):
+                rule = groups[u.group_key]
+                if rule.blocks.index(e.dst) < rule.blocks.index(e.src):
+                    out.append(
+                        Violation(
+                            "dependency",
+                            f"edge {e.src!r} -> {e.dst!r}, micro-batch {m}: the overlapped group "
+                            f"{rule.name or '+'.join(rule.blocks)!r} runs {e.dst!r} before {e.src!r}",
+                        )
+                    )
+            elif v.start < u.end:
                 out.append(
                     Violation(
                         "dependency",
@@ -209,20 +269,15 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
         if tr.end > tr.start:
             per_channel[tr.channel].append(tr)
     for ch_name, trs in per_channel.items():
-        trs.sort(key=lambda t: (t.start, t.end))
-        active_tr: list[Transfer] = []
-        for tr in trs:
-            active_tr = [a for a in active_tr if a.end > tr.start]
-            for a in active_tr:
-                out.append(
-                    Violation(
-                        "channel_overlap",
-                        f"channel {ch_name!r}: transfer {a.src!r} -> {a.dst!r} (micro-batch {a.microbatch}) "
-                        f"[{a.start}, {a.end}) overlaps transfer {tr.src!r} -> {tr.dst!r} "
-                        f"(micro-batch {tr.microbatch}) [{tr.start}, {tr.end})",
-                    )
+        for a, tr in _overlapping_pairs(trs):
+            out.append(
+                Violation(
+                    "channel_overlap",
+                    f"channel {ch_name!r}: transfer {a.src!r} -> {a.dst!r} (micro-batch {a.microbatch}) "
+                    f"[{a.start}, {a.end}) overlaps transfer {tr.src!r} -> {tr.dst!r} "
+                    f"(micro-batch {tr.microbatch}) [{tr.start}, {tr.end})",
                 )
-            active_tr.append(tr)
+            )
 
     # -- memory: one violation per excursion above capacity
     profile = memory_profile(problem, Schedule(tasks=list(placed.values())))

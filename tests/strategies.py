@@ -77,3 +77,35 @@ def problems(
         cluster=Cluster(devices=devices, channels=channels),
         initial_memory=initial,
     )
+
+
+
+@st.composite
+def overlap_problems(draw, max_microbatches: int = 2) -> Problem:
+    """Fixed-placement problems on 1-2 devices with one or two declared
+    overlapped groups between blocks of one device (group durations from
+    the longest member to one more than their sum)."""
+    from schedsearch.problem import Overlap
+
+    num_devices = draw(st.integers(1, 2))
+    names = [f"d{i}" for i in range(num_devices)]
+    num_blocks = draw(st.integers(2, 4))
+    blocks = []
+    for i in range(num_blocks):
+        dev = "d0" if i < 2 else draw(st.sampled_from(names))
+        blocks.append(Block(name=f"b{i}", kind=draw(st.sampled_from("FBIW")),
+                            options=[Option(devices=(dev,), duration=draw(st.integers(1, 3)))],
+                            memory=draw(st.integers(-1, 1))))
+    edges = [Edge(src=f"b{i}", dst=f"b{j}") for j in range(num_blocks) for i in range(j) if draw(st.integers(0, 2)) == 0]
+    overlaps = []
+    on_d0 = [b for b in blocks if b.options[0].devices == ("d0",)]
+    for _ in range(draw(st.integers(1, 2))):
+        pair = draw(st.lists(st.sampled_from(on_d0), min_size=2, max_size=2, unique_by=lambda b: b.name))
+        if any(set(o.blocks) == {b.name for b in pair} for o in overlaps):
+            continue
+        durs = [b.options[0].duration for b in pair]
+        overlaps.append(Overlap(blocks=[b.name for b in pair], duration=draw(st.integers(max(durs), sum(durs) + 1)),
+                                name=f"g{len(overlaps)}"))
+    capacity = draw(st.one_of(st.none(), st.integers(1, 3)))
+    return Problem(graph=Graph(blocks=blocks, edges=edges), num_microbatches=draw(st.integers(1, max_microbatches)),
+                   cluster=Cluster(devices=[Device(name=n, memory=capacity) for n in names]), overlaps=overlaps)

@@ -22,6 +22,14 @@ disjoint device sets; it then costs the cheapest channel's transfer time.
   the number of devices, rounded up.
 
 The bound is the maximum of these.
+
+Overlapped groups (:class:`~schedsearch.problem.Overlap`): a group lasts at
+least its longest member, so the formulas stay valid for edges between
+tasks that are not in one group; an edge ``u -> v`` between two blocks of
+one declared overlap counts as ``head(v) >= head(u)`` and ``tail(u) >=
+tail(v)`` (the group may run them together). When some overlap lasts less
+than the sum of its members, the device bounds and the average load do not
+hold and are left out.
 """
 
 from __future__ import annotations
@@ -62,18 +70,29 @@ def heads_and_tails(problem: Problem) -> tuple[dict[TaskKey, int], dict[TaskKey,
     preds = problem.graph.predecessors()
     succs = problem.graph.successors()
     delay = {(e.src, e.dst): _unavoidable_transfer(problem, e.src, e.dst, e.size) for e in problem.graph.edges}
+    grouped = {
+        (e.src, e.dst)
+        for e in problem.graph.edges
+        if any(e.src in ov.blocks and e.dst in ov.blocks for ov in problem.overlaps)
+    }
     heads: dict[TaskKey, int] = {}
     tails: dict[TaskKey, int] = {}
     for m in range(problem.num_microbatches):
         for b in order:
             h = problem.release_of(b, m)
             for e in preds[b]:
-                h = max(h, heads[(e.src, m)] + _min_duration(problem, e.src, m) + delay[(e.src, e.dst)])
+                if (e.src, e.dst) in grouped:
+                    h = max(h, heads[(e.src, m)])
+                else:
+                    h = max(h, heads[(e.src, m)] + _min_duration(problem, e.src, m) + delay[(e.src, e.dst)])
             heads[(b, m)] = h
         for b in reversed(order):
             t = 0
             for e in succs[b]:
-                t = max(t, delay[(e.src, e.dst)] + _min_duration(problem, e.dst, m) + tails[(e.dst, m)])
+                if (e.src, e.dst) in grouped:
+                    t = max(t, tails[(e.dst, m)])
+                else:
+                    t = max(t, delay[(e.src, e.dst)] + _min_duration(problem, e.dst, m) + tails[(e.dst, m)])
             tails[(b, m)] = t
     return heads, tails
 
@@ -127,7 +146,15 @@ class AnalyticBound:
 
 def analytic_lower_bound(problem: Problem) -> AnalyticBound:
     """Maximum of the critical path, the per-device bounds and the average load."""
-    parts: dict[str, int] = {"critical_path": critical_path(problem), "average_load": _average_load(problem)}
-    for d, v in device_bounds(problem).items():
-        parts[f"device {d}"] = v
+    parts: dict[str, int] = {"critical_path": critical_path(problem)}
+    least: dict[str, int] = {}
+    for ov in problem.overlaps:
+        for b in ov.blocks:
+            if b not in least:
+                least[b] = min(_min_duration(problem, b, m) for m in range(problem.num_microbatches))
+    shortening = any(ov.duration < sum(least[b] for b in ov.blocks) for ov in problem.overlaps)
+    if not shortening:
+        parts["average_load"] = _average_load(problem)
+        for d, v in device_bounds(problem).items():
+            parts[f"device {d}"] = v
     return AnalyticBound(value=max(parts.values()), parts=parts)

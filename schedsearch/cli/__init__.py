@@ -17,6 +17,10 @@ COMMAND_MODULES: tuple[str, ...] = (
     "search",
     "validate",
     "demo",
+    "reproduce",
+    "export",
+    "run",
+    "profile",
     "bound",
 )
 

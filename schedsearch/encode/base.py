@@ -122,7 +122,16 @@ class Backend(Protocol):
 
 
 #: Feature names a problem may need.
-FEATURES = ("flexible_options", "multi_device", "transfers", "memory", "workspace", "releases", "fixed_orders")
+FEATURES = (
+    "flexible_options",
+    "multi_device",
+    "transfers",
+    "memory",
+    "workspace",
+    "releases",
+    "fixed_orders",
+    "overlaps",
+)
 
 #: name -> "module:attribute" of the backend class, imported lazily.
 BACKENDS: dict[str, str] = {
@@ -171,6 +180,8 @@ def problem_features(problem: Problem) -> frozenset[str]:
         feats.add("releases")
     if problem.fixed_orders:
         feats.add("fixed_orders")
+    if problem.overlaps:
+        feats.add("overlaps")
     return frozenset(feats)
 
 
@@ -185,6 +196,12 @@ def solve(problem: Problem, backend: str | Backend = "cpsat", options: SolveOpti
     options = options or SolveOptions()
     impl = get_backend(backend)
     missing = problem_features(problem) - impl.features
+    if missing == {"overlaps"}:
+        raise UnsupportedFeatureError(
+            f"backend {impl.name!r} cannot express overlapped groups (the problem declares "
+            f"{len(problem.overlaps)} overlaps); search the schedules without them with "
+            f"problem.with_(overlaps=())"
+        )
     if missing:
         others = [n for n in BACKENDS if n != impl.name]
         raise UnsupportedFeatureError(

@@ -22,6 +22,14 @@ Both backends encode the same constraint families, in this order:
    mandatory work on d + least tail``;
 9. objective: minimise the makespan (the last end).
 
+Overlapped groups (:class:`~schedsearch.problem.Overlap`) enter families 1-3
+and 8: each candidate group (one task instance per member block; members
+linked by an edge of the graph share their micro-batch, so a full backward
+``I + W`` stays one micro-batch's) has a literal; a task runs alone or in
+exactly one active group; an active group occupies its devices once for its
+duration, all members start together and end with it, and an edge between
+two of its members is the group's internal order, not a precedence.
+
 This module computes what those families need (task list, which device an
 option occupies, which transfers may occur, a horizon); it imports no solver.
 """
@@ -72,6 +80,21 @@ class TransferInfo:
 
 
 @attrs.frozen(kw_only=True)
+class GroupInfo:
+    """A candidate overlapped group: member tasks (in the overlap's block order)."""
+
+    name: str
+    members: tuple[int, ...]
+    duration: int
+    devices: tuple[str, ...]
+
+
+#: Refuse to enumerate more candidate groups than this (a model of that size
+#: would not be solvable anyway); the error names the overlap.
+MAX_GROUPS = 200_000
+
+
+@attrs.frozen(kw_only=True)
 class Structure:
     problem: Problem
     tasks: tuple[TaskInfo, ...]
@@ -86,6 +109,36 @@ class Structure:
     #: when every memory delta on it pairs up (see :func:`memory_pairs`),
     #: else None
     memory_pairs: dict[str, tuple[tuple[int, int, int], ...] | None]
+    #: candidate overlapped groups
+    groups: tuple[GroupInfo, ...] = ()
+    #: task -> indices of the candidate groups it may join
+    task_groups: dict[int, tuple[int, ...]] = attrs.field(factory=dict)
+    #: precedence (u, v) -> groups holding both (the edge is then internal)
+    internal: dict[tuple[int, int], tuple[int, ...]] = attrs.field(factory=dict)
+
+    def device_work_bound(self, tasks: tuple[int, ...]) -> int:
+        """A lower bound on the time a device needs for ``tasks`` run one at a time.
+
+        Without groups: the sum of their least durations. A group of ``k``
+        members saves ``sum(member durations) - duration`` at most; as a task
+        joins at most one group, the savings are at most the sum over the
+        tasks of their best ``saving / k``, which is subtracted (rounded
+        down).
+        """
+        work = sum(min(d for _, d in self.tasks[t].options) for t in tasks)
+        if not self.groups:
+            return work
+        from fractions import Fraction
+
+        savings = Fraction(0)
+        for t in tasks:
+            best = Fraction(0)
+            for g in self.task_groups.get(t, ()):
+                info = self.groups[g]
+                saving = sum(self.tasks[m].options[0][1] for m in info.members) - info.duration
+                best = max(best, Fraction(saving, len(info.members)))
+            savings += best
+        return work - int(savings)
 
     def option_on(self, task: int, device: str) -> tuple[int, ...]:
         """Indices of the options of ``task`` that occupy ``device``."""
@@ -104,17 +157,27 @@ class Structure:
         self,
         chosen: list[tuple[int, int]],
         transfers: list[tuple[int, str, int]],
+        active_groups: list[int] = (),
     ) -> Schedule:
         """The Schedule of a solver's answer.
 
         ``chosen[t] = (option index, start)`` for every task; ``transfers`` lists
-        ``(transfer index, channel name, start)`` for the transfers that happen.
+        ``(transfer index, channel name, start)`` for the transfers that happen;
+        ``active_groups`` the candidate groups that run.
         """
+        in_group: dict[int, GroupInfo] = {}
+        for g in active_groups:
+            for m in self.groups[g].members:
+                in_group[m] = self.groups[g]
         tasks = []
-        for info, (option, start) in zip(self.tasks, chosen):
+        for t, (info, (option, start)) in enumerate(zip(self.tasks, chosen)):
             devices, duration = info.options[option]
+            group = in_group.get(t)
             tasks.append(
-                TaskInstance(block=info.key[0], microbatch=info.key[1], devices=devices, start=start, end=start + duration)
+                TaskInstance(
+                    block=info.key[0], microbatch=info.key[1], devices=devices, start=start,
+                    end=start + (group.duration if group else duration), overlap=group.name if group else None,
+                )
             )
         done = []
         for k, channel, start in transfers:
@@ -150,7 +213,17 @@ class Structure:
             tr = by_edge.get((info.src[0], info.dst[0], info.src[1]))
             if tr is not None:
                 transfers[k] = (tr.channel, tr.start)
-        return {"start": starts, "option": options, "transfer": transfers}
+        groups: list[int] = []
+        by_members = {frozenset(g.members): k for k, g in enumerate(self.groups)}
+        seen: dict[tuple, list[int]] = {}
+        for t in schedule.tasks:
+            if t.group_key is not None and t.key in self.index:
+                seen.setdefault(t.group_key, []).append(self.index[t.key])
+        for members in seen.values():
+            k = by_members.get(frozenset(members))
+            if k is not None:
+                groups.append(k)
+        return {"start": starts, "option": options, "transfer": transfers, "groups": groups}
 
 
 def symmetry_applies(problem: Problem) -> bool:
@@ -224,6 +297,11 @@ def build_structure(problem: Problem, symmetry_breaking: bool = True) -> Structu
     }
     capacities = {d.name: d.memory for d in problem.cluster.devices if d.memory is not None}
     pairs = {d: _memory_pairs(problem, index, d) for d in capacities}
+    groups, task_groups, internal = _candidate_groups(problem, index, precedences)
+    for t, gs in task_groups.items():
+        # a task in a group may last the group's duration instead of its own
+        longest = max(groups[g].duration for g in gs)
+        horizon += max(0, longest - max(d for _, d in tasks[t].options))
     return Structure(
         problem=problem,
         tasks=tuple(tasks),
@@ -235,6 +313,71 @@ def build_structure(problem: Problem, symmetry_breaking: bool = True) -> Structu
         device_mandatory=mandatory,
         capacities=capacities,
         memory_pairs=pairs,
+        groups=groups,
+        task_groups=task_groups,
+        internal=internal,
+    )
+
+
+def _candidate_groups(
+    problem: Problem, index: dict[TaskKey, int], precedences: list[tuple[int, int]]
+) -> tuple[tuple[GroupInfo, ...], dict[int, tuple[int, ...]], dict[tuple[int, int], tuple[int, ...]]]:
+    """Every candidate group of every declared overlap (see the module docstring)."""
+    if not problem.overlaps:
+        return (), {}, {}
+    import itertools
+
+    linked = {(e.src, e.dst) for e in problem.graph.edges} | {(e.dst, e.src) for e in problem.graph.edges}
+    n = problem.num_microbatches
+    groups: list[GroupInfo] = []
+    for ov in problem.overlaps:
+        # members linked by an edge share the micro-batch: union-find over the blocks
+        parent = {b: b for b in ov.blocks}
+
+        def find(b: str) -> str:
+            while parent[b] != b:
+                parent[b] = parent[parent[b]]
+                b = parent[b]
+            return b
+
+        for a in ov.blocks:
+            for b in ov.blocks:
+                if (a, b) in linked:
+                    parent[find(a)] = find(b)
+        roots = sorted({find(b) for b in ov.blocks}, key=ov.blocks.index)
+        count = n ** len(roots)
+        if len(groups) + count > MAX_GROUPS:
+            from schedsearch.errors import UnsupportedFeatureError
+
+            raise UnsupportedFeatureError(
+                f"overlap {ov.name or '+'.join(ov.blocks)!r}: {count} candidate groups over "
+                f"{n} micro-batches is more than an exact model can hold ({MAX_GROUPS}); "
+                f"search without overlaps (problem.with_(overlaps=())) or with fewer micro-batches"
+            )
+        devices = problem.graph.block(ov.blocks[0]).options[0].devices
+        for combo in itertools.product(range(n), repeat=len(roots)):
+            mb = dict(zip(roots, combo))
+            members = tuple(index[(b, mb[find(b)])] for b in ov.blocks)
+            groups.append(GroupInfo(name=ov.name or "+".join(ov.blocks), members=members,
+                                    duration=ov.duration, devices=devices))
+    task_groups: dict[int, list[int]] = {}
+    for g, info in enumerate(groups):
+        for m in info.members:
+            task_groups.setdefault(m, []).append(g)
+    pairs = set(precedences)
+    internal: dict[tuple[int, int], list[int]] = {}
+    for g, info in enumerate(groups):
+        # an edge is the group's internal order only when it follows the
+        # group's block order; an edge against it stays a precedence (and
+        # such a group can never run)
+        for i, a in enumerate(info.members):
+            for b in info.members[i + 1:]:
+                if (a, b) in pairs:
+                    internal.setdefault((a, b), []).append(g)
+    return (
+        tuple(groups),
+        {t: tuple(v) for t, v in task_groups.items()},
+        {k: tuple(v) for k, v in internal.items()},
     )
 
 

@@ -3,7 +3,10 @@
 One row (thread) per device and per channel in one process; each task is a
 complete event (``"ph": "X"``) whose ``ts``/``dur`` are the schedule's time
 units scaled by ``time_unit_us`` microseconds, with the block, kind,
-micro-batch and stage in ``args``. Open the file in ``chrome://tracing`` or
+micro-batch and stage in ``args`` (and ``overlap``, the group's tag, for the
+members of an overlapped group: they share one interval on their device,
+and the trace viewers nest them). A multi-device task appears on each of
+its devices' rows. Open the file in ``chrome://tracing`` or
 https://ui.perfetto.dev.
 """
 
@@ -64,6 +67,8 @@ def chrome_trace(
                                 "start": task.start, "end": task.end, "devices": list(task.devices)}
         if block is not None and block.stage is not None:
             args["stage"] = block.stage
+        if task.overlap is not None:
+            args["overlap"] = task.overlap
         if marks and task.key in marks:
             args.update(marks[task.key])
         for d in task.devices:

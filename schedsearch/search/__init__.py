@@ -1,5 +1,6 @@
 """Search strategies: they build sub-problems and hand them to a backend."""
 
 from schedsearch.search.optimal import optimal as optimal
+from schedsearch.search.pareto import min_memory as min_memory, pareto as pareto
 
-__all__ = ["optimal"]
+__all__ = ["min_memory", "optimal", "pareto"]

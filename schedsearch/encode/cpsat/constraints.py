@@ -8,20 +8,49 @@ from schedsearch.encode.cpsat.variables import Variables
 from schedsearch.encode.structure import Structure
 
 
+def add_groups(model: cp_model.CpModel, st: Structure, var: Variables) -> None:
+    """Family 1 for overlapped groups: a task runs alone or in exactly one
+    active group; the members of an active group start together and end
+    with it."""
+    for t, groups in st.task_groups.items():
+        tv = var.tasks[t]
+        model.add_exactly_one([tv.solo] + [var.groups[g][0] for g in groups])
+    for g, info in enumerate(st.groups):
+        lit = var.groups[g][0]
+        first = var.tasks[info.members[0]]
+        for m in info.members:
+            if m != info.members[0]:
+                model.add(var.tasks[m].start == first.start).only_enforce_if(lit)
+            model.add(var.tasks[m].end == first.start + info.duration).only_enforce_if(lit)
+
+
 def add_no_overlap(model: cp_model.CpModel, st: Structure, var: Variables) -> None:
-    """Family 2: on each device, the intervals of options occupying it do not overlap."""
+    """Family 2: on each device, the intervals of options occupying it (and of
+    the overlapped groups on it, each occupying it once) do not overlap."""
+    group_intervals: dict[str, list] = {}
+    for g, info in enumerate(st.groups):
+        for d in info.devices:
+            group_intervals.setdefault(d, []).append(var.groups[g][1])
     for d in st.problem.cluster.device_names:
         intervals = [
             var.tasks[t].intervals[i] for t in st.tasks_on(d) for i in st.option_on(t, d)
-        ]
+        ] + group_intervals.get(d, [])
         if len(intervals) > 1:
             model.add_no_overlap(intervals)
 
 
 def add_dependencies(model: cp_model.CpModel, st: Structure, var: Variables) -> None:
-    """Families 3 and 6 (fixed orders): ``start(v) >= end(u)`` for every precedence."""
+    """Families 3 and 6 (fixed orders): ``start(v) >= end(u)`` for every
+    precedence, unless a group holding both ``u`` and ``v`` runs (the edge is
+    then the group's internal order)."""
     for u, v in st.precedences:
-        model.add(var.tasks[v].start >= var.tasks[u].end)
+        shared = st.internal.get((u, v))
+        if shared:
+            model.add(var.tasks[v].start >= var.tasks[u].end).only_enforce_if(
+                [var.groups[g][0].negated() for g in shared]
+            )
+        else:
+            model.add(var.tasks[v].start >= var.tasks[u].end)
 
 
 def add_transfers(model: cp_model.CpModel, st: Structure, var: Variables) -> None:
@@ -67,8 +96,10 @@ def add_memory(model: cp_model.CpModel, st: Structure, var: Variables) -> None:
                 demands.append(amount)
             for t in st.tasks_on(d):
                 if st.tasks[t].workspace:
-                    for i in st.option_on(t, d):
-                        intervals.append(var.tasks[t].intervals[i])
+                    spans = [var.tasks[t].span] if var.tasks[t].span is not None else [
+                        var.tasks[t].intervals[i] for i in st.option_on(t, d)]
+                    for iv in spans:
+                        intervals.append(iv)
                         demands.append(st.tasks[t].workspace)
             if intervals:
                 model.add_cumulative(intervals, demands, cap - init)
@@ -119,7 +150,7 @@ def add_redundant_bounds(model: cp_model.CpModel, st: Structure, var: Variables)
     for d, tasks in st.device_mandatory.items():
         if len(tasks) < 2:
             continue
-        work = sum(min(dur for _, dur in st.tasks[t].options) for t in tasks)
+        work = st.device_work_bound(tasks)
         least_tail = min(st.tasks[t].tail for t in tasks)
         first = model.new_int_var(0, st.horizon, f"first[{d}]")
         model.add_min_equality(first, [var.tasks[t].start for t in tasks])

@@ -16,6 +16,7 @@ from ortools.sat.python import cp_model
 from schedsearch.encode.base import Progress, SolveOptions
 from schedsearch.encode.cpsat.constraints import (
     add_dependencies,
+    add_groups,
     add_memory,
     add_no_overlap,
     add_redundant_bounds,
@@ -43,6 +44,7 @@ def build_model(problem: Problem, options: SolveOptions) -> tuple[cp_model.CpMod
         horizon = min(horizon, options.upper_bound)
     model = cp_model.CpModel()
     var = make_variables(model, st, horizon)
+    add_groups(model, st, var)
     add_no_overlap(model, st, var)
     add_dependencies(model, st, var)
     add_transfers(model, st, var)
@@ -72,13 +74,22 @@ def _add_hints(model: cp_model.CpModel, st: Structure, var: Variables, schedule:
         hints.setdefault(v.index, (v, int(value)))
 
     put(var.true, 1)
+    grouped: dict[int, int] = {}
+    for g in values["groups"]:
+        for m in st.groups[g].members:
+            grouped[m] = g
+    for g, (lit, _) in enumerate(var.groups):
+        put(lit, g in values["groups"])
     ends = {}
     for t, tv in enumerate(var.tasks):
         if t not in starts:
             continue
-        ends[t] = starts[t] + st.tasks[t].options[chosen[t]][1]
+        g = grouped.get(t)
+        ends[t] = starts[t] + (st.groups[g].duration if g is not None else st.tasks[t].options[chosen[t]][1])
         put(tv.start, starts[t])
         put(tv.end, ends[t])
+        if tv.solo is not None:
+            put(tv.solo, g is None)
         for i, lit in enumerate(tv.present):
             put(lit, i == chosen[t])
     for k, tr in enumerate(st.transfers):
@@ -133,7 +144,8 @@ class CpSatBackend:
 
     name = "cpsat"
     features = frozenset(
-        {"flexible_options", "multi_device", "transfers", "memory", "workspace", "releases", "fixed_orders"}
+        {"flexible_options", "multi_device", "transfers", "memory", "workspace", "releases", "fixed_orders",
+         "overlaps"}
     )
 
     def solve(self, problem: Problem, options: SolveOptions) -> SearchResult:
@@ -209,4 +221,5 @@ def _read_schedule(solver: cp_model.CpSolver, st: Structure, var: Variables) -> 
         for name, (lit, _, _) in tv.channels.items()
         if lit is var.true or solver.boolean_value(lit)
     ]
-    return st.to_schedule(chosen, transfers)
+    groups = [g for g, (lit, _) in enumerate(var.groups) if solver.boolean_value(lit)]
+    return st.to_schedule(chosen, transfers, groups)

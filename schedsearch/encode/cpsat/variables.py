@@ -14,8 +14,13 @@ class TaskVars:
     end: cp_model.IntVar
     #: one presence literal per option (the model's true literal for a fixed task)
     present: list
-    #: one interval per option (optional unless the task is fixed)
+    #: one interval per option (optional unless the task is fixed; for a task
+    #: that may join an overlapped group, the interval of running alone)
     intervals: list
+    #: literal "runs alone" for a task that may join a group, else None
+    solo: object = None
+    #: interval [start, end) whatever the task runs in (tasks that may join a group)
+    span: object = None
 
 
 @attrs.define(kw_only=True)
@@ -36,6 +41,8 @@ class Variables:
     transfers: list[TransferVars]
     makespan: cp_model.IntVar
     first_start: dict = attrs.field(factory=dict)
+    #: per candidate group: (presence literal, interval)
+    groups: list = attrs.field(factory=list)
 
 
 def and_literal(model: cp_model.CpModel, true_lit, lits: list, name: str):
@@ -73,6 +80,16 @@ def make_variables(model: cp_model.CpModel, st: Structure, horizon: int) -> Vari
         min_dur = min(d for _, d in t.options)
         hi_start = max(lo, horizon - min_dur - t.tail)
         start = model.new_int_var(lo, hi_start, f"start[{tag}]")
+        if t.fixed and t.index in st.task_groups:
+            ((_, dur),) = t.options
+            longest = max(st.groups[g].duration for g in st.task_groups[t.index])
+            end = model.new_int_var(lo + dur, hi_start + max(dur, longest), f"end[{tag}]")
+            solo = model.new_bool_var(f"solo[{tag}]")
+            interval = model.new_optional_interval_var(start, dur, end, solo, f"iv[{tag}]")
+            span = model.new_interval_var(start, model.new_int_var(dur, max(dur, longest), f"len[{tag}]"), end,
+                                          f"span[{tag}]")
+            tasks.append(TaskVars(start=start, end=end, present=[true_lit], intervals=[interval], solo=solo, span=span))
+            continue
         if t.fixed:
             ((_, dur),) = t.options
             end = model.new_int_var(lo + dur, hi_start + dur, f"end[{tag}]")
@@ -123,5 +140,10 @@ def make_variables(model: cp_model.CpModel, st: Structure, horizon: int) -> Vari
                 iv = model.new_optional_fixed_size_interval_var(start, duration, lit, f"tiv[{tag}/{name}]")
             channels[name] = (lit, iv, duration)
         transfers.append(TransferVars(start=start, needed=needed, channels=channels, aux=aux))
+    groups = []
+    for g, info in enumerate(st.groups):
+        lit = model.new_bool_var(f"group[{g}:{info.name}]")
+        first = tasks[info.members[0]]
+        groups.append((lit, model.new_optional_fixed_size_interval_var(first.start, info.duration, lit, f"giv[{g}]")))
     makespan = model.new_int_var(0, horizon, "makespan")
-    return Variables(true=true_lit, tasks=tasks, transfers=transfers, makespan=makespan)
+    return Variables(true=true_lit, tasks=tasks, transfers=transfers, makespan=makespan, groups=groups)

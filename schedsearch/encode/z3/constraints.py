@@ -14,7 +14,8 @@ def _ordered_pairs(st: Structure) -> set[tuple[int, int]]:
     fixed on one device."""
     succ: dict[int, list[int]] = {}
     for u, v in st.precedences:
-        succ.setdefault(u, []).append(v)
+        if (u, v) not in st.internal:  # an edge inside a group may not order its ends
+            succ.setdefault(u, []).append(v)
     out: set[tuple[int, int]] = set()
     for t in succ:
         # iterative search: safe on deep chains and on cyclic (infeasible) orders
@@ -36,9 +37,36 @@ def _ordered_pairs(st: Structure) -> set[tuple[int, int]]:
     return out
 
 
+def add_groups(solver: z3.Solver, st: Structure, var: Variables) -> None:
+    """Family 1 for overlapped groups: a task runs alone (ending after its own
+    duration) or in exactly one active group (starting with it and ending
+    after the group's duration)."""
+    for t, groups in st.task_groups.items():
+        tv = var.tasks[t]
+        lits = [var.groups[g] for g in groups]
+        solver.add(z3.AtMost(*lits, 1))
+        ((_, dur),) = st.tasks[t].options
+        solver.add(z3.Implies(z3.Not(z3.Or(lits)), tv.end == tv.start + dur))
+    for g, info in enumerate(st.groups):
+        first = var.tasks[info.members[0]]
+        for m in info.members:
+            if m != info.members[0]:
+                solver.add(z3.Implies(var.groups[g], var.tasks[m].start == first.start))
+            solver.add(z3.Implies(var.groups[g], var.tasks[m].end == first.start + info.duration))
+
+
+def _shared_groups(st: Structure, a: int, b: int) -> list[int]:
+    ga = st.task_groups.get(a)
+    if not ga:
+        return []
+    gb = set(st.task_groups.get(b, ()))
+    return [g for g in ga if g in gb]
+
+
 def add_no_overlap(solver: z3.Solver, st: Structure, var: Variables) -> None:
     """Family 2: two tasks on the same device do not overlap (pairwise disjunctions;
-    pairs already ordered by a precedence path or a chain are skipped)."""
+    pairs already ordered by a precedence path or a chain are skipped; two
+    members of one active group share the device as the group)."""
     ordered = _ordered_pairs(st)
     for d in st.problem.cluster.device_names:
         tasks = st.tasks_on(d)
@@ -48,15 +76,18 @@ def add_no_overlap(solver: z3.Solver, st: Structure, var: Variables) -> None:
                 if (a, b) in ordered or (b, a) in ordered:
                     continue
                 ta, tb = var.tasks[a], var.tasks[b]
-                apart = z3.Or(ta.end <= tb.start, tb.end <= ta.start)
+                apart = z3.Or([ta.end <= tb.start, tb.end <= ta.start] + [var.groups[g] for g in _shared_groups(st, a, b)])
                 guards = [z3.Not(g) for g in (on[a], on[b]) if not z3.is_true(g)]
                 solver.add(z3.Or(guards + [apart]) if guards else apart)
 
 
 def add_dependencies(solver: z3.Solver, st: Structure, var: Variables) -> None:
-    """Families 3 and 6 (fixed orders): ``start(v) >= end(u)``."""
+    """Families 3 and 6 (fixed orders): ``start(v) >= end(u)``, unless a
+    group holding both runs (the edge is then the group's internal order)."""
     for u, v in st.precedences:
-        solver.add(var.tasks[v].start >= var.tasks[u].end)
+        shared = st.internal.get((u, v))
+        after = var.tasks[v].start >= var.tasks[u].end
+        solver.add(z3.Or([after] + [var.groups[g] for g in shared]) if shared else after)
 
 
 def add_transfers(solver: z3.Solver, st: Structure, var: Variables) -> None:
@@ -138,7 +169,7 @@ def add_redundant_bounds(solver: z3.Solver, st: Structure, var: Variables) -> No
     for d, tasks in st.device_mandatory.items():
         if len(tasks) < 2:
             continue
-        work = sum(min(dur for _, dur in st.tasks[t].options) for t in tasks)
+        work = st.device_work_bound(tasks)
         least_tail = min(st.tasks[t].tail for t in tasks)
         first = z3.Int(f"first[{d}]")
         solver.add([first <= var.tasks[t].start for t in tasks])

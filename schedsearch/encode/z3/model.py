@@ -19,6 +19,7 @@ from schedsearch.encode.base import Progress, SolveOptions
 from schedsearch.encode.structure import Structure, build_structure
 from schedsearch.encode.z3.constraints import (
     add_dependencies,
+    add_groups,
     add_memory,
     add_no_overlap,
     add_redundant_bounds,
@@ -47,6 +48,7 @@ def build_solver(problem: Problem, options: SolveOptions) -> tuple[z3.Solver, St
     for key, value in options.backend_params.items():
         solver.set(key, value)
     var = make_variables(solver, st, horizon)
+    add_groups(solver, st, var)
     add_no_overlap(solver, st, var)
     add_dependencies(solver, st, var)
     add_transfers(solver, st, var)
@@ -66,7 +68,8 @@ class Z3Backend:
 
     name = "z3"
     features = frozenset(
-        {"flexible_options", "multi_device", "transfers", "memory", "workspace", "releases", "fixed_orders"}
+        {"flexible_options", "multi_device", "transfers", "memory", "workspace", "releases", "fixed_orders",
+         "overlaps"}
     )
 
     def solve(self, problem: Problem, options: SolveOptions) -> SearchResult:
@@ -179,4 +182,5 @@ def _read_schedule(model: z3.ModelRef, st: Structure, var: Variables) -> Schedul
         for name, (lit, _) in tv.channels.items()
         if z3.is_true(value(lit))
     ]
-    return st.to_schedule(chosen, transfers)
+    groups = [g for g, lit in enumerate(var.groups) if z3.is_true(value(lit))]
+    return st.to_schedule(chosen, transfers, groups)

@@ -31,6 +31,8 @@ class Variables:
     transfers: list[TransferVars]
     makespan: z3.ArithRef
     first_start: dict = attrs.field(factory=dict)
+    #: per candidate group: Bool "this group runs"
+    groups: list = attrs.field(factory=list)
 
 
 def _or(lits: list) -> z3.BoolRef:
@@ -60,6 +62,12 @@ def make_variables(solver: z3.Solver, st: Structure, horizon: int) -> Variables:
         lo = max(t.release, t.head)
         min_dur = min(d for _, d in t.options)
         solver.add(start >= lo, start <= max(lo, horizon - min_dur - t.tail))
+        if t.fixed and t.index in st.task_groups:
+            # the end is the start plus its own duration, or plus its group's
+            ((_, dur),) = t.options
+            end = z3.Int(f"end[{tag}]")
+            tasks.append(TaskVars(start=start, end=end, present=[z3.BoolVal(True)]))
+            continue
         if t.fixed:
             ((_, dur),) = t.options
             tasks.append(TaskVars(start=start, end=start + dur, present=[z3.BoolVal(True)]))
@@ -94,4 +102,5 @@ def make_variables(solver: z3.Solver, st: Structure, horizon: int) -> Variables:
             for name, lits in channel_lits.items()
         }
         transfers.append(TransferVars(start=start, channels=channels, aux=aux))
-    return Variables(tasks=tasks, transfers=transfers, makespan=z3.Int("makespan"))
+    groups = [z3.Bool(f"group[{g}:{info.name}]") for g, info in enumerate(st.groups)]
+    return Variables(tasks=tasks, transfers=transfers, makespan=z3.Int("makespan"), groups=groups)

@@ -1,0 +1,91 @@
+"""Versioned schedule JSON: the problem, the schedule and its metrics in one document.
+
+Document (``"format": "schedsearch.plan"``, ``"version": 1``)::
+
+    {"format": "schedsearch.plan", "version": 1,
+     "problem": <Problem.to_dict()>, "schedule": <Schedule.to_dict()>,
+     "metrics": <Metrics.to_dict()>, "meta": {...}}
+
+``problem`` and ``schedule`` carry their own format tags and versions;
+``metrics`` is informative (recomputed on reading, never trusted); ``meta``
+holds free-form notes (a time scale, the generator's name). Reading checks
+the tags and versions and, by default, validates the schedule against the
+problem.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from schedsearch.errors import FormatError, InvalidScheduleError, ValidationFailedError
+from schedsearch.problem import Problem
+from schedsearch.schedule import Schedule, metrics
+from schedsearch.validate import assert_valid
+
+__all__ = ["PLAN_FORMAT", "PLAN_FORMAT_VERSION", "plan_document", "to_json", "write_json", "read_json", "from_document"]
+
+PLAN_FORMAT = "schedsearch.plan"
+PLAN_FORMAT_VERSION = 1
+
+
+def plan_document(problem: Problem, schedule: Schedule, *, meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The document of ``schedule`` for ``problem`` (see the module docstring)."""
+    return {
+        "format": PLAN_FORMAT,
+        "version": PLAN_FORMAT_VERSION,
+        "problem": problem.to_dict(),
+        "schedule": schedule.to_dict(),
+        "metrics": metrics(problem, schedule).to_dict(),
+        "meta": dict(meta or {}),
+    }
+
+
+def to_json(problem: Problem, schedule: Schedule, *, meta: Mapping[str, Any] | None = None, indent: int | None = 2) -> str:
+    return json.dumps(plan_document(problem, schedule, meta=meta), indent=indent)
+
+
+def write_json(problem: Problem, schedule: Schedule, path: str | Path, *, meta: Mapping[str, Any] | None = None) -> Path:
+    """Write the document to ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(to_json(problem, schedule, meta=meta))
+    return path
+
+
+def from_document(doc: Mapping[str, Any], *, validate: bool = True) -> tuple[Problem, Schedule, dict[str, Any]]:
+    """``(problem, schedule, meta)`` of a document; validates the schedule unless told not to."""
+    if not isinstance(doc, Mapping):
+        raise FormatError("plan document: must be a JSON object")
+    if doc.get("format") != PLAN_FORMAT:
+        raise FormatError(f"plan document: 'format' must be {PLAN_FORMAT!r}, got {doc.get('format')!r}")
+    if doc.get("version") != PLAN_FORMAT_VERSION:
+        raise FormatError(
+            f"plan document: 'version' {doc.get('version')!r} is not supported (this library reads {PLAN_FORMAT_VERSION})"
+        )
+    for key in ("problem", "schedule"):
+        if key not in doc:
+            raise FormatError(f"plan document: missing field {key!r}")
+    problem = Problem.from_dict(doc["problem"])
+    schedule = Schedule.from_dict(doc["schedule"])
+    if validate:
+        try:
+            assert_valid(problem, schedule, "schedule of the plan document")
+        except ValidationFailedError as exc:
+            raise InvalidScheduleError(str(exc)) from None
+    return problem, schedule, dict(doc.get("meta") or {})
+
+
+def read_json(source: str | Path, *, validate: bool = True) -> tuple[Problem, Schedule, dict[str, Any]]:
+    """Read a document from a path (or JSON text)."""
+    if isinstance(source, Path) or not source.lstrip().startswith("{"):
+        text = Path(source).read_text()
+    else:
+        text = source
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"plan document: not valid JSON ({exc})") from None
+    return from_document(doc, validate=validate)

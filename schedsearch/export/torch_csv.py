@@ -1,0 +1,233 @@
+"""PyTorch ``torch.distributed.pipelining`` compute-only CSV: export and import.
+
+Format (what PyTorch's ``_PipelineScheduleRuntime._load_csv(path,
+format="compute_only")`` reads): one row per rank, one action per cell, in
+the order the rank runs them. A cell is ``{stage}{type}{micro-batch}`` with
+type ``F`` (forward), ``I`` (input gradient), ``W`` (weight gradient) or
+``B`` (full backward), e.g. ``0F1``; an overlapped forward and backward is
+``({a}F{m};{b}B{n})OVERLAP_F_B``. An empty cell is no action. Communication
+(``SEND_F``, ``RECV_B``, ...) is not part of a compute-only file: the
+runtime adds it.
+
+Mapping from a schedule: the problem must be one pipeline built by
+:mod:`schedsearch.placements` (blocks ``F{s}``, ``B{s}`` / ``I{s}``,
+``W{s}`` with their ``stage``); the stage index is the block's ``stage``
+(so the ``"loop"`` and ``"v"`` mappings come out as PyTorch numbers them),
+the rank is the device's index in the cluster, and each rank's cells
+follow the start times of its tasks. Overlapped groups become one cell: an
+``I`` and ``W`` of one stage and micro-batch fused into a ``"B"`` group is
+``sB m``; a forward grouped with a full backward is ``OVERLAP_F_B``. A
+schedule that the format cannot express (several pipelines, a block on
+several devices at once, a kind other than F/B/I/W, another kind of group)
+raises :class:`~schedsearch.errors.FormatError` instead of writing a wrong
+file.
+
+Import (:func:`read_torch_csv`) reads the cells back into the problem's
+tasks and times them as soon as possible in each rank's order (see
+:func:`~schedsearch.handcrafted.schedule_from_orders`); for a schedule
+that is itself as soon as possible in its device orders (every
+handcrafted one) the round trip gives the same schedule back.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from pathlib import Path
+
+from schedsearch.errors import FormatError, InvalidProblemError
+from schedsearch.handcrafted.actions import Act, Action, Pair, PipelineView, pipeline_view, run_actions
+from schedsearch.problem import Problem
+from schedsearch.schedule import Schedule, TaskInstance
+
+__all__ = [
+    "torch_cells",
+    "to_torch_csv",
+    "write_torch_csv",
+    "parse_torch_csv",
+    "read_torch_csv",
+    "stage_to_rank",
+]
+
+_CELL = re.compile(r"^(\d+)(F|I|W|B)(\d+)$")
+_COMM = re.compile(r"^(\d+)(SEND_F|RECV_F|SEND_B|RECV_B|UNSHARD|RESHARD|REDUCE_GRAD)(\d*)$")
+_OVERLAP = re.compile(r"^\((.*)\)OVERLAP_F_B$")
+
+
+def _view(problem: Problem, what: str) -> PipelineView:
+    try:
+        view = pipeline_view(problem)
+    except InvalidProblemError as exc:
+        raise FormatError(f"{what}: the problem is not one pipeline of stage blocks ({exc})") from None
+    if list(view.pipelines) != [""]:
+        raise FormatError(
+            f"{what}: PyTorch's format runs every micro-batch through one pipeline of stages; problem "
+            f"{problem.name!r} has {len(view.pipelines)} pipelines {sorted(view.pipelines)} (two model replicas, "
+            f"as Chimera or DualPipe), which it cannot express"
+        )
+    return view
+
+
+def stage_to_rank(problem: Problem) -> dict[int, int]:
+    """Stage index -> rank (cluster device index) of a one-pipeline problem."""
+    view = _view(problem, "stage_to_rank")
+    return dict(enumerate(view.mapping()))
+
+
+def torch_cells(problem: Problem, schedule: Schedule) -> list[list[str]]:
+    """The cells of the compute-only CSV, one list per rank (cluster device order)."""
+    what = "PyTorch CSV export"
+    view = _view(problem, what)
+    by_block: dict[str, tuple[str, int]] = {}
+    for st in view.stages():
+        for kind, name in (("F", st.forward), ("B", st.backward), ("I", st.input_grad), ("W", st.weight_grad)):
+            if name is not None:
+                by_block[name] = (kind, st.stage)
+    rows: list[list[str]] = []
+    for device in problem.cluster.device_names:
+        items: list[tuple[int, str]] = []
+        groups: dict[tuple, list[TaskInstance]] = {}
+        for t in schedule.on_device(device):
+            if t.block not in by_block:
+                raise FormatError(f"{what}: task {t.block!r} (micro-batch {t.microbatch}) is not a block of the problem")
+            if len(t.devices) != 1:
+                raise FormatError(
+                    f"{what}: task {t.block!r} (micro-batch {t.microbatch}) runs on several devices at once "
+                    f"{list(t.devices)}; a CSV cell belongs to one rank"
+                )
+            if t.group_key is not None:
+                groups.setdefault(t.group_key, []).append(t)
+                continue
+            kind, stage = by_block[t.block]
+            items.append((t.start, f"{stage}{kind}{t.microbatch}"))
+        for key, members in groups.items():
+            items.append((key[2], _group_cell(members, by_block, what)))
+        items.sort(key=lambda x: x[0])
+        starts = [s for s, _ in items]
+        if len(set(starts)) != len(starts):
+            raise FormatError(f"{what}: two actions start at the same time on device {device!r}")
+        rows.append([cell for _, cell in items])
+    return rows
+
+
+def _group_cell(members: list[TaskInstance], by_block: dict[str, tuple[str, int]], what: str) -> str:
+    parts = sorted((by_block[m.block] + (m.microbatch,) for m in members), key=lambda x: "FIWB".index(x[0]))
+    kinds = [k for k, _, _ in parts]
+    label = ", ".join(f"{m.block}#{m.microbatch}" for m in members)
+
+    def full_backward(rest: list[tuple[str, int, int]]) -> tuple[int, int] | None:
+        if [k for k, _, _ in rest] == ["B"]:
+            return rest[0][1], rest[0][2]
+        if [k for k, _, _ in rest] == ["I", "W"] and rest[0][1:] == rest[1][1:]:
+            return rest[0][1], rest[0][2]
+        return None
+
+    if kinds[0] == "F" and len(parts) > 1:
+        back = full_backward(parts[1:])
+        if back is not None:
+            return f"({parts[0][1]}F{parts[0][2]};{back[0]}B{back[1]})OVERLAP_F_B"
+    else:
+        back = full_backward(parts)
+        if back is not None:
+            return f"{back[0]}B{back[1]}"
+    raise FormatError(
+        f"{what}: the overlapped group [{label}] is neither a full backward (I and W of one stage and "
+        f"micro-batch) nor a forward overlapped with a full backward"
+    )
+
+
+def to_torch_csv(problem: Problem, schedule: Schedule) -> str:
+    """The compute-only CSV text of ``schedule`` (see the module docstring)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    for row in torch_cells(problem, schedule):
+        writer.writerow(row)
+    return buf.getvalue()
+
+
+def write_torch_csv(problem: Problem, schedule: Schedule, path: str | Path) -> Path:
+    """Write the compute-only CSV of ``schedule`` to ``path``."""
+    text = to_torch_csv(problem, schedule)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def _parse_cell(text: str, rank: int, col: int) -> Action | None:
+    cell = text.strip()
+    if not cell:
+        return None
+    where = f"PyTorch CSV, rank {rank}, cell {col} ({cell!r})"
+    m = _OVERLAP.match(cell)
+    if m:
+        subs = [s.strip() for s in m.group(1).split(";") if s.strip()]
+        acts = [_parse_cell(s, rank, col) for s in subs]
+        if len(acts) != 2 or not all(isinstance(a, Act) for a in acts):
+            raise FormatError(f"{where}: OVERLAP_F_B must hold two actions, a forward and a full backward")
+        f, b = acts
+        if f.kind != "F" or b.kind != "B":
+            raise FormatError(f"{where}: OVERLAP_F_B must hold a forward then a full backward, got {subs}")
+        return Pair(f, b)
+    m = _CELL.match(cell)
+    if m:
+        return Act(m.group(2), int(m.group(1)), int(m.group(3)))
+    if _COMM.match(cell):
+        raise FormatError(f"{where}: a compute-only CSV holds no communication or sharding actions")
+    raise FormatError(f"{where}: not an action of the form {{stage}}{{F|I|W|B}}{{micro-batch}} or (..;..)OVERLAP_F_B")
+
+
+def parse_torch_csv(text: str) -> list[list[Action]]:
+    """Parse compute-only CSV text into per-rank action lists (empty cells dropped)."""
+    rows = []
+    for rank, row in enumerate(csv.reader(io.StringIO(text))):
+        actions = []
+        for col, cell in enumerate(row):
+            a = _parse_cell(cell, rank, col)
+            if a is not None:
+                actions.append(a)
+        rows.append(actions)
+    return rows
+
+
+def read_torch_csv(problem: Problem, source: str | Path, *, name: str = "") -> Schedule:
+    """Read a compute-only CSV (text or path) into a validated schedule of ``problem``.
+
+    Each rank's actions run in their order, as soon as possible (see the
+    module docstring). Raises :class:`~schedsearch.errors.FormatError`
+    when the file does not fit the problem (more ranks than devices, a
+    stage on the wrong rank, an unknown stage) and the simulator's errors
+    when the order deadlocks or misses tasks.
+    """
+    if isinstance(source, Path) or ("\n" not in source and Path(source).is_file()):
+        text = Path(source).read_text()
+    else:
+        text = str(source)
+    view = _view(problem, "PyTorch CSV import")
+    rows = parse_torch_csv(text)
+    ndev = len(problem.cluster.devices)
+    while rows and not rows[-1] and len(rows) > ndev:
+        rows.pop()
+    if len(rows) > ndev:
+        raise FormatError(f"PyTorch CSV import: {len(rows)} ranks, but problem {problem.name!r} has {ndev} devices")
+    mapping = view.mapping()
+    S = len(mapping)
+    for rank, actions in enumerate(rows):
+        for a in actions:
+            for act in (a.forward, a.backward) if isinstance(a, Pair) else (a,):
+                if not 0 <= act.stage < S:
+                    raise FormatError(f"PyTorch CSV import: rank {rank}: stage {act.stage} of {act} is not in 0..{S - 1}")
+                if mapping[act.stage] != rank:
+                    raise FormatError(
+                        f"PyTorch CSV import: rank {rank} runs {act}, but stage {act.stage} is on rank "
+                        f"{mapping[act.stage]} in problem {problem.name!r}"
+                    )
+    try:
+        return run_actions(view, dict(enumerate(rows)), name=name or schedule_name(problem))
+    except InvalidProblemError as exc:
+        raise FormatError(f"PyTorch CSV import: {exc}") from None
+
+
+def schedule_name(problem: Problem) -> str:
+    return f"{problem.name} (from PyTorch CSV)" if problem.name else "from PyTorch CSV"

@@ -1,0 +1,75 @@
+"""Handcrafted pipeline schedules: the published ones, exactly.
+
+Every generator takes a problem built by :mod:`schedsearch.placements`,
+writes the published per-device order of actions and returns the
+as-soon-as-possible schedule, checked by the independent validator.
+:func:`reproduce` builds, generates and measures a named schedule beside
+its published closed forms; :func:`search_against` runs the exact search
+under the same memory, warm-started from a handcrafted schedule.
+"""
+
+from schedsearch.handcrafted.actions import (
+    Act as Act,
+    Pair as Pair,
+    PipelineView as PipelineView,
+    pipeline_view as pipeline_view,
+    run_actions as run_actions,
+)
+from schedsearch.handcrafted.chimera import chimera as chimera
+from schedsearch.handcrafted.classic import (
+    gpipe as gpipe,
+    interleaved_1f1b as interleaved_1f1b,
+    megatron_order as megatron_order,
+    one_f_one_b as one_f_one_b,
+)
+from schedsearch.handcrafted.compare import (
+    Comparison as Comparison,
+    flatten_overlaps as flatten_overlaps,
+    search_against as search_against,
+)
+from schedsearch.handcrafted.dualpipe import dualpipe as dualpipe, dualpipev as dualpipev, eight_steps as eight_steps
+from schedsearch.handcrafted.registry import (
+    SCHEDULES as SCHEDULES,
+    Reproduction as Reproduction,
+    reproduce as reproduce,
+    schedule_names as schedule_names,
+)
+from schedsearch.handcrafted.simulate import (
+    DeadlockError as DeadlockError,
+    Group as Group,
+    schedule_from_orders as schedule_from_orders,
+)
+from schedsearch.handcrafted.zero_bubble import (
+    interleaved_zero_bubble as interleaved_zero_bubble,
+    zb_h1 as zb_h1,
+    zb_v as zb_v,
+)
+
+__all__ = [
+    "Act",
+    "Pair",
+    "PipelineView",
+    "pipeline_view",
+    "run_actions",
+    "chimera",
+    "gpipe",
+    "interleaved_1f1b",
+    "megatron_order",
+    "one_f_one_b",
+    "Comparison",
+    "flatten_overlaps",
+    "search_against",
+    "dualpipe",
+    "dualpipev",
+    "eight_steps",
+    "SCHEDULES",
+    "Reproduction",
+    "reproduce",
+    "schedule_names",
+    "DeadlockError",
+    "Group",
+    "schedule_from_orders",
+    "interleaved_zero_bubble",
+    "zb_h1",
+    "zb_v",
+]

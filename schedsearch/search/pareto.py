@@ -1,0 +1,275 @@
+"""The time-memory trade-off: Pareto fronts and memory walks.
+
+Both work by the epsilon-constraint method on a *uniform* per-device memory
+capacity ``M`` (every device of the problem gets capacity ``M``; initial
+memory is kept and counts against it):
+
+* :func:`pareto` walks ``M`` downwards. At each step it finds the least
+  makespan ``T*(M)`` under capacity ``M`` and measures the peak ``P <= M`` of
+  the schedule it found; since ``T*`` does not increase with ``M``,
+  ``T*(P) = T*(M)``, so the next capacity to try is ``P - 1``. The walk stops
+  when the capacity no longer fits a block or the problem becomes infeasible.
+  A point ``(T, P)`` is *proven* non-dominated when ``T`` was proven optimal
+  under capacity ``P`` and the next step proved that capacity ``P - 1``
+  needs a longer makespan (or is infeasible).
+* :func:`min_memory` finds the least uniform capacity at which a makespan
+  target is still reachable (a downward walk of feasibility checks, each
+  answered exactly, or stopping with the status that prevented a proof).
+
+Memory is the device level of the problem model (initial memory plus the
+running deltas and workspace), so "activations" are what the placement's
+memory deltas count.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from schedsearch.encode.base import Backend
+from schedsearch.errors import InvalidProblemError
+from schedsearch.problem import Cluster, Device, Problem
+from schedsearch.result import SearchResult, Status
+from schedsearch.schedule import Schedule, peak_memory
+from schedsearch.search.optimal import optimal
+
+__all__ = ["ParetoPoint", "ParetoFront", "pareto", "with_uniform_memory", "MemoryWalk", "min_memory"]
+
+
+def with_uniform_memory(problem: Problem, capacity: int | None) -> Problem:
+    """A copy of ``problem`` where every device has memory ``capacity``.
+
+    Raises :class:`~schedsearch.errors.InvalidProblemError` when a block no
+    longer fits on any device it may run on.
+    """
+    devices = [Device(name=d.name, memory=capacity, speed_class=d.speed_class) for d in problem.cluster.devices]
+    return problem.with_(cluster=Cluster(devices=devices, channels=problem.cluster.channels))
+
+
+def _peak(problem: Problem, schedule: Schedule) -> int:
+    return max(peak_memory(problem, schedule).values())
+
+
+@attrs.frozen(kw_only=True)
+class ParetoPoint:
+    """One non-dominated schedule: its makespan, its peak memory and the proof.
+
+    ``proven`` is True when the makespan is proven optimal under capacity
+    ``peak_memory`` and a capacity of ``peak_memory - 1`` is proven to need
+    a longer makespan (or to be infeasible).
+    """
+
+    makespan: int
+    peak_memory: int
+    capacity: int | None
+    schedule: Schedule
+    result: SearchResult
+    proven: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "makespan": self.makespan,
+            "peak_memory": self.peak_memory,
+            "capacity": self.capacity,
+            "status": self.result.status.value,
+            "lower_bound": self.result.lower_bound,
+            "proven": self.proven,
+            "wall_time_s": self.result.wall_time_s,
+        }
+
+
+@attrs.frozen(kw_only=True)
+class ParetoFront:
+    """Non-dominated (makespan, peak memory) points, by decreasing memory."""
+
+    points: tuple[ParetoPoint, ...]
+    #: why the walk stopped ("infeasible", "block does not fit", "timeout", "max_points", ...)
+    stop_reason: str
+    wall_time_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"points": [p.to_dict() for p in self.points], "stop_reason": self.stop_reason,
+                "wall_time_s": self.wall_time_s}
+
+    def __str__(self) -> str:
+        rows = [f"  makespan {p.makespan:>6}  peak memory {p.peak_memory:>4}  "
+                f"{'proven' if p.proven else p.result.status.value.lower()}" for p in self.points]
+        return "Pareto front (makespan, peak memory):\n" + "\n".join(rows) + f"\n  (stopped: {self.stop_reason})"
+
+
+def pareto(
+    problem: Problem,
+    objectives: tuple[str, str] = ("makespan", "peak_memory"),
+    *,
+    backend: str | Backend = "cpsat",
+    time_limit_s: float | None = 60.0,
+    total_time_limit_s: float | None = None,
+    max_points: int = 50,
+    start_capacity: int | None = None,
+    warm_starts: dict[int, Schedule] | None = None,
+    progress: Callable[[ParetoPoint], None] | None = None,
+    **options: Any,
+) -> ParetoFront:
+    """The makespan / peak-memory Pareto front of ``problem``.
+
+    Parameters
+    ----------
+    objectives:
+        Only ``("makespan", "peak_memory")`` (in either order) is supported.
+    time_limit_s:
+        Limit of each makespan search.
+    total_time_limit_s:
+        Limit of the whole walk (None: no limit beyond the per-step ones).
+    start_capacity:
+        First capacity tried (default: the problem's own capacities are
+        ignored and the walk starts unbounded).
+    warm_starts:
+        Schedules (e.g. handcrafted ones) tried as warm starts: a schedule is
+        used at a step when its peak memory fits the step's capacity.
+    options:
+        Passed to :func:`~schedsearch.search.optimal` (seed, workers, ...).
+    """
+    if set(objectives) != {"makespan", "peak_memory"} or len(objectives) != 2:
+        raise ValueError(
+            f"pareto: 'objectives' must be ('makespan', 'peak_memory'), got {tuple(objectives)!r}"
+        )
+    t0 = time.perf_counter()
+    capacity = start_capacity
+    candidates = list((warm_starts or {}).values())
+    found: list[tuple[int, int, int | None, Schedule, SearchResult]] = []
+    stop = "max_points"
+    while len(found) < max_points + 1:
+        remaining = None if total_time_limit_s is None else total_time_limit_s - (time.perf_counter() - t0)
+        if remaining is not None and remaining <= 0:
+            stop = "total time limit"
+            break
+        try:
+            sub = with_uniform_memory(problem, capacity)
+        except InvalidProblemError:
+            stop = f"capacity {capacity} does not fit a block"
+            break
+        limit = time_limit_s if remaining is None else min(x for x in (time_limit_s, remaining) if x is not None)
+        warm = _best_fitting(sub, candidates)
+        result = optimal(sub, backend=backend, time_limit_s=limit, warm_start=warm, **options)
+        if result.schedule is None:
+            stop = "infeasible" if result.status is Status.INFEASIBLE else result.status.value.lower()
+            break
+        peak = _peak(sub, result.schedule)
+        found.append((result.schedule.makespan, peak, capacity, result.schedule, result))
+        if progress is not None:
+            progress(_point(found, len(found) - 1, None))
+        if peak <= 0:
+            stop = "peak memory 0"
+            break
+        capacity = peak - 1
+    points = []
+    # keep the non-dominated ones: makespans strictly increase as memory decreases
+    for i, (makespan, peak, cap, schedule, result) in enumerate(found):
+        nxt = found[i + 1] if i + 1 < len(found) else None
+        if nxt is not None and nxt[0] <= makespan:
+            continue  # the next point has less memory and no longer makespan
+        next_proven = (
+            stop == "infeasible" or stop.startswith("capacity") if nxt is None
+            else nxt[4].status is Status.OPTIMAL and nxt[0] > makespan
+        )
+        points.append(ParetoPoint(
+            makespan=makespan, peak_memory=peak, capacity=cap, schedule=schedule, result=result,
+            proven=result.status is Status.OPTIMAL and bool(next_proven),
+        ))
+    return ParetoFront(points=tuple(points), stop_reason=stop, wall_time_s=time.perf_counter() - t0)
+
+
+def _best_fitting(problem: Problem, candidates: list[Schedule]) -> Schedule | None:
+    """The shortest given warm start that is a valid schedule of ``problem``."""
+    from schedsearch.validate import validate
+
+    best = None
+    for schedule in candidates:
+        try:
+            ok = not validate(problem, schedule)
+        except Exception:  # a schedule of another problem: not usable here
+            ok = False
+        if ok and (best is None or schedule.makespan < best.makespan):
+            best = schedule
+    return best
+
+
+def _point(found: list, i: int, proven: bool | None) -> ParetoPoint:
+    makespan, peak, cap, schedule, result = found[i]
+    return ParetoPoint(makespan=makespan, peak_memory=peak, capacity=cap, schedule=schedule, result=result,
+                       proven=bool(proven))
+
+
+@attrs.frozen(kw_only=True)
+class MemoryWalk:
+    """Result of :func:`min_memory`.
+
+    ``capacity`` is the least capacity found at which ``target_makespan`` is
+    reachable (with ``schedule``); ``proven`` says that ``capacity - 1`` was
+    proven not to reach it. ``steps`` lists ``(capacity, status, makespan)``.
+    """
+
+    target_makespan: int
+    capacity: int | None
+    schedule: Schedule | None
+    proven: bool
+    steps: tuple[tuple[int | None, str, int | None], ...]
+    wall_time_s: float
+
+
+def min_memory(
+    problem: Problem,
+    target_makespan: int,
+    *,
+    start_capacity: int | None = None,
+    backend: str | Backend = "cpsat",
+    time_limit_s: float | None = 60.0,
+    warm_start: Schedule | None = None,
+    **options: Any,
+) -> MemoryWalk:
+    """Least uniform capacity at which a makespan of at most ``target_makespan`` exists.
+
+    Walks the capacity down from ``start_capacity`` (default: unbounded,
+    then the peak of each schedule found minus one). Each step is an exact
+    search restricted to makespans ``<= target_makespan``; a step that ends
+    without a proof (TIMEOUT) stops the walk with ``proven=False``.
+    """
+    t0 = time.perf_counter()
+    capacity = start_capacity
+    best: tuple[int | None, Schedule] | None = None
+    steps: list[tuple[int | None, str, int | None]] = []
+    proven = False
+    warm = warm_start
+    while True:
+        try:
+            sub = with_uniform_memory(problem, capacity)
+        except InvalidProblemError:
+            proven = True  # a smaller capacity cannot even hold one block
+            break
+        from schedsearch.validate import validate
+
+        hint = warm if warm is not None and warm.makespan <= target_makespan and not validate(sub, warm) else None
+        result = optimal(sub, backend=backend, time_limit_s=time_limit_s, upper_bound=target_makespan,
+                         warm_start=hint, **options)
+        steps.append((capacity, result.status.value, result.objective))
+        if result.schedule is None:
+            proven = result.status is Status.INFEASIBLE
+            break
+        peak = _peak(sub, result.schedule)
+        best = (peak, result.schedule)
+        warm = result.schedule
+        if peak <= 0:
+            proven = True
+            break
+        capacity = peak - 1
+    return MemoryWalk(
+        target_makespan=target_makespan,
+        capacity=None if best is None else best[0],
+        schedule=None if best is None else best[1],
+        proven=proven and best is not None,
+        steps=tuple(steps),
+        wall_time_s=time.perf_counter() - t0,
+    )

@@ -1,0 +1,115 @@
+"""Chrome trace, plan JSON, ASCII timeline, Gantt pictures and the export() dispatcher."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from schedsearch.errors import FormatError, InvalidScheduleError
+from schedsearch.export import EXPORT_FORMATS, chrome_trace, export, read_json, render_ascii, write_json
+from schedsearch.export.bundle import write_bundle
+from schedsearch.export.json import plan_document
+from schedsearch.handcrafted import reproduce, schedule_from_orders
+from schedsearch.placements import chain_pipelines
+from schedsearch.problem import Channel, Cluster, Graph
+
+
+def test_chrome_trace_has_real_durations_rows_and_args():
+    rep = reproduce("dualpipev", devices=2, microbatches=4)
+    trace = chrome_trace(rep.problem, rep.schedule, time_unit_us=10.0)
+    names = {e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "thread_name"}
+    assert names == {"d0", "d1"}
+    slices = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    assert len(slices) == len(rep.schedule.tasks)
+    durs = {(e["args"]["kind"], e["dur"]) for e in slices}
+    assert ("F", 10.0) in durs  # a plain forward: 1 unit
+    assert ("F", 30.0) in durs  # a forward inside an F&B pair: the pair's 3 units
+    pair = [e for e in slices if e["args"].get("overlap") == "F&B"]
+    assert pair and all({"microbatch", "stage", "block"} <= set(e["args"]) for e in pair)
+
+
+def test_chrome_trace_has_channel_rows():
+    base = chain_pipelines([[0, 1]], 2, 1, backward=None)
+    p = base.with_(graph=Graph(blocks=base.graph.blocks, edges=[("F0", "F1", 2)]),
+                   cluster=Cluster(devices=base.cluster.devices, channels=[Channel(name="nv", endpoints=("d0", "d1"))]))
+    s = schedule_from_orders(p, {"d0": [("F0", 0)], "d1": [("F1", 0)]})
+    trace = chrome_trace(p, s)
+    rows = {e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "thread_name"}
+    assert "channel:nv" in rows
+    assert any(e.get("cat") == "transfer" and e["dur"] == 2000.0 for e in trace["traceEvents"])
+
+
+def test_plan_json_round_trip(tmp_path):
+    rep = reproduce("dualpipev", devices=2, microbatches=4)
+    path = write_json(rep.problem, rep.schedule, tmp_path / "plan.json", meta={"time_scale": 1})
+    problem, schedule, meta = read_json(path)
+    assert problem == rep.problem and schedule == rep.schedule and meta == {"time_scale": 1}
+    doc = json.loads(path.read_text())
+    assert (doc["format"], doc["version"]) == ("schedsearch.plan", 1)
+    assert doc["metrics"]["makespan"] == rep.schedule.makespan
+
+
+def test_plan_json_rejects_bad_documents(tmp_path):
+    rep = reproduce("1f1b", devices=2, microbatches=2)
+    doc = plan_document(rep.problem, rep.schedule)
+    bad = dict(doc, version=99)
+    with pytest.raises(FormatError, match="'version' 99 is not supported"):
+        read_json(json.dumps(bad))
+    broken = dict(doc, schedule=dict(doc["schedule"], tasks=doc["schedule"]["tasks"][1:]))
+    with pytest.raises(InvalidScheduleError, match="missing_task"):
+        read_json(json.dumps(broken))
+    assert read_json(json.dumps(broken), validate=False)[1].makespan == rep.schedule.makespan
+    with pytest.raises(FormatError, match="'format'"):
+        read_json(json.dumps({"format": "other"}))
+
+
+def test_ascii_timeline_draws_devices_labels_and_groups():
+    rep = reproduce("dualpipev", devices=2, microbatches=4)
+    text = render_ascii(rep.problem, rep.schedule)
+    lines = text.splitlines()
+    assert lines[1].startswith("d0: F0") and lines[2].startswith("d1: ")
+    assert "/B" in text  # an overlapped forward-and-backward pair, e.g. F3/B0
+    assert f"makespan {rep.schedule.makespan}" in lines[-1]
+    staged = render_ascii(rep.problem, rep.schedule, labels="stage")
+    assert "d0: 0F0" in staged and "3I0" in staged
+    with pytest.raises(ValueError, match="'labels' must be one of"):
+        render_ascii(rep.problem, rep.schedule, labels="colour")
+
+
+def test_ascii_matches_the_papers_1f1b_figure():
+    rep = reproduce("1f1b", devices=2, microbatches=2)
+    # F = 1, B = 2: 3 chars per unit (label + separator); d0 waits 2-4 for B0 and 6-7 for B1
+    assert render_ascii(rep.problem, rep.schedule, legend=False).splitlines()[1:] == [
+        "d0: F0 F1 ......B0===|...B1===|",
+        "d1: ...F0 B0===|F1 B1===|......",
+    ]
+
+
+def test_pictures(tmp_path):
+    pytest.importorskip("matplotlib")
+    rep = reproduce("dualpipev", devices=2, microbatches=4)
+    png = export(rep.problem, rep.schedule, "png", tmp_path / "s.png")
+    svg = export(rep.problem, rep.schedule, "svg", tmp_path / "s")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert svg.suffix == ".svg" and "<svg" in svg.read_text()[:500]
+    with pytest.raises(FormatError, match="needs an output path"):
+        export(rep.problem, rep.schedule, "png")
+
+
+@pytest.mark.parametrize("fmt", [f for f in EXPORT_FORMATS if f not in ("png", "svg")])
+def test_export_dispatcher_text_formats(fmt, tmp_path):
+    rep = reproduce("zb-h1", devices=2, microbatches=2)
+    text = export(rep.problem, rep.schedule, fmt)
+    assert isinstance(text, str) and text
+    path = export(rep.problem, rep.schedule, fmt, tmp_path / f"out.{fmt}")
+    assert path.read_text() == text
+    with pytest.raises(FormatError, match="'format' must be one of"):
+        export(rep.problem, rep.schedule, "xlsx")
+
+
+def test_bundle_skips_what_a_format_cannot_express(tmp_path):
+    rep = reproduce("chimera")
+    names = {p.name for p in write_bundle(rep.problem, rep.schedule, tmp_path, "chimera")}
+    assert {"chimera.trace.json", "chimera.plan.json", "chimera.txt"} <= names
+    assert "chimera.csv" not in names
