@@ -62,6 +62,7 @@ __all__ = [
     "parse_pipedream_profile",
     "read_split",
     "parse_split",
+    "find_expert_split",
     "training_graph_from_forward",
 ]
 
@@ -540,6 +541,25 @@ def read_split(path: str | Path) -> Split:
     """Read a split file (see :func:`parse_split`)."""
     path = Path(path)
     return parse_split(_load_json(path), name=path.name)
+
+
+def find_expert_split(path: str | Path) -> Path | None:
+    """The human-expert split shipped beside a dnn-partitioning workload, if any.
+
+    Looks for ``human-experts/<name>_expert.json`` in the parents of
+    ``path`` (up to three levels), then for the inference split of the same
+    model (``<model>_inference_expert.json``), which :func:`~schedsearch.
+    partition.cost.complete_split` extends to the backward operators.
+    """
+    path = Path(path)
+    stem = path.stem
+    model = stem.rsplit("_", 1)[0]
+    for parent in list(path.resolve().parents)[:3]:
+        folder = parent / "human-experts"
+        for name in (f"{stem}_expert.json", f"{model}_inference_expert.json"):
+            if (folder / name).is_file():
+                return folder / name
+    return None
 
 
 # ---------------------------------------------------------------- PipeDream profiles

@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "export",
     "run",
     "profile",
+    "partition",
     "bound",
 )
 

@@ -20,9 +20,10 @@ the number of ideals matches their published counts:
 4. **Trivial leaves** (optional, on by default). A forward supernode with
    zero latency (both kinds, < 1e-6), zero backward latency, no edge to or
    from a backward supernode and exactly one edge to a forward supernode is
-   merged into that neighbour, repeatedly. Merging such a leaf never makes a
-   load smaller, so the optimum can only change where it would have split
-   off a zero-cost operator on its own.
+   merged into that neighbour, repeatedly. This only restricts the splits
+   (the leaf must share its neighbour's device), so the optimum can only
+   grow, and only where the best split would have separated a zero-latency
+   operator from its single neighbour; the reference optima use it.
 
 Communication is kept on the *original* edges: an operator ``s`` with output
 cost ``c_s`` defines the hyperedge ``A_s`` = anchors of ``s`` and of its
@@ -33,6 +34,7 @@ hyperedges are merged and single-anchor ones dropped.
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter, defaultdict
 
 import attrs
@@ -264,8 +266,6 @@ def contract(graph: OperatorGraph, *, merge_trivial: bool = True) -> ContractedG
     for op in ops:
         c = cls[op.id]
         first_member[c] = min(first_member.get(c, op.id), op.id)
-    import heapq
-
     indeg = {k: len(preds_k[k]) for k in fwd_keys}
     heap = [(first_member.get(k, float("inf")), repr(k), k) for k, d in indeg.items() if d == 0]
     heapq.heapify(heap)

@@ -118,5 +118,5 @@ def column_sums(member: np.ndarray, weights: Sequence[float]) -> np.ndarray:
     total = np.zeros(member.shape[0], dtype=np.float64)
     for v, w in enumerate(weights):
         if w:
-            total += np.where(member[:, v], float(w), 0.0)
+            np.add(total, float(w), out=total, where=member[:, v])
     return total

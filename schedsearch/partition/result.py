@@ -44,6 +44,28 @@ class PartitionResult:
     wall_time_s: float = 0.0
     stats: dict[str, Any] = attrs.field(factory=dict)
 
+    def to_json(self) -> dict[str, Any]:
+        """The dnn-partitioning result layout plus the method's figures.
+
+        ``{"method", "maxLoad", "optimal", "wallTime", "fpgas": [{"load",
+        "nodes"}], "cpus": [...], "stats"}``; devices in pipeline order.
+        """
+        loads = dict(self.cost.loads)
+        out: dict[str, Any] = {
+            "method": self.method,
+            "maxLoad": self.max_load,
+            "optimal": self.optimal,
+            "wallTime": self.wall_time_s,
+            "fpgas": [],
+            "cpus": [],
+            "pipelineOrder": [str(slot) for slot, _ in self.split.stages],
+            "stats": {k: v for k, v in self.stats.items() if isinstance(v, (int, float, str, bool))},
+        }
+        for slot, ops in self.split.stages:
+            key = "fpgas" if slot.kind == "accel" else "cpus"
+            out[key].append({"device": str(slot), "load": loads[slot], "nodes": list(ops)})
+        return out
+
     def __str__(self) -> str:
         lines = [
             f"{self.method}: max-load {self.max_load:.6g}"
