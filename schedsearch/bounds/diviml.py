@@ -38,7 +38,7 @@ along that order (a longest path), so the schedule it returns is integral,
 no longer than the MILP's, and passes the independent validator.
 
 Not expressible here (an :class:`~schedsearch.errors.UnsupportedFeatureError`
-names the CP-SAT search instead): memory capacities that could bind
+names the CP-SAT search instead): overlapped groups, memory capacities that could bind
 (time-varying memory needs one variable per event; DiviML itself only has
 static capacities), and two or more channels between one pair of devices.
 """
@@ -94,6 +94,8 @@ def _channel_map(problem: Problem) -> dict[tuple[str, str], Channel]:
 
 def diviml_supports(problem: Problem) -> str | None:
     """None if :func:`diviml` can model ``problem``, else the reason."""
+    if getattr(problem, "overlaps", ()):
+        return "overlapped groups are not modelled; use the CP-SAT search (optimal)"
     if not memory_never_binds(problem):
         return "memory capacities may bind (the MILP has no time-varying memory); use the CP-SAT search (optimal)"
     try:

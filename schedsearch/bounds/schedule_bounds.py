@@ -27,6 +27,12 @@
   ``T >= sum of durations on each device`` and
   ``T >= head(t) + duration(t) + tail(t)`` for every task; solved with
   HiGHS through :mod:`schedsearch.bounds.mip`;
+
+Overlapped groups (``Problem.overlaps``): a group lasts at least its
+longest member, so the per-task rows stay valid; along an edge inside a
+declared overlap the lag is 0 (the group may run both ends together); and
+where a group lasts less than its members in sequence the per-device work
+rows are left out of the LP (as the analytic bounds leave out theirs).
 * optionally the **DiviML MILP's dual bound** within a time limit
   (:func:`~schedsearch.bounds.diviml.diviml`), where that model applies.
 
@@ -121,6 +127,12 @@ def memory_bounds(problem: Problem) -> dict[str, int]:
     desc = {b: _closure(b, succs) for b in names}
     order = graph.topological_order()
     n_mb = problem.num_microbatches
+    # an edge inside a declared overlap may be run as one group: no lag along it
+    grouped = {
+        (e.src, e.dst)
+        for e in graph.edges
+        if any(e.src in ov.blocks and e.dst in ov.blocks for ov in getattr(problem, "overlaps", ()))
+    }
     out: dict[str, int] = {}
     for dev in problem.cluster.devices:
         if dev.memory is None:
@@ -148,7 +160,9 @@ def memory_bounds(problem: Problem) -> dict[str, int]:
                     if b == p or b not in desc[p]:
                         continue
                     dist[b] = max(
-                        dist[e.src] + _min_duration(problem, e.src, m) + _transfer_delay(problem, e.src, b, e.size)
+                        dist[e.src]
+                        + (0 if (e.src, b) in grouped
+                           else _min_duration(problem, e.src, m) + _transfer_delay(problem, e.src, b, e.size))
                         for e in edges_in[b]
                         if e.src in dist
                     )
@@ -188,14 +202,25 @@ def assignment_lp_bound(problem: Problem, *, solver: str = "highs", time_limit_s
             for dev in o.devices:
                 load[dev].append((x, float(d)))
         m.add_ge([(t, 1.0)] + [(x, -float(d)) for x, d in zip(xs, durs)], float(heads[(b, mb)] + tails[(b, mb)]))
-    for dev, terms in load.items():
-        if terms:
-            m.add_ge([(t, 1.0)] + [(x, -d) for x, d in terms], 0.0)
+    if not _shortening_overlaps(problem):
+        # per-device work; not valid when overlapped groups run faster than their members
+        for dev, terms in load.items():
+            if terms:
+                m.add_ge([(t, 1.0)] + [(x, -d) for x, d in terms], 0.0)
     m.minimize([(t, 1.0)])
     res = solve_mip(m, solver=solver, time_limit_s=time_limit_s, relative_gap=0.0)
     if res.best_bound is None:
         return None
     return max(0, math.ceil(res.best_bound - 1e-6 * max(1.0, res.best_bound)))
+
+
+def _shortening_overlaps(problem: Problem) -> bool:
+    """True if some overlapped group lasts less than its members one after the other."""
+    for ov in getattr(problem, "overlaps", ()):
+        least = sum(min(_min_duration(problem, b, m) for m in range(problem.num_microbatches)) for b in ov.blocks)
+        if ov.duration < least:
+            return True
+    return False
 
 
 def lower_bound(

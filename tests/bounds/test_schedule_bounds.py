@@ -8,7 +8,7 @@ from schedsearch.bounds import analytic_lower_bound, lower_bound, memory_bounds
 from schedsearch.placements import vshape
 from schedsearch.result import Status
 from schedsearch.search import optimal
-from strategies import problems
+from strategies import overlap_problems, problems
 
 
 @settings(max_examples=40)
@@ -60,3 +60,13 @@ def test_assignment_lp_helps_on_flexible_blocks():
     assert bound.parts["assignment LP"] == 6
     assert analytic_lower_bound(p).value < 6
     assert optimal(p, time_limit_s=10).objective >= 6
+
+
+@settings(max_examples=25)
+@given(overlap_problems())
+def test_bound_stays_valid_with_overlapped_groups(problem):
+    # a group may run faster than its members one after the other: the bound must know
+    bound = lower_bound(problem, lp=True)
+    res = optimal(problem, time_limit_s=20, workers=1)
+    if res.status is Status.OPTIMAL:
+        assert bound.value <= res.objective
