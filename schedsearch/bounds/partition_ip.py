@@ -481,14 +481,12 @@ def noncontiguous_ip(
     res = solve_mip(model.mip, options)
     split = None
     if res.values is not None:
-        K = devices.num_accelerators
         slots = _device_slots(devices)
         unit_slot = []
         for row in model.x:
             d = max(range(len(row)), key=lambda j: res.values[row[j]])
             unit_slot.append(slots[d])
         split = _split_from_units(units, unit_slot, slots)
-        del K
     stats = {"classes": len(units.members), "groups": len(units.groups), "mip": str(model.mip)}
     return _finish_maxload("ip-noncontiguous", graph, devices, res, split, t0, stats)
 
@@ -719,7 +717,6 @@ def _chain_order(cg: ContractedGraph) -> list[int]:
 
 
 def _stages_of_split(units: _Units, split: Split) -> list[tuple[str, list[int]]] | None:
-    assignment = split.assignment()
     stages = []
     for slot, ops in split.stages:
         us = sorted({units.unit_of[o] for o in ops if o in units.unit_of})
@@ -727,7 +724,6 @@ def _stages_of_split(units: _Units, split: Split) -> list[tuple[str, list[int]]]
     seen = [u for _, us in stages for u in us]
     if len(seen) != len(set(seen)) or len(seen) != len(units.members):
         return None
-    del assignment
     return stages
 
 
@@ -974,8 +970,6 @@ def latency_ip(
     status = res.status
     if value is not None and status in (Status.TIMEOUT, Status.UNKNOWN):
         status = Status.FEASIBLE
-    if value is None and status is Status.INFEASIBLE:
-        pass
     bound = res.best_bound * big_u if res.best_bound is not None else None
     if bound is not None and value is not None:
         bound = min(bound, value)
