@@ -836,12 +836,31 @@ def _cpu_latency_bound(graph: OperatorGraph) -> float:
     return max(lat.values(), default=0.0)
 
 
+def _latency_incumbent(graph: OperatorGraph, devices: DeviceLimits, subgraphs_per_accel: int) -> Split | None:
+    """The linear-order DP's max-load split (contiguous stages) read as a latency split."""
+    from schedsearch.partition.dp import partition_dpl
+
+    try:
+        res = partition_dpl(graph, DeviceLimits(num_accelerators=devices.num_accelerators, num_cpus=1,
+                                                max_accel_memory=devices.max_accel_memory))
+    except InvalidOperatorGraphError:
+        return None
+    stages = []
+    for slot, ops in res.split.stages:
+        if slot.kind == "accel":
+            slot = Slot(kind="accel", index=slot.index * subgraphs_per_accel)
+        stages.append((slot, ops))
+    split = Split(stages=stages)
+    value = latency_of_split(graph, split, devices, subgraphs_per_accel=subgraphs_per_accel)
+    return split if math.isfinite(value) else None
+
+
 def latency_ip(
     graph: OperatorGraph | PartitionWorkload,
     devices: DeviceLimits | None = None,
     *,
     subgraphs_per_accel: int = 1,
-    incumbent: Split | None = None,
+    incumbent: str | Split | None = "dpl",
     options: MipOptions | None = None,
     **overrides: Any,
 ) -> PartitionBound:
@@ -853,6 +872,9 @@ def latency_ip(
     The returned split lists subgraph ``j`` of accelerator ``a`` as
     accelerator slot ``a * subgraphs_per_accel + j`` and every CPU operator
     on ``cpu0``; its value is recomputed by :func:`latency_of_split`.
+    ``incumbent``: ``"dpl"`` (default: the linear-order DP's max-load split
+    where it is a valid latency split), a split, or None; the all-CPU
+    latency bounds the big-M constants when nothing better is known.
     """
     t0 = time.perf_counter()
     graph, devices = _resolve(graph, devices)
@@ -864,6 +886,10 @@ def latency_ip(
     K = devices.num_accelerators
     G = K * subgraphs_per_accel
     ub = _cpu_latency_bound(graph)
+    if isinstance(incumbent, str):
+        if incumbent != "dpl":
+            raise InvalidOperatorGraphError(f"latency IP: 'incumbent' must be 'dpl', a Split or None, got {incumbent!r}")
+        incumbent = _latency_incumbent(graph, devices, subgraphs_per_accel)
     inc_value = math.inf
     if incumbent is not None:
         inc_value = latency_of_split(graph, incumbent, devices, subgraphs_per_accel=subgraphs_per_accel)
@@ -920,10 +946,19 @@ def latency_ip(
                 m.add_ge([(s, 1.0), (x[uo[op.id]][g], -1.0), (x[o][g], 1.0)], 0.0)
             if op.output_cost:
                 load_terms[g] += [(r, op.output_cost * sc), (s, op.output_cost * sc)]
-    lat = {op.id: m.new_continuous(0.0, name=f"lat[{op.id}]") for op in ops}
+    # an operator's latency is at least the longest path into it of least
+    # latencies (inside one call the whole call's work lies between its start
+    # and its end), so these lower bounds are valid and give the LP the
+    # critical path
+    head: dict[int, float] = {}
+    for v in graph.topological_order():
+        o = graph.operator(v)
+        own = min(o.cpu_latency, o.accel_latency) if o.supported_on_accel and K else o.cpu_latency
+        head[v] = max((head[u] for u in graph.predecessors(v)), default=0.0) + own
+    lat = {op.id: m.new_continuous(min(head[op.id] * sc, 1.0), name=f"lat[{op.id}]") for op in ops}
     start = [m.new_continuous(0.0, name=f"start[{g}]") for g in range(G)]
     finish = [m.new_continuous(0.0, name=f"finish[{g}]") for g in range(G)]
-    total = m.new_continuous(0.0, 1.0 + 1e-9, name="L")
+    total = m.new_continuous(min(max(head.values(), default=0.0) * sc, 1.0), 1.0 + 1e-9, name="L")
     for g in range(G):
         m.add_eq([(finish[g], 1.0), (start[g], -1.0)] + [(v, -c) for v, c in load_terms[g]], 0.0)
         for (u, gg), r in comm_in.items():
