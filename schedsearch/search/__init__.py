@@ -5,5 +5,18 @@ from schedsearch.search.heuristics import heft as heft, list_schedule as list_sc
 from schedsearch.search.jobshop import jobshop as jobshop, transfer_overlap as transfer_overlap
 from schedsearch.search.optimal import optimal as optimal
 from schedsearch.search.pareto import min_memory as min_memory, pareto as pareto
+from schedsearch.search.repetend import RepetendResult as RepetendResult, repetend as repetend
 
-__all__ = ["Coarsening", "coarsen", "heft", "jobshop", "list_schedule", "min_memory", "optimal", "pareto", "transfer_overlap"]
+__all__ = [
+    "Coarsening",
+    "RepetendResult",
+    "coarsen",
+    "heft",
+    "jobshop",
+    "list_schedule",
+    "min_memory",
+    "optimal",
+    "pareto",
+    "repetend",
+    "transfer_overlap",
+]

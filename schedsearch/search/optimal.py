@@ -1,8 +1,11 @@
 """Time-optimal search: the whole problem, encoded exactly, solved once.
 
-The analytic lower bound (critical path, per-device bounds) is computed
-first and handed to the backend: it lets Z3's bisection start at the bound,
-and it closes the gap as soon as a schedule reaches it. Every returned
+The best lower bound known (:func:`schedsearch.bounds.lower_bound`: critical
+path, per-device bounds, the memory bound, and the assignment LP where blocks
+choose among options) is computed first and handed to the backend: it lets
+Z3's bisection start at the bound, and it closes the gap as soon as a
+schedule reaches it. The result's ``lower_bound`` is the larger of it and
+the solver's own bound, and ``gap`` follows from it. Every returned
 schedule has passed the independent validator (see
 :func:`schedsearch.encode.solve`).
 """
@@ -14,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from schedsearch.bounds.analytic import analytic_lower_bound
+from schedsearch.bounds.schedule_bounds import lower_bound
 from schedsearch.encode.base import Backend, Progress, SolveOptions, solve
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
@@ -67,7 +70,7 @@ def optimal(
     >>> result.status.value, result.objective
     ('OPTIMAL', 9)
     """
-    bound = analytic_lower_bound(problem)
+    bound = lower_bound(problem)
     options = SolveOptions(
         time_limit_s=time_limit_s,
         seed=seed,
@@ -86,6 +89,7 @@ def optimal(
     stats = dict(result.stats)
     stats["analytic_bound"] = bound.value
     stats["analytic_bound_part"] = bound.tight_part
+    stats["bound_parts"] = dict(bound.parts)
     if warm_start is not None and result.schedule is None and result.status is not Status.INFEASIBLE:
         # the solver found nothing within the limit: the warm start stands
         result = attrs.evolve(result, schedule=warm_start, objective=warm_start.makespan, status=Status.FEASIBLE)
