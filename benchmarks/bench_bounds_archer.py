@@ -82,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--solver", default="highs")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--real", default=",".join(REAL), help="comma-separated workloads ('' for none)")
+    parser.add_argument("--name", default=None, help="results file name (default: bounds_archer)")
     args = parser.parse_args(argv)
     ks = [int(k) for k in args.ks.split(",")]
     n_random = args.random
@@ -139,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
             summary.append(s)
     print("\ngeometric means of lower bound / best partition")
     print_table(summary, list(summary[0]) if summary else None)
-    write_results("bounds_archer" if not args.quick else "bounds_archer_quick", rows, summary=summary,
+    name = args.name or ("bounds_archer" if not args.quick else "bounds_archer_quick")
+    write_results(name, rows, summary=summary,
                   time_limit_s=limit, solver=args.solver)
     return 0
 
