@@ -38,7 +38,7 @@ def build_model(problem: Problem, options: SolveOptions) -> tuple[cp_model.CpMod
     """Build the CP-SAT model of ``problem`` (families 1-10, in order)."""
     st = build_structure(problem, symmetry_breaking=options.symmetry_breaking)
     horizon = st.horizon
-    by_makespan = problem.objective == "makespan"
+    by_makespan = problem.objective in ("makespan", "feasibility")
     if by_makespan and options.warm_start is not None:
         horizon = min(horizon, options.warm_start.makespan)
     if by_makespan and options.upper_bound is not None:

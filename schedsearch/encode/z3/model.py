@@ -40,7 +40,7 @@ def build_solver(problem: Problem, options: SolveOptions) -> tuple[z3.Solver, St
     """Build the Z3 solver holding families 1-10; returns it with the horizon."""
     st = build_structure(problem, symmetry_breaking=options.symmetry_breaking)
     horizon = st.horizon
-    by_makespan = problem.objective == "makespan"
+    by_makespan = problem.objective in ("makespan", "feasibility")
     if by_makespan and options.warm_start is not None:
         horizon = min(horizon, options.warm_start.makespan)
     if by_makespan and options.upper_bound is not None:
