@@ -37,14 +37,17 @@ least its longest member, so the formulas stay valid for edges between
 tasks that are not in one group; an edge ``u -> v`` between two blocks of
 one declared overlap counts as ``head(v) >= head(u)`` and ``tail(u) >=
 tail(v)`` (the group may run them together). When some overlap lasts less
-than the sum of its members, the device bounds and the average load do not
-hold and are left out.
+than the sum of its members, the device bounds and the average load count
+each task's work less the most it can save in a group: a group of ``k``
+members saving ``s`` time units charges ``s / k`` to each member, and a
+task joins at most one group.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from fractions import Fraction
 
 import attrs
 
@@ -212,11 +215,31 @@ def memory_idle(problem: Problem) -> dict[str, int]:
     return out
 
 
+def _savings(problem: Problem) -> dict[str, Fraction]:
+    """Per block: the most time one of its tasks can save by joining a group.
+
+    A group of ``k`` members saves ``sum of member durations - duration``
+    at most; as a task joins at most one group, charging each member
+    ``saving / k`` of its best group bounds the total saving of any set of
+    tasks run one at a time on a device (least durations throughout).
+    """
+    out: dict[str, Fraction] = {}
+    for ov in problem.overlaps:
+        least = [min(_min_duration(problem, b, m) for m in range(problem.num_microbatches)) for b in ov.blocks]
+        saving = Fraction(max(0, sum(least) - ov.duration), len(ov.blocks))
+        for b in ov.blocks:
+            out[b] = max(out.get(b, Fraction(0)), saving)
+    return out
+
+
 def device_bounds(problem: Problem) -> dict[str, int]:
     """Per device: ``min head + mandatory work + forced idle + min tail`` (0
-    without mandatory work; the forced idle is :func:`memory_idle`)."""
+    without mandatory work; the forced idle is :func:`memory_idle`; the work
+    is less the most that overlapped groups can save, see
+    :func:`_savings`)."""
     heads, tails = heads_and_tails(problem)
     idle = memory_idle(problem)
+    savings = _savings(problem)
     out: dict[str, int] = {}
     for d in problem.cluster.device_names:
         keys = [
@@ -229,16 +252,19 @@ def device_bounds(problem: Problem) -> dict[str, int]:
             out[d] = 0
             continue
         work = sum(_min_duration(problem, *k) for k in keys)
+        work -= math.floor(sum(savings.get(k[0], Fraction(0)) for k in keys))
         out[d] = min(heads[k] for k in keys) + work + idle[d] + min(tails[k] for k in keys)
     return out
 
 
 def _average_load(problem: Problem) -> int:
-    total = 0
+    total = Fraction(0)
+    savings = _savings(problem)
     for b in problem.graph.blocks:
         for m in range(problem.num_microbatches):
             durations = problem.durations(b.name, m)
             total += min(d * len(o.devices) for d, o in zip(durations, b.options))
+            total -= savings.get(b.name, Fraction(0)) * len(b.options[0].devices)
     return math.ceil(total / len(problem.cluster.devices))
 
 
@@ -255,35 +281,25 @@ class AnalyticBound:
         return max(self.parts, key=lambda k: self.parts[k])
 
 
-def _shortening(problem: Problem) -> bool:
-    """True when some declared overlap lasts less than its members together."""
-    least: dict[str, int] = {}
-    for ov in problem.overlaps:
-        for b in ov.blocks:
-            if b not in least:
-                least[b] = min(_min_duration(problem, b, m) for m in range(problem.num_microbatches))
-    return any(ov.duration < sum(least[b] for b in ov.blocks) for ov in problem.overlaps)
-
-
 def span_lower_bound(problem: Problem) -> AnalyticBound:
     """Lower bound on the longest device span (the ``"max_span"`` objective).
 
     Parts: the longest single task (at its least duration), and per device
-    its mandatory work (left out when an overlap shortens its members).
+    its mandatory work (less what overlapped groups can save) plus the idle
+    its memory forces on it.
     """
     parts: dict[str, int] = {
         "longest_task": max(_min_duration(problem, b.name, m)
                             for b in problem.graph.blocks for m in range(problem.num_microbatches))
     }
-    if not _shortening(problem):
-        idle = memory_idle(problem)
-        for d in problem.cluster.device_names:
-            parts[f"device {d}"] = idle[d] + sum(
-                _min_duration(problem, b.name, m)
-                for b in problem.graph.blocks
-                if all(d in o.devices for o in b.options)
-                for m in range(problem.num_microbatches)
-            )
+    idle = memory_idle(problem)
+    savings = _savings(problem)
+    for d in problem.cluster.device_names:
+        keys = [(b.name, m) for b in problem.graph.blocks if all(d in o.devices for o in b.options)
+                for m in range(problem.num_microbatches)]
+        work = sum(_min_duration(problem, *k) for k in keys)
+        work -= math.floor(sum(savings.get(k[0], Fraction(0)) for k in keys))
+        parts[f"device {d}"] = idle[d] + work
     return AnalyticBound(value=max(parts.values()), parts=parts)
 
 
@@ -296,8 +312,7 @@ def objective_lower_bound(problem: Problem) -> AnalyticBound:
 def analytic_lower_bound(problem: Problem) -> AnalyticBound:
     """Maximum of the critical path, the per-device bounds and the average load."""
     parts: dict[str, int] = {"critical_path": critical_path(problem)}
-    if not _shortening(problem):
-        parts["average_load"] = _average_load(problem)
-        for d, v in device_bounds(problem).items():
-            parts[f"device {d}"] = v
+    parts["average_load"] = _average_load(problem)
+    for d, v in device_bounds(problem).items():
+        parts[f"device {d}"] = v
     return AnalyticBound(value=max(parts.values()), parts=parts)

@@ -7,7 +7,7 @@
    (:func:`overlaps_redundant`), the groups cannot shorten anything: any
    schedule using them can be flattened into one without them with the
    same times per device and no higher memory (frees first, see
-   :func:`~schedsearch.handcrafted.flatten_overlaps`). The search then runs
+   :func:`flatten_groups`). The search then runs
    on the problem without its overlap declarations (much smaller models);
    its schedules are valid for the original problem too.
 2. **Bound.** The analytic lower bound of the objective (critical path,
@@ -41,13 +41,13 @@ from schedsearch.bounds.analytic import objective_lower_bound
 from schedsearch.encode.base import Backend
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
-from schedsearch.schedule import Schedule, objective_value
+from schedsearch.schedule import Schedule, objective_value, overlap_groups
 from schedsearch.search.optimal import optimal
 from schedsearch.search.scale.list_scheduling import DEFAULT_RULES, PriorityRule, list_schedule
 from schedsearch.search.scale.ties import Tie, periodic_ties
 from schedsearch.validate import assert_valid, validate
 
-__all__ = ["overlaps_redundant", "reduced_problem", "scale_search", "TIES_AUTO_TASKS"]
+__all__ = ["overlaps_redundant", "reduced_problem", "flatten_groups", "scale_search", "TIES_AUTO_TASKS"]
 
 #: ``ties="auto"`` ties micro-batches periodically above this many task instances.
 TIES_AUTO_TASKS = 1000
@@ -88,15 +88,35 @@ def reduced_problem(problem: Problem) -> Problem:
     return problem.with_(overlaps=()) if overlaps_redundant(problem) else problem
 
 
+def flatten_groups(problem: Problem, schedule: Schedule) -> Schedule | None:
+    """``schedule`` with each overlapped group run member after member, or None.
+
+    Inside the group's interval the members that do not allocate memory run
+    first, then the others, each part in dependency order (the ordering the
+    proof of :func:`overlaps_redundant` uses). None when a group is shorter
+    than its members together.
+    """
+    blocks = problem.graph.by_name()
+    position = {name: i for i, name in enumerate(problem.graph.topological_order())}
+    tasks = [t for t in schedule.tasks if t.group_key is None]
+    for (_, _, start), members in overlap_groups(schedule).items():
+        durations = {m.key: problem.durations(m.block, m.microbatch)[0] for m in members}
+        if sum(durations.values()) > max(m.end for m in members) - start:
+            return None
+        t = start
+        for m in sorted(members, key=lambda m: (blocks[m.block].memory > 0, position[m.block])):
+            tasks.append(attrs.evolve(m, start=t, end=t + durations[m.key], overlap=None))
+            t += durations[m.key]
+    return Schedule(tasks=tasks, transfers=schedule.transfers, name=schedule.name)
+
+
 def _usable(problem: Problem, search_problem: Problem, schedule: Schedule) -> Schedule | None:
     """``schedule`` as a schedule of ``search_problem`` (flattened if need be), or None."""
-    from schedsearch.handcrafted.compare import flatten_overlaps
-
     try:
         if not validate(search_problem, schedule):
             return schedule
         if search_problem is not problem:
-            flat = flatten_overlaps(problem, schedule)
+            flat = flatten_groups(problem, schedule)
             if flat is not None and not validate(search_problem, flat):
                 return flat
     except Exception:  # a schedule of another problem
@@ -184,14 +204,18 @@ def scale_search(
         offer(_usable(problem, search_problem, schedule), f"warm start {i}")
     t_list = time.perf_counter()
     tried = 0
-    for rule in rules:
-        if best is not None and best[0] <= bound:
-            break
-        left = remaining()
-        if left is not None and left <= 0:
-            break
-        tried += 1
-        offer(list_schedule(search_problem, rule), f"list scheduling ({rule})")
+    saving_groups = any(ov.duration < sum(search_problem.graph.block(b).min_duration for b in ov.blocks)
+                        for ov in search_problem.overlaps)
+    for form_groups in (False, True) if saving_groups else (False,):
+        for rule in rules:
+            if best is not None and best[0] <= bound:
+                break
+            left = remaining()
+            if left is not None and left <= 0:
+                break
+            tried += 1
+            offer(list_schedule(search_problem, rule, form_groups=form_groups),
+                  f"list scheduling ({rule}{', pairs formed' if form_groups else ''})")
     stats["list_rules_tried"] = tried
     stats["list_s"] = time.perf_counter() - t_list
 
