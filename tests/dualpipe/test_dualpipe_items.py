@@ -94,10 +94,11 @@ def test_regrouped_pairs_export_to_torch_csv():
     hand = reproduce("dualpipe", devices=4, microbatches=8).schedule
     grouped = regroup_overlaps(problem, flatten_groups(problem, hand))
     assert validate(problem, grouped) == () and grouped.makespan == hand.makespan
-    # every group of the original comes back (and back-to-back I, W of one micro-batch,
-    # which DualPipe runs apart at the ends, become full backwards too)
-    assert set(overlap_groups(hand)) <= set(overlap_groups(grouped))
-    assert any(g[0] == "F&B" for g in overlap_groups(grouped))
+    # the pairs come back (a forward followed by a fused backward may become a pair too)
+    def pairs(schedule):
+        return sum(g[0] == "F&B" for g in overlap_groups(schedule))
+
+    assert pairs(grouped) >= pairs(hand) > 0
 
 
 @pytest.mark.torch
