@@ -56,7 +56,7 @@ FORMAT_VERSION = 1
 #: A task instance: (block name, micro-batch index).
 TaskKey = tuple[str, int]
 
-OBJECTIVES = ("makespan", "feasibility")
+OBJECTIVES = ("makespan", "feasibility", "max_span")
 
 
 def _err(entity: str, field: str, message: str, value: Any) -> InvalidProblemError:
@@ -684,7 +684,9 @@ class Problem:
         option order) of one task instance that differ from the block's, for
         micro-batches of different sizes.
     objective:
-        ``"makespan"`` (minimise the last end) or ``"feasibility"``.
+        ``"makespan"`` (minimise the last end), ``"max_span"`` (minimise the
+        longest device span: on each device, its last end minus its first
+        start; the zero-bubble papers' objective) or ``"feasibility"``.
     name:
         Free-form label.
     overlaps:

@@ -36,7 +36,9 @@ class Status(enum.Enum):
 class SearchResult:
     """What a search returns.
 
-    ``objective`` is the makespan of ``schedule`` (recomputed from it);
+    ``objective`` is the value of the problem's objective for ``schedule``
+    (recomputed from it: the makespan, or the longest device span for a
+    ``"max_span"`` problem, named by ``objective_name``);
     ``lower_bound`` is the best proven lower bound on the optimum (the
     objective itself when OPTIMAL, None when unknown); ``gap`` is
     ``(objective - lower_bound) / objective``.
@@ -50,6 +52,7 @@ class SearchResult:
     backend: str = ""
     stats: Mapping[str, Any] = attrs.field(factory=dict)
     strategy: str = ""
+    objective_name: str = "makespan"
 
     @property
     def gap(self) -> float | None:
@@ -65,6 +68,7 @@ class SearchResult:
         return {
             "status": self.status.value,
             "objective": self.objective,
+            "objective_name": self.objective_name,
             "lower_bound": self.lower_bound,
             "gap": self.gap,
             "wall_time_s": self.wall_time_s,
@@ -77,7 +81,7 @@ class SearchResult:
     def __str__(self) -> str:
         parts = [f"{self.status.value}"]
         if self.objective is not None:
-            parts.append(f"makespan {self.objective}")
+            parts.append(f"{self.objective_name.replace('_', ' ')} {self.objective}")
         if self.lower_bound is not None:
             parts.append(f"lower bound {self.lower_bound}")
         if self.gap is not None:

@@ -44,6 +44,9 @@ __all__ = [
     "bubble",
     "repetend_bubble",
     "overlap_groups",
+    "device_spans",
+    "max_span",
+    "objective_value",
     "SCHEDULE_FORMAT_VERSION",
 ]
 
@@ -378,6 +381,40 @@ def bubble(schedule: Schedule, definition: str = "global", devices: Iterable[str
                 worst = max(worst, max(t.end for t in tasks) - min(t.start for t in tasks) - busy[d])
         return worst
     raise ValueError(f"bubble: 'definition' must be 'global' or 'span', got {definition!r}")
+
+
+def device_spans(schedule: Schedule, devices: Iterable[str] | None = None) -> dict[str, int]:
+    """Per device: its last end minus its first start (0 for a device without tasks).
+
+    ``devices`` defaults to the devices the schedule uses.
+    """
+    devs = tuple(devices) if devices is not None else schedule.devices
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for t in schedule.tasks:
+        for d in t.devices:
+            first[d] = min(first.get(d, t.start), t.start)
+            last[d] = max(last.get(d, t.end), t.end)
+    return {d: last[d] - first[d] if d in first else 0 for d in devs}
+
+
+def max_span(schedule: Schedule) -> int:
+    """The longest device span (the ``"max_span"`` objective); 0 for an empty schedule."""
+    return max(device_spans(schedule).values(), default=0)
+
+
+def objective_value(schedule: Schedule, objective: str) -> int:
+    """The value of a problem objective for ``schedule``.
+
+    ``"makespan"`` and ``"feasibility"`` give the makespan (a feasibility
+    search reports the makespan of what it found); ``"max_span"`` the
+    longest device span.
+    """
+    if objective in ("makespan", "feasibility"):
+        return schedule.makespan
+    if objective == "max_span":
+        return max_span(schedule)
+    raise ValueError(f"objective_value: 'objective' must be 'makespan', 'max_span' or 'feasibility', got {objective!r}")
 
 
 def repetend_bubble(period: int, busy_per_period: Mapping[str, int]) -> int:

@@ -20,6 +20,8 @@ from schedsearch.bounds.analytic import (
     critical_path as critical_path,
     device_bounds as device_bounds,
     heads_and_tails as heads_and_tails,
+    objective_lower_bound as objective_lower_bound,
+    span_lower_bound as span_lower_bound,
 )
 from schedsearch.bounds.diviml import diviml as diviml
 from schedsearch.bounds.diviml import diviml_supports as diviml_supports
@@ -77,7 +79,9 @@ __all__ = [
     "lower_bound",
     "memory_bounds",
     "noncontiguous_ip",
+    "objective_lower_bound",
     "simple_bound",
     "solve_mip",
+    "span_lower_bound",
     "three_superblock_mip",
 ]

@@ -14,34 +14,55 @@ disjoint device sets; it then costs the cheapest channel's transfer time.
 * critical path: ``max(head + duration + tail)`` over all tasks.
 * device bound: for each device ``d``, the tasks every option of which
   occupies ``d`` (mandatory on ``d``) must run one at a time there, after
-  the smallest head among them and before the smallest tail among them::
+  the smallest head among them and before the smallest tail among them,
+  and the device idles at least the time its memory forces on it before
+  its first free (:func:`memory_idle`)::
 
-      makespan >= min head + sum of durations + min tail
+      makespan >= min head + sum of durations + forced idle + min tail
 
 * average load: total minimal device-time (duration x devices occupied) over
   the number of devices, rounded up.
 
 The bound is the maximum of these.
 
+For the ``"max_span"`` objective (the longest device span, last end minus
+first start on a device), :func:`span_lower_bound` gives the maximum over
+the devices of their mandatory work plus forced idle (run one at a time
+between the device's first start and last end) and the longest single
+task;
+:func:`objective_lower_bound` picks the bound of a problem's objective.
+
 Overlapped groups (:class:`~schedsearch.problem.Overlap`): a group lasts at
 least its longest member, so the formulas stay valid for edges between
 tasks that are not in one group; an edge ``u -> v`` between two blocks of
 one declared overlap counts as ``head(v) >= head(u)`` and ``tail(u) >=
 tail(v)`` (the group may run them together). When some overlap lasts less
-than the sum of its members, the device bounds and the average load do not
-hold and are left out.
+than the sum of its members, the device bounds and the average load count
+each task's work less the most it can save in a group: a group of ``k``
+members saving ``s`` time units charges ``s / k`` to each member, and a
+task joins at most one group.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from fractions import Fraction
 
 import attrs
 
 from schedsearch.problem import Problem, TaskKey
 
-__all__ = ["AnalyticBound", "heads_and_tails", "critical_path", "device_bounds", "analytic_lower_bound"]
+__all__ = [
+    "AnalyticBound",
+    "heads_and_tails",
+    "critical_path",
+    "device_bounds",
+    "analytic_lower_bound",
+    "span_lower_bound",
+    "objective_lower_bound",
+    "memory_idle",
+]
 
 
 def _min_duration(problem: Problem, block: str, mb: int) -> int:
@@ -103,9 +124,122 @@ def critical_path(problem: Problem) -> int:
     return max(heads[k] + _min_duration(problem, *k) + tails[k] for k in heads)
 
 
+def _descendants(problem: Problem) -> dict[str, set[str]]:
+    succ = problem.graph.successors()
+    out: dict[str, set[str]] = {}
+    for name in reversed(problem.graph.topological_order()):
+        acc: set[str] = set()
+        for e in succ[name]:
+            acc.add(e.dst)
+            acc |= out[e.dst]
+        out[name] = acc
+    return out
+
+
+def _longest_from(problem: Problem, source: str) -> dict[str, int]:
+    """Least time from the start of ``source`` to the start of each descendant
+    (same micro-batch): the longest path of durations and unavoidable transfers."""
+    least = {b.name: min(_min_duration(problem, b.name, m) for m in range(problem.num_microbatches))
+             for b in problem.graph.blocks}
+    grouped = {(e.src, e.dst) for e in problem.graph.edges
+               if any(e.src in ov.blocks and e.dst in ov.blocks for ov in problem.overlaps)}
+    succ = problem.graph.successors()
+    dist = {source: 0}
+    for name in problem.graph.topological_order():
+        if name not in dist:
+            continue
+        for e in succ[name]:
+            step = 0 if (e.src, e.dst) in grouped else least[name] + _unavoidable_transfer(problem, e.src, e.dst, e.size)
+            dist[e.dst] = max(dist.get(e.dst, 0), dist[name] + step)
+    return dist
+
+
+def memory_idle(problem: Problem) -> dict[str, int]:
+    """Idle time each device's memory capacity forces on it before its first free.
+
+    On a device ``d`` with a capacity, whose tasks are all fixed on it and
+    in no declared overlap: until the first task that frees memory (a
+    negative delta) starts, the level only rises, so the tasks run there
+    allocate at most ``capacity - initial`` in total. Their work is at most
+    the fractional knapsack ``W`` of the allocating blocks that do not
+    depend on a free on ``d`` (by duration per unit allocated), plus every
+    task of a zero-delta block that does not depend on such a free. The
+    first free starts at least ``G`` after the device's first start,
+    where ``G`` is, over the freeing blocks, the least of the longest path
+    from an allocating block on ``d`` it depends on to it. So the device
+    idles at least ``G - W`` before its first free. (ZB-H1-style pipelines
+    with forwards allocating 2 and input and weight gradients freeing 1
+    each: the first stage waits a whole round trip for its first input
+    gradient and can fill only ``capacity / 2`` forwards of it.)
+    """
+    out: dict[str, int] = {}
+    blocks = problem.graph.blocks
+    in_overlap = {b for ov in problem.overlaps for b in ov.blocks}
+    descendants: dict[str, set[str]] | None = None
+    n = problem.num_microbatches
+    for d in problem.cluster.device_names:
+        out[d] = 0
+        cap = problem.capacity(d)
+        on = [b for b in blocks if d in b.devices]
+        if cap is None or not on:
+            continue
+        if any(not (b.is_fixed and d in b.options[0].devices) or b.name in in_overlap for b in on):
+            continue
+        frees = [b for b in on if b.memory < 0]
+        if not frees:
+            continue
+        if descendants is None:
+            descendants = _descendants(problem)
+        after_free = set().union(*(descendants[f.name] for f in frees))
+        gap: int | None = None
+        for f in frees:
+            reach = [_longest_from(problem, a.name)[f.name]
+                     for a in on if a.memory > 0 and f.name in descendants[a.name]]
+            g = max(reach, default=0)
+            gap = g if gap is None else min(gap, g)
+        if not gap:
+            continue
+        least = {b.name: min(_min_duration(problem, b.name, m) for m in range(n)) for b in on}
+        free_work = sum(least[b.name] * n for b in on if b.memory == 0 and b.name not in after_free)
+        room = cap - problem.initial_memory_of(d)
+        items = sorted(((least[b.name], b.memory) for b in on if b.memory > 0 and b.name not in after_free),
+                       key=lambda x: -x[0] / x[1])
+        work = 0.0
+        for duration, delta in items:
+            take = min(n, room / delta)
+            work += take * duration
+            room -= take * delta
+            if room <= 0:
+                break
+        out[d] = max(0, gap - free_work - math.floor(work))
+    return out
+
+
+def _savings(problem: Problem) -> dict[str, Fraction]:
+    """Per block: the most time one of its tasks can save by joining a group.
+
+    A group of ``k`` members saves ``sum of member durations - duration``
+    at most; as a task joins at most one group, charging each member
+    ``saving / k`` of its best group bounds the total saving of any set of
+    tasks run one at a time on a device (least durations throughout).
+    """
+    out: dict[str, Fraction] = {}
+    for ov in problem.overlaps:
+        least = [min(_min_duration(problem, b, m) for m in range(problem.num_microbatches)) for b in ov.blocks]
+        saving = Fraction(max(0, sum(least) - ov.duration), len(ov.blocks))
+        for b in ov.blocks:
+            out[b] = max(out.get(b, Fraction(0)), saving)
+    return out
+
+
 def device_bounds(problem: Problem) -> dict[str, int]:
-    """Per device: ``min head + mandatory work + min tail`` (0 without mandatory work)."""
+    """Per device: ``min head + mandatory work + forced idle + min tail`` (0
+    without mandatory work; the forced idle is :func:`memory_idle`; the work
+    is less the most that overlapped groups can save, see
+    :func:`_savings`)."""
     heads, tails = heads_and_tails(problem)
+    idle = memory_idle(problem)
+    savings = _savings(problem)
     out: dict[str, int] = {}
     for d in problem.cluster.device_names:
         keys = [
@@ -118,16 +252,19 @@ def device_bounds(problem: Problem) -> dict[str, int]:
             out[d] = 0
             continue
         work = sum(_min_duration(problem, *k) for k in keys)
-        out[d] = min(heads[k] for k in keys) + work + min(tails[k] for k in keys)
+        work -= math.floor(sum(savings.get(k[0], Fraction(0)) for k in keys))
+        out[d] = min(heads[k] for k in keys) + work + idle[d] + min(tails[k] for k in keys)
     return out
 
 
 def _average_load(problem: Problem) -> int:
-    total = 0
+    total = Fraction(0)
+    savings = _savings(problem)
     for b in problem.graph.blocks:
         for m in range(problem.num_microbatches):
             durations = problem.durations(b.name, m)
             total += min(d * len(o.devices) for d, o in zip(durations, b.options))
+            total -= savings.get(b.name, Fraction(0)) * len(b.options[0].devices)
     return math.ceil(total / len(problem.cluster.devices))
 
 
@@ -144,17 +281,38 @@ class AnalyticBound:
         return max(self.parts, key=lambda k: self.parts[k])
 
 
+def span_lower_bound(problem: Problem) -> AnalyticBound:
+    """Lower bound on the longest device span (the ``"max_span"`` objective).
+
+    Parts: the longest single task (at its least duration), and per device
+    its mandatory work (less what overlapped groups can save) plus the idle
+    its memory forces on it.
+    """
+    parts: dict[str, int] = {
+        "longest_task": max(_min_duration(problem, b.name, m)
+                            for b in problem.graph.blocks for m in range(problem.num_microbatches))
+    }
+    idle = memory_idle(problem)
+    savings = _savings(problem)
+    for d in problem.cluster.device_names:
+        keys = [(b.name, m) for b in problem.graph.blocks if all(d in o.devices for o in b.options)
+                for m in range(problem.num_microbatches)]
+        work = sum(_min_duration(problem, *k) for k in keys)
+        work -= math.floor(sum(savings.get(k[0], Fraction(0)) for k in keys))
+        parts[f"device {d}"] = idle[d] + work
+    return AnalyticBound(value=max(parts.values()), parts=parts)
+
+
+def objective_lower_bound(problem: Problem) -> AnalyticBound:
+    """The analytic bound of the problem's objective: :func:`span_lower_bound`
+    for ``"max_span"``, :func:`analytic_lower_bound` otherwise."""
+    return span_lower_bound(problem) if problem.objective == "max_span" else analytic_lower_bound(problem)
+
+
 def analytic_lower_bound(problem: Problem) -> AnalyticBound:
     """Maximum of the critical path, the per-device bounds and the average load."""
     parts: dict[str, int] = {"critical_path": critical_path(problem)}
-    least: dict[str, int] = {}
-    for ov in problem.overlaps:
-        for b in ov.blocks:
-            if b not in least:
-                least[b] = min(_min_duration(problem, b, m) for m in range(problem.num_microbatches))
-    shortening = any(ov.duration < sum(least[b] for b in ov.blocks) for ov in problem.overlaps)
-    if not shortening:
-        parts["average_load"] = _average_load(problem)
-        for d, v in device_bounds(problem).items():
-            parts[f"device {d}"] = v
+    parts["average_load"] = _average_load(problem)
+    for d, v in device_bounds(problem).items():
+        parts[f"device {d}"] = v
     return AnalyticBound(value=max(parts.values()), parts=parts)

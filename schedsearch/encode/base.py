@@ -22,7 +22,7 @@ import attrs
 from schedsearch.errors import UnsupportedFeatureError
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
-from schedsearch.schedule import Schedule
+from schedsearch.schedule import Schedule, objective_value
 from schedsearch.validate import assert_valid
 
 __all__ = [
@@ -60,6 +60,22 @@ def _at_least_one(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
         raise ValueError(f"SolveOptions: {attribute.name!r} must be an integer >= 1, got {value!r}")
 
 
+def _ties(value: Any) -> tuple[tuple[tuple[str, int], tuple[str, int], int], ...]:
+    out = []
+    for item in value:
+        try:
+            (ba, ma), (bb, mb), offset = item
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"SolveOptions: 'ties' must hold ((block, micro-batch), (block, micro-batch), offset) triples, "
+                f"got {item!r}"
+            ) from None
+        if isinstance(offset, bool) or not isinstance(offset, int):
+            raise ValueError(f"SolveOptions: tie offset must be an integer, got {offset!r} in {item!r}")
+        out.append(((str(ba), int(ma)), (str(bb), int(mb)), offset))
+    return tuple(out)
+
+
 @attrs.frozen(kw_only=True)
 class SolveOptions:
     """Options shared by every backend.
@@ -88,8 +104,16 @@ class SolveOptions:
         Add the redundant per-device bound ``makespan >= first start + work +
         least tail``; it does not change the optimum, only the proof speed.
     lower_bound, upper_bound:
-        Known bounds on the optimal makespan; ``upper_bound`` also restricts
-        the search to schedules no longer than it.
+        Known bounds on the optimal value of the problem's objective (the
+        makespan, or the longest device span for ``"max_span"``);
+        ``upper_bound`` also restricts the search to schedules whose
+        objective is at most it.
+    ties:
+        Start-time ties ``(a, b, offset)`` between task instances ``a`` and
+        ``b`` (``(block, micro-batch)`` keys): ``start(b) = start(a) +
+        offset``. They *restrict* the search (e.g. to periodic or mirror
+        symmetric schedules); a status or bound then holds for the
+        restricted space only, which is the caller's to interpret.
     progress:
         Called with a :class:`Progress` whenever the incumbent or the bound
         improves.
@@ -111,6 +135,7 @@ class SolveOptions:
     hint: Any = attrs.field(default=None, eq=False)
     lower_bound: int | None = None
     upper_bound: int | None = None
+    ties: tuple[tuple[tuple[str, int], tuple[str, int], int], ...] = attrs.field(default=(), converter=_ties)
     progress: Callable[[Progress], None] | None = attrs.field(default=None, eq=False)
     log: bool = False
     backend_params: Mapping[str, Any] = attrs.field(factory=dict)
@@ -222,10 +247,8 @@ def solve(problem: Problem, backend: str | Backend = "cpsat", options: SolveOpti
     result = impl.solve(problem, options)
     if result.schedule is not None:
         assert_valid(problem, result.schedule, f"schedule returned by backend {impl.name!r}")
-        objective = result.schedule.makespan
-        if result.objective is not None and result.objective != objective:
-            # the schedule is the truth: the objective is recomputed from it
-            result = attrs.evolve(result, objective=objective)
+        # the schedule is the truth: the objective is recomputed from it
+        result = attrs.evolve(result, objective=objective_value(result.schedule, problem.objective))
     elif result.status.has_schedule:
         result = attrs.evolve(result, status=Status.UNKNOWN)
     bound = result.lower_bound
@@ -235,7 +258,8 @@ def solve(problem: Problem, backend: str | Backend = "cpsat", options: SolveOpti
         bound = min(bound, result.objective)
         if bound == result.objective and result.status is Status.FEASIBLE:
             result = attrs.evolve(result, status=Status.OPTIMAL)
-    return attrs.evolve(result, lower_bound=bound, wall_time_s=max(result.wall_time_s, time.perf_counter() - t0))
+    return attrs.evolve(result, lower_bound=bound, wall_time_s=max(result.wall_time_s, time.perf_counter() - t0),
+                        objective_name="max_span" if problem.objective == "max_span" else "makespan")
 
 
 # --------------------------------------------------------------------------

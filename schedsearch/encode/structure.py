@@ -19,8 +19,16 @@ Both backends encode the same constraint families, in this order:
    and a fixed placement, see :func:`symmetry_applies`):
    ``start(b, m) <= start(b, m + 1)``;
 8. redundant device bounds (optional): ``makespan >= first start on d +
-   mandatory work on d + least tail``;
-9. objective: minimise the makespan (the last end).
+   mandatory work on d + forced idle + least tail`` (and, for the
+   ``"max_span"`` objective, ``span(d) >= mandatory work + forced idle``;
+   the idle a device's memory forces on it is
+   :func:`~schedsearch.bounds.analytic.memory_idle`);
+9. objective: minimise the makespan (the last end), or, for
+   ``"max_span"``, the longest device span ``max_d (last end on d - first
+   start on d)`` over the tasks that run on ``d``;
+10. ties (optional, from the solve options): ``start(b) = start(a) +
+    offset`` for given pairs of task instances (a restriction the search
+    strategies use for periodic or symmetric schedules).
 
 Overlapped groups (:class:`~schedsearch.problem.Overlap`) enter families 1-3
 and 8: each candidate group (one task instance per member block; members
@@ -40,11 +48,11 @@ from typing import Any
 
 import attrs
 
-from schedsearch.bounds.analytic import heads_and_tails
+from schedsearch.bounds.analytic import heads_and_tails, memory_idle
 from schedsearch.problem import Channel, Problem, TaskKey
 from schedsearch.schedule import Schedule, TaskInstance, Transfer
 
-__all__ = ["Structure", "TaskInfo", "TransferInfo", "build_structure", "symmetry_applies"]
+__all__ = ["Structure", "TaskInfo", "TransferInfo", "build_structure", "symmetry_applies", "resolve_ties"]
 
 
 @attrs.frozen(kw_only=True)
@@ -105,8 +113,8 @@ class Structure:
     symmetry_chains: tuple[tuple[int, ...], ...]
     device_mandatory: dict[str, tuple[int, ...]]
     capacities: dict[str, int]
-    #: per device with a capacity: paired (alloc, free, amount) task triples
-    #: when every memory delta on it pairs up (see :func:`memory_pairs`),
+    #: per device with a capacity: (alloc, free, part) task triples when
+    #: every memory delta on it splits up that way (see :func:`_memory_pairs`),
     #: else None
     memory_pairs: dict[str, tuple[tuple[int, int, int], ...] | None]
     #: candidate overlapped groups
@@ -115,6 +123,8 @@ class Structure:
     task_groups: dict[int, tuple[int, ...]] = attrs.field(factory=dict)
     #: precedence (u, v) -> groups holding both (the edge is then internal)
     internal: dict[tuple[int, int], tuple[int, ...]] = attrs.field(factory=dict)
+    #: per device: idle its memory forces on it (:func:`~schedsearch.bounds.analytic.memory_idle`)
+    forced_idle: dict[str, int] = attrs.field(factory=dict)
 
     def device_work_bound(self, tasks: tuple[int, ...]) -> int:
         """A lower bound on the time a device needs for ``tasks`` run one at a time.
@@ -226,6 +236,24 @@ class Structure:
         return {"start": starts, "option": options, "transfer": transfers, "groups": groups}
 
 
+def resolve_ties(st: Structure, ties: tuple) -> list[tuple[int, int, int]]:
+    """Task indices of the ties ``((block, m), (block, m), offset)`` (family 10).
+
+    Raises ``ValueError`` naming a tie whose task instance the problem does
+    not have.
+    """
+    out = []
+    for a, b, offset in ties:
+        for key in (a, b):
+            if key not in st.index:
+                raise ValueError(
+                    f"tie {a} -> {b} (offset {offset}): the problem has no task instance {key[0]!r} "
+                    f"(micro-batch {key[1]})"
+                )
+        out.append((st.index[a], st.index[b], offset))
+    return out
+
+
 def symmetry_applies(problem: Problem) -> bool:
     """True when ordering each block's micro-batches is a safe symmetry break.
 
@@ -316,6 +344,7 @@ def build_structure(problem: Problem, symmetry_breaking: bool = True) -> Structu
         groups=groups,
         task_groups=task_groups,
         internal=internal,
+        forced_idle=memory_idle(problem) if capacities else {},
     )
 
 
@@ -382,17 +411,20 @@ def _candidate_groups(
 
 
 def _memory_pairs(problem: Problem, index: dict[TaskKey, int], device: str) -> tuple[tuple[int, int, int], ...] | None:
-    """Pair each allocation on ``device`` with a later free of the same amount.
+    """Split the allocations on ``device`` over the later frees that return them.
 
     When every block with a nonzero memory delta that may run on ``device`` is
-    fixed there, and the blocks can be matched into (alloc ``+a``, free
-    ``-a``) pairs where the free block depends (transitively) on the alloc
-    block, the memory level on the device is the initial memory plus the sum
-    of ``a`` over the pairs with ``start(alloc) <= t < start(free)`` (plus
-    workspace): a cumulative constraint over intervals ``[start(alloc),
-    start(free))``, equivalent to the reservoir and propagating better.
-    Returns the pairs for every micro-batch, or None when the deltas do not
-    pair up this way.
+    fixed there, and each free ``-b`` can be covered by parts of allocations
+    ``+a`` it depends on (transitively), every allocation being used up
+    exactly, the memory level on the device is the initial memory plus the
+    sum of the parts ``x`` of the (alloc, free, ``x``) triples with
+    ``start(alloc) <= t < start(free)`` (plus workspace): a cumulative
+    constraint over intervals ``[start(alloc), start(free))``, equivalent to
+    the reservoir and propagating better. (A forward allocating 2 whose
+    input gradient frees 1 and weight gradient frees 1 gives two triples of
+    part 1.) Frees take from the latest allocation they depend on first.
+    Returns the triples for every micro-batch, or None when the deltas do
+    not split up this way.
     """
     graph = problem.graph
     on_device = [b for b in graph.blocks if b.memory != 0 and device in b.devices]
@@ -410,18 +442,22 @@ def _memory_pairs(problem: Problem, index: dict[TaskKey, int], device: str) -> t
     position = {n: i for i, n in enumerate(order)}
     allocs = sorted((b for b in on_device if b.memory > 0), key=lambda b: position[b.name])
     frees = sorted((b for b in on_device if b.memory < 0), key=lambda b: position[b.name])
-    if len(allocs) != len(frees):
+    if sum(b.memory for b in on_device) != 0:
         return None
-    used: set[str] = set()
+    left = {a.name: a.memory for a in allocs}
     matched: list[tuple[str, str, int]] = []
-    # match each free with the latest unmatched alloc of the same amount it depends on
     for f in frees:
-        candidates = [a for a in allocs if a.name not in used and a.memory == -f.memory and f.name in descendants[a.name]]
-        if not candidates:
+        need = -f.memory
+        for a in reversed(allocs):
+            if need == 0:
+                break
+            if left[a.name] and f.name in descendants[a.name]:
+                part = min(need, left[a.name])
+                left[a.name] -= part
+                need -= part
+                matched.append((a.name, f.name, part))
+        if need:
             return None
-        a = candidates[-1]
-        used.add(a.name)
-        matched.append((a.name, f.name, a.memory))
     return tuple(
         (index[(a, m)], index[(f, m)], amount)
         for m in range(problem.num_microbatches)

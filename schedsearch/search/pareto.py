@@ -24,7 +24,7 @@ memory deltas count.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -68,15 +68,26 @@ class ParetoPoint:
     schedule: Schedule
     result: SearchResult
     proven: bool
+    #: peak memory of each device (the schedule's own, initial memory included)
+    peak_per_device: Mapping[str, int] = attrs.field(factory=dict)
+
+    @property
+    def how(self) -> str:
+        """How the point was settled: ``"proven"`` (optimal under its peak and
+        the next capacity proven to need longer), else the search status."""
+        return "proven" if self.proven else self.result.status.value.lower()
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "makespan": self.makespan,
             "peak_memory": self.peak_memory,
+            "peak_per_device": dict(self.peak_per_device),
             "capacity": self.capacity,
             "status": self.result.status.value,
             "lower_bound": self.result.lower_bound,
             "proven": self.proven,
+            "how": self.how,
+            "strategy": self.result.strategy,
             "wall_time_s": self.result.wall_time_s,
         }
 
@@ -95,8 +106,7 @@ class ParetoFront:
                 "wall_time_s": self.wall_time_s}
 
     def __str__(self) -> str:
-        rows = [f"  makespan {p.makespan:>6}  peak memory {p.peak_memory:>4}  "
-                f"{'proven' if p.proven else p.result.status.value.lower()}" for p in self.points]
+        rows = [f"  makespan {p.makespan:>6}  peak memory {p.peak_memory:>4}  {p.how}" for p in self.points]
         return "Pareto front (makespan, peak memory):\n" + "\n".join(rows) + f"\n  (stopped: {self.stop_reason})"
 
 
@@ -109,7 +119,9 @@ def pareto(
     total_time_limit_s: float | None = None,
     max_points: int = 50,
     start_capacity: int | None = None,
-    warm_starts: dict[int, Schedule] | None = None,
+    warm_starts: Iterable[Schedule] | Mapping[Any, Schedule] | None = None,
+    heuristic: Callable[[Problem], Schedule | None] | None = None,
+    reduce: bool = True,
     progress: Callable[[ParetoPoint], None] | None = None,
     **options: Any,
 ) -> ParetoFront:
@@ -128,7 +140,17 @@ def pareto(
         ignored and the walk starts unbounded).
     warm_starts:
         Schedules (e.g. handcrafted ones) tried as warm starts: a schedule is
-        used at a step when its peak memory fits the step's capacity.
+        used at a step when it is valid under the step's capacity.
+    heuristic:
+        Called with each step's problem (uniform capacity); a schedule it
+        returns joins the warm starts, and when its makespan equals the
+        step's analytic lower bound the step needs no solver (the point is
+        optimal by the bound). E.g. a list scheduler
+        (:func:`~schedsearch.search.scale.best_list_schedule`).
+    reduce:
+        Search without the overlap declarations when they cannot improve
+        anything (:func:`~schedsearch.search.scale.overlaps_redundant`);
+        the front is the same and the schedules stay valid.
     options:
         Passed to :func:`~schedsearch.search.optimal` (seed, workers, ...).
     """
@@ -136,9 +158,12 @@ def pareto(
         raise ValueError(
             f"pareto: 'objectives' must be ('makespan', 'peak_memory'), got {tuple(objectives)!r}"
         )
+    from schedsearch.search.scale.driver import reduced_problem
+
     t0 = time.perf_counter()
     capacity = start_capacity
-    candidates = list((warm_starts or {}).values())
+    search_problem = reduced_problem(problem) if reduce else problem
+    candidates = _schedules(warm_starts)
     found: list[tuple[int, int, int | None, Schedule, SearchResult]] = []
     stop = "max_points"
     while len(found) < max_points + 1:
@@ -147,39 +172,70 @@ def pareto(
             stop = "total time limit"
             break
         try:
-            sub = with_uniform_memory(problem, capacity)
+            sub = with_uniform_memory(search_problem, capacity)
         except InvalidProblemError:
             stop = f"capacity {capacity} does not fit a block"
             break
         limit = time_limit_s if remaining is None else min(x for x in (time_limit_s, remaining) if x is not None)
-        warm = _best_fitting(sub, candidates)
-        result = optimal(sub, backend=backend, time_limit_s=limit, warm_start=warm, **options)
+        result = _step(sub, candidates, heuristic, backend=backend, time_limit_s=limit, **options)
         if result.schedule is None:
             stop = "infeasible" if result.status is Status.INFEASIBLE else result.status.value.lower()
             break
         peak = _peak(sub, result.schedule)
         found.append((result.schedule.makespan, peak, capacity, result.schedule, result))
         if progress is not None:
-            progress(_point(found, len(found) - 1, None))
+            progress(_point(sub, found, len(found) - 1, False))
         if peak <= 0:
             stop = "peak memory 0"
             break
         capacity = peak - 1
     points = []
-    # keep the non-dominated ones: makespans strictly increase as memory decreases
     for i, (makespan, peak, cap, schedule, result) in enumerate(found):
+        if any(m2 <= makespan and p2 <= peak and (m2, p2) != (makespan, peak) for m2, p2, *_ in found):
+            continue  # dominated by another point of the walk
+        if any((m2, p2) == (makespan, peak) for m2, p2, *_ in found[:i]):
+            continue  # the same point twice
         nxt = found[i + 1] if i + 1 < len(found) else None
-        if nxt is not None and nxt[0] <= makespan:
-            continue  # the next point has less memory and no longer makespan
         next_proven = (
             stop == "infeasible" or stop.startswith("capacity") if nxt is None
             else nxt[4].status is Status.OPTIMAL and nxt[0] > makespan
         )
-        points.append(ParetoPoint(
-            makespan=makespan, peak_memory=peak, capacity=cap, schedule=schedule, result=result,
-            proven=result.status is Status.OPTIMAL and bool(next_proven),
-        ))
+        points.append(_point(problem, found, i, result.status is Status.OPTIMAL and bool(next_proven)))
     return ParetoFront(points=tuple(points), stop_reason=stop, wall_time_s=time.perf_counter() - t0)
+
+
+def _schedules(warm_starts: Iterable[Schedule] | Mapping[Any, Schedule] | None) -> list[Schedule]:
+    if warm_starts is None:
+        return []
+    if isinstance(warm_starts, Mapping):
+        return list(warm_starts.values())
+    return list(warm_starts)
+
+
+def _step(
+    problem: Problem,
+    candidates: list[Schedule],
+    heuristic: Callable[[Problem], Schedule | None] | None,
+    **options: Any,
+) -> SearchResult:
+    """Least makespan under ``problem``'s capacities: the heuristic's schedule
+    when it reaches the analytic bound, else the exact search from the best
+    valid candidate."""
+    from schedsearch.bounds.analytic import analytic_lower_bound
+
+    t0 = time.perf_counter()
+    pool = list(candidates)
+    if heuristic is not None:
+        found = heuristic(problem)
+        if found is not None:
+            pool.append(found)
+    warm = _best_fitting(problem, pool)
+    bound = analytic_lower_bound(problem).value
+    if warm is not None and warm.makespan <= bound:
+        return SearchResult(status=Status.OPTIMAL, schedule=warm, objective=warm.makespan, lower_bound=bound,
+                            wall_time_s=time.perf_counter() - t0, backend="", strategy="heuristic + analytic bound",
+                            stats={"analytic_bound": bound})
+    return optimal(problem, warm_start=warm, **options)
 
 
 def _best_fitting(problem: Problem, candidates: list[Schedule]) -> Schedule | None:
@@ -197,10 +253,10 @@ def _best_fitting(problem: Problem, candidates: list[Schedule]) -> Schedule | No
     return best
 
 
-def _point(found: list, i: int, proven: bool | None) -> ParetoPoint:
+def _point(problem: Problem, found: list, i: int, proven: bool) -> ParetoPoint:
     makespan, peak, cap, schedule, result = found[i]
     return ParetoPoint(makespan=makespan, peak_memory=peak, capacity=cap, schedule=schedule, result=result,
-                       proven=bool(proven))
+                       proven=proven, peak_per_device=peak_memory(problem, schedule))
 
 
 @attrs.frozen(kw_only=True)
@@ -209,14 +265,14 @@ class MemoryWalk:
 
     ``capacity`` is the least capacity found at which ``target_makespan`` is
     reachable (with ``schedule``); ``proven`` says that ``capacity - 1`` was
-    proven not to reach it. ``steps`` lists ``(capacity, status, makespan)``.
+    proven not to reach it. ``steps`` lists ``(capacity, status, makespan, how)``.
     """
 
     target_makespan: int
     capacity: int | None
     schedule: Schedule | None
     proven: bool
-    steps: tuple[tuple[int | None, str, int | None], ...]
+    steps: tuple[tuple[int | None, str, int | None, str], ...]
     wall_time_s: float
 
 
@@ -228,39 +284,63 @@ def min_memory(
     backend: str | Backend = "cpsat",
     time_limit_s: float | None = 60.0,
     warm_start: Schedule | None = None,
+    heuristic: Callable[[Problem], Schedule | None] | None = None,
+    reduce: bool = True,
     **options: Any,
 ) -> MemoryWalk:
     """Least uniform capacity at which a makespan of at most ``target_makespan`` exists.
 
     Walks the capacity down from ``start_capacity`` (default: unbounded,
-    then the peak of each schedule found minus one). Each step is an exact
-    search restricted to makespans ``<= target_makespan``; a step that ends
-    without a proof (TIMEOUT) stops the walk with ``proven=False``.
+    then the peak of each schedule found minus one). At each step the
+    ``heuristic`` (if any) is tried first: a valid schedule it returns
+    within the target answers the step (feasibility needs no proof beyond
+    the validator). Otherwise the step is an exact feasibility search
+    restricted to makespans ``<= target_makespan``; a step that ends
+    without an answer (TIMEOUT) stops the walk with ``proven=False``, an
+    INFEASIBLE one proves the last capacity found minimal. ``reduce`` drops
+    overlap declarations that cannot help (see
+    :func:`~schedsearch.search.scale.overlaps_redundant`).
+
+    ``steps`` lists ``(capacity, status, makespan, how)`` with ``how`` in
+    ``"heuristic"``, ``"exact"``.
     """
+    from schedsearch.search.scale.driver import reduced_problem
+    from schedsearch.validate import validate
+
     t0 = time.perf_counter()
     capacity = start_capacity
     best: tuple[int | None, Schedule] | None = None
-    steps: list[tuple[int | None, str, int | None]] = []
+    steps: list[tuple[int | None, str, int | None, str]] = []
     proven = False
     warm = warm_start
+    search_problem = reduced_problem(problem) if reduce else problem
     while True:
         try:
-            sub = with_uniform_memory(problem, capacity)
+            sub = with_uniform_memory(search_problem, capacity)
         except InvalidProblemError:
             proven = True  # a smaller capacity cannot even hold one block
             break
-        from schedsearch.validate import validate
-
-        hint = warm if warm is not None and warm.makespan <= target_makespan and not validate(sub, warm) else None
-        result = optimal(sub, backend=backend, time_limit_s=time_limit_s, upper_bound=target_makespan,
-                         warm_start=hint, **options)
-        steps.append((capacity, result.status.value, result.objective))
-        if result.schedule is None:
-            proven = result.status is Status.INFEASIBLE
-            break
-        peak = _peak(sub, result.schedule)
-        best = (peak, result.schedule)
-        warm = result.schedule
+        found = heuristic(sub) if heuristic is not None else None
+        if found is not None and found.makespan <= target_makespan and not validate(sub, found):
+            steps.append((capacity, Status.FEASIBLE.value, found.makespan, "heuristic"))
+            schedule = found
+        else:
+            hint = None
+            if warm is not None and warm.makespan <= target_makespan:
+                try:
+                    hint = warm if not validate(sub, warm) else None
+                except Exception:  # a schedule of another problem
+                    hint = None
+            result = optimal(sub.with_(objective="feasibility"), backend=backend, time_limit_s=time_limit_s,
+                             upper_bound=target_makespan, warm_start=hint, **options)
+            steps.append((capacity, result.status.value, result.objective, "exact"))
+            if result.schedule is None:
+                proven = result.status is Status.INFEASIBLE
+                break
+            schedule = result.schedule
+        peak = _peak(sub, schedule)
+        best = (peak, schedule)
+        warm = schedule
         if peak <= 0:
             proven = True
             break

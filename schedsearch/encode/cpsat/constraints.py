@@ -144,13 +144,18 @@ def add_symmetry_breaking(model: cp_model.CpModel, st: Structure, var: Variables
 
 def add_redundant_bounds(model: cp_model.CpModel, st: Structure, var: Variables) -> None:
     """Family 8: ``makespan >= end + tail`` per task, and per device
-    ``makespan >= first start + mandatory work + least tail``."""
+    ``makespan >= first start + mandatory work + least tail`` (and ``span(d)
+    >= mandatory work`` for the ``"max_span"`` objective)."""
     for t in st.tasks:
         model.add(var.makespan >= var.tasks[t.index].end + t.tail)
     for d, tasks in st.device_mandatory.items():
+        if not tasks:
+            continue
+        work = st.device_work_bound(tasks) + st.forced_idle.get(d, 0)
+        if d in var.spans:
+            model.add(var.spans[d][2] >= work)
         if len(tasks) < 2:
             continue
-        work = st.device_work_bound(tasks)
         least_tail = min(st.tasks[t].tail for t in tasks)
         first = model.new_int_var(0, st.horizon, f"first[{d}]")
         model.add_min_equality(first, [var.tasks[t].start for t in tasks])

@@ -23,24 +23,25 @@ from schedsearch.encode.cpsat.constraints import (
     add_symmetry_breaking,
     add_transfers,
 )
-from schedsearch.encode.cpsat.objective import add_objective
+from schedsearch.encode.cpsat.objective import add_objective, add_ties
 from schedsearch.encode.cpsat.variables import Variables, make_variables
 from schedsearch.encode.structure import Structure, build_structure
 from schedsearch.errors import SolverError
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
-from schedsearch.schedule import Schedule
+from schedsearch.schedule import Schedule, max_span, objective_value
 
 __all__ = ["CpSatBackend", "build_model"]
 
 
 def build_model(problem: Problem, options: SolveOptions) -> tuple[cp_model.CpModel, Structure, Variables]:
-    """Build the CP-SAT model of ``problem`` (families 1-9, in order)."""
+    """Build the CP-SAT model of ``problem`` (families 1-10, in order)."""
     st = build_structure(problem, symmetry_breaking=options.symmetry_breaking)
     horizon = st.horizon
-    if options.warm_start is not None:
+    by_makespan = problem.objective in ("makespan", "feasibility")
+    if by_makespan and options.warm_start is not None:
         horizon = min(horizon, options.warm_start.makespan)
-    if options.upper_bound is not None:
+    if by_makespan and options.upper_bound is not None:
         horizon = min(horizon, options.upper_bound)
     model = cp_model.CpModel()
     var = make_variables(model, st, horizon)
@@ -50,11 +51,18 @@ def build_model(problem: Problem, options: SolveOptions) -> tuple[cp_model.CpMod
     add_transfers(model, st, var)
     add_memory(model, st, var)
     add_symmetry_breaking(model, st, var)
+    add_objective(model, st, var, problem.objective, horizon)
     if options.redundant:
         add_redundant_bounds(model, st, var)
-    add_objective(model, st, var, minimise=problem.objective == "makespan")
+    add_ties(model, st, var, options.ties)
     if options.lower_bound is not None:
-        model.add(var.makespan >= options.lower_bound)
+        model.add(var.objective >= options.lower_bound)
+    if problem.objective == "max_span":
+        caps = [options.upper_bound] if options.upper_bound is not None else []
+        if options.warm_start is not None:
+            caps.append(max_span(options.warm_start))
+        if caps:
+            model.add(var.objective <= min(caps))
     if options.warm_start is not None:
         _add_hints(model, st, var, options.warm_start)
     return model, st, var
@@ -110,6 +118,18 @@ def _add_hints(model: cp_model.CpModel, st: Structure, var: Variables, schedule:
     put(var.makespan, schedule.makespan)
     for first, tasks in var.first_start.values():
         put(first, min(starts[t] for t in tasks))
+    for d, (first, last, span, on_lits) in var.spans.items():
+        on = [t for t in on_lits if t in starts and chosen[t] in st.option_on(t, d)]
+        for t, lit in on_lits.items():
+            if t in chosen:
+                put(lit, chosen[t] in st.option_on(t, d))
+        lo = min((starts[t] for t in on), default=0)
+        hi = max((ends[t] for t in on), default=0)
+        put(first, lo)
+        put(last, hi)
+        put(span, hi - lo)
+    if var.spans:
+        put(var.objective, max_span(schedule))
     for v, value in hints.values():
         model.add_hint(v, value)
 
@@ -166,7 +186,8 @@ class CpSatBackend:
                 raise ValueError(f"backend 'cpsat': unknown parameter {key!r} in 'backend_params'")
             setattr(params, key, value)
         callback = _Progress(options, t0)
-        if options.progress is not None and problem.objective == "makespan":
+        minimised = problem.objective in ("makespan", "max_span")
+        if options.progress is not None and minimised:
             solver.best_bound_callback = callback.on_bound
         code = solver.solve(model, callback)
         wall = time.perf_counter() - t0
@@ -188,13 +209,13 @@ class CpSatBackend:
             limit_hit = options.time_limit_s is not None and solver.wall_time >= 0.95 * options.time_limit_s
             status = Status.TIMEOUT if limit_hit else Status.UNKNOWN
             bound = None
-            if problem.objective == "makespan":
+            if minimised:
                 bound = math.ceil(solver.best_objective_bound - 1e-6)
                 bound = bound if bound > 0 else None
             return SearchResult(status=status, lower_bound=bound, wall_time_s=wall, backend=self.name, stats=stats)
         schedule = _read_schedule(solver, st, var)
-        makespan = schedule.makespan
-        if problem.objective == "makespan":
+        value = objective_value(schedule, problem.objective)
+        if minimised:
             bound = math.ceil(solver.best_objective_bound - 1e-6)
             status = Status.OPTIMAL if code == cp_model.OPTIMAL else Status.FEASIBLE
         else:
@@ -202,8 +223,8 @@ class CpSatBackend:
         return SearchResult(
             status=status,
             schedule=schedule,
-            objective=makespan,
-            lower_bound=min(bound, makespan) if bound is not None else None,
+            objective=value,
+            lower_bound=min(bound, value) if bound is not None else None,
             wall_time_s=wall,
             backend=self.name,
             stats=stats,

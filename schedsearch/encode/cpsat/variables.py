@@ -43,6 +43,10 @@ class Variables:
     first_start: dict = attrs.field(factory=dict)
     #: per candidate group: (presence literal, interval)
     groups: list = attrs.field(factory=list)
+    #: what is minimised: the makespan, or the longest device span
+    objective: object = None
+    #: "max_span" objective: device -> (first start, last end, span, {task: literal "runs on it"})
+    spans: dict = attrs.field(factory=dict)
 
 
 def and_literal(model: cp_model.CpModel, true_lit, lits: list, name: str):

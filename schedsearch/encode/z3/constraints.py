@@ -163,13 +163,18 @@ def add_symmetry_breaking(solver: z3.Solver, st: Structure, var: Variables) -> N
 
 
 def add_redundant_bounds(solver: z3.Solver, st: Structure, var: Variables) -> None:
-    """Family 8: ``makespan >= end + tail``; ``makespan >= first start + work + least tail``."""
+    """Family 8: ``makespan >= end + tail``; ``makespan >= first start + work + least tail``
+    (and ``span(d) >= work`` for the ``"max_span"`` objective)."""
     for t in st.tasks:
         solver.add(var.makespan >= var.tasks[t.index].end + t.tail)
     for d, tasks in st.device_mandatory.items():
+        if not tasks:
+            continue
+        work = st.device_work_bound(tasks) + st.forced_idle.get(d, 0)
+        if d in var.spans:
+            solver.add(var.spans[d] >= work)
         if len(tasks) < 2:
             continue
-        work = st.device_work_bound(tasks)
         least_tail = min(st.tasks[t].tail for t in tasks)
         first = z3.Int(f"first[{d}]")
         solver.add([first <= var.tasks[t].start for t in tasks])

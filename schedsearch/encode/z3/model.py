@@ -1,9 +1,10 @@
-"""The Z3 backend: builds the families, then bisects on the makespan.
+"""The Z3 backend: builds the families, then bisects on the objective.
 
-Bisection: the bound ``makespan <= b`` is passed as an assumption literal,
+Bisection: the bound ``objective <= b`` (the makespan, or the longest
+device span for ``"max_span"``) is passed as an assumption literal,
 so the solver keeps what it learned between checks. The first check is at
 the known lower bound (a schedule reaching it is optimal at once); then a
-first schedule is found (or the warm start's makespan is used as the upper
+first schedule is found (or the warm start's value is used as the upper
 end) and the interval ``[lower, best - 1]`` is halved until it is empty
 (OPTIMAL) or the time limit is reached (FEASIBLE with the proven bound).
 """
@@ -26,22 +27,23 @@ from schedsearch.encode.z3.constraints import (
     add_symmetry_breaking,
     add_transfers,
 )
-from schedsearch.encode.z3.objective import add_objective
+from schedsearch.encode.z3.objective import add_objective, add_ties
 from schedsearch.encode.z3.variables import Variables, make_variables
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
-from schedsearch.schedule import Schedule
+from schedsearch.schedule import Schedule, objective_value
 
 __all__ = ["Z3Backend", "build_solver"]
 
 
 def build_solver(problem: Problem, options: SolveOptions) -> tuple[z3.Solver, Structure, Variables, int]:
-    """Build the Z3 solver holding families 1-9; returns it with the horizon."""
+    """Build the Z3 solver holding families 1-10; returns it with the horizon."""
     st = build_structure(problem, symmetry_breaking=options.symmetry_breaking)
     horizon = st.horizon
-    if options.warm_start is not None:
+    by_makespan = problem.objective in ("makespan", "feasibility")
+    if by_makespan and options.warm_start is not None:
         horizon = min(horizon, options.warm_start.makespan)
-    if options.upper_bound is not None:
+    if by_makespan and options.upper_bound is not None:
         horizon = min(horizon, options.upper_bound)
     solver = z3.Solver()
     solver.set(random_seed=options.seed)
@@ -54,12 +56,15 @@ def build_solver(problem: Problem, options: SolveOptions) -> tuple[z3.Solver, St
     add_transfers(solver, st, var)
     add_memory(solver, st, var)
     add_symmetry_breaking(solver, st, var)
+    add_objective(solver, st, var, problem.objective)
     if options.redundant:
         add_redundant_bounds(solver, st, var)
-    add_objective(solver, st, var)
+    add_ties(solver, st, var, options.ties)
     solver.add(var.makespan <= horizon)
     if options.lower_bound is not None:
-        solver.add(var.makespan >= options.lower_bound)
+        solver.add(var.objective >= options.lower_bound)
+    if not by_makespan and options.upper_bound is not None:
+        solver.add(var.objective <= options.upper_bound)
     return solver, st, var, horizon
 
 
@@ -78,10 +83,13 @@ class Z3Backend:
         solver, st, var, horizon = build_solver(problem, options)
         build_s = time.perf_counter() - t0
         checks: list[dict[str, Any]] = []
-        minimise = problem.objective == "makespan"
+        minimise = problem.objective in ("makespan", "max_span")
+
+        def value_of(schedule: Schedule) -> int:
+            return objective_value(schedule, problem.objective)
 
         def check(bound: int | None) -> z3.CheckSatResult | None:
-            """One check under ``makespan <= bound``; None when out of time."""
+            """One check under ``objective <= bound``; None when out of time."""
             if deadline is not None:
                 remaining = deadline - time.perf_counter()
                 if remaining <= 0.01:
@@ -91,8 +99,8 @@ class Z3Backend:
             if bound is None:
                 answer = solver.check()
             else:
-                lit = z3.Bool(f"makespan<={bound}")
-                solver.add(z3.Implies(lit, var.makespan <= bound))
+                lit = z3.Bool(f"objective<={bound}")
+                solver.add(z3.Implies(lit, var.objective <= bound))
                 answer = solver.check(lit)
             checks.append({"bound": bound, "answer": str(answer), "seconds": time.perf_counter() - c0})
             return None if answer == z3.unknown else answer
@@ -106,12 +114,12 @@ class Z3Backend:
         lower = max(options.lower_bound or 0, 0)
         status: Status | None = None
         if options.warm_start is not None:
-            best_value = options.warm_start.makespan
+            best_value = value_of(options.warm_start)
 
         answer = check(lower if minimise else None)
         if answer == z3.sat:
             best = _read_schedule(solver.model(), st, var)
-            best_value = best.makespan
+            best_value = value_of(best)
             status = Status.OPTIMAL if minimise else Status.FEASIBLE
         elif answer == z3.unsat and not minimise:
             status = Status.INFEASIBLE
@@ -122,7 +130,7 @@ class Z3Backend:
                 answer = check(None)
                 if answer == z3.sat:
                     best = _read_schedule(solver.model(), st, var)
-                    best_value = best.makespan
+                    best_value = value_of(best)
                     report(best_value, lower)
                 elif answer == z3.unsat:
                     status = Status.INFEASIBLE
@@ -133,7 +141,7 @@ class Z3Backend:
                     break
                 if answer == z3.sat:
                     best = _read_schedule(solver.model(), st, var)
-                    best_value = best.makespan
+                    best_value = value_of(best)
                 else:
                     lower = mid + 1
                 report(best_value, lower)
@@ -160,8 +168,8 @@ class Z3Backend:
         return SearchResult(
             status=status,
             schedule=best,
-            objective=best.makespan,
-            lower_bound=min(lower, best.makespan) if minimise else None,
+            objective=value_of(best),
+            lower_bound=min(lower, value_of(best)) if minimise else None,
             wall_time_s=wall,
             backend=self.name,
             stats=stats,

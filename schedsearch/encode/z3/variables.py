@@ -33,6 +33,10 @@ class Variables:
     first_start: dict = attrs.field(factory=dict)
     #: per candidate group: Bool "this group runs"
     groups: list = attrs.field(factory=list)
+    #: what is minimised: the makespan, or the longest device span
+    objective: object = None
+    #: "max_span" objective: device -> its span expression
+    spans: dict = attrs.field(factory=dict)
 
 
 def _or(lits: list) -> z3.BoolRef:

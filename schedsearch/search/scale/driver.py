@@ -1,0 +1,283 @@
+"""Search at scale: list scheduling, then an exact search from its best schedule.
+
+:func:`scale_search` runs, within one time budget:
+
+1. **Reduction.** When every declared overlapped group lasts at least its
+   members together and can be run member after member
+   (:func:`overlaps_redundant`), the groups cannot shorten anything: any
+   schedule using them can be flattened into one without them with the
+   same times per device and no higher memory (frees first, see
+   :func:`flatten_groups`). The search then runs
+   on the problem without its overlap declarations (much smaller models);
+   its schedules are valid for the original problem too.
+2. **Bound.** The analytic lower bound of the objective (critical path,
+   per-device ``first start + work + forced idle + tail``; for spans the
+   device work), valid for the original problem.
+3. **Candidates.** The given warm starts (flattened when the overlaps were
+   dropped) and a portfolio of list schedules
+   (:mod:`~schedsearch.search.scale.list_scheduling`), stopping as soon as
+   one reaches the bound: it is then optimal, proven by the bound.
+4. **Exact search** (when the bound is not reached and time remains):
+   :func:`~schedsearch.search.optimal` warm-started from the best
+   candidate, optionally restricted by start-time ties
+   (:mod:`~schedsearch.search.scale.ties`: periodic micro-batches in the
+   middle, mirror symmetry) to make large models tractable. Under ties the
+   result is OPTIMAL only when it reaches the analytic bound.
+
+Every schedule returned has passed the independent validator against the
+original problem.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import attrs
+
+from schedsearch.bounds.analytic import objective_lower_bound
+from schedsearch.encode.base import Backend
+from schedsearch.problem import Problem
+from schedsearch.result import SearchResult, Status
+from schedsearch.schedule import Schedule, objective_value, overlap_groups
+from schedsearch.search.optimal import optimal
+from schedsearch.search.scale.list_scheduling import DEFAULT_RULES, PriorityRule, list_schedule
+from schedsearch.search.scale.ties import Tie, periodic_ties
+from schedsearch.validate import assert_valid, validate
+
+__all__ = ["overlaps_redundant", "reduced_problem", "flatten_groups", "scale_search", "TIES_AUTO_TASKS"]
+
+#: ``ties="auto"`` ties micro-batches periodically above this many task instances.
+TIES_AUTO_TASKS = 1000
+
+
+def overlaps_redundant(problem: Problem) -> bool:
+    """True when the problem's overlap declarations cannot improve any schedule.
+
+    That holds when every declared overlap lasts at least its members'
+    longest durations added up, and no dependency inside it runs from a
+    member that allocates memory to one that does not (so running the
+    non-allocating members first, then the others, respects the group's
+    internal order). Then flattening a group into its members, run one
+    after the other inside its interval, keeps every dependency, never
+    raises the memory level, and leaves the device busy over the same
+    interval: the optimal makespan, device spans and time-memory front are
+    those of the problem without the declarations. False when there are
+    none.
+    """
+    if not problem.overlaps:
+        return False
+    blocks = problem.graph.by_name()
+    edges = {(e.src, e.dst) for e in problem.graph.edges}
+    n = problem.num_microbatches
+    for ov in problem.overlaps:
+        longest = sum(max(problem.durations(b, m)[0] for m in range(n)) for b in ov.blocks)
+        if ov.duration < longest:
+            return False
+        for u in ov.blocks:
+            for v in ov.blocks:
+                if (u, v) in edges and blocks[u].memory > 0 >= blocks[v].memory:
+                    return False
+    return True
+
+
+def reduced_problem(problem: Problem) -> Problem:
+    """The problem without its overlap declarations when they are redundant, else itself."""
+    return problem.with_(overlaps=()) if overlaps_redundant(problem) else problem
+
+
+def flatten_groups(problem: Problem, schedule: Schedule) -> Schedule | None:
+    """``schedule`` with each overlapped group run member after member, or None.
+
+    Inside the group's interval the members that do not allocate memory run
+    first, then the others, each part in dependency order (the ordering the
+    proof of :func:`overlaps_redundant` uses). None when a group is shorter
+    than its members together.
+    """
+    blocks = problem.graph.by_name()
+    position = {name: i for i, name in enumerate(problem.graph.topological_order())}
+    tasks = [t for t in schedule.tasks if t.group_key is None]
+    for (_, _, start), members in overlap_groups(schedule).items():
+        durations = {m.key: problem.durations(m.block, m.microbatch)[0] for m in members}
+        if sum(durations.values()) > max(m.end for m in members) - start:
+            return None
+        t = start
+        for m in sorted(members, key=lambda m: (blocks[m.block].memory > 0, position[m.block])):
+            tasks.append(attrs.evolve(m, start=t, end=t + durations[m.key], overlap=None))
+            t += durations[m.key]
+    return Schedule(tasks=tasks, transfers=schedule.transfers, name=schedule.name)
+
+
+def _usable(problem: Problem, search_problem: Problem, schedule: Schedule) -> Schedule | None:
+    """``schedule`` as a schedule of ``search_problem`` (flattened if need be), or None."""
+    try:
+        if not validate(search_problem, schedule):
+            return schedule
+        if search_problem is not problem:
+            flat = flatten_groups(problem, schedule)
+            if flat is not None and not validate(search_problem, flat):
+                return flat
+    except Exception:  # a schedule of another problem
+        return None
+    return None
+
+
+def scale_search(
+    problem: Problem,
+    *,
+    time_limit_s: float | None = 300.0,
+    backend: str | Backend = "cpsat",
+    seed: int = 0,
+    workers: int = 2,
+    warm_starts: Iterable[Schedule] = (),
+    rules: Sequence[PriorityRule] = DEFAULT_RULES,
+    exact: bool = True,
+    ties: str | Sequence[Tie] | None = "auto",
+    periodic_window: tuple[float, float] = (0.25, 0.75),
+    period: int | None = None,
+    extra_ties: Sequence[Tie] = (),
+    reduce: bool = True,
+    progress: Callable[[str, int, int | None], None] | None = None,
+    **options: Any,
+) -> SearchResult:
+    """Best schedule of ``problem`` for its objective, at any size (see the module docstring).
+
+    Parameters
+    ----------
+    time_limit_s:
+        Budget of the whole search (list scheduling included).
+    warm_starts:
+        Valid schedules of ``problem`` (handcrafted ones, say) to start from.
+    rules:
+        List-scheduling rules to try (empty: none).
+    exact:
+        Run the exact search when the bound is not reached.
+    ties:
+        Restriction of the exact search: ``"auto"`` (periodic ties when the
+        problem has more than :data:`TIES_AUTO_TASKS` task instances),
+        ``"periodic"``, ``None`` / ``()`` (none) or explicit ties.
+    periodic_window, period:
+        Periodic ties tie micro-batches ``floor(a n) .. floor(b n)`` for
+        ``(a, b) = periodic_window``, with ``period`` (default: the
+        steady-state period, :func:`~schedsearch.search.scale.ties.steady_period`).
+    extra_ties:
+        More ties (e.g. mirror symmetry) added to the periodic ones.
+    reduce:
+        Drop redundant overlap declarations (see :func:`overlaps_redundant`).
+    progress:
+        Called with ``(phase, incumbent, bound)`` as the search goes.
+    options:
+        Passed to :func:`~schedsearch.search.optimal` (``deterministic``, ...).
+
+    Returns
+    -------
+    SearchResult
+        ``strategy="scale"``; ``stats`` says which phase found the schedule
+        (``"found_by"``), the list rule, the phases' times, whether the
+        overlaps were dropped and which ties were used.
+    """
+    t0 = time.perf_counter()
+
+    def remaining() -> float | None:
+        return None if time_limit_s is None else time_limit_s - (time.perf_counter() - t0)
+
+    search_problem = reduced_problem(problem) if reduce else problem
+    dropped = search_problem is not problem
+    bound = objective_lower_bound(search_problem).value
+    stats: dict[str, Any] = {"overlaps_dropped": dropped, "analytic_bound": bound, "num_tasks": len(problem.tasks)}
+
+    best: tuple[int, Schedule, str] | None = None
+
+    def offer(schedule: Schedule | None, origin: str) -> None:
+        nonlocal best
+        if schedule is None:
+            return
+        value = objective_value(schedule, problem.objective)
+        if best is None or value < best[0]:
+            best = (value, schedule, origin)
+            if progress is not None:
+                progress(origin, value, bound)
+
+    for i, schedule in enumerate(warm_starts):
+        offer(_usable(problem, search_problem, schedule), f"warm start {i}")
+    t_list = time.perf_counter()
+    tried = 0
+    saving_groups = any(ov.duration < sum(search_problem.graph.block(b).min_duration for b in ov.blocks)
+                        for ov in search_problem.overlaps)
+    for form_groups in (False, True) if saving_groups else (False,):
+        for rule in rules:
+            if best is not None and best[0] <= bound:
+                break
+            left = remaining()
+            if left is not None and left <= 0:
+                break
+            tried += 1
+            offer(list_schedule(search_problem, rule, form_groups=form_groups),
+                  f"list scheduling ({rule}{', pairs formed' if form_groups else ''})")
+    stats["list_rules_tried"] = tried
+    stats["list_s"] = time.perf_counter() - t_list
+
+    exact_result: SearchResult | None = None
+    left = remaining()
+    if exact and (best is None or best[0] > bound) and (left is None or left > 1.0):
+        if ties == "auto":
+            ties = "periodic" if len(search_problem.tasks) > TIES_AUTO_TASKS else None
+        tie_list: tuple[Tie, ...] = ()
+        if ties == "periodic":
+            n = search_problem.num_microbatches
+            a, b = periodic_window
+            first, last = int(math.floor(a * n)), int(math.floor(b * n))
+            last = min(last, n - 1)
+            if first < last:
+                tie_list = periodic_ties(search_problem, first, last, period)
+        elif ties:
+            tie_list = tuple(ties)
+        tie_list += tuple(extra_ties)
+        stats["ties"] = len(tie_list)
+        t_exact = time.perf_counter()
+        exact_result = optimal(
+            search_problem,
+            backend=backend,
+            time_limit_s=left,
+            seed=seed,
+            workers=workers,
+            warm_start=best[1] if best is not None and not tie_list else None,
+            ties=tie_list,
+            **options,
+        )
+        stats["exact_s"] = time.perf_counter() - t_exact
+        stats["exact_status"] = exact_result.status.value
+        stats["exact_restricted_status"] = exact_result.stats.get("restricted_status")
+        if exact_result.schedule is not None:
+            offer(exact_result.schedule, "exact search" + (" (tied)" if tie_list else ""))
+        if not tie_list and exact_result.lower_bound is not None:
+            bound = max(bound, exact_result.lower_bound)
+        if not tie_list and exact_result.status is Status.INFEASIBLE:
+            return SearchResult(status=Status.INFEASIBLE, wall_time_s=time.perf_counter() - t0,
+                                backend=exact_result.backend, stats=stats, strategy="scale",
+                                objective_name="max_span" if problem.objective == "max_span" else "makespan")
+    wall = time.perf_counter() - t0
+    stats["wall_s"] = wall
+    name = "max_span" if problem.objective == "max_span" else "makespan"
+    if best is None:
+        limit_hit = time_limit_s is not None and wall >= 0.95 * time_limit_s
+        return SearchResult(status=Status.TIMEOUT if limit_hit else Status.UNKNOWN, lower_bound=bound or None,
+                            wall_time_s=wall, backend=str(getattr(backend, "name", backend)), stats=stats,
+                            strategy="scale", objective_name=name)
+    value, schedule, origin = best
+    assert_valid(problem, schedule, f"schedule found by {origin}")
+    stats["found_by"] = origin
+    status = Status.OPTIMAL if value <= bound else Status.FEASIBLE
+    return SearchResult(
+        status=status,
+        schedule=schedule,
+        objective=value,
+        lower_bound=min(bound, value),
+        wall_time_s=wall,
+        backend=str(getattr(backend, "name", backend)),
+        stats=stats,
+        strategy="scale",
+        objective_name=name,
+    )

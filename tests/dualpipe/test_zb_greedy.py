@@ -1,0 +1,70 @@
+"""The zero-bubble greedy: the public heuristic's figures, and the search against it."""
+
+from __future__ import annotations
+
+import pytest
+
+from schedsearch.errors import InvalidProblemError
+from schedsearch.handcrafted.zb_greedy import GREEDY_VARIANTS, zb_greedy, zb_greedy_all
+from schedsearch.placements import dualpipe, zero_bubble
+from schedsearch.result import Status
+from schedsearch.schedule import max_span, peak_memory
+from schedsearch.search import optimal
+from schedsearch.validate import validate
+
+# (p, m, F, I, W, max memory) -> longest stage span of the public greedy (memory per
+# micro-batch: F +2, I -1, W -1), as measured with the reference implementation
+REFERENCE = [
+    ((4, 12, 5, 6, 4, 10), 193),
+    ((4, 12, 5, 6, 4, 14), 183),
+    ((4, 12, 1, 1, 1, 8), 39),
+    ((4, 12, 1, 1, 1, 16), 36),
+    ((8, 24, 1, 1, 1, 16), 79),
+    ((8, 24, 1, 1, 1, 32), 72),
+]
+
+
+def build(p, m, F, I, W, mem):
+    return zero_bubble(p, m, forward=F, input_grad=I, weight_grad=W, forward_memory=2, input_grad_memory=-1,
+                       memory=mem).with_(objective="max_span")
+
+
+@pytest.mark.parametrize("setting, expected", REFERENCE, ids=[str(s) for s, _ in REFERENCE])
+def test_reproduces_the_public_greedy(setting, expected):
+    problem = build(*setting)
+    schedule = zb_greedy(problem)
+    assert max_span(schedule) == expected
+    assert validate(problem, schedule) == ()
+    assert max(peak_memory(problem, schedule).values()) <= setting[-1]
+
+
+@pytest.mark.parametrize("setting, expected", REFERENCE, ids=[str(s) for s, _ in REFERENCE])
+def test_search_proves_the_greedy_optimal(setting, expected):
+    # the forced-idle bound (memory before the first input gradient) meets the greedy's span
+    # on every reference row, so the search proves it at once
+    problem = build(*setting)
+    r = optimal(problem, warm_start=zb_greedy(problem), time_limit_s=60, seed=0, workers=2)
+    assert r.status is Status.OPTIMAL and r.objective == expected and r.lower_bound == expected
+
+
+def test_variants_and_memory_failures():
+    problem = build(4, 12, 1, 1, 1, 8)
+    every = zb_greedy_all(problem)
+    assert list(every) == list(GREEDY_VARIANTS) and len(every) == 8
+    assert all(s is None or validate(problem, s) == () for s in every.values())
+    # room for a single forward (+2): weight gradients run as soon as they free room
+    tight = build(4, 6, 1, 1, 1, 2)
+    assert max(peak_memory(tight, zb_greedy(tight)).values()) == 2
+    # activations that are never freed: no variant fits, a clear error
+    never_freed = zero_bubble(3, 4, forward_memory=1, weight_grad_memory=0, memory=2)
+    with pytest.raises(InvalidProblemError, match="no variant fits"):
+        zb_greedy(never_freed)
+
+
+def test_rejects_other_placements():
+    with pytest.raises(InvalidProblemError, match="single pipeline"):
+        zb_greedy(dualpipe(4, 8))
+    with pytest.raises(InvalidProblemError, match="split into I and W"):
+        from schedsearch.placements import vshape
+
+        zb_greedy(vshape(4, 8))
