@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "demo",
     "reproduce",
     "export",
+    "pareto",
 )
 
 
