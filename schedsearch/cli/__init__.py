@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "partition",
     "jobshop",
     "bound",
+    "pareto",
 )
 
 

@@ -1,0 +1,133 @@
+"""``schedsearch pareto PLACEMENT``: the time-memory trade-off of a pipeline placement.
+
+Walks the uniform activation limit down (exact epsilon-constraint search,
+list scheduling first at each step) and prints every non-dominated
+(bubble, peak activations) point with its proof status, beside the
+handcrafted schedule of the placement.
+
+Common unit. Every placement runs the same model cut into ``2 p`` equal
+chunks on ``p`` devices: one chunk's forward, input gradient and weight
+gradient take one time unit each and its activation is one memory unit.
+Whole-stage placements (1F1B, ZB-H1, DualPipe) hold two chunks per stage:
+their blocks last 2 (forward), 4 (full backward) and their activations
+count 2. So makespans, bubbles and activations compare across placements
+(a chunk forward is the time unit; the literature's ``F`` of a whole
+stage is 2 of them). Bubble = makespan minus the busy time of the worst
+device (every device has the same work).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from schedsearch.handcrafted import Reproduction, reproduce
+from schedsearch.schedule import metrics
+from schedsearch.search.dualpipe import list_heuristic
+from schedsearch.search.pareto import ParetoFront, pareto
+
+__all__ = ["COMPARABLE", "Comparable", "comparable", "add_parser", "run"]
+
+
+@attrs.frozen(kw_only=True)
+class Comparable:
+    """A named placement in the common unit (see the module docstring)."""
+
+    name: str
+    title: str
+    #: parameters of :func:`~schedsearch.handcrafted.reproduce` besides devices and micro-batches
+    params: dict[str, Any]
+    #: memory units (chunk activations) per unit of the problem's memory
+    memory_unit: int
+    #: model parameter copies per device (DualPipe keeps two replicas)
+    param_copies: int
+
+
+COMPARABLE: dict[str, Comparable] = {
+    c.name: c
+    for c in (
+        Comparable(name="1f1b", title="1F1B", params=dict(forward=2, backward=4), memory_unit=2, param_copies=1),
+        Comparable(name="zb-h1", title="ZB-H1", params=dict(forward=2, input_grad=2, weight_grad=2), memory_unit=2,
+                   param_copies=1),
+        Comparable(name="interleaved", title="interleaved 1F1B (v=2)", params=dict(chunks=2, forward=1, backward=2),
+                   memory_unit=1, param_copies=1),
+        Comparable(name="zb-v", title="ZB-V", params=dict(forward=1, input_grad=1, weight_grad=1), memory_unit=1,
+                   param_copies=1),
+        Comparable(name="dualpipe", title="DualPipe", params=dict(forward=2, backward=4, weight_grad=2, overlap=6),
+                   memory_unit=2, param_copies=2),
+        Comparable(name="dualpipev", title="DualPipeV", params=dict(forward=1, backward=2, weight_grad=1, overlap=3),
+                   memory_unit=1, param_copies=1),
+    )
+}
+
+
+def comparable(name: str, devices: int, microbatches: int) -> tuple[Comparable, Reproduction]:
+    """The placement ``name`` in the common unit and its handcrafted schedule."""
+    spec = COMPARABLE[name]
+    return spec, reproduce(name, devices=devices, microbatches=microbatches, **spec.params)
+
+
+def front_rows(spec: Comparable, rep: Reproduction, front: ParetoFront) -> list[dict[str, Any]]:
+    """The front's points in the common unit, plus the handcrafted point."""
+    busy = max(rep.metrics.busy.values())
+    rows = [{
+        "placement": spec.title, "schedule": "handcrafted", "makespan": rep.metrics.makespan,
+        "bubble": rep.metrics.makespan - busy,
+        "peak_activations": max(rep.metrics.peak_memory.values()) * spec.memory_unit,
+        "peak_per_device": [v * spec.memory_unit for v in rep.metrics.peak_memory.values()],
+        "status": "handcrafted", "time_s": None,
+    }]
+    for p in front.points:
+        rows.append({
+            "placement": spec.title, "schedule": "searched", "makespan": p.makespan, "bubble": p.makespan - busy,
+            "peak_activations": p.peak_memory * spec.memory_unit,
+            "peak_per_device": [v * spec.memory_unit for v in p.peak_per_device.values()],
+            "status": p.how, "time_s": round(p.result.wall_time_s, 3),
+        })
+    return rows
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "pareto",
+        help="time-memory Pareto front of a pipeline placement, beside its handcrafted schedule",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("placement", choices=sorted(COMPARABLE), help="placement (with its handcrafted schedule)")
+    p.add_argument("--devices", type=int, default=4, help="pipeline devices p (default 4)")
+    p.add_argument("--microbatches", type=int, default=8, help="micro-batches m (DualPipe: both directions; default 8)")
+    p.add_argument("--time-limit", type=float, default=10.0, help="limit of each exact step, seconds (default 10)")
+    p.add_argument("--total-time-limit", type=float, default=None, help="limit of the whole walk, seconds")
+    p.add_argument("--workers", type=int, default=2, help="search workers (default 2)")
+    p.add_argument("--seed", type=int, default=0, help="search seed (default 0)")
+    p.add_argument("--json", action="store_true", help="print the points as JSON")
+    p.add_argument("--out", type=Path, help="also write the points as JSON to this file")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    spec, rep = comparable(args.placement, args.devices, args.microbatches)
+    front = pareto(rep.problem, time_limit_s=args.time_limit, total_time_limit_s=args.total_time_limit,
+                   warm_starts=[rep.schedule], heuristic=list_heuristic(), workers=args.workers, seed=args.seed)
+    rows = front_rows(spec, rep, front)
+    payload = {"placement": spec.name, "devices": args.devices, "microbatches": args.microbatches,
+               "stop_reason": front.stop_reason, "wall_time_s": front.wall_time_s, "points": rows}
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(payload, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(payload, indent=2))
+        return 0
+    print(f"{spec.title}, {args.devices} devices, {args.microbatches} micro-batches "
+          f"(common unit: chunk forward = 1 time unit, chunk activation = 1 memory unit)")
+    print(f"{'schedule':<12} {'makespan':>8} {'bubble':>6} {'peak act.':>9}  status")
+    for r in rows:
+        print(f"{r['schedule']:<12} {r['makespan']:>8} {r['bubble']:>6} {r['peak_activations']:>9}  {r['status']}")
+    print(f"(walk stopped: {front.stop_reason}; {front.wall_time_s:.1f} s)")
+    return 0
