@@ -178,11 +178,12 @@ def _can_group(problem, ov, run, blocks, preds, succs, by_key, new_tasks, with_t
 def list_heuristic(rules=DEFAULT_RULES, target: int | None = None) -> Callable[[Problem], Schedule | None]:
     """A heuristic for :func:`~schedsearch.search.pareto` and
     :func:`~schedsearch.search.min_memory`: the best list schedule over
-    ``rules`` (stopping at ``target`` or at the problem's analytic bound)."""
-    from schedsearch.bounds.analytic import analytic_lower_bound
+    ``rules`` (stopping at ``target`` or at the analytic bound of the
+    problem's objective)."""
+    from schedsearch.bounds.analytic import objective_lower_bound
 
     def run(problem: Problem) -> Schedule | None:
-        goal = target if target is not None else analytic_lower_bound(problem).value
+        goal = target if target is not None else objective_lower_bound(problem).value
         return best_list_schedule(problem, rules, target=goal)[0]
 
     return run

@@ -5,7 +5,9 @@ capacity ``M`` (every device of the problem gets capacity ``M``; initial
 memory is kept and counts against it):
 
 * :func:`pareto` walks ``M`` downwards. At each step it finds the least
-  makespan ``T*(M)`` under capacity ``M`` and measures the peak ``P <= M`` of
+  makespan (or longest device span) ``T*(M)`` under capacity ``M`` (a
+  heuristic schedule that meets the analytic lower bound answers a step
+  without a solver) and measures the peak ``P <= M`` of
   the schedule it found; since ``T*`` does not increase with ``M``,
   ``T*(P) = T*(M)``, so the next capacity to try is ``P - 1``. The walk stops
   when the capacity no longer fits a block or the problem becomes infeasible.
@@ -18,7 +20,9 @@ memory is kept and counts against it):
 
 Memory is the device level of the problem model (initial memory plus the
 running deltas and workspace), so "activations" are what the placement's
-memory deltas count.
+memory deltas count. Overlap declarations that cannot shorten anything are
+dropped first (:func:`~schedsearch.search.scale.overlaps_redundant`): the
+front is the same, the models smaller.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from schedsearch.encode.base import Backend
 from schedsearch.errors import InvalidProblemError
 from schedsearch.problem import Cluster, Device, Problem
 from schedsearch.result import SearchResult, Status
-from schedsearch.schedule import Schedule, peak_memory
+from schedsearch.schedule import Schedule, objective_value, peak_memory
 from schedsearch.search.optimal import optimal
 
 __all__ = ["ParetoPoint", "ParetoFront", "pareto", "with_uniform_memory", "MemoryWalk", "min_memory"]
@@ -55,7 +59,10 @@ def _peak(problem: Problem, schedule: Schedule) -> int:
 
 @attrs.frozen(kw_only=True)
 class ParetoPoint:
-    """One non-dominated schedule: its makespan, its peak memory and the proof.
+    """One non-dominated schedule: its time objective, its peak memory and the proof.
+
+    ``value`` is the objective walked (``objective``: the makespan, or the
+    longest device span); ``makespan`` is the schedule's makespan either way.
 
     ``proven`` is True when the makespan is proven optimal under capacity
     ``peak_memory`` and a capacity of ``peak_memory - 1`` is proven to need
@@ -70,6 +77,9 @@ class ParetoPoint:
     proven: bool
     #: peak memory of each device (the schedule's own, initial memory included)
     peak_per_device: Mapping[str, int] = attrs.field(factory=dict)
+    #: the time objective walked and its value
+    objective: str = "makespan"
+    value: int | None = None
 
     @property
     def how(self) -> str:
@@ -79,6 +89,8 @@ class ParetoPoint:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "objective": self.objective,
+            "value": self.value,
             "makespan": self.makespan,
             "peak_memory": self.peak_memory,
             "peak_per_device": dict(self.peak_per_device),
@@ -106,8 +118,9 @@ class ParetoFront:
                 "wall_time_s": self.wall_time_s}
 
     def __str__(self) -> str:
-        rows = [f"  makespan {p.makespan:>6}  peak memory {p.peak_memory:>4}  {p.how}" for p in self.points]
-        return "Pareto front (makespan, peak memory):\n" + "\n".join(rows) + f"\n  (stopped: {self.stop_reason})"
+        name = self.points[0].objective.replace("_", " ") if self.points else "makespan"
+        rows = [f"  {name} {p.value:>6}  peak memory {p.peak_memory:>4}  {p.how}" for p in self.points]
+        return f"Pareto front ({name}, peak memory):\n" + "\n".join(rows) + f"\n  (stopped: {self.stop_reason})"
 
 
 def pareto(
@@ -125,14 +138,15 @@ def pareto(
     progress: Callable[[ParetoPoint], None] | None = None,
     **options: Any,
 ) -> ParetoFront:
-    """The makespan / peak-memory Pareto front of ``problem``.
+    """The (makespan or longest span) / peak-memory Pareto front of ``problem``.
 
     Parameters
     ----------
     objectives:
-        Only ``("makespan", "peak_memory")`` (in either order) is supported.
+        ``("makespan", "peak_memory")`` or ``("max_span", "peak_memory")`` (in
+        either order; ``max_span`` is the longest device span).
     time_limit_s:
-        Limit of each makespan search.
+        Limit of each exact step.
     total_time_limit_s:
         Limit of the whole walk (None: no limit beyond the per-step ones).
     start_capacity:
@@ -143,7 +157,7 @@ def pareto(
         used at a step when it is valid under the step's capacity.
     heuristic:
         Called with each step's problem (uniform capacity); a schedule it
-        returns joins the warm starts, and when its makespan equals the
+        returns joins the warm starts, and when its value equals the
         step's analytic lower bound the step needs no solver (the point is
         optimal by the bound). E.g. a list scheduler
         (:func:`~schedsearch.search.scale.best_list_schedule`).
@@ -154,10 +168,13 @@ def pareto(
     options:
         Passed to :func:`~schedsearch.search.optimal` (seed, workers, ...).
     """
-    if set(objectives) != {"makespan", "peak_memory"} or len(objectives) != 2:
+    if len(objectives) != 2 or set(objectives) not in ({"makespan", "peak_memory"}, {"max_span", "peak_memory"}):
         raise ValueError(
-            f"pareto: 'objectives' must be ('makespan', 'peak_memory'), got {tuple(objectives)!r}"
+            f"pareto: 'objectives' must be ('makespan', 'peak_memory') or ('max_span', 'peak_memory'), "
+            f"got {tuple(objectives)!r}"
         )
+    time_objective = "max_span" if "max_span" in objectives else "makespan"
+    problem = problem.with_(objective=time_objective)
     from schedsearch.search.scale.driver import reduced_problem
 
     t0 = time.perf_counter()
@@ -182,7 +199,7 @@ def pareto(
             stop = "infeasible" if result.status is Status.INFEASIBLE else result.status.value.lower()
             break
         peak = _peak(sub, result.schedule)
-        found.append((result.schedule.makespan, peak, capacity, result.schedule, result))
+        found.append((objective_value(result.schedule, time_objective), peak, capacity, result.schedule, result))
         if progress is not None:
             progress(_point(sub, found, len(found) - 1, False))
         if peak <= 0:
@@ -190,15 +207,15 @@ def pareto(
             break
         capacity = peak - 1
     points = []
-    for i, (makespan, peak, cap, schedule, result) in enumerate(found):
-        if any(m2 <= makespan and p2 <= peak and (m2, p2) != (makespan, peak) for m2, p2, *_ in found):
+    for i, (value, peak, cap, schedule, result) in enumerate(found):
+        if any(v2 <= value and p2 <= peak and (v2, p2) != (value, peak) for v2, p2, *_ in found):
             continue  # dominated by another point of the walk
-        if any((m2, p2) == (makespan, peak) for m2, p2, *_ in found[:i]):
+        if any((v2, p2) == (value, peak) for v2, p2, *_ in found[:i]):
             continue  # the same point twice
         nxt = found[i + 1] if i + 1 < len(found) else None
         next_proven = (
             stop == "infeasible" or stop.startswith("capacity") if nxt is None
-            else nxt[4].status is Status.OPTIMAL and nxt[0] > makespan
+            else nxt[4].status is Status.OPTIMAL and nxt[0] > value
         )
         points.append(_point(problem, found, i, result.status is Status.OPTIMAL and bool(next_proven)))
     return ParetoFront(points=tuple(points), stop_reason=stop, wall_time_s=time.perf_counter() - t0)
@@ -218,10 +235,10 @@ def _step(
     heuristic: Callable[[Problem], Schedule | None] | None,
     **options: Any,
 ) -> SearchResult:
-    """Least makespan under ``problem``'s capacities: the heuristic's schedule
+    """Least objective under ``problem``'s capacities: the heuristic's schedule
     when it reaches the analytic bound, else the exact search from the best
     valid candidate."""
-    from schedsearch.bounds.analytic import analytic_lower_bound
+    from schedsearch.bounds.analytic import objective_lower_bound
 
     t0 = time.perf_counter()
     pool = list(candidates)
@@ -230,11 +247,12 @@ def _step(
         if found is not None:
             pool.append(found)
     warm = _best_fitting(problem, pool)
-    bound = analytic_lower_bound(problem).value
-    if warm is not None and warm.makespan <= bound:
-        return SearchResult(status=Status.OPTIMAL, schedule=warm, objective=warm.makespan, lower_bound=bound,
-                            wall_time_s=time.perf_counter() - t0, backend="", strategy="heuristic + analytic bound",
-                            stats={"analytic_bound": bound})
+    bound = objective_lower_bound(problem).value
+    if warm is not None and objective_value(warm, problem.objective) <= bound:
+        return SearchResult(status=Status.OPTIMAL, schedule=warm, objective=objective_value(warm, problem.objective),
+                            lower_bound=bound, wall_time_s=time.perf_counter() - t0, backend="",
+                            strategy="heuristic + analytic bound", stats={"analytic_bound": bound},
+                            objective_name=problem.objective)
     return optimal(problem, warm_start=warm, **options)
 
 
@@ -248,15 +266,17 @@ def _best_fitting(problem: Problem, candidates: list[Schedule]) -> Schedule | No
             ok = not validate(problem, schedule)
         except Exception:  # a schedule of another problem: not usable here
             ok = False
-        if ok and (best is None or schedule.makespan < best.makespan):
+        if ok and (best is None or objective_value(schedule, problem.objective)
+                   < objective_value(best, problem.objective)):
             best = schedule
     return best
 
 
 def _point(problem: Problem, found: list, i: int, proven: bool) -> ParetoPoint:
-    makespan, peak, cap, schedule, result = found[i]
-    return ParetoPoint(makespan=makespan, peak_memory=peak, capacity=cap, schedule=schedule, result=result,
-                       proven=proven, peak_per_device=peak_memory(problem, schedule))
+    value, peak, cap, schedule, result = found[i]
+    return ParetoPoint(makespan=schedule.makespan, peak_memory=peak, capacity=cap, schedule=schedule, result=result,
+                       proven=proven, peak_per_device=peak_memory(problem, schedule), objective=problem.objective,
+                       value=value)
 
 
 @attrs.frozen(kw_only=True)

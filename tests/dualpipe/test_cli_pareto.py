@@ -39,3 +39,19 @@ def test_common_unit(name):
     # every placement of the table puts the same work on a device: 6 chunk units per micro-batch
     spec, rep = comparable(name, 2, 4)
     assert set(rep.metrics.busy.values()) == {6 * 4}
+
+
+def test_span_front_of_a_zero_bubble_placement():
+    # the longest device span against memory (zero-bubble's objective): F +2, I -1, W -1
+    from schedsearch.placements import zero_bubble
+    from schedsearch.search import pareto
+    from schedsearch.search.dualpipe import list_heuristic
+
+    problem = zero_bubble(2, 3, forward_memory=2, input_grad_memory=-1)
+    front = pareto(problem, ("max_span", "peak_memory"), heuristic=list_heuristic(), time_limit_s=20, seed=0)
+    assert front.points and all(p.objective == "max_span" for p in front.points)
+    values = [p.value for p in front.points]
+    peaks = [p.peak_memory for p in front.points]
+    assert values == sorted(values) and peaks == sorted(peaks, reverse=True)
+    assert all(p.how == "proven" for p in front.points)
+    assert "max span" in str(front)
