@@ -18,6 +18,9 @@ __all__ = [
     "SolverError",
     "ValidationFailedError",
     "FormatError",
+    "PlanError",
+    "ExecutionError",
+    "MissingDependencyError",
 ]
 
 
@@ -59,3 +62,26 @@ class ValidationFailedError(SolverError):
     def __init__(self, message: str, violations: tuple = ()) -> None:
         super().__init__(message)
         self.violations = tuple(violations)
+
+
+class PlanError(SchedSearchError, ValueError):
+    """An execution plan (e.g. a compute-only pipeline CSV) cannot run as given:
+    the message names the rank, the action, the stage and the micro-batch."""
+
+
+class ExecutionError(SchedSearchError, RuntimeError):
+    """Running a plan failed: a process raised, crashed or did not finish in time.
+
+    :attr:`rank` is the first rank that failed (None when the whole run timed
+    out), :attr:`details` the per-rank reports gathered before the run was
+    stopped.
+    """
+
+    def __init__(self, message: str, rank: int | None = None, details: tuple = ()) -> None:
+        super().__init__(message)
+        self.rank = rank
+        self.details = tuple(details)
+
+
+class MissingDependencyError(SchedSearchError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install."""

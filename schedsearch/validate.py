@@ -76,6 +76,17 @@ def _label(block: str, mb: int) -> str:
     return f"{block!r} (micro-batch {mb})"
 
 
+def _overlapping_pairs(items: list) -> list[tuple]:
+    """Every pair of half-open ``[start, end)`` items that overlap (a sweep by start)."""
+    pairs = []
+    active: list = []
+    for item in sorted(items, key=lambda x: (x.start, x.end)):
+        active = [a for a in active if a.end > item.start]
+        pairs.extend((a, item) for a in active)
+        active.append(item)
+    return pairs
+
+
 def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
     """Return every violation of ``schedule`` against ``problem`` (empty = valid)."""
     out: list[Violation] = []
@@ -155,19 +166,14 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
     def grouped_together(a: TaskInstance, b: TaskInstance) -> bool:
         return a.group_key is not None and a.group_key == b.group_key and a.group_key in groups
 
-    # -- device overlap (every pair that overlaps, via a sweep)
+    # -- device overlap (every pair that overlaps)
     per_device: dict[str, list[TaskInstance]] = defaultdict(list)
     for t in placed.values():
         for d in t.devices:
             per_device[d].append(t)
     for d, tasks in per_device.items():
-        tasks.sort(key=lambda t: (t.start, t.end))
-        active: list[TaskInstance] = []
-        for t in tasks:
-            active = [a for a in active if a.end > t.start]
-            for a in active:
-                if grouped_together(a, t):
-                    continue
+        for a, t in _overlapping_pairs(tasks):
+            if not grouped_together(a, t):
                 out.append(
                     Violation(
                         "device_overlap",
@@ -175,7 +181,6 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
                         f"task {_label(*t.key)} [{t.start}, {t.end})",
                     )
                 )
-            active.append(t)
 
     # -- dependencies and transfers
     transfers: dict[tuple[str, str, int], Transfer] = {}
@@ -264,20 +269,15 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
         if tr.end > tr.start:
             per_channel[tr.channel].append(tr)
     for ch_name, trs in per_channel.items():
-        trs.sort(key=lambda t: (t.start, t.end))
-        active_tr: list[Transfer] = []
-        for tr in trs:
-            active_tr = [a for a in active_tr if a.end > tr.start]
-            for a in active_tr:
-                out.append(
-                    Violation(
-                        "channel_overlap",
-                        f"channel {ch_name!r}: transfer {a.src!r} -> {a.dst!r} (micro-batch {a.microbatch}) "
-                        f"[{a.start}, {a.end}) overlaps transfer {tr.src!r} -> {tr.dst!r} "
-                        f"(micro-batch {tr.microbatch}) [{tr.start}, {tr.end})",
-                    )
+        for a, tr in _overlapping_pairs(trs):
+            out.append(
+                Violation(
+                    "channel_overlap",
+                    f"channel {ch_name!r}: transfer {a.src!r} -> {a.dst!r} (micro-batch {a.microbatch}) "
+                    f"[{a.start}, {a.end}) overlaps transfer {tr.src!r} -> {tr.dst!r} "
+                    f"(micro-batch {tr.microbatch}) [{tr.start}, {tr.end})",
                 )
-            active_tr.append(tr)
+            )
 
     # -- memory: one violation per excursion above capacity
     profile = memory_profile(problem, Schedule(tasks=list(placed.values())))

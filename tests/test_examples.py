@@ -12,7 +12,19 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 #: small arguments per example (default: none)
 SMALL_ARGS: dict[str, list[str]] = {
     "quickstart": ["--devices", "3", "--microbatches", "4", "--memory", "3"],
+    "profile_search_run": ["--microbatches", "4", "--time-limit", "5", "--steps", "2"],
 }
+
+#: examples that run models on PyTorch processes: need torch, and are slow
+TORCH_EXAMPLES = {"profile_search_run"}
+
+
+def _examples() -> list:
+    out = []
+    for path in sorted(EXAMPLES.glob("*.py")):
+        marks = [pytest.mark.torch, pytest.mark.slow] if path.stem in TORCH_EXAMPLES else []
+        out.append(pytest.param(path, marks=marks, id=path.stem))
+    return out
 
 
 def load(path: Path):
@@ -22,8 +34,10 @@ def load(path: Path):
     return module
 
 
-@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.py")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", _examples())
 def test_example_runs(path, tmp_path, monkeypatch, capsys):
+    if path.stem in TORCH_EXAMPLES:
+        pytest.importorskip("torch")
     monkeypatch.chdir(tmp_path)  # examples write their outputs to the working directory
     module = load(path)
     assert module.main(SMALL_ARGS.get(path.stem, [])) == 0

@@ -8,7 +8,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "schedsearch"
 
-SOLVER_FREE = ["problem.py", "schedule.py", "validate.py", "result.py", "errors.py", "bounds/analytic.py",
+SOLVER_FREE = ["problem.py", "schedule.py", "periodic.py", "validate.py", "result.py", "errors.py", "bounds/analytic.py",
                "encode/structure.py", "encode/base.py"]
 
 

@@ -19,6 +19,11 @@ COMMAND_MODULES: tuple[str, ...] = (
     "demo",
     "reproduce",
     "export",
+    "run",
+    "profile",
+    "partition",
+    "jobshop",
+    "bound",
     "pareto",
 )
 

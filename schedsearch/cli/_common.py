@@ -83,7 +83,13 @@ def print_result(problem: Problem, result: SearchResult, stream: TextIO | None =
 
     stream = stream or sys.stdout
     print(f"result: {result}", file=stream)
-    if result.schedule is not None:
+    periodic = getattr(result, "periodic", None)
+    if periodic is not None:
+        from schedsearch.export.repetend import render_periodic_ascii
+
+        print(render_periodic_ascii(periodic, problem.num_microbatches), file=stream)
+        print(f"metrics: {metrics(problem, result.schedule)}", file=stream)
+    elif result.schedule is not None:
         print(render_ascii(problem, result.schedule), file=stream)
         print(f"metrics: {metrics(problem, result.schedule)}", file=stream)
 
@@ -102,7 +108,13 @@ def write_outputs(problem: Problem, result: SearchResult, out_dir: str | None, s
     p = out / f"{stem}.schedule.json"
     p.write_text(result.schedule.to_json())
     paths.append(p)
-    paths.append(write_chrome_trace(problem, result.schedule, out / f"{stem}.trace.json", name=stem))
+    periodic = getattr(result, "periodic", None)
+    if periodic is not None:  # repetend search: tasks name their part, one row per instance
+        from schedsearch.export.repetend import write_periodic_trace
+
+        paths.append(write_periodic_trace(periodic, problem.num_microbatches, out / f"{stem}.trace.json", name=stem))
+    else:
+        paths.append(write_chrome_trace(problem, result.schedule, out / f"{stem}.trace.json", name=stem))
     p = out / f"{stem}.problem.json"
     p.write_text(problem.to_json())
     paths.append(p)

@@ -37,6 +37,22 @@ def _optimal(problem: Problem, args: argparse.Namespace, progress: Callable | No
 STRATEGIES["optimal"] = _optimal
 
 
+def _repetend(problem: Problem, args: argparse.Namespace, progress: Callable | None):
+    from schedsearch.search.repetend import repetend
+
+    return problem, repetend(
+        problem,
+        backend=args.backend,
+        time_limit_s=args.time_limit,
+        seed=args.seed,
+        workers=args.workers,
+        progress=progress,
+    )
+
+
+STRATEGIES["repetend"] = _repetend
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "search",

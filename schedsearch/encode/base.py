@@ -33,6 +33,11 @@ __all__ = [
     "get_backend",
     "available_backends",
     "solve",
+    "ModuloOptions",
+    "ModuloResult",
+    "MODULO_BACKENDS",
+    "modulo_memory_pairs",
+    "solve_modulo",
 ]
 
 
@@ -126,6 +131,8 @@ class SolveOptions:
     warm_start: Schedule | None = None
     symmetry_breaking: bool = True
     redundant: bool = True
+    memory_encoding: str = "cumulative"
+    hint: Any = attrs.field(default=None, eq=False)
     lower_bound: int | None = None
     upper_bound: int | None = None
     ties: tuple[tuple[tuple[str, int], tuple[str, int], int], ...] = attrs.field(default=(), converter=_ties)
@@ -253,3 +260,189 @@ def solve(problem: Problem, backend: str | Backend = "cpsat", options: SolveOpti
             result = attrs.evolve(result, status=Status.OPTIMAL)
     return attrs.evolve(result, lower_bound=bound, wall_time_s=max(result.wall_time_s, time.perf_counter() - t0),
                         objective_name="max_span" if problem.objective == "max_span" else "makespan")
+
+
+# --------------------------------------------------------------------------
+# Modulo scheduling (the repetend search's sub-problem)
+# --------------------------------------------------------------------------
+
+#: Objectives of a modulo sub-problem: any valid repetend, or one whose
+#: micro-batch latency (first start to last end of one micro-batch) is least.
+MODULO_OBJECTIVES = ("feasibility", "latency")
+
+#: Encodings of the memory family of a modulo model (all exact; see ModuloOptions).
+MODULO_MEMORY_ENCODINGS = ("cumulative", "events", "both")
+
+
+def _non_negative(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"ModuloOptions: {attribute.name!r} must be an integer >= 0, got {value!r}")
+
+
+def _forbidden(value: Any) -> tuple[tuple[tuple[str, int], ...], ...]:
+    out = []
+    for item in value:
+        pairs = item.items() if isinstance(item, Mapping) else item
+        out.append(tuple(sorted((str(b), int(o)) for b, o in pairs)))
+    return tuple(out)
+
+
+@attrs.frozen(kw_only=True)
+class ModuloOptions:
+    """A modulo-scheduling sub-problem: one period, searched exactly.
+
+    The backend looks for a :class:`~schedsearch.periodic.Repetend` of
+    exactly ``period`` whose offsets lie in ``0 .. max_offset`` (see
+    :mod:`schedsearch.periodic` for the rules it must keep).
+
+    Parameters
+    ----------
+    period:
+        The period (initiation interval), >= 1.
+    max_offset:
+        Largest micro-batch offset allowed (Tessel's ``N_R - 1``).
+    objective:
+        ``"feasibility"`` or ``"latency"`` (least time from the first start
+        to the last end of one micro-batch).
+    forbidden_offsets:
+        Offset vectors (``{block: offset}``) the answer must differ from in at
+        least one block: candidates already seen.
+    max_latency:
+        Optional upper bound on the latency.
+    cyclic_orders:
+        Sequences of blocks whose starts ``t_b - P o_b`` must be
+        non-decreasing along the sequence, the last no later than the first
+        plus ``P`` (copies of one block in a fold-``k`` super-graph, ordered
+        to break the symmetry between the copies).
+    redundant:
+        Add the redundant average-memory constraint (it changes no answer,
+        only the proof speed).
+    memory_encoding:
+        ``"cumulative"`` (per paired device, one cumulative over the
+        circular windows the pairs hold memory), ``"events"`` (the level at
+        every start that raises it, through phase-order literals) or
+        ``"both"``; all exact, they differ in speed only (CP-SAT; Z3 always
+        uses events). Devices whose deltas do not pair up always use events.
+    hint:
+        A :class:`~schedsearch.periodic.Repetend` of the same problem and
+        period to start from (CP-SAT: a solution hint; Z3 ignores it).
+    Other fields are those of :class:`SolveOptions`.
+    """
+
+    period: int = attrs.field(validator=_at_least_one)
+    max_offset: int = attrs.field(validator=_non_negative)
+    objective: str = "latency"
+    forbidden_offsets: tuple[tuple[tuple[str, int], ...], ...] = attrs.field(converter=_forbidden, default=())
+    max_latency: int | None = None
+    cyclic_orders: tuple[tuple[str, ...], ...] = attrs.field(
+        converter=lambda v: tuple(tuple(str(x) for x in seq) for seq in v), default=()
+    )
+    redundant: bool = True
+    memory_encoding: str = "cumulative"
+    hint: Any = attrs.field(default=None, eq=False)
+    time_limit_s: float | None = attrs.field(default=60.0, validator=_positive_or_none)
+    seed: int = 0
+    workers: int = attrs.field(default=2, validator=_at_least_one)
+    log: bool = False
+    backend_params: Mapping[str, Any] = attrs.field(factory=dict)
+
+    def __attrs_post_init__(self) -> None:
+        if self.objective not in MODULO_OBJECTIVES:
+            raise ValueError(f"ModuloOptions: 'objective' must be one of {MODULO_OBJECTIVES}, got {self.objective!r}")
+        if self.memory_encoding not in MODULO_MEMORY_ENCODINGS:
+            raise ValueError(
+                f"ModuloOptions: 'memory_encoding' must be one of {MODULO_MEMORY_ENCODINGS}, "
+                f"got {self.memory_encoding!r}"
+            )
+
+
+@attrs.frozen(kw_only=True)
+class ModuloResult:
+    """Outcome of a modulo sub-problem.
+
+    ``status`` is OPTIMAL (latency proven least, or any repetend for the
+    feasibility objective), FEASIBLE, INFEASIBLE (no repetend of this period
+    and offset range), TIMEOUT or UNKNOWN. ``repetend`` has passed
+    :func:`~schedsearch.periodic.check_repetend`.
+    """
+
+    status: Status
+    repetend: Any = None
+    latency: int | None = None
+    latency_bound: int | None = None
+    wall_time_s: float = 0.0
+    backend: str = ""
+    stats: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+#: backend name -> "module:function" solving a modulo sub-problem, imported lazily.
+MODULO_BACKENDS: dict[str, str] = {
+    "cpsat": "schedsearch.encode.cpsat.modulo:solve_modulo",
+    "z3": "schedsearch.encode.z3.modulo:solve_modulo",
+}
+
+
+def modulo_support_error(problem: Problem) -> str | None:
+    """Why the modulo encodings cannot express ``problem`` (None when they can)."""
+    feats = problem_features(problem)
+    unsupported = feats & {"flexible_options", "transfers", "releases", "fixed_orders", "overlaps"}
+    if unsupported:
+        return f"it uses {sorted(unsupported)}; the modulo encoding needs fixed placements and no transfers"
+    if problem.duration_overrides:
+        return "micro-batches differ in duration ('duration_overrides'); a repetend needs identical micro-batches"
+    return None
+
+
+def modulo_memory_pairs(problem: Problem) -> dict[str, tuple[tuple[str, str, int], ...] | None]:
+    """Per device with a capacity: the (alloc block, free block, amount) pairs
+    of one micro-batch (each free depends on its allocation), or None when
+    the device's deltas do not pair up that way."""
+    from schedsearch.encode.structure import build_structure
+
+    st = build_structure(problem.with_(num_microbatches=1), symmetry_breaking=False)
+    out: dict[str, tuple[tuple[str, str, int], ...] | None] = {}
+    for d, pairs in st.memory_pairs.items():
+        out[d] = None if pairs is None else tuple((st.tasks[a].key[0], st.tasks[f].key[0], x) for a, f, x in pairs)
+    return out
+
+
+def solve_modulo(problem: Problem, options: ModuloOptions, backend: str | Backend = "cpsat") -> ModuloResult:
+    """Solve a modulo sub-problem with ``backend`` and check the repetend it returns.
+
+    Raises :class:`~schedsearch.errors.UnsupportedFeatureError` for problems
+    the encoding cannot express, and
+    :class:`~schedsearch.errors.ValidationFailedError` if a backend ever
+    returns a repetend that breaks a steady-state rule (an encoder bug).
+    """
+    from schedsearch.errors import ValidationFailedError
+    from schedsearch.periodic import check_repetend
+
+    name = backend if isinstance(backend, str) else backend.name
+    target = MODULO_BACKENDS.get(name)
+    if target is None:
+        raise ValueError(f"backend: unknown name {name!r} for modulo scheduling; choose one of {sorted(MODULO_BACKENDS)}")
+    why = modulo_support_error(problem)
+    if why is not None:
+        raise UnsupportedFeatureError(f"modulo scheduling cannot express problem {problem.name!r}: {why}; use optimal()")
+    module, attr = target.split(":")
+    try:
+        fn = getattr(importlib.import_module(module), attr)
+    except ImportError as exc:  # pragma: no cover - depends on the installation
+        raise UnsupportedFeatureError(
+            f"backend {name!r} needs a solver package that is not installed ({exc}); "
+            f"try one of {sorted(set(MODULO_BACKENDS) - {name})}"
+        ) from exc
+    t0 = time.perf_counter()
+    result: ModuloResult = fn(problem, options)
+    if result.repetend is not None:
+        violations = check_repetend(problem, result.repetend)
+        if violations:
+            shown = "\n  ".join(str(v) for v in violations[:10])
+            raise ValidationFailedError(
+                f"repetend returned by backend {name!r} breaks {len(violations)} rule(s):\n  {shown}", violations
+            )
+        if result.repetend.period != options.period:
+            raise ValidationFailedError(
+                f"repetend returned by backend {name!r} has period {result.repetend.period}, asked {options.period}"
+            )
+    return attrs.evolve(result, wall_time_s=max(result.wall_time_s, time.perf_counter() - t0))

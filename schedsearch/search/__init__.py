@@ -1,7 +1,24 @@
 """Search strategies: they build sub-problems and hand them to a backend."""
 
+from schedsearch.search.coarsen import Coarsening as Coarsening, coarsen as coarsen
+from schedsearch.search.heuristics import heft as heft, list_schedule as list_schedule
+from schedsearch.search.jobshop import jobshop as jobshop, transfer_overlap as transfer_overlap
 from schedsearch.search.optimal import optimal as optimal
 from schedsearch.search.pareto import min_memory as min_memory, pareto as pareto
+from schedsearch.search.repetend import RepetendResult as RepetendResult, repetend as repetend
 from schedsearch.search.scale import scale_search as scale_search
 
-__all__ = ["min_memory", "optimal", "pareto", "scale_search"]
+__all__ = [
+    "Coarsening",
+    "RepetendResult",
+    "coarsen",
+    "heft",
+    "jobshop",
+    "list_schedule",
+    "min_memory",
+    "optimal",
+    "pareto",
+    "repetend",
+    "scale_search",
+    "transfer_overlap",
+]

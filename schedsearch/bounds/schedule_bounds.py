@@ -1,0 +1,268 @@
+"""The best lower bound known on a scheduling problem's optimal makespan.
+
+:func:`lower_bound` is the maximum of
+
+* the analytic bounds of :mod:`schedsearch.bounds.analytic`: critical path
+  (releases and unavoidable transfers included), per-device mandatory work
+  between the least head and the least tail, average load;
+* the **memory bound** (:func:`memory_bounds`): on a device of capacity
+  ``M`` (less its initial memory) where each micro-batch holds at least
+  ``a`` units between the start of a block ``P`` and the start of a later
+  block ``Q`` (both always on that device), at most ``K = floor(M / a)``
+  micro-batches can be between ``P`` and ``Q`` at once. Each stays there at
+  least ``r`` = the shortest time from the start of ``P`` to the start of
+  ``Q``. Windows of length ``>= r`` with at most ``K`` overlapping can be
+  split into ``K`` sequences of disjoint windows, one of which holds
+  ``ceil(N / K)`` of them, so::
+
+      makespan >= min head(P) + ceil(N / K) r + min (duration(Q) + tail(Q))
+
+  ``a`` counts the deltas of ``P``, of its ancestors and, pessimistically,
+  every *negative* delta that may have happened in between; the bound is
+  only used where no micro-batch can ever hold a negative amount on the
+  device (checked as a minimum-weight ideal, by a minimum cut), so other
+  micro-batches only take room;
+* the **assignment LP** (:func:`assignment_lp_bound`), for problems where
+  blocks choose among options: fractional option choices ``x[t, o]``,
+  ``T >= sum of durations on each device`` and
+  ``T >= head(t) + duration(t) + tail(t)`` for every task; solved with
+  HiGHS through :mod:`schedsearch.bounds.mip`;
+
+Overlapped groups (``Problem.overlaps``): a group lasts at least its
+longest member, so the per-task rows stay valid; along an edge inside a
+declared overlap the lag is 0 (the group may run both ends together); and
+where a group lasts less than its members in sequence the per-device work
+rows are left out of the LP (as the analytic bounds leave out theirs).
+* optionally the **DiviML MILP's dual bound** within a time limit
+  (:func:`~schedsearch.bounds.diviml.diviml`), where that model applies.
+
+Every part is valid for every feasible schedule, so their maximum is too.
+Results are integers (makespans are), fractional bounds rounded up.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import attrs
+
+from schedsearch.bounds.analytic import analytic_lower_bound, heads_and_tails
+from schedsearch.problem import Problem
+
+__all__ = ["ScheduleBound", "lower_bound", "memory_bounds", "assignment_lp_bound"]
+
+
+@attrs.frozen(kw_only=True)
+class ScheduleBound:
+    """A lower bound and the parts it is the maximum of."""
+
+    value: int
+    parts: Mapping[str, int]
+
+    @property
+    def tight_part(self) -> str:
+        """Name of the part that gives the bound (the first of equal ones)."""
+        return max(self.parts, key=lambda k: self.parts[k])
+
+    def __str__(self) -> str:
+        return f"lower bound {self.value} ({self.tight_part})"
+
+
+def _min_duration(problem: Problem, block: str, mb: int) -> int:
+    return min(problem.durations(block, mb))
+
+
+def _transfer_delay(problem: Problem, src: str, dst: str, size: int) -> int:
+    from schedsearch.bounds.analytic import _unavoidable_transfer
+
+    return _unavoidable_transfer(problem, src, dst, size)
+
+
+def _closure(start: str, nxt: Mapping[str, list[str]]) -> set[str]:
+    seen = {start}
+    stack = [start]
+    while stack:
+        v = stack.pop()
+        for w in nxt[v]:
+            if w not in seen:
+                seen.add(w)
+                stack.append(w)
+    return seen
+
+
+def _min_ideal_weight(blocks: list[str], preds: Mapping[str, list[str]], weight: Mapping[str, int]) -> int:
+    """Least total weight of a set closed under predecessors (minimum cut)."""
+    if all(weight[b] >= 0 for b in blocks):
+        return 0
+    import networkx as nx
+
+    # maximise sum of c = -weight over predecessor-closed sets
+    g = nx.DiGraph()
+    g.add_node("s")
+    g.add_node("t")
+    positive = 0
+    for b in blocks:
+        c = -weight[b]
+        if c > 0:
+            g.add_edge("s", b, capacity=c)
+            positive += c
+        elif c < 0:
+            g.add_edge(b, "t", capacity=-c)
+        for p in preds[b]:
+            g.add_edge(b, p)  # infinite capacity: taking b forces taking p
+    cut, _ = nx.minimum_cut(g, "s", "t")
+    return -(positive - int(cut))
+
+
+def memory_bounds(problem: Problem) -> dict[str, int]:
+    """The memory bound of every device where it applies (module docstring)."""
+    heads, tails = heads_and_tails(problem)
+    graph = problem.graph
+    names = [b.name for b in graph.blocks]
+    preds = {b: [e.src for e in es] for b, es in graph.predecessors().items()}
+    succs = {b: [e.dst for e in es] for b, es in graph.successors().items()}
+    edges_in = graph.predecessors()
+    anc = {b: _closure(b, preds) for b in names}
+    desc = {b: _closure(b, succs) for b in names}
+    order = graph.topological_order()
+    n_mb = problem.num_microbatches
+    # an edge inside a declared overlap may be run as one group: no lag along it
+    grouped = {
+        (e.src, e.dst)
+        for e in graph.edges
+        if any(e.src in ov.blocks and e.dst in ov.blocks for ov in getattr(problem, "overlaps", ()))
+    }
+    out: dict[str, int] = {}
+    for dev in problem.cluster.devices:
+        if dev.memory is None:
+            continue
+        room = dev.memory - problem.initial_memory_of(dev.name)
+        sure = {b.name: all(dev.name in o.devices for o in b.options) for b in graph.blocks}
+        maybe = {b.name: dev.name in b.devices for b in graph.blocks}
+        w = {
+            b.name: (b.memory if sure[b.name] else (min(b.memory, 0) if maybe[b.name] else 0))
+            for b in graph.blocks
+        }
+        if _min_ideal_weight(names, preds, w) < 0:
+            continue  # a micro-batch may hold a negative amount: others need not only take room
+        best = 0
+        mbs = range(n_mb) if problem.duration_overrides else range(1)
+        for p in names:
+            if not sure[p]:
+                continue
+            base = sum(w[u] for u in anc[p])
+            # shortest time from the start of p to the start of each later block
+            reach: dict[str, int] = {}
+            for m in mbs:
+                dist: dict[str, int] = {p: 0}
+                for b in order:
+                    if b == p or b not in desc[p]:
+                        continue
+                    dist[b] = max(
+                        dist[e.src]
+                        + (0 if (e.src, b) in grouped
+                           else _min_duration(problem, e.src, m) + _transfer_delay(problem, e.src, b, e.size))
+                        for e in edges_in[b]
+                        if e.src in dist
+                    )
+                for b, v in dist.items():
+                    reach[b] = v if b not in reach else min(reach[b], v)
+            head = min(heads[(p, m)] for m in range(n_mb))
+            for q in desc[p]:
+                if q == p or not sure[q]:
+                    continue
+                held = base + sum(min(w[u], 0) for u in names if u not in anc[p] and u not in desc[q])
+                if held <= 0:
+                    continue
+                k = room // held
+                if k <= 0:
+                    continue  # not even one micro-batch fits: infeasible, no bound claimed
+                after = min(_min_duration(problem, q, m) + tails[(q, m)] for m in range(n_mb))
+                best = max(best, head + math.ceil(n_mb / k) * reach[q] + after)
+        if best:
+            out[dev.name] = best
+    return out
+
+
+def assignment_lp_bound(problem: Problem, *, solver: str = "highs", time_limit_s: float = 30.0) -> int | None:
+    """The assignment LP (module docstring), rounded up; None if not solved."""
+    from schedsearch.bounds.mip import MipModel, solve_mip
+
+    heads, tails = heads_and_tails(problem)
+    m = MipModel(f"assignment LP {problem.name}")
+    t = m.new_continuous(0.0, name="T")
+    load: dict[str, list[tuple[int, float]]] = {d: [] for d in problem.cluster.device_names}
+    for b, mb in problem.tasks:
+        block = problem.graph.block(b)
+        durs = problem.durations(b, mb)
+        xs = [m.new_continuous(0.0, 1.0, f"x[{b},{mb},{i}]") for i in range(len(durs))]
+        m.add_eq([(x, 1.0) for x in xs], 1.0)
+        for x, o, d in zip(xs, block.options, durs):
+            for dev in o.devices:
+                load[dev].append((x, float(d)))
+        m.add_ge([(t, 1.0)] + [(x, -float(d)) for x, d in zip(xs, durs)], float(heads[(b, mb)] + tails[(b, mb)]))
+    if not _shortening_overlaps(problem):
+        # per-device work; not valid when overlapped groups run faster than their members
+        for dev, terms in load.items():
+            if terms:
+                m.add_ge([(t, 1.0)] + [(x, -d) for x, d in terms], 0.0)
+    m.minimize([(t, 1.0)])
+    res = solve_mip(m, solver=solver, time_limit_s=time_limit_s, relative_gap=0.0)
+    if res.best_bound is None:
+        return None
+    return max(0, math.ceil(res.best_bound - 1e-6 * max(1.0, res.best_bound)))
+
+
+def _shortening_overlaps(problem: Problem) -> bool:
+    """True if some overlapped group lasts less than its members one after the other."""
+    for ov in getattr(problem, "overlaps", ()):
+        least = sum(min(_min_duration(problem, b, m) for m in range(problem.num_microbatches)) for b in ov.blocks)
+        if ov.duration < least:
+            return True
+    return False
+
+
+def lower_bound(
+    problem: Problem,
+    *,
+    lp: bool | None = None,
+    mip_time_limit_s: float | None = None,
+    solver: str = "highs",
+) -> ScheduleBound:
+    """The best lower bound known on the optimal makespan (module docstring).
+
+    Parameters
+    ----------
+    lp:
+        Solve the assignment LP; by default only when some block has more
+        than one option (otherwise it adds nothing to the per-device work).
+    mip_time_limit_s:
+        Also run the DiviML MILP for this long and use its dual bound (off
+        by default; only where that model applies).
+    solver:
+        MIP solver for the LP and the MILP.
+
+    Examples
+    --------
+    >>> from schedsearch.placements import vshape
+    >>> lower_bound(vshape(4, 16, memory=4)).value  # (N + D - 1)(F + B)
+    57
+    """
+    analytic = analytic_lower_bound(problem)
+    parts: dict[str, int] = dict(analytic.parts)
+    for dev, value in memory_bounds(problem).items():
+        parts[f"memory {dev}"] = value
+    flexible = any(len(b.options) > 1 for b in problem.graph.blocks)
+    if lp if lp is not None else flexible:
+        value = assignment_lp_bound(problem, solver=solver)
+        if value is not None:
+            parts["assignment LP"] = value
+    if mip_time_limit_s is not None:
+        from schedsearch.bounds.diviml import diviml, diviml_supports
+
+        if diviml_supports(problem) is None:
+            res = diviml(problem, solver=solver, time_limit_s=mip_time_limit_s)
+            if res.lower_bound is not None:
+                parts["DiviML MILP"] = res.lower_bound
+    return ScheduleBound(value=max(parts.values()), parts=parts)

@@ -1,0 +1,383 @@
+"""Lower bounds for max-throughput partitioning (Archer et al., ICML 2024).
+
+The problem (MTPP): split an operator graph into at most ``k`` blocks on
+``k`` identical accelerators so that the quotient graph is acyclic (the
+blocks run as pipeline stages) and the largest block cost is minimal; a
+block costs its work plus every tensor it sends or receives (the
+accelerator load of :mod:`schedsearch.partition.cost`, memory limit and
+unsupported operators included). SliceGraph / BRKGA
+(:func:`~schedsearch.partition.slicegraph.partition_slicegraph`) finds good
+partitions; the functions here prove how good, each returning a
+:class:`ThroughputBound` with the lower bound and the best partition known.
+
+Units are the forward supernodes of
+:func:`~schedsearch.partition.contract.contract` *without* the trivial-leaf
+merge (colocation classes and forward cycles must share a block in any
+acyclic split, so those merges lose nothing; the leaf merge could, so it is
+off and the bounds hold for the original graph).
+
+:func:`simple_bound`
+    ``max(total work / k, largest unit work)``: no solver.
+:func:`exact_mip`
+    The exact MIP: ``k`` ordered blocks, cumulative ideal variables, the
+    send/receive rows of the IPs in :mod:`schedsearch.bounds.partition_ip`
+    (it *is* :func:`~schedsearch.bounds.partition_ip.contiguous_ip` with no
+    CPUs). Its dual bound is a lower bound, its solution a partition.
+:func:`three_superblock_mip`
+    A relaxation with ``3n`` binaries instead of ``kn``: every unit goes to
+    the prefix ``P``, the middle block ``B`` or the suffix ``S``, with ``P``
+    and ``P + B`` ideals; an integer ``a`` (one binary ``z_j`` per value)
+    is the number of blocks in ``P``::
+
+        cost(B) <= T
+        cost(P) <= a T,   cost(S) <= (k - 1 - a) T        (one row per j, big-M)
+        size(P) <= a M,   size(B) <= M,   size(S) <= (k - 1 - a) M
+
+    where ``cost(X)`` = work of ``X`` + cost of every edge group ``X`` cuts.
+    Valid because any acyclic ``k``-split, cut after its ``a``-th and
+    ``(a+1)``-th blocks, gives such a triple: every group the union ``P``
+    cuts is cut by at least one of ``P``'s blocks, which pays it, and the
+    loads of ``P``'s blocks sum to at most ``a T``.
+:func:`bottleneck_guess_mip`
+    The same triple with ``a`` fixed, solved for every ``a = 0..k-1``.
+    Every block position of an optimal split gives a feasible triple, so
+    *each* of these MIPs is a lower bound and so is their **maximum**
+    (guessing the position of the bottleneck block and keeping the worst
+    guess); each is smaller than the free-``a`` model, hence faster.
+
+Every MIP runs with a time limit; a MIP that does not finish still gives
+its dual bound, which is what is reported.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from schedsearch.bounds.mip import MipModel, MipOptions, MipResult, solve_mip
+from schedsearch.bounds.partition_ip import (
+    _build_contiguous,
+    _contig_hint,
+    _split_from_units,
+    _stages_of_split,
+    _Units,
+    _units,
+)
+from schedsearch.errors import InvalidOperatorGraphError
+from schedsearch.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload, Slot, Split
+from schedsearch.partition.contract import ContractedGraph, contract
+from schedsearch.partition.cost import SplitCost, evaluate_split
+from schedsearch.result import Status
+
+__all__ = [
+    "ThroughputBound",
+    "simple_bound",
+    "exact_mip",
+    "three_superblock_mip",
+    "bottleneck_guess_mip",
+    "slicegraph_incumbent",
+]
+
+
+@attrs.frozen(kw_only=True)
+class ThroughputBound:
+    """A lower bound on the MTPP optimum and the best partition known.
+
+    ``ratio`` = lower bound / best value (1 = proven optimal), the figure
+    Archer et al. report.
+    """
+
+    method: str
+    k: int
+    lower_bound: float
+    best_split: Split | None
+    best_value: float | None
+    status: Status
+    wall_time_s: float
+    cost: SplitCost | None = None
+    mips: tuple[MipResult, ...] = ()
+    stats: Mapping[str, Any] = attrs.field(factory=dict)
+
+    @property
+    def ratio(self) -> float | None:
+        if self.best_value is None or self.best_value <= 0:
+            return None
+        return min(1.0, self.lower_bound / self.best_value)
+
+    @property
+    def gap(self) -> float | None:
+        r = self.ratio
+        return None if r is None else 1.0 - r
+
+    def __str__(self) -> str:
+        parts = [f"{self.method} (k={self.k}): lower bound {self.lower_bound:.6g}"]
+        if self.best_value is not None:
+            parts.append(f"best {self.best_value:.6g}")
+        if self.ratio is not None:
+            parts.append(f"ratio {self.ratio:.4f}")
+        parts.append(f"{self.status.value}, {self.wall_time_s:.2f} s")
+        return ", ".join(parts)
+
+
+def _setup(graph: OperatorGraph | PartitionWorkload, k: int, max_accel_memory: float | None):
+    if isinstance(graph, PartitionWorkload):
+        if max_accel_memory is None:
+            max_accel_memory = graph.devices.max_accel_memory
+        graph = graph.graph
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InvalidOperatorGraphError(f"max-throughput bounds: 'k' must be an int >= 1, got {k!r}")
+    devices = DeviceLimits(num_accelerators=k, num_cpus=0, max_accel_memory=max_accel_memory)
+    cg = contract(graph, merge_trivial=False)
+    units = _units(graph, cg.members)
+    return graph, devices, cg, units
+
+
+def simple_bound(graph: OperatorGraph | PartitionWorkload, k: int) -> float:
+    """``max(total accelerator work / k, largest unit's work)`` (no communication)."""
+    graph, _, _, units = _setup(graph, k, None)
+    total = math.fsum(units.accel)
+    return max(total / k, max(units.accel, default=0.0))
+
+
+def slicegraph_incumbent(
+    graph: OperatorGraph | PartitionWorkload, k: int, *, max_accel_memory: float | None = None,
+    seed: int = 0, **slicegraph_options: Any,
+) -> Split | None:
+    """The SliceGraph / BRKGA partition on ``k`` accelerators (None if none is feasible)."""
+    from schedsearch.partition.slicegraph import partition_slicegraph
+
+    g, devices, _, _ = _setup(graph, k, max_accel_memory)
+    try:
+        return partition_slicegraph(g, devices, seed=seed, **slicegraph_options).split
+    except InvalidOperatorGraphError:
+        return None
+
+
+def _best(graph: OperatorGraph, devices: DeviceLimits, splits: Sequence[Split | None]) -> tuple[Split | None, float | None, SplitCost | None]:
+    best = (None, None, None)
+    for sp in splits:
+        if sp is None:
+            continue
+        cost = evaluate_split(graph, sp, devices)
+        if not cost.feasible:
+            continue
+        if best[1] is None or cost.max_load < best[1]:
+            best = (sp, cost.max_load, cost)
+    return best
+
+
+def _options(options: MipOptions | None, overrides: Mapping[str, Any]) -> MipOptions:
+    options = options or MipOptions()
+    return attrs.evolve(options, **overrides) if overrides else options
+
+
+def _resolve_incumbent(graph, k, max_mem, incumbent, seed):
+    if incumbent == "slicegraph":
+        return slicegraph_incumbent(graph, k, max_accel_memory=max_mem, seed=seed)
+    return incumbent
+
+
+def exact_mip(
+    graph: OperatorGraph | PartitionWorkload,
+    k: int,
+    *,
+    incumbent: str | Split | None = "slicegraph",
+    max_accel_memory: float | None = None,
+    options: MipOptions | None = None,
+    **overrides: Any,
+) -> ThroughputBound:
+    """The exact MTPP MIP on ``k`` accelerators, warm-started from ``incumbent``.
+
+    ``incumbent``: ``"slicegraph"`` (default: BRKGA with its default
+    budget), a split, or None.
+    """
+    t0 = time.perf_counter()
+    options = _options(options, overrides)
+    mem = max_accel_memory
+    g, devices, cg, units = _setup(graph, k, mem)
+    inc = _resolve_incumbent(graph, k, devices.max_accel_memory, incumbent, options.seed)
+    model = _build_contiguous(units, cg.preds, devices, f"MTPP exact {g.name} k={k}")
+    if inc is not None:
+        stages = _stages_of_split(units, inc)
+        if stages is not None:
+            hint = _contig_hint(model, stages, devices)
+            if hint is not None:
+                model.mip.set_hint(hint)
+    res = solve_mip(model.mip, options)
+    found = None
+    if res.values is not None:
+        vals = res.values
+        order = [Slot(kind="accel", index=s) for s in range(model.num_slots)]
+        unit_slot = []
+        for i in range(len(units.members)):
+            s = max(range(model.num_slots), key=lambda s_: vals[model.xa[i][s_]])
+            unit_slot.append(order[s])
+        found = _split_from_units(units, unit_slot, order)
+    split, value, cost = _best(g, devices, [found, inc])
+    bound = res.best_bound if res.best_bound is not None else simple_bound(g, k)
+    bound = max(bound, simple_bound(g, k))
+    if value is not None:
+        bound = min(bound, value)
+    status = res.status
+    if value is not None and status in (Status.TIMEOUT, Status.UNKNOWN):
+        status = Status.FEASIBLE
+    return ThroughputBound(
+        method="exact", k=k, lower_bound=bound, best_split=split, best_value=value, status=status,
+        wall_time_s=time.perf_counter() - t0, cost=cost, mips=(res,),
+        stats={"units": len(units.members), "mip": str(model.mip)},
+    )
+
+
+# ---------------------------------------------------------------- superblocks
+def _build_superblocks(units: _Units, cg: ContractedGraph, devices: DeviceLimits, k: int, a_fixed: int | None,
+                       upper: float | None, name: str) -> tuple[MipModel, int]:
+    n = len(units.members)
+    m = MipModel(name)
+    p = [m.new_binary(f"P[{i}]") for i in range(n)]
+    b = [m.new_binary(f"B[{i}]") for i in range(n)]
+    s = [m.new_binary(f"S[{i}]") for i in range(n)]
+    for i in range(n):
+        m.add_eq([(p[i], 1.0), (b[i], 1.0), (s[i], 1.0)], 1.0)
+        if not units.accel_ok[i]:
+            for v in (p[i], b[i], s[i]):
+                m.fix(v, 0.0)
+    for v, ps in enumerate(cg.preds):
+        for u in ps:
+            m.add_le([(p[v], 1.0), (p[u], -1.0)], 0.0)  # P is an ideal
+            m.add_le([(s[u], 1.0), (s[v], -1.0)], 0.0)  # P + B is an ideal: u in S => v in S
+    total_work = math.fsum(units.accel)
+    total_comm = math.fsum(c for _, _, c in units.groups)
+    big = total_work + 2 * total_comm
+    hi = upper * (1 + 1e-6) + 1e-9 if upper is not None and math.isfinite(upper) else big
+    t = m.new_continuous(0.0, hi, "T")
+
+    def cost_terms(x: list[int], label: str) -> list[tuple[int, float]]:
+        terms = [(x[i], units.accel[i]) for i in range(n) if units.accel[i]]
+        for h, (src, others, c) in enumerate(units.groups):
+            snd = m.new_continuous(0.0, 1.0, f"send{label}[{h}]")
+            rcv = m.new_continuous(0.0, 1.0, f"recv{label}[{h}]")
+            for o in others:
+                m.add_ge([(snd, 1.0), (x[src], -1.0), (x[o], 1.0)], 0.0)
+                m.add_ge([(rcv, 1.0), (x[o], -1.0), (x[src], 1.0)], 0.0)
+            terms += [(snd, c), (rcv, c)]
+        return terms
+
+    cb, cp, cs = cost_terms(b, "B"), cost_terms(p, "P"), cost_terms(s, "S")
+    m.add_ge([(t, 1.0)] + [(v, -c) for v, c in cb], 0.0, "cost(B) <= T")
+    t_floor = max(units.accel, default=0.0)
+    m.lb[t] = max(m.lb[t], t_floor)
+    cap = devices.max_accel_memory
+    if a_fixed is not None:
+        a_vals = [a_fixed]
+    else:
+        a_vals = list(range(k))
+    z = {}
+    if a_fixed is None:
+        for j in a_vals:
+            z[j] = m.new_binary(f"a={j}")
+        m.add_eq([(v, 1.0) for v in z.values()], 1.0)
+    for j in a_vals:
+        before, after = j, k - 1 - j
+        # cost(P) <= j T  and cost(S) <= (k-1-j) T, enforced when a = j
+        for terms, blocks, label in ((cp, before, "P"), (cs, after, "S")):
+            row = [(t, float(blocks))] + [(v, -c) for v, c in terms]
+            if a_fixed is None:
+                m.add_ge(row + [(z[j], -big)], -big, f"cost({label}) <= {blocks} T")
+            else:
+                m.add_ge(row, 0.0, f"cost({label}) <= {blocks} T")
+    if cap is not None:
+        sizes = units.size
+        scale = cap if cap > 0 else 1.0
+        m.add_le([(b[i], sizes[i] / scale) for i in range(n) if sizes[i]], 1.0 if cap > 0 else 0.0)
+        for x, side in ((p, "P"), (s, "S")):
+            terms = [(x[i], sizes[i] / scale) for i in range(n) if sizes[i]]
+            if not terms:
+                continue
+            if a_fixed is None:
+                count = [(z[j], -(float(j) if side == "P" else float(k - 1 - j))) for j in a_vals]
+                m.add_le(terms + count, 0.0)
+            else:
+                blocks = a_fixed if side == "P" else k - 1 - a_fixed
+                m.add_le(terms, float(blocks))
+    m.minimize([(t, 1.0)])
+    return m, t
+
+
+def three_superblock_mip(
+    graph: OperatorGraph | PartitionWorkload,
+    k: int,
+    *,
+    incumbent: str | Split | None = "slicegraph",
+    max_accel_memory: float | None = None,
+    options: MipOptions | None = None,
+    **overrides: Any,
+) -> ThroughputBound:
+    """The three-superblock relaxation with the number of prefix blocks free."""
+    t0 = time.perf_counter()
+    options = _options(options, overrides)
+    g, devices, cg, units = _setup(graph, k, max_accel_memory)
+    inc = _resolve_incumbent(graph, k, devices.max_accel_memory, incumbent, options.seed)
+    split, value, cost = _best(g, devices, [inc])
+    model, _ = _build_superblocks(units, cg, devices, k, None, value, f"MTPP three-superblock {g.name} k={k}")
+    res = solve_mip(model, options)
+    return _relaxation_result("three-superblock", g, k, [res], split, value, cost, t0, str(model))
+
+
+def bottleneck_guess_mip(
+    graph: OperatorGraph | PartitionWorkload,
+    k: int,
+    *,
+    incumbent: str | Split | None = "slicegraph",
+    max_accel_memory: float | None = None,
+    positions: Sequence[int] | None = None,
+    options: MipOptions | None = None,
+    **overrides: Any,
+) -> ThroughputBound:
+    """The three-superblock MIP for every position of the middle block; the maximum.
+
+    ``positions`` restricts the positions solved (default ``0..k-1``); the
+    time limit applies to each MIP.
+    """
+    t0 = time.perf_counter()
+    options = _options(options, overrides)
+    g, devices, cg, units = _setup(graph, k, max_accel_memory)
+    inc = _resolve_incumbent(graph, k, devices.max_accel_memory, incumbent, options.seed)
+    split, value, cost = _best(g, devices, [inc])
+    results = []
+    for a in positions if positions is not None else range(k):
+        if not 0 <= a < k:
+            raise InvalidOperatorGraphError(f"bottleneck guess: position {a} is not in 0..{k - 1}")
+        model, _ = _build_superblocks(units, cg, devices, k, a, value, f"MTPP guess {g.name} k={k} a={a}")
+        res = solve_mip(model, options)
+        results.append(res)
+        bound_so_far = max((r.best_bound for r in results if r.best_bound is not None), default=None)
+        if value is not None and bound_so_far is not None and bound_so_far >= value * (1 - options.relative_gap):
+            break  # the incumbent is proven optimal
+    return _relaxation_result("bottleneck-guess", g, k, results, split, value, cost, t0, f"{len(results)} MIPs",
+                              combine=max)
+
+
+def _relaxation_result(method, g, k, results, split, value, cost, t0, mip_text, combine=min) -> ThroughputBound:
+    bounds = [r.best_bound for r in results]
+    simple = simple_bound(g, k)
+    if combine is min:
+        # a single relaxation: its dual bound (or nothing proven)
+        lb = bounds[0] if bounds and bounds[0] is not None else simple
+    else:
+        known = [b for b in bounds if b is not None]
+        lb = max(known) if known else simple
+    lb = max(lb, simple)
+    if value is not None:
+        lb = min(lb, value)
+    proven = value is not None and lb >= value * (1 - 1e-4)
+    status = Status.OPTIMAL if proven else (Status.FEASIBLE if value is not None else Status.TIMEOUT)
+    return ThroughputBound(
+        method=method, k=k, lower_bound=lb, best_split=split, best_value=value, status=status,
+        wall_time_s=time.perf_counter() - t0, cost=cost, mips=tuple(results),
+        stats={"units": len(g.operators), "mip": mip_text,
+               "mip_statuses": [r.status.value for r in results]},
+    )

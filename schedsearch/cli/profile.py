@@ -1,0 +1,96 @@
+"""``schedsearch profile``: measure a model's stages and write a placement problem.
+
+Builds a model (``--model``, split evenly into ``--stages`` stages), runs
+each stage on one micro-batch and measures the forward, full backward,
+input-gradient and weight-gradient times (median of ``--repeats`` runs) and
+the activation memory, with the functions PyTorch's pipeline runtime calls.
+Prints the figures, then builds a one-pipeline placement Problem with them
+as integer durations (the time unit is printed and recorded in the
+problem's name) and activation-memory deltas, and writes it with ``-o``
+for ``schedsearch search --problem``. Needs ``schedsearch[torch]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from schedsearch.cli.run import int_list
+from schedsearch.runtime import build_workload, parse_model_spec, profile
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "profile",
+        help="measure a model's stages (F, B, I, W, memory) and write a placement problem",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--model", default="transformer:4x32", help="model spec (default transformer:4x32)")
+    p.add_argument("--stages", type=int, default=4, help="pipeline stages (default 4)")
+    p.add_argument("--microbatch-size", type=int, default=4, help="samples per micro-batch (default 4)")
+    p.add_argument("--sizes", type=int_list, help="further micro-batch sizes to profile, e.g. 2,3")
+    p.add_argument("--repeats", type=int, default=5, help="timed runs per figure; the median is kept (default 5)")
+    p.add_argument("--dtype", choices=("float64", "float32"), default="float64", help="parameter dtype")
+    p.add_argument("--seed", type=int, default=0, help="model and batch seed (default 0)")
+    p.add_argument("--time-unit", type=float, help="seconds per time unit (default: chosen from the figures)")
+    p.add_argument("--memory-unit", type=int, default=1024, help="bytes per memory unit (default 1024)")
+    problem = p.add_argument_group("problem")
+    problem.add_argument("--devices", type=int, help="devices (default: one per stage)")
+    problem.add_argument("--microbatches", type=int, default=8, help="micro-batches (default 8)")
+    problem.add_argument("--microbatch-sizes", type=int_list, help="size of each micro-batch (overrides --microbatches)")
+    problem.add_argument("--mapping", help="stage-to-device map: loop, v or a list such as 0,1,1,0")
+    problem.add_argument("--split-backward", action="store_true", help="I and W blocks instead of B (zero bubble)")
+    problem.add_argument("--memory", type=int, help="activation capacity per device in memory units")
+    p.add_argument("-o", "--output", type=Path, help="write the problem JSON here")
+    p.add_argument("--json", type=Path, metavar="FILE", help="write the raw profile as JSON")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    spec = parse_model_spec(args.model)
+    sizes = [args.microbatch_size] + [n for n in (args.sizes or []) if n != args.microbatch_size]
+    for n in args.microbatch_sizes or []:
+        if n not in sizes:
+            sizes.append(n)
+    workload = build_workload(spec, args.stages, batch_size=max(sizes), dtype=args.dtype, seed=args.seed)
+    print(f"model: {workload}")
+    prof = profile(
+        workload.stages,
+        workload.inputs,
+        target=workload.target,
+        loss_fn=workload.loss_fn,
+        sizes=sizes,
+        repeats=args.repeats,
+        time_unit_s=args.time_unit,
+        memory_unit_bytes=args.memory_unit,
+    )
+    print(prof.table())
+    mapping = args.mapping
+    if mapping is not None and mapping not in ("loop", "v"):
+        mapping = int_list(mapping)
+    problem = prof.to_problem(
+        args.devices or args.stages,
+        None if args.microbatch_sizes else args.microbatches,
+        mapping=mapping,
+        split_backward=args.split_backward,
+        memory=args.memory,
+        microbatch_sizes=args.microbatch_sizes,
+    )
+    print(f"problem: {problem}")
+    print(f"durations (units of {prof.time_unit_s:g} s): F {list(prof.units('F'))}, B {list(prof.units('B'))}, "
+          f"I {list(prof.units('I'))}, W {list(prof.units('W'))}; activation memory (units of "
+          f"{prof.memory_unit_bytes} B) {list(prof.memory_units())}")
+    if args.output is not None:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(problem.to_json())
+        print(f"wrote {args.output}")
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(prof.to_dict(), indent=2))
+        print(f"wrote {args.json}")
+    return 0

@@ -1,0 +1,743 @@
+"""Operator graphs: the solver-free input of the partitioners.
+
+An :class:`OperatorGraph` is a DAG of operators (layers or single operators of
+a DNN). Each operator has a latency on an accelerator and on a CPU, a memory
+size it occupies on an accelerator, an optional colocation class (operators of
+one class must share a device), a forward/backward flag, and the cost of
+sending its output to another device. Edges are ``(source, dest)`` pairs of
+operator ids; the communication cost belongs to the *source* operator: every
+edge out of one operator carries the same tensor.
+
+Units. Unlike the scheduling problem model (integers), the operator graph keeps
+the floats of its sources: latencies and communication costs are in the time
+unit of the file (milliseconds for the bundled workloads), sizes in bytes. The
+partitioners compare float loads; conversion to the integer block model
+happens when a partition becomes a scheduling problem.
+
+Assumptions checked at construction (:class:`~schedsearch.errors.
+InvalidOperatorGraphError` otherwise): unique ids, finite non-negative numbers,
+edges between known operators, no self-loops or repeated edges, acyclic, and
+no edge from a backward operator to a forward one.
+
+Loaders
+-------
+:func:`read_dnn_partitioning`
+    the JSON format of Tarnawski et al. (nodes with ``fpgaLatency``,
+    ``cpuLatency``, ``size``, ``colorClass``, ``isBackwardNode``,
+    ``supportedOnFpga``; edges with the per-source ``cost``; device settings
+    ``maxFPGAs``, ``maxCPUs``, ``maxSizePerFPGA``).
+:func:`read_pipedream_profile`
+    PipeDream profiler ``graph.txt`` files (forward/backward compute times in
+    ms, activation and parameter bytes); communication cost is the output
+    activation size divided by a bandwidth, CPU latency a fixed multiple of
+    the accelerator latency (both are parameters, the profile has neither).
+:func:`read_split`
+    a device split in the same JSON layout (``fpgas``/``cpus`` lists of node
+    lists), e.g. the human-expert splits shipped with the workloads.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from schedsearch.errors import FormatError, InvalidOperatorGraphError
+
+__all__ = [
+    "Operator",
+    "OperatorGraph",
+    "DeviceLimits",
+    "PartitionWorkload",
+    "Slot",
+    "Split",
+    "read_dnn_partitioning",
+    "parse_dnn_partitioning",
+    "read_pipedream_profile",
+    "parse_pipedream_profile",
+    "read_split",
+    "parse_split",
+    "find_expert_split",
+    "training_graph_from_forward",
+]
+
+
+def _check_number(entity: str, field: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidOperatorGraphError(
+            f"{entity}: {field!r} must be a number, got {value!r}"
+        )
+    value = float(value)
+    if not math.isfinite(value) or value < 0:
+        raise InvalidOperatorGraphError(
+            f"{entity}: {field!r} must be a finite number >= 0, got {value!r}"
+        )
+    return value
+
+
+@attrs.frozen(kw_only=True)
+class Operator:
+    """One operator (or layer) of a DNN.
+
+    Attributes
+    ----------
+    id:
+        Unique integer id (ids need not be contiguous).
+    name:
+        Human-readable name.
+    accel_latency, cpu_latency:
+        Time to run the operator on an accelerator / on a CPU core.
+    size:
+        Memory the operator takes on an accelerator (bytes).
+    output_cost:
+        Time to move the operator's output to another device; paid only if
+        the operator has an edge to another device (see
+        :mod:`schedsearch.partition.cost`).
+    color_class:
+        Colocation class: operators sharing a class must share a device.
+        ``None`` means a class of its own. Backward operators carry the class
+        of their forward partner.
+    is_backward:
+        True for operators of the backward pass.
+    supported_on_accel:
+        False if the operator can only run on a CPU.
+    """
+
+    id: int
+    name: str = ""
+    accel_latency: float = 0.0
+    cpu_latency: float = 0.0
+    size: float = 0.0
+    output_cost: float = 0.0
+    color_class: int | None = None
+    is_backward: bool = False
+    supported_on_accel: bool = True
+
+    def __attrs_post_init__(self) -> None:
+        if isinstance(self.id, bool) or not isinstance(self.id, int):
+            raise InvalidOperatorGraphError(f"operator {self.id!r}: 'id' must be an int")
+        for field in ("accel_latency", "cpu_latency", "size", "output_cost"):
+            object.__setattr__(
+                self, field, _check_number(f"operator {self.id}", field, getattr(self, field))
+            )
+        if self.color_class is not None and (
+            isinstance(self.color_class, bool) or not isinstance(self.color_class, int)
+        ):
+            raise InvalidOperatorGraphError(
+                f"operator {self.id}: 'color_class' must be an int or None, got {self.color_class!r}"
+            )
+
+
+@attrs.frozen(kw_only=True)
+class DeviceLimits:
+    """The devices a partition may use.
+
+    ``num_accelerators`` identical accelerators (k) and ``num_cpus`` CPU cores
+    (l); ``max_accel_memory`` bytes per accelerator (None: unlimited). CPUs
+    have no memory limit and pay no communication (the reference model).
+    """
+
+    num_accelerators: int
+    num_cpus: int = 0
+    max_accel_memory: float | None = None
+
+    def __attrs_post_init__(self) -> None:
+        for field in ("num_accelerators", "num_cpus"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidOperatorGraphError(
+                    f"device limits: {field!r} must be an int >= 0, got {value!r}"
+                )
+        if self.num_accelerators + self.num_cpus == 0:
+            raise InvalidOperatorGraphError(
+                "device limits: at least one device is needed, got 0 accelerators and 0 CPUs"
+            )
+        if self.max_accel_memory is not None:
+            object.__setattr__(
+                self,
+                "max_accel_memory",
+                _check_number("device limits", "max_accel_memory", self.max_accel_memory),
+            )
+
+
+@attrs.frozen(kw_only=True)
+class OperatorGraph:
+    """A DAG of operators with per-source communication costs.
+
+    Use :meth:`successors`, :meth:`predecessors` and :meth:`operator` for
+    lookups; they are precomputed at construction.
+    """
+
+    operators: tuple[Operator, ...] = attrs.field(converter=tuple)
+    edges: tuple[tuple[int, int], ...] = attrs.field(
+        converter=lambda es: tuple((int(a), int(b)) for a, b in es)
+    )
+    name: str = ""
+    _index: dict = attrs.field(init=False, repr=False, eq=False, hash=False)
+    _succ: dict = attrs.field(init=False, repr=False, eq=False, hash=False)
+    _pred: dict = attrs.field(init=False, repr=False, eq=False, hash=False)
+
+    def __attrs_post_init__(self) -> None:
+        index: dict[int, Operator] = {}
+        for op in self.operators:
+            if not isinstance(op, Operator):
+                raise InvalidOperatorGraphError(f"operators must be Operator, got {op!r}")
+            if op.id in index:
+                raise InvalidOperatorGraphError(f"operator {op.id}: duplicate id")
+            index[op.id] = op
+        succ: dict[int, list[int]] = {i: [] for i in index}
+        pred: dict[int, list[int]] = {i: [] for i in index}
+        seen: set[tuple[int, int]] = set()
+        for a, b in self.edges:
+            for end, val in (("source", a), ("dest", b)):
+                if val not in index:
+                    raise InvalidOperatorGraphError(
+                        f"edge {a} -> {b}: unknown {end} operator id {val}"
+                    )
+            if a == b:
+                raise InvalidOperatorGraphError(f"edge {a} -> {b}: self-loop")
+            if (a, b) in seen:
+                raise InvalidOperatorGraphError(f"edge {a} -> {b}: appears twice")
+            seen.add((a, b))
+            if index[a].is_backward and not index[b].is_backward:
+                raise InvalidOperatorGraphError(
+                    f"edge {a} -> {b}: goes from backward operator {a} to forward operator {b}"
+                )
+            succ[a].append(b)
+            pred[b].append(a)
+        object.__setattr__(self, "_index", index)
+        object.__setattr__(self, "_succ", {k: tuple(v) for k, v in succ.items()})
+        object.__setattr__(self, "_pred", {k: tuple(v) for k, v in pred.items()})
+        cycle = self._find_cycle()
+        if cycle is not None:
+            raise InvalidOperatorGraphError(
+                f"operator graph {self.name!r}: not acyclic, cycle through operators "
+                + " -> ".join(str(c) for c in cycle)
+            )
+
+    def _find_cycle(self) -> list[int] | None:
+        indeg = {i: len(p) for i, p in self._pred.items()}
+        stack = [i for i, d in indeg.items() if d == 0]
+        done = 0
+        while stack:
+            v = stack.pop()
+            done += 1
+            for w in self._succ[v]:
+                indeg[w] -= 1
+                if indeg[w] == 0:
+                    stack.append(w)
+        if done == len(indeg):
+            return None
+        # walk predecessors inside the remaining subgraph to exhibit a cycle
+        rest = {i for i, d in indeg.items() if d > 0}
+        v = min(rest)
+        path: list[int] = []
+        pos: dict[int, int] = {}
+        while v not in pos:
+            pos[v] = len(path)
+            path.append(v)
+            v = next(u for u in self._pred[v] if u in rest)
+        cyc = path[pos[v]:] + [v]
+        return cyc[::-1]
+
+    # ------------------------------------------------------------------ lookups
+    def operator(self, op_id: int) -> Operator:
+        """The operator with id ``op_id``."""
+        try:
+            return self._index[op_id]
+        except KeyError:
+            raise InvalidOperatorGraphError(
+                f"operator graph {self.name!r}: unknown operator id {op_id!r}"
+            ) from None
+
+    def __contains__(self, op_id: object) -> bool:
+        return op_id in self._index
+
+    def successors(self, op_id: int) -> tuple[int, ...]:
+        """Ids of the operators ``op_id`` has an edge to."""
+        self.operator(op_id)
+        return self._succ[op_id]
+
+    def predecessors(self, op_id: int) -> tuple[int, ...]:
+        """Ids of the operators with an edge to ``op_id``."""
+        self.operator(op_id)
+        return self._pred[op_id]
+
+    @property
+    def ids(self) -> tuple[int, ...]:
+        return tuple(op.id for op in self.operators)
+
+    @property
+    def num_operators(self) -> int:
+        return len(self.operators)
+
+    @property
+    def is_training(self) -> bool:
+        """True if the graph has backward operators."""
+        return any(op.is_backward for op in self.operators)
+
+    def topological_order(self) -> tuple[int, ...]:
+        """Operator ids in a topological order (Kahn, smallest id first)."""
+        import heapq
+
+        indeg = {i: len(p) for i, p in self._pred.items()}
+        heap = [i for i, d in indeg.items() if d == 0]
+        heapq.heapify(heap)
+        order = []
+        while heap:
+            v = heapq.heappop(heap)
+            order.append(v)
+            for w in self._succ[v]:
+                indeg[w] -= 1
+                if indeg[w] == 0:
+                    heapq.heappush(heap, w)
+        return tuple(order)
+
+    def total_accel_latency(self) -> float:
+        return math.fsum(op.accel_latency for op in self.operators)
+
+    def __str__(self) -> str:
+        kind = "training" if self.is_training else "inference"
+        return (
+            f"OperatorGraph {self.name!r}: {self.num_operators} operators, "
+            f"{len(self.edges)} edges ({kind})"
+        )
+
+
+@attrs.frozen(kw_only=True)
+class PartitionWorkload:
+    """An operator graph with the devices it is to be split over."""
+
+    graph: OperatorGraph
+    devices: DeviceLimits
+    source: str = ""
+
+    def __str__(self) -> str:
+        d = self.devices
+        mem = "unlimited" if d.max_accel_memory is None else f"{d.max_accel_memory:.6g} B"
+        return (
+            f"{self.graph}; {d.num_accelerators} accelerators ({mem} each), "
+            f"{d.num_cpus} CPUs"
+        )
+
+
+@attrs.frozen(kw_only=True, order=True)
+class Slot:
+    """A device of a split: ``kind`` is ``"accel"`` or ``"cpu"``, ``index`` from 0."""
+
+    kind: str
+    index: int
+
+    def __attrs_post_init__(self) -> None:
+        if self.kind not in ("accel", "cpu"):
+            raise InvalidOperatorGraphError(
+                f"slot: 'kind' must be 'accel' or 'cpu', got {self.kind!r}"
+            )
+        if isinstance(self.index, bool) or not isinstance(self.index, int) or self.index < 0:
+            raise InvalidOperatorGraphError(f"slot: 'index' must be an int >= 0, got {self.index!r}")
+
+    def __str__(self) -> str:
+        return f"{self.kind}{self.index}"
+
+
+@attrs.frozen(kw_only=True)
+class Split:
+    """An assignment of operators to devices (not necessarily contiguous).
+
+    ``stages`` lists the devices in pipeline order with the operator ids each
+    holds; a device may appear with an empty tuple.
+    """
+
+    stages: tuple[tuple[Slot, tuple[int, ...]], ...] = attrs.field(
+        converter=lambda st: tuple((s, tuple(ops)) for s, ops in st)
+    )
+
+    def __attrs_post_init__(self) -> None:
+        seen_slots: set[Slot] = set()
+        seen_ops: set[int] = set()
+        for slot, ops in self.stages:
+            if slot in seen_slots:
+                raise InvalidOperatorGraphError(f"split: device {slot} listed twice")
+            seen_slots.add(slot)
+            for op in ops:
+                if op in seen_ops:
+                    raise InvalidOperatorGraphError(
+                        f"split: operator {op} assigned to more than one device"
+                    )
+                seen_ops.add(op)
+
+    @classmethod
+    def from_assignment(
+        cls, assignment: Mapping[int, Slot], order: Iterable[Slot] | None = None
+    ) -> Split:
+        """Build a split from ``{operator id: slot}``; slots sorted unless ``order``."""
+        groups: dict[Slot, list[int]] = {}
+        for op, slot in assignment.items():
+            groups.setdefault(slot, []).append(op)
+        slots = list(order) if order is not None else sorted(groups)
+        for s in groups:
+            if s not in slots:
+                slots.append(s)
+        return cls(stages=[(s, sorted(groups.get(s, ()))) for s in slots])
+
+    def assignment(self) -> dict[int, Slot]:
+        """``{operator id: slot}``."""
+        return {op: slot for slot, ops in self.stages for op in ops}
+
+    @property
+    def slots(self) -> tuple[Slot, ...]:
+        return tuple(s for s, _ in self.stages)
+
+    def to_json(self) -> dict[str, Any]:
+        """The dnn-partitioning result layout (``fpgas``/``cpus`` node lists)."""
+        accel = sorted((s.index, ops) for s, ops in self.stages if s.kind == "accel")
+        cpus = sorted((s.index, ops) for s, ops in self.stages if s.kind == "cpu")
+        return {
+            "fpgas": [{"nodes": list(ops)} for _, ops in accel],
+            "cpus": [{"nodes": list(ops)} for _, ops in cpus],
+        }
+
+
+# ---------------------------------------------------------------- dnn-partitioning
+def _flag(entity: str, field: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise InvalidOperatorGraphError(
+        f"{entity}: {field!r} must be true/false or 0/1, got {value!r}"
+    )
+
+
+def _int_field(entity: str, field: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise InvalidOperatorGraphError(f"{entity}: {field!r} must be an integer, got {value!r}")
+    return value
+
+
+def parse_dnn_partitioning(document: Mapping[str, Any], *, name: str = "") -> PartitionWorkload:
+    """Build a :class:`PartitionWorkload` from a parsed dnn-partitioning document.
+
+    Raises
+    ------
+    FormatError
+        The document lacks a required key or has the wrong shape.
+    InvalidOperatorGraphError
+        Bad values: negative latency, edges out of one node with different
+        costs, unknown ids, backward-to-forward edges, cycles.
+    """
+    if not isinstance(document, Mapping):
+        raise FormatError(f"{name or 'document'}: top level must be a JSON object")
+    for key in ("nodes", "edges", "maxFPGAs", "maxCPUs"):
+        if key not in document:
+            raise FormatError(f"{name or 'document'}: missing top-level key {key!r}")
+    nodes, edges = document["nodes"], document["edges"]
+    if not isinstance(nodes, list) or not isinstance(edges, list):
+        raise FormatError(f"{name or 'document'}: 'nodes' and 'edges' must be lists")
+    costs: dict[int, float] = {}
+    edge_list: list[tuple[int, int]] = []
+    for i, e in enumerate(edges):
+        if not isinstance(e, Mapping):
+            raise FormatError(f"edge #{i}: must be an object, got {e!r}")
+        for key in ("sourceId", "destId", "cost"):
+            if key not in e:
+                raise FormatError(f"edge #{i}: missing key {key!r}")
+        src = _int_field(f"edge #{i}", "sourceId", e["sourceId"])
+        dst = _int_field(f"edge #{i}", "destId", e["destId"])
+        cost = _check_number(f"edge {src} -> {dst}", "cost", e["cost"])
+        if src in costs and abs(costs[src] - cost) > 1e-6:
+            raise InvalidOperatorGraphError(
+                f"node {src}: edges out of it have different 'cost' values "
+                f"({costs[src]!r} and {cost!r}); the cost belongs to the source node"
+            )
+        costs.setdefault(src, cost)
+        edge_list.append((src, dst))
+    ops = []
+    for i, n in enumerate(nodes):
+        if not isinstance(n, Mapping):
+            raise FormatError(f"node #{i}: must be an object, got {n!r}")
+        if "id" not in n:
+            raise FormatError(f"node #{i}: missing key 'id'")
+        nid = _int_field(f"node #{i}", "id", n["id"])
+        ent = f"node {nid}"
+        for key in ("fpgaLatency", "cpuLatency", "isBackwardNode"):
+            if key not in n:
+                raise FormatError(f"{ent}: missing key {key!r}")
+        cc = n.get("colorClass")
+        ops.append(
+            Operator(
+                id=nid,
+                name=str(n.get("name", "")),
+                accel_latency=_check_number(ent, "fpgaLatency", n["fpgaLatency"]),
+                cpu_latency=_check_number(ent, "cpuLatency", n["cpuLatency"]),
+                size=_check_number(ent, "size", n.get("size", 0.0)),
+                output_cost=costs.get(nid, 0.0),
+                color_class=None if cc is None else _int_field(ent, "colorClass", cc),
+                is_backward=_flag(ent, "isBackwardNode", n["isBackwardNode"]),
+                supported_on_accel=_flag(ent, "supportedOnFpga", n.get("supportedOnFpga", True)),
+            )
+        )
+    known = {op.id for op in ops}
+    for src in costs:
+        if src not in known:
+            raise InvalidOperatorGraphError(f"edge {src} -> ...: unknown source operator id {src}")
+    graph = OperatorGraph(operators=ops, edges=edge_list, name=name)
+    max_mem = document.get("maxSizePerFPGA")
+    devices = DeviceLimits(
+        num_accelerators=_int_field("document", "maxFPGAs", document["maxFPGAs"]),
+        num_cpus=_int_field("document", "maxCPUs", document["maxCPUs"]),
+        max_accel_memory=None if max_mem is None else max_mem,
+    )
+    return PartitionWorkload(graph=graph, devices=devices, source=name)
+
+
+def _load_json(path: str | Path) -> Any:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"{path}: not valid JSON: {exc}") from exc
+
+
+def read_dnn_partitioning(path: str | Path) -> PartitionWorkload:
+    """Read a dnn-partitioning JSON file (see :func:`parse_dnn_partitioning`)."""
+    path = Path(path)
+    return parse_dnn_partitioning(_load_json(path), name=path.stem)
+
+
+def parse_split(document: Mapping[str, Any], *, name: str = "split") -> Split:
+    """Read a split in the dnn-partitioning result layout.
+
+    ``{"fpgas": [{"nodes": [...]}, ...], "cpus": [{"nodes": [...]}, ...]}``;
+    other keys (``load``, ``maxLoad``) are ignored.
+    """
+    if not isinstance(document, Mapping):
+        raise FormatError(f"{name}: top level must be a JSON object")
+    stages = []
+    for key, kind in (("fpgas", "accel"), ("cpus", "cpu")):
+        devices = document.get(key, [])
+        if not isinstance(devices, list):
+            raise FormatError(f"{name}: {key!r} must be a list")
+        for i, dev in enumerate(devices):
+            if not isinstance(dev, Mapping) or not isinstance(dev.get("nodes"), list):
+                raise FormatError(f"{name}: {key}[{i}] must be an object with a 'nodes' list")
+            ids = [_int_field(f"{name}: {key}[{i}]", "nodes", v) for v in dev["nodes"]]
+            stages.append((Slot(kind=kind, index=i), ids))
+    return Split(stages=stages)
+
+
+def read_split(path: str | Path) -> Split:
+    """Read a split file (see :func:`parse_split`)."""
+    path = Path(path)
+    return parse_split(_load_json(path), name=path.name)
+
+
+def find_expert_split(path: str | Path) -> Path | None:
+    """The human-expert split shipped beside a dnn-partitioning workload, if any.
+
+    Looks for ``human-experts/<name>_expert.json`` in the parents of
+    ``path`` (up to three levels), then for the inference split of the same
+    model (``<model>_inference_expert.json``), which :func:`~schedsearch.
+    partition.cost.complete_split` extends to the backward operators.
+    """
+    path = Path(path)
+    stem = path.stem
+    model = stem.rsplit("_", 1)[0]
+    for parent in list(path.resolve().parents)[:3]:
+        folder = parent / "human-experts"
+        for name in (f"{stem}_expert.json", f"{model}_inference_expert.json"):
+            if (folder / name).is_file():
+                return folder / name
+    return None
+
+
+# ---------------------------------------------------------------- PipeDream profiles
+_PD_METRIC = re.compile(r"(\w+)=(\[[^\]]*\]|[^,]+)")
+
+
+def _pd_number(text: str, where: str) -> float:
+    text = text.strip()
+    if text.startswith("["):
+        parts = [p for p in text[1:-1].split(";") if p.strip()]
+        return math.fsum(_pd_number(p, where) for p in parts)
+    try:
+        value = float(text)
+    except ValueError:
+        raise FormatError(f"{where}: not a number: {text!r}") from None
+    return value
+
+
+def parse_pipedream_profile(
+    text: str,
+    *,
+    name: str = "",
+    training: bool = True,
+    bandwidth_bytes_per_ms: float = 1e7,
+    cpu_slowdown: float = 10.0,
+    size_includes_activations: bool = False,
+) -> OperatorGraph:
+    """Build an operator graph from a PipeDream profile (``graph.txt``).
+
+    Each profile node ``nodeN -- desc -- forward_compute_time=..,
+    backward_compute_time=.., activation_size=.., parameter_size=..`` becomes
+    a forward operator (latency = forward time); with ``training`` also a
+    backward operator (latency = backward time) in the same colocation
+    class, with mirrored edges (gradient of the same size). The output cost
+    of an operator is its activation size (summed if a list) divided by
+    ``bandwidth_bytes_per_ms``; CPU latency is ``cpu_slowdown`` times the
+    accelerator latency; size is the parameter bytes (plus activations if
+    ``size_includes_activations``). A backward operator sends the gradients
+    of its partner's inputs: its output cost is the summed activation size of
+    the partner's predecessors over the bandwidth (exact with one
+    predecessor). Operator ids are assigned in file order
+    (forward ``0..n-1``, backward ``n..2n-1``); names keep the profile ids.
+    """
+    if bandwidth_bytes_per_ms <= 0:
+        raise InvalidOperatorGraphError(
+            f"pipedream profile: 'bandwidth_bytes_per_ms' must be > 0, got {bandwidth_bytes_per_ms!r}"
+        )
+    if cpu_slowdown < 0:
+        raise InvalidOperatorGraphError(
+            f"pipedream profile: 'cpu_slowdown' must be >= 0, got {cpu_slowdown!r}"
+        )
+    records: list[tuple[str, str, dict[str, float]]] = []
+    raw_edges: list[tuple[str, str]] = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{name or 'profile'}:{lineno}"
+        if line.startswith("\t"):
+            parts = line.strip().split(" -- ")
+            if len(parts) != 2:
+                raise FormatError(f"{where}: edge line must be 'src -- dst', got {line.strip()!r}")
+            raw_edges.append((parts[0].strip(), parts[1].strip()))
+            continue
+        parts = line.split(" -- ")
+        metric_idx = next(
+            (i for i in range(len(parts) - 1, 0, -1) if "forward_compute_time=" in parts[i]), None
+        )
+        if metric_idx is None or metric_idx < 1:
+            raise FormatError(f"{where}: node line lacks 'forward_compute_time=': {line[:80]!r}")
+        node_id = parts[0].strip()
+        desc = " -- ".join(parts[1:metric_idx]).strip()
+        metrics = {k: _pd_number(v, where) for k, v in _PD_METRIC.findall(parts[metric_idx])}
+        for key in ("forward_compute_time", "backward_compute_time", "activation_size",
+                    "parameter_size"):
+            if key not in metrics:
+                raise FormatError(f"{where}: node {node_id}: missing {key!r}")
+        if any(r[0] == node_id for r in records):
+            raise InvalidOperatorGraphError(f"{where}: node {node_id}: duplicate id")
+        records.append((node_id, desc, metrics))
+    number = {rec[0]: i for i, rec in enumerate(records)}
+    n = len(records)
+    for a, b in raw_edges:
+        for val in (a, b):
+            if val not in number:
+                raise InvalidOperatorGraphError(
+                    f"{name or 'profile'}: edge {a} -- {b}: unknown node id {val!r}"
+                )
+    ops = []
+    for i, (node_id, desc, m) in enumerate(records):
+        fwd = m["forward_compute_time"]
+        act = m["activation_size"]
+        size = m["parameter_size"] + (act if size_includes_activations else 0.0)
+        ops.append(
+            Operator(
+                id=i,
+                name=f"{node_id}: {desc}",
+                accel_latency=fwd,
+                cpu_latency=fwd * cpu_slowdown,
+                size=size,
+                output_cost=act / bandwidth_bytes_per_ms,
+                color_class=i,
+            )
+        )
+    edges = [(number[a], number[b]) for a, b in raw_edges]
+    if training:
+        for i, (node_id, desc, m) in enumerate(records):
+            bwd = m["backward_compute_time"]
+            ops.append(
+                Operator(
+                    id=n + i,
+                    name=f"{node_id}': backward of {desc}",
+                    accel_latency=bwd,
+                    cpu_latency=bwd * cpu_slowdown,
+                    size=0.0,
+                    output_cost=0.0,
+                    color_class=i,
+                    is_backward=True,
+                )
+            )
+        # Backward operator b' sends the gradients of b's inputs to the backward
+        # partners of b's predecessors; one cost per source, so b' pays the sum of
+        # its predecessors' activation sizes (exact when b has one predecessor).
+        in_bytes: dict[int, float] = {}
+        for a, b in edges:
+            in_bytes[b] = in_bytes.get(b, 0.0) + records[a][2]["activation_size"]
+        bwd_edges = [(n + b, n + a) for a, b in edges]
+        ops = [
+            attrs.evolve(op, output_cost=in_bytes[op.id - n] / bandwidth_bytes_per_ms)
+            if op.is_backward and (op.id - n) in in_bytes
+            else op
+            for op in ops
+        ]
+        edges = edges + bwd_edges
+    return OperatorGraph(operators=ops, edges=edges, name=name)
+
+
+def read_pipedream_profile(path: str | Path, **options: Any) -> OperatorGraph:
+    """Read a PipeDream ``graph.txt`` (see :func:`parse_pipedream_profile`)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    label = path.parent.name if path.name == "graph.txt" else path.stem
+    return parse_pipedream_profile(text, name=label, **options)
+
+
+def training_graph_from_forward(graph: OperatorGraph, *, backward_factor: float = 2.0) -> OperatorGraph:
+    """Add a mirrored backward pass to a forward-only graph.
+
+    Each forward operator ``v`` gets a backward partner (same colocation
+    class, latency ``backward_factor`` times), each edge ``u -> v`` a mirrored
+    edge ``v' -> u'``; the gradient ``v'`` sends costs what ``v``'s
+    predecessors' outputs cost (largest one).
+    """
+    if graph.is_training:
+        raise InvalidOperatorGraphError(
+            f"operator graph {graph.name!r}: already has backward operators"
+        )
+    offset = max(graph.ids, default=-1) + 1
+    ops = [attrs.evolve(op, color_class=op.color_class if op.color_class is not None else op.id)
+           for op in graph.operators]
+    cls = {op.id: op.color_class for op in ops}
+    for op in graph.operators:
+        in_cost = max((graph.operator(p).output_cost for p in graph.predecessors(op.id)),
+                      default=0.0)
+        ops.append(
+            Operator(
+                id=op.id + offset,
+                name=f"{op.name}'",
+                accel_latency=op.accel_latency * backward_factor,
+                cpu_latency=op.cpu_latency * backward_factor,
+                size=0.0,
+                output_cost=in_cost if graph.predecessors(op.id) else 0.0,
+                color_class=cls[op.id],
+                is_backward=True,
+                supported_on_accel=op.supported_on_accel,
+            )
+        )
+    edges = list(graph.edges) + [(b + offset, a + offset) for a, b in graph.edges]
+    return OperatorGraph(operators=ops, edges=edges, name=graph.name)

@@ -1,0 +1,67 @@
+"""Partitioners: split an operator graph into pipeline stages.
+
+* :func:`partition_dp` - exact contiguous DP over ideals (Tarnawski et al.);
+  :func:`partition_dpl` - its one-linear-order variant;
+* :func:`partition_slicegraph` - SliceGraph (Archer et al.): optimal
+  segmentation of topological orders searched by random restarts or BRKGA;
+* :func:`partition_modules` - module splitting with a DP across modules;
+* baselines :func:`partition_met`, :func:`partition_greedy`,
+  :func:`partition_heft`, :func:`partition_annealing`,
+  :func:`partition_evolutionary`;
+* :func:`partition` - any of them by name;
+* :func:`evaluate_split` - the independent max-load cost every result is
+  checked with; :func:`split_to_problem` / :func:`partition_and_schedule` -
+  from a split to a block-level scheduling problem and a schedule.
+"""
+
+from schedsearch.partition.contract import ContractedGraph, contract, linearize
+from schedsearch.partition.cost import SplitCost, complete_split, evaluate_split, one_device_split
+from schedsearch.partition.dp import partition_dp, partition_dpl, solve_contracted
+from schedsearch.partition.heuristics import (
+    partition_annealing,
+    partition_evolutionary,
+    partition_greedy,
+    partition_heft,
+    partition_met,
+)
+from schedsearch.partition.ideals import enumerate_ideals
+from schedsearch.partition.methods import METHODS, partition
+from schedsearch.partition.modules import find_modules, partition_modules
+from schedsearch.partition.result import PartitionResult
+from schedsearch.partition.slicegraph import partition_slicegraph, slice_order
+from schedsearch.partition.to_problem import (
+    PipelineResult,
+    StagedProblem,
+    partition_and_schedule,
+    split_to_problem,
+)
+
+__all__ = [
+    "METHODS",
+    "ContractedGraph",
+    "PartitionResult",
+    "PipelineResult",
+    "StagedProblem",
+    "SplitCost",
+    "complete_split",
+    "contract",
+    "enumerate_ideals",
+    "evaluate_split",
+    "find_modules",
+    "linearize",
+    "one_device_split",
+    "partition",
+    "partition_and_schedule",
+    "partition_annealing",
+    "partition_dp",
+    "partition_dpl",
+    "partition_evolutionary",
+    "partition_greedy",
+    "partition_heft",
+    "partition_met",
+    "partition_modules",
+    "partition_slicegraph",
+    "slice_order",
+    "solve_contracted",
+    "split_to_problem",
+]

@@ -1,0 +1,372 @@
+"""Contraction of an operator graph into forward supernodes.
+
+The contiguous partitioners (:mod:`schedsearch.partition.dp`) work on a DAG
+of *forward supernodes*. Every operator is anchored to exactly one of them,
+and a device holds an operator iff it holds the operator's anchor. The
+contraction follows the rules of Tarnawski et al. (NeurIPS 2020), so that
+the number of ideals matches their published counts:
+
+1. **Colocation classes.** Operators sharing a ``color_class`` are one unit;
+   an operator without a class is a class of its own. The forward operators
+   of a class form its forward supernode, its backward operators follow it
+   (backward nodes follow their forward partners).
+2. **Orphaned backward classes.** A class with backward operators only gets
+   an artificial, zero-latency forward supernode. For every backward edge
+   ``u' -> v'`` touching such a class, the forward supernodes get the
+   mirrored precedence ``class(v') -> class(u')``, so the orphans still sit
+   in pipeline order.
+3. **Forward cycles.** Classes can close cycles in the forward class graph;
+   every strongly connected component is merged into one class.
+4. **Trivial leaves** (optional, on by default). A forward supernode with
+   zero latency (both kinds, < 1e-6), zero backward latency, no edge to or
+   from a backward supernode and exactly one edge to a forward supernode is
+   merged into that neighbour, repeatedly. This only restricts the splits
+   (the leaf must share its neighbour's device), so the optimum can only
+   grow, and only where the best split would have separated a zero-latency
+   operator from its single neighbour; the reference optima use it.
+
+Communication is kept on the *original* edges: an operator ``s`` with output
+cost ``c_s`` defines the hyperedge ``A_s`` = anchors of ``s`` and of its
+successors. A device holding the set ``D`` of supernodes pays ``c_s`` iff
+``A_s`` is cut by ``D`` (``A_s`` meets ``D`` and is not inside it); equal
+hyperedges are merged and single-anchor ones dropped.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter, defaultdict
+
+import attrs
+
+from schedsearch.errors import InvalidOperatorGraphError
+from schedsearch.opgraph import OperatorGraph
+
+__all__ = ["ContractedGraph", "contract", "linearize"]
+
+_EPS = 1e-6
+
+
+@attrs.frozen(kw_only=True)
+class ContractedGraph:
+    """Forward supernodes in topological order ``0..n-1``.
+
+    Attributes
+    ----------
+    members:
+        Original operator ids anchored at each supernode (forward and
+        backward); empty for an artificial supernode.
+    preds:
+        Precedence between supernodes (original and artificial edges).
+    accel_latency, cpu_latency, size:
+        Sums over the members.
+    accel_ok:
+        False if some member cannot run on an accelerator.
+    hyperedges:
+        ``(anchors, cost)`` pairs, anchors sorted, at least two of them.
+    anchor:
+        ``{operator id: supernode}``.
+    """
+
+    members: tuple[tuple[int, ...], ...]
+    preds: tuple[tuple[int, ...], ...]
+    accel_latency: tuple[float, ...]
+    cpu_latency: tuple[float, ...]
+    size: tuple[float, ...]
+    accel_ok: tuple[bool, ...]
+    hyperedges: tuple[tuple[tuple[int, ...], float], ...]
+    anchor: dict = attrs.field(eq=False, repr=False)
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.members)
+
+    def succs(self) -> tuple[tuple[int, ...], ...]:
+        out: list[list[int]] = [[] for _ in self.members]
+        for v, ps in enumerate(self.preds):
+            for u in ps:
+                out[u].append(v)
+        return tuple(tuple(s) for s in out)
+
+
+class _UnionFind:
+    def __init__(self, keys) -> None:
+        self.parent = {k: k for k in keys}
+
+    def find(self, a):
+        root = a
+        while self.parent[root] != root:
+            root = self.parent[root]
+        while self.parent[a] != root:
+            self.parent[a], a = root, self.parent[a]
+        return root
+
+    def union(self, a, b) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[ra] = rb
+
+
+def _sccs(nodes: list, succ: dict) -> list[list]:
+    """Strongly connected components (iterative Tarjan)."""
+    index: dict = {}
+    low: dict = {}
+    on_stack: set = set()
+    stack: list = []
+    comps: list[list] = []
+    counter = 0
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, iter(succ.get(root, ())))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, it = work[-1]
+            advanced = False
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(succ.get(w, ()))))
+                    advanced = True
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                comps.append(comp)
+    return comps
+
+
+def contract(graph: OperatorGraph, *, merge_trivial: bool = True) -> ContractedGraph:
+    """Contract ``graph`` into forward supernodes (see the module docstring)."""
+    ops = graph.operators
+    if not ops:
+        raise InvalidOperatorGraphError(f"operator graph {graph.name!r}: no operators")
+    # 1. colocation classes; keys: ('c', color) or ('o', op id)
+    key_of = {
+        op.id: ("c", op.color_class) if op.color_class is not None else ("o", op.id) for op in ops
+    }
+    uf = _UnionFind(set(key_of.values()))
+    is_bwd = {op.id: op.is_backward for op in ops}
+
+    def classes():
+        return {oid: uf.find(k) for oid, k in key_of.items()}
+
+    # 2. orphaned backward classes -> artificial forward nodes + mirrored edges
+    cls = classes()
+    fwd_classes = {cls[o.id] for o in ops if not o.is_backward}
+    orphan = {cls[o.id] for o in ops if o.is_backward} - fwd_classes
+    artificial: set[tuple] = set()  # (class_u, class_v) forward precedence, by class key
+    for a, b in graph.edges:
+        if is_bwd[a] and is_bwd[b]:
+            ca, cb = cls[a], cls[b]
+            if ca != cb and (ca in orphan or cb in orphan):
+                artificial.add((cb, ca))
+    all_keys = set(cls.values())
+
+    def forward_edges(cls_map):
+        """Class-level forward edges as a multiset of (u, v, is_artificial)."""
+        true = {
+            (cls_map[a], cls_map[b])
+            for a, b in graph.edges
+            if not is_bwd[a] and not is_bwd[b] and cls_map[a] != cls_map[b]
+        }
+        art = {(uf.find(u), uf.find(v)) for u, v in artificial}
+        art = {(u, v) for u, v in art if u != v}
+        return true, art
+
+    # 3. strongly connected components of the forward class graph
+    true, art = forward_edges(cls)
+    succ: dict = defaultdict(list)
+    for u, v in true | art:
+        succ[u].append(v)
+    for comp in _sccs(sorted(all_keys, key=repr), succ):
+        for k in comp[1:]:
+            uf.union(k, comp[0])
+
+    # 4. trivial zero-latency leaves
+    lat_f = {op.id: (op.accel_latency, op.cpu_latency) for op in ops}
+    while merge_trivial:
+        cls = classes()
+        fwd_acc: dict = defaultdict(float)
+        fwd_cpu: dict = defaultdict(float)
+        bwd_lat: dict = defaultdict(float)
+        for op in ops:
+            c = cls[op.id]
+            if op.is_backward:
+                bwd_lat[c] += op.accel_latency + op.cpu_latency
+            else:
+                fwd_acc[c] += lat_f[op.id][0]
+                fwd_cpu[c] += lat_f[op.id][1]
+        # contracted edge list between virtual nodes (class, is_backward)
+        true_v = {
+            ((cls[a], is_bwd[a]), (cls[b], is_bwd[b]))
+            for a, b in graph.edges
+            if (cls[a], is_bwd[a]) != (cls[b], is_bwd[b])
+        }
+        art_v = {((uf.find(u), False), (uf.find(v), False)) for u, v in artificial}
+        art_v = {e for e in art_v if e[0] != e[1]}
+        fwd_nbrs: dict = defaultdict(list)
+        has_bwd_nbr: set = set()
+        for (x, y) in list(true_v) + list(art_v):
+            for me, other in ((x, y), (y, x)):
+                if me[1]:
+                    continue
+                if other[1]:
+                    has_bwd_nbr.add(me[0])
+                else:
+                    fwd_nbrs[me[0]].append(other[0])
+        merges = []
+        for c in sorted({cls[o.id] for o in ops if not o.is_backward} | {uf.find(u) for e in artificial for u in e}, key=repr):
+            if (
+                fwd_acc[c] < _EPS
+                and fwd_cpu[c] < _EPS
+                and c not in has_bwd_nbr
+                and len(fwd_nbrs[c]) == 1
+                and bwd_lat[c] < _EPS
+            ):
+                merges.append((c, fwd_nbrs[c][0]))
+        if not merges:
+            break
+        for c, other in merges:
+            uf.union(c, other)
+
+    # 5. final supernodes, numbered topologically
+    cls = classes()
+    fwd_keys = {cls[o.id] for o in ops if not o.is_backward} | {
+        uf.find(u) for e in artificial for u in e
+    }
+    true, art = forward_edges(cls)
+    edges = true | art
+    preds_k: dict = defaultdict(set)
+    succ_k: dict = defaultdict(set)
+    for u, v in edges:
+        preds_k[v].add(u)
+        succ_k[u].add(v)
+    # Kahn; ties broken by the smallest member id, for a stable numbering
+    first_member: dict = {}
+    for op in ops:
+        c = cls[op.id]
+        first_member[c] = min(first_member.get(c, op.id), op.id)
+    indeg = {k: len(preds_k[k]) for k in fwd_keys}
+    heap = [(first_member.get(k, float("inf")), repr(k), k) for k, d in indeg.items() if d == 0]
+    heapq.heapify(heap)
+    number: dict = {}
+    while heap:
+        _, _, k = heapq.heappop(heap)
+        number[k] = len(number)
+        for w in succ_k[k]:
+            indeg[w] -= 1
+            if indeg[w] == 0:
+                heapq.heappush(heap, (first_member.get(w, float("inf")), repr(w), w))
+    if len(number) != len(fwd_keys):  # pragma: no cover - SCCs were merged
+        raise InvalidOperatorGraphError(
+            f"operator graph {graph.name!r}: forward class graph is not acyclic after merging"
+        )
+    n = len(number)
+    members: list[list[int]] = [[] for _ in range(n)]
+    acc = [0.0] * n
+    cpu = [0.0] * n
+    size = [0.0] * n
+    ok = [True] * n
+    anchor: dict[int, int] = {}
+    for op in ops:
+        i = number[cls[op.id]]
+        anchor[op.id] = i
+        members[i].append(op.id)
+        acc[i] += op.accel_latency
+        cpu[i] += op.cpu_latency
+        size[i] += op.size
+        ok[i] = ok[i] and op.supported_on_accel
+    preds = [sorted(number[u] for u in preds_k[k]) for k in sorted(number, key=number.get)]
+    hyper: Counter = Counter()
+    for op in ops:
+        succs = graph.successors(op.id)
+        if not succs or op.output_cost == 0.0:
+            continue
+        group = {anchor[op.id]} | {anchor[t] for t in succs}
+        if len(group) > 1:
+            hyper[tuple(sorted(group))] += op.output_cost
+    return ContractedGraph(
+        members=tuple(tuple(sorted(m)) for m in members),
+        preds=tuple(tuple(p) for p in preds),
+        accel_latency=tuple(acc),
+        cpu_latency=tuple(cpu),
+        size=tuple(size),
+        accel_ok=tuple(ok),
+        hyperedges=tuple(sorted(hyper.items())),
+        anchor=anchor,
+    )
+
+
+def linearize(cg: ContractedGraph, order: list[int] | None = None) -> ContractedGraph:
+    """Chain the supernodes of ``cg`` in one topological order.
+
+    Adds precedence ``order[i] -> order[i+1]``, so the only ideals are the
+    prefixes of ``order`` (the DPL variant). Without ``order``, uses a
+    depth-first Kahn order: the most recently freed supernode is taken
+    next, successors freed in increasing index order, sources initially in
+    increasing index order.
+    """
+    n = cg.num_nodes
+    if order is None:
+        succ = cg.succs()
+        indeg = [len(p) for p in cg.preds]
+        stack = [v for v in range(n) if indeg[v] == 0][::-1]
+        order = []
+        while stack:
+            v = stack.pop()
+            order.append(v)
+            for w in sorted(succ[v]):
+                indeg[w] -= 1
+                if indeg[w] == 0:
+                    stack.append(w)
+    if sorted(order) != list(range(n)):
+        raise InvalidOperatorGraphError("linearize: order must list every supernode once")
+    pos = {v: i for i, v in enumerate(order)}
+    for v in range(n):
+        for u in cg.preds[v]:
+            if pos[u] > pos[v]:
+                raise InvalidOperatorGraphError(
+                    f"linearize: order puts supernode {v} before its predecessor {u}"
+                )
+    # renumber along the chain so that node i's only needed predecessor is i-1
+    inv = order
+    new_of = pos
+    remap = lambda seq: tuple(seq[inv[i]] for i in range(n))  # noqa: E731
+    preds = []
+    for i in range(n):
+        ps = {new_of[u] for u in cg.preds[inv[i]]}
+        if i > 0:
+            ps.add(i - 1)
+        preds.append(tuple(sorted(ps)))
+    return ContractedGraph(
+        members=remap(cg.members),
+        preds=tuple(preds),
+        accel_latency=remap(cg.accel_latency),
+        cpu_latency=remap(cg.cpu_latency),
+        size=remap(cg.size),
+        accel_ok=remap(cg.accel_ok),
+        hyperedges=tuple(
+            sorted((tuple(sorted(new_of[a] for a in anchors)), c) for anchors, c in cg.hyperedges)
+        ),
+        anchor={op: new_of[a] for op, a in cg.anchor.items()},
+    )

@@ -1,0 +1,454 @@
+"""Optimal contiguous partitioning by dynamic programming over ideals.
+
+Tarnawski et al. (NeurIPS 2020): split an operator graph over ``k``
+accelerators and ``l`` CPUs so that the largest load is minimal, every
+device holding a *contiguous* set: the difference ``I - J`` of two ideals
+``J`` (subset of) ``I`` of the forward supernode DAG (see
+:mod:`schedsearch.partition.contract`); backward operators go with their
+forward partners. With ``dp[c][f][I]`` the best max-load of covering ``I``
+with ``c`` CPUs and ``f`` accelerators (each possibly empty)::
+
+    dp[0][0][{}] = 0
+    dp[c][f][I] = min( dp[c-1][f][I], dp[c][f-1][I],
+                       min_J max(dp[c][f-1][J], accel_cost(I - J)),
+                       min_J max(dp[c-1][f][J], cpu_cost(I - J)) )
+
+where ``accel_cost`` = accelerator latency + communication of the set
+(infinite if over the memory limit or holding an operator unsupported on an
+accelerator) and ``cpu_cost`` = CPU latency. The answer is
+``dp[l][k][all]``.
+
+How it is made fast (the reference C++ code stores every pair ``J`` of
+``I`` with its cost; this code stores no pair):
+
+* **Sorted ideals, vector DP.** Ideals are bitsets sorted by accelerator
+  latency ``W`` (then size), so every subset of ``I`` comes before ``I``;
+  for one ``I`` all candidate ``J`` (a window of the sorted order, tested
+  for inclusion word by word) and all device states are handled by a few
+  NumPy operations. Back-links are not stored: the arg-min is recomputed
+  along the optimal path only.
+* **Communication by hyperedge counts.** ``C[I, h]`` = number of anchors of
+  hyperedge ``h`` inside ``I``. For ``J`` a subset of ``I``, with
+  ``comm(J)`` the cut weight of the ideal ``J`` and ``cut(I)`` the
+  hyperedges cut by ``I``::
+
+      comm(I - J) = comm(J) + sum_{h in cut(I)} c_h ([C[J,h] = 0] - [C[J,h] = C[I,h]])
+
+  so a pair costs ``O(|cut(I)|)``, the (small) frontier of ``I``.
+* **Branch and bound on the max-load.** An upper bound ``U`` (the linear
+  order DP, :func:`partition_dpl`, which is fast) prunes: a stage has
+  latency at most ``U``, so ``W(J) >= W(I) - max(1, r) U`` where ``r``
+  bounds accelerator latency over CPU latency per supernode; a state
+  ``(c, f, I)`` of an optimal solution needs ``W(I) <= (f + c r) U`` and
+  ``W(all) - W(I) <= (k - f + (l - c) r) U``. States outside these bands
+  are never on an optimal path and are not computed; ideals whose every
+  state exceeds ``U`` are dropped as candidates. When the DAG has barely
+  more ideals than a chain, the bound is not worth computing and is
+  skipped.
+
+All pruning uses only bounds valid for every solution of max-load at most
+``U``, so the result is exact.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+
+import attrs
+import numpy as np
+
+from schedsearch.errors import InvalidOperatorGraphError
+from schedsearch.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload, Slot, Split
+from schedsearch.partition.contract import ContractedGraph, contract, linearize
+from schedsearch.partition.cost import evaluate_split
+from schedsearch.partition.ideals import (
+    column_sums,
+    enumerate_ideals,
+    ideals_to_words,
+    membership_matrix,
+)
+from schedsearch.partition.result import PartitionResult
+
+__all__ = ["partition_dp", "partition_dpl", "solve_contracted", "ContiguousSolution",
+           "DEFAULT_IDEAL_LIMIT"]
+
+DEFAULT_IDEAL_LIMIT = 2_000_000
+_INF = math.inf
+_REL = 1e-9  # slack on the pruning bounds against rounding
+_SMALL_LATTICE = 4  # below this many ideals per chain ideal, skip the DPL bound
+
+
+@attrs.frozen(kw_only=True)
+class ContiguousSolution:
+    """Result of the DP on a contracted graph.
+
+    ``stages`` lists ``(kind, supernodes)`` in pipeline order; ``kind`` is
+    ``"accel"`` or ``"cpu"``; empty devices are omitted.
+    """
+
+    max_load: float
+    stages: tuple[tuple[str, tuple[int, ...]], ...]
+    num_ideals: int
+    num_pairs: int
+    upper_bound: float
+
+
+def _ratio(cg: ContractedGraph) -> float:
+    """Largest accelerator/CPU latency ratio over supernodes (inf if a CPU is free)."""
+    r = 0.0
+    for a, c in zip(cg.accel_latency, cg.cpu_latency):
+        if a > 0:
+            if c <= 0:
+                return _INF
+            r = max(r, a / c)
+    return r
+
+
+def solve_contracted(
+    cg: ContractedGraph,
+    devices: DeviceLimits,
+    *,
+    upper_bound: float = _INF,
+    ideal_limit: int | None = DEFAULT_IDEAL_LIMIT,
+    ideals: Sequence[int] | None = None,
+) -> ContiguousSolution | None:
+    """Run the DP on a contracted graph.
+
+    ``upper_bound`` must be at least the optimum (e.g. the max-load of a
+    known contiguous split); with ``inf`` nothing is pruned. ``ideals``
+    restricts the DP to a family of ideals (bitsets; it must hold the
+    empty and the full set); by default all ideals. Returns None if no
+    split has max-load at most ``upper_bound`` (or none at all).
+    """
+    n = cg.num_nodes
+    K, L = devices.num_accelerators, devices.num_cpus
+    if ideals is None:
+        ideals = enumerate_ideals(cg.preds, limit=ideal_limit)
+    else:
+        ideals = list(ideals)
+        full = (1 << n) - 1
+        if 0 not in ideals or full not in ideals:
+            raise InvalidOperatorGraphError(
+                "partition DP: the ideal family must hold the empty and the full set"
+            )
+    table = _IdealTable(cg, ideals, devices.max_accel_memory)
+    N = table.N
+    W = table.W
+    S = (L + 1) * (K + 1)  # DP states, s = c * (K + 1) + f
+    ub = upper_bound * (1 + _REL) + 1e-12 if math.isfinite(upper_bound) else _INF
+
+    # ---- pruning windows for every ideal at once
+    pos = np.arange(N)
+    if math.isfinite(ub):
+        r = _ratio(cg)
+        per_cpu = 0.0 if L == 0 else (_INF if math.isinf(r) else r * ub)
+        span = max(ub, per_cpu)
+
+        def capacity(num_accel: np.ndarray, num_cpu: np.ndarray) -> np.ndarray:
+            """Largest accelerator latency ``num_accel`` + ``num_cpu`` devices can hold."""
+            if math.isinf(per_cpu):
+                cpu_part = np.where(num_cpu > 0, _INF, 0.0)
+            else:
+                cpu_part = num_cpu * per_cpu
+            return num_accel * ub + cpu_part
+
+        cs = np.repeat(np.arange(L + 1), K + 1)
+        fs = np.tile(np.arange(K + 1), L + 1)
+        reach = capacity(fs, cs)  # W(I) must not exceed this in state (c, f)
+        rest = capacity(K - fs, L - cs)  # W(all) - W(I) must not exceed this
+        sub_hi = np.maximum(
+            np.where(fs >= 1, capacity(np.maximum(fs - 1, 0), cs), -_INF),
+            np.where(cs >= 1, capacity(fs, np.maximum(cs - 1, 0)), -_INF),
+        )
+        tol = lambda x: x * (1 + _REL) + 1e-12  # noqa: E731
+        relevant = (W[:, None] <= tol(reach)[None, :]) & (
+            (W[-1] - W)[:, None] <= tol(rest)[None, :]
+        )
+        active = relevant.any(axis=1)
+        hi_w = np.where(relevant, sub_hi[None, :], -_INF).max(axis=1)
+        lo = np.searchsorted(W, W - span, side="left")
+        hi = np.minimum(pos, np.searchsorted(W, tol(hi_w), side="right"))
+    else:
+        active = np.ones(N, dtype=bool)
+        lo = np.zeros(N, dtype=np.int64)
+        hi = pos
+
+    # ---- transitions between flattened states
+    f_src = np.array([s for s in range(S) if s % (K + 1) < K], dtype=np.int64)  # accel: s -> s+1
+    c_src = np.arange(S - (K + 1), dtype=np.int64) if L else np.empty(0, dtype=np.int64)  # cpu: s -> s+K+1
+
+    dp = np.full((N, S), _INF)
+    dp[0] = 0.0  # empty ideal: every state, all devices empty
+    alive = np.zeros(N, dtype=bool)
+    alive[0] = True
+    num_pairs = 0
+    for p in range(1, N):
+        if not active[p]:
+            continue
+        cand, fcost, ccost = table.candidates(p, int(lo[p]), int(hi[p]), alive)
+        num_pairs += cand.size
+        new = np.full(S, _INF)
+        if cand.size:
+            prev = dp[cand]
+            if f_src.size:
+                new[f_src + 1] = np.maximum(prev[:, f_src], fcost[:, None]).min(axis=0)
+            if c_src.size:
+                via_cpu = np.maximum(prev[:, c_src], ccost[:, None]).min(axis=0)
+                np.minimum(new[c_src + K + 1], via_cpu, out=via_cpu)
+                new[c_src + K + 1] = via_cpu
+        grid = new.reshape(L + 1, K + 1)
+        np.minimum.accumulate(grid, axis=0, out=grid)
+        np.minimum.accumulate(grid, axis=1, out=grid)
+        dp[p] = new
+        alive[p] = new[-1] <= ub
+    best = float(dp[N - 1, S - 1])
+    if not math.isfinite(best):
+        return None
+
+    # ---- backtrack, recomputing the arg-min along the optimal path only
+    stages: list[tuple[str, tuple[int, ...]]] = []
+    c, f, p = L, K, N - 1
+    while p != 0:
+        s = c * (K + 1) + f
+        here = dp[p, s]
+        if c > 0 and dp[p, s - (K + 1)] <= here:
+            c -= 1
+            continue
+        if f > 0 and dp[p, s - 1] <= here:
+            f -= 1
+            continue
+        cand, fcost, ccost = table.candidates(p, int(lo[p]), int(hi[p]), alive)
+        q = -1
+        if f > 0:
+            hit = np.flatnonzero(np.maximum(dp[cand, s - 1], fcost) == here)
+            if hit.size:
+                q, is_cpu = int(cand[hit[0]]), False
+        if q < 0 and c > 0:
+            hit = np.flatnonzero(np.maximum(dp[cand, s - (K + 1)], ccost) == here)
+            if hit.size:
+                q, is_cpu = int(cand[hit[0]]), True
+        if q < 0:  # pragma: no cover - the forward pass found this value
+            raise RuntimeError("partition DP: optimal predecessor not found")
+        stages.append(("cpu" if is_cpu else "accel", table.difference(p, q)))
+        if is_cpu:
+            c -= 1
+        else:
+            f -= 1
+        p = q
+    stages.reverse()
+    return ContiguousSolution(
+        max_load=best,
+        stages=tuple(stages),
+        num_ideals=N,
+        num_pairs=num_pairs,
+        upper_bound=upper_bound,
+    )
+
+
+class _IdealTable:
+    """Ideals sorted by accelerator latency, with everything the DP asks of a pair."""
+
+    def __init__(self, cg: ContractedGraph, ideals: Sequence[int], mem_limit: float | None):
+        n = cg.num_nodes
+        self.n = n
+        words = ideals_to_words(ideals, n)
+        member = membership_matrix(words, n)
+        W = column_sums(member, cg.accel_latency)
+        pop = member.sum(axis=1)
+        order = np.lexsort((pop, W))
+        member = member[order]
+        self.N = len(ideals)
+        self.W = W[order]
+        self.Wc = column_sums(member, cg.cpu_latency)
+        self.S = column_sums(member, cg.size)
+        unsupported = [v for v in range(n) if not cg.accel_ok[v]]
+        self.U = member[:, unsupported].sum(axis=1) if unsupported else np.zeros(self.N, dtype=np.int64)
+        self.words = words[order]
+        self.single_word = self.words.shape[1] == 1
+        if self.single_word:
+            self.words1 = self.words[:, 0].copy()
+        self.ints = [ideals[i] for i in order]
+        self.mem_limit = mem_limit
+        H = len(cg.hyperedges)
+        self.H = H
+        if H:
+            inc = np.zeros((n, H), dtype=np.float32)
+            self.hcost = np.zeros(H)
+            hsize = np.zeros(H, dtype=np.int32)
+            for h, (anchors, c) in enumerate(cg.hyperedges):
+                inc[list(anchors), h] = 1.0
+                self.hcost[h] = c
+                hsize[h] = len(anchors)
+            # counts are small integers: exact in float32
+            self.C = (member.astype(np.float32) @ inc).astype(np.int32)
+            cut = (self.C > 0) & (self.C < hsize)
+            self.cut = cut
+            self.comm = np.where(cut, self.hcost, 0.0).sum(axis=1)
+        else:
+            self.comm = np.zeros(self.N)
+
+    def candidates(self, p: int, lo: int, hi: int, alive: np.ndarray):
+        """Live proper sub-ideals of ideal ``p`` among sorted positions ``[lo, hi)``,
+        with the accelerator and CPU cost of each difference."""
+        if hi <= lo:
+            empty = np.empty(0)
+            return np.empty(0, dtype=np.int64), empty, empty
+        if self.single_word:
+            inside = (self.words1[lo:hi] & ~self.words1[p]) == 0
+        else:
+            inside = ~np.any(self.words[lo:hi] & ~self.words[p], axis=1)
+        inside &= alive[lo:hi]
+        cand = np.flatnonzero(inside)
+        cand += lo
+        fcost = self.W[p] - self.W[cand]
+        if self.H:
+            comm = self.comm[cand]
+            cut = np.flatnonzero(self.cut[p])
+            if cut.size:
+                counts = self.C[cand][:, cut]
+                hc = self.hcost[cut]
+                comm = comm + (counts == 0) @ hc - (counts == self.C[p, cut]) @ hc
+            fcost += comm
+        bad = self.U[cand] != self.U[p]
+        if self.mem_limit is not None:
+            bad |= (self.S[p] - self.S[cand]) > self.mem_limit
+        fcost[bad] = _INF
+        ccost = self.Wc[p] - self.Wc[cand]
+        return cand, fcost, ccost
+
+    def difference(self, p: int, q: int) -> tuple[int, ...]:
+        diff = self.ints[p] & ~self.ints[q]
+        return tuple(v for v in range(self.n) if diff >> v & 1)
+
+
+def _to_split(cg: ContractedGraph, stages: Sequence[tuple[str, Sequence[int]]]) -> Split:
+    counters = {"accel": 0, "cpu": 0}
+    out = []
+    for kind, nodes in stages:
+        slot = Slot(kind=kind, index=counters[kind])
+        counters[kind] += 1
+        ops = sorted(op for v in nodes for op in cg.members[v])
+        out.append((slot, ops))
+    return Split(stages=out)
+
+
+def _resolve(
+    graph: OperatorGraph | PartitionWorkload, devices: DeviceLimits | None
+) -> tuple[OperatorGraph, DeviceLimits]:
+    if isinstance(graph, PartitionWorkload):
+        return graph.graph, devices if devices is not None else graph.devices
+    if devices is None:
+        raise InvalidOperatorGraphError(
+            f"operator graph {graph.name!r}: no device limits given (pass devices=DeviceLimits(...))"
+        )
+    return graph, devices
+
+
+def _finish(
+    method: str,
+    graph: OperatorGraph,
+    devices: DeviceLimits,
+    cg: ContractedGraph,
+    sol: ContiguousSolution,
+    t0: float,
+    optimal: bool,
+    **stats,
+) -> PartitionResult:
+    split = _to_split(cg, sol.stages)
+    cost = evaluate_split(graph, split, devices)
+    return PartitionResult(
+        method=method,
+        split=split,
+        max_load=sol.max_load,
+        cost=cost,
+        optimal=optimal,
+        wall_time_s=time.perf_counter() - t0,
+        stats={"ideals": sol.num_ideals, "pairs": sol.num_pairs, "supernodes": cg.num_nodes,
+               **stats},
+    )
+
+
+def partition_dpl(
+    graph: OperatorGraph | PartitionWorkload,
+    devices: DeviceLimits | None = None,
+    *,
+    order: Sequence[int] | None = None,
+    merge_trivial: bool = True,
+) -> PartitionResult:
+    """Optimal split among those contiguous in one linear order (DPL).
+
+    The forward supernodes are chained in one topological order (a
+    depth-first Kahn order unless ``order``, a permutation of supernode
+    numbers, is given); the DP then has ``n + 1`` ideals, the prefixes, and
+    runs in polynomial time. Its max-load is an upper bound on the DP's.
+    """
+    t0 = time.perf_counter()
+    graph, devices = _resolve(graph, devices)
+    cg = contract(graph, merge_trivial=merge_trivial)
+    chain = linearize(cg, list(order) if order is not None else None)
+    sol = solve_contracted(chain, devices)
+    if sol is None:
+        raise InvalidOperatorGraphError(
+            f"operator graph {graph.name!r}: no feasible split on {devices.num_accelerators} "
+            f"accelerators and {devices.num_cpus} CPUs (memory limit or unsupported operators)"
+        )
+    return _finish("dpl", graph, devices, chain, sol, t0, optimal=False)
+
+
+def partition_dp(
+    graph: OperatorGraph | PartitionWorkload,
+    devices: DeviceLimits | None = None,
+    *,
+    upper_bound: float | None = None,
+    merge_trivial: bool = True,
+    ideal_limit: int | None = DEFAULT_IDEAL_LIMIT,
+) -> PartitionResult:
+    """Optimal contiguous split (the DP over ideals of Tarnawski et al.).
+
+    Parameters
+    ----------
+    graph, devices:
+        The operator graph and the devices; a :class:`PartitionWorkload`
+        carries both.
+    upper_bound:
+        A known max-load to prune with; by default the DPL optimum is
+        computed first and used (unless the DAG has fewer than four times
+        as many ideals as a chain, where pruning cannot pay for it).
+        ``math.inf`` disables pruning.
+    merge_trivial:
+        Merge zero-latency leaves into their neighbour (as the reference
+        code does; the ideal counts it reports are with this on).
+    ideal_limit:
+        Refuse DAGs with more ideals than this (clear error, not a hang).
+
+    Returns
+    -------
+    PartitionResult
+        ``optimal=True``; ``max_load`` from the DP, ``cost`` from the
+        independent evaluator (they agree to rounding).
+    """
+    t0 = time.perf_counter()
+    graph, devices = _resolve(graph, devices)
+    cg = contract(graph, merge_trivial=merge_trivial)
+    ideals = enumerate_ideals(cg.preds, limit=ideal_limit)
+    if upper_bound is None:
+        if len(ideals) <= _SMALL_LATTICE * (cg.num_nodes + 1):
+            # barely more ideals than a chain: the bound would cost what it saves
+            ub = _INF
+        else:
+            # no feasible chain split (memory, unsupported operators): search unpruned
+            fallback = solve_contracted(linearize(cg), devices)
+            ub = fallback.max_load if fallback is not None else _INF
+    else:
+        ub = upper_bound
+    sol = solve_contracted(cg, devices, upper_bound=ub, ideals=ideals)
+    if sol is None and math.isfinite(ub):
+        sol = solve_contracted(cg, devices, ideals=ideals)
+    if sol is None:
+        raise InvalidOperatorGraphError(
+            f"operator graph {graph.name!r}: no feasible split on {devices.num_accelerators} "
+            f"accelerators and {devices.num_cpus} CPUs (memory limit or unsupported operators)"
+        )
+    return _finish("dp", graph, devices, cg, sol, t0, optimal=True, upper_bound=ub)

@@ -1,0 +1,436 @@
+"""Baseline partitioners on the max-load cost: MET, Greedy, HEFT, SA, (1+1) EA.
+
+All work on the contracted supernodes (colocation classes and backward
+partners stay together) and report the split re-evaluated by
+:func:`~schedsearch.partition.cost.evaluate_split`. The devices are the
+``k`` accelerators and ``l`` CPUs of :class:`~schedsearch.opgraph.DeviceLimits`.
+
+* **MET** (minimum execution time): every supernode on the device kind where
+  it runs fastest, all on the first device of that kind (accelerators are
+  identical, so MET cannot spread work).
+* **Greedy**: fill the accelerators in a depth-first topological order,
+  each up to the average work (total latency / k) or its memory; a
+  contiguous, hence acyclic, split.
+* **HEFT** (Topcuoglu et al.): supernodes by decreasing upward rank
+  (average latency plus the longest path of average latency and
+  communication below), each on the device with the earliest finish time
+  of a one-sample schedule. It minimises latency, not max-load; it is the
+  classic list-scheduling baseline.
+* **SA**: simulated annealing from the Greedy split; a move puts one
+  supernode on another device (half the time the device of a neighbour);
+  Metropolis acceptance on the max-load, geometric cooling.
+* **(1+1) EA, biased**: from the Greedy split; each supernode mutates with
+  probability ``1/n`` (at least one does), taking a neighbour's device with
+  probability ``neighbour_bias``, else a random one; the child replaces
+  the parent if not worse.
+
+SA and the EA keep the device quotient graph acyclic (``acyclic``,
+on by default), so their splits are valid pipelines; MET and Greedy are
+acyclic by construction; HEFT's may not be (``stats['acyclic']`` says). Infeasible splits
+(memory, unsupported operators) are ranked after every feasible one.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from schedsearch.errors import InvalidOperatorGraphError
+from schedsearch.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload, Slot, Split
+from schedsearch.partition.contract import ContractedGraph, contract
+from schedsearch.partition.cost import evaluate_split
+from schedsearch.partition.dp import _resolve
+from schedsearch.partition.result import PartitionResult
+
+__all__ = [
+    "LoadTracker",
+    "partition_met",
+    "partition_greedy",
+    "partition_heft",
+    "partition_annealing",
+    "partition_evolutionary",
+]
+
+_INF = math.inf
+
+
+class LoadTracker:
+    """Incremental max-load of an assignment of supernodes to devices.
+
+    ``assign[v]`` is a device index (accelerators first, then CPUs) or -1.
+    Moving one supernode costs ``O(deg)``; the acyclicity of the device
+    quotient graph is checked on the (tiny) device graph.
+    """
+
+    def __init__(self, cg: ContractedGraph, devices: DeviceLimits):
+        self.cg = cg
+        self.k = devices.num_accelerators
+        self.num_devices = devices.num_accelerators + devices.num_cpus
+        self.mem_limit = devices.max_accel_memory
+        n = cg.num_nodes
+        self.assign = [-1] * n
+        d = self.num_devices
+        self.compute = [0.0] * d
+        self.comm = [0.0] * d
+        self.mem = [0.0] * d
+        self.bad = [0] * d  # unsupported supernodes on an accelerator
+        self.h_nodes = [list(a) for a, _ in cg.hyperedges]
+        self.h_cost = [c for _, c in cg.hyperedges]
+        self.h_count = [[0] * d for _ in cg.hyperedges]
+        self.h_span = [0] * len(cg.hyperedges)
+        self.node_h: list[list[int]] = [[] for _ in range(n)]
+        for h, nodes in enumerate(self.h_nodes):
+            for v in nodes:
+                self.node_h[v].append(h)
+        self.succ = cg.succs()
+        self.pair = np.zeros((d, d), dtype=np.int64)  # precedence edges between devices
+
+    # -- per-device figures
+    def load(self, dev: int) -> float:
+        return self.compute[dev] + (self.comm[dev] if dev < self.k else 0.0)
+
+    def max_load(self) -> float:
+        return max((self.load(x) for x in range(self.num_devices)), default=0.0)
+
+    def violations(self) -> int:
+        out = 0
+        for x in range(self.k):
+            out += self.bad[x]
+            if self.mem_limit is not None and self.mem[x] > self.mem_limit * (1 + 1e-12):
+                out += 1
+        return out
+
+    def score(self) -> tuple[int, float]:
+        return (self.violations(), self.max_load())
+
+    def acyclic(self) -> bool:
+        d = self.num_devices
+        indeg = [int((self.pair[:, j] > 0).sum()) - int(self.pair[j, j] > 0) for j in range(d)]
+        stack = [j for j in range(d) if indeg[j] == 0]
+        seen = 0
+        while stack:
+            i = stack.pop()
+            seen += 1
+            for j in range(d):
+                if j != i and self.pair[i, j] > 0:
+                    indeg[j] -= 1
+                    if indeg[j] == 0:
+                        stack.append(j)
+        return seen == d
+
+    # -- moves
+    def _h_contrib(self, h: int, sign: float) -> None:
+        if self.h_span[h] < 2:
+            return
+        c = self.h_cost[h] * sign
+        for x in range(self.k):
+            if self.h_count[h][x]:
+                self.comm[x] += c
+
+    def _place(self, v: int, dev: int, sign: int) -> None:
+        cg = self.cg
+        if dev < self.k:
+            self.compute[dev] += sign * cg.accel_latency[v]
+            self.mem[dev] += sign * cg.size[v]
+            if not cg.accel_ok[v]:
+                self.bad[dev] += sign
+        else:
+            self.compute[dev] += sign * cg.cpu_latency[v]
+        for h in self.node_h[v]:
+            self._h_contrib(h, -1.0)
+            cnt = self.h_count[h]
+            before = cnt[dev]
+            cnt[dev] += sign
+            if before == 0 and cnt[dev] > 0:
+                self.h_span[h] += 1
+            elif before > 0 and cnt[dev] == 0:
+                self.h_span[h] -= 1
+            self._h_contrib(h, 1.0)
+        for u in cg.preds[v]:
+            du = self.assign[u]
+            if du >= 0 and du != dev:
+                self.pair[du, dev] += sign
+        for w in self.succ[v]:
+            dw = self.assign[w]
+            if dw >= 0 and dw != dev:
+                self.pair[dev, dw] += sign
+
+    def set(self, v: int, dev: int) -> None:
+        """Move supernode ``v`` to device ``dev`` (-1: unassign)."""
+        old = self.assign[v]
+        if old == dev:
+            return
+        if old >= 0:
+            self._place(v, old, -1)
+        self.assign[v] = -1
+        if dev >= 0:
+            self._place(v, dev, +1)
+        self.assign[v] = dev
+
+    def allowed(self, v: int, dev: int) -> bool:
+        return dev >= self.k or self.cg.accel_ok[v] or self.k == 0
+
+
+def _slots(devices: DeviceLimits) -> list[Slot]:
+    return [Slot(kind="accel", index=i) for i in range(devices.num_accelerators)] + [
+        Slot(kind="cpu", index=i) for i in range(devices.num_cpus)
+    ]
+
+
+def _result(method: str, graph: OperatorGraph, devices: DeviceLimits, cg: ContractedGraph,
+            assign: Sequence[int], t0: float, tracker: LoadTracker | None = None, **stats) -> PartitionResult:
+    slots = _slots(devices)
+    groups: dict[int, list[int]] = {}
+    for v, dev in enumerate(assign):
+        groups.setdefault(dev, []).extend(cg.members[v])
+    # devices in a pipeline order when the quotient is acyclic
+    tr = tracker if tracker is not None else _tracker_for(cg, devices, assign)
+    acyclic = tr.acyclic()
+    order = _device_order(tr) if acyclic else sorted(groups)
+    split = Split(stages=[(slots[dev], sorted(groups[dev])) for dev in order if dev in groups])
+    cost = evaluate_split(graph, split, devices)
+    return PartitionResult(method=method, split=split, max_load=cost.max_load, cost=cost, optimal=False,
+               wall_time_s=time.perf_counter() - t0,
+               stats={"supernodes": cg.num_nodes, "acyclic": acyclic, **stats})
+
+
+def _tracker_for(cg: ContractedGraph, devices: DeviceLimits, assign: Sequence[int]) -> LoadTracker:
+    tr = LoadTracker(cg, devices)
+    for v, dev in enumerate(assign):
+        tr.set(v, dev)
+    return tr
+
+
+def _device_order(tr: LoadTracker) -> list[int]:
+    d = tr.num_devices
+    indeg = [sum(1 for i in range(d) if i != j and tr.pair[i, j] > 0) for j in range(d)]
+    ready = sorted(j for j in range(d) if indeg[j] == 0)
+    out = []
+    while ready:
+        i = ready.pop(0)
+        out.append(i)
+        for j in range(d):
+            if j != i and tr.pair[i, j] > 0:
+                indeg[j] -= 1
+                if indeg[j] == 0:
+                    ready.append(j)
+                    ready.sort()
+    return out
+
+
+def _prepare(graph, devices, merge_trivial):
+    graph, devices = _resolve(graph, devices)
+    return graph, devices, contract(graph, merge_trivial=merge_trivial)
+
+
+def partition_met(graph: OperatorGraph | PartitionWorkload, devices: DeviceLimits | None = None,
+                  *, merge_trivial: bool = True) -> PartitionResult:
+    """Minimum execution time: each supernode where it runs fastest (first device of that kind)."""
+    t0 = time.perf_counter()
+    graph, devices, cg = _prepare(graph, devices, merge_trivial)
+    k, l = devices.num_accelerators, devices.num_cpus
+    assign = []
+    for v in range(cg.num_nodes):
+        on_accel = k > 0 and cg.accel_ok[v] and (l == 0 or cg.accel_latency[v] <= cg.cpu_latency[v])
+        assign.append(0 if on_accel else k)
+    return _result("met", graph, devices, cg, assign, t0)
+
+
+def _greedy_assign(cg: ContractedGraph, devices: DeviceLimits, acyclic: bool = True) -> LoadTracker:
+    """Fill the devices in a depth-first topological order up to the average work.
+
+    Accelerators are filled in turn, each up to ``total accelerator latency /
+    k`` (a supernode goes to the next accelerator when it would exceed that,
+    or the memory limit, and the current one is not empty); the last
+    accelerator takes the rest. Supernodes an accelerator cannot run, and
+    everything when there is no accelerator, go to the first CPU. The split
+    is contiguous in the order, hence acyclic.
+    """
+    from schedsearch.partition.slicegraph import kahn_dfs_order
+
+    tr = LoadTracker(cg, devices)
+    k = tr.k
+    order = kahn_dfs_order(cg)
+    total = sum(cg.accel_latency[v] for v in order if cg.accel_ok[v])
+    target = total / k if k else _INF
+    cur = 0
+    used = 0.0
+    mem = 0.0
+    for v in order:
+        if k == 0 or (not cg.accel_ok[v] and tr.num_devices > k):
+            tr.set(v, k if tr.num_devices > k else 0)
+            continue
+        lat, size = cg.accel_latency[v], cg.size[v]
+        over_mem = tr.mem_limit is not None and mem + size > tr.mem_limit
+        if cur < k - 1 and used > 0 and (used + lat > target or over_mem):
+            cur += 1
+            used = mem = 0.0
+        tr.set(v, cur)
+        used += lat
+        mem += size
+    return tr
+
+
+def partition_greedy(graph: OperatorGraph | PartitionWorkload, devices: DeviceLimits | None = None,
+                     *, merge_trivial: bool = True) -> PartitionResult:
+    """Fill the accelerators in topological order up to the average work each."""
+    t0 = time.perf_counter()
+    graph, devices, cg = _prepare(graph, devices, merge_trivial)
+    tr = _greedy_assign(cg, devices)
+    return _result("greedy", graph, devices, cg, list(tr.assign), t0, tracker=tr)
+
+
+def partition_heft(graph: OperatorGraph | PartitionWorkload, devices: DeviceLimits | None = None,
+                   *, merge_trivial: bool = True) -> PartitionResult:
+    """HEFT list scheduling of one sample; reports its max-load and its makespan."""
+    t0 = time.perf_counter()
+    graph, devices, cg = _prepare(graph, devices, merge_trivial)
+    k = devices.num_accelerators
+    d = k + devices.num_cpus
+    n = cg.num_nodes
+
+    def exec_time(v: int, dev: int) -> float:
+        if dev < k:
+            return cg.accel_latency[v] if cg.accel_ok[v] else _INF
+        return cg.cpu_latency[v]
+
+    # communication between supernodes: hyperedges containing both
+    edge_cost: dict[tuple[int, int], float] = {}
+    for anchors, c in cg.hyperedges:
+        s = set(anchors)
+        for v in anchors:
+            for u in cg.preds[v]:
+                if u in s:
+                    edge_cost[(u, v)] = edge_cost.get((u, v), 0.0) + c
+    succ = cg.succs()
+    avg = []
+    for v in range(n):
+        times = [exec_time(v, x) for x in range(d) if math.isfinite(exec_time(v, x))]
+        avg.append(sum(times) / len(times) if times else 0.0)
+    rank = [0.0] * n
+    for v in reversed(range(n)):
+        rank[v] = avg[v] + max((edge_cost.get((v, w), 0.0) + rank[w] for w in succ[v]), default=0.0)
+    order = sorted(range(n), key=lambda v: (-rank[v], v))
+    avail = [0.0] * d
+    finish = [0.0] * n
+    assign = [-1] * n
+    for v in order:
+        best = None
+        for x in range(d):
+            t = exec_time(v, x)
+            if not math.isfinite(t):
+                continue
+            ready = max((finish[u] + (edge_cost.get((u, v), 0.0) if assign[u] != x else 0.0)
+                         for u in cg.preds[v]), default=0.0)
+            start = max(avail[x], ready)
+            key = (start + t, x)
+            if best is None or key < best:
+                best = key
+        if best is None:
+            raise InvalidOperatorGraphError(
+                f"operator graph {graph.name!r}: supernode {v} fits on no device"
+            )
+        end, x = best
+        assign[v] = x
+        finish[v] = end
+        avail[x] = end
+    return _result("heft", graph, devices, cg, assign, t0, makespan=max(finish, default=0.0))
+
+
+def _neighbours(cg: ContractedGraph, succ) -> list[list[int]]:
+    return [sorted(set(cg.preds[v]) | set(succ[v])) for v in range(cg.num_nodes)]
+
+
+def partition_annealing(
+    graph: OperatorGraph | PartitionWorkload, devices: DeviceLimits | None = None, *,
+    iterations: int = 20_000, seed: int = 0, start_temperature: float = 0.05,
+    end_temperature: float = 1e-4, acyclic: bool = True, merge_trivial: bool = True,
+    time_limit_s: float | None = None,
+) -> PartitionResult:
+    """Simulated annealing from the Greedy split (temperatures relative to its max-load)."""
+    t0 = time.perf_counter()
+    graph, devices, cg = _prepare(graph, devices, merge_trivial)
+    rng = random.Random(seed)
+    tr = _greedy_assign(cg, devices, acyclic)
+    nbrs = _neighbours(cg, tr.succ)
+    n, d = cg.num_nodes, tr.num_devices
+    cur = tr.score()
+    best, best_assign = cur, list(tr.assign)
+    scale = max(cur[1], 1e-9)
+    accepted = 0
+    done = 0
+    if n and d > 1:
+        for it in range(iterations):
+            if time_limit_s is not None and it % 256 == 0 and time.perf_counter() - t0 > time_limit_s:
+                break
+            done += 1
+            temp = scale * start_temperature * (end_temperature / start_temperature) ** (it / max(1, iterations - 1))
+            v = rng.randrange(n)
+            old = tr.assign[v]
+            if nbrs[v] and rng.random() < 0.5:
+                new = tr.assign[rng.choice(nbrs[v])]
+            else:
+                new = rng.randrange(d)
+            if new == old or not tr.allowed(v, new):
+                continue
+            tr.set(v, new)
+            if acyclic and not tr.acyclic():
+                tr.set(v, old)
+                continue
+            cand = tr.score()
+            if cand[0] < cur[0] or (cand[0] == cur[0] and (
+                    cand[1] <= cur[1] or rng.random() < math.exp(-(cand[1] - cur[1]) / temp))):
+                cur = cand
+                accepted += 1
+                if cur < best:
+                    best, best_assign = cur, list(tr.assign)
+            else:
+                tr.set(v, old)
+    return _result("annealing", graph, devices, cg, best_assign, t0, iterations=done,
+                   accepted=accepted, seed=seed)
+
+
+def partition_evolutionary(
+    graph: OperatorGraph | PartitionWorkload, devices: DeviceLimits | None = None, *,
+    generations: int = 5_000, seed: int = 0, neighbour_bias: float = 0.5, acyclic: bool = True,
+    merge_trivial: bool = True, time_limit_s: float | None = None,
+) -> PartitionResult:
+    """Biased (1+1) evolutionary algorithm from the Greedy split."""
+    t0 = time.perf_counter()
+    graph, devices, cg = _prepare(graph, devices, merge_trivial)
+    rng = random.Random(seed)
+    tr = _greedy_assign(cg, devices, acyclic)
+    nbrs = _neighbours(cg, tr.succ)
+    n, d = cg.num_nodes, tr.num_devices
+    cur = tr.score()
+    improved = 0
+    done = 0
+    if n and d > 1:
+        for gen in range(generations):
+            if time_limit_s is not None and gen % 64 == 0 and time.perf_counter() - t0 > time_limit_s:
+                break
+            done += 1
+            picks = [v for v in range(n) if rng.random() < 1.0 / n] or [rng.randrange(n)]
+            undo = []
+            for v in picks:
+                if nbrs[v] and rng.random() < neighbour_bias:
+                    new = tr.assign[rng.choice(nbrs[v])]
+                else:
+                    new = rng.randrange(d)
+                if new != tr.assign[v] and tr.allowed(v, new):
+                    undo.append((v, tr.assign[v]))
+                    tr.set(v, new)
+            ok = not (acyclic and undo and not tr.acyclic())
+            cand = tr.score()
+            if undo and ok and cand <= cur:
+                improved += cand < cur
+                cur = cand
+            else:
+                for v, old in reversed(undo):
+                    tr.set(v, old)
+    return _result("evolutionary", graph, devices, cg, list(tr.assign), t0, generations=done,
+                   improvements=improved, seed=seed)

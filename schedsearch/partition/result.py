@@ -1,0 +1,85 @@
+"""The result of a partitioner."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from schedsearch.opgraph import Split
+from schedsearch.partition.cost import SplitCost
+
+__all__ = ["PartitionResult"]
+
+
+@attrs.frozen(kw_only=True)
+class PartitionResult:
+    """A split found by a partitioner.
+
+    Attributes
+    ----------
+    method:
+        Name of the partitioner (``"dp"``, ``"dpl"``, ``"slicegraph"``, ...).
+    split:
+        The devices in pipeline order with their operators.
+    max_load:
+        The partitioner's own value of its objective.
+    cost:
+        The split re-evaluated by :func:`~schedsearch.partition.cost.evaluate_split`
+        (the independent check; ``cost.max_load`` equals ``max_load`` for the
+        max-load partitioners).
+    optimal:
+        True if ``max_load`` is proven optimal for the method's split family.
+    wall_time_s:
+        Wall time of the call.
+    stats:
+        Method-specific figures (ideals, pairs evaluated, bound used, ...).
+    """
+
+    method: str
+    split: Split
+    max_load: float
+    cost: SplitCost
+    optimal: bool = False
+    wall_time_s: float = 0.0
+    stats: dict[str, Any] = attrs.field(factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The dnn-partitioning result layout plus the method's figures.
+
+        ``{"method", "maxLoad", "optimal", "wallTime", "fpgas": [{"load",
+        "nodes"}], "cpus": [...], "stats"}``; devices in pipeline order.
+        """
+        loads = dict(self.cost.loads)
+        out: dict[str, Any] = {
+            "method": self.method,
+            "maxLoad": self.max_load,
+            "optimal": self.optimal,
+            "wallTime": self.wall_time_s,
+            "fpgas": [],
+            "cpus": [],
+            "pipelineOrder": [str(slot) for slot, _ in self.split.stages],
+            "stats": {k: v for k, v in self.stats.items() if isinstance(v, (int, float, str, bool))},
+        }
+        for slot, ops in self.split.stages:
+            key = "fpgas" if slot.kind == "accel" else "cpus"
+            out[key].append({"device": str(slot), "load": loads[slot], "nodes": list(ops)})
+        return out
+
+    def __str__(self) -> str:
+        lines = [
+            f"{self.method}: max-load {self.max_load:.6g}"
+            + (" (optimal)" if self.optimal else "")
+            + f", {len([1 for _, ops in self.split.stages if ops])} devices used,"
+            f" {self.wall_time_s:.3g} s"
+        ]
+        loads = dict(self.cost.loads)
+        comm = dict(self.cost.communication)
+        for slot, ops in self.split.stages:
+            lines.append(
+                f"  {str(slot):<7} load {loads[slot]:10.6g} (communication {comm[slot]:.6g}),"
+                f" {len(ops)} operators"
+            )
+        if self.cost.violations:
+            lines.append("  violations: " + "; ".join(self.cost.violations))
+        return "\n".join(lines)

@@ -1,0 +1,789 @@
+"""Execute a plan with PyTorch's own pipeline runtime and prove the gradients equal.
+
+:func:`run` takes a compute-only plan (see :mod:`schedsearch.runtime.plan`)
+and a :class:`~schedsearch.runtime.models.Workload`, and
+
+1. checks everything before any process starts: this library's checks
+   (placement, counts, order, deadlock, in user terms), PyTorch's own
+   (``_validate_schedule``, ``_add_send_recv``; see
+   :mod:`schedsearch.runtime.torch_checks`), and that the workload has the
+   plan's stage count and enough samples for its micro-batches;
+2. computes a one-process *reference*: the stages chained into one model,
+   the whole batch, ``loss_fn(model(inputs), target)``, backward, for each
+   step (then an SGD update with ``learning_rate`` when it is > 0);
+3. starts one process per rank (``fork`` by default; ``spawn`` needs
+   picklable modules and loss), which join a gloo group through a file in a
+   fresh temporary directory (``init_method="file://..."``, loopback only:
+   ``GLOO_SOCKET_IFNAME=lo``), build ``PipelineStage`` objects for their
+   stages in ascending order, load the CSV with
+   ``_PipelineScheduleRuntime._load_csv(path, format="compute_only")`` and
+   run ``steps`` training steps; each rank compares the gradient of every
+   parameter it holds with the reference and reports the largest absolute
+   difference, its step times and (on the last stage's rank) the losses;
+4. stops every process, on success and on failure alike: a rank that
+   raises, dies or does not report within ``timeout_s`` ends the run with an
+   :class:`~schedsearch.errors.ExecutionError` naming the rank, and the
+   other ranks are terminated (then killed); children also die with the
+   parent (Linux ``PR_SET_PDEATHSIG``).
+
+Gradient scaling and micro-batches of different sizes. The runtime divides
+the accumulated gradients by the micro-batch count ``M`` (``scale_grads``),
+which is right for a mean-reducing loss when all micro-batches are equal.
+For sizes ``n_m`` summing to ``N``, the loss of micro-batch ``m`` is
+multiplied by ``w_m = n_m M / N``; then ``(1/M) sum_m w_m grad(mean_m) =
+sum_m (n_m / N) grad(mean_m) = grad(mean over the batch)``, the reference's
+gradient. ``w_m = 1`` for equal sizes. The reported whole-batch loss is
+``(1/M) sum_m w_m mean_m``, the reference's loss. ``scale_grads=False`` is a
+negative control: the gradients are then ``M`` times too large and the
+comparison fails.
+
+Micro-batch order at the last stage. PyTorch 2.13's runtime appends the
+last stage's losses to a list in the order its forwards run and looks a
+loss up by micro-batch index, so it needs the last stage to run its
+forwards in micro-batch order (a searched schedule need not: micro-batches
+of different sizes are not interchangeable). Labels only bind data to the
+plan, so :func:`run` relabels the micro-batches in the last stage's forward
+order (:meth:`~schedsearch.runtime.plan.Plan.relabelled`), hands PyTorch
+that plan with the micro-batches' data permuted alike (the same
+computation), and reports the losses under the plan's own labels.
+
+Step time: each rank times its ``step`` call after a barrier; a step's time
+is the slowest rank's. The first step also infers shapes and warms up
+communication, so :attr:`RunResult.step_time_s` is the median of the
+following steps when there are several.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import signal
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from schedsearch.errors import ExecutionError, PlanError
+from schedsearch.runtime._torch import pipelining_internals, require_torch
+from schedsearch.runtime.models import Workload
+from schedsearch.runtime.plan import Plan, read_plan
+from schedsearch.runtime.torch_checks import torch_check
+
+__all__ = ["RankReport", "RunResult", "run", "microbatch_split", "DEFAULT_TOLERANCE"]
+
+#: Largest accepted absolute gradient difference per dtype.
+DEFAULT_TOLERANCE: dict[str, float] = {"float64": 1e-12, "float32": 1e-5}
+
+START_METHODS = ("fork", "spawn", "forkserver")
+
+
+# --------------------------------------------------------------------------
+# Results
+# --------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class RankReport:
+    """What one rank measured."""
+
+    rank: int
+    stages: tuple[int, ...]
+    step_times_s: tuple[float, ...]
+    startup_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "stages": list(self.stages),
+            "step_times_s": list(self.step_times_s),
+            "startup_s": self.startup_s,
+        }
+
+
+@attrs.frozen(kw_only=True)
+class RunResult:
+    """The outcome of :func:`run`.
+
+    ``grad_diffs`` maps every parameter (``stage{s}.{name}``) to its largest
+    absolute gradient difference from the reference over all steps;
+    ``missing_grads`` lists parameters whose gradient the pipeline left
+    unset while the reference has one.
+    """
+
+    plan: Mapping[str, Any]
+    num_processes: int
+    num_stages: int
+    num_microbatches: int
+    microbatch_sizes: tuple[int, ...]
+    stage_to_rank: tuple[int, ...]
+    steps: int
+    ranks: tuple[RankReport, ...]
+    losses: tuple[tuple[float, ...], ...]
+    loss: tuple[float, ...]
+    reference_loss: tuple[float, ...]
+    grad_diffs: tuple[tuple[str, float], ...]
+    missing_grads: tuple[str, ...]
+    tolerance: float
+    wall_time_s: float
+    start_method: str
+    dtype: str
+    scale_grads: bool = True
+
+    @property
+    def max_grad_diff(self) -> float:
+        """Largest absolute gradient difference (``inf`` with a missing gradient)."""
+        if self.missing_grads:
+            return math.inf
+        return max((d for _, d in self.grad_diffs), default=0.0)
+
+    @property
+    def grads_equal(self) -> bool:
+        """Every gradient present and within ``tolerance`` of the reference."""
+        return not self.missing_grads and self.max_grad_diff <= self.tolerance
+
+    @property
+    def max_loss_diff(self) -> float:
+        return max((abs(a - b) for a, b in zip(self.loss, self.reference_loss)), default=0.0)
+
+    @property
+    def step_times_s(self) -> tuple[float, ...]:
+        """Per step, the slowest rank's time."""
+        return tuple(max(r.step_times_s[k] for r in self.ranks) for k in range(self.steps))
+
+    @property
+    def step_time_s(self) -> float:
+        """Median step time, the first (warm-up) step left out when there are several."""
+        times = self.step_times_s
+        return statistics.median(times[1:] if len(times) > 1 else times)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "plan": dict(self.plan),
+            "num_processes": self.num_processes,
+            "num_stages": self.num_stages,
+            "num_microbatches": self.num_microbatches,
+            "microbatch_sizes": list(self.microbatch_sizes),
+            "stage_to_rank": list(self.stage_to_rank),
+            "steps": self.steps,
+            "ranks": [r.to_dict() for r in self.ranks],
+            "losses": [list(x) for x in self.losses],
+            "loss": list(self.loss),
+            "reference_loss": list(self.reference_loss),
+            "max_grad_diff": self.max_grad_diff,
+            "grads_equal": self.grads_equal,
+            "tolerance": self.tolerance,
+            "grad_diffs": dict(self.grad_diffs),
+            "missing_grads": list(self.missing_grads),
+            "step_times_s": list(self.step_times_s),
+            "step_time_s": self.step_time_s,
+            "wall_time_s": self.wall_time_s,
+            "start_method": self.start_method,
+            "dtype": self.dtype,
+            "scale_grads": self.scale_grads,
+        }
+
+    def __str__(self) -> str:
+        verdict = "EQUAL" if self.grads_equal else "DIFFERENT"
+        missing = f", {len(self.missing_grads)} gradients missing" if self.missing_grads else ""
+        return (
+            f"{self.num_processes} processes, {self.num_stages} stages, {self.num_microbatches} micro-batches, "
+            f"{self.steps} step(s): gradients {verdict} to the one-process reference (max difference "
+            f"{self.max_grad_diff:.3g}, tolerance {self.tolerance:g}{missing}); loss {self.loss[-1]:.6g} "
+            f"(reference {self.reference_loss[-1]:.6g}); step time {1e3 * self.step_time_s:.1f} ms"
+        )
+
+
+# --------------------------------------------------------------------------
+# Helpers shared by parent and workers
+# --------------------------------------------------------------------------
+
+
+def microbatch_split(batch_size: int, num_microbatches: int, sizes: Sequence[int] | None = None) -> tuple[int, ...]:
+    """Micro-batch sizes: ``sizes`` checked, or an even split (the first
+    ``batch_size mod M`` micro-batches one sample larger)."""
+    if sizes is None:
+        if batch_size < num_microbatches:
+            raise PlanError(
+                f"run: a batch of {batch_size} samples cannot fill {num_microbatches} micro-batches; "
+                "use a larger batch or fewer micro-batches"
+            )
+        base, extra = divmod(batch_size, num_microbatches)
+        return tuple(base + (1 if m < extra else 0) for m in range(num_microbatches))
+    sizes = tuple(sizes)
+    if len(sizes) != num_microbatches:
+        raise PlanError(
+            f"run: 'microbatch_sizes' gives {len(sizes)} sizes, the plan runs {num_microbatches} micro-batches"
+        )
+    for m, n in enumerate(sizes):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise PlanError(f"run: micro-batch {m}: size must be an integer >= 1, got {n!r}")
+    if sum(sizes) != batch_size:
+        raise PlanError(f"run: 'microbatch_sizes' sum to {sum(sizes)}, the batch holds {batch_size} samples")
+    return sizes
+
+
+class SizeWeightedLoss:
+    """``loss_fn`` times ``n_m * M / N`` (see the module docstring); picklable."""
+
+    def __init__(self, loss_fn: Any, num_microbatches: int, batch_size: int) -> None:
+        self.loss_fn = loss_fn
+        self.num_microbatches = num_microbatches
+        self.batch_size = batch_size
+
+    def __call__(self, output: Any, target: Any) -> Any:
+        loss = self.loss_fn(output, target)
+        n = int(target.shape[0])
+        if n * self.num_microbatches == self.batch_size:
+            return loss
+        return loss * (n * self.num_microbatches / self.batch_size)
+
+
+def _param_key(stage: int, name: str) -> str:
+    return f"stage{stage}.{name}"
+
+
+@attrs.frozen(kw_only=True)
+class _Reference:
+    grads: tuple[Mapping[str, Any], ...]  # per step: key -> tensor or None
+    losses: tuple[float, ...]
+
+
+def _reference(workload: Workload, steps: int, learning_rate: float) -> _Reference:
+    torch = require_torch()
+    model = copy.deepcopy(torch.nn.Sequential(*workload.stages))
+    keyed = [(_param_key(s, n), p) for s, st in enumerate(model) for n, p in st.named_parameters()]
+    opt = torch.optim.SGD([p for _, p in keyed], lr=learning_rate) if learning_rate else None
+    grads, losses = [], []
+    for _ in range(steps):
+        for _, p in keyed:
+            p.grad = None
+        loss = workload.loss_fn(model(workload.inputs), workload.target)
+        loss.backward()
+        grads.append({k: (None if p.grad is None else p.grad.detach().clone()) for k, p in keyed})
+        losses.append(float(loss.detach()))
+        if opt is not None:
+            opt.step()
+    return _Reference(grads=tuple(grads), losses=tuple(losses))
+
+
+@attrs.frozen(kw_only=True)
+class _Job:
+    """Everything a worker needs (inherited by fork, pickled by spawn)."""
+
+    plan: Plan
+    csv_path: str
+    init_method: str
+    log_dir: str
+    stages: tuple[Any, ...]
+    input_chunks: tuple[Any, ...]
+    target_chunks: tuple[Any, ...]
+    loss: Any
+    reference: _Reference
+    steps: int
+    learning_rate: float
+    scale_grads: bool
+    timeout_s: float
+    threads: int
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to kill this process when its parent dies (best effort)."""
+    try:
+        import ctypes
+        import ctypes.util
+
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+
+
+def _pipeline_step(schedule: Any, stages: Sequence[Any], arg_chunks: list, target_chunks: list, losses: list) -> None:
+    """One schedule step on pre-split micro-batches (what ``step()`` does
+    after splitting the batch evenly; here the split is ours)."""
+    for st in stages:
+        st.has_backward = schedule._has_backward
+        st.clear_runtime_states()
+    schedule._step_microbatches(
+        arg_chunks, [{}] * len(arg_chunks), target_chunks, losses, return_outputs=False
+    )
+
+
+def _fit_recv_buffers(torch: Any, stages: Sequence[Any], sizes: Sequence[int]) -> None:
+    """Give each micro-batch's receive buffers that micro-batch's size.
+
+    PyTorch allocates every micro-batch's activation and gradient receive
+    buffers with the shape it inferred from micro-batch 0; for micro-batches
+    of different sizes, each buffer's batch dimension (0) is set to its
+    micro-batch's size after that inference, before the first step runs.
+    """
+    for st in stages:
+        for table in (st.args_recv_info, getattr(st, "grad_recv_info", {})):
+            for m, n in enumerate(sizes):
+                for info in table.get(m, ()):
+                    buf = info.buffer
+                    if info.is_root_arg or buf is None or buf.dim() == 0 or buf.shape[0] == n:
+                        continue
+                    info.buffer = torch.empty((n, *buf.shape[1:]), dtype=buf.dtype, device=buf.device).requires_grad_(
+                        buf.requires_grad
+                    )
+
+
+def _describe(exc: BaseException) -> str:
+    """``Type: first line`` of the innermost cause (PyTorch wraps stage errors)."""
+    root = exc
+    while root.__cause__ is not None:
+        root = root.__cause__
+    lines = [x.strip() for x in str(root).splitlines() if x.strip()]
+    return f"{type(root).__name__}: {lines[0]}" if lines else type(root).__name__
+
+
+def _worker(job: _Job, rank: int, conn: Any) -> None:  # pragma: no cover - runs in a child process
+    _die_with_parent()
+    os.environ["GLOO_SOCKET_IFNAME"] = "lo"
+    log = open(os.path.join(job.log_dir, f"rank{rank}.log"), "w")  # noqa: SIM115 - lives as long as the process
+    # this rank's stderr (fd 2, and whatever descriptor sys.stderr writes to) goes to its log file
+    targets = {2}
+    try:
+        targets.add(sys.stderr.fileno())
+    except (AttributeError, OSError, ValueError):
+        pass
+    for fd in targets:
+        os.dup2(log.fileno(), fd)
+    phase = "starting"
+
+    def send(kind: str, payload: Any) -> None:
+        conn.send((kind, payload))
+
+    try:
+        tp = pipelining_internals()
+        torch = tp.torch
+        dist = torch.distributed
+        torch.set_num_threads(job.threads)
+        phase = "joining the process group"
+        send("progress", phase)
+        t0 = time.perf_counter()
+        plan = job.plan
+        dist.init_process_group(
+            "gloo",
+            init_method=job.init_method,
+            rank=rank,
+            world_size=plan.num_ranks,
+            # a backstop only: the parent stops every process at its own deadline first
+            timeout=timedelta(seconds=job.timeout_s + 30),
+        )
+        phase = "building its stages"
+        mine = plan.stages_of(rank)
+        modules = [job.stages[s] for s in mine]
+        stages = [tp.PipelineStage(m, s, plan.num_stages, torch.device("cpu")) for s, m in zip(mine, modules)]
+        schedule = tp.ScheduleRuntime(stages, plan.num_microbatches, loss_fn=job.loss, scale_grads=job.scale_grads)
+        phase = "loading the plan"
+        schedule._load_csv(job.csv_path, format="compute_only")
+        params = [(_param_key(s, n), p) for s, m in zip(mine, modules) for n, p in m.named_parameters()]
+        opt = torch.optim.SGD([p for _, p in params], lr=job.learning_rate) if job.learning_rate else None
+        startup = time.perf_counter() - t0
+        args = [(c,) for c in job.input_chunks] if 0 in mine else [()] * plan.num_microbatches
+        targets = list(job.target_chunks)
+        sizes = [int(t.shape[0]) for t in targets]
+        if len(set(sizes)) > 1:
+            phase = "inferring shapes"
+            for st in stages:
+                st.has_backward = schedule._has_backward
+            schedule._initialize_stages(args[0], {}, targets[0])
+            _fit_recv_buffers(torch, stages, sizes)
+        times: list[float] = []
+        losses: list[list[float]] = []
+        diffs: dict[str, float] = {}
+        missing: set[str] = set()
+        for step in range(job.steps):
+            phase = f"step {step}"
+            send("progress", phase)
+            for _, p in params:
+                p.grad = None
+            dist.barrier()
+            mb_losses: list = []
+            t = time.perf_counter()
+            _pipeline_step(schedule, stages, args, targets, mb_losses)
+            times.append(time.perf_counter() - t)
+            losses.append([float(x.detach()) for x in mb_losses])
+            ref = job.reference.grads[step]
+            with torch.no_grad():
+                for key, p in params:
+                    want = ref[key]
+                    if want is None:
+                        d = 0.0 if p.grad is None else float(p.grad.abs().max())
+                    elif p.grad is None:
+                        missing.add(key)
+                        continue
+                    else:
+                        d = float((p.grad - want).abs().max())
+                    diffs[key] = max(diffs.get(key, 0.0), d)
+            if opt is not None:
+                opt.step()
+        phase = "finishing"
+        dist.barrier()
+        send(
+            "ok",
+            {
+                "rank": rank,
+                "stages": list(mine),
+                "step_times_s": times,
+                "startup_s": startup,
+                "losses": losses if plan.num_stages - 1 in mine else None,
+                "grad_diffs": diffs,
+                "missing": sorted(missing),
+            },
+        )
+        dist.destroy_process_group()
+    except BaseException as exc:  # report everything, then leave
+        try:
+            send(
+                "error",
+                {
+                    "rank": rank,
+                    "phase": phase,
+                    "message": _describe(exc),
+                    "traceback": traceback.format_exc(),
+                    "time": time.time(),
+                },
+            )
+        finally:
+            os._exit(1)
+
+
+# --------------------------------------------------------------------------
+# The launcher
+# --------------------------------------------------------------------------
+
+
+def _signal_name(exitcode: int | None) -> str:
+    if exitcode is None:
+        return "still running"
+    if exitcode < 0:
+        try:
+            return f"killed by signal {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"killed by signal {-exitcode}"
+    return f"exited with code {exitcode}"
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def _stop(processes: Sequence[Any], grace_s: float = 2.0) -> None:
+    """Terminate every live process, then kill what is left; reap all."""
+    for p in processes:
+        if p.is_alive():
+            p.terminate()
+    deadline = time.monotonic() + grace_s
+    for p in processes:
+        p.join(max(0.0, deadline - time.monotonic()))
+    for p in processes:
+        if p.is_alive():
+            p.kill()
+            p.join(5.0)
+
+
+def _launch(job: _Job, start_method: str, timeout_s: float) -> list[dict[str, Any]]:
+    import multiprocessing as mp
+    from multiprocessing.connection import wait
+
+    ctx = mp.get_context(start_method)
+    n = job.plan.num_ranks
+    readers, processes = [], []
+    try:
+        for rank in range(n):
+            reader, writer = ctx.Pipe(duplex=False)
+            p = ctx.Process(target=_worker, args=(job, rank, writer), name=f"schedsearch-rank{rank}", daemon=True)
+            with warnings.catch_warnings():
+                # Python >= 3.12 warns on fork in a threaded process; the children only run torch
+                warnings.filterwarnings("ignore", message=".*fork.*", category=DeprecationWarning)
+                p.start()
+            writer.close()
+            readers.append(reader)
+            processes.append(p)
+        deadline = time.monotonic() + timeout_s
+        results: dict[int, dict[str, Any]] = {}
+        phases = {r: "starting" for r in range(n)}
+        failures: list[tuple[float, int, str, str]] = []  # (time, rank, message, details)
+        closed: set[int] = set()  # ranks whose pipe reached its end
+
+        def read(rank: int) -> None:
+            try:
+                kind, payload = readers[rank].recv()
+            except (EOFError, OSError):
+                closed.add(rank)
+                return
+            if kind == "progress":
+                phases[rank] = payload
+            elif kind == "ok":
+                results[rank] = payload
+            else:
+                failures.append(
+                    (
+                        payload["time"],
+                        rank,
+                        f"rank {rank} failed ({payload['phase']}): {payload['message']}",
+                        payload["traceback"],
+                    )
+                )
+
+        def died(rank: int) -> None:
+            while rank not in closed and readers[rank].poll():
+                read(rank)
+                if rank in results or any(f[1] == rank for f in failures):
+                    return
+            p = processes[rank]
+            p.join(0.5)
+            failures.append(
+                (
+                    # a death is the cause of what follows: order it first
+                    -1.0,
+                    rank,
+                    f"rank {rank} {_signal_name(p.exitcode)} ({phases[rank]}) without reporting",
+                    _tail(Path(job.log_dir) / f"rank{rank}.log"),
+                )
+            )
+
+        while len(results) < n and not failures:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            pending = [r for r in range(n) if r not in results]
+            objects = {readers[r]: ("read", r) for r in pending if r not in closed}
+            objects.update({processes[r].sentinel: ("exit", r) for r in pending})
+            for obj in wait(list(objects), timeout=remaining):
+                what, rank = objects[obj]
+                if rank in results:
+                    continue
+                if what == "read":
+                    read(rank)
+                elif rank not in results:
+                    died(rank)
+        if failures:
+            # gather what the other ranks say for a moment, then name the first cause
+            settle = time.monotonic() + 1.0
+            while time.monotonic() < settle:
+                live = [
+                    r for r in range(n) if r not in results and r not in closed and not any(f[1] == r for f in failures)
+                ]
+                if not live:
+                    break
+                for obj in wait([readers[r] for r in live], timeout=max(0.0, settle - time.monotonic())):
+                    read(readers.index(obj))
+            failures.sort(key=lambda f: f[0])
+            _, rank, message, details = failures[0]
+            others = [r for r in range(n) if r != rank and r not in results]
+            suffix = (
+                f"; ranks {', '.join(map(str, others))} were stopped" if others else ""
+            )
+            raise ExecutionError(
+                f"run failed: {message}{suffix}",
+                rank=rank,
+                details=tuple(f"rank {f[1]}: {f[2]}\n{f[3]}" for f in failures),
+            )
+        if len(results) < n:
+            late = [r for r in range(n) if r not in results]
+            where = "; ".join(f"rank {r}: {phases[r]}" for r in late)
+            raise ExecutionError(
+                f"run failed: ranks {', '.join(map(str, late))} did not finish within {timeout_s:g} s ({where}); "
+                "every process was stopped",
+                rank=None,
+                details=tuple(f"rank {r}:\n{_tail(Path(job.log_dir) / f'rank{r}.log')}" for r in late),
+            )
+        return [results[r] for r in range(n)]
+    finally:
+        _stop(processes)
+        for r in readers:
+            r.close()
+
+
+# --------------------------------------------------------------------------
+# The entry point
+# --------------------------------------------------------------------------
+
+
+def run(
+    plan: Plan | str | os.PathLike,
+    workload: Workload,
+    *,
+    num_processes: int | None = None,
+    steps: int = 1,
+    microbatch_sizes: Sequence[int] | None = None,
+    stage_to_rank: Sequence[int] | None = None,
+    learning_rate: float = 0.01,
+    tolerance: float | None = None,
+    timeout_s: float = 120.0,
+    start_method: str = "fork",
+    threads_per_process: int = 1,
+    scale_grads: bool = True,
+) -> RunResult:
+    """Run ``steps`` training steps of ``workload`` under ``plan`` on one process per rank.
+
+    Parameters
+    ----------
+    plan:
+        A :class:`~schedsearch.runtime.plan.Plan` or the path of a
+        compute-only CSV (one row per rank).
+    workload:
+        The model split into the plan's stages, the batch and the loss.
+    num_processes:
+        Must equal the plan's rank count when given.
+    steps:
+        Training steps (each followed by an SGD update when
+        ``learning_rate`` > 0, in the workers and in the reference alike).
+    microbatch_sizes:
+        Sizes of the micro-batches (summing to the batch size); default: an
+        even split into the plan's micro-batch count.
+    stage_to_rank:
+        The placement's stage-to-rank map, when it travels with the CSV;
+        checked against the CSV's rows.
+    tolerance:
+        Largest accepted absolute gradient difference; default by dtype
+        (:data:`DEFAULT_TOLERANCE`).
+    timeout_s:
+        Bound on the whole run, from the first process started to the last
+        report; then every process is stopped.
+    start_method:
+        ``"fork"`` (default, fast), ``"spawn"`` or ``"forkserver"`` (these
+        pickle the workload: module classes and loss must be importable).
+    threads_per_process:
+        ``torch.set_num_threads`` in each worker.
+    scale_grads:
+        Passed to the runtime; ``False`` is a negative control (see the
+        module docstring).
+
+    Returns
+    -------
+    RunResult
+        Step times per rank, losses, gradient differences.
+
+    Raises
+    ------
+    PlanError
+        Before any process starts, when the plan cannot run (naming rank,
+        action, stage, micro-batch) or does not fit the workload.
+    ExecutionError
+        When a rank raises, dies or times out (every process is stopped).
+    """
+    torch = require_torch()
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise PlanError(f"run: 'steps' must be an integer >= 1, got {steps!r}")
+    if start_method not in START_METHODS:
+        raise PlanError(f"run: 'start_method' must be one of {START_METHODS}, got {start_method!r}")
+    if not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
+        raise PlanError(f"run: 'timeout_s' must be > 0, got {timeout_s!r}")
+    if not isinstance(workload, Workload):
+        raise PlanError(f"run: 'workload' must be a Workload, got {type(workload).__name__}")
+    num_mb = None if microbatch_sizes is None else len(microbatch_sizes)
+    if not isinstance(plan, Plan):
+        plan = read_plan(plan, num_ranks=num_processes, num_microbatches=num_mb, stage_to_rank=stage_to_rank)
+    else:
+        if num_processes is not None and num_processes != plan.num_ranks:
+            raise PlanError(
+                f"run: the plan has {plan.num_ranks} rows (one per rank) but the run uses {num_processes} processes"
+            )
+        if num_mb is not None and num_mb != plan.num_microbatches:
+            raise PlanError(
+                f"run: the plan runs {plan.num_microbatches} micro-batches, 'microbatch_sizes' gives {num_mb}"
+            )
+        if stage_to_rank is not None and tuple(stage_to_rank) != plan.stage_to_rank:
+            raise PlanError(
+                f"run: the stage-to-rank map {list(stage_to_rank)} differs from the plan's {list(plan.stage_to_rank)}"
+            )
+    # PyTorch keeps the last stage's losses in forward order and looks them up by
+    # micro-batch index: run the plan with its micro-batches labelled in that order
+    order = plan.forward_order(plan.num_stages - 1)
+    label = {m: k for k, m in enumerate(order)}
+    runnable = plan if list(order) == list(range(plan.num_microbatches)) else plan.relabelled(
+        [label[m] for m in range(plan.num_microbatches)]
+    )
+    torch_check(runnable)
+    if workload.num_stages != plan.num_stages:
+        raise PlanError(
+            f"run: the plan has {plan.num_stages} stages but the workload {workload.name or ''} is split into "
+            f"{workload.num_stages}; split the model into {plan.num_stages} stages"
+        )
+    sizes = microbatch_split(workload.batch_size, plan.num_microbatches, microbatch_sizes)
+    if int(workload.target.shape[0]) != workload.batch_size:
+        raise PlanError(
+            f"run: inputs hold {workload.batch_size} samples but the target {int(workload.target.shape[0])}"
+        )
+    dtype = next((str(p.dtype).replace("torch.", "") for st in workload.stages for p in st.parameters()), "float64")
+    tol = DEFAULT_TOLERANCE.get(dtype, 1e-5) if tolerance is None else float(tolerance)
+    t0 = time.perf_counter()
+    reference = _reference(workload, steps, learning_rate)
+    inputs = torch.split(workload.inputs, list(sizes))
+    targets = torch.split(workload.target, list(sizes))
+    with tempfile.TemporaryDirectory(prefix="schedsearch-run-") as tmp:
+        csv_path = Path(tmp) / "plan.csv"
+        csv_path.write_text(runnable.text)
+        job = _Job(
+            plan=runnable,
+            csv_path=str(csv_path),
+            init_method=f"file://{Path(tmp) / 'rendezvous'}",
+            log_dir=tmp,
+            stages=tuple(workload.stages),
+            # label k runs the data of the plan's micro-batch order[k]
+            input_chunks=tuple(inputs[m] for m in order),
+            target_chunks=tuple(targets[m] for m in order),
+            loss=SizeWeightedLoss(workload.loss_fn, plan.num_microbatches, workload.batch_size),
+            reference=reference,
+            steps=steps,
+            learning_rate=learning_rate,
+            scale_grads=scale_grads,
+            timeout_s=float(timeout_s),
+            threads=threads_per_process,
+        )
+        reports = _launch(job, start_method, float(timeout_s))
+    wall = time.perf_counter() - t0
+    diffs: dict[str, float] = {}
+    missing: list[str] = []
+    losses: tuple[tuple[float, ...], ...] = ()
+    for rep in reports:
+        diffs.update(rep["grad_diffs"])
+        missing.extend(rep["missing"])
+        if rep["losses"] is not None:
+            # back to the plan's labels: the loss of label k is micro-batch order[k]'s
+            losses = tuple(tuple(step[label[m]] for m in range(plan.num_microbatches)) for step in rep["losses"])
+    return RunResult(
+        plan=plan.to_dict(),
+        num_processes=plan.num_ranks,
+        num_stages=plan.num_stages,
+        num_microbatches=plan.num_microbatches,
+        microbatch_sizes=sizes,
+        stage_to_rank=plan.stage_to_rank,
+        steps=steps,
+        ranks=tuple(
+            RankReport(
+                rank=rep["rank"],
+                stages=tuple(rep["stages"]),
+                step_times_s=tuple(rep["step_times_s"]),
+                startup_s=rep["startup_s"],
+            )
+            for rep in reports
+        ),
+        losses=losses,
+        loss=tuple(sum(x) / plan.num_microbatches for x in losses),
+        reference_loss=reference.losses,
+        grad_diffs=tuple(sorted(diffs.items())),
+        missing_grads=tuple(sorted(missing)),
+        tolerance=tol,
+        wall_time_s=wall,
+        start_method=start_method,
+        dtype=dtype,
+        scale_grads=scale_grads,
+    )

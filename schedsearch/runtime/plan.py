@@ -1,0 +1,559 @@
+"""Execution plans: compute-only pipeline CSVs, read and checked without torch.
+
+A *plan* is what PyTorch's pipeline runtime (``torch.distributed.pipelining``,
+``_PipelineScheduleRuntime._load_csv(path, format="compute_only")``) loads:
+one CSV row per rank, one cell per action, run left to right. A cell is
+
+* empty (the rank idles for one slot; the runtime skips it),
+* an action ``{stage}{kind}{micro-batch}`` with kind ``F`` (forward), ``B``
+  (full backward), ``I`` (input gradient) or ``W`` (weight gradient), e.g.
+  ``3F0``, ``7B3``,
+* an overlapped group ``({a};{b})OVERLAP_F_B`` (DualPipe's forward and
+  backward pair): the runtime runs its members one after the other, in the
+  written order, once all of them are ready.
+
+The stage-to-rank map is implicit in the CSV: a stage belongs to the row its
+actions are written in. :func:`parse_plan` recovers it (and checks it
+against a map given with the CSV, e.g. a V placement's), and the runtime
+builds each rank's stages from it.
+
+Checks (all before any process starts), each failing with a
+:class:`~schedsearch.errors.PlanError` that names the rank, the action (its
+position in the row, counted from 0 with empty cells included, so it is the
+CSV column), the stage and the micro-batch:
+
+1. syntax: only compute actions (no SEND/RECV: the runtime adds them);
+2. placement: every stage on exactly one rank, stages ``0 .. S-1`` all
+   present, every rank runs at least one stage;
+3. counts: each stage runs exactly one forward of each micro-batch
+   ``0 .. M-1`` and either one full backward or one input and one weight
+   gradient; ``M`` must match the run's micro-batch count;
+4. local order: on a stage's rank, ``F`` before ``B``/``I``, ``I`` before
+   ``W`` (for one micro-batch);
+5. progress: the ranks' orders, executed with the pipeline's cross-stage
+   dependencies (``F`` of stage ``s`` after ``F`` of ``s-1``; ``B``/``I``
+   of ``s`` after ``B``/``I`` of ``s+1``; an overlapped group once all its
+   members are ready), finish. When they cannot, the message names the
+   cycle of ranks waiting for each other, with the action each one is stuck
+   at and what it waits for.
+
+Check 5 follows the readiness rule of PyTorch's own lowering
+(``_add_send_recv``), so a plan passes it exactly when PyTorch can add its
+sends and receives; :mod:`schedsearch.runtime.execute` runs PyTorch's own
+checks as well.
+
+This module imports neither torch nor a solver.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from schedsearch.errors import PlanError
+from schedsearch.placements.stages import mapping_style
+
+__all__ = [
+    "KINDS",
+    "Action",
+    "Cell",
+    "Plan",
+    "parse_plan",
+    "read_plan",
+    "check_progress",
+]
+
+#: Action kinds of a compute-only plan and their names.
+KINDS: dict[str, str] = {
+    "F": "forward",
+    "B": "full backward",
+    "I": "input gradient",
+    "W": "weight gradient",
+}
+
+OVERLAP_TAG = "OVERLAP_F_B"
+
+_ACTION_RE = re.compile(r"(\d+)([A-Z_]+?)(\d*)")
+_GROUP_RE = re.compile(r"\((.*)\)([A-Z_]+)")
+#: action types torch knows but a compute-only plan must not contain
+_NON_COMPUTE = ("SEND_F", "RECV_F", "SEND_B", "RECV_B", "UNSHARD", "RESHARD", "REDUCE_GRAD")
+
+
+@attrs.frozen(kw_only=True, order=True)
+class Action:
+    """One compute action: ``kind`` of ``stage`` for ``microbatch``."""
+
+    stage: int
+    kind: str
+    microbatch: int
+
+    def __str__(self) -> str:
+        return f"{self.stage}{self.kind}{self.microbatch}"
+
+    def describe(self) -> str:
+        """In words, e.g. ``forward of stage 4, micro-batch 0``."""
+        return f"{KINDS[self.kind]} of stage {self.stage}, micro-batch {self.microbatch}"
+
+
+@attrs.frozen(kw_only=True)
+class Cell:
+    """One non-empty cell of a rank's row: a single action or an overlapped group.
+
+    ``column`` is the cell's position in its row (counted from 0, empty
+    cells included).
+    """
+
+    actions: tuple[Action, ...]
+    column: int
+    overlapped: bool = False
+
+    def __str__(self) -> str:
+        if self.overlapped:
+            return f"({';'.join(map(str, self.actions))}){OVERLAP_TAG}"
+        return str(self.actions[0])
+
+
+def _fail(rank: int, column: int, text: str, message: str) -> PlanError:
+    return PlanError(f"rank {rank}, action {column} {text!r}: {message}")
+
+
+def _parse_action(rank: int, column: int, cell_text: str, text: str) -> Action:
+    m = _ACTION_RE.fullmatch(text)
+    if m is None:
+        raise _fail(rank, column, cell_text, "is not an action of the form {stage}{F|B|I|W}{micro-batch}, e.g. 3F0")
+    stage, kind, mb = m.groups()
+    if kind in _NON_COMPUTE:
+        raise _fail(
+            rank, column, cell_text,
+            f"{kind} is not a compute action; a compute-only plan holds F, B, I, W and overlapped groups "
+            "(the runtime adds the sends, receives and gradient reductions itself)",
+        )
+    if kind not in KINDS:
+        raise _fail(rank, column, cell_text, f"unknown action kind {kind!r} (expected one of F, B, I, W)")
+    if not mb:
+        raise _fail(rank, column, cell_text, "names no micro-batch (e.g. 3F0 is stage 3's forward of micro-batch 0)")
+    return Action(stage=int(stage), kind=kind, microbatch=int(mb))
+
+
+def _parse_cell(rank: int, column: int, raw: str) -> Cell | None:
+    text = raw.strip()
+    if not text:
+        return None
+    if text.startswith("("):
+        m = _GROUP_RE.fullmatch(text)
+        if m is None:
+            raise _fail(rank, column, text, "is not an overlapped group of the form (aF;bB)OVERLAP_F_B")
+        inner, tag = m.groups()
+        if tag != OVERLAP_TAG:
+            raise _fail(rank, column, text, f"group type {tag!r} is not supported (only {OVERLAP_TAG})")
+        parts = [p.strip() for p in inner.split(";") if p.strip()]
+        if not parts:
+            raise _fail(rank, column, text, "is an empty overlapped group")
+        actions = tuple(_parse_action(rank, column, text, p) for p in parts)
+        if len(set(actions)) != len(actions):
+            raise _fail(rank, column, text, "repeats an action inside the group")
+        return Cell(actions=actions, column=column, overlapped=True)
+    return Cell(actions=(_parse_action(rank, column, text, text),), column=column)
+
+
+@attrs.frozen(kw_only=True)
+class Plan:
+    """A checked compute-only plan (build it with :func:`parse_plan`).
+
+    Parameters
+    ----------
+    rows:
+        Per rank, its non-empty cells in row order.
+    num_stages, num_microbatches:
+        Stages ``0 .. S-1`` and micro-batches ``0 .. M-1``.
+    stage_to_rank:
+        Rank of each stage.
+    text:
+        The CSV text the plan was read from (handed to PyTorch unchanged).
+    name:
+        A label (e.g. the file name).
+    """
+
+    rows: tuple[tuple[Cell, ...], ...]
+    num_stages: int
+    num_microbatches: int
+    stage_to_rank: tuple[int, ...]
+    text: str
+    name: str = ""
+
+    @property
+    def num_ranks(self) -> int:
+        return len(self.rows)
+
+    def stages_of(self, rank: int) -> tuple[int, ...]:
+        """Stages held by ``rank``, ascending."""
+        return tuple(s for s, r in enumerate(self.stage_to_rank) if r == rank)
+
+    @property
+    def style(self) -> str | None:
+        """``"loop"`` (stage ``s`` on rank ``s mod P``), ``"v"`` (down the ranks
+        and back up) or None, as PyTorch names the maps."""
+        return mapping_style(self.stage_to_rank, self.num_ranks)
+
+    def actions(self) -> Iterable[tuple[int, Cell, Action]]:
+        """Every (rank, cell, action), rows in order."""
+        for rank, row in enumerate(self.rows):
+            for cell in row:
+                for a in cell.actions:
+                    yield rank, cell, a
+
+    @property
+    def num_overlapped(self) -> int:
+        return sum(1 for row in self.rows for c in row if c.overlapped)
+
+    @property
+    def split_backward(self) -> bool:
+        """True when some backward is split into input and weight gradients."""
+        return any(a.kind in ("I", "W") for _, _, a in self.actions())
+
+    def __str__(self) -> str:
+        style = self.style
+        label = f"{self.name}: " if self.name else ""
+        n = sum(len(c.actions) for row in self.rows for c in row)
+        return (
+            f"{label}{self.num_ranks} ranks, {self.num_stages} stages (stage-to-rank "
+            f"{','.join(map(str, self.stage_to_rank))}{f', {style!r}' if style else ''}), "
+            f"{self.num_microbatches} micro-batches, {n} actions"
+            f"{f' ({self.num_overlapped} overlapped groups)' if self.num_overlapped else ''}"
+        )
+
+    def forward_order(self, stage: int) -> tuple[int, ...]:
+        """Micro-batches in the order ``stage`` runs their forwards."""
+        rank = self.stage_to_rank[stage]
+        return tuple(a.microbatch for c in self.rows[rank] for a in c.actions if a.kind == "F" and a.stage == stage)
+
+    def relabelled(self, new_label: Sequence[int]) -> Plan:
+        """The same plan with micro-batch ``m`` renamed ``new_label[m]`` (a permutation).
+
+        Labels only bind data to the plan: running the relabelled plan on the
+        micro-batches permuted alike is the same computation. Every cell
+        keeps its column.
+        """
+        perm = tuple(new_label)
+        if sorted(perm) != list(range(self.num_microbatches)):
+            raise PlanError(
+                f"plan: relabelling must be a permutation of 0..{self.num_microbatches - 1}, got {list(perm)}"
+            )
+        lines = []
+        for row in self.rows:
+            width = max((c.column for c in row), default=-1) + 1
+            cells = [""] * width
+            for c in row:
+                moved = attrs.evolve(
+                    c, actions=tuple(attrs.evolve(a, microbatch=perm[a.microbatch]) for a in c.actions)
+                )
+                cells[c.column] = str(moved)
+            lines.append(",".join(cells))
+        return parse_plan(
+            "\n".join(lines) + "\n",
+            num_microbatches=self.num_microbatches,
+            num_stages=self.num_stages,
+            stage_to_rank=self.stage_to_rank,
+            name=self.name,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "num_ranks": self.num_ranks,
+            "num_stages": self.num_stages,
+            "num_microbatches": self.num_microbatches,
+            "stage_to_rank": list(self.stage_to_rank),
+            "style": self.style,
+        }
+
+
+def read_plan(path: str | Path, **kwargs: Any) -> Plan:
+    """Read a compute-only CSV file and check it (see :func:`parse_plan`)."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise PlanError(f"plan file {str(p)!r}: cannot be read ({exc.strerror})") from None
+    kwargs.setdefault("name", p.name)
+    return parse_plan(text, **kwargs)
+
+
+def parse_plan(
+    text: str,
+    *,
+    num_ranks: int | None = None,
+    num_microbatches: int | None = None,
+    num_stages: int | None = None,
+    stage_to_rank: Sequence[int] | Mapping[int, int] | None = None,
+    name: str = "",
+    progress: bool = True,
+) -> Plan:
+    """Parse a compute-only CSV and run checks 1-5 of this module.
+
+    Parameters
+    ----------
+    text:
+        The CSV: one row per rank.
+    num_ranks:
+        Processes the plan will run on; must equal the number of rows.
+    num_microbatches:
+        Micro-batches of the run; default: inferred (one more than the
+        largest micro-batch index). When given, the plan must cover exactly
+        ``0 .. num_microbatches-1``.
+    num_stages:
+        Stages of the model; default: one more than the largest stage index.
+    stage_to_rank:
+        The placement's stage-to-rank map, when it travels with the CSV;
+        every stage's actions must then sit in its rank's row.
+    progress:
+        Run check 5 (deadlock); False leaves it to the caller (e.g. to
+        compare with PyTorch's own check).
+
+    Raises
+    ------
+    PlanError
+        Naming the rank, action, stage and micro-batch at fault.
+    """
+    rows_text = list(csv.reader(io.StringIO(text)))
+    # trailing blank lines are not ranks; a blank line inside is (and fails below)
+    while rows_text and not rows_text[-1]:
+        rows_text.pop()
+    if not rows_text:
+        raise PlanError("plan: the CSV holds no rows (one row per rank is expected)")
+    rows: list[tuple[Cell, ...]] = []
+    for rank, row in enumerate(rows_text):
+        cells = [_parse_cell(rank, col, raw) for col, raw in enumerate(row)]
+        rows.append(tuple(c for c in cells if c is not None))
+    if num_ranks is not None and num_ranks != len(rows):
+        raise PlanError(
+            f"plan: it has {len(rows)} rows (one per rank) but the run uses {num_ranks} processes; "
+            f"run it on {len(rows)} processes"
+        )
+
+    # -- 2. placement -----------------------------------------------------
+    owner: dict[int, tuple[int, Cell]] = {}
+    for rank, row in enumerate(rows):
+        for cell in row:
+            for a in cell.actions:
+                if a.stage in owner and owner[a.stage][0] != rank:
+                    other_rank, other_cell = owner[a.stage]
+                    raise PlanError(
+                        f"rank {rank}, action {cell.column} {str(cell)!r}: stage {a.stage} also runs on rank "
+                        f"{other_rank} (action {other_cell.column} {str(other_cell)!r}); PyTorch pipelining runs "
+                        "each stage on exactly one rank (a stage on two devices at once, or two replicas of it, "
+                        "cannot run)"
+                    )
+                owner.setdefault(a.stage, (rank, cell))
+    for rank, row in enumerate(rows):
+        if not row:
+            raise PlanError(f"rank {rank}: its row holds no action; every rank must run at least one stage")
+    top = max(owner) + 1
+    if num_stages is None:
+        num_stages = top
+    elif top > num_stages:
+        rank, cell = owner[top - 1]
+        raise PlanError(
+            f"rank {rank}, action {cell.column} {str(cell)!r}: stage {top - 1} is out of range: the model has "
+            f"{num_stages} stages (0..{num_stages - 1})"
+        )
+    missing = [s for s in range(num_stages) if s not in owner]
+    if missing:
+        raise PlanError(
+            f"plan: stage{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} appear"
+            f"{'' if len(missing) > 1 else 's'} in no rank's row; every stage 0..{num_stages - 1} must run"
+        )
+    mapping = tuple(owner[s][0] for s in range(num_stages))
+    if stage_to_rank is not None:
+        given = (
+            tuple(stage_to_rank[s] for s in range(len(stage_to_rank)))
+            if isinstance(stage_to_rank, Mapping)
+            else tuple(stage_to_rank)
+        )
+        if len(given) != num_stages:
+            raise PlanError(
+                f"plan: the stage-to-rank map gives {len(given)} stages, the CSV holds {num_stages}"
+            )
+        for s, (want, got) in enumerate(zip(given, mapping)):
+            if want != got:
+                rank, cell = owner[s]
+                raise PlanError(
+                    f"rank {got}, action {cell.column} {str(cell)!r}: stage {s} is mapped to rank {want} by the "
+                    f"stage-to-rank map, but its actions are in rank {got}'s row"
+                )
+
+    # -- 3. counts ----------------------------------------------------------
+    top_mb = max(a.microbatch for row in rows for c in row for a in c.actions) + 1
+    if num_microbatches is None:
+        num_microbatches = top_mb
+    seen: dict[tuple[int, str, int], tuple[int, Cell]] = {}
+    for rank, row in enumerate(rows):
+        for cell in row:
+            for a in cell.actions:
+                if a.microbatch >= num_microbatches:
+                    raise _fail(
+                        rank, cell.column, str(cell),
+                        f"micro-batch {a.microbatch} is out of range: the run has {num_microbatches} micro-batches "
+                        f"(0..{num_microbatches - 1}), the plan was made for at least {top_mb}",
+                    )
+                key = (a.stage, a.kind, a.microbatch)
+                if key in seen:
+                    r0, c0 = seen[key]
+                    raise _fail(
+                        rank, cell.column, str(cell),
+                        f"the {a.describe()} is already run at rank {r0}, action {c0.column} {str(c0)!r}",
+                    )
+                seen[key] = (rank, cell)
+    for s in range(num_stages):
+        r = mapping[s]
+        for m in range(num_microbatches):
+            if (s, "F", m) not in seen:
+                raise PlanError(
+                    f"rank {r}: stage {s} never runs the forward of micro-batch {m} (no action '{s}F{m}'); "
+                    f"the run has {num_microbatches} micro-batches and every stage runs each once"
+                )
+            has_b = (s, "B", m) in seen
+            has_i = (s, "I", m) in seen
+            has_w = (s, "W", m) in seen
+            if has_b and (has_i or has_w):
+                rank, cell = seen[(s, "I" if has_i else "W", m)]
+                raise _fail(
+                    rank, cell.column, str(cell),
+                    f"stage {s}, micro-batch {m} runs a full backward ('{s}B{m}') and a split one; use one or the other",
+                )
+            if not has_b and not (has_i and has_w):
+                if has_i or has_w:
+                    lacking = "W" if has_i else "I"
+                    raise PlanError(
+                        f"rank {r}: stage {s}, micro-batch {m} has a split backward without its "
+                        f"{KINDS[lacking]} (no action '{s}{lacking}{m}')"
+                    )
+                raise PlanError(
+                    f"rank {r}: stage {s} never runs the backward of micro-batch {m} "
+                    f"(no action '{s}B{m}', nor '{s}I{m}' and '{s}W{m}')"
+                )
+
+    # -- 4. local order -----------------------------------------------------
+    position: dict[tuple[int, str, int], tuple[int, int]] = {}
+    for row in rows:
+        for cell in row:
+            for k, a in enumerate(cell.actions):
+                position[(a.stage, a.kind, a.microbatch)] = (cell.column, k)
+    for (s, kind, m), (rank, cell) in seen.items():
+        need = {"B": "F", "I": "F", "W": "I"}.get(kind)
+        if need is None:
+            continue
+        if position[(s, need, m)] >= position[(s, kind, m)]:
+            _, before = seen[(s, need, m)]
+            raise _fail(
+                rank, cell.column, str(cell),
+                f"the {KINDS[kind]} of stage {s}, micro-batch {m} comes before its {KINDS[need]} "
+                f"(action {before.column} {str(before)!r})",
+            )
+
+    plan = Plan(
+        rows=tuple(rows),
+        num_stages=num_stages,
+        num_microbatches=num_microbatches,
+        stage_to_rank=mapping,
+        # one CSV row per line: hand PyTorch exactly the rows read here
+        text="\n".join(text.splitlines()[: len(rows)]) + "\n",
+        name=name,
+    )
+    # -- 5. progress ----------------------------------------------------------
+    if progress:
+        check_progress(plan)
+    return plan
+
+
+def _needs(a: Action, num_stages: int) -> tuple[tuple[int, str, int], ...]:
+    """Cross-stage predecessors of an action (any one of them suffices)."""
+    if a.kind == "F":
+        return () if a.stage == 0 else ((a.stage - 1, "F", a.microbatch),)
+    if a.kind in ("B", "I"):
+        if a.stage == num_stages - 1:
+            return ()
+        return ((a.stage + 1, "I", a.microbatch), (a.stage + 1, "B", a.microbatch))
+    return ()
+
+
+def check_progress(plan: Plan) -> None:
+    """Execute the ranks' orders with the cross-stage dependencies; raise
+    :class:`PlanError` naming the cycle of waiting ranks if they cannot finish.
+
+    The rule is PyTorch's (``_add_send_recv``): a cell runs once every one of
+    its actions has its predecessor done (the forward of the previous stage;
+    the input gradient or full backward of the next stage), counting only
+    cells finished before it.
+    """
+    S = plan.num_stages
+    done: set[tuple[int, str, int]] = set()
+    where: dict[tuple[int, str, int], tuple[int, Cell]] = {}
+    for rank, cell, a in plan.actions():
+        where[(a.stage, a.kind, a.microbatch)] = (rank, cell)
+    pos = [0] * plan.num_ranks
+
+    def blocker(cell: Cell) -> tuple[Action, tuple[int, str, int]] | None:
+        for a in cell.actions:
+            needs = _needs(a, S)
+            if needs and not any(n in done for n in needs):
+                present = [n for n in needs if n in where]
+                return a, (present[0] if present else needs[0])
+        return None
+
+    progress = True
+    while progress:
+        progress = False
+        for rank, row in enumerate(plan.rows):
+            while pos[rank] < len(row) and blocker(row[pos[rank]]) is None:
+                for a in row[pos[rank]].actions:
+                    done.add((a.stage, a.kind, a.microbatch))
+                pos[rank] += 1
+                progress = True
+    stuck = [r for r in range(plan.num_ranks) if pos[r] < len(plan.rows[r])]
+    if not stuck:
+        return
+    # every stuck rank waits for an action of a stuck rank: follow the chain to a cycle
+    waits: dict[int, tuple[Cell, Action, tuple[int, str, int], int, Cell]] = {}
+    for r in stuck:
+        cell = plan.rows[r][pos[r]]
+        found = blocker(cell)
+        assert found is not None
+        a, need = found
+        owner_rank, owner_cell = where[need]
+        waits[r] = (cell, a, need, owner_rank, owner_cell)
+    chain = [stuck[0]]
+    while True:
+        nxt = waits[chain[-1]][3]
+        if nxt in chain:
+            cycle = chain[chain.index(nxt):]
+            break
+        chain.append(nxt)
+    parts = []
+    for r in cycle:
+        cell, a, need, owner_rank, owner_cell = waits[r]
+        need_action = Action(stage=need[0], kind=need[1], microbatch=need[2])
+        what = need_action.describe() if need[1] == "F" else (
+            f"the input gradient or full backward of stage {need[0]}, micro-batch {need[2]}"
+        )
+        if need[1] == "F":
+            what = f"the {what}"
+        if owner_rank == r:
+            src = f"which rank {r} itself runs only later (action {owner_cell.column} {str(owner_cell)!r})"
+        else:
+            src = f"from rank {owner_rank} (its action {owner_cell.column} {str(owner_cell)!r})"
+        parts.append(
+            f"rank {r} is stuck at action {cell.column} {str(cell)!r} ({a.describe()}), waiting for {what} {src}"
+        )
+    ring = " -> ".join(f"rank {r}" for r in cycle + [cycle[0]])
+    others = sorted(set(stuck) - set(cycle))
+    tail = f"; ranks {', '.join(map(str, others))} wait behind them" if others else ""
+    raise PlanError(
+        f"plan would deadlock (the ranks wait for each other in a cycle: {ring}): " + "; ".join(parts) + tail
+    )

@@ -1,0 +1,438 @@
+"""Profile a model's stages and turn the figures into a placement Problem.
+
+:func:`profile` runs each stage on one micro-batch, in stage order (stage
+``s+1`` gets stage ``s``'s output, detached, as a leaf that requires a
+gradient, as the pipeline runtime hands it over), and measures with the
+functions PyTorch's pipeline runtime itself calls:
+
+* ``F``: the stage's forward (for the last stage including the loss);
+* ``B``: ``stage_backward`` (input and weight gradients together);
+* ``I``: ``stage_backward_input`` (input gradients only);
+* ``W``: ``stage_backward_weight`` (weight gradients from what ``I`` kept).
+  For stage 0 PyTorch 2.13 computes nothing in ``I`` and the whole
+  backward in ``W`` (its inputs need no gradient); the profile measures
+  exactly that, so stage 0's ``I`` is the smallest duration (1 unit).
+
+Each time is the median of ``repeats`` runs after ``warmup`` runs.
+
+Activation memory of a stage is the bytes of the distinct tensor storages
+one micro-batch keeps alive from its forward to its backward: the tensors
+autograd saves for backward (seen through ``saved_tensors_hooks``), the
+stage's input and its output, parameters excluded. It is the memory the
+forward allocates and the backward frees; with the split backward the
+activations stay until ``W`` (``I`` frees nothing, ``W`` frees all), the
+convention of :mod:`schedsearch.placements.pipeline`.
+
+Units. Durations become integers in ``time_unit_s`` (default: the largest
+power of ten of seconds, at most 1 s, in which the shortest measured
+duration is at least 10 units), rounded, at least 1. Memory becomes
+integers in ``memory_unit_bytes`` (default 1024, KiB), rounded up. The
+Problem counts activation memory only (no parameters, gradients or
+optimizer state: parameter bytes are reported beside), so a device
+capacity is an activation budget.
+
+Micro-batches of different sizes: profile every size that occurs
+(``sizes``); :meth:`Profile.to_problem` gives the micro-batches whose size
+differs from the first one per-micro-batch durations
+(``Problem.duration_overrides``). Memory deltas are per block, not per
+micro-batch, so they use the largest profiled size (a safe bound).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from schedsearch.errors import InvalidProblemError
+from schedsearch.placements.stages import stage_mapping, stage_pipeline
+from schedsearch.problem import Problem
+from schedsearch.runtime._torch import pipelining_internals
+
+__all__ = ["StageProfile", "Profile", "profile", "choose_time_unit"]
+
+KIND_FIELDS = {"F": "forward_s", "B": "backward_s", "I": "input_grad_s", "W": "weight_grad_s"}
+
+
+@attrs.frozen(kw_only=True)
+class StageProfile:
+    """Measured figures of one stage at one micro-batch size (seconds, bytes)."""
+
+    stage: int
+    microbatch_size: int
+    forward_s: float
+    backward_s: float
+    input_grad_s: float
+    weight_grad_s: float
+    activation_bytes: int
+    parameter_bytes: int
+
+    def seconds(self, kind: str) -> float:
+        return getattr(self, KIND_FIELDS[kind])
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+def choose_time_unit(shortest_s: float, min_units: int = 10) -> float:
+    """The largest power of ten of seconds (1 us .. 1 s) in which ``shortest_s``
+    lasts at least ``min_units`` units."""
+    unit = 1.0
+    while unit > 1e-6 and shortest_s / unit < min_units:
+        unit /= 10
+    return float(f"{unit:.0e}")
+
+
+@attrs.frozen(kw_only=True)
+class Profile:
+    """Per-stage figures at each profiled micro-batch size, and the units.
+
+    ``sizes[0]`` is the base size: its figures are the blocks' durations.
+    """
+
+    sizes: tuple[int, ...]
+    stages: Mapping[int, tuple[StageProfile, ...]]
+    repeats: int
+    time_unit_s: float
+    memory_unit_bytes: int
+
+    @property
+    def num_stages(self) -> int:
+        return len(self.stages[self.sizes[0]])
+
+    def units(self, kind: str, size: int | None = None) -> tuple[int, ...]:
+        """Integer durations of ``kind`` (F, B, I, W) per stage, in ``time_unit_s``."""
+        rows = self._rows(size)
+        return tuple(max(1, round(r.seconds(kind) / self.time_unit_s)) for r in rows)
+
+    def memory_units(self) -> tuple[int, ...]:
+        """Activation memory per stage in ``memory_unit_bytes`` (largest size, rounded up)."""
+        big = max(self.sizes)
+        return tuple(math.ceil(r.activation_bytes / self.memory_unit_bytes) for r in self.stages[big])
+
+    def _rows(self, size: int | None) -> tuple[StageProfile, ...]:
+        size = self.sizes[0] if size is None else size
+        if size not in self.stages:
+            raise InvalidProblemError(
+                f"profile: micro-batch size {size} was not profiled (profiled sizes: {list(self.sizes)}); "
+                f"pass sizes=[..., {size}] to profile()"
+            )
+        return self.stages[size]
+
+    def to_problem(
+        self,
+        num_devices: int,
+        num_microbatches: int | None = None,
+        *,
+        mapping: str | Sequence[int] | None = None,
+        split_backward: bool = False,
+        memory: int | Sequence[int | None] | None = None,
+        microbatch_sizes: Sequence[int] | None = None,
+        name: str = "",
+    ) -> Problem:
+        """A one-pipeline placement Problem with the profiled durations and memory.
+
+        Parameters
+        ----------
+        num_devices:
+            Devices (pipeline ranks).
+        num_microbatches:
+            Micro-batches; default ``len(microbatch_sizes)``.
+        mapping:
+            Stage-to-device map: a sequence, ``"loop"`` or ``"v"``; default
+            stage ``s`` on device ``s`` (needs as many stages as devices).
+        split_backward:
+            ``I``/``W`` blocks (zero-bubble) instead of one ``B`` per stage.
+        memory:
+            Activation capacity per device (or one per device), in memory
+            units; None = unbounded.
+        microbatch_sizes:
+            Size of each micro-batch; those that differ from the base size
+            get their own durations (every size must have been profiled).
+        """
+        if microbatch_sizes is not None:
+            microbatch_sizes = tuple(microbatch_sizes)
+            if num_microbatches is None:
+                num_microbatches = len(microbatch_sizes)
+            elif num_microbatches != len(microbatch_sizes):
+                raise InvalidProblemError(
+                    f"profile: 'microbatch_sizes' gives {len(microbatch_sizes)} sizes for {num_microbatches} "
+                    "micro-batches"
+                )
+        if num_microbatches is None:
+            raise InvalidProblemError("profile: give 'num_microbatches' or 'microbatch_sizes'")
+        S = self.num_stages
+        if mapping is None:
+            if S != num_devices:
+                raise InvalidProblemError(
+                    f"profile: {S} stages on {num_devices} devices need a 'mapping' ('loop', 'v' or a list)"
+                )
+            stage_map: tuple[int, ...] = tuple(range(S))
+        elif isinstance(mapping, str):
+            stage_map = stage_mapping(mapping, num_devices, S)
+        else:
+            stage_map = tuple(mapping)
+        fmem = self.memory_units()
+        kwargs: dict[str, Any] = {
+            "forward": list(self.units("F")),
+            "backward": list(self.units("B")),
+            "forward_memory": list(fmem),
+            "memory": memory,
+        }
+        if split_backward:
+            kwargs.update(split_backward=True, input_grad=list(self.units("I")), weight_grad=list(self.units("W")))
+        unit = f"{self.time_unit_s:g} s"
+        problem = stage_pipeline(
+            list(stage_map),
+            num_devices,
+            num_microbatches,
+            name=name or f"profiled-{S}st-{num_devices}dev-m{num_microbatches} (time unit {unit}, "
+            f"memory unit {self.memory_unit_bytes} B)",
+            **kwargs,
+        )
+        if microbatch_sizes is None or all(n == self.sizes[0] for n in microbatch_sizes):
+            return problem
+        overrides = []
+        kinds = ("F", "I", "W") if split_backward else ("F", "B")
+        for m, n in enumerate(microbatch_sizes):
+            if n == self.sizes[0]:
+                continue
+            for kind in kinds:
+                for s, d in enumerate(self.units(kind, n)):
+                    overrides.append((f"{kind}{s}", m, (d,)))
+        return problem.with_(duration_overrides=overrides)
+
+    def table(self) -> str:
+        """The figures as a text table (milliseconds, KiB)."""
+        lines = [
+            f"profile: {self.num_stages} stages, median of {self.repeats} runs; time unit {self.time_unit_s:g} s, "
+            f"memory unit {self.memory_unit_bytes} B",
+            f"{'size':>5} {'stage':>5} {'F ms':>8} {'B ms':>8} {'I ms':>8} {'W ms':>8} {'act KiB':>9} {'param KiB':>10}",
+        ]
+        for n in self.sizes:
+            for r in self.stages[n]:
+                lines.append(
+                    f"{n:>5} {r.stage:>5} {1e3 * r.forward_s:>8.3f} {1e3 * r.backward_s:>8.3f} "
+                    f"{1e3 * r.input_grad_s:>8.3f} {1e3 * r.weight_grad_s:>8.3f} "
+                    f"{r.activation_bytes / 1024:>9.1f} {r.parameter_bytes / 1024:>10.1f}"
+                )
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sizes": list(self.sizes),
+            "repeats": self.repeats,
+            "time_unit_s": self.time_unit_s,
+            "memory_unit_bytes": self.memory_unit_bytes,
+            "stages": {str(n): [r.to_dict() for r in rows] for n, rows in self.stages.items()},
+        }
+
+
+def _rows_of(batch: Any, n: int) -> Any:
+    return batch[:n]
+
+
+def profile(
+    model_stages: Sequence[Any],
+    sample_batch: Any,
+    *,
+    target: Any = None,
+    loss_fn: Callable[[Any, Any], Any] | None = None,
+    sizes: Sequence[int] | None = None,
+    repeats: int = 5,
+    warmup: int = 1,
+    time_unit_s: float | None = None,
+    memory_unit_bytes: int = 1024,
+    threads: int | None = 1,
+) -> Profile:
+    """Measure every stage's F, B, I, W times and activation memory.
+
+    Parameters
+    ----------
+    model_stages:
+        One ``nn.Module`` per stage (stage ``s``'s output is stage
+        ``s+1``'s input).
+    sample_batch:
+        Input of stage 0 with batch dimension 0; micro-batches of each size
+        are its first rows.
+    target, loss_fn:
+        Target rows and a loss for the last stage (its forward then includes
+        the loss, as in the runtime). Without them, the last stage's output
+        gradient is a fixed random tensor.
+    sizes:
+        Micro-batch sizes to profile (default: the whole sample).
+    repeats, warmup:
+        Timed runs (the median is kept) and untimed runs before them.
+    time_unit_s, memory_unit_bytes:
+        Units of the integer figures (see the module docstring).
+    threads:
+        ``torch.set_num_threads`` while measuring (restored afterwards);
+        default 1, as each rank of :func:`~schedsearch.runtime.run` uses.
+        None keeps the current setting.
+    """
+    tp = pipelining_internals()
+    torch = tp.torch
+    if not model_stages:
+        raise InvalidProblemError("profile: 'model_stages' must hold at least one stage")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise InvalidProblemError(f"profile: 'repeats' must be an integer >= 1, got {repeats!r}")
+    if isinstance(memory_unit_bytes, bool) or not isinstance(memory_unit_bytes, int) or memory_unit_bytes < 1:
+        raise InvalidProblemError(f"profile: 'memory_unit_bytes' must be an integer >= 1, got {memory_unit_bytes!r}")
+    available = int(sample_batch.shape[0])
+    sizes = tuple(sizes) if sizes is not None else (available,)
+    for n in sizes:
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= available:
+            raise InvalidProblemError(
+                f"profile: micro-batch size must be an integer in 1..{available} (the sample's rows), got {n!r}"
+            )
+    if (target is None) != (loss_fn is None):
+        raise InvalidProblemError("profile: give both 'target' and 'loss_fn', or neither")
+    by_size: dict[int, tuple[StageProfile, ...]] = {}
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        for n in dict.fromkeys(sizes):
+            by_size[n] = _profile_size(
+                tp, torch, list(model_stages), _rows_of(sample_batch, n),
+                None if target is None else _rows_of(target, n), loss_fn, repeats, warmup,
+            )
+    finally:
+        torch.set_num_threads(before)
+    if time_unit_s is None:
+        shortest = min(
+            r.seconds(k) for rows in by_size.values() for r in rows for k in ("F", "B")
+        )
+        time_unit_s = choose_time_unit(shortest)
+    elif not time_unit_s > 0:
+        raise InvalidProblemError(f"profile: 'time_unit_s' must be > 0, got {time_unit_s!r}")
+    return Profile(
+        sizes=tuple(dict.fromkeys(sizes)),
+        stages=by_size,
+        repeats=repeats,
+        time_unit_s=float(time_unit_s),
+        memory_unit_bytes=memory_unit_bytes,
+    )
+
+
+def _median_time(fn: Callable[[], Any], prepare: Callable[[], Any], repeats: int, warmup: int) -> float:
+    times = []
+    for k in range(warmup + repeats):
+        state = prepare()
+        t0 = time.perf_counter()
+        fn(state)
+        dt = time.perf_counter() - t0
+        if k >= warmup:
+            times.append(dt)
+    return statistics.median(times)
+
+
+def _profile_size(
+    tp: Any, torch: Any, stages: list[Any], inputs: Any, target: Any, loss_fn: Any, repeats: int, warmup: int
+) -> tuple[StageProfile, ...]:
+    out_rows = []
+    x = inputs
+    S = len(stages)
+    gen = torch.Generator()
+    gen.manual_seed(0)
+    for s, module in enumerate(stages):
+        last = s == S - 1
+        params = list(module.parameters())
+        param_ptrs = {p.untyped_storage().data_ptr() for p in params}
+        is_float = torch.is_floating_point(x)
+        leaf = x.detach().requires_grad_(is_float and s > 0) if is_float else x
+
+        def forward(inp: Any = leaf, module: Any = module, last: bool = last) -> tuple[Any, Any]:
+            out = module(inp)
+            loss = loss_fn(out, target) if (last and loss_fn is not None) else None
+            return out, loss
+
+        with torch.no_grad():
+            sample_out = module(leaf)
+        grad_out = None if (last and loss_fn is not None) else torch.randn(
+            sample_out.shape, generator=gen, dtype=sample_out.dtype
+        )
+
+        def clear(module: Any = module, leaf: Any = leaf) -> None:
+            for p in module.parameters():
+                p.grad = None
+            if isinstance(leaf, torch.Tensor) and leaf.requires_grad:
+                leaf.grad = None
+
+        def run_forward(_: Any, forward: Any = forward) -> None:
+            forward()
+
+        f_s = _median_time(run_forward, clear, repeats, warmup)
+
+        def fresh(forward: Any = forward, clear: Any = clear) -> tuple[Any, Any]:
+            clear()
+            out, loss = forward()
+            return out, loss
+
+        def roots(state: tuple[Any, Any], grad_out: Any = grad_out) -> tuple[Any, Any]:
+            out, loss = state
+            return (loss, None) if loss is not None else (out, grad_out)
+
+        def full(state: Any, leaf: Any = leaf) -> None:
+            root, g = roots(state)
+            tp.stage_backward(root, g, [leaf])
+
+        b_s = _median_time(full, fresh, repeats, warmup)
+
+        # split backward, as the runtime runs it (stage 0: I does nothing, W is the whole backward)
+        i_times, w_times = [], []
+        for k in range(warmup + repeats):
+            state = fresh()
+            root, g = roots(state)
+            t0 = time.perf_counter()
+            groups = None
+            if s > 0:
+                _, groups = tp.stage_backward_input([root], None if g is None else [g], [leaf], iter(params))
+            t1 = time.perf_counter()
+            if s > 0:
+                tp.stage_backward_weight(iter(params), groups)
+            else:
+                tp.stage_backward(root, g, [leaf])
+            t2 = time.perf_counter()
+            if k >= warmup:
+                i_times.append(t1 - t0)
+                w_times.append(t2 - t1)
+        clear()
+
+        # activation memory: distinct storages kept for backward, input and output, no parameters
+        storages: dict[int, int] = {}
+
+        def note(t: Any) -> None:
+            if isinstance(t, torch.Tensor):
+                st = t.untyped_storage()
+                if st.data_ptr() not in param_ptrs and st.data_ptr() != 0:
+                    storages[st.data_ptr()] = st.nbytes()
+
+        def pack(t: Any) -> Any:
+            note(t)
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            out, _ = forward()
+        note(leaf)
+        note(out)
+        activation = sum(storages.values())
+        clear()
+        out_rows.append(
+            StageProfile(
+                stage=s,
+                microbatch_size=int(inputs.shape[0]),
+                forward_s=f_s,
+                backward_s=b_s,
+                input_grad_s=statistics.median(i_times),
+                weight_grad_s=statistics.median(w_times),
+                activation_bytes=int(activation),
+                parameter_bytes=int(sum(p.numel() * p.element_size() for p in params)),
+            )
+        )
+        x = out.detach()
+    return tuple(out_rows)

@@ -1,0 +1,77 @@
+"""DiviML's MILP against the exact CP-SAT search on the same problems."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import assume, given, settings
+
+from schedsearch.bounds.diviml import diviml, diviml_supports
+from schedsearch.errors import UnsupportedFeatureError
+from schedsearch.placements import vshape
+from schedsearch.problem import Block, Channel, Cluster, Device, Edge, Graph, Option, Problem
+from schedsearch.result import Status
+from schedsearch.search import optimal
+from schedsearch.validate import validate
+from strategies import problems
+
+
+@settings(max_examples=20)
+@given(problems(max_devices=3, max_blocks=4, max_microbatches=2, max_tasks=6, memory=False))
+def test_diviml_optimum_equals_cpsat(problem):
+    assume(diviml_supports(problem) is None)
+    d = diviml(problem, time_limit_s=20)
+    c = optimal(problem, time_limit_s=20, workers=1)
+    assert d.status is Status.OPTIMAL and c.status is Status.OPTIMAL
+    assert d.objective == c.objective
+    assert validate(problem, d.schedule) == ()
+
+
+def heterogeneous(n_ops: int = 6) -> Problem:
+    """A fork-join DAG on a fast and a slow device linked by one channel."""
+    blocks = [
+        Block(name=f"op{i}", options=[Option(devices=("fast",), duration=2 + i % 3),
+                                      Option(devices=("slow",), duration=4 + 2 * (i % 3))])
+        for i in range(n_ops)
+    ]
+    edges = [Edge(src="op0", dst=f"op{i}", size=1) for i in range(1, n_ops - 1)]
+    edges += [Edge(src=f"op{i}", dst=f"op{n_ops - 1}", size=1) for i in range(1, n_ops - 1)]
+    cluster = Cluster(devices=[Device(name="fast"), Device(name="slow")],
+                      channels=[Channel(name="link", endpoints=("fast", "slow"), time_per_unit=1)])
+    return Problem(graph=Graph(blocks=blocks, edges=edges), num_microbatches=1, cluster=cluster, name="hetero")
+
+
+def test_heterogeneous_devices_with_communication():
+    p = heterogeneous()
+    d = diviml(p, time_limit_s=30)
+    c = optimal(p, time_limit_s=30, workers=1)
+    assert d.status is Status.OPTIMAL and c.status is Status.OPTIMAL
+    assert d.objective == c.objective
+    # both devices are used and a transfer appears: the slow device is worth using
+    assert {t.devices[0] for t in d.schedule.tasks} == {"fast", "slow"}
+    assert d.schedule.transfers
+
+
+def test_lower_bound_is_available_when_the_milp_does_not_finish():
+    p = heterogeneous(9).with_(num_microbatches=3)
+    d = diviml(p, time_limit_s=0.5)
+    assert d.lower_bound is not None and d.lower_bound >= 1
+    c = optimal(p, time_limit_s=20, workers=1)
+    if c.status is Status.OPTIMAL:
+        assert d.lower_bound <= c.objective
+
+
+def test_warm_start_is_never_lost():
+    p = vshape(2, 2)  # no capacities
+    start = optimal(p, time_limit_s=10).schedule
+    d = diviml(p, warm_start=start, time_limit_s=10)
+    assert d.objective <= start.makespan
+
+
+def test_unsupported_features_name_the_alternative():
+    with pytest.raises(UnsupportedFeatureError, match="memory capacities may bind.*optimal"):
+        diviml(vshape(4, 8, memory=2))
+    p = heterogeneous(3)
+    two = p.cluster.channels + (Channel(name="link2", endpoints=("fast", "slow"), time_per_unit=2),)
+    p2 = p.with_(cluster=Cluster(devices=p.cluster.devices, channels=two))
+    with pytest.raises(UnsupportedFeatureError, match="served by channels 'link' and 'link2'"):
+        diviml(p2)

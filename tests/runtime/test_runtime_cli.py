@@ -1,0 +1,109 @@
+"""``schedsearch run`` and ``schedsearch profile``."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from schedsearch.cli import main
+from schedsearch.problem import Problem
+
+PACKAGE = Path(__file__).resolve().parents[2] / "schedsearch"
+
+
+def test_runtime_imports_torch_only_inside_functions():
+    """Module-level imports of the runtime and its CLI never name torch (the
+    transformer's module classes are the one module loaded lazily by design)."""
+    files = [*sorted((PACKAGE / "runtime").glob("*.py")), PACKAGE / "cli" / "run.py", PACKAGE / "cli" / "profile.py"]
+    for path in files:
+        if path.name == "_transformer.py":
+            continue
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            assert not any(n.split(".")[0] == "torch" for n in names), f"{path.name} imports torch at module level"
+            assert not any(n.startswith("schedsearch.cli") for n in names) or path.parent.name == "cli", path
+
+
+def test_check_only_reads_and_checks_the_artifact(dualpipev_csv, capsys):
+    path = dualpipev_csv
+    assert main(["run", str(path), "--check-only", "--processes", "4", "--stage-map", "0,1,2,3,3,2,1,0"]) == 0
+    out = capsys.readouterr().out
+    assert "4 ranks, 8 stages (stage-to-rank 0,1,2,3,3,2,1,0, 'v'), 10 micro-batches" in out
+    assert "checks:" in out
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--processes", "2"], "4 rows (one per rank) but the run uses 2 processes"),
+        (["--microbatches", "8"], "micro-batch 8 is out of range"),
+        (["--stage-map", "0,1,2,3,0,1,2,3"], "stage 4 is mapped to rank 0 by the stage-to-rank map"),
+        (["--microbatches", "8", "--microbatch-sizes", "1,2"], "--microbatches 8 but --microbatch-sizes gives 2"),
+        (["--model", "cnn:3x3"], "model spec: must be KIND:LAYERSxWIDTH"),
+    ],
+)
+def test_run_rejects_bad_requests_before_starting(dualpipev_csv, capsys, args, fragment):
+    path = dualpipev_csv
+    assert main(["run", str(path), "--check-only", *args]) == 2
+    assert fragment in capsys.readouterr().err
+
+
+def test_run_explains_a_deadlocking_csv(tmp_path, capsys):
+    path = tmp_path / "bad.csv"
+    path.write_text("4F0,0F0,4B0,0B0\n1F0,5F0,5B0,1B0\n2F0,6F0,6B0,2B0\n3F0,7F0,7B0,3B0\n")
+    assert main(["run", str(path), "--processes", "4"]) == 2
+    err = capsys.readouterr().err
+    assert "schedsearch run: error: plan would deadlock" in err
+    assert "rank 0 is stuck at action 0 '4F0' (forward of stage 4, micro-batch 0)" in err
+
+
+@pytest.mark.torch
+def test_profile_writes_a_problem_the_search_reads(tmp_path, capsys):
+    pytest.importorskip("torch")
+    out = tmp_path / "p.json"
+    raw = tmp_path / "raw.json"
+    assert main(["profile", "--model", "mlp:4x16", "--stages", "2", "--repeats", "2", "--microbatches", "3",
+                 "--split-backward", "--memory", "1000", "-o", str(out), "--json", str(raw)]) == 0
+    text = capsys.readouterr().out
+    assert "time unit" in text and "durations (units of" in text
+    problem = Problem.from_json(out.read_text())
+    assert problem.num_microbatches == 3
+    assert {b.kind for b in problem.graph.blocks} == {"F", "I", "W"}
+    assert json.loads(raw.read_text())["sizes"] == [4]
+    assert main(["search", "--problem", str(out), "--time-limit", "10", "--quiet", "--out", str(tmp_path)]) == 0
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_run_executes_the_artifact_and_writes_json(dualpipev_csv, tmp_path, capsys):
+    pytest.importorskip("torch")
+    path = dualpipev_csv
+    out = tmp_path / "run.json"
+    assert main(["run", str(path), "--model", "mlp:8x16", "--processes", "4", "--steps", "2", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "gradients EQUAL" in text
+    doc = json.loads(out.read_text())
+    assert doc["grads_equal"] and doc["max_grad_diff"] <= 1e-12 and len(doc["ranks"]) == 4
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_run_executes_a_plan_document(tmp_path, capsys):
+    pytest.importorskip("torch")
+    from schedsearch.export.json import write_json
+    from schedsearch.handcrafted import reproduce
+
+    rep = reproduce("zb-v", devices=2, microbatches=4)
+    path = write_json(rep.problem, rep.schedule, tmp_path / "zbv.plan.json")
+    assert main(["run", str(path), "--model", "transformer:4x16", "--microbatch-sizes", "3,1,2,2"]) == 0
+    out = capsys.readouterr().out
+    assert "stage-to-rank 0,1,1,0, 'v'" in out
+    assert "micro-batch sizes: [3, 1, 2, 2]" in out
