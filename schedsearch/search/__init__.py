@@ -6,6 +6,7 @@ from schedsearch.search.jobshop import jobshop as jobshop, transfer_overlap as t
 from schedsearch.search.optimal import optimal as optimal
 from schedsearch.search.pareto import min_memory as min_memory, pareto as pareto
 from schedsearch.search.repetend import RepetendResult as RepetendResult, repetend as repetend
+from schedsearch.search.scale import scale_search as scale_search
 
 __all__ = [
     "Coarsening",
@@ -18,5 +19,6 @@ __all__ = [
     "optimal",
     "pareto",
     "repetend",
+    "scale_search",
     "transfer_overlap",
 ]
