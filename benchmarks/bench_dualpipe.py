@@ -12,7 +12,7 @@ Parts (``--parts``, default all):
   2PP chunks (every step proven or TIMEOUT).
 * ``scale``: PP = 16 with 64 chunks and PP = 32 with 128 under DualPipe's memory (PP + 1) and
   under PP; each case in a child process (time and peak RSS of the child). ``--ablation``
-  adds the exact search alone (periodic + mirror ties, no list scheduling) for PP = 16.
+  adds the exact search alone (periodic + mirror ties, no list scheduling) for PP = 16 and 32.
 * ``pareto``: the fronts of the six comparable placements (common unit, see ``schedsearch
   pareto --help``), every point with its proof status.
 * ``table``: one setting (``--table-devices``, ``--table-microbatches``), every handcrafted
@@ -160,7 +160,7 @@ def part_scale(args) -> list[dict[str, Any]]:
     if args.quick:
         cases = [(16, 64, 17, "scale search")]
     if args.ablation:
-        cases.append((16, 64, 17, "tied exact"))
+        cases += [(16, 64, 17, "tied exact"), (32, 128, 33, "tied exact")]
     rows = []
     ctx = multiprocessing.get_context("fork")
     for PP, chunks, cap, mode in cases:
