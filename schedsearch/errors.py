@@ -21,6 +21,7 @@ __all__ = [
     "PlanError",
     "ExecutionError",
     "MissingDependencyError",
+    "UnsoundBoundWarning",
 ]
 
 
@@ -85,3 +86,12 @@ class ExecutionError(SchedSearchError, RuntimeError):
 
 class MissingDependencyError(SchedSearchError, ImportError):
     """An optional dependency is not installed; the message names the extra to install."""
+
+
+class UnsoundBoundWarning(UserWarning):
+    """A lower bound turned out larger than the objective of a validated plan.
+
+    The bound (and any optimality proof resting on it) is dropped; the plan
+    is returned without a claim. This is never expected: it means a bug in
+    a bound or a solver, and the problem is worth reporting.
+    """

@@ -566,15 +566,22 @@ class Release:
 class Overlap:
     """Blocks that may run together as one *overlapped group* on their device.
 
-    A schedule may run one task instance of each of ``blocks`` (any
-    micro-batches) as a group: all start together on the blocks' common
-    device(s) and all end ``duration`` time units later; the group occupies
-    the device as one task (DualPipe's overlapped forward-and-backward pair
-    ``F&B``, or a weight and input gradient fused into one full backward).
-    Running the blocks separately stays allowed. Inside a group the
-    members' own dependencies on each other are the group's business (it
-    runs them in ``blocks`` order); every other dependency, memory delta
-    (applied at the group's start) and transfer is that of its members.
+    A schedule may run one task instance of each of ``blocks`` (of any
+    micro-batches, except that the blocks of each ``same_microbatch`` set
+    come from one micro-batch) as a group: all start together on the
+    blocks' common device(s) and all end together when the group ends; the
+    group occupies the device as one task (DualPipe's overlapped
+    forward-and-backward pair ``F&B``, or a weight and input gradient fused
+    into one full backward). The group lasts ``duration``, or its longest
+    member's own duration (per-micro-batch overrides applied) when that is
+    longer. Running the blocks separately stays allowed; a task joins at
+    most one group. An edge between two members of one micro-batch is the
+    group's internal order when it follows the order of ``blocks`` (the
+    group runs them in that order); a group whose members have an edge
+    against that order, or are consecutive in a fixed order, cannot run.
+    Every other dependency, memory delta (applied at the group's start),
+    workspace (held while the group runs) and transfer is that of its
+    members.
 
     Parameters
     ----------
@@ -587,11 +594,18 @@ class Overlap:
         duration).
     name:
         A tag for the group (``"F&B"``, ``"B"``, ...).
+    same_microbatch:
+        Sets of member blocks whose task instances in a group must come
+        from one micro-batch (a full backward ``I + W`` is one
+        micro-batch's); empty by default: any micro-batches.
     """
 
     blocks: tuple[str, ...] = attrs.field(converter=_tuple)
     duration: int
     name: str = ""
+    same_microbatch: tuple[tuple[str, ...], ...] = attrs.field(
+        converter=lambda v: tuple(_tuple(x) for x in v), default=()
+    )
 
     def __attrs_post_init__(self) -> None:
         entity = f"overlap {self.name or '+'.join(map(str, self.blocks))!r}"
@@ -605,13 +619,37 @@ class Overlap:
         _check_int(entity, "duration", self.duration, 1)
         if not isinstance(self.name, str):
             raise _err(entity, "name", "must be a string", self.name)
+        seen: set[str] = set()
+        for tied in self.same_microbatch:
+            if len(tied) < 2 or any(b not in self.blocks for b in tied) or len(set(tied)) != len(tied):
+                raise _err(entity, "same_microbatch", "must hold sets of two or more distinct member blocks", tied)
+            if seen & set(tied):
+                raise _err(entity, "same_microbatch", "must not name a block in two sets", tied)
+            seen |= set(tied)
 
     @property
     def key(self) -> frozenset[str]:
         return frozenset(self.blocks)
 
+    def microbatch_classes(self) -> tuple[tuple[str, ...], ...]:
+        """The member blocks partitioned into sets that share a micro-batch
+        in a group (``same_microbatch`` sets and single blocks), in the order
+        of ``blocks``."""
+        out: list[tuple[str, ...]] = []
+        placed: set[str] = set()
+        for b in self.blocks:
+            if b in placed:
+                continue
+            tied = next((t for t in self.same_microbatch if b in t), (b,))
+            out.append(tuple(x for x in self.blocks if x in tied))
+            placed |= set(tied)
+        return tuple(out)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"blocks": list(self.blocks), "duration": self.duration, "name": self.name}
+        d: dict[str, Any] = {"blocks": list(self.blocks), "duration": self.duration, "name": self.name}
+        if self.same_microbatch:
+            d["same_microbatch"] = [list(t) for t in self.same_microbatch]
+        return d
 
 
 def _overlaps(value: Iterable[Any]) -> tuple[Overlap, ...]:
@@ -620,7 +658,8 @@ def _overlaps(value: Iterable[Any]) -> tuple[Overlap, ...]:
         if isinstance(item, Overlap):
             out.append(item)
         elif isinstance(item, Mapping):
-            out.append(Overlap(blocks=item.get("blocks", ()), duration=item.get("duration"), name=item.get("name", "")))
+            out.append(Overlap(blocks=item.get("blocks", ()), duration=item.get("duration"), name=item.get("name", ""),
+                               same_microbatch=item.get("same_microbatch", ())))
         else:
             blocks, duration, *rest = item
             out.append(Overlap(blocks=blocks, duration=duration, name=rest[0] if rest else ""))

@@ -19,13 +19,23 @@ __all__ = ["Status", "SearchResult"]
 
 
 class Status(enum.Enum):
-    """Outcome of a search."""
+    """Outcome of a search.
+
+    * ``OPTIMAL``: a schedule whose objective equals a proven lower bound
+      (wherever the bound comes from: the solver, an analytic or LP bound);
+    * ``FEASIBLE``: a schedule, optimality not proven (the time limit was
+      reached, or the search was restricted);
+    * ``INFEASIBLE``: proven that no schedule exists (no bound is carried);
+    * ``TIMEOUT``: the time limit was reached with no schedule and no proof
+      (a proven lower bound may be carried);
+    * ``UNKNOWN``: the search stopped for another reason with no schedule.
+    """
 
     OPTIMAL = "OPTIMAL"  #: a schedule proven optimal
     FEASIBLE = "FEASIBLE"  #: a schedule, optimality not proven (limit reached)
     INFEASIBLE = "INFEASIBLE"  #: proven: no schedule exists
     TIMEOUT = "TIMEOUT"  #: limit reached with no schedule and no proof
-    UNKNOWN = "UNKNOWN"  #: the solver gave up for another reason
+    UNKNOWN = "UNKNOWN"  #: the search stopped for another reason
 
     @property
     def has_schedule(self) -> bool:
@@ -53,6 +63,18 @@ class SearchResult:
     stats: Mapping[str, Any] = attrs.field(factory=dict)
     strategy: str = ""
     objective_name: str = "makespan"
+
+    def __attrs_post_init__(self) -> None:
+        # One rule for every strategy: a schedule whose objective meets a proven
+        # bound is OPTIMAL; an OPTIMAL result's bound is its objective; a
+        # proof of infeasibility carries no bound.
+        if self.status is Status.INFEASIBLE:
+            object.__setattr__(self, "lower_bound", None)
+        elif self.status is Status.FEASIBLE and self.objective is not None and self.lower_bound is not None \
+                and self.lower_bound >= self.objective:
+            object.__setattr__(self, "status", Status.OPTIMAL)
+        if self.status is Status.OPTIMAL and self.objective is not None and self.lower_bound is None:
+            object.__setattr__(self, "lower_bound", self.objective)
 
     @property
     def gap(self) -> float | None:

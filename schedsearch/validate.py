@@ -8,16 +8,23 @@ Rules checked (violation ``kind`` in brackets):
 
 * every task instance ``(block, m)`` for ``m < num_microbatches`` appears
   exactly once [``missing_task``, ``duplicate_task``, ``unknown_task``];
-* its devices are one of the block's options and it lasts that option's
-  duration [``option_not_allowed``, ``wrong_duration``];
+* its devices are exactly one of the block's options, in the option's
+  order (the first is the lead device, where transfers start and end), and
+  it lasts that option's duration (overrides applied). When several
+  options have the same device tuple, the duration tells them apart; a
+  task matching none is reported [``option_not_allowed``,
+  ``wrong_duration``];
 * it starts no earlier than its release [``release``];
 * no two tasks overlap on a device; a multi-device task occupies all of
   its devices [``device_overlap``]. The one exception are the members of a
   *declared overlapped group* (tasks with the same ``overlap`` tag, devices
   and start whose blocks are exactly those of one of the problem's
-  :class:`~schedsearch.problem.Overlap`): they share the device, and each
-  lasts the overlap's duration instead of its own [``wrong_duration``]. A
-  tagged task that forms no declared group is checked as a plain task;
+  :class:`~schedsearch.problem.Overlap`, one task instance of each, of any
+  micro-batches except that each of the overlap's ``same_microbatch`` sets
+  shares one): they share the device, and each lasts the group's
+  duration, which is the overlap's, or the longest member's own duration
+  when that is longer [``wrong_duration``]. A tagged task that forms no
+  declared group is checked as a plain task;
 * for each edge ``u -> v`` and micro-batch ``m``: ``v`` starts no earlier
   than ``u`` ends; when the edge has a size > 0 and the two run on disjoint
   device sets, a transfer on a channel serving ``lead(u) -> lead(v)`` of the
@@ -95,6 +102,7 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
 
     # -- task instances: unknown, duplicate, missing, option, duration, release
     placed: dict[tuple[str, int], TaskInstance] = {}
+    chosen_option: dict[tuple[str, int], int] = {}  # task -> index of its option
     for t in schedule.tasks:
         if t.block not in blocks or not 0 <= t.microbatch < n:
             out.append(Violation("unknown_task", f"task {_label(t.block, t.microbatch)} is not in the problem"))
@@ -105,22 +113,33 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
         placed[t.key] = t
         block = blocks[t.block]
         durations = problem.durations(t.block, t.microbatch)
-        chosen = [i for i, o in enumerate(block.options) if set(o.devices) == set(t.devices)]
-        if not chosen:
+        same_devices = [i for i, o in enumerate(block.options) if o.devices == t.devices]
+        if not same_devices:
             out.append(
                 Violation(
                     "option_not_allowed",
                     f"task {_label(*t.key)} runs on {t.devices}, which is not one of its options "
-                    f"{[o.devices for o in block.options]}",
+                    f"{[o.devices for o in block.options]} (devices in the option's order, lead first)",
                 )
             )
-        elif t.overlap is None and t.duration != durations[chosen[0]]:  # grouped tasks: checked below
-            out.append(
-                Violation(
-                    "wrong_duration",
-                    f"task {_label(*t.key)} lasts {t.duration} on {t.devices}, expected {durations[chosen[0]]}",
+            continue
+        exact = [i for i in same_devices if durations[i] == t.duration]
+        if t.overlap is not None:
+            # a member of an overlapped group lasts the group's duration: checked below
+            chosen_option[t.key] = (exact or same_devices)[0]
+        else:
+            if exact:
+                chosen_option[t.key] = exact[0]
+            else:
+                chosen_option[t.key] = same_devices[0]
+                expected = sorted({durations[i] for i in same_devices})
+                out.append(
+                    Violation(
+                        "wrong_duration",
+                        f"task {_label(*t.key)} lasts {t.duration} on {t.devices}, expected "
+                        f"{expected[0] if len(expected) == 1 else 'one of ' + str(expected)}",
+                    )
                 )
-            )
         release = problem.release_of(t.block, t.microbatch)
         if t.start < release:
             out.append(Violation("release", f"task {_label(*t.key)} starts at {t.start} before its release {release}"))
@@ -129,8 +148,9 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
             if (b.name, m) not in placed:
                 out.append(Violation("missing_task", f"task {_label(b.name, m)} is not scheduled"))
 
-    # -- overlapped groups: a declared group lasts its overlap's duration; a
-    #    tagged task outside any declared group is a plain task
+    # -- overlapped groups: a declared group lasts its overlap's duration (or its
+    #    longest member's own, when longer); a tagged task outside any declared
+    #    group is a plain task
     tagged: dict[tuple[str, frozenset[str], int], list[TaskInstance]] = defaultdict(list)
     for t in placed.values():
         if t.group_key is not None:
@@ -140,25 +160,32 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
         names = [m.block for m in members]
         rule = problem.overlap_for(names) if len(members) >= 2 and len(set(names)) == len(names) else None
         if rule is not None:
+            mb_of = {m.block: m.microbatch for m in members}
+            if any(len({mb_of[b] for b in tied}) > 1 for tied in rule.same_microbatch):
+                rule = None  # its members must share a micro-batch: not a group the problem declares
+        if rule is not None:
             groups[gkey] = rule
+            own = [problem.durations(m.block, m.microbatch)[chosen_option.get(m.key, 0)] for m in members]
+            lasts = max([rule.duration, *own])
             for m in members:
-                if m.duration != rule.duration:
+                if m.duration != lasts:
                     out.append(
                         Violation(
                             "wrong_duration",
                             f"task {_label(*m.key)} lasts {m.duration} in the overlapped group "
-                            f"{rule.name or '+'.join(rule.blocks)!r}, which lasts {rule.duration}",
+                            f"{rule.name or '+'.join(rule.blocks)!r}, which lasts {lasts}",
                         )
                     )
             continue
         for m in members:
-            block = blocks[m.block]
-            own = [d for o, d in zip(block.options, problem.durations(m.block, m.microbatch)) if set(o.devices) == set(m.devices)]
-            if own and m.duration != own[0]:
+            if m.key not in chosen_option:
+                continue  # its option was already reported
+            want = problem.durations(m.block, m.microbatch)[chosen_option[m.key]]
+            if m.duration != want:
                 out.append(
                     Violation(
                         "wrong_duration",
-                        f"task {_label(*m.key)} lasts {m.duration} on {m.devices}, expected {own[0]} (it is tagged "
+                        f"task {_label(*m.key)} lasts {m.duration} on {m.devices}, expected {want} (it is tagged "
                         f"overlapped {m.overlap!r}, but its group {sorted(names)} is not an overlap the problem declares)",
                     )
                 )
@@ -228,14 +255,8 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
             if ch is None:
                 out.append(Violation("wrong_transfer", f"{label}: transfer names unknown channel {tr.channel!r}"))
                 continue
+            # the lead device is the first device of the task's option (its devices are in the option's order)
             lead_u, lead_v = u.devices[0], v.devices[0]
-            # the lead device is the first device of the chosen option
-            for o in blocks[e.src].options:
-                if set(o.devices) == set(u.devices):
-                    lead_u = o.devices[0]
-            for o in blocks[e.dst].options:
-                if set(o.devices) == set(v.devices):
-                    lead_v = o.devices[0]
             a, b = ch.endpoints
             if not ((lead_u, lead_v) == (a, b) or (not ch.directed and (lead_u, lead_v) == (b, a))):
                 out.append(

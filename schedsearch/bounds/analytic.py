@@ -215,20 +215,31 @@ def memory_idle(problem: Problem) -> dict[str, int]:
     return out
 
 
-def _savings(problem: Problem) -> dict[str, Fraction]:
-    """Per block: the most time one of its tasks can save by joining a group.
+def _savings(problem: Problem) -> dict[TaskKey, Fraction]:
+    """Per task instance: the most time it can save by joining a group.
 
-    A group of ``k`` members saves ``sum of member durations - duration``
-    at most; as a task joins at most one group, charging each member
-    ``saving / k`` of its best group bounds the total saving of any set of
-    tasks run one at a time on a device (least durations throughout).
+    A group of ``k`` members lasts at least the overlap's duration, so it
+    saves at most ``sum of its members' durations - overlap duration``. As
+    a task joins at most one group, charging each member ``saving / k`` of
+    the best group it could join bounds the total saving of any set of
+    tasks run one at a time on a device. The best group of task ``(b, m)``
+    is bounded with its own duration and, for the other members, their
+    longest duration over all micro-batches (members may come from any
+    micro-batches).
     """
-    out: dict[str, Fraction] = {}
+    out: dict[TaskKey, Fraction] = {}
+    n = problem.num_microbatches
+    if not problem.overlaps:
+        return out
+    longest = {b.name: max(max(problem.durations(b.name, m)) for m in range(n)) for b in problem.graph.blocks}
     for ov in problem.overlaps:
-        least = [min(_min_duration(problem, b, m) for m in range(problem.num_microbatches)) for b in ov.blocks]
-        saving = Fraction(max(0, sum(least) - ov.duration), len(ov.blocks))
+        others = sum(longest[b] for b in ov.blocks)
         for b in ov.blocks:
-            out[b] = max(out.get(b, Fraction(0)), saving)
+            for m in range(n):
+                saving = _min_duration(problem, b, m) + others - longest[b] - ov.duration
+                if saving > 0:
+                    key = (b, m)
+                    out[key] = max(out.get(key, Fraction(0)), Fraction(saving, len(ov.blocks)))
     return out
 
 
@@ -252,7 +263,7 @@ def device_bounds(problem: Problem) -> dict[str, int]:
             out[d] = 0
             continue
         work = sum(_min_duration(problem, *k) for k in keys)
-        work -= math.floor(sum(savings.get(k[0], Fraction(0)) for k in keys))
+        work -= math.floor(sum(savings.get(k, Fraction(0)) for k in keys))
         out[d] = min(heads[k] for k in keys) + work + idle[d] + min(tails[k] for k in keys)
     return out
 
@@ -264,7 +275,7 @@ def _average_load(problem: Problem) -> int:
         for m in range(problem.num_microbatches):
             durations = problem.durations(b.name, m)
             total += min(d * len(o.devices) for d, o in zip(durations, b.options))
-            total -= savings.get(b.name, Fraction(0)) * len(b.options[0].devices)
+            total -= savings.get((b.name, m), Fraction(0)) * len(b.options[0].devices)
     return math.ceil(total / len(problem.cluster.devices))
 
 
@@ -298,7 +309,7 @@ def span_lower_bound(problem: Problem) -> AnalyticBound:
         keys = [(b.name, m) for b in problem.graph.blocks if all(d in o.devices for o in b.options)
                 for m in range(problem.num_microbatches)]
         work = sum(_min_duration(problem, *k) for k in keys)
-        work -= math.floor(sum(savings.get(k[0], Fraction(0)) for k in keys))
+        work -= math.floor(sum(savings.get(k, Fraction(0)) for k in keys))
         parts[f"device {d}"] = idle[d] + work
     return AnalyticBound(value=max(parts.values()), parts=parts)
 

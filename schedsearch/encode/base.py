@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import importlib
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import attrs
 
-from schedsearch.errors import UnsupportedFeatureError
+from schedsearch.errors import UnsoundBoundWarning, UnsupportedFeatureError
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import Schedule, objective_value
@@ -252,13 +253,23 @@ def solve(problem: Problem, backend: str | Backend = "cpsat", options: SolveOpti
     elif result.status.has_schedule:
         result = attrs.evolve(result, status=Status.UNKNOWN)
     bound = result.lower_bound
-    if options.lower_bound is not None:
+    if options.lower_bound is not None and result.status is not Status.INFEASIBLE:
         bound = max(bound or 0, options.lower_bound)
-    if result.objective is not None and bound is not None:
-        bound = min(bound, result.objective)
-        if bound == result.objective and result.status is Status.FEASIBLE:
-            result = attrs.evolve(result, status=Status.OPTIMAL)
-    return attrs.evolve(result, lower_bound=bound, wall_time_s=max(result.wall_time_s, time.perf_counter() - t0),
+    status = result.status
+    if result.objective is not None and bound is not None and bound > result.objective:
+        # A validated plan beats the bound: the bound, and any proof built on
+        # it, is wrong. Report the plan without a claim rather than a false one.
+        warnings.warn(
+            UnsoundBoundWarning(
+                f"backend {impl.name!r} on problem {problem.name!r}: lower bound {bound} exceeds the objective "
+                f"{result.objective} of a validated plan; the bound is dropped and optimality is not claimed "
+                f"(please report this problem)"
+            ),
+            stacklevel=2,
+        )
+        bound, status = None, Status.FEASIBLE
+    return attrs.evolve(result, status=status, lower_bound=bound,
+                        wall_time_s=max(result.wall_time_s, time.perf_counter() - t0),
                         objective_name="max_span" if problem.objective == "max_span" else "makespan")
 
 

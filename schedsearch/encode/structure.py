@@ -15,9 +15,11 @@ Both backends encode the same constraint families, in this order:
    the tasks started so far plus the workspace of the tasks running never
    exceeds the capacity;
 6. releases and fixed orders;
-7. symmetry breaking (optional, only for interchangeable micro-batches
-   and a fixed placement, see :func:`symmetry_applies`):
-   ``start(b, m) <= start(b, m + 1)``;
+7. symmetry breaking (optional, only for interchangeable micro-batches):
+   ``start(b, m) <= start(b, m + 1)`` for the blocks of
+   :func:`chained_blocks` (every block, when a fixed placement, one
+   transfer time per edge and groups that survive renumbering allow it;
+   else one block, :func:`microbatch_order_applies`);
 8. redundant device bounds (optional): ``makespan >= first start on d +
    mandatory work on d + forced idle + least tail`` (and, for the
    ``"max_span"`` objective, ``span(d) >= mandatory work + forced idle``;
@@ -31,12 +33,19 @@ Both backends encode the same constraint families, in this order:
     strategies use for periodic or symmetric schedules).
 
 Overlapped groups (:class:`~schedsearch.problem.Overlap`) enter families 1-3
-and 8: each candidate group (one task instance per member block; members
-linked by an edge of the graph share their micro-batch, so a full backward
-``I + W`` stays one micro-batch's) has a literal; a task runs alone or in
-exactly one active group; an active group occupies its devices once for its
-duration, all members start together and end with it, and an edge between
-two of its members is the group's internal order, not a precedence.
+and 8: each candidate group (one task instance per member block, of any
+micro-batches except that the overlap's ``same_microbatch`` sets share
+theirs) has a literal; a task runs alone or in exactly one active
+group; an active group occupies its devices once for its duration (the
+overlap's, or its longest member's own duration when that is longer), all
+members start together and end with it, and an edge between two of its
+members that follows the overlap's block order is the group's internal
+order, not a precedence. Candidates that can never run are not built: an
+edge between two members against the block order, or two members
+consecutive in a fixed order (the fixed order needs one to end before the
+other starts). The rules are those of the validator and of the problem
+model's documentation; the oracle of :mod:`schedsearch.testing.oracle`
+checks them independently.
 
 This module computes what those families need (task list, which device an
 option occupies, which transfers may occur, a horizon); it imports no solver.
@@ -52,7 +61,16 @@ from schedsearch.bounds.analytic import heads_and_tails, memory_idle
 from schedsearch.problem import Channel, Problem, TaskKey
 from schedsearch.schedule import Schedule, TaskInstance, Transfer
 
-__all__ = ["Structure", "TaskInfo", "TransferInfo", "build_structure", "symmetry_applies", "resolve_ties"]
+__all__ = [
+    "Structure",
+    "TaskInfo",
+    "TransferInfo",
+    "build_structure",
+    "symmetry_applies",
+    "microbatch_order_applies",
+    "chained_blocks",
+    "resolve_ties",
+]
 
 
 @attrs.frozen(kw_only=True)
@@ -255,19 +273,132 @@ def resolve_ties(st: Structure, ties: tuple) -> list[tuple[int, int, int]]:
 
 
 def symmetry_applies(problem: Problem) -> bool:
-    """True when ordering each block's micro-batches is a safe symmetry break.
+    """True when each block's micro-batches may be put in order (see :func:`chained_blocks`)."""
+    return bool(_relabelling_classes(problem))
 
-    It needs interchangeable micro-batches (no releases, fixed orders or
-    per-micro-batch durations) and a fixed placement (one option per block):
-    with several options, micro-batches may take different options and stop
-    being alike (a three-micro-batch example where ordering them costs one
-    time unit is in the tests).
+
+def _relabelling_classes(problem: Problem) -> dict[str, str] | None:
+    """Block -> the block whose start order numbers its micro-batches, when
+    per-block relabelling is valid (see :func:`chained_blocks`), else None."""
+    if problem.num_microbatches <= 1 or not problem.interchangeable_microbatches():
+        return None
+    if not all(b.is_fixed for b in problem.graph.blocks):
+        return None
+    blocks = problem.graph.by_name()
+    for e in problem.graph.edges:
+        if e.size <= 0:
+            continue
+        du, dv = blocks[e.src].options[0].devices, blocks[e.dst].options[0].devices
+        if set(du) & set(dv):
+            continue
+        times = {c.transfer_time(e.size) for c in problem.cluster.channels_between(du[0], dv[0])}
+        if len(times) > 1:
+            return None
+    # classes: blocks tied to one micro-batch in some group (union of the same_microbatch sets)
+    parent = {b: b for b in blocks}
+
+    def find(b: str) -> str:
+        while parent[b] != b:
+            parent[b] = parent[parent[b]]
+            b = parent[b]
+        return b
+
+    for ov in problem.overlaps:
+        for tied in ov.same_microbatch:
+            for b in tied[1:]:
+                parent[find(b)] = find(tied[0])
+    edges = [(e.src, e.dst) for e in problem.graph.edges]
+    for ov in problem.overlaps:
+        members = set(ov.blocks)
+        if any(a in members and b in members and find(a) != find(b) for a, b in edges):
+            return None  # an internal edge across classes holds only inside one micro-batch's group
+    outside: dict[str, set[str]] = {}  # class -> its blocks with edges leaving the class
+    for a, b in edges:
+        if find(a) != find(b):
+            outside.setdefault(find(a), set()).add(a)
+            outside.setdefault(find(b), set()).add(b)
+    leader: dict[str, str] = {}
+    for root in {find(b) for b in blocks}:
+        cls = [b for b in blocks if find(b) == root]
+        linked = outside.get(root, set())
+        if len(linked) > 1:
+            return None
+        lead = next(iter(linked)) if linked else cls[0]
+        for b in cls:
+            leader[b] = lead
+    return leader
+
+
+def chained_blocks(problem: Problem) -> tuple[str, ...]:
+    """The blocks whose micro-batches the symmetry break puts in order.
+
+    Per-block relabelling (every block in order) keeps an optimal schedule
+    when every feasible schedule can be renumbered, block by block, so that
+    the ``i``-th earliest start of each block belongs to micro-batch ``i``.
+    Renumbering keeps every interval on every device and channel and every
+    memory event (deltas are per block), so it keeps device, channel and
+    memory feasibility; it keeps an edge ``u -> v`` when sorting each
+    block's instances by start also sorts them by end (then the ``i``-th
+    earliest end of ``u`` is at most the ``i``-th earliest start of ``v``,
+    by the bijection the original numbering gives). Validity condition:
+
+    * interchangeable micro-batches: no releases, fixed orders or
+      per-micro-batch durations;
+    * a fixed placement (one option per block): a block's instances then
+      run on the same devices and never overlap there (alone or in
+      different groups), so start order is end order; with several
+      options, micro-batches may take different options and durations (a
+      three-micro-batch example where ordering them costs one time unit is
+      in the tests);
+    * one transfer time per edge (parallel channels of different speeds
+      give micro-batches different transfer times);
+    * overlapped groups survive renumbering: the blocks of a
+      ``same_microbatch`` set (a class) are renumbered together, by the
+      start order of the one block of the class that has edges leaving
+      the class (so a class may have such edges at one block only; the
+      others are not put in order), and every edge between two blocks of
+      one overlap lies inside a class (an internal edge holds only inside
+      one micro-batch's group).
+
+    When this fails but the micro-batches are interchangeable,
+    :func:`microbatch_order_applies` still orders one block. Returns ()
+    when no ordering is valid.
     """
-    return (
-        problem.num_microbatches > 1
-        and problem.interchangeable_microbatches()
-        and all(b.is_fixed for b in problem.graph.blocks)
-    )
+    leader = _relabelling_classes(problem)
+    if leader is not None:
+        return tuple(b.name for b in problem.graph.blocks if leader[b.name] == b.name)
+    if microbatch_order_applies(problem):
+        return (_order_block(problem),)
+    return ()
+
+
+def microbatch_order_applies(problem: Problem) -> bool:
+    """True when ordering the micro-batches by one block's start is safe.
+
+    Validity condition: the micro-batches are interchangeable (no
+    releases, fixed orders or per-micro-batch durations). Then renumbering
+    the micro-batches of a schedule as a whole (every task, transfer and
+    group member of micro-batch ``m`` moves to ``pi(m)``) gives a schedule
+    with the same intervals, options, channels, groups and memory events,
+    so some optimal schedule starts one chosen block's micro-batches in
+    order: ``start(b, m) <= start(b, m + 1)``. This holds with flexible
+    options, parallel channels and overlapped groups, where
+    :func:`symmetry_applies` (every block in order) does not.
+    """
+    return problem.num_microbatches > 1 and problem.interchangeable_microbatches()
+
+
+def _order_block(problem: Problem) -> str:
+    """The block whose micro-batches :func:`microbatch_order_applies` orders:
+    the first, in topological order, fixed on a single device (its
+    instances never overlap there, so ``start(b, m + 1) >= end(b, m)``
+    follows), else the first block."""
+    order = problem.graph.topological_order()
+    for name in order:
+        b = problem.graph.block(name)
+        if b.is_fixed and len(b.options[0].devices) == 1:
+            return name
+    return order[0]
 
 
 def build_structure(problem: Problem, symmetry_breaking: bool = True) -> Structure:
@@ -312,9 +443,9 @@ def build_structure(problem: Problem, symmetry_breaking: bool = True) -> Structu
         for a, b in zip(order, order[1:]):
             precedences.append((index[a], index[b]))
     chains: list[tuple[int, ...]] = []
-    if symmetry_breaking and symmetry_applies(problem):
-        for b in problem.graph.blocks:
-            chains.append(tuple(index[(b.name, m)] for m in range(problem.num_microbatches)))
+    if symmetry_breaking:
+        for b in chained_blocks(problem):
+            chains.append(tuple(index[(b, m)] for m in range(problem.num_microbatches)))
     horizon = max((t.release for t in tasks), default=0)
     horizon += sum(max(d for _, d in t.options) for t in tasks)
     for tr in transfers:
@@ -325,7 +456,7 @@ def build_structure(problem: Problem, symmetry_breaking: bool = True) -> Structu
     }
     capacities = {d.name: d.memory for d in problem.cluster.devices if d.memory is not None}
     pairs = {d: _memory_pairs(problem, index, d) for d in capacities}
-    groups, task_groups, internal = _candidate_groups(problem, index, precedences)
+    groups, task_groups, internal = _candidate_groups(problem, index, tasks)
     for t, gs in task_groups.items():
         # a task in a group may last the group's duration instead of its own
         longest = max(groups[g].duration for g in gs)
@@ -349,60 +480,64 @@ def build_structure(problem: Problem, symmetry_breaking: bool = True) -> Structu
 
 
 def _candidate_groups(
-    problem: Problem, index: dict[TaskKey, int], precedences: list[tuple[int, int]]
+    problem: Problem, index: dict[TaskKey, int], tasks: list[TaskInfo]
 ) -> tuple[tuple[GroupInfo, ...], dict[int, tuple[int, ...]], dict[tuple[int, int], tuple[int, ...]]]:
-    """Every candidate group of every declared overlap (see the module docstring)."""
+    """Every candidate group of every declared overlap (see the module docstring).
+
+    A candidate takes one task instance of each member block, of any
+    micro-batches (the blocks of a ``same_microbatch`` set of the overlap
+    share theirs). It lasts the overlap's duration, or its longest member's
+    own duration when that is longer. Candidates that can never run are
+    left out: an edge of one micro-batch between two members that goes
+    against the overlap's block order, or two members consecutive in a
+    fixed order. Returns the candidates, the candidates of each task, and
+    per precedence ``(u, v)`` (graph edges only) the candidates in which
+    it is the group's internal order.
+    """
     if not problem.overlaps:
         return (), {}, {}
     import itertools
 
-    linked = {(e.src, e.dst) for e in problem.graph.edges} | {(e.dst, e.src) for e in problem.graph.edges}
+    from schedsearch.errors import UnsupportedFeatureError
+
+    edges = {(e.src, e.dst) for e in problem.graph.edges}
+    ordered = {(a, b) for order in problem.fixed_orders for a, b in zip(order, order[1:])}
+    ordered |= {(b, a) for a, b in ordered}
     n = problem.num_microbatches
     groups: list[GroupInfo] = []
+    internal: dict[tuple[int, int], list[int]] = {}
     for ov in problem.overlaps:
-        # members linked by an edge share the micro-batch: union-find over the blocks
-        parent = {b: b for b in ov.blocks}
-
-        def find(b: str) -> str:
-            while parent[b] != b:
-                parent[b] = parent[parent[b]]
-                b = parent[b]
-            return b
-
-        for a in ov.blocks:
-            for b in ov.blocks:
-                if (a, b) in linked:
-                    parent[find(a)] = find(b)
-        roots = sorted({find(b) for b in ov.blocks}, key=ov.blocks.index)
-        count = n ** len(roots)
+        classes = ov.microbatch_classes()
+        count = n ** len(classes)
         if len(groups) + count > MAX_GROUPS:
-            from schedsearch.errors import UnsupportedFeatureError
-
             raise UnsupportedFeatureError(
                 f"overlap {ov.name or '+'.join(ov.blocks)!r}: {count} candidate groups over "
                 f"{n} micro-batches is more than an exact model can hold ({MAX_GROUPS}); "
                 f"search without overlaps (problem.with_(overlaps=())) or with fewer micro-batches"
             )
         devices = problem.graph.block(ov.blocks[0]).options[0].devices
-        for combo in itertools.product(range(n), repeat=len(roots)):
-            mb = dict(zip(roots, combo))
-            members = tuple(index[(b, mb[find(b)])] for b in ov.blocks)
+        # edges between members, as positions in the overlap's block order
+        links = [(i, j) for i, a in enumerate(ov.blocks) for j, b in enumerate(ov.blocks) if (a, b) in edges]
+        class_of = {b: k for k, cls in enumerate(classes) for b in cls}
+        for per_class in itertools.product(range(n), repeat=len(classes)):
+            combo = tuple(per_class[class_of[b]] for b in ov.blocks)
+            if any(combo[i] == combo[j] and j < i for i, j in links):
+                continue  # an edge of one micro-batch against the group's order
+            keys = [(b, m) for b, m in zip(ov.blocks, combo)]
+            if any((a, b) in ordered for a in keys for b in keys if a != b):
+                continue  # a fixed order would need one member to end before the other starts
+            members = tuple(index[k] for k in keys)
+            longest = max(tasks[t].options[0][1] for t in members)
+            g = len(groups)
             groups.append(GroupInfo(name=ov.name or "+".join(ov.blocks), members=members,
-                                    duration=ov.duration, devices=devices))
+                                    duration=max(ov.duration, longest), devices=devices))
+            for i, j in links:
+                if combo[i] == combo[j]:
+                    internal.setdefault((members[i], members[j]), []).append(g)
     task_groups: dict[int, list[int]] = {}
     for g, info in enumerate(groups):
         for m in info.members:
             task_groups.setdefault(m, []).append(g)
-    pairs = set(precedences)
-    internal: dict[tuple[int, int], list[int]] = {}
-    for g, info in enumerate(groups):
-        # an edge is the group's internal order only when it follows the
-        # group's block order; an edge against it stays a precedence (and
-        # such a group can never run)
-        for i, a in enumerate(info.members):
-            for b in info.members[i + 1:]:
-                if (a, b) in pairs:
-                    internal.setdefault((a, b), []).append(g)
     return (
         tuple(groups),
         {t: tuple(v) for t, v in task_groups.items()},

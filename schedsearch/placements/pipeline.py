@@ -226,7 +226,8 @@ def chain_pipelines(
                 edges.append(Edge(src=f"I{s + 1}{sfx}" if s < last else f"F{last}{sfx}", dst=f"I{s}{sfx}"))
                 edges.append(Edge(src=f"I{s}{sfx}", dst=f"W{s}{sfx}"))
                 if full_backward:
-                    overlaps.append(Overlap(blocks=(f"I{s}{sfx}", f"W{s}{sfx}"), duration=bwd[s], name="B"))
+                    overlaps.append(Overlap(blocks=(f"I{s}{sfx}", f"W{s}{sfx}"), duration=bwd[s], name="B",
+                                                    same_microbatch=((f"I{s}{sfx}", f"W{s}{sfx}"),)))
                 back: tuple[str, ...] = (f"I{s}{sfx}", f"W{s}{sfx}")
             else:
                 b_mem = bmem[s] if bmem[s] is not None else -fmem[s]
@@ -242,7 +243,8 @@ def chain_pipelines(
                 for other_f, back, _ in entries:
                     if other_f == f_block:
                         continue
-                    overlaps.append(Overlap(blocks=(f_block, *back), duration=overlap_forward_backward, name="F&B"))
+                    overlaps.append(Overlap(blocks=(f_block, *back), duration=overlap_forward_backward, name="F&B",
+                                           same_microbatch=(back,) if len(back) > 1 else ()))
     cluster = Cluster(devices=[Device(name=n, memory=c) for n, c in zip(names, capacities)])
     return Problem(
         graph=Graph(blocks=blocks, edges=edges),

@@ -36,16 +36,51 @@ from schedsearch.schedule import Schedule, objective_value
 __all__ = ["Z3Backend", "build_solver"]
 
 
-def build_solver(problem: Problem, options: SolveOptions) -> tuple[z3.Solver, Structure, Variables, int]:
-    """Build the Z3 solver holding families 1-10; returns it with the horizon."""
+class BuildTimeout(Exception):
+    """The time limit ran out while the model was being built."""
+
+
+class _TimedSolver:
+    """A ``z3.Solver`` whose ``add`` stops the build once the deadline has passed.
+
+    Building a large model (pairwise disjunctions) can take longer than the
+    whole time limit; the clock is read every 64 constraints.
+    """
+
+    def __init__(self, solver: z3.Solver, deadline: float | None) -> None:
+        self._solver = solver
+        self._deadline = deadline
+        self._count = 0
+
+    def add(self, *constraints: Any) -> None:
+        self._count += 1
+        if self._deadline is not None and self._count % 64 == 0 and time.perf_counter() > self._deadline:
+            raise BuildTimeout
+        self._solver.add(*constraints)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._solver, name)
+
+
+def build_solver(
+    problem: Problem, options: SolveOptions, deadline: float | None = None
+) -> tuple[z3.Solver, Structure, Variables, int]:
+    """Build the Z3 solver holding families 1-10; returns it with the horizon.
+
+    Raises :class:`BuildTimeout` when ``deadline`` (a ``time.perf_counter``
+    value) passes during the build.
+    """
     st = build_structure(problem, symmetry_breaking=options.symmetry_breaking)
+    if deadline is not None and time.perf_counter() > deadline:
+        raise BuildTimeout
     horizon = st.horizon
     by_makespan = problem.objective in ("makespan", "feasibility")
     if by_makespan and options.warm_start is not None:
         horizon = min(horizon, options.warm_start.makespan)
     if by_makespan and options.upper_bound is not None:
         horizon = min(horizon, options.upper_bound)
-    solver = z3.Solver()
+    raw = z3.Solver()
+    solver = _TimedSolver(raw, deadline)
     solver.set(random_seed=options.seed)
     for key, value in options.backend_params.items():
         solver.set(key, value)
@@ -65,7 +100,7 @@ def build_solver(problem: Problem, options: SolveOptions) -> tuple[z3.Solver, St
         solver.add(var.objective >= options.lower_bound)
     if not by_makespan and options.upper_bound is not None:
         solver.add(var.objective <= options.upper_bound)
-    return solver, st, var, horizon
+    return raw, st, var, horizon
 
 
 class Z3Backend:
@@ -80,9 +115,15 @@ class Z3Backend:
     def solve(self, problem: Problem, options: SolveOptions) -> SearchResult:
         t0 = time.perf_counter()
         deadline = None if options.time_limit_s is None else t0 + options.time_limit_s
-        solver, st, var, horizon = build_solver(problem, options)
+        try:
+            solver, st, var, horizon = build_solver(problem, options, deadline)
+        except BuildTimeout:
+            wall = time.perf_counter() - t0
+            return SearchResult(status=Status.TIMEOUT, wall_time_s=wall, backend=self.name,
+                                stats={"build_s": wall, "stopped": "time limit reached while building the model"})
         build_s = time.perf_counter() - t0
         checks: list[dict[str, Any]] = []
+        stopped: list[str] = []  # Z3's reasons for "unknown"
         minimise = problem.objective in ("makespan", "max_span")
 
         def value_of(schedule: Schedule) -> int:
@@ -103,7 +144,10 @@ class Z3Backend:
                 solver.add(z3.Implies(lit, var.objective <= bound))
                 answer = solver.check(lit)
             checks.append({"bound": bound, "answer": str(answer), "seconds": time.perf_counter() - c0})
-            return None if answer == z3.unknown else answer
+            if answer == z3.unknown:
+                stopped.append(solver.reason_unknown())
+                return None
+            return answer
 
         def report(incumbent: int | None, bound: int | None) -> None:
             if options.progress is not None:
@@ -148,14 +192,18 @@ class Z3Backend:
             if status is None and best_value is not None and lower >= best_value:
                 status = Status.OPTIMAL
         wall = time.perf_counter() - t0
-        stats = {"build_s": build_s, "checks": checks, "num_tasks": len(st.tasks), "horizon": horizon}
+        stats = {"build_s": build_s, "checks": checks, "num_tasks": len(st.tasks), "horizon": horizon,
+                 "unknown_reasons": stopped}
         if best is None and options.warm_start is not None and status is Status.OPTIMAL:
             # the warm start itself is optimal; hand it back
             best = options.warm_start
         if status is Status.INFEASIBLE:
             return SearchResult(status=status, wall_time_s=wall, backend=self.name, stats=stats)
         if best is None:
-            limit_hit = deadline is not None and time.perf_counter() >= deadline - 0.05
+            # out of time (the deadline passed, or Z3 reports its timeout) unless Z3 gave up otherwise
+            limit_hit = deadline is not None and (
+                time.perf_counter() >= deadline - 0.05 or not stopped or any("timeout" in r or "canceled" in r
+                                                                            for r in stopped))
             return SearchResult(
                 status=Status.TIMEOUT if limit_hit else Status.UNKNOWN,
                 lower_bound=lower if minimise and lower > 0 else None,
@@ -169,7 +217,7 @@ class Z3Backend:
             status=status,
             schedule=best,
             objective=value_of(best),
-            lower_bound=min(lower, value_of(best)) if minimise else None,
+            lower_bound=lower if minimise else None,
             wall_time_s=wall,
             backend=self.name,
             stats=stats,
