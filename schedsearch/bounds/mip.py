@@ -299,6 +299,18 @@ class MipResult:
         return ", ".join(parts)
 
 
+def _pywraplp() -> Any:
+    """OR-tools' ``pywraplp``, imported with SWIG's import-time DeprecationWarnings
+    silenced: where warnings are errors, the warning raised inside the
+    extension's initialisation crashes the interpreter (ortools 9.14)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from ortools.linear_solver import pywraplp
+    return pywraplp
+
+
 def available_solvers() -> tuple[str, ...]:
     """The solvers of :data:`SOLVERS` this installation can run."""
     out = []
@@ -312,7 +324,7 @@ def available_solvers() -> tuple[str, ...]:
     except ImportError:  # pragma: no cover - depends on the installation
         pass
     try:
-        from ortools.linear_solver import pywraplp
+        pywraplp = _pywraplp()
 
         if pywraplp.Solver.CreateSolver("CBC") is not None:
             out.append("cbc")
@@ -479,7 +491,7 @@ def _solve_mathopt(model: MipModel, options: MipOptions) -> MipResult:
 
 # ------------------------------------------------------------------ pywraplp (CBC)
 def _solve_pywraplp(model: MipModel, options: MipOptions) -> MipResult:
-    from ortools.linear_solver import pywraplp
+    pywraplp = _pywraplp()
 
     solver = pywraplp.Solver.CreateSolver("CBC")
     if solver is None:  # pragma: no cover - checked by available_solvers
