@@ -215,10 +215,15 @@ def assignment_lp_bound(problem: Problem, *, solver: str = "highs", time_limit_s
 
 
 def _shortening_overlaps(problem: Problem) -> bool:
-    """True if some overlapped group lasts less than its members one after the other."""
+    """True if some overlapped group may last less than its members one after the other.
+
+    Members may come from any micro-batches, so the test takes each member
+    block at its longest duration over the micro-batches.
+    """
+    n = problem.num_microbatches
     for ov in getattr(problem, "overlaps", ()):
-        least = sum(min(_min_duration(problem, b, m) for m in range(problem.num_microbatches)) for b in ov.blocks)
-        if ov.duration < least:
+        longest = sum(max(max(problem.durations(b, m)) for m in range(n)) for b in ov.blocks)
+        if ov.duration < longest:
             return True
     return False
 

@@ -144,8 +144,25 @@ def add_symmetry_breaking(model: cp_model.CpModel, st: Structure, var: Variables
 
 def add_redundant_bounds(model: cp_model.CpModel, st: Structure, var: Variables) -> None:
     """Family 8: ``makespan >= end + tail`` per task, and per device
-    ``makespan >= first start + mandatory work + least tail`` (and ``span(d)
-    >= mandatory work`` for the ``"max_span"`` objective)."""
+    ``makespan >= first start + mandatory work + forced idle + least tail``
+    (and ``span(d) >= mandatory work + forced idle`` for the ``"max_span"``
+    objective).
+
+    Validity condition: each term is a lower bound that holds in every
+    feasible schedule, so adding them removes no schedule. ``tail`` is the
+    least time that must follow a task's end (longest path of least
+    durations and unavoidable transfers, see
+    :func:`~schedsearch.bounds.analytic.heads_and_tails`; a member of a
+    group ends with the group, never earlier than alone). The mandatory
+    work counts the tasks every option of which occupies the device, run
+    one at a time there, less what overlapped groups can save
+    (:meth:`~schedsearch.encode.structure.Structure.device_work_bound`);
+    the forced idle (:func:`~schedsearch.bounds.analytic.memory_idle`) is
+    only nonzero on devices whose tasks are all fixed there and in no
+    overlap. These are the same formulas as the analytic bound; the
+    oracle campaign (``tests/test_oracle_campaign.py``) checks them with
+    ``redundant`` on and off.
+    """
     for t in st.tasks:
         model.add(var.makespan >= var.tasks[t.index].end + t.tail)
     for d, tasks in st.device_mandatory.items():

@@ -163,8 +163,12 @@ def add_symmetry_breaking(solver: z3.Solver, st: Structure, var: Variables) -> N
 
 
 def add_redundant_bounds(solver: z3.Solver, st: Structure, var: Variables) -> None:
-    """Family 8: ``makespan >= end + tail``; ``makespan >= first start + work + least tail``
-    (and ``span(d) >= work`` for the ``"max_span"`` objective)."""
+    """Family 8: ``makespan >= end + tail``; ``makespan >= first start + work + forced idle +
+    least tail`` (and ``span(d) >= work + forced idle`` for the ``"max_span"`` objective).
+
+    Valid in every feasible schedule; the validity condition of each term
+    is in the CP-SAT twin of this function
+    (:func:`schedsearch.encode.cpsat.constraints.add_redundant_bounds`)."""
     for t in st.tasks:
         solver.add(var.makespan >= var.tasks[t.index].end + t.tail)
     for d, tasks in st.device_mandatory.items():

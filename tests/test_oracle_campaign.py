@@ -1,0 +1,77 @@
+"""Every OPTIMAL and every lower bound against the brute-force oracle.
+
+The oracle (:mod:`schedsearch.testing.oracle`) shares no code with the
+encoders, ``encode/structure.py`` or ``bounds/``; the problems
+(:func:`schedsearch.testing.strategies.problems`) cover every feature of the
+model and their intersections. For each problem: both backends, cold and
+warm-started from the oracle's plan, with and without the redundant
+constraints; the analytic bound and the best bound; no exception.
+
+Problems per run: 200 in the ``ci`` profile, 5,000 in ``thorough``
+(``HYPOTHESIS_PROFILE=thorough``).
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, assume, given, settings
+
+from schedsearch.bounds.analytic import objective_lower_bound
+from schedsearch.bounds.schedule_bounds import lower_bound
+from schedsearch.result import Status
+from schedsearch.schedule import objective_value
+from schedsearch.search import optimal
+from schedsearch.testing.oracle import OracleTooLarge, exact_optimum
+from schedsearch.testing.strategies import problems
+from schedsearch.validate import validate
+
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
+EXAMPLES = {"thorough": 5000, "dev": 50}.get(PROFILE, 200)
+LIMIT = dict(time_limit_s=30, seed=0, workers=1)
+
+
+def assert_claims_agree(problem, truth, result, what):
+    """A result's claims against the true optimum ``truth`` (None = infeasible)."""
+    if truth is None:
+        assert result.status in (Status.INFEASIBLE, Status.TIMEOUT, Status.UNKNOWN), f"{what}: {result}"
+        assert result.schedule is None, what
+        return
+    assert result.status is not Status.INFEASIBLE, f"{what}: INFEASIBLE, but the oracle has {truth}"
+    if result.lower_bound is not None:
+        assert result.lower_bound <= truth, f"{what}: bound {result.lower_bound} > optimum {truth}"
+    if result.schedule is not None:
+        assert not validate(problem, result.schedule), what
+        assert result.objective == objective_value(result.schedule, problem.objective), what
+        assert result.objective >= truth, f"{what}: objective {result.objective} < optimum {truth}"
+    if result.status is Status.OPTIMAL:
+        assert result.objective == truth, f"{what}: OPTIMAL {result.objective}, the optimum is {truth}"
+
+
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=PROFILE != "thorough",
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+@given(problems())
+def test_every_claim_agrees_with_the_oracle(problem):
+    try:
+        oracle = exact_optimum(problem)
+    except OracleTooLarge:
+        assume(False)
+    truth = oracle.value
+    if oracle.schedule is not None:
+        assert not validate(problem, oracle.schedule)
+        assert objective_value(oracle.schedule, problem.objective) == truth
+
+    if truth is not None:
+        assert objective_lower_bound(problem).value <= truth
+        if problem.objective == "makespan":
+            assert lower_bound(problem).value <= truth
+    for backend in ("cpsat", "z3"):
+        result = optimal(problem, backend=backend, **LIMIT)
+        assert_claims_agree(problem, truth, result, f"{backend} cold")
+        if truth is not None:
+            assert result.status is Status.OPTIMAL, f"{backend}: {result} on a tiny problem"
+            warm = optimal(problem, backend=backend, warm_start=oracle.schedule, **LIMIT)
+            assert_claims_agree(problem, truth, warm, f"{backend} warm")
+            assert warm.status is Status.OPTIMAL
+    plain = optimal(problem, backend="cpsat", redundant=False, symmetry_breaking=False, **LIMIT)
+    assert_claims_agree(problem, truth, plain, "cpsat without pruning")
