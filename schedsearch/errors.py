@@ -14,6 +14,7 @@ __all__ = [
     "InvalidProblemError",
     "InvalidScheduleError",
     "InvalidOperatorGraphError",
+    "InvalidOptionsError",
     "UnsupportedFeatureError",
     "SolverError",
     "ValidationFailedError",
@@ -39,6 +40,12 @@ class InvalidScheduleError(SchedSearchError, ValueError):
 
 class InvalidOperatorGraphError(SchedSearchError, ValueError):
     """An operator graph (partitioning input) is malformed."""
+
+
+class InvalidOptionsError(SchedSearchError, ValueError):
+    """A search or solver option (seed, workers, time limit, ...) is of the wrong
+    type or out of the range every backend accepts; the message names the
+    option, the allowed range and the value."""
 
 
 class FormatError(SchedSearchError, ValueError):

@@ -47,6 +47,7 @@ from typing import Any
 
 import attrs
 
+from schedsearch._io import read_text
 from schedsearch.errors import FormatError, InvalidOperatorGraphError
 
 __all__ = [
@@ -64,7 +65,16 @@ __all__ = [
     "parse_split",
     "find_expert_split",
     "training_graph_from_forward",
+    "MAX_DEVICES",
 ]
+
+#: Most accelerators, and most CPUs, a workload may declare. The
+#: partitioners keep tables per device (the DP has ``(k + 1)(l + 1)`` states
+#: per ideal, the baselines a device-by-device matrix), so a corrupt count
+#: such as ``"maxFPGAs": 1000000`` would exhaust memory or time; the data
+#: sets use at most 14 accelerators and 8 CPUs, and real pipelines have at
+#: most a few hundred stages.
+MAX_DEVICES = 1024
 
 
 def _check_number(entity: str, field: str, value: Any) -> float:
@@ -152,6 +162,10 @@ class DeviceLimits:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise InvalidOperatorGraphError(
                     f"device limits: {field!r} must be an int >= 0, got {value!r}"
+                )
+            if value > MAX_DEVICES:
+                raise InvalidOperatorGraphError(
+                    f"device limits: {field!r} must be <= {MAX_DEVICES} (MAX_DEVICES), got {value!r}"
                 )
         if self.num_accelerators + self.num_cpus == 0:
             raise InvalidOperatorGraphError(
@@ -438,6 +452,15 @@ def parse_dnn_partitioning(document: Mapping[str, Any], *, name: str = "") -> Pa
     for key in ("nodes", "edges", "maxFPGAs", "maxCPUs"):
         if key not in document:
             raise FormatError(f"{name or 'document'}: missing top-level key {key!r}")
+    # the device counts first: a corrupt count must fail before any work
+    counts = {}
+    for key in ("maxFPGAs", "maxCPUs"):
+        value = _int_field(name or "document", key, document[key])
+        if not 0 <= value <= MAX_DEVICES:
+            raise InvalidOperatorGraphError(
+                f"{name or 'document'}: {key!r} must be an integer in 0..{MAX_DEVICES} (MAX_DEVICES), got {value!r}"
+            )
+        counts[key] = value
     nodes, edges = document["nodes"], document["edges"]
     if not isinstance(nodes, list) or not isinstance(edges, list):
         raise FormatError(f"{name or 'document'}: 'nodes' and 'edges' must be lists")
@@ -491,29 +514,42 @@ def parse_dnn_partitioning(document: Mapping[str, Any], *, name: str = "") -> Pa
     graph = OperatorGraph(operators=ops, edges=edge_list, name=name)
     max_mem = document.get("maxSizePerFPGA")
     devices = DeviceLimits(
-        num_accelerators=_int_field("document", "maxFPGAs", document["maxFPGAs"]),
-        num_cpus=_int_field("document", "maxCPUs", document["maxCPUs"]),
-        max_accel_memory=None if max_mem is None else max_mem,
+        num_accelerators=counts["maxFPGAs"],
+        num_cpus=counts["maxCPUs"],
+        max_accel_memory=None if max_mem is None else _check_number(name or "document", "maxSizePerFPGA", max_mem),
     )
     return PartitionWorkload(graph=graph, devices=devices, source=name)
 
 
 def _load_json(path: str | Path) -> Any:
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    text = read_text(path, str(path))
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise FormatError(f"{path}: not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise FormatError(f"{path}: nested too deeply to read") from None
+    except ValueError as exc:  # e.g. an integer literal beyond Python's conversion limit
+        raise FormatError(f"{path}: cannot be read ({exc})") from None
+
+
+def _in_file(path: Path, exc: FormatError | InvalidOperatorGraphError) -> Exception:
+    """The same error with the file's path in front (once)."""
+    text = str(exc)
+    if text.startswith(str(path)):
+        return exc
+    return type(exc)(f"{path}: {text.removeprefix(f'{path.stem}: ')}")
 
 
 def read_dnn_partitioning(path: str | Path) -> PartitionWorkload:
-    """Read a dnn-partitioning JSON file (see :func:`parse_dnn_partitioning`)."""
+    """Read a dnn-partitioning JSON file (see :func:`parse_dnn_partitioning`);
+    errors name the file."""
     path = Path(path)
-    return parse_dnn_partitioning(_load_json(path), name=path.stem)
+    try:
+        return parse_dnn_partitioning(_load_json(path), name=path.stem)
+    except (FormatError, InvalidOperatorGraphError) as exc:
+        raise _in_file(path, exc) from None
 
 
 def parse_split(document: Mapping[str, Any], *, name: str = "split") -> Split:
@@ -540,7 +576,10 @@ def parse_split(document: Mapping[str, Any], *, name: str = "split") -> Split:
 def read_split(path: str | Path) -> Split:
     """Read a split file (see :func:`parse_split`)."""
     path = Path(path)
-    return parse_split(_load_json(path), name=path.name)
+    try:
+        return parse_split(_load_json(path), name=path.name)
+    except (FormatError, InvalidOperatorGraphError) as exc:
+        raise _in_file(path, exc) from None
 
 
 def find_expert_split(path: str | Path) -> Path | None:
@@ -613,6 +652,7 @@ def parse_pipedream_profile(
         )
     records: list[tuple[str, str, dict[str, float]]] = []
     raw_edges: list[tuple[str, str]] = []
+    seen_ids: set[str] = set()
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -636,8 +676,9 @@ def parse_pipedream_profile(
                     "parameter_size"):
             if key not in metrics:
                 raise FormatError(f"{where}: node {node_id}: missing {key!r}")
-        if any(r[0] == node_id for r in records):
+        if node_id in seen_ids:
             raise InvalidOperatorGraphError(f"{where}: node {node_id}: duplicate id")
+        seen_ids.add(node_id)
         records.append((node_id, desc, metrics))
     number = {rec[0]: i for i, rec in enumerate(records)}
     n = len(records)
@@ -699,12 +740,12 @@ def parse_pipedream_profile(
 def read_pipedream_profile(path: str | Path, **options: Any) -> OperatorGraph:
     """Read a PipeDream ``graph.txt`` (see :func:`parse_pipedream_profile`)."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    text = read_text(path, str(path))
     label = path.parent.name if path.name == "graph.txt" else path.stem
-    return parse_pipedream_profile(text, name=label, **options)
+    try:
+        return parse_pipedream_profile(text, name=label, **options)
+    except (FormatError, InvalidOperatorGraphError) as exc:
+        raise _in_file(path, exc) from None
 
 
 def training_graph_from_forward(graph: OperatorGraph, *, backward_factor: float = 2.0) -> OperatorGraph:

@@ -28,11 +28,13 @@ This module never imports a solver.
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 
+from schedsearch._json import check_fields, load_document, short_repr
 from schedsearch.errors import FormatError, InvalidProblemError
 
 __all__ = [
@@ -48,6 +50,9 @@ __all__ = [
     "Problem",
     "TaskKey",
     "FORMAT_VERSION",
+    "MAX_INT",
+    "MAX_TOTAL",
+    "MAX_MICROBATCHES",
 ]
 
 #: Version of the JSON documents written by :meth:`Problem.to_json`.
@@ -58,9 +63,53 @@ TaskKey = tuple[str, int]
 
 OBJECTIVES = ("makespan", "feasibility", "max_span")
 
+#: Largest magnitude of every integer of the model: durations, memory deltas,
+#: workspace, capacities, initial memory, transfer sizes, latencies,
+#: time-per-unit factors, releases, overlap durations and stages.
+#:
+#: Why 2**40 (about 1.1e12): CP-SAT works with int64 but requires every
+#: variable's domain to lie within +-2**62 (``kint64max / 2``), and the
+#: encoders' horizon is a *sum* of durations, transfer times and the latest
+#: release (memory levels are sums of deltas likewise). Values up to 2**40
+#: leave a factor 2**21 (two million terms) below :data:`MAX_TOTAL`, and a
+#: trillion units is beyond any real duration or amount in the documented
+#: units (2**40 microseconds are 12.7 days; 2**40 bytes are 1 TiB). Because a
+#: large enough problem could still sum past the solvers' range, the totals
+#: themselves are checked against :data:`MAX_TOTAL` (in time linear in the
+#: size of the problem).
+MAX_INT = 2**40
+
+#: Largest time horizon (sum over every task instance of its longest
+#: duration, every transfer's longest time and the latest release) and
+#: largest total of memory amounts a problem may add up to: half of CP-SAT's
+#: variable bound 2**62, so that the encoders' derived expressions (an end is
+#: a start plus a duration, a span an end minus a start) stay within it.
+MAX_TOTAL = 2**61
+
+#: Largest number of micro-batches. The exact encodings create a few
+#: variables per task instance, so even 10**5 micro-batches are far beyond
+#: what they can solve; the limit turns a mistyped count into an immediate
+#: error instead of a model that exhausts memory.
+MAX_MICROBATCHES = 100_000
+
+_BLOCK_FIELDS = ("name", "kind", "options", "memory", "workspace", "stage")
+_OPTION_FIELDS = ("devices", "duration")
+_EDGE_FIELDS = ("src", "dst", "size")
+_GRAPH_FIELDS = ("blocks", "edges")
+_DEVICE_FIELDS = ("name", "memory", "speed_class")
+_CHANNEL_FIELDS = ("name", "endpoints", "time_per_unit", "latency", "directed")
+_CLUSTER_FIELDS = ("devices", "channels")
+_RELEASE_FIELDS = ("block", "microbatch", "time")
+_OVERLAP_FIELDS = ("blocks", "duration", "name", "same_microbatch")
+_OVERRIDE_FIELDS = ("block", "microbatch", "durations")
+_PROBLEM_FIELDS = (
+    "format", "version", "name", "objective", "num_microbatches", "graph", "cluster", "initial_memory",
+    "releases", "fixed_orders", "duration_overrides", "overlaps",
+)
+
 
 def _err(entity: str, field: str, message: str, value: Any) -> InvalidProblemError:
-    return InvalidProblemError(f"{entity}: {field!r} {message}, got {value!r}")
+    return InvalidProblemError(f"{entity}: {field!r} {message}, got {short_repr(value)}")
 
 
 def _check_name(entity: str, value: Any) -> None:
@@ -68,18 +117,73 @@ def _check_name(entity: str, value: Any) -> None:
         raise _err(entity, "name", "must be a non-empty string", value)
 
 
-def _check_int(entity: str, field: str, value: Any, minimum: int | None = None) -> None:
+def _check_int(
+    entity: str, field: str, value: Any, minimum: int | None = None, maximum: int | None = MAX_INT
+) -> None:
+    """``value`` must be an int (not a bool) in ``minimum .. maximum``; values
+    below ``-MAX_INT`` are refused too (see :data:`MAX_INT`)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise _err(entity, field, "must be an integer", value)
     if minimum is not None and value < minimum:
         raise _err(entity, field, f"must be >= {minimum}", value)
+    if maximum is not None and value > maximum:
+        if maximum == MAX_INT:
+            limit = "MAX_INT = 2**40, the largest value the solvers are given"
+        elif maximum == MAX_MICROBATCHES:
+            limit = "MAX_MICROBATCHES, the largest number supported"
+        else:
+            limit = "the supported maximum"
+        raise _err(entity, field, f"must be <= {maximum} ({limit})", value)
+    if value < -MAX_INT:
+        raise _err(entity, field, f"must be >= {-MAX_INT} (-2**40, the largest magnitude the solvers are given)",
+                   value)
 
 
-def _tuple(value: Iterable[Any]) -> tuple[Any, ...]:
-    if isinstance(value, (str, bytes)):
+def _items(value: Any) -> tuple[Any, ...] | None:
+    """The items of a list-like value (list, tuple or another non-string,
+    non-mapping iterable), or None when ``value`` is not list-like."""
+    if isinstance(value, tuple):
+        return value
+    if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
+        return None
+    return tuple(value)
+
+
+def _tuple(value: Any) -> Any:
+    """A tuple of names; a bare name becomes a 1-tuple. Anything else is
+    returned as is, for the owner's check to report with its name."""
+    if isinstance(value, str):
         # a bare device name given where a tuple is expected
         return (value,)
-    return tuple(value)
+    items = _items(value)
+    return value if items is None else items
+
+
+def _index(value: Any) -> Any:
+    """An integer index as a Python int (numpy integers included); anything
+    else (bools, floats, strings) as is, for the owner's check to report."""
+    if isinstance(value, bool) or isinstance(value, int):
+        return value
+    try:
+        return operator.index(value)
+    except TypeError:
+        return value
+
+
+def _fits(item: Mapping[Any, Any], known: tuple[str, ...], required: tuple[str, ...]) -> bool:
+    return all(k in known for k in item) and all(k in item for k in required)
+
+
+def _bad_item(entity: str, item: Any, known: tuple[str, ...], required: tuple[str, ...], shape: str) -> Exception:
+    """The error for an item a converter left unconverted: an unknown or missing
+    field of a mapping (:class:`FormatError`) or a wrong shape
+    (:class:`InvalidProblemError`)."""
+    if isinstance(item, Mapping):
+        try:
+            check_fields(entity, item, known, required)
+        except FormatError as exc:
+            return exc
+    return InvalidProblemError(f"{entity}: must be {shape}, got {short_repr(item)}")
 
 
 # --------------------------------------------------------------------------
@@ -105,6 +209,8 @@ class Option:
     duration: int
 
     def _check(self, entity: str) -> None:
+        if not isinstance(self.devices, tuple):
+            raise _err(entity, "devices", "must be a list of device names", self.devices)
         if not self.devices:
             raise _err(entity, "devices", "must name at least one device", self.devices)
         for d in self.devices:
@@ -118,16 +224,24 @@ class Option:
         return {"devices": list(self.devices), "duration": self.duration}
 
 
-def _options(value: Iterable[Any]) -> tuple[Option, ...]:
-    out = []
-    for item in value:
-        if isinstance(item, Option):
-            out.append(item)
-        elif isinstance(item, Mapping):
-            out.append(Option(devices=item.get("devices", ()), duration=item.get("duration")))
+_OPTION_SHAPE = "an object {devices, duration} or a [devices, duration] pair"
+
+
+def _options(value: Any) -> Any:
+    """Options from :class:`Option` objects, ``{devices, duration}`` objects or
+    ``(devices, duration)`` pairs. Items of another shape (and a value that is
+    not a list) are kept as they are; :class:`Block` reports them by name."""
+    items = _items(value)
+    if items is None:
+        return value
+    out: list[Any] = []
+    for item in items:
+        if isinstance(item, Mapping) and _fits(item, _OPTION_FIELDS, _OPTION_FIELDS):
+            out.append(Option(devices=item["devices"], duration=item["duration"]))
+        elif not isinstance(item, (Option, Mapping, str)) and (pair := _items(item)) is not None and len(pair) == 2:
+            out.append(Option(devices=pair[0], duration=pair[1]))
         else:
-            devices, duration = item
-            out.append(Option(devices=devices, duration=duration))
+            out.append(item)
     return tuple(out)
 
 
@@ -166,9 +280,13 @@ class Block:
         entity = f"block {self.name!r}"
         if not isinstance(self.kind, str) or not self.kind:
             raise _err(entity, "kind", "must be a non-empty string", self.kind)
+        if not isinstance(self.options, tuple):
+            raise _err(entity, "options", "must be a list of placement options", self.options)
         if not self.options:
             raise _err(entity, "options", "must hold at least one placement option", self.options)
         for i, option in enumerate(self.options):
+            if not isinstance(option, Option):
+                raise _bad_item(f"{entity}: option {i}", option, _OPTION_FIELDS, _OPTION_FIELDS, _OPTION_SHAPE)
             option._check(f"{entity}: option {i}")
         if len(set(self.options)) != len(self.options):
             raise _err(entity, "options", "must not repeat an option", self.options)
@@ -205,8 +323,13 @@ class Block:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Block:
+        """A block from its JSON object (see :meth:`to_dict`); unknown fields are refused."""
+        if not isinstance(d, Mapping):
+            raise InvalidProblemError(f"block: must be an object {{{', '.join(_BLOCK_FIELDS)}}}, got {short_repr(d)}")
+        name = d.get("name")
+        check_fields(f"block {short_repr(name)}" if "name" in d else "block", d, _BLOCK_FIELDS, ("name", "options"))
         return cls(
-            name=d.get("name"),
+            name=name,
             kind=d.get("kind", "F"),
             options=d.get("options", ()),
             memory=d.get("memory", 0),
@@ -237,27 +360,44 @@ class Edge:
         return {"src": self.src, "dst": self.dst, "size": self.size}
 
 
-def _edges(value: Iterable[Any]) -> tuple[Edge, ...]:
-    out = []
-    for item in value:
-        if isinstance(item, Edge):
-            out.append(item)
-        elif isinstance(item, Mapping):
-            out.append(Edge(src=item.get("src"), dst=item.get("dst"), size=item.get("size", 0)))
+_EDGE_SHAPE = "an object {src, dst, size} or a [src, dst] or [src, dst, size] list"
+
+
+def _edges(value: Any) -> Any:
+    """Edges from :class:`Edge` objects, ``{src, dst, size}`` objects or
+    ``(src, dst[, size])`` lists; other items (and a value that is not a list)
+    are kept as they are for :class:`Graph` to report."""
+    items = _items(value)
+    if items is None:
+        return value
+    out: list[Any] = []
+    for item in items:
+        if isinstance(item, Mapping) and _fits(item, _EDGE_FIELDS, ("src", "dst")):
+            out.append(Edge(src=item["src"], dst=item["dst"], size=item.get("size", 0)))
+        elif not isinstance(item, (Edge, Mapping, str)) and (seq := _items(item)) is not None and len(seq) in (2, 3):
+            out.append(Edge(src=seq[0], dst=seq[1], size=seq[2] if len(seq) > 2 else 0))
         else:
-            out.append(Edge(src=item[0], dst=item[1], size=item[2] if len(item) > 2 else 0))
+            out.append(item)
     return tuple(out)
+
+
+def _list(value: Any) -> Any:
+    """A list-like value as a tuple; anything else as is (its owner reports it)."""
+    items = _items(value)
+    return value if items is None else items
 
 
 @attrs.frozen(kw_only=True)
 class Graph:
     """The blocks of one micro-batch and their dependency edges (a DAG)."""
 
-    blocks: tuple[Block, ...] = attrs.field(converter=tuple)
+    blocks: tuple[Block, ...] = attrs.field(converter=_list)
     edges: tuple[Edge, ...] = attrs.field(converter=_edges, default=())
     _index: dict[str, Block] = attrs.field(init=False, repr=False, eq=False, hash=False, factory=dict)
 
     def __attrs_post_init__(self) -> None:
+        if not isinstance(self.blocks, tuple):
+            raise _err("graph", "blocks", "must be a list of blocks", self.blocks)
         if not self.blocks:
             raise _err("graph", "blocks", "must hold at least one block", self.blocks)
         names: dict[str, Block] = {}
@@ -268,6 +408,11 @@ class Graph:
                 raise _err(f"block {b.name!r}", "name", "is a duplicate", b.name)
             names[b.name] = b
         object.__setattr__(self, "_index", names)
+        if not isinstance(self.edges, tuple):
+            raise _err("graph", "edges", "must be a list of edges", self.edges)
+        for i, e in enumerate(self.edges):
+            if not isinstance(e, Edge):
+                raise _bad_item(f"graph: edge {i}", e, _EDGE_FIELDS, ("src", "dst"), _EDGE_SHAPE)
         seen: set[tuple[str, str]] = set()
         for e in self.edges:
             entity = f"edge {e.src!r} -> {e.dst!r}"
@@ -340,10 +485,22 @@ class Graph:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Graph:
-        return cls(
-            blocks=[Block.from_dict(b) for b in d.get("blocks", ())],
-            edges=d.get("edges", ()),
-        )
+        """A graph from its JSON object (see :meth:`to_dict`); unknown fields are refused."""
+        if not isinstance(d, Mapping):
+            raise InvalidProblemError(f"graph: must be an object {{blocks, edges}}, got {short_repr(d)}")
+        check_fields("graph", d, _GRAPH_FIELDS, ("blocks",))
+        raw = d["blocks"]
+        items = _items(raw)
+        if items is None:
+            raise _err("graph", "blocks", "must be a list of block objects", raw)
+        blocks = []
+        for i, b in enumerate(items):
+            if not isinstance(b, Mapping):
+                raise InvalidProblemError(
+                    f"graph: block {i}: must be an object {{{', '.join(_BLOCK_FIELDS)}}}, got {short_repr(b)}"
+                )
+            blocks.append(Block.from_dict(b))
+        return cls(blocks=blocks, edges=d.get("edges", ()))
 
 
 def _find_cycle(nodes: list[str], edges: list[tuple[str, str]]) -> list[str] | None:
@@ -393,6 +550,8 @@ class Device:
         _check_name("device", self.name)
         if self.memory is not None:
             _check_int(f"device {self.name!r}", "memory", self.memory, 0)
+        if self.speed_class is not None and not isinstance(self.speed_class, str):
+            raise _err(f"device {self.name!r}", "speed_class", "must be a string or null", self.speed_class)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.name, "memory": self.memory}
@@ -419,7 +578,8 @@ class Channel:
     def __attrs_post_init__(self) -> None:
         _check_name("channel", self.name)
         entity = f"channel {self.name!r}"
-        if len(self.endpoints) != 2 or not all(isinstance(d, str) and d for d in self.endpoints):
+        if (not isinstance(self.endpoints, tuple) or len(self.endpoints) != 2
+                or not all(isinstance(d, str) and d for d in self.endpoints)):
             raise _err(entity, "endpoints", "must be two device names", self.endpoints)
         if self.endpoints[0] == self.endpoints[1]:
             raise _err(entity, "endpoints", "must name two different devices", self.endpoints)
@@ -448,39 +608,48 @@ class Channel:
         }
 
 
-def _devices(value: Iterable[Any]) -> tuple[Device, ...]:
-    out = []
-    for item in value:
-        if isinstance(item, Device):
-            out.append(item)
-        elif isinstance(item, Mapping):
-            out.append(
-                Device(
-                    name=item.get("name"),
-                    memory=item.get("memory"),
-                    speed_class=item.get("speed_class"),
-                )
-            )
-        else:
+_DEVICE_SHAPE = "an object {name, memory, speed_class} or a device name"
+_CHANNEL_SHAPE = "an object {name, endpoints, time_per_unit, latency, directed}"
+
+
+def _devices(value: Any) -> Any:
+    """Devices from :class:`Device` objects, ``{name, memory, speed_class}``
+    objects or bare names; other items (and a value that is not a list) are
+    kept as they are for :class:`Cluster` to report."""
+    items = _items(value)
+    if items is None:
+        return value
+    out: list[Any] = []
+    for item in items:
+        if isinstance(item, Mapping) and _fits(item, _DEVICE_FIELDS, ("name",)):
+            out.append(Device(name=item["name"], memory=item.get("memory"), speed_class=item.get("speed_class")))
+        elif isinstance(item, str):
             out.append(Device(name=item))
+        else:
+            out.append(item)
     return tuple(out)
 
 
-def _channels(value: Iterable[Any]) -> tuple[Channel, ...]:
-    out = []
-    for item in value:
-        if isinstance(item, Channel):
-            out.append(item)
-        else:
+def _channels(value: Any) -> Any:
+    """Channels from :class:`Channel` objects or their JSON objects; other
+    items are kept as they are for :class:`Cluster` to report."""
+    items = _items(value)
+    if items is None:
+        return value
+    out: list[Any] = []
+    for item in items:
+        if isinstance(item, Mapping) and _fits(item, _CHANNEL_FIELDS, ("name", "endpoints")):
             out.append(
                 Channel(
-                    name=item.get("name"),
-                    endpoints=item.get("endpoints", ()),
+                    name=item["name"],
+                    endpoints=item["endpoints"],
                     time_per_unit=item.get("time_per_unit", 1),
                     latency=item.get("latency", 0),
                     directed=item.get("directed", False),
                 )
             )
+        else:
+            out.append(item)
     return tuple(out)
 
 
@@ -490,10 +659,24 @@ class Cluster:
 
     devices: tuple[Device, ...] = attrs.field(converter=_devices)
     channels: tuple[Channel, ...] = attrs.field(converter=_channels, default=())
+    _device_index: dict[str, Device] = attrs.field(init=False, repr=False, eq=False, hash=False, factory=dict)
+    _routes: dict[tuple[str, str], tuple[Channel, ...]] = attrs.field(
+        init=False, repr=False, eq=False, hash=False, factory=dict
+    )
 
     def __attrs_post_init__(self) -> None:
+        if not isinstance(self.devices, tuple):
+            raise _err("cluster", "devices", "must be a list of devices", self.devices)
         if not self.devices:
             raise _err("cluster", "devices", "must hold at least one device", self.devices)
+        if not isinstance(self.channels, tuple):
+            raise _err("cluster", "channels", "must be a list of channels", self.channels)
+        for i, d in enumerate(self.devices):
+            if not isinstance(d, Device):
+                raise _bad_item(f"cluster: device {i}", d, _DEVICE_FIELDS, ("name",), _DEVICE_SHAPE)
+        for i, c in enumerate(self.channels):
+            if not isinstance(c, Channel):
+                raise _bad_item(f"cluster: channel {i}", c, _CHANNEL_FIELDS, ("name", "endpoints"), _CHANNEL_SHAPE)
         names: set[str] = set()
         for d in self.devices:
             if d.name in names:
@@ -507,16 +690,24 @@ class Cluster:
             for d in c.endpoints:
                 if d not in names:
                     raise _err(f"channel {c.name!r}", "endpoints", "names an unknown device", d)
+        object.__setattr__(self, "_device_index", {d.name: d for d in self.devices})
+        routes: dict[tuple[str, str], list[Channel]] = {}
+        for c in self.channels:
+            a, b = c.endpoints
+            routes.setdefault((a, b), []).append(c)
+            if not c.directed:
+                routes.setdefault((b, a), []).append(c)
+        object.__setattr__(self, "_routes", {k: tuple(v) for k, v in routes.items()})
 
     @property
     def device_names(self) -> tuple[str, ...]:
         return tuple(d.name for d in self.devices)
 
     def device(self, name: str) -> Device:
-        for d in self.devices:
-            if d.name == name:
-                return d
-        raise KeyError(f"cluster has no device {name!r}")
+        try:
+            return self._device_index[name]
+        except (KeyError, TypeError):
+            raise KeyError(f"cluster has no device {name!r}") from None
 
     def rank(self, name: str) -> int:
         """Index of a device in the cluster's device order."""
@@ -529,8 +720,11 @@ class Cluster:
         raise KeyError(f"cluster has no channel {name!r}")
 
     def channels_between(self, src: str, dst: str) -> tuple[Channel, ...]:
-        """Channels that can carry a transfer from ``src`` to ``dst``."""
-        return tuple(c for c in self.channels if c.serves(src, dst))
+        """Channels that can carry a transfer from ``src`` to ``dst`` (in the cluster's channel order)."""
+        try:
+            return self._routes.get((src, dst), ())
+        except TypeError:  # an unhashable name names no device
+            return ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -540,7 +734,11 @@ class Cluster:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Cluster:
-        return cls(devices=d.get("devices", ()), channels=d.get("channels", ()))
+        """A cluster from its JSON object (see :meth:`to_dict`); unknown fields are refused."""
+        if not isinstance(d, Mapping):
+            raise InvalidProblemError(f"cluster: must be an object {{devices, channels}}, got {short_repr(d)}")
+        check_fields("cluster", d, _CLUSTER_FIELDS, ("devices",))
+        return cls(devices=d["devices"], channels=d.get("channels", ()))
 
 
 # --------------------------------------------------------------------------
@@ -557,9 +755,18 @@ class Release:
     time: int
 
     def __attrs_post_init__(self) -> None:
-        entity = f"release of block {self.block!r} (micro-batch {self.microbatch})"
+        entity = f"release of block {short_repr(self.block)} (micro-batch {short_repr(self.microbatch)})"
+        if not isinstance(self.block, str) or not self.block:
+            raise _err(entity, "block", "must be a block name", self.block)
         _check_int(entity, "microbatch", self.microbatch, 0)
         _check_int(entity, "time", self.time, 0)
+
+
+def _tied_sets(value: Any) -> Any:
+    items = _items(value)
+    if items is None:
+        return value
+    return tuple(_tuple(x) for x in items)
 
 
 @attrs.frozen(kw_only=True)
@@ -603,12 +810,17 @@ class Overlap:
     blocks: tuple[str, ...] = attrs.field(converter=_tuple)
     duration: int
     name: str = ""
-    same_microbatch: tuple[tuple[str, ...], ...] = attrs.field(
-        converter=lambda v: tuple(_tuple(x) for x in v), default=()
-    )
+    same_microbatch: tuple[tuple[str, ...], ...] = attrs.field(converter=_tied_sets, default=())
 
     def __attrs_post_init__(self) -> None:
-        entity = f"overlap {self.name or '+'.join(map(str, self.blocks))!r}"
+        if isinstance(self.name, str) and self.name:
+            entity = f"overlap {self.name!r}"
+        elif isinstance(self.blocks, tuple):
+            entity = f"overlap {short_repr('+'.join(map(str, self.blocks)))}"
+        else:
+            entity = "overlap"
+        if not isinstance(self.blocks, tuple):
+            raise _err(entity, "blocks", "must be a list of block names", self.blocks)
         if len(self.blocks) < 2:
             raise _err(entity, "blocks", "must name at least two blocks", self.blocks)
         for b in self.blocks:
@@ -619,9 +831,11 @@ class Overlap:
         _check_int(entity, "duration", self.duration, 1)
         if not isinstance(self.name, str):
             raise _err(entity, "name", "must be a string", self.name)
+        if not isinstance(self.same_microbatch, tuple) or not all(isinstance(t, tuple) for t in self.same_microbatch):
+            raise _err(entity, "same_microbatch", "must be a list of lists of member blocks", self.same_microbatch)
         seen: set[str] = set()
         for tied in self.same_microbatch:
-            if len(tied) < 2 or any(b not in self.blocks for b in tied) or len(set(tied)) != len(tied):
+            if not all(isinstance(b, str) for b in tied) or len(tied) < 2 or any(b not in self.blocks for b in tied) or len(set(tied)) != len(tied):
                 raise _err(entity, "same_microbatch", "must hold sets of two or more distinct member blocks", tied)
             if seen & set(tied):
                 raise _err(entity, "same_microbatch", "must not name a block in two sets", tied)
@@ -652,49 +866,126 @@ class Overlap:
         return d
 
 
-def _overlaps(value: Iterable[Any]) -> tuple[Overlap, ...]:
-    out = []
-    for item in value:
-        if isinstance(item, Overlap):
-            out.append(item)
-        elif isinstance(item, Mapping):
-            out.append(Overlap(blocks=item.get("blocks", ()), duration=item.get("duration"), name=item.get("name", ""),
+_OVERLAP_SHAPE = "an object {blocks, duration, name, same_microbatch} or a [blocks, duration(, name)] list"
+_RELEASE_SHAPE = "an object {block, microbatch, time} or a [block, microbatch, time] list"
+_OVERRIDE_SHAPE = "an object {block, microbatch, durations} or a [block, microbatch, durations] list"
+
+
+def _overlaps(value: Any) -> Any:
+    """Overlaps from :class:`Overlap` objects, their JSON objects or
+    ``(blocks, duration[, name])`` lists; other items are kept as they are
+    for :class:`Problem` to report."""
+    items = _items(value)
+    if items is None:
+        return value
+    out: list[Any] = []
+    for item in items:
+        if isinstance(item, Mapping) and _fits(item, _OVERLAP_FIELDS, ("blocks", "duration")):
+            out.append(Overlap(blocks=item["blocks"], duration=item["duration"], name=item.get("name", ""),
                                same_microbatch=item.get("same_microbatch", ())))
+        elif not isinstance(item, (Overlap, Mapping, str)) and (seq := _items(item)) is not None and len(seq) in (2, 3):
+            out.append(Overlap(blocks=seq[0], duration=seq[1], name=seq[2] if len(seq) > 2 else ""))
         else:
-            blocks, duration, *rest = item
-            out.append(Overlap(blocks=blocks, duration=duration, name=rest[0] if rest else ""))
-    return tuple(out)
-
-
-def _pairs(value: Mapping[str, int] | Iterable[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
-    items = value.items() if isinstance(value, Mapping) else value
-    return tuple(sorted((str(k), v) for k, v in items))
-
-
-def _releases(value: Iterable[Any]) -> tuple[Release, ...]:
-    out = []
-    for item in value:
-        if isinstance(item, Release):
             out.append(item)
-        elif isinstance(item, Mapping):
-            out.append(
-                Release(block=item.get("block"), microbatch=item.get("microbatch"), time=item.get("time"))
-            )
-        else:
-            out.append(Release(block=item[0], microbatch=item[1], time=item[2]))
     return tuple(out)
 
 
-def _orders(value: Iterable[Iterable[Any]]) -> tuple[tuple[TaskKey, ...], ...]:
-    return tuple(tuple((str(b), int(m)) for b, m in seq) for seq in value)
-
-
-def _duration_overrides(value: Any) -> tuple[tuple[str, int, tuple[int, ...]], ...]:
+def _pairs(value: Any) -> Any:
+    """``{device: amount}`` (or ``(device, amount)`` pairs) as pairs sorted by
+    device; another shape is kept as it is for :class:`Problem` to report."""
     if isinstance(value, Mapping):
-        items = [(b, m, d) for (b, m), d in value.items()]
+        pairs = list(value.items())
     else:
-        items = [tuple(x) for x in value]
-    return tuple(sorted((str(b), m, tuple(d)) for b, m, d in items))
+        items = _items(value)
+        if items is None:
+            return value
+        pairs = []
+        for item in items:
+            pair = None if isinstance(item, (str, Mapping)) else _items(item)
+            if pair is None or len(pair) != 2:
+                return value
+            pairs.append(pair)
+    return tuple(sorted(((k, v) for k, v in pairs), key=lambda kv: str(kv[0])))
+
+
+def _releases(value: Any) -> Any:
+    """Releases from :class:`Release` objects, ``{block, microbatch, time}``
+    objects or ``(block, microbatch, time)`` lists; other items are kept as
+    they are for :class:`Problem` to report."""
+    items = _items(value)
+    if items is None:
+        return value
+    out: list[Any] = []
+    for item in items:
+        if isinstance(item, Mapping) and _fits(item, _RELEASE_FIELDS, _RELEASE_FIELDS):
+            out.append(Release(block=item["block"], microbatch=_index(item["microbatch"]), time=item["time"]))
+        elif not isinstance(item, (Release, Mapping, str)) and (seq := _items(item)) is not None and len(seq) == 3:
+            out.append(Release(block=seq[0], microbatch=_index(seq[1]), time=seq[2]))
+        else:
+            out.append(item)
+    return tuple(out)
+
+
+def _orders(value: Any) -> Any:
+    """Fixed orders: lists of ``(block, micro-batch)`` pairs. Pairs keep their
+    values (numpy integers become ints); a wrong shape is kept as it is for
+    :class:`Problem` to report."""
+    orders = _items(value)
+    if orders is None:
+        return value
+    out: list[Any] = []
+    for order in orders:
+        keys = None if isinstance(order, (str, Mapping)) else _items(order)
+        if keys is None:
+            out.append(order)
+            continue
+        seq: list[Any] = []
+        for key in keys:
+            pair = None if isinstance(key, (str, Mapping)) else _items(key)
+            seq.append((pair[0], _index(pair[1])) if pair is not None and len(pair) == 2 else key)
+        out.append(tuple(seq))
+    return tuple(out)
+
+
+def _duration_overrides(value: Any) -> Any:
+    """Overrides as ``(block, micro-batch, durations)`` triples sorted by task,
+    from ``{(block, micro-batch): durations}``, ``{block, microbatch,
+    durations}`` objects or triples; a wrong shape is kept as it is for
+    :class:`Problem` to report."""
+    if isinstance(value, Mapping):
+        items: list[Any] = []
+        for key, d in value.items():
+            pair = None if isinstance(key, str) else _items(key)
+            if pair is None or len(pair) != 2:
+                return value
+            items.append((pair[0], pair[1], d))
+    else:
+        raw = _items(value)
+        if raw is None:
+            return value
+        items = []
+        for item in raw:
+            if isinstance(item, Mapping) and _fits(item, _OVERRIDE_FIELDS, _OVERRIDE_FIELDS):
+                items.append((item["block"], item["microbatch"], item["durations"]))
+            elif not isinstance(item, (Mapping, str)) and (seq := _items(item)) is not None and len(seq) == 3:
+                items.append(tuple(seq))
+            else:
+                items.append(item)
+    out: list[Any] = []
+    for item in items:
+        if isinstance(item, tuple) and len(item) == 3:
+            b, m, d = item
+            durations = None if isinstance(d, (str, Mapping)) else _items(d)
+            out.append((b, _index(m), d if durations is None else durations))
+        else:
+            out.append(item)
+
+    def order(item: Any) -> tuple[str, int]:
+        if isinstance(item, tuple) and len(item) == 3 and isinstance(item[1], int):
+            return (str(item[0]), item[1])
+        return ("", -1)
+
+    return tuple(sorted(out, key=order))
 
 
 @attrs.frozen(kw_only=True)
@@ -752,17 +1043,23 @@ class Problem:
     _release_index: dict[TaskKey, int] = attrs.field(init=False, repr=False, eq=False, hash=False, factory=dict)
 
     def __attrs_post_init__(self) -> None:
-        _check_int("problem", "num_microbatches", self.num_microbatches, 1)
+        # Every check below runs in time linear in the size of the problem
+        # (blocks, options, edges, devices, channels, releases, orders,
+        # overrides, overlaps); nothing is enumerated per micro-batch.
+        _check_int("problem", "num_microbatches", self.num_microbatches, 1, MAX_MICROBATCHES)
         if not isinstance(self.graph, Graph):
             raise _err("problem", "graph", "must be a Graph", type(self.graph).__name__)
         if not isinstance(self.cluster, Cluster):
             raise _err("problem", "cluster", "must be a Cluster", type(self.cluster).__name__)
-        if self.objective not in OBJECTIVES:
+        if not isinstance(self.objective, str) or self.objective not in OBJECTIVES:
             raise _err("problem", "objective", f"must be one of {OBJECTIVES}", self.objective)
+        if not isinstance(self.name, str):
+            raise _err("problem", "name", "must be a string", self.name)
+        self._check_shapes()
         devices = {d.name: d for d in self.cluster.devices}
         seen_init: set[str] = set()
         for dev, amount in self.initial_memory:
-            if dev not in devices:
+            if not isinstance(dev, str) or dev not in devices:
                 raise _err("problem", "initial_memory", "names an unknown device", dev)
             if dev in seen_init:
                 raise _err("problem", "initial_memory", "names a device twice", dev)
@@ -775,14 +1072,74 @@ class Problem:
                 )
         blocks = self.graph.by_name()
         self._check_options(blocks, devices)
-        self._check_channels(blocks)
+        transfers = self._check_channels(blocks)
         self._check_tasks(blocks)
         self._check_overlaps(blocks)
+        self._check_totals(transfers)
         object.__setattr__(self, "_override_index", {(b, m): d for b, m, d in self.duration_overrides})
         rel: dict[TaskKey, int] = {}
         for r in self.releases:
             rel[(r.block, r.microbatch)] = max(rel.get((r.block, r.microbatch), 0), r.time)
         object.__setattr__(self, "_release_index", rel)
+
+    def _check_shapes(self) -> None:
+        """The containers hold items of the right kind (converters keep what
+        they cannot convert, so that it is reported here with its name)."""
+        if not isinstance(self.initial_memory, tuple) or not all(
+            isinstance(p, tuple) and len(p) == 2 for p in self.initial_memory
+        ):
+            raise _err("problem", "initial_memory", "must map device names to amounts", self.initial_memory)
+        if not isinstance(self.releases, tuple):
+            raise _err("problem", "releases", "must be a list of releases", self.releases)
+        for i, r in enumerate(self.releases):
+            if not isinstance(r, Release):
+                raise _bad_item(f"problem: release {i}", r, _RELEASE_FIELDS, _RELEASE_FIELDS, _RELEASE_SHAPE)
+        if not isinstance(self.fixed_orders, tuple):
+            raise _err("problem", "fixed_orders", "must be a list of lists of [block, micro-batch] pairs",
+                       self.fixed_orders)
+        for i, order in enumerate(self.fixed_orders):
+            if not isinstance(order, tuple):
+                raise _err(f"fixed order {i}", "tasks", "must be a list of [block, micro-batch] pairs", order)
+            for key in order:
+                if not isinstance(key, tuple) or len(key) != 2:
+                    raise _err(f"fixed order {i}", "tasks", "must be [block, micro-batch] pairs", key)
+        if not isinstance(self.duration_overrides, tuple):
+            raise _err("problem", "duration_overrides", "must be a list of duration overrides",
+                       self.duration_overrides)
+        for i, item in enumerate(self.duration_overrides):
+            if isinstance(item, tuple) and len(item) == 3 and not isinstance(item[2], tuple):
+                raise _err(f"duration override {i}", "durations", "must be a list of durations, one per option",
+                           item[2])
+            if not (isinstance(item, tuple) and len(item) == 3):
+                raise _bad_item(f"problem: duration override {i}", item, _OVERRIDE_FIELDS, _OVERRIDE_FIELDS,
+                                _OVERRIDE_SHAPE)
+        if not isinstance(self.overlaps, tuple):
+            raise _err("problem", "overlaps", "must be a list of overlaps", self.overlaps)
+        for i, ov in enumerate(self.overlaps):
+            if not isinstance(ov, Overlap):
+                raise _bad_item(f"problem: overlap {i}", ov, _OVERLAP_FIELDS, ("blocks", "duration"), _OVERLAP_SHAPE)
+
+    def _check_totals(self, transfers: dict[tuple[str, str], int]) -> None:
+        """The horizon and the memory total stay within :data:`MAX_TOTAL`."""
+        n = self.num_microbatches
+        per_mb = sum(max(o.duration for o in b.options) for b in self.graph.blocks)
+        per_mb += sum(transfers.values()) + sum(ov.duration for ov in self.overlaps)
+        horizon = (n * per_mb + sum(max(d) for _, _, d in self.duration_overrides)
+                   + max((r.time for r in self.releases), default=0))
+        if horizon > MAX_TOTAL:
+            raise InvalidProblemError(
+                f"problem: the time horizon (every task instance's longest duration, every transfer's longest "
+                f"time and the latest release) adds up to {horizon}, more than the supported {MAX_TOTAL} (2**61, "
+                f"half of CP-SAT's variable range); use a coarser time unit or fewer micro-batches"
+            )
+        memory = n * sum(abs(b.memory) + b.workspace for b in self.graph.blocks)
+        memory += sum(amount for _, amount in self.initial_memory)
+        if memory > MAX_TOTAL:
+            raise InvalidProblemError(
+                f"problem: the memory amounts (every task instance's memory delta and workspace, and the initial "
+                f"memory) add up to {memory}, more than the supported {MAX_TOTAL} (2**61, half of CP-SAT's "
+                f"variable range); use a coarser memory unit or fewer micro-batches"
+            )
 
     def _check_options(self, blocks: dict[str, Block], devices: dict[str, Device]) -> None:
         init = dict(self.initial_memory)
@@ -806,29 +1163,35 @@ class Problem:
                     f"{ {d: init.get(d, 0) for d in caps} })"
                 )
 
-    def _check_channels(self, blocks: dict[str, Block]) -> None:
+    def _check_channels(self, blocks: dict[str, Block]) -> dict[tuple[str, str], int]:
+        """Every transfer has a channel; returns the longest time of each edge's transfer."""
+        longest: dict[tuple[str, str], int] = {}
         for e in self.graph.edges:
             if e.size == 0:
                 continue
             for oa in blocks[e.src].options:
                 for ob in blocks[e.dst].options:
-                    if set(oa.devices) & set(ob.devices):
+                    if not set(oa.devices).isdisjoint(ob.devices):
                         continue
                     a, b = oa.devices[0], ob.devices[0]
-                    if not self.cluster.channels_between(a, b):
+                    channels = self.cluster.channels_between(a, b)
+                    if not channels:
                         raise InvalidProblemError(
                             f"edge {e.src!r} -> {e.dst!r}: transfer of 'size' {e.size} from device "
                             f"{a!r} to device {b!r} needs a channel, but the cluster has none "
                             f"between them"
                         )
+                    worst = max(c.transfer_time(e.size) for c in channels)
+                    longest[(e.src, e.dst)] = max(longest.get((e.src, e.dst), 0), worst)
+        return longest
 
     def _check_tasks(self, blocks: dict[str, Block]) -> None:
         n = self.num_microbatches
 
         def check_key(entity: str, block: str, mb: int) -> None:
-            if block not in blocks:
+            if not isinstance(block, str) or block not in blocks:
                 raise _err(entity, "block", "names an unknown block", block)
-            if not isinstance(mb, int) or not 0 <= mb < n:
+            if isinstance(mb, bool) or not isinstance(mb, int) or not 0 <= mb < n:
                 raise _err(entity, "microbatch", f"must be in 0..{n - 1}", mb)
 
         for r in self.releases:
@@ -956,36 +1319,50 @@ class Problem:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Problem:
+        """A problem from its JSON document (see :meth:`to_dict`).
+
+        A document whose structure is wrong (not an object, a wrong
+        ``format`` or ``version``, a missing or an unknown field at any level)
+        raises :class:`~schedsearch.errors.FormatError`; a value of the wrong
+        type, shape or range raises
+        :class:`~schedsearch.errors.InvalidProblemError`. Both name the field.
+        """
+        if not isinstance(d, Mapping):
+            raise FormatError(f"problem document: must be a JSON object, got {type(d).__name__}")
         if d.get("format") != "schedsearch.problem":
-            raise FormatError(f"problem document: 'format' must be 'schedsearch.problem', got {d.get('format')!r}")
-        if d.get("version") != FORMAT_VERSION:
             raise FormatError(
-                f"problem document: 'version' {d.get('version')!r} is not supported (this library reads {FORMAT_VERSION})"
+                f"problem document: 'format' must be 'schedsearch.problem', got {short_repr(d.get('format'))}"
             )
-        try:
-            return cls(
-                graph=Graph.from_dict(d["graph"]),
-                num_microbatches=d["num_microbatches"],
-                cluster=Cluster.from_dict(d["cluster"]),
-                initial_memory=d.get("initial_memory", {}),
-                releases=d.get("releases", ()),
-                fixed_orders=d.get("fixed_orders", ()),
-                duration_overrides=[
-                    (o["block"], o["microbatch"], o["durations"]) for o in d.get("duration_overrides", ())
-                ],
-                objective=d.get("objective", "makespan"),
-                name=d.get("name", ""),
-                overlaps=d.get("overlaps", ()),
+        version = d.get("version")
+        if type(version) is not int or version != FORMAT_VERSION:
+            raise FormatError(
+                f"problem document: 'version' {short_repr(version)} is not supported "
+                f"(this library reads the integer {FORMAT_VERSION})"
             )
-        except KeyError as exc:
-            raise FormatError(f"problem document: missing field {exc.args[0]!r}") from None
+        check_fields("problem document", d, _PROBLEM_FIELDS, ("graph", "num_microbatches", "cluster"))
+        if not isinstance(d["graph"], Mapping):
+            raise _err("problem", "graph", "must be an object {blocks, edges}", d["graph"])
+        if not isinstance(d["cluster"], Mapping):
+            raise _err("problem", "cluster", "must be an object {devices, channels}", d["cluster"])
+        num_microbatches = d["num_microbatches"]
+        # checked before the graph is built: a huge count must fail at once
+        _check_int("problem", "num_microbatches", num_microbatches, 1, MAX_MICROBATCHES)
+        return cls(
+            graph=Graph.from_dict(d["graph"]),
+            num_microbatches=num_microbatches,
+            cluster=Cluster.from_dict(d["cluster"]),
+            initial_memory=d.get("initial_memory", {}),
+            releases=d.get("releases", ()),
+            fixed_orders=d.get("fixed_orders", ()),
+            duration_overrides=d.get("duration_overrides", ()),
+            objective=d.get("objective", "makespan"),
+            name=d.get("name", ""),
+            overlaps=d.get("overlaps", ()),
+        )
 
     @classmethod
-    def from_json(cls, text: str) -> Problem:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise FormatError(f"problem document: not valid JSON ({exc})") from None
-        if not isinstance(data, Mapping):
-            raise FormatError("problem document: must be a JSON object")
-        return cls.from_dict(data)
+    def from_json(cls, text: str | bytes) -> Problem:
+        """A problem from JSON text (see :meth:`from_dict`); text that is not
+        JSON, nests too deeply or repeats a key raises
+        :class:`~schedsearch.errors.FormatError`."""
+        return cls.from_dict(load_document(text, "problem document"))

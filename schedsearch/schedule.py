@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from schedsearch._json import check_fields, load_document, short_repr
 from schedsearch.errors import FormatError, InvalidScheduleError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -52,16 +53,32 @@ __all__ = [
 
 SCHEDULE_FORMAT_VERSION = 1
 
+_TASK_FIELDS = ("block", "microbatch", "devices", "start", "end", "overlap")
+_TASK_REQUIRED = ("block", "microbatch", "devices", "start", "end")
+_TRANSFER_FIELDS = ("src", "dst", "microbatch", "channel", "start", "end")
+_SCHEDULE_FIELDS = ("format", "version", "name", "makespan", "tasks", "transfers")
+
 
 def _int_field(entity: str, field: str, value: Any, minimum: int | None = None) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidScheduleError(f"{entity}: {field!r} must be an integer, got {value!r}")
+        raise InvalidScheduleError(f"{entity}: {field!r} must be an integer, got {short_repr(value)}")
     if minimum is not None and value < minimum:
         raise InvalidScheduleError(f"{entity}: {field!r} must be >= {minimum}, got {value!r}")
 
 
-def _tuple_of_str(value: Iterable[str] | str) -> tuple[str, ...]:
-    return (value,) if isinstance(value, str) else tuple(value)
+def _name_field(entity: str, field: str, value: Any) -> None:
+    if not isinstance(value, str) or not value:
+        raise InvalidScheduleError(f"{entity}: {field!r} must be a non-empty string, got {short_repr(value)}")
+
+
+def _tuple_of_str(value: Any) -> Any:
+    """Device names as a tuple (a bare name becomes a 1-tuple); another
+    shape is kept as it is for the task's check to report."""
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, (list, tuple)):
+        return tuple(value)
+    return value
 
 
 def _overlap_tag(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
@@ -91,7 +108,11 @@ class TaskInstance:
     overlap: str | None = attrs.field(default=None, validator=_overlap_tag)
 
     def __attrs_post_init__(self) -> None:
-        entity = f"task {self.block!r} (micro-batch {self.microbatch})"
+        entity = f"task {short_repr(self.block)} (micro-batch {short_repr(self.microbatch)})"
+        _name_field(entity, "block", self.block)
+        if not isinstance(self.devices, tuple) or not all(isinstance(d, str) and d for d in self.devices):
+            raise InvalidScheduleError(f"{entity}: 'devices' must be a list of device names, got "
+                                       f"{short_repr(self.devices)}")
         _int_field(entity, "microbatch", self.microbatch, 0)
         _int_field(entity, "start", self.start, 0)
         _int_field(entity, "end", self.end)
@@ -148,7 +169,10 @@ class Transfer:
     end: int
 
     def __attrs_post_init__(self) -> None:
-        entity = f"transfer {self.src!r} -> {self.dst!r} (micro-batch {self.microbatch})"
+        entity = f"transfer {short_repr(self.src)} -> {short_repr(self.dst)} (micro-batch {short_repr(self.microbatch)})"
+        _name_field(entity, "src", self.src)
+        _name_field(entity, "dst", self.dst)
+        _name_field(entity, "channel", self.channel)
         _int_field(entity, "microbatch", self.microbatch, 0)
         _int_field(entity, "start", self.start, 0)
         _int_field(entity, "end", self.end)
@@ -178,13 +202,37 @@ class Transfer:
         }
 
 
+def _entries(value: Any, what: str) -> tuple[Any, ...]:
+    if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
+        raise InvalidScheduleError(f"schedule: {what!r} must be a list, got {short_repr(value)}")
+    return tuple(value)
+
+
 def _sorted_tasks(value: Iterable[Any]) -> tuple[TaskInstance, ...]:
-    tasks = [t if isinstance(t, TaskInstance) else TaskInstance(**t) for t in value]
+    tasks = []
+    for i, t in enumerate(_entries(value, "tasks")):
+        if isinstance(t, Mapping):
+            check_fields(f"schedule: task {i}", t, _TASK_FIELDS, _TASK_REQUIRED)
+            t = TaskInstance(**t)
+        elif not isinstance(t, TaskInstance):
+            raise InvalidScheduleError(
+                f"schedule: task {i}: must be an object {{{', '.join(_TASK_FIELDS)}}}, got {short_repr(t)}"
+            )
+        tasks.append(t)
     return tuple(sorted(tasks, key=lambda t: (t.start, t.devices, t.block, t.microbatch)))
 
 
 def _sorted_transfers(value: Iterable[Any]) -> tuple[Transfer, ...]:
-    transfers = [t if isinstance(t, Transfer) else Transfer(**t) for t in value]
+    transfers = []
+    for i, t in enumerate(_entries(value, "transfers")):
+        if isinstance(t, Mapping):
+            check_fields(f"schedule: transfer {i}", t, _TRANSFER_FIELDS, _TRANSFER_FIELDS)
+            t = Transfer(**t)
+        elif not isinstance(t, Transfer):
+            raise InvalidScheduleError(
+                f"schedule: transfer {i}: must be an object {{{', '.join(_TRANSFER_FIELDS)}}}, got {short_repr(t)}"
+            )
+        transfers.append(t)
     return tuple(sorted(transfers, key=lambda t: (t.start, t.channel, t.src, t.dst, t.microbatch)))
 
 
@@ -249,31 +297,45 @@ class Schedule:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Schedule:
+        """A schedule from its JSON document (see :meth:`to_dict`).
+
+        A wrong structure (not an object, a wrong ``format`` or ``version``,
+        a missing or an unknown field) raises
+        :class:`~schedsearch.errors.FormatError`; a value of the wrong type
+        or range, or a ``makespan`` that disagrees with the tasks, raises
+        :class:`~schedsearch.errors.InvalidScheduleError`.
+        """
+        if not isinstance(d, Mapping):
+            raise FormatError(f"schedule document: must be a JSON object, got {type(d).__name__}")
         if d.get("format") != "schedsearch.schedule":
             raise FormatError(
-                f"schedule document: 'format' must be 'schedsearch.schedule', got {d.get('format')!r}"
+                f"schedule document: 'format' must be 'schedsearch.schedule', got {short_repr(d.get('format'))}"
             )
-        if d.get("version") != SCHEDULE_FORMAT_VERSION:
+        version = d.get("version")
+        if type(version) is not int or version != SCHEDULE_FORMAT_VERSION:
             raise FormatError(
-                f"schedule document: 'version' {d.get('version')!r} is not supported "
-                f"(this library reads {SCHEDULE_FORMAT_VERSION})"
+                f"schedule document: 'version' {short_repr(version)} is not supported "
+                f"(this library reads the integer {SCHEDULE_FORMAT_VERSION})"
             )
-        try:
-            return cls(tasks=d["tasks"], transfers=d.get("transfers", ()), name=d.get("name", ""))
-        except TypeError as exc:
-            raise FormatError(f"schedule document: malformed task or transfer ({exc})") from None
-        except KeyError as exc:
-            raise FormatError(f"schedule document: missing field {exc.args[0]!r}") from None
+        check_fields("schedule document", d, _SCHEDULE_FIELDS, ("tasks",))
+        name = d.get("name", "")
+        if not isinstance(name, str):
+            raise InvalidScheduleError(f"schedule: 'name' must be a string, got {short_repr(name)}")
+        schedule = cls(tasks=d["tasks"], transfers=d.get("transfers", ()), name=name)
+        if "makespan" in d:
+            # informative only, but a value that disagrees with the tasks is a corrupted document
+            _int_field("schedule", "makespan", d["makespan"], 0)
+            if d["makespan"] != schedule.makespan:
+                raise InvalidScheduleError(
+                    f"schedule: 'makespan' {d['makespan']} disagrees with its tasks and transfers, "
+                    f"whose last end is {schedule.makespan}"
+                )
+        return schedule
 
     @classmethod
-    def from_json(cls, text: str) -> Schedule:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise FormatError(f"schedule document: not valid JSON ({exc})") from None
-        if not isinstance(data, Mapping):
-            raise FormatError("schedule document: must be a JSON object")
-        return cls.from_dict(data)
+    def from_json(cls, text: str | bytes) -> Schedule:
+        """A schedule from JSON text (see :meth:`from_dict`)."""
+        return cls.from_dict(load_document(text, "schedule document"))
 
     def __str__(self) -> str:
         return (

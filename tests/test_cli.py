@@ -73,3 +73,26 @@ def test_help_lists_subcommands(capsys):
     out = capsys.readouterr().out
     for name in ("search", "validate", "demo"):
         assert name in out
+
+
+@pytest.mark.parametrize(
+    "data,fragment",
+    [
+        ("{}".encode("utf-16"), "the file is UTF-16 text"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+        (b'{"format": "schedsearch.problem", "version": true}', "'version' True is not supported"),
+    ],
+    ids=["UTF-16", "deep", "version true"],
+)
+def test_bad_problem_files_are_one_line_errors(tmp_path, capsys, data, fragment):
+    from schedsearch.cli import main
+
+    path = tmp_path / "p.json"
+    path.write_bytes(data)
+    for argv in (["validate", str(path), str(path)], ["search", "--problem", str(path), "--quiet", "--out", ""]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert fragment in err and "\n" not in err
+    missing = tmp_path / "missing.json"
+    assert main(["validate", str(missing), str(missing)]) == 2
+    assert "cannot read" in capsys.readouterr().err

@@ -9,7 +9,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "schedsearch"
 
 SOLVER_FREE = ["problem.py", "schedule.py", "periodic.py", "validate.py", "result.py", "errors.py", "bounds/analytic.py",
-               "encode/structure.py", "encode/base.py"]
+               "encode/structure.py", "encode/base.py", "_json.py", "_io.py"]
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -35,8 +35,16 @@ def test_solver_free_layers_import_no_solver():
 def test_problem_and_schedule_import_nothing_above_them():
     for rel in ("problem.py", "schedule.py", "validate.py", "result.py"):
         mods = {m for m in imported_modules(PACKAGE / rel) if m.startswith("schedsearch.")}
-        allowed = {"schedsearch.errors", "schedsearch.problem", "schedsearch.schedule", "schedsearch.result"}
+        # _json: the shared JSON-document reader, a leaf below them (next test)
+        allowed = {"schedsearch.errors", "schedsearch.problem", "schedsearch.schedule", "schedsearch.result",
+                   "schedsearch._json"}
         assert mods <= allowed, f"{rel} imports {mods - allowed}"
+
+
+def test_the_reading_helpers_are_leaves():
+    for rel in ("_json.py", "_io.py"):
+        mods = {m for m in imported_modules(PACKAGE / rel) if m.startswith("schedsearch.")}
+        assert mods <= {"schedsearch.errors"}, f"{rel} imports {mods}"
 
 
 def test_each_backend_keeps_to_its_solver():

@@ -125,3 +125,79 @@ def test_device_orders_and_shift():
     shifted = s.shifted(10, microbatch_offset=2)
     assert shifted.makespan == s.makespan + 10
     assert {t.microbatch for t in shifted.tasks} == {2, 3}
+
+
+def _schedule_document() -> dict:
+    s = Schedule(
+        tasks=[TaskInstance(block="a", microbatch=0, devices="d0", start=0, end=2),
+               TaskInstance(block="b", microbatch=0, devices="d1", start=3, end=4)],
+        transfers=[Transfer(src="a", dst="b", microbatch=0, channel="c", start=2, end=3)],
+        name="s",
+    )
+    return s.to_dict()
+
+
+def _edit(path, value=None, delete=False):
+    def mutate(d):
+        *head, last = path
+        for key in head:
+            d = d[key]
+        if delete:
+            del d[last]
+        else:
+            d[last] = value
+    return mutate
+
+
+# (id, mutation, error type, message fragment)
+BAD_SCHEDULE_DOCUMENTS = [
+    ("unknown top field", _edit(("tasks_",), []), FormatError,
+     "schedule document: unknown field 'tasks_' (known: format, version, name, makespan, tasks, transfers)"),
+    ("unknown task field", _edit(("tasks", 0, "device"), "d0"), FormatError,
+     "schedule: task 0: unknown field 'device' (known: block, microbatch, devices, start, end, overlap)"),
+    ("unknown transfer field", _edit(("transfers", 0, "bytes"), 3), FormatError,
+     "schedule: transfer 0: unknown field 'bytes' (known: src, dst, microbatch, channel, start, end)"),
+    ("missing tasks", _edit(("tasks",), delete=True), FormatError, "schedule document: missing field 'tasks'"),
+    ("missing task end", _edit(("tasks", 1, "end"), delete=True), FormatError, "schedule: task 1: missing field 'end'"),
+    ("missing transfer channel", _edit(("transfers", 0, "channel"), delete=True), FormatError,
+     "schedule: transfer 0: missing field 'channel'"),
+    ("tasks null", _edit(("tasks",), None), InvalidScheduleError, "schedule: 'tasks' must be a list, got None"),
+    ("transfers an object", _edit(("transfers",), {}), InvalidScheduleError, "schedule: 'transfers' must be a list, got {}"),
+    ("task a list", _edit(("tasks", 0), ["a", 0]), InvalidScheduleError, "schedule: task 0: must be an object"),
+    ("task devices a number", _edit(("tasks", 0, "devices"), 3), InvalidScheduleError,
+     "task 'a' (micro-batch 0): 'devices' must be a list of device names, got 3"),
+    ("task block null", _edit(("tasks", 0, "block"), None), InvalidScheduleError,
+     "task None (micro-batch 0): 'block' must be a non-empty string, got None"),
+    ("task start a string", _edit(("tasks", 0, "start"), "0"), InvalidScheduleError, "'start' must be an integer, got '0'"),
+    ("transfer channel a number", _edit(("transfers", 0, "channel"), 1), InvalidScheduleError,
+     "transfer 'a' -> 'b' (micro-batch 0): 'channel' must be a non-empty string, got 1"),
+    ("name a number", _edit(("name",), 1), InvalidScheduleError, "schedule: 'name' must be a string, got 1"),
+    ("makespan stale", _edit(("makespan",), 3), InvalidScheduleError,
+     "schedule: 'makespan' 3 disagrees with its tasks and transfers, whose last end is 4"),
+    ("makespan a string", _edit(("makespan",), "4"), InvalidScheduleError, "schedule: 'makespan' must be an integer, got '4'"),
+    ("version true", _edit(("version",), True), FormatError, "'version' True is not supported"),
+    ("version string", _edit(("version",), "1"), FormatError, "'version' '1' is not supported"),
+]
+
+
+@pytest.mark.parametrize("mutate,error,fragment", [c[1:] for c in BAD_SCHEDULE_DOCUMENTS],
+                         ids=[c[0] for c in BAD_SCHEDULE_DOCUMENTS])
+def test_bad_schedule_document_is_named(mutate, error, fragment):
+    import json
+
+    document = _schedule_document()
+    mutate(document)
+    with pytest.raises(error) as info:
+        Schedule.from_json(json.dumps(document))
+    assert fragment in str(info.value)
+
+
+def test_schedule_document_round_trip_and_unreadable_text():
+    import json
+
+    document = _schedule_document()
+    assert Schedule.from_json(json.dumps(document)).to_dict() == document
+    for text, fragment in (("[" * 100_000 + "]" * 100_000, "nested too deeply"), ("[]", "must be a JSON object"),
+                           ('{"tasks": [], "tasks": []}', "the field 'tasks' appears twice")):
+        with pytest.raises(FormatError, match=fragment):
+            Schedule.from_json(text)

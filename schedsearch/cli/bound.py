@@ -14,6 +14,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from schedsearch._io import read_text
+from schedsearch._json import load_document
 from schedsearch.errors import FormatError
 
 PARTITION_MODELS = ("noncontiguous", "contiguous", "latency")
@@ -43,12 +45,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _load(path: Path) -> tuple[str, Any]:
-    try:
-        doc = json.loads(path.read_text())
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"{path}: not valid JSON: {exc}") from exc
+    doc = load_document(read_text(path, str(path)), str(path))
     if isinstance(doc, dict) and doc.get("format") == "schedsearch.problem":
         from schedsearch.problem import Problem
 

@@ -9,10 +9,11 @@ document (``--problem``) with a schedule document or search result
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+from schedsearch._io import read_text
+from schedsearch._json import load_document
 from schedsearch.errors import FormatError, InvalidScheduleError, ValidationFailedError
 from schedsearch.export import EXPORT_FORMATS, export
 from schedsearch.export.json import read_json
@@ -50,11 +51,8 @@ def load_inputs(args: argparse.Namespace) -> tuple[Problem, Schedule]:
         return problem, schedule
     if args.problem is None or args.schedule is None:
         raise FormatError("export: give a plan document, or both --problem and --schedule")
-    problem = Problem.from_json(args.problem.read_text())
-    try:
-        doc = json.loads(args.schedule.read_text())
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"export: {args.schedule}: not valid JSON ({exc})") from None
+    problem = Problem.from_json(read_text(args.problem, f"export: {args.problem}"))
+    doc = load_document(read_text(args.schedule, f"export: {args.schedule}"), f"export: {args.schedule}")
     if isinstance(doc, dict) and doc.get("format") != "schedsearch.schedule" and isinstance(doc.get("schedule"), dict):
         doc = doc["schedule"]  # a search result
     if doc is None:

@@ -27,6 +27,8 @@ import json
 from pathlib import Path
 
 from schedsearch.cli._common import ProgressPrinter, add_solver_arguments
+from schedsearch._io import read_text
+from schedsearch._json import load_document
 from schedsearch.errors import FormatError
 from schedsearch.export.chrome import chrome_trace
 from schedsearch.graphs import OperationDag, machine_cluster
@@ -68,10 +70,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def load_problem(args: argparse.Namespace) -> Problem:
     """The problem the arguments describe."""
     path = Path(args.input)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise FormatError(f"cannot read input file {str(path)!r}: {exc.strerror}") from None
+    text = read_text(path, f"input file {str(path)!r}")
     fmt = args.format
     if fmt == "auto":
         fmt = _detect(text, path)
@@ -97,11 +96,8 @@ def load_problem(args: argparse.Namespace) -> Problem:
 def _detect(text: str, path: Path) -> str:
     stripped = text.lstrip()
     if stripped.startswith("{"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise FormatError(f"input file {str(path)!r}: not valid JSON ({exc})") from None
-        kind = data.get("format") if isinstance(data, dict) else None
+        data = load_document(text, f"input file {str(path)!r}")
+        kind = data.get("format")
         if kind == "schedsearch.problem":
             return "problem"
         if kind == "schedsearch.dag":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from schedsearch.errors import FormatError
@@ -25,7 +26,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="split an operator graph (dnn-partitioning JSON or PipeDream graph.txt) into stages",
         description="Split an operator graph over accelerators and CPUs minimising the largest "
         "device load (time per sample); print the split, the per-device loads and the comparison "
-        "with the one-accelerator split and, where the data has one, the human-expert split.",
+        "with the one-accelerator split and, where the data has one, the human-expert split. "
+        "Exits with 1 when the split found breaks a limit (memory, unsupported operators) or is not a pipeline.",
     )
     p.add_argument("file", metavar="FILE", help="dnn-partitioning .json or PipeDream graph .txt")
     p.add_argument("--method", choices=sorted(METHODS), default="dp", help="partitioner (default: dp)")
@@ -88,9 +90,10 @@ def run(args: argparse.Namespace) -> int:
         for slot, ops in result.split.stages:
             print(f"  {slot}: {' '.join(map(str, ops))}")
     one = evaluate_split(graph, one_device_split(graph), devices)
-    print(f"one accelerator: max-load {one.max_load:.6g}; this split is "
+    one_note = "" if one.feasible else " (infeasible: " + "; ".join(one.violations) + ")"
+    print(f"one accelerator: max-load {one.max_load:.6g}{one_note}; this split is "
           f"{one.max_load / result.max_load:.3g}x faster" if result.max_load > 0 else
-          f"one accelerator: max-load {one.max_load:.6g}")
+          f"one accelerator: max-load {one.max_load:.6g}{one_note}")
     expert_path = Path(args.expert) if args.expert else find_expert_split(args.file)
     if expert_path is not None:
         expert = evaluate_split(graph, complete_split(graph, read_split(expert_path)), devices)
@@ -103,4 +106,8 @@ def run(args: argparse.Namespace) -> int:
         payload["oneAccelerator"] = one.max_load
         Path(args.json).write_text(json.dumps(payload, indent=2) + "\n")
         print(f"wrote {args.json}")
+    if not result.feasible:
+        print(f"schedsearch partition: the {result.method} split is infeasible: " + "; ".join(result.problems),
+              file=sys.stderr)
+        return 1
     return 0

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from pathlib import Path
 
+from schedsearch._io import read_text
 from schedsearch.cli._common import ProgressPrinter, add_solver_arguments, print_result, write_outputs
 from schedsearch.placements import bidirectional, vshape
 from schedsearch.problem import Problem
@@ -76,7 +76,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def build_problem(args: argparse.Namespace) -> Problem:
     if args.problem:
-        return Problem.from_json(Path(args.problem).read_text())
+        return Problem.from_json(read_text(args.problem, f"problem file {str(args.problem)!r}"))
     return PLACEMENTS[args.placement](
         args.devices,
         args.microbatches,

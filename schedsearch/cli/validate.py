@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
+from schedsearch._io import read_text
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule, metrics
 from schedsearch.validate import validate
@@ -23,8 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    problem = Problem.from_json(Path(args.problem).read_text())
-    schedule = Schedule.from_json(Path(args.schedule).read_text())
+    problem = Problem.from_json(read_text(args.problem, f"problem file {str(args.problem)!r}"))
+    schedule = Schedule.from_json(read_text(args.schedule, f"schedule file {str(args.schedule)!r}"))
     violations = validate(problem, schedule)
     if violations:
         print(f"INVALID: {len(violations)} violation(s)")

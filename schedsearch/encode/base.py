@@ -13,6 +13,9 @@ returning it.
 from __future__ import annotations
 
 import importlib
+import math
+import numbers
+import operator
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -20,7 +23,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from schedsearch.errors import UnsoundBoundWarning, UnsupportedFeatureError
+from schedsearch.errors import InvalidOptionsError, UnsoundBoundWarning, UnsupportedFeatureError
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import Schedule, objective_value
@@ -51,29 +54,119 @@ class Progress:
     bound: int | None
 
 
+#: Seeds every backend accepts: CP-SAT's ``random_seed`` is an int32 and Z3's
+#: ``random_seed`` an unsigned 32-bit integer, so the common range is
+#: ``0 .. 2**31 - 1``.
+MAX_SEED = 2**31 - 1
+
+#: Most parallel workers: CP-SAT starts one thread per worker (its parameter
+#: is an int32, but thousands of threads only exhaust the machine).
+MAX_WORKERS = 1024
+
+#: Memory encodings an option may name (see :class:`ModuloOptions`).
+_MEMORY_ENCODINGS = ("cumulative", "events", "both")
+
+
+def _options_error(inst: Any, name: str, allowed: str, value: Any) -> InvalidOptionsError:
+    text = repr(value)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return InvalidOptionsError(f"{type(inst).__name__}: {name!r} must be {allowed}, got {text}")
+
+
 def _positive_or_none(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value is not None and not value > 0:
-        raise ValueError(f"SolveOptions: {attribute.name!r} must be > 0 or None, got {value!r}")
+    """A time limit: None (no limit) or a finite number of seconds > 0."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
+        raise _options_error(inst, attribute.name, "a finite number of seconds > 0, or None for no limit", value)
 
 
 def _at_least_one(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if not isinstance(value, int) or value < 1:
-        raise ValueError(f"SolveOptions: {attribute.name!r} must be an integer >= 1, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise _options_error(inst, attribute.name, "an integer >= 1", value)
+
+
+def _workers(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WORKERS:
+        raise _options_error(inst, attribute.name, f"an integer in 1..{MAX_WORKERS}", value)
+
+
+def _seed(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
+        raise _options_error(
+            inst, attribute.name,
+            f"an integer in 0..{MAX_SEED} (CP-SAT takes an int32 seed, Z3 an unsigned 32-bit one)", value,
+        )
+
+
+def _boolean(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise _options_error(inst, attribute.name, "True or False", value)
+
+
+def _bound(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise _options_error(inst, attribute.name, "an integer >= 0 or None", value)
+
+
+def _params(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise _options_error(inst, attribute.name, "a mapping from parameter names (strings) to values", value)
+
+
+def _callable_or_none(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is not None and not callable(value):
+        raise _options_error(inst, attribute.name, "a callable or None", value)
+
+
+def _memory_encoding(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value not in _MEMORY_ENCODINGS:
+        raise _options_error(inst, attribute.name, f"one of {_MEMORY_ENCODINGS}", value)
+
+
+def _warm_start(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is not None and not isinstance(value, Schedule):
+        raise _options_error(inst, attribute.name, "a Schedule or None", value)
+
+
+def _tie_key(value: Any) -> tuple[str, int] | None:
+    if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)) or len(value) != 2:
+        return None
+    block, mb = value
+    if not isinstance(block, str) or isinstance(mb, bool):
+        return None
+    try:
+        return (block, operator.index(mb))  # numpy integers too
+    except TypeError:
+        return None
 
 
 def _ties(value: Any) -> tuple[tuple[tuple[str, int], tuple[str, int], int], ...]:
+    if isinstance(value, (str, bytes, Mapping)):
+        raise InvalidOptionsError(f"SolveOptions: 'ties' must be a list of triples, got {value!r}")
+    try:
+        items = tuple(value)
+    except TypeError:
+        raise InvalidOptionsError(f"SolveOptions: 'ties' must be a list of triples, got {value!r}") from None
     out = []
-    for item in value:
+    for item in items:
         try:
-            (ba, ma), (bb, mb), offset = item
+            a, b, offset = item
         except (TypeError, ValueError):
-            raise ValueError(
+            raise InvalidOptionsError(
                 f"SolveOptions: 'ties' must hold ((block, micro-batch), (block, micro-batch), offset) triples, "
                 f"got {item!r}"
             ) from None
+        ka, kb = _tie_key(a), _tie_key(b)
+        if ka is None or kb is None:
+            raise InvalidOptionsError(
+                f"SolveOptions: 'ties' must hold ((block, micro-batch), (block, micro-batch), offset) triples "
+                f"with block names and integer micro-batches, got {item!r}"
+            )
         if isinstance(offset, bool) or not isinstance(offset, int):
-            raise ValueError(f"SolveOptions: tie offset must be an integer, got {offset!r} in {item!r}")
-        out.append(((str(ba), int(ma)), (str(bb), int(mb)), offset))
+            raise InvalidOptionsError(f"SolveOptions: tie offset must be an integer, got {offset!r} in {item!r}")
+        out.append((ka, kb, offset))
     return tuple(out)
 
 
@@ -126,20 +219,20 @@ class SolveOptions:
     """
 
     time_limit_s: float | None = attrs.field(default=60.0, validator=_positive_or_none)
-    seed: int = 0
-    workers: int = attrs.field(default=2, validator=_at_least_one)
-    deterministic: bool = False
-    warm_start: Schedule | None = None
-    symmetry_breaking: bool = True
-    redundant: bool = True
-    memory_encoding: str = "cumulative"
+    seed: int = attrs.field(default=0, validator=_seed)
+    workers: int = attrs.field(default=2, validator=_workers)
+    deterministic: bool = attrs.field(default=False, validator=_boolean)
+    warm_start: Schedule | None = attrs.field(default=None, validator=_warm_start)
+    symmetry_breaking: bool = attrs.field(default=True, validator=_boolean)
+    redundant: bool = attrs.field(default=True, validator=_boolean)
+    memory_encoding: str = attrs.field(default="cumulative", validator=_memory_encoding)
     hint: Any = attrs.field(default=None, eq=False)
-    lower_bound: int | None = None
-    upper_bound: int | None = None
+    lower_bound: int | None = attrs.field(default=None, validator=_bound)
+    upper_bound: int | None = attrs.field(default=None, validator=_bound)
     ties: tuple[tuple[tuple[str, int], tuple[str, int], int], ...] = attrs.field(default=(), converter=_ties)
-    progress: Callable[[Progress], None] | None = attrs.field(default=None, eq=False)
-    log: bool = False
-    backend_params: Mapping[str, Any] = attrs.field(factory=dict)
+    progress: Callable[[Progress], None] | None = attrs.field(default=None, eq=False, validator=_callable_or_none)
+    log: bool = attrs.field(default=False, validator=_boolean)
+    backend_params: Mapping[str, Any] = attrs.field(factory=dict, validator=_params)
 
 
 class Backend(Protocol):
@@ -352,10 +445,10 @@ class ModuloOptions:
     memory_encoding: str = "cumulative"
     hint: Any = attrs.field(default=None, eq=False)
     time_limit_s: float | None = attrs.field(default=60.0, validator=_positive_or_none)
-    seed: int = 0
-    workers: int = attrs.field(default=2, validator=_at_least_one)
-    log: bool = False
-    backend_params: Mapping[str, Any] = attrs.field(factory=dict)
+    seed: int = attrs.field(default=0, validator=_seed)
+    workers: int = attrs.field(default=2, validator=_workers)
+    log: bool = attrs.field(default=False, validator=_boolean)
+    backend_params: Mapping[str, Any] = attrs.field(factory=dict, validator=_params)
 
     def __attrs_post_init__(self) -> None:
         if self.objective not in MODULO_OBJECTIVES:

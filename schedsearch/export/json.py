@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from schedsearch._io import read_text
+from schedsearch._json import load_document
 from schedsearch.errors import FormatError, InvalidScheduleError, ValidationFailedError
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule, metrics
@@ -81,11 +83,7 @@ def from_document(doc: Mapping[str, Any], *, validate: bool = True) -> tuple[Pro
 def read_json(source: str | Path, *, validate: bool = True) -> tuple[Problem, Schedule, dict[str, Any]]:
     """Read a document from a path (or JSON text)."""
     if isinstance(source, Path) or not source.lstrip().startswith("{"):
-        text = Path(source).read_text()
+        text = read_text(source, f"plan document {str(source)!r}")
     else:
         text = source
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"plan document: not valid JSON ({exc})") from None
-    return from_document(doc, validate=validate)
+    return from_document(load_document(text, "plan document"), validate=validate)

@@ -44,12 +44,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 import attrs
 
+from schedsearch._io import decode_text
 from schedsearch.errors import FormatError, InvalidProblemError
-from schedsearch.problem import Block, Cluster, Device, Edge, Graph, Option, Problem
+from schedsearch.problem import MAX_INT, Block, Cluster, Device, Edge, Graph, Option, Problem
 
 __all__ = [
     "JobShopInstance",
@@ -66,7 +68,14 @@ __all__ = [
     "detect_format",
     "read_index",
     "jobs_of",
+    "MAX_MACHINES",
 ]
+
+#: Most machines an instance may declare. The largest public job-shop and
+#: flexible job-shop benchmarks have at most a few hundred machines; the
+#: limit turns a corrupt header (``10 100000000``) into an immediate error
+#: instead of a cluster of a hundred million devices.
+MAX_MACHINES = 10_000
 
 #: A flexible operation: its eligible ``(machine, duration)`` pairs.
 FlexibleOperation = Sequence[tuple[int, int]]
@@ -105,14 +114,29 @@ class JobShopInstance:
     dropped: int = 0
 
 
-def _int_token(tokens: list[str], pos: int, what: str, source: str) -> int:
+def _int_token(tokens: list[str], pos: int, what: str, source: str, lines: list[int] | None = None) -> int:
+    """Token ``pos`` as an int; ``lines`` (the line of each token) names the line in errors."""
     if pos >= len(tokens):
         raise FormatError(f"{source}: file ends where {what} was expected (token {pos + 1})")
     text = tokens[pos]
-    try:
-        return int(text)
-    except ValueError:
-        raise FormatError(f"{source}: {what} must be an integer, got {text!r} (token {pos + 1})") from None
+    where = f"line {lines[pos]}, token {pos + 1}" if lines is not None else f"token {pos + 1}"
+    if not _INTEGER.fullmatch(text):
+        raise FormatError(f"{source}: {what} must be an integer, got {text[:40]!r} ({where})")
+    return int(text)
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]{1,30}")
+
+
+def _tokens(text: str) -> tuple[list[str], list[int]]:
+    """The whitespace-separated tokens of ``text`` and the line (from 1) of each."""
+    tokens: list[str] = []
+    lines: list[int] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        for token in line.split():
+            tokens.append(token)
+            lines.append(number)
+    return tokens, lines
 
 
 def _check_header(n: int, m: int, source: str) -> None:
@@ -120,6 +144,22 @@ def _check_header(n: int, m: int, source: str) -> None:
         raise FormatError(f"{source}: number of jobs must be >= 1, got {n}")
     if m < 1:
         raise FormatError(f"{source}: number of machines must be >= 1, got {m}")
+    if m > MAX_MACHINES:
+        raise FormatError(
+            f"{source}, line 1: number of machines must be <= {MAX_MACHINES} (MAX_MACHINES), got {m}"
+        )
+
+
+def _check_operation(where: str, j: int, k: int, machine: int, duration: int, m: int) -> None:
+    """Machine and duration of one operation, before any object is built."""
+    if not 0 <= machine < m:
+        raise FormatError(f"{where}: job {j}, operation {k}: 'machine' must be in 0..{m - 1}, got {machine}")
+    if not 0 <= duration <= MAX_INT:
+        raise FormatError(
+            f"{where}: job {j}, operation {k}: 'duration' must be an integer >= 0"
+            + (f" and <= {MAX_INT} (MAX_INT = 2**40)" if duration > MAX_INT else "")
+            + f", got {duration}"
+        )
 
 
 def flexible_jobshop_problem(
@@ -145,6 +185,10 @@ def flexible_jobshop_problem(
     """
     if isinstance(num_machines, bool) or not isinstance(num_machines, int) or num_machines < 1:
         raise InvalidProblemError(f"job shop: 'num_machines' must be an integer >= 1, got {num_machines!r}")
+    if num_machines > MAX_MACHINES:
+        raise InvalidProblemError(
+            f"job shop: 'num_machines' must be <= {MAX_MACHINES} (MAX_MACHINES), got {num_machines!r}"
+        )
     blocks: list[Block] = []
     edges: list[Edge] = []
     num_ops = dropped = 0
@@ -194,9 +238,9 @@ def jobshop_problem(
 
 def parse_jobshop(text: str, *, name: str = "", source: str = "job-shop text") -> JobShopInstance:
     """Parse the classic job-shop format (see the module notes)."""
-    tokens = text.split()
-    n = _int_token(tokens, 0, "number of jobs", source)
-    m = _int_token(tokens, 1, "number of machines", source)
+    tokens, lines = _tokens(text)
+    n = _int_token(tokens, 0, "number of jobs", source, lines)
+    m = _int_token(tokens, 1, "number of machines", source, lines)
     _check_header(n, m, source)
     expected = 2 + 2 * n * m
     if len(tokens) < expected:
@@ -213,8 +257,9 @@ def parse_jobshop(text: str, *, name: str = "", source: str = "job-shop text") -
     for j in range(n):
         job = []
         for k in range(m):
-            machine = _int_token(tokens, pos, f"machine of job {j}, operation {k}", source)
-            duration = _int_token(tokens, pos + 1, f"duration of job {j}, operation {k}", source)
+            machine = _int_token(tokens, pos, f"machine of job {j}, operation {k}", source, lines)
+            duration = _int_token(tokens, pos + 1, f"duration of job {j}, operation {k}", source, lines)
+            _check_operation(f"{source}, line {lines[pos]}", j, k, machine, duration, m)
             pos += 2
             job.append((machine, duration))
         jobs.append(job)
@@ -230,19 +275,21 @@ def parse_flexible_jobshop(text: str, *, name: str = "", source: str = "flexible
     The first line may carry a third number (the average number of machines
     per operation, written by some generators); it is ignored.
     """
-    lines = [line.split() for line in text.splitlines() if line.strip()]
-    if not lines:
+    numbered = [(no, line.split()) for no, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if not numbered:
         raise FormatError(f"{source}: empty")
+    line_of = [no for no, _ in numbered]
+    lines = [tokens for _, tokens in numbered]
     header = lines[0]
-    n = _int_token(header, 0, "number of jobs", source)
-    m = _int_token(header, 1, "number of machines", source)
+    n = _int_token(header, 0, "number of jobs", f"{source}, line {line_of[0]}")
+    m = _int_token(header, 1, "number of machines", f"{source}, line {line_of[0]}")
     _check_header(n, m, source)
     if len(lines) - 1 < n:
         raise FormatError(f"{source}: header announces {n} jobs, but only {len(lines) - 1} job lines follow")
     jobs: list[list[list[tuple[int, int]]]] = []
     for j in range(n):
         tokens = lines[j + 1]
-        where = f"{source}, job {j} (line {j + 2})"
+        where = f"{source}, job {j} (line {line_of[j + 1]})"
         num_ops = _int_token(tokens, 0, "number of operations", where)
         if num_ops < 1:
             raise FormatError(f"{where}: number of operations must be >= 1, got {num_ops}")
@@ -257,6 +304,7 @@ def parse_flexible_jobshop(text: str, *, name: str = "", source: str = "flexible
             for _ in range(count):
                 machine = _int_token(tokens, pos, f"machine of operation {k}", where)
                 duration = _int_token(tokens, pos + 1, f"duration of operation {k}", where)
+                _check_operation(f"{source}, line {line_of[j + 1]}", j, k, machine, duration, m)
                 pos += 2
                 pairs.append((machine, duration))
             operations.append(pairs)
@@ -273,11 +321,14 @@ def parse_flexible_jobshop(text: str, *, name: str = "", source: str = "flexible
 
 
 def _read_text(path: str | os.PathLike[str]) -> tuple[str, str]:
+    """The text of an instance file (UTF-8; UTF-16 and unreadable files are
+    refused with the file's name) and its stem."""
     p = Path(path)
     try:
-        return p.read_text(), p.stem
+        data = p.read_bytes()
     except OSError as exc:
         raise FormatError(f"cannot read instance file {str(p)!r}: {exc.strerror}") from None
+    return decode_text(data, f"instance file {str(p)!r}"), p.stem
 
 
 def read_jobshop(path: str | os.PathLike[str], *, name: str | None = None) -> JobShopInstance:
@@ -294,19 +345,45 @@ def read_flexible_jobshop(path: str | os.PathLike[str], *, name: str | None = No
     )
 
 
+def _classic_shape(text: str) -> bool:
+    """True when ``text`` has the shape of a classic job shop: a header ``n m``
+    and exactly ``2 n m`` numbers after it (checked without parsing them)."""
+    tokens = text.split(maxsplit=2)
+    if len(tokens) < 2 or not all(t.isascii() and t.isdigit() and len(t) < 10 for t in tokens[:2]):
+        return False
+    n, m = int(tokens[0]), int(tokens[1])
+    if n < 1 or m < 1 or m > MAX_MACHINES:
+        return False
+    return len(text.split()) == 2 + 2 * n * m
+
+
 def detect_format(text: str, *, source: str = "instance text") -> str:
     """``"jsp"`` when ``text`` reads as a classic job shop, else ``"fjsp"`` when
     it reads as a flexible one (a classic file is tried first: its token
-    count is exact, so a flexible file rarely passes for one)."""
-    try:
-        parse_jobshop(text, source=source)
-        return "jsp"
-    except FormatError:
-        pass
+    count is exact, so a flexible file rarely passes for one).
+
+    When neither parser accepts the text, the error is the one of the format
+    whose *shape* the text has: a file whose token count fits the classic
+    format gets the classic parser's message (e.g. a machine out of range,
+    with its line), any other the flexible parser's."""
+    head = text.split(maxsplit=2)[:2]
+    if len(head) == 2 and all(_INTEGER.fullmatch(t) for t in head):
+        _check_header(int(head[0]), int(head[1]), source)  # the header is common to both formats
+    classic = _classic_shape(text)
+    classic_error: FormatError | None = None
+    if classic:
+        try:
+            parse_jobshop(text, source=source)
+            return "jsp"
+        except FormatError as exc:
+            classic_error = exc
     try:
         parse_flexible_jobshop(text, source=source)
         return "fjsp"
     except FormatError as exc:
+        if classic_error is not None:
+            raise FormatError(f"{classic_error} (read as a classic job shop: its size fits 'n m' "
+                              f"and n x m operations)") from None
         raise FormatError(f"{source}: neither a job-shop nor a flexible job-shop instance ({exc})") from None
 
 
@@ -347,18 +424,34 @@ def read_index(path: str | os.PathLike[str]) -> dict[str, IndexEntry]:
     relative to the index's folder."""
     p = Path(path)
     try:
-        data = json.loads(p.read_text())
+        raw = p.read_bytes()
     except OSError as exc:
         raise FormatError(f"cannot read index file {str(p)!r}: {exc.strerror}") from None
+    try:
+        data = json.loads(decode_text(raw, f"index file {str(p)!r}"))
     except json.JSONDecodeError as exc:
         raise FormatError(f"index file {str(p)!r}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise FormatError(f"index file {str(p)!r}: nested too deeply to read") from None
+    except FormatError:
+        raise
+    except ValueError as exc:
+        raise FormatError(f"index file {str(p)!r}: cannot be read ({exc})") from None
     if not isinstance(data, list):
         raise FormatError(f"index file {str(p)!r}: must hold a JSON list, got {type(data).__name__}")
     out: dict[str, IndexEntry] = {}
     for i, item in enumerate(data):
         if not isinstance(item, Mapping) or "name" not in item or "path" not in item:
             raise FormatError(f"index file {str(p)!r}: entry {i} must be an object with 'name' and 'path'")
+        if not isinstance(item["name"], str) or not isinstance(item["path"], str):
+            raise FormatError(f"index file {str(p)!r}: entry {i}: 'name' and 'path' must be strings")
         bounds = item.get("bounds") or {}
+        if not isinstance(bounds, Mapping):
+            raise FormatError(f"index file {str(p)!r}: entry {i}: 'bounds' must be an object, got {bounds!r}")
+        for key in ("jobs", "machines"):
+            value = item.get(key, 0)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise FormatError(f"index file {str(p)!r}: entry {i}: {key!r} must be an integer, got {value!r}")
         out[item["name"]] = IndexEntry(
             name=item["name"],
             path=p.parent / item["path"],

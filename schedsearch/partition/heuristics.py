@@ -14,8 +14,11 @@ partners stay together) and report the split re-evaluated by
 * **HEFT** (Topcuoglu et al.): supernodes by decreasing upward rank
   (average latency plus the longest path of average latency and
   communication below), each on the device with the earliest finish time
-  of a one-sample schedule. It minimises latency, not max-load; it is the
-  classic list-scheduling baseline.
+  of a one-sample schedule, device time and communication taken from the
+  shared cost model, among the placements that keep the split a feasible
+  pipeline (memory, supported operators, acyclic device graph). It
+  minimises latency, not max-load; it is the classic list-scheduling
+  baseline.
 * **SA**: simulated annealing from the Greedy split; a move puts one
   supernode on another device (half the time the device of a neighbour);
   Metropolis acceptance on the max-load, geometric cooling.
@@ -24,10 +27,15 @@ partners stay together) and report the split re-evaluated by
   probability ``neighbour_bias``, else a random one; the child replaces
   the parent if not worse.
 
-SA and the EA keep the device quotient graph acyclic (``acyclic``,
-on by default), so their splits are valid pipelines; MET and Greedy are
-acyclic by construction; HEFT's may not be (``stats['acyclic']`` says). Infeasible splits
-(memory, unsupported operators) are ranked after every feasible one.
+SA and the EA keep the device quotient graph acyclic (``acyclic``, on by
+default), so their splits are valid pipelines; Greedy and HEFT are acyclic
+by construction (HEFT unless an operator can go nowhere else); MET's may not
+be when it uses a CPU (``stats['acyclic']`` says). Infeasible splits
+(memory, unsupported operators) are ranked after every feasible one by SA
+and the EA; every method reports them with ``status == "infeasible"`` and
+the reasons in ``problems`` (see
+:class:`~schedsearch.partition.result.PartitionResult`), never with an
+exception.
 """
 
 from __future__ import annotations
@@ -235,7 +243,8 @@ def partition_met(graph: OperatorGraph | PartitionWorkload, devices: DeviceLimit
     k, l = devices.num_accelerators, devices.num_cpus
     assign = []
     for v in range(cg.num_nodes):
-        on_accel = k > 0 and cg.accel_ok[v] and (l == 0 or cg.accel_latency[v] <= cg.cpu_latency[v])
+        on_accel = k > 0 and (l == 0 or (cg.accel_ok[v] and cg.accel_latency[v] <= cg.cpu_latency[v]))
+        # without a CPU an unsupported supernode stays on the accelerator: a reported violation
         assign.append(0 if on_accel else k)
     return _result("met", graph, devices, cg, assign, t0)
 
@@ -284,61 +293,135 @@ def partition_greedy(graph: OperatorGraph | PartitionWorkload, devices: DeviceLi
     return _result("greedy", graph, devices, cg, list(tr.assign), t0, tracker=tr)
 
 
+def _transfer_delays(graph: OperatorGraph, cg: ContractedGraph) -> dict[tuple[int, int], float]:
+    """``{(u, v): delay}`` between precedence-linked supernodes: the output
+    costs of the operators of ``u`` that feed an operator of ``v`` (each
+    source operator once per receiving supernode, as the cost model counts
+    it; see :mod:`schedsearch.partition.cost`)."""
+    linked = {(u, v) for v in range(cg.num_nodes) for u in cg.preds[v]}
+    delays: dict[tuple[int, int], float] = {}
+    for op in graph.operators:
+        if op.output_cost <= 0:
+            continue
+        u = cg.anchor.get(op.id)
+        receivers = {cg.anchor.get(t) for t in graph.successors(op.id)} - {u, None}
+        for v in receivers:
+            if (u, v) in linked:
+                delays[(u, v)] = delays.get((u, v), 0.0) + op.output_cost
+    return delays
+
+
 def partition_heft(graph: OperatorGraph | PartitionWorkload, devices: DeviceLimits | None = None,
                    *, merge_trivial: bool = True) -> PartitionResult:
-    """HEFT list scheduling of one sample; reports its max-load and its makespan."""
+    """HEFT list scheduling of one sample; reports its max-load and its makespan.
+
+    Supernodes go in decreasing upward rank, each to the device where it
+    finishes first. Device time follows the shared cost model (the
+    :class:`LoadTracker`, i.e. :func:`~schedsearch.partition.cost.evaluate_split`):
+    a supernode occupies its device for its latency plus the communication
+    that device newly pays, and the accelerators sending to it pay their
+    share too; a transfer delays the receiver by the sender's output cost.
+    Only placements that keep the split a valid pipeline are considered:
+    the accelerator's memory limit holds, the operator runs there, and the
+    device graph stays acyclic (so the split is contiguous, like the DP's,
+    and its max-load is never below the DP optimum). When no placement
+    qualifies (an operator that no device can take), the least bad one is
+    used and the result's ``status`` is ``"infeasible"`` with the reason;
+    ``stats['forced']`` counts such supernodes. With both accelerators and
+    CPUs, a second pass uses the CPUs only where no accelerator may take a
+    supernode, and the better split of the two is kept.
+    """
     t0 = time.perf_counter()
     graph, devices, cg = _prepare(graph, devices, merge_trivial)
-    k = devices.num_accelerators
-    d = k + devices.num_cpus
+    k, l = devices.num_accelerators, devices.num_cpus
     n = cg.num_nodes
-
-    def exec_time(v: int, dev: int) -> float:
-        if dev < k:
-            return cg.accel_latency[v] if cg.accel_ok[v] else _INF
-        return cg.cpu_latency[v]
-
-    # communication between supernodes: hyperedges containing both
-    edge_cost: dict[tuple[int, int], float] = {}
-    for anchors, c in cg.hyperedges:
-        s = set(anchors)
-        for v in anchors:
-            for u in cg.preds[v]:
-                if u in s:
-                    edge_cost[(u, v)] = edge_cost.get((u, v), 0.0) + c
+    delay = _transfer_delays(graph, cg)
     succ = cg.succs()
     avg = []
     for v in range(n):
-        times = [exec_time(v, x) for x in range(d) if math.isfinite(exec_time(v, x))]
+        times = [t for t in (cg.accel_latency[v] if cg.accel_ok[v] and k else None,
+                             cg.cpu_latency[v] if l else None) if t is not None]
         avg.append(sum(times) / len(times) if times else 0.0)
     rank = [0.0] * n
-    for v in reversed(range(n)):
-        rank[v] = avg[v] + max((edge_cost.get((v, w), 0.0) + rank[w] for w in succ[v]), default=0.0)
+    for v in reversed(range(n)):  # supernodes are numbered in a topological order
+        rank[v] = avg[v] + max((delay.get((v, w), 0.0) + rank[w] for w in succ[v]), default=0.0)
+    # a predecessor never ranks below its successor; ties go to the smaller (earlier) number
     order = sorted(range(n), key=lambda v: (-rank[v], v))
+    # Two passes when there are both kinds: CPUs as any other device, and CPUs
+    # only where no accelerator may take a supernode. With a pipeline to keep,
+    # one cheap supernode put on an idle (slow) CPU downstream of the
+    # accelerators drags every later one there; the second pass avoids that.
+    runs = [_heft_assign(cg, devices, order, delay, cpus_last=False)]
+    if k and l:
+        runs.append(_heft_assign(cg, devices, order, delay, cpus_last=True))
+    tr, finish, forced = min(runs, key=lambda run: (run[2] > 0, run[0].violations(), run[0].max_load()))
+    return _result("heft", graph, devices, cg, list(tr.assign), t0, tracker=tr,
+                   makespan=max(finish, default=0.0), forced=forced)
+
+
+def _heft_assign(cg: ContractedGraph, devices: DeviceLimits, order: Sequence[int],
+                 delay: dict[tuple[int, int], float], *, cpus_last: bool) -> tuple[LoadTracker, list[float], int]:
+    """One HEFT pass (see :func:`partition_heft`): the tracker of the
+    assignment, the finish times and the number of forced placements."""
+    k = devices.num_accelerators
+    d = k + devices.num_cpus
+    tr = LoadTracker(cg, devices)
+    limit = devices.max_accel_memory
     avail = [0.0] * d
-    finish = [0.0] * n
-    assign = [-1] * n
+    finish = [0.0] * cg.num_nodes
+    dev_succ: dict[int, set[int]] = {}  # device graph: edges between devices of linked supernodes
+    occupied: set[int] = set()
+    forced = 0
+
+    def reaches(src: int, targets: set[int]) -> bool:
+        """True when ``src`` reaches a device of ``targets`` in the device graph."""
+        if not targets:
+            return False
+        seen, stack = {src}, [src]
+        while stack:
+            for nxt in dev_succ.get(stack.pop(), ()):
+                if nxt in targets:
+                    return True
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+        return False
+
     for v in order:
+        pred_devs = {tr.assign[u] for u in cg.preds[v]}
+        # unused devices of one kind are interchangeable: try the first of each kind
+        spare = [next((x for x in range(lo, hi) if x not in occupied), None) for lo, hi in ((0, k), (k, d))]
+        candidates = sorted(occupied | {x for x in spare if x is not None})
         best = None
-        for x in range(d):
-            t = exec_time(v, x)
-            if not math.isfinite(t):
-                continue
-            ready = max((finish[u] + (edge_cost.get((u, v), 0.0) if assign[u] != x else 0.0)
+        for x in candidates:
+            supported = x >= k or cg.accel_ok[v]
+            t = cg.accel_latency[v] if x < k else cg.cpu_latency[v]
+            fits = x >= k or limit is None or tr.mem[x] + cg.size[v] <= limit * (1 + 1e-12)
+            pipeline = not reaches(x, pred_devs - {x})
+            before = tr.comm[:k]
+            tr.set(v, x)
+            extra = [tr.comm[y] - before[y] for y in range(k)]
+            tr.set(v, -1)
+            ready = max((finish[u] + (delay.get((u, v), 0.0) if tr.assign[u] != x else 0.0)
                          for u in cg.preds[v]), default=0.0)
-            start = max(avail[x], ready)
-            key = (start + t, x)
-            if best is None or key < best:
-                best = key
-        if best is None:
-            raise InvalidOperatorGraphError(
-                f"operator graph {graph.name!r}: supernode {v} fits on no device"
-            )
-        end, x = best
-        assign[v] = x
-        finish[v] = end
+            end = max(avail[x], ready) + t + (extra[x] if x < k else 0.0)
+            bad = (not supported) + (not fits) + (not pipeline)
+            key = (bad, cpus_last and x >= k, end, x)
+            if best is None or key < best[0]:
+                best = (key, extra)
+        (bad, _, end, x), extra = best
+        forced += bad > 0
+        tr.set(v, x)
+        occupied.add(x)
+        for y in range(k):
+            if y != x:
+                avail[y] += extra[y]
         avail[x] = end
-    return _result("heft", graph, devices, cg, assign, t0, makespan=max(finish, default=0.0))
+        finish[v] = end
+        for p in pred_devs:
+            if p != x:
+                dev_succ.setdefault(p, set()).add(x)
+    return tr, finish, forced
 
 
 def _neighbours(cg: ContractedGraph, succ) -> list[list[int]]:

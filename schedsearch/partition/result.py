@@ -34,6 +34,12 @@ class PartitionResult:
         Wall time of the call.
     stats:
         Method-specific figures (ideals, pairs evaluated, bound used, ...).
+
+    A split that breaks a limit (an accelerator's memory, an operator not
+    supported where it runs, more devices than available, a colocation class
+    split) or is not a pipeline (its devices feed each other in a cycle) is
+    still returned, never raised: :attr:`status` is then ``"infeasible"`` and
+    :attr:`problems` says why.
     """
 
     method: str
@@ -44,6 +50,23 @@ class PartitionResult:
     wall_time_s: float = 0.0
     stats: dict[str, Any] = attrs.field(factory=dict)
 
+    @property
+    def problems(self) -> tuple[str, ...]:
+        """Why the split cannot be used as it is (empty when it can)."""
+        out = list(self.cost.violations)
+        if self.stats.get("acyclic") is False:
+            out.append("not a pipeline: its devices feed each other in a cycle")
+        return tuple(out)
+
+    @property
+    def status(self) -> str:
+        """``"feasible"`` or ``"infeasible"`` (see :attr:`problems`)."""
+        return "infeasible" if self.problems else "feasible"
+
+    @property
+    def feasible(self) -> bool:
+        return not self.problems
+
     def to_json(self) -> dict[str, Any]:
         """The dnn-partitioning result layout plus the method's figures.
 
@@ -53,6 +76,8 @@ class PartitionResult:
         loads = dict(self.cost.loads)
         out: dict[str, Any] = {
             "method": self.method,
+            "status": self.status,
+            "problems": list(self.problems),
             "maxLoad": self.max_load,
             "optimal": self.optimal,
             "wallTime": self.wall_time_s,
@@ -80,6 +105,6 @@ class PartitionResult:
                 f"  {str(slot):<7} load {loads[slot]:10.6g} (communication {comm[slot]:.6g}),"
                 f" {len(ops)} operators"
             )
-        if self.cost.violations:
-            lines.append("  violations: " + "; ".join(self.cost.violations))
+        if self.problems:
+            lines.append("  INFEASIBLE: " + "; ".join(self.problems))
         return "\n".join(lines)

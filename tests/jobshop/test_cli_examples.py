@@ -126,3 +126,21 @@ def test_jobshop_benchmarks_example_runs():
     assert [(r["instance"], r["found"], r["status"]) for r in rows] == [
         ("ft06", 55, "OPTIMAL"), ("la01", 666, "OPTIMAL"), ("mk01", 40, "OPTIMAL"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("data", "fragment"),
+    [
+        ("2 2\n0 3 1 2\n1 4 0 1\n".encode("utf-16"), "the file is UTF-16 text"),
+        (b"3 100000000\n1 1 0 3\n", "number of machines must be <= 10000"),
+        (b"2 2\n0 3 1 2\n1 4 5 1\n", "line 3: job 1, operation 1: 'machine' must be in 0..1, got 5"),
+        (b'{"a": ' * 100_000 + b"1" + b"}" * 100_000, "nested too deeply"),
+    ],
+    ids=["UTF-16", "10**8 machines", "classic machine out of range", "deep JSON"],
+)
+def test_cli_reports_bad_instance_files_in_one_line(tmp_path, capsys, data, fragment):
+    path = tmp_path / "instance.txt"
+    path.write_bytes(data)
+    assert main(["jobshop", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert fragment in err and str(path) in err and "\n" not in err

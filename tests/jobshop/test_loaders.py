@@ -147,3 +147,88 @@ def test_index_reads_optima_and_bounds(shared_data):
     assert open_instance.lower_bound is not None and open_instance.best_known == open_instance.upper_bound
     fjsp = read_index(shared_data / "fjsp" / "instances.json")
     assert fjsp["mk01"].optimum == 40 and fjsp["mk01"].path.is_file()
+
+
+# Files that used to give tracebacks from Python internals, hang, or the wrong
+# parser's message: each gives one line naming the file and the line or field.
+# (id, file bytes, reader, error fragment)
+BAD_FILES = [
+    ("UTF-16 with a byte-order mark", CLASSIC.encode("utf-16"), "auto",
+     "the file is UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8 or ASCII"),
+    ("UTF-16 without a byte-order mark", CLASSIC.encode("utf-16-le"), "jsp", "the file holds NUL bytes"),
+    ("UTF-32", CLASSIC.encode("utf-32"), "fjsp", "the file is UTF-32 text"),
+    ("Latin-1 byte", "2 2\n0 3 1 2\n1 4 0 1 \xe9\n".encode("latin-1"), "auto", "line 3: not UTF-8 text (byte 0xe9"),
+    ("header claims 10**8 machines (flexible)", b"10 100000000\n1 1 0 3\n", "auto",
+     "line 1: number of machines must be <= 10000 (MAX_MACHINES), got 100000000"),
+    ("header claims 10**8 machines (classic)", b"1 100000000\n0 3\n", "jsp",
+     "number of machines must be <= 10000 (MAX_MACHINES), got 100000000"),
+    ("header claims 10**8 machines (read as flexible)", b"1 100000000\n1 1 0 3\n", "fjsp",
+     "number of machines must be <= 10000"),
+    ("classic machine out of range", b"2 2\n0 3 1 2\n1 4 5 1\n", "auto",
+     "line 3: job 1, operation 1: 'machine' must be in 0..1, got 5 (read as a classic job shop"),
+    ("classic machine out of range, jsp", b"2 2\n0 3 1 2\n1 4 5 1\n", "jsp",
+     "line 3: job 1, operation 1: 'machine' must be in 0..1, got 5"),
+    ("classic negative duration", b"1 2\n0 3 1 -2\n", "auto", "line 2: job 0, operation 1: 'duration' must be an integer >= 0"),
+    ("duration past MAX_INT", b"1 1\n0 99999999999999999999\n", "jsp",
+     "line 2: job 0, operation 0: 'duration' must be an integer >= 0 and <= 1099511627776 (MAX_INT = 2**40)"),
+    ("flexible machine out of range", b"1 2\n1 1 2 3\n", "fjsp", "line 2: job 0, operation 0: 'machine' must be in 0..1, got 2"),
+    ("flexible line after a blank line", b"1 2\n\n1 1 2 3\n", "fjsp", "line 3: job 0, operation 0: 'machine'"),
+    ("a word for a number", b"1 2\n0 3 one 2\n", "jsp", "machine of job 0, operation 1 must be an integer, got 'one' (line 2"),
+    ("a 5000-digit number", b"1 1\n0 " + b"9" * 5000 + b"\n", "jsp", "must be an integer, got '99999"),
+]
+
+
+@pytest.mark.parametrize("data,reader,fragment", [c[1:] for c in BAD_FILES], ids=[c[0] for c in BAD_FILES])
+def test_bad_files_give_one_clear_line(tmp_path, data, reader, fragment):
+    import time
+
+    from schedsearch.loaders import read_instance
+
+    path = tmp_path / "instance.txt"
+    path.write_bytes(data)
+    t0 = time.perf_counter()
+    with pytest.raises(FormatError) as info:
+        if reader == "auto":
+            read_instance(path)
+        elif reader == "jsp":
+            read_jobshop(path)
+        else:
+            read_flexible_jobshop(path)
+    assert time.perf_counter() - t0 < 1.0
+    message = str(info.value)
+    assert fragment in message
+    assert str(path) in message and "\n" not in message
+
+
+def test_utf8_byte_order_mark_is_accepted(tmp_path):
+    path = tmp_path / "bom.txt"
+    path.write_bytes(CLASSIC.encode("utf-8-sig"))
+    assert read_jobshop(path).num_machines == 2
+
+
+def test_builder_refuses_too_many_machines_at_once():
+    import time
+
+    from schedsearch.loaders.jobshop import MAX_MACHINES
+
+    t0 = time.perf_counter()
+    with pytest.raises(InvalidProblemError, match=f"'num_machines' must be <= {MAX_MACHINES}"):
+        jobshop_problem([[(0, 1)]], 10**8)
+    assert time.perf_counter() - t0 < 1.0
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ('[{"name": "a", "path": "a.txt", "jobs": "ten"}]', "entry 0: 'jobs' must be an integer, got 'ten'"),
+        ('[{"name": "a", "path": "a.txt", "bounds": [1, 2]}]', "entry 0: 'bounds' must be an object"),
+        ('[{"name": 3, "path": "a.txt"}]', "entry 0: 'name' and 'path' must be strings"),
+    ],
+    ids=["deep", "jobs a word", "bounds a list", "name a number"],
+)
+def test_bad_index_files(tmp_path, text, fragment):
+    path = tmp_path / "index.json"
+    path.write_text(text)
+    with pytest.raises(FormatError, match=fragment):
+        read_index(path)

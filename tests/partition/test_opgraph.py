@@ -103,6 +103,10 @@ BAD = [
     ({"nodes": [], "edges": []}, FormatError, "missing top-level key 'maxFPGAs'"),
     (doc(maxFPGAs=0, maxCPUs=0), InvalidOperatorGraphError, "at least one device"),
     (doc(edges=[{"sourceId": 1, "destId": 2}]), FormatError, "edge #0: missing key 'cost'"),
+    (doc(maxFPGAs=10**6), InvalidOperatorGraphError, "'maxFPGAs' must be an integer in 0..1024 (MAX_DEVICES), got 1000000"),
+    (doc(maxCPUs=-1), InvalidOperatorGraphError, "'maxCPUs' must be an integer in 0..1024 (MAX_DEVICES), got -1"),
+    (doc(maxFPGAs="6"), InvalidOperatorGraphError, "'maxFPGAs' must be an integer, got '6'"),
+    (doc(maxSizePerFPGA=-1), InvalidOperatorGraphError, "'maxSizePerFPGA' must be a finite number >= 0, got -1"),
 ]
 
 
@@ -187,3 +191,40 @@ def test_split_json_round_trip(tmp_path):
     path = tmp_path / "s.json"
     path.write_text(json.dumps(split.to_json()))
     assert read_split(path).assignment() == split.assignment()
+
+
+# Files that used to raise Python internals (UnicodeDecodeError, RecursionError)
+# or allocate per-device tables for a million devices: one clear line naming the file.
+# (id, file name, bytes, reader, error type, fragment)
+BAD_FILES = [
+    ("UTF-16 JSON", "w.json", json.dumps(doc()).encode("utf-16"), "dnn", FormatError, "the file is UTF-16 text"),
+    ("deep JSON", "w.json", b"[" * 100_000 + b"]" * 100_000, "dnn", FormatError, "nested too deeply"),
+    ("maxFPGAs 10**6", "w.json", json.dumps(doc(maxFPGAs=10**6)).encode(), "dnn", InvalidOperatorGraphError,
+     "'maxFPGAs' must be an integer in 0..1024 (MAX_DEVICES), got 1000000"),
+    ("Latin-1 JSON", "w.json", b'{"nodes": [], "name": "' + bytes([0xE9]) + b'"}', "dnn", FormatError,
+     "line 1: not UTF-8 text"),
+    ("UTF-16 profile", "graph.txt", "node1 -- x -- forward_compute_time=1.0".encode("utf-16"), "pipedream", FormatError,
+     "the file is UTF-16 text"),
+    ("profile without times", "graph.txt", b"node1 -- x\n", "pipedream", FormatError,
+     "node line lacks 'forward_compute_time='"),
+]
+
+
+@pytest.mark.parametrize("name,data,reader,error,fragment", [c[1:] for c in BAD_FILES], ids=[c[0] for c in BAD_FILES])
+def test_bad_files_name_the_file(tmp_path, name, data, reader, error, fragment):
+    import time
+
+    path = tmp_path / name
+    path.write_bytes(data)
+    t0 = time.perf_counter()
+    with pytest.raises(error) as info:
+        (read_dnn_partitioning if reader == "dnn" else read_pipedream_profile)(path)
+    assert time.perf_counter() - t0 < 1.0
+    assert fragment in str(info.value) and str(path) in str(info.value)
+
+
+def test_device_limits_refuse_a_million_devices():
+    with pytest.raises(InvalidOperatorGraphError, match="'num_accelerators' must be <= 1024"):
+        DeviceLimits(num_accelerators=10**6)
+    with pytest.raises(InvalidOperatorGraphError, match="'num_cpus' must be <= 1024"):
+        DeviceLimits(num_accelerators=1, num_cpus=10**6)

@@ -54,3 +54,36 @@ def test_errors_are_reported(tmp_path, capsys):
     bad.write_text("x")
     assert main(["partition", str(bad)]) == 2
     assert "expected a .json" in capsys.readouterr().err
+
+
+SHIPPED = __import__("pathlib").Path(__file__).resolve().parents[2] / "models" / "dnn-partitioning" / "bert24_training.json"
+
+# A split over the memory limit is reported with its reason and a non-zero exit.
+# (method, extra arguments, exit code, fragment of stderr)
+EXIT_CASES = [
+    ("met", ["--memory", "1e9"], 1, "the met split is infeasible: device accel0: memory 3.64965e+09 B exceeds the limit 1e+09 B"),
+    ("greedy", ["--memory", "1e9"], 1, "the greedy split is infeasible: device accel5: memory"),
+    ("heft", ["--memory", "1e9"], 0, ""),
+    ("dp", ["--memory", "1e9"], 0, ""),
+    ("heft", [], 0, ""),
+    ("dp", ["--accelerators", "1000000"], 2, "'num_accelerators' must be <= 1024 (MAX_DEVICES), got 1000000"),
+]
+
+
+@pytest.mark.parametrize("method,extra,code,fragment", EXIT_CASES,
+                         ids=[f"{c[0]} {' '.join(c[1])}".strip() for c in EXIT_CASES])
+def test_infeasible_splits_exit_non_zero_with_the_reason(method, extra, code, fragment, capsys):
+    assert main(["partition", str(SHIPPED), "--method", method, *extra]) == code
+    captured = capsys.readouterr()
+    assert fragment in captured.err
+    if code == 1:
+        assert "INFEASIBLE: " in captured.out
+    if code == 0:
+        assert captured.err == "" and "INFEASIBLE" not in captured.out
+
+
+def test_infeasible_split_json_says_so(tmp_path, capsys):
+    out = tmp_path / "split.json"
+    assert main(["partition", str(SHIPPED), "--method", "met", "--memory", "1e9", "--json", str(out)]) == 1
+    data = json.loads(out.read_text())
+    assert data["status"] == "infeasible" and "exceeds the limit" in data["problems"][0]

@@ -153,7 +153,9 @@ def solve_modulo(problem: Problem, options: ModuloOptions) -> ModuloResult:
     answer = check(None)
     stats: dict[str, Any] = {"checks": checks}
     if answer is None:
-        limit_hit = deadline is not None and time.perf_counter() >= deadline - 0.05
+        reason = solver.reason_unknown()
+        limit_hit = deadline is not None and (time.perf_counter() >= deadline - 0.05 or "timeout" in reason
+                                              or "canceled" in reason)
         return ModuloResult(status=Status.TIMEOUT if limit_hit else Status.UNKNOWN,
                             wall_time_s=time.perf_counter() - t0, backend="z3", stats=stats)
     if answer == z3.unsat:

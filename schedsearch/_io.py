@@ -1,0 +1,52 @@
+"""Reading text files for the loaders, with the library's errors.
+
+:func:`read_text` reads a file as UTF-8 (a UTF-8 byte-order mark is
+skipped) and turns every way that can fail into a one-line
+:class:`~schedsearch.errors.FormatError` naming the file: it cannot be read,
+it is UTF-16 or UTF-32 (a byte-order mark or NUL bytes; editors on Windows
+save "Unicode" text that way), or it holds bytes that are not UTF-8 (the
+message gives the line).
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+from pathlib import Path
+
+from schedsearch.errors import FormatError
+
+__all__ = ["read_text", "decode_text"]
+
+_WIDE_BOMS = (
+    (codecs.BOM_UTF32_LE, "UTF-32"),
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+)
+
+
+def decode_text(data: bytes, what: str) -> str:
+    """``data`` decoded as UTF-8 (BOM skipped); ``what`` names the file in errors."""
+    for bom, name in _WIDE_BOMS:
+        if data.startswith(bom):
+            raise FormatError(f"{what}: the file is {name} text (it starts with a {name} byte-order mark); "
+                              f"save it as UTF-8 or ASCII")
+    if b"\x00" in data[:4096]:
+        raise FormatError(f"{what}: the file holds NUL bytes (UTF-16 or UTF-32 text, or a binary file); "
+                          f"save it as UTF-8 or ASCII text")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise FormatError(f"{what}, line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+                          f"{exc.start}); save the file as UTF-8 or ASCII") from None
+
+
+def read_text(path: str | os.PathLike[str], what: str) -> str:
+    """The text of the file at ``path`` (see the module notes)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise FormatError(f"{what}: cannot read: {exc.strerror or exc}") from None
+    return decode_text(data, what)
