@@ -1,27 +1,23 @@
 """Test configuration: hypothesis profiles and shared paths.
 
 Profiles (``HYPOTHESIS_PROFILE``): ``ci`` (default, quick), ``dev``,
-``thorough`` (nightly-sized).
+``thorough`` (nightly-sized). They are the ones the installed pytest plugin
+(:mod:`schedsearch.testing.plugin`) registers; registration is idempotent,
+so this file and the plugin agree whichever runs first. This suite loads
+``ci`` when the variable is unset.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
 
-settings.register_profile(
-    "ci",
-    max_examples=60,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-settings.register_profile("dev", max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("thorough", max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+from schedsearch.testing.plugin import load_profile, profile_from_environment
+
+if load_profile(default="ci") is None:
+    raise pytest.UsageError(f"HYPOTHESIS_PROFILE={profile_from_environment()!r}: not a registered profile "
+                            f"(ci, dev, thorough)")
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"

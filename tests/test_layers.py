@@ -51,3 +51,21 @@ def test_each_backend_keeps_to_its_solver():
     for backend, foreign in (("cpsat", "z3"), ("z3", "ortools")):
         for path in (PACKAGE / "encode" / backend).glob("*.py"):
             assert not {m for m in imported_modules(path) if m.split(".")[0] == foreign}, path
+
+
+def test_the_oracle_shares_no_code_with_what_it_checks():
+    # the brute-force oracle is the independent judge of the encoders and the bounds
+    mods = {m for m in imported_modules(PACKAGE / "testing" / "oracle.py") if m.startswith("schedsearch")}
+    for layer in ("schedsearch.encode", "schedsearch.bounds", "schedsearch.search"):
+        assert not {m for m in mods if m == layer or m.startswith(layer + ".")}, f"oracle imports {mods}"
+    assert mods <= {"schedsearch.errors", "schedsearch.problem", "schedsearch.schedule"}, mods
+
+
+def test_the_test_machinery_stays_below_the_solvers():
+    # schedsearch.testing: the model, the validator and the placement builders; no encoder, bound or search
+    allowed = {"schedsearch", "schedsearch.errors", "schedsearch.problem", "schedsearch.schedule",
+               "schedsearch.validate", "schedsearch.placements"}
+    for path in (PACKAGE / "testing").glob("*.py"):
+        mods = {m for m in imported_modules(path) if m.split(".")[0] in ("schedsearch", "z3", "ortools")}
+        bad = {m for m in mods if m not in allowed and not m.startswith("schedsearch.testing")}
+        assert not bad, f"testing/{path.name} imports {bad}"

@@ -59,6 +59,10 @@ __all__ = ["PRIORITY_RULES", "priorities", "list_schedule", "heft"]
 PRIORITY_RULES = ("upward_rank", "longest_path", "work_remaining", "upward_downward")
 
 
+class _PrecedenceCycle(ValueError):
+    """Fixed orders and edges form a cycle: no schedule exists."""
+
+
 @attrs.frozen(kw_only=True)
 class _Pred:
     task: int
@@ -106,8 +110,9 @@ class _TaskGraph:
                 indeg[s.task] -= 1
                 if indeg[s.task] == 0:
                     ready.append(s.task)
-        if len(out) != len(self.keys):  # pragma: no cover - the problem model forbids cycles
-            raise ValueError("list scheduling: fixed orders and edges form a cycle")
+        if len(out) != len(self.keys):
+            # the graph is acyclic, but fixed orders may contradict its edges
+            raise _PrecedenceCycle("list scheduling: fixed orders and edges form a cycle (the problem is infeasible)")
         return out
 
     def mean_transfer(self, u: int, v: int, size: int) -> float:
@@ -394,14 +399,19 @@ def heft(
     """The best list schedule over several priority rules, as a search result.
 
     Returns a FEASIBLE result (OPTIMAL when it meets the analytic lower
-    bound) with the validated schedule, or UNKNOWN when every rule was
-    blocked by memory. ``stats["makespans"]`` gives each rule's makespan
+    bound) with the validated schedule, UNKNOWN when every rule was
+    blocked by memory, or INFEASIBLE when fixed orders and edges form a
+    cycle. ``stats["makespans"]`` gives each rule's makespan
     (None when blocked) and ``stats["rule"]`` the winner.
     """
     t0 = time.perf_counter()
     if not rules:
         raise ValueError("heft: 'rules' must name at least one priority rule")
-    g = _TaskGraph(problem)
+    try:
+        g = _TaskGraph(problem)
+    except _PrecedenceCycle as exc:
+        return SearchResult(status=Status.INFEASIBLE, wall_time_s=time.perf_counter() - t0,
+                            stats={"reason": str(exc)}, strategy="heft")
     best: tuple[Schedule, str] | None = None
     makespans: dict[str, int | None] = {}
     for rule in rules:

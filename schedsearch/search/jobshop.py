@@ -157,6 +157,9 @@ def jobshop(
         offer(assert_valid(problem, warm_start, "warm start"), "warm start")
     if heuristic or heuristic_only:
         base = heft(problem)
+        if base.status is Status.INFEASIBLE:  # fixed orders and edges form a cycle
+            stats["heuristic"] = {"status": base.status.value, "reason": base.stats.get("reason")}
+            return _result(None, bound, base, stats, t0, "")
         stats["heuristic"] = {"makespan": base.objective, "time_s": base.wall_time_s, "rule": base.stats.get("rule")}
         offer(base.schedule, "heuristic")
     if heuristic_only:

@@ -11,12 +11,13 @@ from schedsearch.placements import vshape
 from schedsearch.problem import Block, Channel, Cluster, Device, Edge, Graph, Option, Problem
 from schedsearch.result import Status
 from schedsearch.search import optimal
+from schedsearch.testing import problems
 from schedsearch.validate import validate
-from strategies import problems
 
 
 @settings(max_examples=20)
-@given(problems(max_devices=3, max_blocks=4, max_microbatches=2, max_tasks=6, memory=False))
+@given(problems(max_devices=3, max_blocks=4, max_microbatches=2, max_tasks=6, max_duration=4, memory=False,
+                releases=False, fixed_orders=False, overrides=False, overlaps=False, max_span=False, directed=False))
 def test_diviml_optimum_equals_cpsat(problem):
     assume(diviml_supports(problem) is None)
     d = diviml(problem, time_limit_s=20)

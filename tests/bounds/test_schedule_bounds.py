@@ -8,11 +8,12 @@ from schedsearch.bounds import analytic_lower_bound, lower_bound, memory_bounds
 from schedsearch.placements import vshape
 from schedsearch.result import Status
 from schedsearch.search import optimal
-from strategies import overlap_problems, problems
+from schedsearch.testing import overlap_problems, problems
 
 
 @settings(max_examples=40)
-@given(problems(max_devices=3, max_blocks=4, max_microbatches=3, max_tasks=8))
+@given(problems(max_devices=3, max_blocks=4, max_microbatches=3, max_tasks=8, max_duration=4,
+                releases=False, fixed_orders=False, overrides=False, overlaps=False, max_span=False, directed=False))
 def test_bound_never_exceeds_the_proven_optimum(problem):
     bound = lower_bound(problem)
     assert bound.value >= analytic_lower_bound(problem).value

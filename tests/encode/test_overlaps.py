@@ -9,8 +9,8 @@ from schedsearch.placements import chain_pipelines
 from schedsearch.problem import Block, Cluster, Graph, Option, Overlap, Problem
 from schedsearch.result import Status
 from schedsearch.search import optimal
+from schedsearch.testing import overlap_problems
 from schedsearch.validate import validate
-from strategies import overlap_problems
 
 BACKENDS = ["cpsat", "z3"]
 LIMIT = dict(time_limit_s=30, seed=0, workers=2)

@@ -13,9 +13,9 @@ from schedsearch.problem import Edge, Graph
 from schedsearch.search import optimal
 from schedsearch.search.coarsen import coarsen, redundant_edges, transitive_reduction
 from schedsearch.search.heuristics import list_schedule
+from schedsearch.testing import problems
 from schedsearch.validate import validate
 from dag_strategies import dag_problems, dags
-from strategies import problems
 
 
 def _reachable(graph: Graph) -> set[tuple[str, str]]:
@@ -54,7 +54,9 @@ def test_transitive_reduction_keeps_reachability_and_drops_every_shortcut(dag):
 
 
 @settings(max_examples=40)
-@given(problems(max_devices=3, max_blocks=6, max_microbatches=2, max_tasks=12), st.integers(1, 6))
+@given(problems(max_devices=3, max_blocks=6, max_microbatches=2, max_tasks=12, max_duration=4,
+                releases=False, fixed_orders=False, overrides=False, overlaps=False, max_span=False, directed=False),
+       st.integers(1, 6))
 def test_coarsening_never_creates_a_cycle_and_partitions_the_blocks(problem, target):
     # the coarse Graph constructor rejects cycles, so building it is the check
     c = coarsen(problem, target)
@@ -110,7 +112,9 @@ def test_expansion_is_never_later_than_the_coarse_schedule(problem, target):
 
 
 @settings(max_examples=30)
-@given(problems(max_devices=3, max_blocks=6, max_microbatches=2, max_tasks=12), st.integers(1, 6))
+@given(problems(max_devices=3, max_blocks=6, max_microbatches=2, max_tasks=12, max_duration=4,
+                releases=False, fixed_orders=False, overrides=False, overlaps=False, max_span=False, directed=False),
+       st.integers(1, 6))
 def test_expansion_validates_on_heterogeneous_options_and_multi_device_blocks(problem, target):
     c = coarsen(problem, target)
     schedule = list_schedule(c.coarse)

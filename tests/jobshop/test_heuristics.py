@@ -10,12 +10,13 @@ from schedsearch.problem import Block, Channel, Cluster, Device, Edge, Graph, Op
 from schedsearch.result import Status
 from schedsearch.schedule import peak_memory
 from schedsearch.search.heuristics import PRIORITY_RULES, heft, list_schedule, priorities
+from schedsearch.testing import problems
 from schedsearch.validate import validate
-from strategies import problems
 
 
 @settings(max_examples=60)
-@given(problems(max_devices=3, max_blocks=5, max_microbatches=3, max_tasks=12))
+# fixed orders left out: list scheduling reads a cycle of orders and edges as a bug
+@given(problems(max_devices=3, max_blocks=5, max_microbatches=3, max_tasks=12, max_duration=4, fixed_orders=False))
 def test_every_list_schedule_validates(problem):
     for rule in PRIORITY_RULES:
         for insertion in (True, False):
@@ -28,7 +29,8 @@ def test_every_list_schedule_validates(problem):
 
 
 @settings(max_examples=40)
-@given(problems(max_devices=3, max_blocks=5, max_microbatches=2, max_tasks=10, memory=False))
+@given(problems(max_devices=3, max_blocks=5, max_microbatches=2, max_tasks=10, max_duration=4, memory=False,
+                fixed_orders=False))
 def test_without_memory_limits_list_scheduling_always_succeeds(problem):
     result = heft(problem)
     assert result.status in (Status.FEASIBLE, Status.OPTIMAL)
@@ -143,3 +145,18 @@ def test_heft_reports_every_rule(shared_data):
     assert result.objective == min(result.stats["makespans"].values())
     assert result.objective >= 55  # the optimum
     assert validate(p, result.schedule) == ()
+
+
+def test_orders_against_the_edges_are_infeasible_not_an_error():
+    # a -> b, but a fixed order runs b first: no plan exists (found by the
+    # strategy property test, tests/test_strategy_properties.py)
+    from schedsearch.search import jobshop
+
+    blocks = [Block(name=n, options=[Option(devices=("d0",), duration=1)]) for n in ("a", "b")]
+    p = Problem(graph=Graph(blocks=blocks, edges=[Edge(src="a", dst="b")]), num_microbatches=1,
+                cluster=Cluster(devices=[Device(name="d0")]), fixed_orders=[[("b", 0), ("a", 0)]])
+    assert heft(p).status is Status.INFEASIBLE
+    result = jobshop(p, time_limit_s=10)
+    assert result.status is Status.INFEASIBLE and result.schedule is None
+    with pytest.raises(ValueError, match="form a cycle"):
+        list_schedule(p)
