@@ -37,7 +37,7 @@ from typing import Any
 import attrs
 
 from schedsearch.bounds.analytic import analytic_lower_bound
-from schedsearch.encode.base import Backend, Progress
+from schedsearch.encode.base import Backend, Progress, SolveOptions
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import Schedule
@@ -132,6 +132,7 @@ def jobshop(
         raise ValueError(f"jobshop: 'coarse_share' must be in (0, 1], got {coarse_share!r}")
     if coarsen_to is not None and (isinstance(coarsen_to, bool) or not isinstance(coarsen_to, int) or coarsen_to < 1):
         raise ValueError(f"jobshop: 'coarsen_to' must be an integer >= 1 or None, got {coarsen_to!r}")
+    SolveOptions(time_limit_s=time_limit_s, seed=seed, workers=workers, deterministic=deterministic)  # checked up front
     t0 = time.perf_counter()
     deadline = None if time_limit_s is None else t0 + time_limit_s
     bound = analytic_lower_bound(problem).value

@@ -414,6 +414,7 @@ def repetend(
     >>> result.period, result.objective
     (3, 33)
     """
+    SolveOptions(time_limit_s=time_limit_s, seed=seed, workers=workers)  # checked before any phase runs
     t0 = time.perf_counter()
     _check_supported(problem)
     if completion not in COMPLETIONS:

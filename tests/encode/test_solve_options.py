@@ -112,3 +112,15 @@ def test_every_strategy_checks_the_options_it_passes_to_a_solver():
     for call in calls:
         with pytest.raises(InvalidOptionsError, match=r"Options: '(seed|workers)' must be an integer in"):
             call()
+
+
+@pytest.mark.parametrize("strategy", ["jobshop", "scale_search", "repetend"])
+@pytest.mark.parametrize("bad", [dict(seed="x"), dict(seed=2**40), dict(workers=-1), dict(time_limit_s=float("nan")),
+                                 dict(time_limit_s=-1.0)])
+def test_every_strategy_checks_its_solver_options_first(strategy, bad):
+    from schedsearch.errors import InvalidOptionsError
+    from schedsearch.placements import vshape
+    from schedsearch import search
+
+    with pytest.raises(InvalidOptionsError):
+        getattr(search, strategy)(vshape(2, 2), **bad)

@@ -38,7 +38,7 @@ from typing import Any
 import attrs
 
 from schedsearch.bounds.analytic import objective_lower_bound
-from schedsearch.encode.base import Backend
+from schedsearch.encode.base import Backend, SolveOptions
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import Schedule, objective_value, overlap_groups
@@ -178,6 +178,7 @@ def scale_search(
         (``"found_by"``), the list rule, the phases' times, whether the
         overlaps were dropped and which ties were used.
     """
+    SolveOptions(time_limit_s=time_limit_s, seed=seed, workers=workers)  # checks them before any phase runs
     t0 = time.perf_counter()
 
     def remaining() -> float | None:
