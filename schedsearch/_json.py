@@ -79,3 +79,20 @@ def check_fields(entity: str, d: Mapping[Any, Any], known: Iterable[str], requir
     for key in required:
         if key not in d:
             raise FormatError(f"{entity}: missing field {key!r}")
+
+
+def check_header(d: Any, kind: str, version: int) -> None:
+    """Check that ``d`` is a ``schedsearch.{kind}`` document of format ``version``
+    (an integer, not merely equal to one); raise :class:`FormatError` otherwise."""
+    if not isinstance(d, Mapping):
+        raise FormatError(f"{kind} document: must be a JSON object, got {type(d).__name__}")
+    if d.get("format") != f"schedsearch.{kind}":
+        raise FormatError(
+            f"{kind} document: 'format' must be 'schedsearch.{kind}', got {short_repr(d.get('format'))}"
+        )
+    found = d.get("version")
+    if type(found) is not int or found != version:
+        raise FormatError(
+            f"{kind} document: 'version' {short_repr(found)} is not supported "
+            f"(this library reads the integer {version})"
+        )

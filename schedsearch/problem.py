@@ -34,7 +34,7 @@ from typing import Any
 
 import attrs
 
-from schedsearch._json import check_fields, load_document, short_repr
+from schedsearch._json import check_fields, check_header, load_document, short_repr
 from schedsearch.errors import FormatError, InvalidProblemError
 
 __all__ = [
@@ -1327,18 +1327,7 @@ class Problem:
         type, shape or range raises
         :class:`~schedsearch.errors.InvalidProblemError`. Both name the field.
         """
-        if not isinstance(d, Mapping):
-            raise FormatError(f"problem document: must be a JSON object, got {type(d).__name__}")
-        if d.get("format") != "schedsearch.problem":
-            raise FormatError(
-                f"problem document: 'format' must be 'schedsearch.problem', got {short_repr(d.get('format'))}"
-            )
-        version = d.get("version")
-        if type(version) is not int or version != FORMAT_VERSION:
-            raise FormatError(
-                f"problem document: 'version' {short_repr(version)} is not supported "
-                f"(this library reads the integer {FORMAT_VERSION})"
-            )
+        check_header(d, "problem", FORMAT_VERSION)
         check_fields("problem document", d, _PROBLEM_FIELDS, ("graph", "num_microbatches", "cluster"))
         if not isinstance(d["graph"], Mapping):
             raise _err("problem", "graph", "must be an object {blocks, edges}", d["graph"])

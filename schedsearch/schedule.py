@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from schedsearch._json import check_fields, load_document, short_repr
-from schedsearch.errors import FormatError, InvalidScheduleError
+from schedsearch._json import check_fields, check_header, load_document, short_repr
+from schedsearch.errors import InvalidScheduleError
 
 if TYPE_CHECKING:  # pragma: no cover
     from schedsearch.problem import Problem
@@ -208,31 +208,28 @@ def _entries(value: Any, what: str) -> tuple[Any, ...]:
     return tuple(value)
 
 
-def _sorted_tasks(value: Iterable[Any]) -> tuple[TaskInstance, ...]:
-    tasks = []
-    for i, t in enumerate(_entries(value, "tasks")):
-        if isinstance(t, Mapping):
-            check_fields(f"schedule: task {i}", t, _TASK_FIELDS, _TASK_REQUIRED)
-            t = TaskInstance(**t)
-        elif not isinstance(t, TaskInstance):
+def _built(value: Iterable[Any], what: str, cls: type, fields: tuple[str, ...], required: tuple[str, ...]) -> list:
+    """The entries of ``value`` as ``cls`` objects (objects given as mappings are built, fields checked)."""
+    out = []
+    for i, item in enumerate(_entries(value, f"{what}s")):
+        if isinstance(item, Mapping):
+            check_fields(f"schedule: {what} {i}", item, fields, required)
+            item = cls(**item)
+        elif not isinstance(item, cls):
             raise InvalidScheduleError(
-                f"schedule: task {i}: must be an object {{{', '.join(_TASK_FIELDS)}}}, got {short_repr(t)}"
+                f"schedule: {what} {i}: must be an object {{{', '.join(fields)}}}, got {short_repr(item)}"
             )
-        tasks.append(t)
+        out.append(item)
+    return out
+
+
+def _sorted_tasks(value: Iterable[Any]) -> tuple[TaskInstance, ...]:
+    tasks = _built(value, "task", TaskInstance, _TASK_FIELDS, _TASK_REQUIRED)
     return tuple(sorted(tasks, key=lambda t: (t.start, t.devices, t.block, t.microbatch)))
 
 
 def _sorted_transfers(value: Iterable[Any]) -> tuple[Transfer, ...]:
-    transfers = []
-    for i, t in enumerate(_entries(value, "transfers")):
-        if isinstance(t, Mapping):
-            check_fields(f"schedule: transfer {i}", t, _TRANSFER_FIELDS, _TRANSFER_FIELDS)
-            t = Transfer(**t)
-        elif not isinstance(t, Transfer):
-            raise InvalidScheduleError(
-                f"schedule: transfer {i}: must be an object {{{', '.join(_TRANSFER_FIELDS)}}}, got {short_repr(t)}"
-            )
-        transfers.append(t)
+    transfers = _built(value, "transfer", Transfer, _TRANSFER_FIELDS, _TRANSFER_FIELDS)
     return tuple(sorted(transfers, key=lambda t: (t.start, t.channel, t.src, t.dst, t.microbatch)))
 
 
@@ -305,18 +302,7 @@ class Schedule:
         or range, or a ``makespan`` that disagrees with the tasks, raises
         :class:`~schedsearch.errors.InvalidScheduleError`.
         """
-        if not isinstance(d, Mapping):
-            raise FormatError(f"schedule document: must be a JSON object, got {type(d).__name__}")
-        if d.get("format") != "schedsearch.schedule":
-            raise FormatError(
-                f"schedule document: 'format' must be 'schedsearch.schedule', got {short_repr(d.get('format'))}"
-            )
-        version = d.get("version")
-        if type(version) is not int or version != SCHEDULE_FORMAT_VERSION:
-            raise FormatError(
-                f"schedule document: 'version' {short_repr(version)} is not supported "
-                f"(this library reads the integer {SCHEDULE_FORMAT_VERSION})"
-            )
+        check_header(d, "schedule", SCHEDULE_FORMAT_VERSION)
         check_fields("schedule document", d, _SCHEDULE_FIELDS, ("tasks",))
         name = d.get("name", "")
         if not isinstance(name, str):
