@@ -8,7 +8,10 @@ warm-started from the oracle's plan, with and without the redundant
 constraints; the analytic bound and the best bound; no exception.
 
 Problems per run: 200 in the ``ci`` profile, 5,000 in ``thorough``
-(``HYPOTHESIS_PROFILE=thorough``).
+(``HYPOTHESIS_PROFILE=thorough``); and the pipelines of the placement
+builders up to 16 task instances (1F1B, zero bubble, interleaved, V,
+Chimera, DualPipe and DualPipeV with their groups, Tessel's shapes): 100 and
+2,000.
 """
 
 from __future__ import annotations
@@ -23,11 +26,12 @@ from schedsearch.result import Status
 from schedsearch.schedule import objective_value
 from schedsearch.search import optimal
 from schedsearch.testing.oracle import OracleTooLarge, exact_optimum
-from schedsearch.testing.strategies import problems
+from schedsearch.testing.strategies import pipeline_problems, problems
 from schedsearch.validate import validate
 
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
 EXAMPLES = {"thorough": 5000, "dev": 50}.get(PROFILE, 200)
+PIPELINE_EXAMPLES = {"thorough": 2000, "dev": 20}.get(PROFILE, 100)
 LIMIT = dict(time_limit_s=30, seed=0, workers=1)
 
 
@@ -75,3 +79,21 @@ def test_every_claim_agrees_with_the_oracle(problem):
             assert warm.status is Status.OPTIMAL
     plain = optimal(problem, backend="cpsat", redundant=False, symmetry_breaking=False, **LIMIT)
     assert_claims_agree(problem, truth, plain, "cpsat without pruning")
+
+
+@settings(max_examples=PIPELINE_EXAMPLES, deadline=None, derandomize=PROFILE != "thorough",
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+@given(pipeline_problems(max_tasks=16, max_microbatches=3))
+def test_pipeline_claims_agree_with_the_oracle(problem):
+    try:
+        oracle = exact_optimum(problem, max_tasks=16, node_limit=300_000)
+    except OracleTooLarge:
+        assume(False)
+    truth = oracle.value
+    if truth is not None:
+        assert objective_lower_bound(problem).value <= truth
+        if problem.objective == "makespan":
+            assert lower_bound(problem).value <= truth
+    for backend in ("cpsat", "z3"):
+        result = optimal(problem, backend=backend, **LIMIT)
+        assert_claims_agree(problem, truth, result, f"{backend} cold")
