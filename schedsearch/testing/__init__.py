@@ -4,7 +4,7 @@ For people who write their own schedulers, schedule generators, runtimes or
 bounds and want to test them the way schedsearch tests itself (see
 ``docs/testing.md``):
 
-* **strategies** (hypothesis; ``pip install 'schedsearch[testing]'``):
+* **strategies** (hypothesis; ``python -m pip install -e '.[testing]' from a clone``):
   :func:`problems` (a switch per model feature), :func:`pipeline_problems`
   (the placement builders with random stage times, micro-batch counts and
   memory caps), :func:`overlap_problems`, :func:`schedules` (valid plans of

@@ -69,7 +69,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
     from schedsearch.errors import MissingDependencyError
 
     raise MissingDependencyError(
-        "schedsearch.testing needs hypothesis: pip install 'schedsearch[testing]'"
+        "schedsearch.testing needs hypothesis: python -m pip install -e '.[testing]' from a clone"
     ) from exc
 
 from schedsearch.testing.mutations import Mutation, mutate, mutation_sites
