@@ -129,7 +129,7 @@ def test_without_hypothesis_the_plugin_and_the_checks_still_work(tmp_path):
         try:
             testing.problems
         except MissingDependencyError as exc:
-            assert "pip install 'schedsearch[testing]'" in str(exc)
+            assert "pip install -e '.[testing]'" in str(exc)
         else:
             raise AssertionError("problems imported without hypothesis")
         print("ok")
