@@ -189,11 +189,10 @@ class SolveOptions:
         A schedule of the same problem used as a starting point (a complete
         hint for CP-SAT, an initial upper bound for Z3). It must validate.
     symmetry_breaking:
-        Order micro-batches of the same block (Tessel's Property 4.1). Only
-        applied when the micro-batches are interchangeable and every block
-        has one placement option; with several options it could cut off the
-        optimum, so it is skipped there (see
-        :func:`~schedsearch.encode.structure.symmetry_applies`).
+        Order micro-batches by start (Tessel's Property 4.1): every block's
+        where that keeps an optimum, else one block's where the
+        micro-batches are interchangeable, else none (the conditions and
+        their proofs: :func:`~schedsearch.encode.structure.chained_blocks`).
     redundant:
         Add the redundant per-device bound ``makespan >= first start + work +
         least tail``; it does not change the optimum, only the proof speed.

@@ -56,6 +56,7 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
+from networkx.utils import UnionFind
 
 from schedsearch.bounds.analytic import heads_and_tails, memory_idle
 from schedsearch.problem import Channel, Problem, TaskKey
@@ -295,31 +296,23 @@ def _relabelling_classes(problem: Problem) -> dict[str, str] | None:
         if len(times) > 1:
             return None
     # classes: blocks tied to one micro-batch in some group (union of the same_microbatch sets)
-    parent = {b: b for b in blocks}
-
-    def find(b: str) -> str:
-        while parent[b] != b:
-            parent[b] = parent[parent[b]]
-            b = parent[b]
-        return b
-
+    root_of = UnionFind(blocks)
     for ov in problem.overlaps:
         for tied in ov.same_microbatch:
-            for b in tied[1:]:
-                parent[find(b)] = find(tied[0])
+            root_of.union(*tied)
     edges = [(e.src, e.dst) for e in problem.graph.edges]
     for ov in problem.overlaps:
         members = set(ov.blocks)
-        if any(a in members and b in members and find(a) != find(b) for a, b in edges):
+        if any(a in members and b in members and root_of[a] != root_of[b] for a, b in edges):
             return None  # an internal edge across classes holds only inside one micro-batch's group
     outside: dict[str, set[str]] = {}  # class -> its blocks with edges leaving the class
     for a, b in edges:
-        if find(a) != find(b):
-            outside.setdefault(find(a), set()).add(a)
-            outside.setdefault(find(b), set()).add(b)
+        if root_of[a] != root_of[b]:
+            outside.setdefault(root_of[a], set()).add(a)
+            outside.setdefault(root_of[b], set()).add(b)
     leader: dict[str, str] = {}
-    for root in {find(b) for b in blocks}:
-        cls = [b for b in blocks if find(b) == root]
+    for root in {root_of[b] for b in blocks}:
+        cls = [b for b in blocks if root_of[b] == root]
         linked = outside.get(root, set())
         if len(linked) > 1:
             return None

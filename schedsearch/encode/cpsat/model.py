@@ -11,8 +11,6 @@ import math
 import time
 from typing import Any
 
-import attrs
-
 from ortools.sat.python import cp_model
 
 from schedsearch.encode.base import Progress, SolveOptions
@@ -34,6 +32,24 @@ from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import Schedule, max_span, objective_value
 
 __all__ = ["CpSatBackend", "build_model"]
+
+
+def _ortools_version() -> tuple[int, ...]:
+    import ortools
+
+    try:
+        return tuple(int(x) for x in ortools.__version__.split(".")[:2])
+    except ValueError:  # pragma: no cover - an unusual version string
+        return (0,)
+
+
+#: OR-tools 9.15 proves wrong optima on some models given a solution hint
+#: (``tests/encode/data/cpsat_hint_misproof.pbtxt``: a valid one-entry hint
+#: turns the proven optimum 421 into "OPTIMAL 434"; 9.10-9.14 are right).
+#: The package requires ``ortools<9.15``; where a newer one is installed
+#: anyway, no hint is given: the warm start then only caps the horizon
+#: (and is returned when the search finds nothing better).
+HINTED_PROOFS_TRUSTED = _ortools_version() < (9, 15)
 
 
 def build_model(problem: Problem, options: SolveOptions) -> tuple[cp_model.CpModel, Structure, Variables]:
@@ -65,7 +81,7 @@ def build_model(problem: Problem, options: SolveOptions) -> tuple[cp_model.CpMod
             caps.append(max_span(options.warm_start))
         if caps:
             model.add(var.objective <= min(caps))
-    if options.warm_start is not None:
+    if options.warm_start is not None and HINTED_PROOFS_TRUSTED:
         _add_hints(model, st, var, options.warm_start)
     return model, st, var
 
@@ -175,9 +191,8 @@ class CpSatBackend:
         model, st, var = build_model(problem, options)
         build_s = time.perf_counter() - t0
         minimised = problem.objective in ("makespan", "max_span")
-        hinted = options.warm_start is not None
         callback = _Progress(options, t0)
-        solver, code = _run(model, options, callback, minimised, options.time_limit_s)
+        solver, code = _run(model, options, callback, minimised)
         stats: dict[str, Any] = {
             "build_s": build_s,
             "solve_s": solver.wall_time,
@@ -190,12 +205,6 @@ class CpSatBackend:
         }
         if code == cp_model.MODEL_INVALID:
             raise SolverError(f"backend 'cpsat': the model is invalid ({model.validate()})")
-        if code == cp_model.INFEASIBLE and hinted and _hint_fits(problem, options):
-            # the warm start is a valid plan within every bound of the model:
-            # an infeasibility claim contradicts it (a solver fault); search again without the hint
-            stats["hint_contradicted"] = True
-            model.clear_hints()
-            solver, code = _run(model, options, callback, minimised, _left(options, t0))
         if code == cp_model.INFEASIBLE:
             return SearchResult(status=Status.INFEASIBLE, wall_time_s=time.perf_counter() - t0, backend=self.name,
                                 stats=stats)
@@ -203,7 +212,7 @@ class CpSatBackend:
             # CP-SAT answers UNKNOWN when a limit stopped it before it found anything
             status = Status.TIMEOUT if options.time_limit_s is not None else Status.UNKNOWN
             bound = None
-            if minimised and (HINTED_PROOFS_TRUSTED or not hinted):
+            if minimised:
                 bound = math.ceil(solver.best_objective_bound - 1e-6)
                 bound = bound if bound > 0 else None
             return SearchResult(status=status, lower_bound=bound, wall_time_s=time.perf_counter() - t0,
@@ -215,10 +224,6 @@ class CpSatBackend:
                                 wall_time_s=time.perf_counter() - t0, backend=self.name, stats=stats)
         bound: int | None = math.ceil(solver.best_objective_bound - 1e-6)
         status = Status.OPTIMAL if code == cp_model.OPTIMAL else Status.FEASIBLE
-        if hinted and not HINTED_PROOFS_TRUSTED:
-            schedule, value, status, bound = _confirm_hinted(
-                model, st, var, options, callback, t0, schedule, value, status, stats, problem.objective
-            )
         return SearchResult(
             status=status,
             schedule=schedule,
@@ -230,33 +235,16 @@ class CpSatBackend:
         )
 
 
-def _hint_fits(problem: Problem, options: SolveOptions) -> bool:
-    """True when the warm start satisfies every restriction the options add."""
-    if options.ties:
-        return False
-    value = objective_value(options.warm_start, problem.objective)
-    if options.upper_bound is not None and value > options.upper_bound:
-        return False
-    return options.lower_bound is None or value >= options.lower_bound
-
-
-def _left(options: SolveOptions, t0: float) -> float | None:
-    """Seconds left of the time limit (None without a limit)."""
-    if options.time_limit_s is None:
-        return None
-    return max(0.0, options.time_limit_s - (time.perf_counter() - t0))
-
-
 def _run(
-    model: cp_model.CpModel, options: SolveOptions, callback: _Progress, minimised: bool, time_limit_s: float | None
+    model: cp_model.CpModel, options: SolveOptions, callback: _Progress, minimised: bool
 ) -> tuple[cp_model.CpSolver, int]:
     """One CP-SAT solve of ``model`` with the options' parameters."""
     solver = cp_model.CpSolver()
     params = solver.parameters
     params.num_workers = options.workers
     params.random_seed = options.seed
-    if time_limit_s is not None:
-        params.max_time_in_seconds = float(time_limit_s)
+    if options.time_limit_s is not None:
+        params.max_time_in_seconds = float(options.time_limit_s)
     if options.deterministic:
         params.interleave_search = True
     params.log_search_progress = options.log
@@ -268,71 +256,6 @@ def _run(
         solver.best_bound_callback = callback.on_bound
     code = solver.solve(model, callback)
     return solver, code
-
-
-def _ortools_version() -> tuple[int, ...]:
-    import ortools
-
-    try:
-        return tuple(int(x) for x in ortools.__version__.split(".")[:2])
-    except ValueError:  # pragma: no cover - an unusual version string
-        return (0,)
-
-
-#: OR-tools 9.15 proves wrong optima on some models given a solution hint
-#: (``tests/encode/data/cpsat_hint_misproof.pbtxt``: a valid one-entry hint
-#: turns the proven optimum 421 into "OPTIMAL 434"; 9.10-9.14 are right).
-#: The package requires ``ortools<9.15``; where a newer one is installed
-#: anyway, hinted solves are checked: an OPTIMAL claim is re-proven without
-#: the hint on one worker, and a hinted run's bound is dropped.
-HINTED_PROOFS_TRUSTED = _ortools_version() < (9, 15)
-
-
-def _confirm_hinted(
-    model: cp_model.CpModel,
-    st: Structure,
-    var: Variables,
-    options: SolveOptions,
-    callback: _Progress,
-    t0: float,
-    schedule: Schedule,
-    value: int,
-    status: Status,
-    stats: dict[str, Any],
-    objective: str,
-) -> tuple[Schedule, int, Status, int | None]:
-    """Re-check what a solve with a solution hint claims.
-
-    CP-SAT 9.15 has been seen to prove a wrong optimum when given a valid
-    hint (Fattahi's mfjs05 flexible job shop: OPTIMAL 515 where 514 exists;
-    see :data:`HINTED_PROOFS_TRUSTED`). A hinted run's optimality
-    proof and dual bound are therefore not trusted: an OPTIMAL claim above
-    the independent lower bound is re-proven without the hint ("no plan of
-    objective ``value - 1``"), and a hinted run's bound is dropped (the
-    independent bound of the options is merged in by the caller). Returns
-    the (possibly improved) schedule, its objective, the status and the
-    bound.
-    """
-    known = options.lower_bound if options.lower_bound is not None else 0
-    if status is not Status.OPTIMAL or value <= known:
-        return schedule, value, (Status.OPTIMAL if value <= known else status), None
-    t1 = time.perf_counter()
-    model.clear_hints()
-    model.add(var.objective <= value - 1)
-    solver, code = _run(model, attrs.evolve(options, workers=1), callback, True, _left(options, t0))
-    stats["reproof_s"] = time.perf_counter() - t1
-    stats["reproof_status"] = solver.status_name(code)
-    if code == cp_model.INFEASIBLE:
-        return schedule, value, Status.OPTIMAL, value
-    if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        better = _read_schedule(solver, st, var)
-        better_value = objective_value(better, objective)
-        stats["hinted_claim_refuted"] = value
-        bound = math.ceil(solver.best_objective_bound - 1e-6)
-        return better, better_value, Status.OPTIMAL if code == cp_model.OPTIMAL else Status.FEASIBLE, bound
-    # out of time: no plan below ``value`` was found, and none was excluded either
-    bound = math.ceil(solver.best_objective_bound - 1e-6)
-    return schedule, value, Status.FEASIBLE, min(bound, value) if bound > 0 else None
 
 
 def _read_schedule(solver: cp_model.CpSolver, st: Structure, var: Variables) -> Schedule:
