@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from schedsearch.schedule import Schedule
 
-__all__ = ["Status", "SearchResult"]
+if TYPE_CHECKING:  # pragma: no cover
+    from schedsearch.problem import Problem
+
+__all__ = ["Status", "Level", "SearchResult"]
 
 
 class Status(enum.Enum):
@@ -43,6 +47,28 @@ class Status(enum.Enum):
 
 
 @attrs.frozen(kw_only=True)
+class Level:
+    """One level of a lexicographic objective: its name, the plan's value and the proven bound.
+
+    A level is *proven* when its bound equals its value: no plan that ties
+    on every earlier level does better on this one.
+    """
+
+    name: str
+    value: int | None
+    bound: int | None = None
+    engine: str = ""
+
+    @property
+    def proven(self) -> bool:
+        return self.value is not None and self.bound is not None and self.bound >= self.value
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "value": self.value, "bound": self.bound, "proven": self.proven,
+                "engine": self.engine}
+
+
+@attrs.frozen(kw_only=True)
 class SearchResult:
     """What a search returns.
 
@@ -52,6 +78,17 @@ class SearchResult:
     ``lower_bound`` is the best proven lower bound on the optimum (the
     objective itself when OPTIMAL, None when unknown); ``gap`` is
     ``(objective - lower_bound) / objective``.
+
+    ``engine`` names what found the plan (``"list scheduling (...)"``,
+    ``"handcrafted zb-h1"``, ``"exact search (cpsat)"``, ...) and
+    ``bound_engine`` what proved the bound (``"analytic"``, ``"cpsat"``, ...).
+
+    With a lexicographic objective, ``levels`` holds one :class:`Level` per
+    objective in order (the first is ``objective`` / ``lower_bound``);
+    OPTIMAL then means every level is proven, and :attr:`proven_levels`
+    says how many leading levels are.
+
+    ``problem`` is the problem the plan solves (what :meth:`export` needs).
     """
 
     status: Status
@@ -63,6 +100,10 @@ class SearchResult:
     stats: Mapping[str, Any] = attrs.field(factory=dict)
     strategy: str = ""
     objective_name: str = "makespan"
+    engine: str = ""
+    bound_engine: str = ""
+    levels: tuple[Level, ...] = attrs.field(default=(), converter=tuple)
+    problem: Problem | None = attrs.field(default=None, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         # One rule for every strategy: a schedule whose objective meets a proven
@@ -71,10 +112,48 @@ class SearchResult:
         if self.status is Status.INFEASIBLE:
             object.__setattr__(self, "lower_bound", None)
         elif self.status is Status.FEASIBLE and self.objective is not None and self.lower_bound is not None \
-                and self.lower_bound >= self.objective:
+                and self.lower_bound >= self.objective and all(lv.proven for lv in self.levels[1:]):
             object.__setattr__(self, "status", Status.OPTIMAL)
         if self.status is Status.OPTIMAL and self.objective is not None and self.lower_bound is None:
             object.__setattr__(self, "lower_bound", self.objective)
+        if self.status is Status.OPTIMAL and not all(lv.proven for lv in self.levels[1:]):
+            # OPTIMAL means every level is proven; the first alone is not enough
+            object.__setattr__(self, "status", Status.FEASIBLE)
+
+    @property
+    def proven_levels(self) -> int:
+        """How many leading objective levels are proven (1 or 0 for a single objective)."""
+        if not self.levels:
+            return int(self.status is Status.OPTIMAL or (
+                self.objective is not None and self.lower_bound is not None and self.lower_bound >= self.objective))
+        count = 0
+        for lv in self.levels:
+            if not lv.proven:
+                break
+            count += 1
+        return count
+
+    def export(self, format: str, path: str | Path | None = None, **options: Any) -> str | Path:
+        """Write the plan in ``format`` (see :data:`schedsearch.export.EXPORT_FORMATS`).
+
+        Returns the text when ``path`` is None (pictures need a path).
+        Raises :class:`~schedsearch.errors.FormatError` when the result has
+        no plan or does not carry its problem.
+        """
+        from schedsearch.errors import FormatError
+        from schedsearch.export import export
+
+        if self.schedule is None:
+            raise FormatError(f"export: the result is {self.status.value} and has no plan to export")
+        if self.problem is None:
+            raise FormatError("export: the result does not carry its problem; use schedsearch.export.export("
+                              "problem, result.schedule, format, path)")
+        meta = options.pop("meta", None) if format == "json" else None
+        if format == "json":
+            meta = {"result": {k: v for k, v in self.to_dict().items() if k not in ("schedule", "stats")},
+                    **dict(meta or {})}
+            options["meta"] = meta
+        return export(self.problem, self.schedule, format, path, **options)
 
     @property
     def gap(self) -> float | None:
@@ -96,6 +175,9 @@ class SearchResult:
             "wall_time_s": self.wall_time_s,
             "backend": self.backend,
             "strategy": self.strategy,
+            "engine": self.engine,
+            "bound_engine": self.bound_engine,
+            "levels": [lv.to_dict() for lv in self.levels],
             "stats": dict(self.stats),
             "schedule": self.schedule.to_dict() if self.schedule is not None else None,
         }
@@ -108,7 +190,15 @@ class SearchResult:
             parts.append(f"lower bound {self.lower_bound}")
         if self.gap is not None:
             parts.append(f"gap {100 * self.gap:.2f}%")
+        for lv in self.levels[1:]:
+            text = f"{lv.name.replace('_', ' ')} {lv.value}"
+            text += " (proven)" if lv.proven else (f" (bound {lv.bound})" if lv.bound is not None else " (not proven)")
+            parts.append(text)
         parts.append(f"{self.wall_time_s:.2f} s")
+        if self.engine:
+            parts.append(f"found by {self.engine}")
+        if self.bound_engine and self.lower_bound is not None:
+            parts.append(f"bound by {self.bound_engine}")
         if self.backend:
             parts.append(f"backend {self.backend}")
         return ", ".join(parts)

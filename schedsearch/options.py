@@ -1,0 +1,273 @@
+"""One options type and one progress event for every search strategy.
+
+Every strategy (:func:`~schedsearch.solve`, :func:`~schedsearch.search.optimal`,
+:func:`~schedsearch.search.repetend`, :func:`~schedsearch.search.scale_search`,
+:func:`~schedsearch.search.pareto`, :func:`~schedsearch.search.jobshop`)
+accepts the same common settings, either as one :class:`SearchOptions`
+(``options=``) or as keywords of the same names; keywords override the
+object's fields. A strategy's own knobs (``ties`` of ``scale_search``,
+``completion`` of ``repetend``, ...) stay keywords of that strategy.
+
+Every strategy reports progress with the same :class:`ProgressEvent`: the
+phase running, the incumbent, the best proven bound and the elapsed time.
+
+This module is solver-free.
+
+Examples
+--------
+>>> opts = SearchOptions(time_limit_s=5, seed=1)
+>>> resolve_options(opts, {"workers": 1}, "optimal").workers
+1
+>>> resolve_options(None, {"time_limt_s": 5}, "optimal")
+Traceback (most recent call last):
+...
+schedsearch.errors.InvalidOptionsError: optimal: unknown option 'time_limt_s'; the common options are backend, backend_params, deterministic, log, progress, seed, time_limit_s, warm_start, warm_starts, workers
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from schedsearch.errors import InvalidOptionsError
+from schedsearch.schedule import Schedule
+
+__all__ = [
+    "ProgressEvent",
+    "SearchOptions",
+    "resolve_options",
+    "Deadline",
+    "MAX_SEED",
+    "MAX_WORKERS",
+]
+
+#: Seeds every backend accepts: CP-SAT's ``random_seed`` is an int32 and Z3's
+#: ``random_seed`` an unsigned 32-bit integer, so the common range is
+#: ``0 .. 2**31 - 1``.
+MAX_SEED = 2**31 - 1
+
+#: Most parallel workers: CP-SAT starts one thread per worker (its parameter
+#: is an int32, but thousands of threads only exhaust the machine).
+MAX_WORKERS = 1024
+
+
+@attrs.frozen(kw_only=True)
+class ProgressEvent:
+    """What a strategy reports as it goes.
+
+    ``phase`` names what is running (``"bound"``, ``"list scheduling"``,
+    ``"exact search"``, ``"repetend"``, ``"peak memory"``, ...);
+    ``incumbent`` is the objective of the best plan so far and ``bound`` the
+    best proven lower bound (either None when not known yet); ``elapsed_s``
+    is measured from the start of the call that reports.
+    """
+
+    phase: str = "search"
+    incumbent: int | None = None
+    bound: int | None = None
+    elapsed_s: float = 0.0
+
+    def __str__(self) -> str:
+        inc = "-" if self.incumbent is None else str(self.incumbent)
+        bnd = "-" if self.bound is None else str(self.bound)
+        return f"[{self.elapsed_s:7.1f} s] {self.phase}: incumbent {inc}, bound {bnd}"
+
+
+def _options_error(inst: Any, name: str, allowed: str, value: Any) -> InvalidOptionsError:
+    text = repr(value)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return InvalidOptionsError(f"{type(inst).__name__}: {name!r} must be {allowed}, got {text}")
+
+
+def check_time_limit(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    """A time limit: None (no limit) or a finite number of seconds > 0."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
+        raise _options_error(inst, attribute.name, "a finite number of seconds > 0, or None for no limit", value)
+
+
+def check_workers(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WORKERS:
+        raise _options_error(inst, attribute.name, f"an integer in 1..{MAX_WORKERS}", value)
+
+
+def check_seed(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
+        raise _options_error(
+            inst, attribute.name,
+            f"an integer in 0..{MAX_SEED} (CP-SAT takes an int32 seed, Z3 an unsigned 32-bit one)", value,
+        )
+
+
+def check_boolean(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise _options_error(inst, attribute.name, "True or False", value)
+
+
+def check_params(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise _options_error(inst, attribute.name, "a mapping from parameter names (strings) to values", value)
+
+
+def check_callable(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is not None and not callable(value):
+        raise _options_error(inst, attribute.name, "a callable or None", value)
+
+
+def _check_backend(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if isinstance(value, str):
+        return
+    if not (hasattr(value, "name") and hasattr(value, "solve")):
+        raise _options_error(inst, attribute.name, "a backend name ('auto', 'cpsat', 'z3') or a backend object", value)
+
+
+def _schedules(value: Any) -> tuple[Schedule, ...]:
+    """Warm starts: None, one schedule, an iterable of them, or a mapping whose values are schedules."""
+    if value is None:
+        return ()
+    if isinstance(value, Schedule):
+        return (value,)
+    if isinstance(value, Mapping):
+        value = value.values()
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise InvalidOptionsError(f"SearchOptions: 'warm_starts' must be schedules, got {value!r:.80}")
+    out = tuple(value)
+    for s in out:
+        if not isinstance(s, Schedule):
+            raise InvalidOptionsError(f"SearchOptions: every warm start must be a Schedule, got {s!r:.80}")
+    return out
+
+
+@attrs.frozen(kw_only=True)
+class SearchOptions:
+    """Settings every strategy accepts.
+
+    Parameters
+    ----------
+    time_limit_s:
+        Wall-clock limit of the whole call, every phase included (None: no
+        limit). When it is reached the result is FEASIBLE (a plan, not
+        proven) or TIMEOUT (no plan).
+    seed:
+        Random seed handed to the solvers.
+    workers:
+        Parallel search workers (CP-SAT); Z3 is single-threaded.
+    deterministic:
+        Ask for a reproducible search: the same answer for the same input
+        and seed (CP-SAT then runs its interleaved search).
+    backend:
+        ``"auto"`` (CP-SAT where it can express the problem), ``"cpsat"``,
+        ``"z3"``, or a backend object (honoured as given).
+    warm_starts:
+        Valid plans of the problem to start from (handcrafted ones, say);
+        the result is never worse than the best of them. One schedule, a
+        sequence, or a mapping whose values are schedules.
+    progress:
+        Called with a :class:`ProgressEvent` whenever the phase, the
+        incumbent or the bound changes.
+    log:
+        Let the solver print its own log.
+    backend_params:
+        Extra backend-specific parameters (CP-SAT ``SatParameters`` fields,
+        or Z3 ``set_param`` names).
+    """
+
+    time_limit_s: float | None = attrs.field(default=60.0, validator=check_time_limit)
+    seed: int = attrs.field(default=0, validator=check_seed)
+    workers: int = attrs.field(default=2, validator=check_workers)
+    deterministic: bool = attrs.field(default=False, validator=check_boolean)
+    backend: Any = attrs.field(default="auto", validator=_check_backend)
+    warm_starts: tuple[Schedule, ...] = attrs.field(default=(), converter=_schedules, eq=False)
+    progress: Callable[[ProgressEvent], None] | None = attrs.field(default=None, eq=False, validator=check_callable)
+    log: bool = attrs.field(default=False, validator=check_boolean)
+    backend_params: Mapping[str, Any] = attrs.field(factory=dict, validator=check_params)
+
+    @property
+    def backend_name(self) -> str:
+        """The backend's name (``"auto"`` resolves to ``"cpsat"``)."""
+        name = self.backend if isinstance(self.backend, str) else str(self.backend.name)
+        return "cpsat" if name == "auto" else name
+
+    @property
+    def solver_backend(self) -> Any:
+        """What to hand to a backend lookup: the object as given, or a name (``"auto"`` is ``"cpsat"``)."""
+        return "cpsat" if self.backend == "auto" else self.backend
+
+    def report(self, phase: str, incumbent: int | None, bound: int | None, t0: float) -> None:
+        """Send one :class:`ProgressEvent` (elapsed from ``t0``, a ``perf_counter`` time) if asked for."""
+        if self.progress is not None:
+            self.progress(ProgressEvent(phase=phase, incumbent=incumbent, bound=bound,
+                                        elapsed_s=time.perf_counter() - t0))
+
+    def replace(self, **changes: Any) -> SearchOptions:
+        return attrs.evolve(self, **changes)
+
+
+_FIELDS = frozenset(f.name for f in attrs.fields(SearchOptions))
+
+
+def resolve_options(options: SearchOptions | None, overrides: Mapping[str, Any], where: str,
+                    **defaults: Any) -> SearchOptions:
+    """``options`` with the keyword ``overrides`` applied, checked.
+
+    ``defaults`` are the strategy's own defaults for fields neither
+    ``options`` nor ``overrides`` set (for example a longer time limit).
+    ``warm_start`` is accepted as a synonym of ``warm_starts``. An unknown
+    keyword raises :class:`~schedsearch.errors.InvalidOptionsError` naming
+    it and ``where``.
+    """
+    if options is not None and not isinstance(options, SearchOptions):
+        raise InvalidOptionsError(f"{where}: 'options' must be a SearchOptions, got {options!r:.80}")
+    changes = dict(overrides)
+    if "warm_start" in changes:
+        if "warm_starts" in changes:
+            raise InvalidOptionsError(f"{where}: give 'warm_start' or 'warm_starts', not both")
+        changes["warm_starts"] = changes.pop("warm_start")
+    unknown = sorted(set(changes) - _FIELDS)
+    if unknown:
+        known = ", ".join(sorted(_FIELDS | {"warm_start"}))
+        raise InvalidOptionsError(
+            f"{where}: unknown option{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(repr(u) for u in unknown)}; the common options are {known}"
+        )
+    if options is None:
+        base = {k: v for k, v in defaults.items() if k not in changes}
+        return SearchOptions(**base, **changes)
+    return attrs.evolve(options, **changes) if changes else options
+
+
+class Deadline:
+    """The time left of one call's limit, shared by its phases."""
+
+    def __init__(self, limit_s: float | None) -> None:
+        self.t0 = time.perf_counter()
+        self.limit_s = limit_s
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def left(self) -> float | None:
+        """Seconds left (None: no limit); may be <= 0 when the limit has passed."""
+        return None if self.limit_s is None else self.limit_s - self.elapsed
+
+    def expired(self, margin_s: float = 0.0) -> bool:
+        left = self.left()
+        return left is not None and left <= margin_s
+
+    def slice(self, fraction: float, floor_s: float = 0.0, cap_s: float | None = None) -> float | None:
+        """A share of the time left: ``fraction`` of it, at least ``floor_s``, at most ``cap_s`` and what is left."""
+        left = self.left()
+        if left is None:
+            return cap_s
+        share = max(fraction * left, floor_s)
+        if cap_s is not None:
+            share = min(share, cap_s)
+        return max(min(share, left), 1e-3)
