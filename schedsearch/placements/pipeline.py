@@ -36,6 +36,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import attrs
+
 from schedsearch.errors import InvalidProblemError
 from schedsearch.problem import Block, Cluster, Device, Edge, Graph, Option, Overlap, Problem
 
@@ -83,6 +85,7 @@ def chain_pipelines(
     forward_memory: IntOrSeq = 1,
     backward_memory: IntOrSeq | None = None,
     memory: int | Sequence[int | None] | None = None,
+    free_at_end: bool = False,
     initial_memory: int = 0,
     suffixes: Sequence[str] | None = None,
     name: str = "",
@@ -114,6 +117,12 @@ def chain_pipelines(
         ``-forward_memory``.
     memory:
         Capacity of every device (None = unbounded), or one per device.
+    free_at_end:
+        Hold freed memory until the freeing block *ends*, as a real runtime
+        does: each block with a negative delta also holds that amount as
+        workspace while it runs (the model's deltas take effect at the
+        start). Off by default (Tessel's convention, the published figures'
+        one).
     initial_memory:
         Memory every device holds at time 0.
     suffixes:
@@ -245,6 +254,8 @@ def chain_pipelines(
                         continue
                     overlaps.append(Overlap(blocks=(f_block, *back), duration=overlap_forward_backward, name="F&B",
                                            same_microbatch=(back,) if len(back) > 1 else ()))
+    if free_at_end:
+        blocks = [attrs.evolve(b, workspace=b.workspace - b.memory) if b.memory < 0 else b for b in blocks]
     cluster = Cluster(devices=[Device(name=n, memory=c) for n, c in zip(names, capacities)])
     return Problem(
         graph=Graph(blocks=blocks, edges=edges),
@@ -265,6 +276,7 @@ def vshape(
     forward_memory: IntOrSeq = 1,
     backward_memory: IntOrSeq | None = None,
     memory: int | None = None,
+    free_at_end: bool = False,
 ) -> Problem:
     """The V-shape (1F1B / GPipe placement): stage ``i`` on device ``i``.
 
@@ -280,6 +292,7 @@ def vshape(
         forward_memory=forward_memory,
         backward_memory=backward_memory,
         memory=memory,
+        free_at_end=free_at_end,
         name=f"vshape-{num_devices}x{num_microbatches}",
     )
 
@@ -293,6 +306,7 @@ def bidirectional(
     forward_memory: IntOrSeq = 1,
     backward_memory: IntOrSeq | None = None,
     memory: int | None = None,
+    free_at_end: bool = False,
 ) -> Problem:
     """Two opposite V's: even micro-batches run down ``0 .. D-1``, odd ones up.
 
@@ -314,6 +328,7 @@ def bidirectional(
         forward_memory=forward_memory,
         backward_memory=backward_memory,
         memory=memory,
+        free_at_end=free_at_end,
         suffixes=[".down", ".up"],
         name=f"bidirectional-{num_devices}x{num_microbatches}",
     )

@@ -98,6 +98,7 @@ def stage_pipeline(
     full_backward: bool = False,
     overlap_forward_backward: int | None = None,
     memory: int | Sequence[int | None] | None = None,
+    free_at_end: bool = False,
     initial_memory: int = 0,
     name: str = "",
 ) -> Problem:
@@ -115,6 +116,9 @@ def stage_pipeline(
         Memory deltas per stage (see :func:`~schedsearch.placements.chain_pipelines`).
     full_backward, overlap_forward_backward:
         Declare overlapped groups (fused ``I+W`` = ``B``; ``F&B`` pairs).
+    free_at_end:
+        Free activations when the freeing block ends, as a real runtime
+        does (see :func:`~schedsearch.placements.chain_pipelines`).
 
     Examples
     --------
@@ -141,6 +145,7 @@ def stage_pipeline(
         forward_memory=forward_memory,
         backward_memory=backward_memory,
         memory=memory,
+        free_at_end=free_at_end,
         initial_memory=initial_memory,
         name=name or f"pipeline-{num_devices}dev-{len(stages)}st-m{num_microbatches}",
         split_backward=split_backward,
@@ -164,6 +169,7 @@ def zero_bubble(
     input_grad_memory: IntOrSeq = 0,
     weight_grad_memory: IntOrSeq | None = None,
     memory: int | None = None,
+    free_at_end: bool = False,
 ) -> Problem:
     """The V-shape with the zero-bubble split (ZB-H1): stage ``i`` on device ``i``, B = I + W."""
     return stage_pipeline(
@@ -179,6 +185,7 @@ def zero_bubble(
         input_grad_memory=input_grad_memory,
         weight_grad_memory=weight_grad_memory,
         memory=memory,
+        free_at_end=free_at_end,
         name=f"zero-bubble-p{num_devices}-m{num_microbatches}",
     )
 
@@ -195,6 +202,7 @@ def interleaved(
     weight_grad: IntOrSeq | None = None,
     forward_memory: IntOrSeq = 1,
     memory: int | None = None,
+    free_at_end: bool = False,
 ) -> Problem:
     """Interleaved pipeline: ``num_chunks`` (v) stages per device, ``"loop"`` mapping.
 
@@ -217,6 +225,7 @@ def interleaved(
         weight_grad=weight_grad,
         forward_memory=forward_memory,
         memory=memory,
+        free_at_end=free_at_end,
         name=f"interleaved-{kind}-p{num_devices}-v{num_chunks}-m{num_microbatches} (time x{num_chunks})",
     )
 
@@ -233,6 +242,7 @@ def vshape_chunks(
     backward: IntOrSeq | None = None,
     forward_memory: IntOrSeq = 1,
     memory: int | None = None,
+    free_at_end: bool = False,
 ) -> Problem:
     """The ``"v"`` mapping with ``num_chunks`` stages per device (ZB-V's placement).
 
@@ -256,6 +266,7 @@ def vshape_chunks(
         weight_grad=weight_grad if split_backward else None,
         forward_memory=forward_memory,
         memory=memory,
+        free_at_end=free_at_end,
         name=f"vshape-chunks-p{num_devices}-v{num_chunks}-m{num_microbatches}",
     )
 
@@ -268,6 +279,7 @@ def chimera(
     backward: IntOrSeq = 2,
     forward_memory: IntOrSeq = 1,
     memory: int | None = None,
+    free_at_end: bool = False,
 ) -> Problem:
     """Chimera's bidirectional placement: two model replicas, a down and an up pipeline.
 
@@ -290,6 +302,7 @@ def chimera(
         backward=backward,
         forward_memory=forward_memory,
         memory=memory,
+        free_at_end=free_at_end,
         suffixes=[".down", ".up"],
         name=f"chimera-p{num_devices}-m{num_microbatches}",
     )
@@ -305,6 +318,7 @@ def dualpipe(
     overlap: int = 3,
     forward_memory: IntOrSeq = 1,
     memory: int | None = None,
+    free_at_end: bool = False,
 ) -> Problem:
     """DualPipe's placement: device ``r`` holds stage ``r`` of the down and stage ``PP-1-r`` of the up pipeline.
 
@@ -333,6 +347,7 @@ def dualpipe(
         overlap_forward_backward=overlap,
         forward_memory=forward_memory,
         memory=memory,
+        free_at_end=free_at_end,
         suffixes=[".down", ".up"],
         name=f"dualpipe-p{num_devices}-m{num_chunks}-fb{overlap}",
     )
@@ -348,6 +363,7 @@ def dualpipev(
     overlap: int = 3,
     forward_memory: IntOrSeq = 1,
     memory: int | None = None,
+    free_at_end: bool = False,
 ) -> Problem:
     """DualPipeV's placement: ``2 p`` stages on ``p`` devices, ``"v"`` mapping.
 
@@ -370,6 +386,7 @@ def dualpipev(
         overlap_forward_backward=overlap,
         forward_memory=forward_memory,
         memory=memory,
+        free_at_end=free_at_end,
         name=f"dualpipev-p{num_devices}-m{num_microbatches}-fb{overlap}",
     )
 

@@ -1,0 +1,501 @@
+"""One front door: :func:`solve` picks the engines, proves what it can.
+
+A user describes a problem; :func:`solve` runs a portfolio within one time
+limit and returns one :class:`~schedsearch.result.SearchResult` that says
+which engine found the plan and which proved the bound.
+
+The time level (makespan, or the longest device span):
+
+1. **Bound.** The analytic lower bound (critical path, per-device work and
+   forced idle, memory; the assignment LP where blocks choose among options
+   and the problem is small enough for it).
+2. **Known plans.** The user's warm starts and every handcrafted schedule
+   whose placement matches the problem (1F1B, interleaved, ZB-H1, ZB-V,
+   Chimera, DualPipe, DualPipeV, the controllable-memory greedy, ...),
+   each kept only when the independent validator accepts it (memory limits
+   included). Nothing needs naming: the placement is read off the problem.
+3. **List schedules.** The portfolio of priority rules
+   (:mod:`~schedsearch.search.scale.list_scheduling`), on the problem with
+   its redundant overlap declarations dropped.
+4. **Repetend.** Where the problem is periodic (fixed placements, no
+   transfers, identical micro-batches) and large enough for a steady state
+   to pay off, the repetend search (:func:`~schedsearch.search.repetend`)
+   with a share of the time.
+5. **Exact search**, warm-started from the best plan so far
+   (:func:`~schedsearch.search.scale_search`'s exact phase: periodic ties on
+   large problems, then the whole model); its bound joins the analytic one.
+
+It stops as soon as a plan meets the proven bound.
+
+The memory level (the worst device's peak, among plans of the least time):
+the least peak among the plans of the time level's value, then a downward
+walk of capacities, each step answered by a list schedule or an exact
+feasibility search (time at most the level-1 value); a step proven
+infeasible proves the level. ``objective=("peak_memory", "makespan")``
+walks the capacity first and then minimises the time under it.
+
+Every plan returned has passed the validator against the user's problem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from schedsearch.errors import InvalidOptionsError, InvalidProblemError, SchedSearchError
+from schedsearch.options import Deadline, SearchOptions, resolve_options
+from schedsearch.problem import Cluster, Device, Problem
+from schedsearch.result import Level, SearchResult, Status
+from schedsearch.schedule import Schedule, objective_value, peak_memory
+from schedsearch.validate import validate
+
+__all__ = ["solve", "SOLVE_OBJECTIVES", "ENGINES", "default_objective"]
+
+#: Objective names :func:`solve` accepts, alone or as a lexicographic tuple.
+SOLVE_OBJECTIVES = ("makespan", "max_span", "peak_memory")
+
+#: Engines of the portfolio, in the order they run.
+ENGINES = ("handcrafted", "list", "repetend", "exact")
+
+#: The assignment LP joins the bound below this many task instances (it is
+#: cheap there and only matters for flexible placements).
+LP_BOUND_TASKS = 2000
+
+#: The repetend search runs from this many micro-batches up (below it the
+#: exact search settles the problem faster than a steady state pays off).
+REPETEND_MIN_MICROBATCHES = 12
+
+
+def default_objective(problem: Problem) -> tuple[str, ...]:
+    """The problem's time objective, then the peak memory when the problem tracks memory.
+
+    >>> from schedsearch.placements import vshape
+    >>> default_objective(vshape(2, 4))
+    ('makespan', 'peak_memory')
+    """
+    first = "max_span" if problem.objective == "max_span" else "makespan"
+    tracks_memory = any(b.memory or b.workspace for b in problem.graph.blocks)
+    return (first, "peak_memory") if tracks_memory else (first,)
+
+
+def _objectives(problem: Problem, objective: str | Sequence[str] | None) -> tuple[str, ...]:
+    if objective is None:
+        return default_objective(problem)
+    names = (objective,) if isinstance(objective, str) else tuple(objective)
+    if not names or any(n not in SOLVE_OBJECTIVES for n in names) or len(set(names)) != len(names):
+        raise InvalidOptionsError(
+            f"solve: 'objective' must be one of {SOLVE_OBJECTIVES} or a tuple of distinct ones, got {objective!r}"
+        )
+    if "makespan" in names and "max_span" in names:
+        raise InvalidOptionsError(f"solve: 'objective' may hold one time objective (makespan or max_span), got {names}")
+    return names
+
+
+def _peak(problem: Problem, schedule: Schedule) -> int:
+    return max(peak_memory(problem, schedule).values(), default=0)
+
+
+def capped(problem: Problem, capacity: int | None) -> Problem:
+    """``problem`` with every device's memory at most ``capacity`` (existing limits kept where lower)."""
+    if capacity is None:
+        return problem
+    devices = [Device(name=d.name, memory=capacity if d.memory is None else min(d.memory, capacity),
+                      speed_class=d.speed_class) for d in problem.cluster.devices]
+    return problem.with_(cluster=Cluster(devices=devices, channels=problem.cluster.channels))
+
+
+@attrs.define
+class _Portfolio:
+    """The state one call of :func:`solve` shares between its phases."""
+
+    problem: Problem
+    options: SearchOptions
+    deadline: Deadline
+    engines: frozenset[str]
+    #: every valid plan found: (objective value, schedule, engine)
+    plans: list[tuple[int, Schedule, str]] = attrs.field(factory=list)
+    bound: int = 0
+    bound_engine: str = "analytic"
+    phases: dict[str, float] = attrs.field(factory=dict)
+    stats: dict[str, Any] = attrs.field(factory=dict)
+
+    @property
+    def best(self) -> tuple[int, Schedule, str] | None:
+        return min(self.plans, key=lambda p: p[0]) if self.plans else None
+
+    @property
+    def closed(self) -> bool:
+        best = self.best
+        return best is not None and best[0] <= self.bound
+
+    def offer(self, schedule: Schedule | None, engine: str) -> bool:
+        """Keep ``schedule`` when it is a valid plan of the problem; True when it improved the best."""
+        if schedule is None or validate(self.problem, schedule):
+            return False
+        value = objective_value(schedule, self.problem.objective)
+        before = self.best
+        self.plans.append((value, schedule, engine))
+        improved = before is None or value < before[0]
+        if improved:
+            self.report(engine, value)
+        return improved
+
+    def report(self, phase: str, incumbent: int | None = None) -> None:
+        best = self.best
+        inc = incumbent if incumbent is not None else (best[0] if best else None)
+        self.options.report(phase, inc, self.bound or None, self.deadline.t0)
+
+    def timed(self, phase: str, seconds: float) -> None:
+        self.phases[phase] = self.phases.get(phase, 0.0) + seconds
+
+
+def _time_bound(problem: Problem) -> tuple[int, str]:
+    """The best cheap lower bound of the time objective, and what gave it."""
+    from schedsearch.bounds.analytic import objective_lower_bound
+
+    analytic = objective_lower_bound(problem)
+    value, engine = analytic.value, "analytic"
+    if problem.objective == "makespan" and len(problem.tasks) <= LP_BOUND_TASKS \
+            and any(len(b.options) > 1 for b in problem.graph.blocks):
+        from schedsearch.bounds.schedule_bounds import lower_bound
+
+        full = lower_bound(problem)
+        if full.value > value:
+            value, engine = full.value, "analytic (assignment LP)"
+    return value, engine
+
+
+def _handcrafted(problem: Problem) -> list[tuple[Schedule, str]]:
+    """Every handcrafted schedule whose placement matches ``problem`` (not yet validated)."""
+    from schedsearch.handcrafted.registry import SCHEDULES
+    from schedsearch.handcrafted.zb_greedy import zb_greedy_all
+
+    out: list[tuple[Schedule, str]] = []
+    for name, spec in SCHEDULES.items():
+        try:
+            out.append((spec.generate(problem, dict(spec.defaults)), f"handcrafted {spec.title}"))
+        except SchedSearchError:
+            continue  # the placement is not this schedule's
+    try:
+        for variant, schedule in zb_greedy_all(problem).items():
+            if schedule is not None:
+                out.append((schedule, f"handcrafted zero-bubble greedy ({variant})"))
+    except SchedSearchError:
+        pass
+    return out
+
+
+def _known_plans(pf: _Portfolio) -> None:
+    for i, schedule in enumerate(pf.options.warm_starts):
+        violations = validate(pf.problem, schedule)
+        if violations:
+            raise InvalidOptionsError(
+                f"solve: warm start {i} is not a valid plan of problem {pf.problem.name!r}: {violations[0]}"
+            )
+        pf.offer(schedule, f"warm start {i}")
+    if "handcrafted" in pf.engines:
+        t = pf.deadline.elapsed
+        for schedule, engine in _handcrafted(pf.problem):
+            pf.offer(schedule, engine)
+        pf.timed("handcrafted", pf.deadline.elapsed - t)
+
+
+def _list_plans(problem: Problem, pf: _Portfolio, share: float) -> list[tuple[Schedule, str]]:
+    """List schedules of ``problem``: the pipeline rules where they apply, and HEFT's rules."""
+    from schedsearch.errors import UnsupportedFeatureError
+    from schedsearch.search.heuristics import heft
+    from schedsearch.search.scale import scale_search
+
+    out: list[tuple[Schedule, str]] = []
+    try:
+        result = scale_search(problem, exact=False, time_limit_s=pf.deadline.slice(share, floor_s=0.2),
+                              seed=pf.options.seed, workers=pf.options.workers)
+        if result.schedule is not None:
+            out.append((result.schedule, str(result.stats.get("found_by", "list scheduling"))))
+    except UnsupportedFeatureError:
+        pass  # flexible placements or fixed orders: HEFT's rules handle them
+    if not out or not all(b.is_fixed for b in problem.graph.blocks) or problem.num_microbatches == 1:
+        listed = heft(problem)
+        if listed.schedule is not None:
+            out.append((listed.schedule, f"list scheduling (HEFT, {listed.stats.get('rule')})"))
+    return out
+
+
+def _list_schedules(pf: _Portfolio) -> None:
+    t = pf.deadline.elapsed
+    for schedule, engine in _list_plans(pf.problem, pf, 1.0):
+        pf.offer(schedule, engine)
+    pf.timed("list", pf.deadline.elapsed - t)
+
+
+def _repetend_applies(problem: Problem) -> bool:
+    from schedsearch.encode.base import modulo_support_error
+    from schedsearch.search.scale.driver import reduced_problem
+
+    if problem.objective != "makespan" or problem.num_microbatches < REPETEND_MIN_MICROBATCHES:
+        return False
+    return modulo_support_error(reduced_problem(problem)) is None
+
+
+def _repetend(pf: _Portfolio, share: float) -> None:
+    from schedsearch.search.repetend import repetend
+    from schedsearch.search.scale.driver import reduced_problem
+
+    t = pf.deadline.elapsed
+    limit = pf.deadline.slice(share, floor_s=1.0)
+    result = repetend(reduced_problem(pf.problem), time_limit_s=limit, seed=pf.options.seed,
+                      workers=pf.options.workers, backend=pf.options.solver_backend)
+    # INFEASIBLE here only says no repetend completes: not a proof about the problem
+    if result.schedule is not None:
+        pf.offer(result.schedule, f"repetend (period {result.stats.get('period', getattr(result, 'period', '?'))})")
+    pf.timed("repetend", pf.deadline.elapsed - t)
+
+
+def _exact(pf: _Portfolio) -> Status | None:
+    """The exact search from the best plan; returns INFEASIBLE when it proved that no plan exists."""
+    from schedsearch.search.scale import scale_search
+
+    t = pf.deadline.elapsed
+    best = pf.best
+    result = scale_search(pf.problem, rules=(), warm_starts=[best[1]] if best else [],
+                          time_limit_s=pf.deadline.left(), seed=pf.options.seed, workers=pf.options.workers,
+                          backend=pf.options.solver_backend, deterministic=pf.options.deterministic,
+                          backend_params=_backend_params(pf), log=pf.options.log)
+    pf.timed("exact", pf.deadline.elapsed - t)
+    pf.stats["exact_status"] = result.stats.get("exact_status")
+    if result.stats.get("ties"):
+        pf.stats["exact_ties"] = result.stats["ties"]
+    if result.status is Status.INFEASIBLE:
+        return Status.INFEASIBLE
+    found_by = str(result.stats.get("found_by", ""))
+    if result.schedule is not None and not found_by.startswith("warm start"):
+        pf.offer(result.schedule, f"{found_by} ({pf.options.backend_name})")
+    if result.lower_bound is not None and result.lower_bound > pf.bound:
+        pf.bound, pf.bound_engine = result.lower_bound, f"exact search ({pf.options.backend_name})"
+    return None
+
+
+def _backend_params(pf: _Portfolio) -> dict[str, Any]:
+    """The user's backend parameters; on a job shop (one instance of a fixed-placement graph) CP-SAT
+    also gets its stronger no-overlap propagation, as :func:`~schedsearch.search.jobshop` does."""
+    params = dict(pf.options.backend_params)
+    if pf.options.backend_name == "cpsat" and pf.problem.num_microbatches == 1 \
+            and all(b.is_fixed for b in pf.problem.graph.blocks):
+        params.setdefault("use_strong_propagation_in_disjunctive", True)
+    return params
+
+
+def _time_level(pf: _Portfolio) -> Status | None:
+    """Run the time level's phases; returns INFEASIBLE when that was proven."""
+    t = pf.deadline.elapsed
+    pf.bound, pf.bound_engine = _time_bound(pf.problem)
+    pf.timed("bound", pf.deadline.elapsed - t)
+    pf.report("bound")
+    _known_plans(pf)
+    if pf.closed or pf.deadline.expired():
+        return None
+    if "list" in pf.engines:
+        _list_schedules(pf)
+    if pf.closed or pf.deadline.expired():
+        return None
+    if "repetend" in pf.engines and _repetend_applies(pf.problem):
+        _repetend(pf, share=0.3 if "exact" in pf.engines else 1.0)
+    if pf.closed or pf.deadline.expired(0.5):
+        return None
+    if "exact" in pf.engines:
+        return _exact(pf)
+    return None
+
+
+def _walk_memory(pf: _Portfolio, time_cap: int | None, start: tuple[int, Schedule, str] | None
+                 ) -> tuple[tuple[int, Schedule, str] | None, int | None]:
+    """Least worst-device peak among plans whose time objective is at most ``time_cap``.
+
+    Returns the best (peak, schedule, engine) and the proven lower bound of
+    the peak (None when no step was proven).
+    """
+    from schedsearch.search.optimal import optimal
+    from schedsearch.search.scale.driver import reduced_problem
+
+    problem = pf.problem
+    t0 = pf.deadline.elapsed
+    best = start
+    bound: int | None = None
+    while best is not None and not pf.deadline.expired(0.2):
+        cap = best[0] - 1
+        if cap < 0:
+            bound = 0
+            break
+        try:
+            sub = capped(problem, cap)
+        except InvalidProblemError:
+            break  # a block no longer fits as the model states it; no proof claimed
+        pf.report(f"peak memory {cap}")
+        found: Schedule | None = None
+        how = ""
+        if "list" in pf.engines:
+            for schedule, engine in _list_plans(sub, pf, 0.2):
+                if time_cap is None or objective_value(schedule, problem.objective) <= time_cap:
+                    found, how = schedule, engine
+                    break
+        if found is None and "exact" in pf.engines and not pf.deadline.expired(0.2):
+            target = reduced_problem(sub)
+            target = target.with_(objective="feasibility") if target.objective == "makespan" else target
+            result = optimal(target, upper_bound=time_cap, time_limit_s=pf.deadline.left(),
+                             seed=pf.options.seed, workers=pf.options.workers,
+                             backend=pf.options.solver_backend, backend_params=dict(pf.options.backend_params))
+            if result.status is Status.INFEASIBLE:
+                bound = cap + 1  # no plan within the time cap at this capacity
+                break
+            if result.schedule is None:
+                break  # timed out: the level stays unproven
+            found, how = result.schedule, f"exact search ({pf.options.backend_name})"
+        if found is None:
+            break
+        if validate(sub, found) or (time_cap is not None
+                                    and objective_value(found, problem.objective) > time_cap):
+            break  # pragma: no cover - every engine validates; kept as a guard on the claim
+        best = (_peak(problem, found), found, how)
+    pf.timed("peak memory", pf.deadline.elapsed - t0)
+    return best, bound
+
+
+def _result(pf: _Portfolio, names: tuple[str, ...], status: Status | None, levels: list[Level],
+            chosen: tuple[int, Schedule, str] | None) -> SearchResult:
+    stats = dict(pf.stats)
+    stats["phases_s"] = {k: round(v, 4) for k, v in pf.phases.items()}
+    stats["plans_seen"] = len(pf.plans)
+    wall = pf.deadline.elapsed
+    if status is Status.INFEASIBLE:
+        return SearchResult(status=Status.INFEASIBLE, wall_time_s=wall, stats=stats, strategy="solve",
+                            objective_name=names[0], problem=pf.problem, backend=pf.options.backend_name,
+                            bound_engine=pf.bound_engine)
+    if chosen is None:
+        return SearchResult(status=Status.TIMEOUT if pf.options.time_limit_s is not None else Status.UNKNOWN,
+                            lower_bound=levels[0].bound if levels else None, wall_time_s=wall, stats=stats,
+                            strategy="solve", objective_name=names[0], problem=pf.problem,
+                            backend=pf.options.backend_name, bound_engine=pf.bound_engine)
+    first = levels[0]
+    all_proven = all(lv.proven for lv in levels)
+    return SearchResult(
+        status=Status.OPTIMAL if all_proven else Status.FEASIBLE,
+        schedule=chosen[1],
+        objective=first.value,
+        lower_bound=first.bound,
+        wall_time_s=wall,
+        backend=pf.options.backend_name,
+        stats=stats,
+        strategy="solve",
+        objective_name=names[0],
+        engine=chosen[2],
+        bound_engine=first.engine,
+        levels=tuple(levels) if len(levels) > 1 else (),
+        problem=pf.problem,
+    )
+
+
+def solve(
+    problem: Problem,
+    *,
+    objective: str | Sequence[str] | None = None,
+    engines: Sequence[str] = ENGINES,
+    options: SearchOptions | None = None,
+    **common: Any,
+) -> SearchResult:
+    """The best plan of ``problem`` the portfolio finds within the time limit, with its proof.
+
+    Parameters
+    ----------
+    problem:
+        Any problem of the model.
+    objective:
+        ``"makespan"``, ``"max_span"``, ``"peak_memory"`` or a tuple of them
+        read lexicographically. Default: the problem's time objective, then
+        (when blocks hold memory) the peak memory of the worst device among
+        plans of that time (:func:`default_objective`).
+    engines:
+        The portfolio's engines to use (default all, see :data:`ENGINES`).
+    options, common:
+        A :class:`~schedsearch.options.SearchOptions` and/or its fields as
+        keywords (``time_limit_s`` covers the whole call).
+
+    Returns
+    -------
+    SearchResult
+        ``strategy="solve"``; ``engine`` says what found the plan and
+        ``bound_engine`` what proved the bound; with a lexicographic
+        objective ``levels`` gives each level's value and bound, and OPTIMAL
+        means every level is proven. INFEASIBLE only when the exact search
+        proved that no plan exists; TIMEOUT when no plan was found in time.
+
+    Examples
+    --------
+    >>> from schedsearch.placements import vshape
+    >>> result = solve(vshape(4, 8), time_limit_s=30)
+    >>> result.status.value, result.objective, result.levels[1].value
+    ('OPTIMAL', 33, 4)
+    """
+    opts = resolve_options(options, common, "solve")
+    names = _objectives(problem, objective)
+    unknown = sorted(set(engines) - set(ENGINES))
+    if unknown or not engines:
+        raise InvalidOptionsError(f"solve: 'engines' must be a non-empty subset of {ENGINES}, got {list(engines)!r}")
+    time_name = next((n for n in names if n != "peak_memory"), "makespan")
+    work = problem if problem.objective == time_name else problem.with_(objective=time_name)
+    pf = _Portfolio(problem=work, options=opts, deadline=Deadline(opts.time_limit_s), engines=frozenset(engines))
+    if names[0] == "peak_memory":
+        return _memory_first(pf, names)
+    status = _time_level(pf)
+    best = pf.best
+    if status is Status.INFEASIBLE or best is None:
+        return _result(pf, names, status, [Level(name=time_name, value=None, bound=pf.bound, engine=pf.bound_engine)],
+                       None)
+    first = Level(name=time_name, value=best[0], bound=min(pf.bound, best[0]), engine=pf.bound_engine)
+    if len(names) == 1:
+        return _result(pf, names, None, [first], best)
+    # the memory level, among plans of the first level's value
+    ties = [(_peak(work, s), s, e) for v, s, e in pf.plans if v <= best[0]]
+    start = min(ties, key=lambda x: x[0])
+    chosen, peak_bound = _walk_memory(pf, best[0], start) if first.proven else (start, None)
+    assert chosen is not None
+    second = Level(name="peak_memory", value=chosen[0], bound=peak_bound,
+                   engine=f"exact search ({opts.backend_name})" if peak_bound is not None else "")
+    return _result(pf, names, None, [first, second], (best[0], chosen[1], chosen[2]))
+
+
+def _memory_first(pf: _Portfolio, names: tuple[str, ...]) -> SearchResult:
+    """``("peak_memory", time)``: the least worst-device peak, then the least time under it."""
+    status = _time_level_quick(pf)
+    if status is Status.INFEASIBLE or pf.best is None:
+        return _result(pf, names, status, [Level(name="peak_memory", value=None)], None)
+    start = min(((_peak(pf.problem, s), s, e) for _, s, e in pf.plans), key=lambda x: x[0])
+    chosen, peak_bound = _walk_memory(pf, None, start)
+    assert chosen is not None
+    peak_level = Level(name="peak_memory", value=chosen[0], bound=peak_bound,
+                       engine=f"exact search ({pf.options.backend_name})" if peak_bound is not None else "")
+    # the time level under the least peak found
+    inner = _Portfolio(problem=capped(pf.problem, chosen[0]), options=pf.options, deadline=pf.deadline,
+                       engines=pf.engines)
+    inner.offer(chosen[1], chosen[2])
+    status = _time_level(inner)
+    best = inner.best
+    assert best is not None  # the chosen plan is one
+    pf.phases.update({f"time {k}": v for k, v in inner.phases.items()})
+    time_level = Level(name=names[1] if len(names) > 1 else "makespan", value=best[0],
+                       bound=min(inner.bound, best[0]), engine=inner.bound_engine)
+    levels = [peak_level, time_level] if len(names) > 1 else [peak_level]
+    result = _result(pf, names, None, levels, (chosen[0], best[1], best[2]))
+    return attrs.evolve(result, objective=chosen[0], lower_bound=peak_bound, bound_engine=peak_level.engine)
+
+
+def _time_level_quick(pf: _Portfolio) -> Status | None:
+    """Plans to start the memory walk from: known plans and list schedules (no exact search)."""
+    pf.bound, pf.bound_engine = _time_bound(pf.problem)
+    _known_plans(pf)
+    if "list" in pf.engines and not pf.plans:
+        _list_schedules(pf)
+    if not pf.plans and "exact" in pf.engines:
+        return _exact(pf)
+    return None
