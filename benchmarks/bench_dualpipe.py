@@ -36,12 +36,12 @@ from typing import Any
 from benchmarks._common import print_table, timed, write_results
 from schedsearch.cli.pareto import COMPARABLE, comparable, front_rows
 from schedsearch.handcrafted import reproduce
-from schedsearch.handcrafted.compare import with_memory
 from schedsearch.placements import dualpipe
+from schedsearch.rewrite import with_capacities
 from schedsearch.schedule import metrics
 from schedsearch.search import optimal
 from schedsearch.search.dualpipe import activation_walk, list_heuristic, mirror_pairs
-from schedsearch.search.pareto import pareto, with_uniform_memory
+from schedsearch.search.pareto import pareto
 from schedsearch.search.scale import mirror_ties, periodic_ties, scale_search
 
 PARTS = ("figures", "overlap", "memory", "scale", "pareto", "table")
@@ -59,7 +59,7 @@ def part_figures(args) -> list[dict[str, Any]]:
         rep = reproduce("dualpipe", devices=PP, microbatches=chunks)
         for label, limits in (("own peaks", dict(rep.metrics.peak_memory)),
                               ("PP+1", {d: PP + 1 for d in rep.problem.cluster.device_names})):
-            problem = with_memory(rep.problem, limits)
+            problem = with_capacities(rep.problem, limits)
             result, median, runs = timed(lambda: scale_search(problem, warm_starts=[rep.schedule],
                                                               time_limit_s=args.time_limit), args.repeats)
             mt = metrics(problem, result.schedule)
@@ -75,7 +75,7 @@ def part_figures(args) -> list[dict[str, Any]]:
     # do the overlap declarations change the optimum? cold exact searches, PP = 4
     for chunks in ([8] if args.quick else [8, 12, 16]):
         rep = reproduce("dualpipe", devices=4, microbatches=chunks)
-        problem = with_uniform_memory(rep.problem, 5)
+        problem = with_capacities(rep.problem, 5)
         for declared in (True, False):
             target = problem if declared else problem.with_(overlaps=())
             result, median, _ = timed(lambda: optimal(target, time_limit_s=args.time_limit, workers=2, seed=0), 1)
@@ -98,7 +98,7 @@ def part_overlap(args) -> list[dict[str, Any]]:
         cases = cases[:4]
     for name, params in cases:
         rep = reproduce(name, **params)
-        problem = with_memory(rep.problem, dict(rep.metrics.peak_memory))
+        problem = with_capacities(rep.problem, dict(rep.metrics.peak_memory))
         result, median, _ = timed(lambda: scale_search(problem, warm_starts=[rep.schedule],
                                                        time_limit_s=args.time_limit), 1)
         rows.append({
@@ -203,7 +203,7 @@ def part_table(args) -> list[dict[str, Any]]:
         rows.append({"schedule": spec.title, "bubble": rep.metrics.makespan - busy,
                      "peak activations": [v * unit for v in rep.metrics.peak_memory.values()],
                      "parameter copies": spec.param_copies, "search_s": None})
-        problem = with_memory(rep.problem, dict(rep.metrics.peak_memory))
+        problem = with_capacities(rep.problem, dict(rep.metrics.peak_memory))
         t0 = time.perf_counter()
         result = scale_search(problem, warm_starts=[rep.schedule], time_limit_s=args.time_limit)
         found = time.perf_counter() - t0

@@ -18,7 +18,8 @@ from __future__ import annotations
 import argparse
 
 from benchmarks._common import print_table, timed, write_results
-from schedsearch.handcrafted import reproduce, search_against
+from schedsearch.handcrafted import reproduce
+from schedsearch.search.compare import search_against
 
 #: (name, parameters, reference figures) as in the reference table
 REFERENCE = [

@@ -20,9 +20,9 @@ from typing import Any
 
 from benchmarks._common import print_table, timed, write_results
 from schedsearch.handcrafted import reproduce
-from schedsearch.handcrafted.compare import with_memory
 from schedsearch.handcrafted.zb_greedy import zb_greedy
 from schedsearch.placements import zero_bubble
+from schedsearch.rewrite import with_capacities
 from schedsearch.schedule import max_span, metrics
 from schedsearch.search import optimal
 from schedsearch.search.dualpipe import activation_walk
@@ -70,7 +70,7 @@ def part_handcrafted(args) -> list[dict[str, Any]]:
                                                                    ("zb-v", 8, 24)]
     for name, p, m in cases:
         rep = reproduce(name, devices=p, microbatches=m)
-        problem = with_memory(rep.problem, dict(rep.metrics.peak_memory))
+        problem = with_capacities(rep.problem, dict(rep.metrics.peak_memory))
         result, median, _ = timed(lambda: scale_search(problem, warm_starts=[rep.schedule],
                                                        time_limit_s=args.time_limit), args.repeats)
         walk = activation_walk(rep.problem, result.objective, start_capacity=max(rep.metrics.peak_memory.values()),

@@ -26,9 +26,9 @@ import argparse
 
 from schedsearch.export.bundle import write_bundle
 from schedsearch.handcrafted import reproduce
-from schedsearch.handcrafted.compare import with_memory
+from schedsearch.rewrite import regroup_overlaps, with_capacities
 from schedsearch.schedule import metrics
-from schedsearch.search.dualpipe import activation_walk, regroup_overlaps
+from schedsearch.search.dualpipe import activation_walk
 from schedsearch.search.scale import scale_search
 
 
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, params in runs:
         rep = reproduce(name, **params)
         print(rep)
-        problem = with_memory(rep.problem, dict(rep.metrics.peak_memory))
+        problem = with_capacities(rep.problem, dict(rep.metrics.peak_memory))
         result = scale_search(problem, warm_starts=[rep.schedule], time_limit_s=args.time_limit,
                               workers=args.workers)
         print(describe("handcrafted", problem, rep.schedule))

@@ -20,9 +20,9 @@ from __future__ import annotations
 import argparse
 
 from schedsearch.handcrafted import reproduce
-from schedsearch.handcrafted.compare import with_memory
 from schedsearch.handcrafted.zb_greedy import zb_greedy
 from schedsearch.placements import zero_bubble
+from schedsearch.rewrite import with_capacities
 from schedsearch.schedule import max_span, metrics
 from schedsearch.search import optimal
 from schedsearch.search.dualpipe import activation_walk
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     print("Part 2: ZB-H1 and ZB-V under their own memory")
     for name in ("zb-h1", "zb-v"):
         rep = reproduce(name, devices=args.devices, microbatches=args.microbatches)
-        problem = with_memory(rep.problem, dict(rep.metrics.peak_memory))
+        problem = with_capacities(rep.problem, dict(rep.metrics.peak_memory))
         result = scale_search(problem, warm_starts=[rep.schedule], time_limit_s=args.time_limit, workers=args.workers)
         mt = metrics(problem, result.schedule)
         print(f"  {rep.title}: handcrafted makespan {rep.metrics.makespan}, bubble {rep.metrics.bubble_global}, peak "

@@ -16,7 +16,8 @@ from __future__ import annotations
 import argparse
 
 from schedsearch.export.bundle import write_bundle
-from schedsearch.handcrafted import SCHEDULES as SPECS, reproduce, search_against
+from schedsearch.handcrafted import SCHEDULES as SPECS, reproduce
+from schedsearch.search.compare import search_against
 
 SCHEDULES = ['gpipe']
 

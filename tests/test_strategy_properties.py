@@ -38,9 +38,9 @@ from hypothesis import strategies as st
 import schedsearch.search as search
 from schedsearch.problem import Problem
 from schedsearch.result import Status
+from schedsearch.rewrite import with_capacities
 from schedsearch.schedule import Schedule, peak_memory
 from schedsearch.search.heuristics import list_schedule
-from schedsearch.search.pareto import with_uniform_memory
 from schedsearch.testing import (
     OracleTooLarge,
     assert_bound_sound,
@@ -105,13 +105,13 @@ def run_jobshop(problem: Problem) -> Claims:
 def run_pareto(problem: Problem) -> Claims:
     """Every point of the front, as a claim on the problem at the capacity its step ran under."""
     objectives = ("max_span", "peak_memory") if problem.objective == "max_span" else ("makespan", "peak_memory")
-    unbounded = with_uniform_memory(problem, None)
+    unbounded = with_capacities(problem, None)
     warm = baseline(unbounded)
     front = search.pareto(problem, objectives, max_points=6, total_time_limit_s=30, warm_starts=[warm] if warm else [],
                           **LIMIT)
     claims = []
     for point in front.points:
-        step = with_uniform_memory(problem, point.capacity).with_(objective=objectives[0])
+        step = with_capacities(problem, point.capacity).with_(objective=objectives[0])
         # the point's own figures are its plan's
         assert point.value == point.result.objective
         assert point.peak_memory == max(peak_memory(step, point.schedule).values())

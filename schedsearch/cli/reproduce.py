@@ -16,7 +16,8 @@ from pathlib import Path
 
 from schedsearch.export import render_ascii
 from schedsearch.export.bundle import write_bundle
-from schedsearch.handcrafted import reproduce, schedule_names, search_against
+from schedsearch.handcrafted import reproduce, schedule_names
+from schedsearch.search.compare import search_against
 
 __all__ = ["add_parser", "run"]
 

@@ -4,8 +4,14 @@ Every generator takes a problem built by :mod:`schedsearch.placements`,
 writes the published per-device order of actions and returns the
 as-soon-as-possible schedule, checked by the independent validator.
 :func:`reproduce` builds, generates and measures a named schedule beside
-its published closed forms; :func:`search_against` runs the exact search
-under the same memory, warm-started from a handcrafted schedule.
+its published closed forms.
+
+The package is solver-free: the per-device orders of actions
+(:mod:`~schedsearch.handcrafted.actions`) and their as-soon-as-possible
+simulation (:mod:`~schedsearch.handcrafted.simulate`) are what the PyTorch
+CSV export and the runtime read and write. Searching against a handcrafted
+schedule under the same memory is a search strategy:
+:func:`schedsearch.search.compare.search_against`.
 """
 
 from schedsearch.handcrafted.actions import (
@@ -21,11 +27,6 @@ from schedsearch.handcrafted.classic import (
     interleaved_1f1b as interleaved_1f1b,
     megatron_order as megatron_order,
     one_f_one_b as one_f_one_b,
-)
-from schedsearch.handcrafted.compare import (
-    Comparison as Comparison,
-    flatten_overlaps as flatten_overlaps,
-    search_against as search_against,
 )
 from schedsearch.handcrafted.dualpipe import dualpipe as dualpipe, dualpipev as dualpipev, eight_steps as eight_steps
 from schedsearch.handcrafted.registry import (
@@ -56,9 +57,6 @@ __all__ = [
     "interleaved_1f1b",
     "megatron_order",
     "one_f_one_b",
-    "Comparison",
-    "flatten_overlaps",
-    "search_against",
     "dualpipe",
     "dualpipev",
     "eight_steps",

@@ -21,7 +21,7 @@ memory is kept and counts against it):
 Memory is the device level of the problem model (initial memory plus the
 running deltas and workspace), so "activations" are what the placement's
 memory deltas count. Overlap declarations that cannot shorten anything are
-dropped first (:func:`~schedsearch.search.scale.overlaps_redundant`): the
+dropped first (:func:`~schedsearch.rewrite.overlaps_redundant`): the
 front is the same, the models smaller.
 """
 
@@ -35,22 +35,13 @@ import attrs
 
 from schedsearch.encode.base import Backend
 from schedsearch.errors import InvalidProblemError
-from schedsearch.problem import Cluster, Device, Problem
+from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
+from schedsearch.rewrite import reduced_problem, with_capacities
 from schedsearch.schedule import Schedule, objective_value, peak_memory
 from schedsearch.search.optimal import optimal
 
-__all__ = ["ParetoPoint", "ParetoFront", "pareto", "with_uniform_memory", "MemoryWalk", "min_memory"]
-
-
-def with_uniform_memory(problem: Problem, capacity: int | None) -> Problem:
-    """A copy of ``problem`` where every device has memory ``capacity``.
-
-    Raises :class:`~schedsearch.errors.InvalidProblemError` when a block no
-    longer fits on any device it may run on.
-    """
-    devices = [Device(name=d.name, memory=capacity, speed_class=d.speed_class) for d in problem.cluster.devices]
-    return problem.with_(cluster=Cluster(devices=devices, channels=problem.cluster.channels))
+__all__ = ["ParetoPoint", "ParetoFront", "pareto", "MemoryWalk", "min_memory"]
 
 
 def _peak(problem: Problem, schedule: Schedule) -> int:
@@ -163,7 +154,7 @@ def pareto(
         (:func:`~schedsearch.search.scale.best_list_schedule`).
     reduce:
         Search without the overlap declarations when they cannot improve
-        anything (:func:`~schedsearch.search.scale.overlaps_redundant`);
+        anything (:func:`~schedsearch.rewrite.overlaps_redundant`);
         the front is the same and the schedules stay valid.
     options:
         Passed to :func:`~schedsearch.search.optimal` (seed, workers, ...).
@@ -175,8 +166,6 @@ def pareto(
         )
     time_objective = "max_span" if "max_span" in objectives else "makespan"
     problem = problem.with_(objective=time_objective)
-    from schedsearch.search.scale.driver import reduced_problem
-
     t0 = time.perf_counter()
     capacity = start_capacity
     search_problem = reduced_problem(problem) if reduce else problem
@@ -189,7 +178,7 @@ def pareto(
             stop = "total time limit"
             break
         try:
-            sub = with_uniform_memory(search_problem, capacity)
+            sub = with_capacities(search_problem, capacity)
         except InvalidProblemError:
             stop = f"capacity {capacity} does not fit a block"
             break
@@ -319,12 +308,11 @@ def min_memory(
     without an answer (TIMEOUT) stops the walk with ``proven=False``, an
     INFEASIBLE one proves the last capacity found minimal. ``reduce`` drops
     overlap declarations that cannot help (see
-    :func:`~schedsearch.search.scale.overlaps_redundant`).
+    :func:`~schedsearch.rewrite.overlaps_redundant`).
 
     ``steps`` lists ``(capacity, status, makespan, how)`` with ``how`` in
     ``"heuristic"``, ``"exact"``.
     """
-    from schedsearch.search.scale.driver import reduced_problem
     from schedsearch.validate import validate
 
     t0 = time.perf_counter()
@@ -336,7 +324,7 @@ def min_memory(
     search_problem = reduced_problem(problem) if reduce else problem
     while True:
         try:
-            sub = with_uniform_memory(search_problem, capacity)
+            sub = with_capacities(search_problem, capacity)
         except InvalidProblemError:
             proven = True  # a smaller capacity cannot even hold one block
             break

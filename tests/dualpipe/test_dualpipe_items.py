@@ -11,12 +11,11 @@ import pytest
 
 from schedsearch.export.torch_csv import to_torch_csv
 from schedsearch.handcrafted import reproduce
-from schedsearch.handcrafted.compare import with_memory
 from schedsearch.placements import dualpipe, dualpipev
 from schedsearch.result import Status
+from schedsearch.rewrite import flatten_overlaps, regroup_overlaps, with_capacities
 from schedsearch.schedule import metrics
-from schedsearch.search.dualpipe import activation_walk, regroup_overlaps
-from schedsearch.search.pareto import with_uniform_memory
+from schedsearch.search.dualpipe import activation_walk
 from schedsearch.search.scale import scale_search
 from schedsearch.validate import validate
 
@@ -31,7 +30,7 @@ def test_dualpipe_bubble_halved_under_its_own_memory(PP, chunks):
     assert rep.matches["bubble"] and rep.measured["bubble_per_device"] == [PP - 2] * PP
     assert max(rep.measured["peak_memory"]) == PP + 1
     for limits in (dict(rep.metrics.peak_memory), {d: PP + 1 for d in rep.problem.cluster.device_names}):
-        problem = with_memory(rep.problem, limits)
+        problem = with_capacities(rep.problem, limits)
         r = scale_search(problem, warm_starts=[rep.schedule], time_limit_s=60)
         # proven: the middle devices cannot start before PP/2 - 1
         assert r.status is Status.OPTIMAL and r.lower_bound == r.objective
@@ -44,7 +43,7 @@ def test_dualpipe_bubble_halved_under_its_own_memory(PP, chunks):
 def test_dualpipev_bubble_halved_with_fewer_activations(p, m):
     rep = reproduce("dualpipev", devices=p, microbatches=m)
     assert rep.metrics.bubble_global == 2 * (p - 1) and max(rep.measured["peak_memory"]) == 2 * p + 1
-    problem = with_uniform_memory(rep.problem, 2 * p)
+    problem = with_capacities(rep.problem, 2 * p)
     r = scale_search(problem, warm_starts=[rep.schedule], time_limit_s=60)
     assert r.status is Status.OPTIMAL and metrics(problem, r.schedule).bubble_global == p - 1
 
@@ -56,7 +55,7 @@ def test_least_activation_limit_for_the_same_bubble():
     assert walk.capacity == 4 and walk.proven
     assert [s[0] for s in walk.steps] == [5, 4, 3]
     assert walk.steps[-1][1] == "INFEASIBLE" and walk.steps[-1][3] == "exact"
-    assert validate(with_uniform_memory(dualpipe(4, 8), 4), walk.schedule) == ()
+    assert validate(with_capacities(dualpipe(4, 8), 4), walk.schedule) == ()
 
 
 @pytest.mark.slow
@@ -71,7 +70,7 @@ def test_dualpipe_figure_with_overlapped_pairs():
     assert rep.measured["makespan"] == 66 and rep.measured["bubble_per_device"] == [6] * 8
     assert sum(t.overlap == "F&B" for t in rep.schedule.tasks) > 0
     # the same per-device memory, searched: bubble 3, and the declarations cannot matter
-    problem = with_memory(rep.problem, dict(rep.metrics.peak_memory))
+    problem = with_capacities(rep.problem, dict(rep.metrics.peak_memory))
     r = scale_search(problem, warm_starts=[rep.schedule], time_limit_s=60)
     assert r.objective == 63 and r.status is Status.OPTIMAL and r.stats["overlaps_dropped"]
 
@@ -88,11 +87,10 @@ def test_regrouped_pairs_export_to_torch_csv():
     # a schedule run without pairs gets them back where they fit: flattening DualPipe's own
     # schedule and regrouping it
     from schedsearch.schedule import overlap_groups
-    from schedsearch.search.scale import flatten_groups
 
     problem = dualpipe(4, 8)
     hand = reproduce("dualpipe", devices=4, microbatches=8).schedule
-    grouped = regroup_overlaps(problem, flatten_groups(problem, hand))
+    grouped = regroup_overlaps(problem, flatten_overlaps(problem, hand))
     assert validate(problem, grouped) == () and grouped.makespan == hand.makespan
     # the pairs come back (a forward followed by a fused backward may become a pair too)
     def pairs(schedule):

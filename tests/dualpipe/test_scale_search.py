@@ -1,35 +1,12 @@
-"""The scale driver: reduction of redundant overlaps, list schedules, tied exact search."""
+"""The scale driver: list schedules, the tied exact search, dropping redundant overlaps."""
 
 from __future__ import annotations
 
 from schedsearch.handcrafted import dualpipe as dualpipe_schedule
 from schedsearch.placements import dualpipe, dualpipev, vshape
-from schedsearch.problem import Overlap
 from schedsearch.result import Status
-from schedsearch.schedule import overlap_groups
-from schedsearch.search.scale import flatten_groups, overlaps_redundant, reduced_problem, scale_search
+from schedsearch.search.scale import scale_search
 from schedsearch.validate import validate
-
-
-def test_redundant_overlaps():
-    # F&B = F + B and B = I + W: the groups save nothing and flatten frees first
-    assert overlaps_redundant(dualpipe(4, 8, overlap=3))
-    assert not overlaps_redundant(dualpipe(4, 8, overlap=2))  # a pair saves a unit
-    assert not overlaps_redundant(vshape(2, 2))  # nothing declared
-    # a group whose allocating member must run before a freeing one cannot be flattened frees first
-    p = vshape(1, 1).with_(overlaps=[Overlap(blocks=("F0", "B0"), duration=3)])
-    assert not overlaps_redundant(p)
-    assert reduced_problem(dualpipe(4, 8)).overlaps == () and reduced_problem(p) is p
-
-
-def test_flatten_groups_keeps_validity():
-    p = dualpipe(4, 8)
-    hand = dualpipe_schedule(p)
-    assert overlap_groups(hand)
-    flat = flatten_groups(p, hand)
-    assert flat.makespan == hand.makespan and not overlap_groups(flat)
-    assert validate(p.with_(overlaps=()), flat) == ()
-    assert flatten_groups(dualpipe(4, 8, overlap=2), dualpipe_schedule(dualpipe(4, 8, overlap=2))) is None
 
 
 def test_list_scheduling_answers_when_it_reaches_the_bound():

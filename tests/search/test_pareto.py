@@ -7,9 +7,9 @@ import pytest
 from schedsearch.errors import InvalidProblemError
 from schedsearch.placements import bidirectional, vshape
 from schedsearch.result import Status
+from schedsearch.rewrite import with_capacities
 from schedsearch.schedule import peak_memory
 from schedsearch.search import min_memory, optimal, pareto
-from schedsearch.search.pareto import with_uniform_memory
 from schedsearch.validate import validate
 
 LIMIT = dict(time_limit_s=30, seed=0, workers=2)
@@ -20,7 +20,7 @@ def sweep_front(problem, max_capacity):
     best = {}
     for m in range(1, max_capacity + 1):
         try:
-            sub = with_uniform_memory(problem, m)
+            sub = with_capacities(problem, m)
         except InvalidProblemError:
             continue
         r = optimal(sub, **LIMIT)
@@ -42,7 +42,7 @@ def test_front_equals_capacity_sweep(build, d, n):
     assert got == sweep_front(problem, max_capacity=2 * n + 2)
     assert all(p.proven for p in front.points)
     for p in front.points:
-        sub = with_uniform_memory(problem, p.peak_memory)
+        sub = with_capacities(problem, p.peak_memory)
         assert validate(sub, p.schedule) == ()
         assert max(peak_memory(sub, p.schedule).values()) == p.peak_memory
     # strictly better in one objective as the other gets worse
@@ -52,7 +52,7 @@ def test_front_equals_capacity_sweep(build, d, n):
 
 def test_more_memory_never_lengthens_the_optimum():
     problem = vshape(3, 5)
-    values = [optimal(with_uniform_memory(problem, m), **LIMIT).objective for m in range(1, 7)]
+    values = [optimal(with_capacities(problem, m), **LIMIT).objective for m in range(1, 7)]
     assert values == sorted(values, reverse=True)
 
 

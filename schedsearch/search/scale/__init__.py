@@ -6,16 +6,14 @@
 * :mod:`~schedsearch.search.scale.ties`: start-time ties (periodic
   micro-batches, mirror symmetry) that restrict an exact search;
 * :mod:`~schedsearch.search.scale.driver`: :func:`scale_search`, which
-  drops redundant overlap declarations, computes the analytic bound, tries
+  drops redundant overlap declarations
+  (:func:`schedsearch.rewrite.reduced_problem`), computes the analytic bound, tries
   warm starts and list schedules, and runs an exact (optionally tied)
   search when the bound is not reached.
 """
 
 from schedsearch.search.scale.driver import (
     TIES_AUTO_TASKS as TIES_AUTO_TASKS,
-    flatten_groups as flatten_groups,
-    overlaps_redundant as overlaps_redundant,
-    reduced_problem as reduced_problem,
     scale_search as scale_search,
 )
 from schedsearch.search.scale.list_scheduling import (
@@ -32,9 +30,6 @@ from schedsearch.search.scale.ties import (
 
 __all__ = [
     "TIES_AUTO_TASKS",
-    "flatten_groups",
-    "overlaps_redundant",
-    "reduced_problem",
     "scale_search",
     "DEFAULT_RULES",
     "PriorityRule",

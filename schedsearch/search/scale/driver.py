@@ -4,10 +4,10 @@
 
 1. **Reduction.** When every declared overlapped group lasts at least its
    members together and can be run member after member
-   (:func:`overlaps_redundant`), the groups cannot shorten anything: any
-   schedule using them can be flattened into one without them with the
-   same times per device and no higher memory (frees first, see
-   :func:`flatten_groups`). The search then runs
+   (:func:`~schedsearch.rewrite.overlaps_redundant`), the groups cannot
+   shorten anything: any schedule using them can be flattened into one
+   without them with the same times per device and no higher memory (frees
+   first, see :func:`~schedsearch.rewrite.flatten_overlaps`). The search then runs
    on the problem without its overlap declarations (much smaller models);
    its schedules are valid for the original problem too.
 2. **Bound.** The analytic lower bound of the objective (critical path,
@@ -35,79 +35,21 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import attrs
-
 from schedsearch.bounds.analytic import objective_lower_bound
 from schedsearch.encode.base import Backend, SolveOptions
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
-from schedsearch.schedule import Schedule, objective_value, overlap_groups
+from schedsearch.rewrite import flatten_overlaps, reduced_problem
+from schedsearch.schedule import Schedule, objective_value
 from schedsearch.search.optimal import optimal
 from schedsearch.search.scale.list_scheduling import DEFAULT_RULES, PriorityRule, list_schedule
 from schedsearch.search.scale.ties import Tie, periodic_ties
 from schedsearch.validate import assert_valid, validate
 
-__all__ = ["overlaps_redundant", "reduced_problem", "flatten_groups", "scale_search", "TIES_AUTO_TASKS"]
+__all__ = ["scale_search", "TIES_AUTO_TASKS"]
 
 #: ``ties="auto"`` ties micro-batches periodically above this many task instances.
 TIES_AUTO_TASKS = 1000
-
-
-def overlaps_redundant(problem: Problem) -> bool:
-    """True when the problem's overlap declarations cannot improve any schedule.
-
-    That holds when every declared overlap lasts at least its members'
-    longest durations added up, and no dependency inside it runs from a
-    member that allocates memory to one that does not (so running the
-    non-allocating members first, then the others, respects the group's
-    internal order). Then flattening a group into its members, run one
-    after the other inside its interval, keeps every dependency, never
-    raises the memory level, and leaves the device busy over the same
-    interval: the optimal makespan, device spans and time-memory front are
-    those of the problem without the declarations. False when there are
-    none.
-    """
-    if not problem.overlaps:
-        return False
-    blocks = problem.graph.by_name()
-    edges = {(e.src, e.dst) for e in problem.graph.edges}
-    n = problem.num_microbatches
-    for ov in problem.overlaps:
-        longest = sum(max(problem.durations(b, m)[0] for m in range(n)) for b in ov.blocks)
-        if ov.duration < longest:
-            return False
-        for u in ov.blocks:
-            for v in ov.blocks:
-                if (u, v) in edges and blocks[u].memory > 0 >= blocks[v].memory:
-                    return False
-    return True
-
-
-def reduced_problem(problem: Problem) -> Problem:
-    """The problem without its overlap declarations when they are redundant, else itself."""
-    return problem.with_(overlaps=()) if overlaps_redundant(problem) else problem
-
-
-def flatten_groups(problem: Problem, schedule: Schedule) -> Schedule | None:
-    """``schedule`` with each overlapped group run member after member, or None.
-
-    Inside the group's interval the members that do not allocate memory run
-    first, then the others, each part in dependency order (the ordering the
-    proof of :func:`overlaps_redundant` uses). None when a group is shorter
-    than its members together.
-    """
-    blocks = problem.graph.by_name()
-    position = {name: i for i, name in enumerate(problem.graph.topological_order())}
-    tasks = [t for t in schedule.tasks if t.group_key is None]
-    for (_, _, start), members in overlap_groups(schedule).items():
-        durations = {m.key: problem.durations(m.block, m.microbatch)[0] for m in members}
-        if sum(durations.values()) > max(m.end for m in members) - start:
-            return None
-        t = start
-        for m in sorted(members, key=lambda m: (blocks[m.block].memory > 0, position[m.block])):
-            tasks.append(attrs.evolve(m, start=t, end=t + durations[m.key], overlap=None))
-            t += durations[m.key]
-    return Schedule(tasks=tasks, transfers=schedule.transfers, name=schedule.name)
 
 
 def _usable(problem: Problem, search_problem: Problem, schedule: Schedule) -> Schedule | None:
@@ -116,7 +58,7 @@ def _usable(problem: Problem, search_problem: Problem, schedule: Schedule) -> Sc
         if not validate(search_problem, schedule):
             return schedule
         if search_problem is not problem:
-            flat = flatten_groups(problem, schedule)
+            flat = flatten_overlaps(problem, schedule)
             if flat is not None and not validate(search_problem, flat):
                 return flat
     except Exception:  # a schedule of another problem
@@ -165,7 +107,8 @@ def scale_search(
     extra_ties:
         More ties (e.g. mirror symmetry) added to the periodic ones.
     reduce:
-        Drop redundant overlap declarations (see :func:`overlaps_redundant`).
+        Drop redundant overlap declarations (see
+        :func:`~schedsearch.rewrite.overlaps_redundant`).
     progress:
         Called with ``(phase, incumbent, bound)`` as the search goes.
     options:

@@ -1,4 +1,4 @@
-"""Search against the handcrafted baselines under the same memory, and the registry of names.
+"""Search against the handcrafted baselines under the same memory.
 
 Solver runs: fixed seed, 2 workers at most, time limits; sizes small enough to
 be proven in about a second each on two cores.
@@ -9,7 +9,9 @@ from __future__ import annotations
 import pytest
 
 from schedsearch.errors import InvalidProblemError
-from schedsearch.handcrafted import SCHEDULES, flatten_overlaps, reproduce, search_against
+from schedsearch.handcrafted import SCHEDULES, reproduce
+from schedsearch.rewrite import flatten_overlaps
+from schedsearch.search.compare import search_against
 from schedsearch.validate import validate
 
 SMALL = {
@@ -70,36 +72,9 @@ def test_shorter_overlapped_pairs_cannot_be_flattened_and_the_baseline_stands():
         assert cmp.best is cmp.handcrafted
 
 
-def test_flattening_keeps_validity_and_never_raises_memory():
-    rep = reproduce("dualpipev", devices=4, microbatches=10)
-    flat = flatten_overlaps(rep.problem, rep.schedule)
-    plain = rep.problem.with_(overlaps=())
-    assert validate(plain, flat) == ()
-    assert all(t.overlap is None for t in flat.tasks)
-    assert flat.makespan == rep.schedule.makespan
-    from schedsearch.schedule import metrics
-
-    assert metrics(plain, flat).peak_memory == rep.metrics.peak_memory
-
-
 def test_memory_limits_can_be_given():
     rep = reproduce("1f1b", devices=2, microbatches=3)
     cmp = search_against(rep.problem, rep.schedule, memory={"d0": 5, "d1": 5}, time_limit_s=10)
     assert cmp.memory_limits == {"d0": 5, "d1": 5}
     with pytest.raises(InvalidProblemError, match="'memory' must be"):
         search_against(rep.problem, rep.schedule, memory="lots")
-
-
-def test_reproduce_rejects_unknown_names_and_parameters():
-    with pytest.raises(InvalidProblemError, match="unknown schedule 'zb-h3'"):
-        reproduce("zb-h3")
-    with pytest.raises(InvalidProblemError, match=r"unknown parameter\(s\) \['chunks'\]"):
-        reproduce("1f1b", chunks=2)
-
-
-def test_reproduction_report_names_the_formula():
-    rep = reproduce("zb-h1", devices=4, microbatches=8)
-    text = str(rep)
-    assert "formula (p-1)(F+I-W) = 3: equal" in text
-    assert rep.matches == {"peak_memory": True, "makespan": True, "bubble": True}
-    assert rep.to_dict()["measured"]["makespan"] == 27

@@ -11,7 +11,8 @@ schedule stands.
 Overlapped groups (DualPipe's ``F&B`` pairs, fused ``I+W`` backwards): the
 exact backends do not model them, so the search runs on the problem
 without its overlaps, i.e. over schedules that run every task on its own.
-The handcrafted schedule is then *flattened* (:func:`flatten_overlaps`:
+The handcrafted schedule is then *flattened*
+(:func:`~schedsearch.rewrite.flatten_overlaps`:
 each group's members run one after the other inside the group's interval,
 frees first) to serve as the warm start; when a group is shorter than its
 members together (``F&B < F + B``) it cannot be flattened, the search
@@ -28,53 +29,14 @@ from typing import Any
 import attrs
 
 from schedsearch.errors import InvalidProblemError
-from schedsearch.problem import Cluster, Device, Problem
+from schedsearch.problem import Problem
 from schedsearch.result import SearchResult
-from schedsearch.schedule import Metrics, Schedule, TaskInstance, metrics, overlap_groups
+from schedsearch.rewrite import flatten_overlaps, with_capacities
+from schedsearch.schedule import Metrics, Schedule, metrics
 from schedsearch.search.optimal import optimal
 from schedsearch.validate import assert_valid, validate
 
-__all__ = ["Comparison", "search_against", "flatten_overlaps", "with_memory"]
-
-
-def with_memory(problem: Problem, capacities: Mapping[str, int | None]) -> Problem:
-    """A copy of ``problem`` whose device capacities are ``capacities`` (others unchanged)."""
-    unknown = set(capacities) - set(problem.cluster.device_names)
-    if unknown:
-        raise InvalidProblemError(f"memory limits name unknown devices {sorted(unknown)}")
-    devices = [
-        Device(name=d.name, memory=capacities.get(d.name, d.memory), speed_class=d.speed_class)
-        for d in problem.cluster.devices
-    ]
-    return problem.with_(cluster=Cluster(devices=devices, channels=problem.cluster.channels))
-
-
-def flatten_overlaps(problem: Problem, schedule: Schedule) -> Schedule | None:
-    """The schedule with every overlapped group run member after member, or None.
-
-    Inside the group's interval, members that free memory (delta <= 0) run
-    first, then the others, each set in dependency order; a member's
-    dependencies outside the group ended before the group started and its
-    successors start after the group ended, so the result keeps every
-    dependency, and the memory level never exceeds what it was just before
-    or during the group. Returns None when some group is shorter than its
-    members' durations added up (it cannot be flattened in place).
-    """
-    blocks = problem.graph.by_name()
-    order = {name: i for i, name in enumerate(problem.graph.topological_order())}
-    groups = overlap_groups(schedule)
-    tasks: list[TaskInstance] = [t for t in schedule.tasks if t.group_key is None]
-    for (_, _, start), members in groups.items():
-        durations = {m.key: problem.durations(m.block, m.microbatch)[0] for m in members}
-        span = max(m.end for m in members) - start
-        if sum(durations.values()) > span:
-            return None
-        ordered = sorted(members, key=lambda m: (blocks[m.block].memory > 0, order[m.block]))
-        t = start
-        for m in ordered:
-            tasks.append(attrs.evolve(m, start=t, end=t + durations[m.key], overlap=None))
-            t += durations[m.key]
-    return Schedule(tasks=tasks, transfers=schedule.transfers, name=schedule.name)
+__all__ = ["Comparison", "search_against"]
 
 
 @attrs.frozen(kw_only=True)
@@ -219,7 +181,7 @@ def search_against(
         limits.update(memory)
     else:
         raise InvalidProblemError(f"search_against: 'memory' must be 'peak', 'problem' or a mapping, got {memory!r}")
-    limited = with_memory(problem, limits)
+    limited = with_capacities(problem, limits)
     assert_valid(limited, handcrafted, "handcrafted schedule under the memory limits")
     overlaps_dropped = bool(problem.overlaps)
     searched_problem = limited.with_(overlaps=()) if overlaps_dropped else limited
