@@ -46,8 +46,9 @@ import attrs
 
 from schedsearch.errors import InvalidOptionsError, InvalidProblemError, SchedSearchError
 from schedsearch.options import Deadline, SearchOptions, resolve_options
-from schedsearch.problem import Cluster, Device, Problem
+from schedsearch.problem import Problem
 from schedsearch.result import Level, SearchResult, Status
+from schedsearch.rewrite import reduced_problem, with_capacities
 from schedsearch.schedule import Schedule, objective_value, peak_memory
 from schedsearch.validate import validate
 
@@ -95,15 +96,6 @@ def _objectives(problem: Problem, objective: str | Sequence[str] | None) -> tupl
 
 def _peak(problem: Problem, schedule: Schedule) -> int:
     return max(peak_memory(problem, schedule).values(), default=0)
-
-
-def capped(problem: Problem, capacity: int | None) -> Problem:
-    """``problem`` with every device's memory at most ``capacity`` (existing limits kept where lower)."""
-    if capacity is None:
-        return problem
-    devices = [Device(name=d.name, memory=capacity if d.memory is None else min(d.memory, capacity),
-                      speed_class=d.speed_class) for d in problem.cluster.devices]
-    return problem.with_(cluster=Cluster(devices=devices, channels=problem.cluster.channels))
 
 
 @attrs.define
@@ -232,7 +224,6 @@ def _list_schedules(pf: _Portfolio) -> None:
 
 def _repetend_applies(problem: Problem) -> bool:
     from schedsearch.encode.base import modulo_support_error
-    from schedsearch.search.scale.driver import reduced_problem
 
     if problem.objective != "makespan" or problem.num_microbatches < REPETEND_MIN_MICROBATCHES:
         return False
@@ -241,7 +232,6 @@ def _repetend_applies(problem: Problem) -> bool:
 
 def _repetend(pf: _Portfolio, share: float) -> None:
     from schedsearch.search.repetend import repetend
-    from schedsearch.search.scale.driver import reduced_problem
 
     t = pf.deadline.elapsed
     limit = pf.deadline.slice(share, floor_s=1.0)
@@ -317,7 +307,6 @@ def _walk_memory(pf: _Portfolio, time_cap: int | None, start: tuple[int, Schedul
     the peak (None when no step was proven).
     """
     from schedsearch.search.optimal import optimal
-    from schedsearch.search.scale.driver import reduced_problem
 
     problem = pf.problem
     t0 = pf.deadline.elapsed
@@ -329,7 +318,7 @@ def _walk_memory(pf: _Portfolio, time_cap: int | None, start: tuple[int, Schedul
             bound = 0
             break
         try:
-            sub = capped(problem, cap)
+            sub = with_capacities(problem, cap, cap_existing=True)
         except InvalidProblemError:
             break  # a block no longer fits as the model states it; no proof claimed
         pf.report(f"peak memory {cap}")
@@ -476,8 +465,8 @@ def _memory_first(pf: _Portfolio, names: tuple[str, ...]) -> SearchResult:
     peak_level = Level(name="peak_memory", value=chosen[0], bound=peak_bound,
                        engine=f"exact search ({pf.options.backend_name})" if peak_bound is not None else "")
     # the time level under the least peak found
-    inner = _Portfolio(problem=capped(pf.problem, chosen[0]), options=pf.options, deadline=pf.deadline,
-                       engines=pf.engines)
+    inner = _Portfolio(problem=with_capacities(pf.problem, chosen[0], cap_existing=True), options=pf.options,
+                       deadline=pf.deadline, engines=pf.engines)
     inner.offer(chosen[1], chosen[2])
     status = _time_level(inner)
     best = inner.best
