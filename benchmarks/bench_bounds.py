@@ -62,8 +62,8 @@ CONTIGUOUS = {
 
 def child(model: str, workload: str, solver: str, time_limit: float) -> None:
     """Solve one IP and print a JSON line (runs in its own process)."""
-    from schedsearch.bounds import contiguous_ip, noncontiguous_ip
-    from schedsearch.opgraph import read_dnn_partitioning
+    from schedsearch.loaders.opgraph import read_dnn_partitioning
+    from schedsearch.partition import contiguous_ip, noncontiguous_ip
 
     wl = read_dnn_partitioning(DATA / f"{workload}.json")
     fn = noncontiguous_ip if model == "noncontiguous" else contiguous_ip

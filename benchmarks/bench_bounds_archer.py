@@ -27,14 +27,15 @@ from pathlib import Path
 import attrs
 
 from benchmarks._common import print_table, write_results
-from schedsearch.bounds.throughput_ip import (
+from schedsearch.loaders.opgraph import read_dnn_partitioning
+from schedsearch.partition.opgraph import Operator, OperatorGraph
+from schedsearch.partition.throughput_ip import (
     bottleneck_guess_mip,
     exact_mip,
     simple_bound,
     slicegraph_incumbent,
     three_superblock_mip,
 )
-from schedsearch.opgraph import Operator, OperatorGraph, read_dnn_partitioning
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "dnn-partitioning" / "throughput-inputs"
 REAL = [

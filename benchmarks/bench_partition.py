@@ -61,7 +61,7 @@ INCEPTION_BOUNDS = (51.0419, 51.5519)  # the reference's lower bound and its DPL
 
 
 PROCESS_SCRIPT = (
-    "from pathlib import Path; from schedsearch.opgraph import read_dnn_partitioning; "
+    "from pathlib import Path; from schedsearch.loaders.opgraph import read_dnn_partitioning; "
     "from schedsearch.partition import partition_dp; "
     "print(partition_dp(read_dnn_partitioning(Path({{data!r}}) / 'throughput-inputs' / '{name}.json')).max_load)"
 )
@@ -109,7 +109,7 @@ def run_reference(binary: str, name: str, repeats: int) -> dict:
 
 def child(name: str, repeats: int) -> None:
     """Run one workload and print one JSON line (called in a fresh process)."""
-    from schedsearch.opgraph import read_dnn_partitioning
+    from schedsearch.loaders.opgraph import read_dnn_partitioning
     from schedsearch.partition import partition_dp, partition_dpl
 
     w = read_dnn_partitioning(DATA / "throughput-inputs" / f"{name}.json")

@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     if not DATA.is_dir():
         print(f"skipped: {DATA} not found")
         return 0
-    from schedsearch.opgraph import read_dnn_partitioning
+    from schedsearch.loaders.opgraph import read_dnn_partitioning
     from schedsearch.partition import partition
 
     names = QUICK if args.quick else WORKLOADS

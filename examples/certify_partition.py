@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import argparse
 
-from schedsearch.bounds import (
+from schedsearch.loaders.opgraph import read_dnn_partitioning
+from schedsearch.partition import (
     bottleneck_guess_mip,
     contiguous_ip,
     exact_mip,
     noncontiguous_ip,
+    partition_dp,
     simple_bound,
 )
-from schedsearch.opgraph import DeviceLimits, Operator, OperatorGraph, PartitionWorkload, read_dnn_partitioning
-from schedsearch.partition import partition_dp
+from schedsearch.partition.opgraph import DeviceLimits, Operator, OperatorGraph, PartitionWorkload
 from schedsearch.partition.slicegraph import partition_slicegraph
 
 

@@ -17,8 +17,9 @@ from pathlib import Path
 
 from schedsearch import metrics, validate
 from schedsearch.export import render_ascii
-from schedsearch.opgraph import DeviceLimits, read_dnn_partitioning
+from schedsearch.loaders.opgraph import read_dnn_partitioning
 from schedsearch.partition import evaluate_split, one_device_split
+from schedsearch.partition.opgraph import DeviceLimits
 from schedsearch.partition.to_problem import partition_and_schedule
 from schedsearch.search import optimal
 

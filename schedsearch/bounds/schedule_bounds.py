@@ -26,15 +26,18 @@
   blocks choose among options: fractional option choices ``x[t, o]``,
   ``T >= sum of durations on each device`` and
   ``T >= head(t) + duration(t) + tail(t)`` for every task; solved with
-  HiGHS through :mod:`schedsearch.bounds.mip`;
+  HiGHS through :mod:`schedsearch.bounds.mip` (imported only when the LP
+  runs).
 
 Overlapped groups (``Problem.overlaps``): a group lasts at least its
 longest member, so the per-task rows stay valid; along an edge inside a
 declared overlap the lag is 0 (the group may run both ends together); and
 where a group lasts less than its members in sequence the per-device work
 rows are left out of the LP (as the analytic bounds leave out theirs).
-* optionally the **DiviML MILP's dual bound** within a time limit
-  (:func:`~schedsearch.bounds.diviml.diviml`), where that model applies.
+
+The DiviML MILP's dual bound joins these parts in
+:func:`schedsearch.search.diviml.diviml_lower_bound` (DiviML is a
+scheduler: it lives with the search strategies).
 
 Every part is valid for every feasible schedule, so their maximum is too.
 Results are integers (makespans are), fractional bounds rounded up.
@@ -232,7 +235,6 @@ def lower_bound(
     problem: Problem,
     *,
     lp: bool | None = None,
-    mip_time_limit_s: float | None = None,
     solver: str = "highs",
 ) -> ScheduleBound:
     """The best lower bound known on the optimal makespan (module docstring).
@@ -242,11 +244,8 @@ def lower_bound(
     lp:
         Solve the assignment LP; by default only when some block has more
         than one option (otherwise it adds nothing to the per-device work).
-    mip_time_limit_s:
-        Also run the DiviML MILP for this long and use its dual bound (off
-        by default; only where that model applies).
     solver:
-        MIP solver for the LP and the MILP.
+        MIP solver of the LP.
 
     Examples
     --------
@@ -263,11 +262,4 @@ def lower_bound(
         value = assignment_lp_bound(problem, solver=solver)
         if value is not None:
             parts["assignment LP"] = value
-    if mip_time_limit_s is not None:
-        from schedsearch.bounds.diviml import diviml, diviml_supports
-
-        if diviml_supports(problem) is None:
-            res = diviml(problem, solver=solver, time_limit_s=mip_time_limit_s)
-            if res.lower_bound is not None:
-                parts["DiviML MILP"] = res.lower_bound
     return ScheduleBound(value=max(parts.values()), parts=parts)

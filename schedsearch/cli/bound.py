@@ -51,7 +51,7 @@ def _load(path: Path) -> tuple[str, Any]:
 
         return "schedule", Problem.from_dict(doc)
     if isinstance(doc, dict) and "nodes" in doc and "maxFPGAs" in doc:
-        from schedsearch.opgraph import parse_dnn_partitioning
+        from schedsearch.loaders.opgraph import parse_dnn_partitioning
 
         return "partition", parse_dnn_partitioning(doc, name=path.stem)
     raise FormatError(
@@ -67,8 +67,8 @@ def _gap(value: float | None, bound: float | None) -> float | None:
 
 
 def _partition(workload, args: argparse.Namespace) -> dict[str, Any]:
-    from schedsearch.bounds import contiguous_ip, latency_ip, noncontiguous_ip
     from schedsearch.bounds.mip import MipOptions
+    from schedsearch.partition import contiguous_ip, latency_ip, noncontiguous_ip
 
     options = MipOptions(solver=args.solver, time_limit_s=args.time_limit, relative_gap=args.gap,
                          threads=args.threads, seed=args.seed)
@@ -105,8 +105,12 @@ def _partition(workload, args: argparse.Namespace) -> dict[str, Any]:
 def _schedule(problem, args: argparse.Namespace) -> dict[str, Any]:
     from schedsearch.bounds import lower_bound
     from schedsearch.search import optimal
+    from schedsearch.search.diviml import diviml_lower_bound
 
-    bound = lower_bound(problem, mip_time_limit_s=args.mip_bound, solver=args.solver)
+    if args.mip_bound is None:
+        bound = lower_bound(problem, solver=args.solver)
+    else:
+        bound = diviml_lower_bound(problem, time_limit_s=args.mip_bound, solver=args.solver)
     res = optimal(problem, time_limit_s=args.time_limit, seed=args.seed, workers=min(2, max(1, args.threads)))
     value = res.objective
     best = bound.value

@@ -8,16 +8,10 @@ import sys
 from pathlib import Path
 
 from schedsearch.errors import FormatError
-from schedsearch.opgraph import (
-    DeviceLimits,
-    PartitionWorkload,
-    find_expert_split,
-    read_dnn_partitioning,
-    read_pipedream_profile,
-    read_split,
-)
+from schedsearch.loaders.opgraph import find_expert_split, read_dnn_partitioning, read_pipedream_profile, read_split
 from schedsearch.partition.cost import complete_split, evaluate_split, one_device_split
 from schedsearch.partition.methods import METHODS, partition
+from schedsearch.partition.opgraph import DeviceLimits, PartitionWorkload
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -1,4 +1,10 @@
-"""Loaders: instance files of other communities as Problems (job shop, flexible job shop)."""
+"""Loaders: files of other communities as schedsearch data.
+
+* :mod:`~schedsearch.loaders.jobshop` -- job-shop and flexible job-shop
+  instances as problems (:class:`~schedsearch.problem.Problem`);
+* :mod:`~schedsearch.loaders.opgraph` -- operator graphs for the
+  partitioners (dnn-partitioning JSON, PipeDream profiles, expert splits).
+"""
 
 from schedsearch.loaders.jobshop import (
     IndexEntry as IndexEntry,
@@ -16,6 +22,15 @@ from schedsearch.loaders.jobshop import (
     read_instance as read_instance,
     read_jobshop as read_jobshop,
 )
+from schedsearch.loaders.opgraph import (
+    find_expert_split as find_expert_split,
+    parse_dnn_partitioning as parse_dnn_partitioning,
+    parse_pipedream_profile as parse_pipedream_profile,
+    parse_split as parse_split,
+    read_dnn_partitioning as read_dnn_partitioning,
+    read_pipedream_profile as read_pipedream_profile,
+    read_split as read_split,
+)
 
 __all__ = [
     "IndexEntry",
@@ -32,4 +47,11 @@ __all__ = [
     "read_index",
     "read_instance",
     "read_jobshop",
+    "find_expert_split",
+    "parse_dnn_partitioning",
+    "parse_pipedream_profile",
+    "parse_split",
+    "read_dnn_partitioning",
+    "read_pipedream_profile",
+    "read_split",
 ]

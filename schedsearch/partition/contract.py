@@ -40,7 +40,7 @@ from collections import Counter, defaultdict
 import attrs
 
 from schedsearch.errors import InvalidOperatorGraphError
-from schedsearch.opgraph import OperatorGraph
+from schedsearch.partition.opgraph import OperatorGraph
 
 __all__ = ["ContractedGraph", "contract", "linearize"]
 

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 import attrs
 
 from schedsearch.errors import InvalidOperatorGraphError
-from schedsearch.opgraph import DeviceLimits, OperatorGraph, Slot, Split
+from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, Slot, Split
 
 __all__ = ["SplitCost", "evaluate_split", "complete_split", "one_device_split"]
 

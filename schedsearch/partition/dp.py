@@ -60,7 +60,6 @@ import attrs
 import numpy as np
 
 from schedsearch.errors import InvalidOperatorGraphError
-from schedsearch.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload, Slot, Split
 from schedsearch.partition.contract import ContractedGraph, contract, linearize
 from schedsearch.partition.cost import evaluate_split
 from schedsearch.partition.ideals import (
@@ -69,6 +68,7 @@ from schedsearch.partition.ideals import (
     ideals_to_words,
     membership_matrix,
 )
+from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload, Slot, Split
 from schedsearch.partition.result import PartitionResult
 
 __all__ = ["partition_dp", "partition_dpl", "solve_contracted", "ContiguousSolution",

@@ -3,7 +3,7 @@
 All work on the contracted supernodes (colocation classes and backward
 partners stay together) and report the split re-evaluated by
 :func:`~schedsearch.partition.cost.evaluate_split`. The devices are the
-``k`` accelerators and ``l`` CPUs of :class:`~schedsearch.opgraph.DeviceLimits`.
+``k`` accelerators and ``l`` CPUs of :class:`~schedsearch.partition.opgraph.DeviceLimits`.
 
 * **MET** (minimum execution time): every supernode on the device kind where
   it runs fastest, all on the first device of that kind (accelerators are
@@ -48,10 +48,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from schedsearch.errors import InvalidOperatorGraphError
-from schedsearch.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload, Slot, Split
 from schedsearch.partition.contract import ContractedGraph, contract
 from schedsearch.partition.cost import evaluate_split
 from schedsearch.partition.dp import _resolve
+from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload, Slot, Split
 from schedsearch.partition.result import PartitionResult
 
 __all__ = [

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import Any
 
 from schedsearch.errors import InvalidOperatorGraphError
-from schedsearch.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload
 from schedsearch.partition.dp import partition_dp, partition_dpl
 from schedsearch.partition.heuristics import (
     partition_annealing,
@@ -16,6 +15,7 @@ from schedsearch.partition.heuristics import (
     partition_met,
 )
 from schedsearch.partition.modules import partition_modules
+from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload
 from schedsearch.partition.result import PartitionResult
 from schedsearch.partition.slicegraph import partition_slicegraph
 

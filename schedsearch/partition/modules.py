@@ -45,10 +45,10 @@ import math
 import time
 
 from schedsearch.errors import InvalidOperatorGraphError
-from schedsearch.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload
 from schedsearch.partition.contract import ContractedGraph, _sccs, contract, linearize
 from schedsearch.partition.dp import _finish, _resolve, solve_contracted
 from schedsearch.partition.ideals import IdealLimitExceeded, enumerate_ideals
+from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload
 from schedsearch.partition.result import PartitionResult
 from schedsearch.partition.slicegraph import kahn_dfs_order
 

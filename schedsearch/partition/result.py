@@ -6,8 +6,8 @@ from typing import Any
 
 import attrs
 
-from schedsearch.opgraph import Split
 from schedsearch.partition.cost import SplitCost
+from schedsearch.partition.opgraph import Split
 
 __all__ = ["PartitionResult"]
 

@@ -46,9 +46,9 @@ import attrs
 import numpy as np
 
 from schedsearch.errors import InvalidOperatorGraphError
-from schedsearch.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload
 from schedsearch.partition.contract import ContractedGraph, contract
 from schedsearch.partition.dp import ContiguousSolution, _finish, _resolve
+from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload
 from schedsearch.partition.result import PartitionResult
 
 __all__ = [

@@ -1,6 +1,6 @@
 """From a partition to a scheduling problem: one block per stage per direction.
 
-A split puts the operators of an :class:`~schedsearch.opgraph.OperatorGraph`
+A split puts the operators of an :class:`~schedsearch.partition.opgraph.OperatorGraph`
 on devices in pipeline order. :func:`split_to_problem` turns it into a
 :class:`~schedsearch.problem.Problem`:
 
@@ -45,7 +45,7 @@ from typing import Any
 import attrs
 
 from schedsearch.errors import InvalidOperatorGraphError
-from schedsearch.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload, Slot, Split
+from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload, Slot, Split
 from schedsearch.partition.result import PartitionResult
 from schedsearch.problem import Block, Channel, Cluster, Device, Edge, Graph, Option, Problem
 

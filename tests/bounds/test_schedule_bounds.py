@@ -71,17 +71,3 @@ def test_bound_stays_valid_with_overlapped_groups(problem):
     res = optimal(problem, time_limit_s=20, workers=1)
     if res.status is Status.OPTIMAL:
         assert bound.value <= res.objective
-
-
-def test_diviml_bound_joins_when_asked():
-    from schedsearch.problem import Block, Channel, Cluster, Device, Edge, Graph, Option, Problem
-
-    # a -> b with a transfer of 3 if they run apart; each block 2 on either device: optimum 4 (same device)
-    blocks = [Block(name=n, options=[Option(devices=("x",), duration=2), Option(devices=("y",), duration=2)])
-              for n in ("a", "b")]
-    p = Problem(graph=Graph(blocks=blocks, edges=[Edge(src="a", dst="b", size=3)]), num_microbatches=1,
-                cluster=Cluster(devices=[Device(name="x"), Device(name="y")],
-                                channels=[Channel(name="xy", endpoints=("x", "y"))]))
-    bound = lower_bound(p, mip_time_limit_s=10)
-    assert bound.parts["DiviML MILP"] == 4 == bound.value
-    assert optimal(p, time_limit_s=10).objective == 4

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from schedsearch.opgraph import read_dnn_partitioning
+from schedsearch.loaders.opgraph import read_dnn_partitioning
 
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 DNN = DATA / "dnn-partitioning"

@@ -13,8 +13,8 @@ import math
 
 from hypothesis import strategies as st
 
-from schedsearch.opgraph import DeviceLimits, Operator, OperatorGraph, Slot
 from schedsearch.partition.cost import evaluate_split
+from schedsearch.partition.opgraph import DeviceLimits, Operator, OperatorGraph, Slot
 
 
 @st.composite

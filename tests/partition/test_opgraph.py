@@ -7,17 +7,19 @@ import json
 import pytest
 
 from schedsearch.errors import FormatError, InvalidOperatorGraphError
-from schedsearch.opgraph import (
-    DeviceLimits,
-    Operator,
-    OperatorGraph,
-    Slot,
-    Split,
+from schedsearch.loaders.opgraph import (
     parse_dnn_partitioning,
     parse_pipedream_profile,
     read_dnn_partitioning,
     read_pipedream_profile,
     read_split,
+)
+from schedsearch.partition.opgraph import (
+    DeviceLimits,
+    Operator,
+    OperatorGraph,
+    Slot,
+    Split,
     training_graph_from_forward,
 )
 

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from schedsearch.opgraph import Operator, OperatorGraph
 from schedsearch.partition.contract import contract, linearize
 from schedsearch.partition.ideals import enumerate_ideals
+from schedsearch.partition.opgraph import Operator, OperatorGraph
 
 QUICK = ["LayerGraphs/bert24_inference", "LayerGraphs/bert24_training", "LayerGraphs/resnet50_inference",
          "LayerGraphs/resnet50_training", "OperatorGraphs/bert_l-3_inference",

@@ -9,10 +9,10 @@ from hypothesis import given, settings
 
 from opgraph_strategies import brute_force_contiguous, device_limits, operator_graphs
 from schedsearch.errors import InvalidOperatorGraphError
-from schedsearch.opgraph import DeviceLimits, Operator, OperatorGraph, Slot
 from schedsearch.partition import evaluate_split, partition_dp, partition_dpl
 from schedsearch.partition.contract import contract
 from schedsearch.partition.dp import solve_contracted
+from schedsearch.partition.opgraph import DeviceLimits, Operator, OperatorGraph, Slot
 
 QUICK = ["LayerGraphs/bert24_inference", "LayerGraphs/bert24_training", "LayerGraphs/resnet50_inference",
          "LayerGraphs/resnet50_training", "OperatorGraphs/bert_l-3_inference",

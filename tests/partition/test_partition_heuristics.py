@@ -9,7 +9,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from opgraph_strategies import device_limits, operator_graphs
-from schedsearch.opgraph import DeviceLimits, Slot
 from schedsearch.partition import evaluate_split, partition_dp
 from schedsearch.partition.contract import contract
 from schedsearch.partition.heuristics import (
@@ -20,6 +19,7 @@ from schedsearch.partition.heuristics import (
     partition_heft,
     partition_met,
 )
+from schedsearch.partition.opgraph import DeviceLimits, Slot
 
 
 @given(operator_graphs(unsupported=True), device_limits(), st.integers(0, 10_000))
@@ -77,7 +77,7 @@ def test_search_baselines_are_reproducible(load_workload):
 
 
 def test_greedy_respects_memory():
-    from schedsearch.opgraph import Operator, OperatorGraph
+    from schedsearch.partition.opgraph import Operator, OperatorGraph
 
     g = OperatorGraph(operators=[Operator(id=i, accel_latency=1.0, size=2.0) for i in range(4)],
                       edges=[(0, 1), (1, 2), (2, 3)])
@@ -119,7 +119,7 @@ def test_heft_never_reports_less_than_the_dp_optimum(name, load_workload, refere
 def test_heft_on_the_workload_shipped_in_the_repository():
     from pathlib import Path
 
-    from schedsearch.opgraph import read_dnn_partitioning
+    from schedsearch.loaders.opgraph import read_dnn_partitioning
 
     w = read_dnn_partitioning(Path(__file__).resolve().parents[2] / "models" / "dnn-partitioning"
                               / "bert24_training.json")
@@ -165,7 +165,7 @@ def test_a_feasible_heft_split_is_never_below_the_dp(graph, devices):
 
 
 def _tight(path_or_workload, memory):
-    from schedsearch.opgraph import PartitionWorkload
+    from schedsearch.partition.opgraph import PartitionWorkload
 
     w = path_or_workload
     return PartitionWorkload(graph=w.graph, source=w.source,
@@ -198,7 +198,7 @@ def test_a_split_over_the_memory_limit_is_reported_infeasible(method, memory, st
 
 
 def test_an_operator_no_device_can_run_is_a_status_not_an_exception():
-    from schedsearch.opgraph import Operator, OperatorGraph
+    from schedsearch.partition.opgraph import Operator, OperatorGraph
 
     g = OperatorGraph(operators=[Operator(id=0, accel_latency=1.0), Operator(id=1, accel_latency=1.0,
                                                                               supported_on_accel=False)],

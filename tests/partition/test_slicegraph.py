@@ -11,9 +11,9 @@ from hypothesis import given
 
 from opgraph_strategies import brute_force_contiguous, device_limits, operator_graphs
 from schedsearch.errors import InvalidOperatorGraphError
-from schedsearch.opgraph import DeviceLimits, Slot
 from schedsearch.partition import evaluate_split, partition_dp
 from schedsearch.partition.contract import contract
+from schedsearch.partition.opgraph import DeviceLimits, Slot
 from schedsearch.partition.slicegraph import (
     SegmentCosts,
     brkga,
@@ -104,7 +104,7 @@ def test_random_restarts(load_workload):
 
 
 def test_brkga_keeps_its_seed_orders():
-    from schedsearch.opgraph import Operator, OperatorGraph
+    from schedsearch.partition.opgraph import Operator, OperatorGraph
 
     g = OperatorGraph(operators=[Operator(id=i, accel_latency=1.0 + i, output_cost=0.5) for i in range(4)],
                       edges=[(0, 1), (0, 2), (1, 3), (2, 3)])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from schedsearch.errors import InvalidOperatorGraphError
-from schedsearch.opgraph import DeviceLimits, Operator, OperatorGraph, Slot, Split
+from schedsearch.partition.opgraph import DeviceLimits, Operator, OperatorGraph, Slot, Split
 from schedsearch.partition.to_problem import partition_and_schedule, split_to_problem
 from schedsearch.result import Status
 from schedsearch.search import optimal

@@ -1,10 +1,10 @@
-"""Hypothesis strategies for the bounds tests: small operator graphs."""
+"""Hypothesis strategies for the tests of the partition IPs: small operator graphs and workloads."""
 
 from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from schedsearch.opgraph import DeviceLimits, Operator, OperatorGraph, PartitionWorkload
+from schedsearch.partition.opgraph import DeviceLimits, Operator, OperatorGraph, PartitionWorkload
 
 
 @st.composite

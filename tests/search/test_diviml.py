@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from hypothesis import assume, given, settings
 
-from schedsearch.bounds.diviml import diviml, diviml_supports
 from schedsearch.errors import UnsupportedFeatureError
 from schedsearch.placements import vshape
 from schedsearch.problem import Block, Channel, Cluster, Device, Edge, Graph, Option, Problem
 from schedsearch.result import Status
 from schedsearch.search import optimal
+from schedsearch.search.diviml import diviml, diviml_lower_bound, diviml_supports
 from schedsearch.testing import problems
 from schedsearch.validate import validate
 
@@ -47,6 +47,8 @@ def test_heterogeneous_devices_with_communication():
     c = optimal(p, time_limit_s=30, workers=1)
     assert d.status is Status.OPTIMAL and c.status is Status.OPTIMAL
     assert d.objective == c.objective
+    # a scheduler's result like the others', carrying its problem (what export needs)
+    assert d.strategy == d.engine == d.bound_engine == "diviml" and d.problem is p
     # both devices are used and a transfer appears: the slow device is worth using
     assert {t.devices[0] for t in d.schedule.tasks} == {"fast", "slow"}
     assert d.schedule.transfers
@@ -76,3 +78,15 @@ def test_unsupported_features_name_the_alternative():
     p2 = p.with_(cluster=Cluster(devices=p.cluster.devices, channels=two))
     with pytest.raises(UnsupportedFeatureError, match="served by channels 'link' and 'link2'"):
         diviml(p2)
+
+
+def test_diviml_bound_joins_when_asked():
+    # a -> b with a transfer of 3 if they run apart; each block 2 on either device: optimum 4 (same device)
+    blocks = [Block(name=n, options=[Option(devices=("x",), duration=2), Option(devices=("y",), duration=2)])
+              for n in ("a", "b")]
+    p = Problem(graph=Graph(blocks=blocks, edges=[Edge(src="a", dst="b", size=3)]), num_microbatches=1,
+                cluster=Cluster(devices=[Device(name="x"), Device(name="y")],
+                                channels=[Channel(name="xy", endpoints=("x", "y"))]))
+    bound = diviml_lower_bound(p, time_limit_s=10)
+    assert bound.parts["DiviML MILP"] == 4 == bound.value
+    assert optimal(p, time_limit_s=10).objective == 4

@@ -8,17 +8,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bounds_strategies import operator_graphs
-from schedsearch.bounds.throughput_ip import (
+from ip_strategies import operator_graphs
+from schedsearch.errors import InvalidOperatorGraphError
+from schedsearch.partition import partition_dp
+from schedsearch.partition.opgraph import DeviceLimits, Operator, OperatorGraph
+from schedsearch.partition.throughput_ip import (
     bottleneck_guess_mip,
     exact_mip,
     simple_bound,
     slicegraph_incumbent,
     three_superblock_mip,
 )
-from schedsearch.errors import InvalidOperatorGraphError
-from schedsearch.opgraph import DeviceLimits, Operator, OperatorGraph
-from schedsearch.partition import partition_dp
 from schedsearch.result import Status
 
 REL = 1e-4

@@ -79,9 +79,9 @@ import attrs
 
 from schedsearch.bounds.mip import MipModel, MipOptions, MipResult, solve_mip
 from schedsearch.errors import InvalidOperatorGraphError
-from schedsearch.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload, Slot, Split
 from schedsearch.partition.contract import ContractedGraph, contract
 from schedsearch.partition.cost import SplitCost, evaluate_split
+from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload, Slot, Split
 from schedsearch.partition.result import PartitionResult
 from schedsearch.result import Status
 

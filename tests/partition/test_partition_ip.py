@@ -10,7 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schedsearch.bounds.partition_ip import (
+from schedsearch.errors import InvalidOperatorGraphError, UnsupportedFeatureError
+from schedsearch.loaders.opgraph import read_dnn_partitioning
+from schedsearch.partition import evaluate_split, partition_dp
+from schedsearch.partition.opgraph import DeviceLimits, Operator, OperatorGraph, PartitionWorkload, Slot, Split
+from schedsearch.partition.partition_ip import (
     colocation_classes,
     contiguous_ip,
     latency_ip,
@@ -18,14 +22,10 @@ from schedsearch.bounds.partition_ip import (
     latency_problem,
     noncontiguous_ip,
 )
-from schedsearch.errors import InvalidOperatorGraphError, UnsupportedFeatureError
-from schedsearch.opgraph import DeviceLimits, Operator, OperatorGraph, PartitionWorkload, Slot, Split
-from schedsearch.opgraph import read_dnn_partitioning
-from schedsearch.partition import evaluate_split, partition_dp
 from schedsearch.result import Status
 from schedsearch.search import optimal
 
-from bounds_strategies import workloads
+from ip_strategies import workloads
 
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "dnn-partitioning"
 REL = 1e-4  # optimal = within the MIP's relative gap

@@ -53,13 +53,14 @@ from typing import Any
 import attrs
 
 from schedsearch.bounds.mip import MipModel, MipOptions, solve_mip
+from schedsearch.bounds.schedule_bounds import ScheduleBound, lower_bound
 from schedsearch.errors import UnsupportedFeatureError
 from schedsearch.problem import Channel, Problem, TaskKey
 from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import Schedule, TaskInstance, Transfer
 from schedsearch.validate import assert_valid
 
-__all__ = ["diviml", "diviml_supports", "memory_never_binds"]
+__all__ = ["diviml", "diviml_supports", "diviml_lower_bound", "memory_never_binds"]
 
 
 def memory_never_binds(problem: Problem) -> bool:
@@ -149,9 +150,11 @@ def diviml(
     Returns
     -------
     SearchResult
-        ``backend`` is ``"diviml-<solver>"``; ``lower_bound`` is the MILP's
-        dual bound rounded up (makespans are integers); the schedule is
-        validated.
+        ``strategy`` and ``engine`` are ``"diviml"`` (``engine`` is ``"warm
+        start"`` when the warm start stays the best plan), ``backend`` is
+        ``"diviml-<solver>"``; ``lower_bound`` is the MILP's dual bound
+        rounded up (makespans are integers); the schedule is validated and
+        ``problem`` is ``problem``.
     """
     t0 = time.perf_counter()
     reason = diviml_supports(problem)
@@ -286,7 +289,34 @@ def diviml(
     return SearchResult(
         status=status, schedule=schedule, objective=objective, lower_bound=bound,
         wall_time_s=time.perf_counter() - t0, backend=f"diviml-{options.solver}", stats=stats, strategy="diviml",
+        engine="warm start" if schedule is not None and schedule is warm_start else "diviml",
+        bound_engine="diviml" if bound is not None else "", problem=problem,
     )
+
+
+def diviml_lower_bound(
+    problem: Problem,
+    *,
+    time_limit_s: float,
+    solver: str = "highs",
+    lp: bool | None = None,
+) -> ScheduleBound:
+    """:func:`schedsearch.bounds.lower_bound` joined by the DiviML MILP's dual bound.
+
+    The MILP runs for ``time_limit_s`` where it applies
+    (:func:`diviml_supports`); its dual bound, when it has one, becomes the
+    part ``"DiviML MILP"``. Every part is a valid lower bound, so their
+    maximum is too. ``lp`` and ``solver`` are passed to
+    :func:`~schedsearch.bounds.lower_bound`; ``solver`` also solves the MILP.
+    """
+    bound = lower_bound(problem, lp=lp, solver=solver)
+    if diviml_supports(problem) is not None:
+        return bound
+    milp = diviml(problem, solver=solver, time_limit_s=time_limit_s).lower_bound
+    if milp is None:
+        return bound
+    parts = {**bound.parts, "DiviML MILP": milp}
+    return ScheduleBound(value=max(parts.values()), parts=parts)
 
 
 def _option_index(problem: Problem, t: TaskInstance) -> int:

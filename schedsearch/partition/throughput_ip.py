@@ -20,8 +20,8 @@ off and the bounds hold for the original graph).
     ``max(total work / k, largest unit work)``: no solver.
 :func:`exact_mip`
     The exact MIP: ``k`` ordered blocks, cumulative ideal variables, the
-    send/receive rows of the IPs in :mod:`schedsearch.bounds.partition_ip`
-    (it *is* :func:`~schedsearch.bounds.partition_ip.contiguous_ip` with no
+    send/receive rows of the IPs in :mod:`schedsearch.partition.partition_ip`
+    (it *is* :func:`~schedsearch.partition.partition_ip.contiguous_ip` with no
     CPUs). Its dual bound is a lower bound, its solution a partition.
 :func:`three_superblock_mip`
     A relaxation with ``3n`` binaries instead of ``kn``: every unit goes to
@@ -59,7 +59,11 @@ from typing import Any
 import attrs
 
 from schedsearch.bounds.mip import MipModel, MipOptions, MipResult, solve_mip
-from schedsearch.bounds.partition_ip import (
+from schedsearch.errors import InvalidOperatorGraphError
+from schedsearch.partition.contract import ContractedGraph, contract
+from schedsearch.partition.cost import SplitCost, evaluate_split
+from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload, Slot, Split
+from schedsearch.partition.partition_ip import (
     _build_contiguous,
     _contig_hint,
     _split_from_units,
@@ -67,10 +71,6 @@ from schedsearch.bounds.partition_ip import (
     _Units,
     _units,
 )
-from schedsearch.errors import InvalidOperatorGraphError
-from schedsearch.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload, Slot, Split
-from schedsearch.partition.contract import ContractedGraph, contract
-from schedsearch.partition.cost import SplitCost, evaluate_split
 from schedsearch.result import Status
 
 __all__ = [
