@@ -1,21 +1,46 @@
 """Architecture rules checked by scanning imports: the solver-free layers
-import no solver, and imports point down only."""
+import no solver, and imports point down only.
+
+Layers, bottom up: the core (``problem``, ``schedule``, ``periodic``,
+``validate``, ``result``, ``options``, ``rewrite``) -> the schedule bounds
+(``bounds``; its MIP layer ``bounds.mip`` is loaded only on demand) ->
+encoders -> partitioners and search strategies. Beside the core and below
+every solver: the placement builders, the handcrafted schedules, the
+exporters and the PyTorch runtime, which read and write plans but never
+search for one.
+"""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "schedsearch"
 
-SOLVER_FREE = ["problem.py", "schedule.py", "periodic.py", "validate.py", "result.py", "errors.py", "bounds/analytic.py",
+SOLVER_FREE = ["problem.py", "schedule.py", "periodic.py", "validate.py", "result.py", "options.py", "rewrite.py",
+               "errors.py", "bounds/__init__.py", "bounds/analytic.py", "bounds/schedule_bounds.py",
                "encode/structure.py", "encode/base.py", "_json.py", "_io.py"]
 
+#: Files that neither search nor encode: the core, and the faces that only read and write plans.
+BELOW_SEARCH = ["problem.py", "schedule.py", "periodic.py", "validate.py", "result.py", "options.py", "rewrite.py",
+                "errors.py", "_json.py", "_io.py", "placements/*.py", "handcrafted/*.py", "export/*.py",
+                "runtime/*.py"]
+SEARCH_LAYERS = ("schedsearch.search", "schedsearch.encode", "schedsearch.partition", "schedsearch.bounds.mip")
 
-def imported_modules(path: Path) -> set[str]:
+#: Deferred (function-level) imports of a higher layer that are allowed, and why:
+#: ``SearchResult.export()`` hands its problem and plan to :func:`schedsearch.export.export`
+#: (solver-free, and it imports no result), a convenience for the user of a result.
+DEFERRED_UP = {"result.py": {"schedsearch.export"}}
+
+
+def imported_modules(path: Path, top_level_only: bool = False) -> set[str]:
     tree = ast.parse(path.read_text())
     names: set[str] = set()
-    for node in ast.walk(tree):
+    for node in tree.body if top_level_only else ast.walk(tree):
         if isinstance(node, ast.Import):
             names |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
@@ -23,13 +48,26 @@ def imported_modules(path: Path) -> set[str]:
     return names
 
 
+def files(patterns: list[str]) -> list[Path]:
+    out = [p for pattern in patterns for p in sorted(PACKAGE.glob(pattern))]
+    assert out, patterns
+    return out
+
+
+def within(module: str, layers: tuple[str, ...]) -> bool:
+    return any(module == layer or module.startswith(layer + ".") for layer in layers)
+
+
 def test_solver_free_layers_import_no_solver():
-    for rel in SOLVER_FREE:
-        path = PACKAGE / rel
-        if not path.exists():
-            continue
+    for path in files(SOLVER_FREE + BELOW_SEARCH):
         bad = {m for m in imported_modules(path) if m.split(".")[0] in ("z3", "ortools")}
-        assert not bad, f"{rel} imports {bad}"
+        assert not bad, f"{path.relative_to(PACKAGE)} imports {bad}"
+
+
+def test_the_core_and_the_faces_below_search_import_no_search_encoder_or_partitioner():
+    for path in files(BELOW_SEARCH):
+        bad = {m for m in imported_modules(path) if within(m, SEARCH_LAYERS)}
+        assert not bad, f"{path.relative_to(PACKAGE)} imports {bad}"
 
 
 def test_problem_and_schedule_import_nothing_above_them():
@@ -37,8 +75,38 @@ def test_problem_and_schedule_import_nothing_above_them():
         mods = {m for m in imported_modules(PACKAGE / rel) if m.startswith("schedsearch.")}
         # _json: the shared JSON-document reader, a leaf below them (next test)
         allowed = {"schedsearch.errors", "schedsearch.problem", "schedsearch.schedule", "schedsearch.result",
-                   "schedsearch._json"}
+                   "schedsearch._json"} | DEFERRED_UP.get(rel, set())
         assert mods <= allowed, f"{rel} imports {mods - allowed}"
+        top = {m for m in imported_modules(PACKAGE / rel, top_level_only=True) if m.startswith("schedsearch.")}
+        assert not top & DEFERRED_UP.get(rel, set()), f"{rel} imports {top} when it loads"
+
+
+def test_the_rewrites_stand_on_the_core_only():
+    mods = {m for m in imported_modules(PACKAGE / "rewrite.py") if m.startswith("schedsearch")}
+    assert mods <= {"schedsearch.errors", "schedsearch.problem", "schedsearch.schedule", "schedsearch.validate"}, mods
+
+
+def test_the_schedule_bounds_stand_below_the_encoders():
+    # the encoders read the analytic bounds; the bounds read no encoder, strategy or partitioner, and the
+    # package loads its MIP layer only when the assignment LP runs
+    for path in files(["bounds/*.py"]):
+        if path.name == "mip.py":
+            continue
+        bad = {m for m in imported_modules(path) if within(m, ("schedsearch.search", "schedsearch.encode",
+                                                               "schedsearch.partition"))}
+        assert not bad, f"bounds/{path.name} imports {bad}"
+    loaded = imported_modules(PACKAGE / "bounds" / "__init__.py") | imported_modules(
+        PACKAGE / "bounds" / "schedule_bounds.py", top_level_only=True)
+    assert "schedsearch.bounds.mip" not in loaded
+    bounds_used = {m for m in imported_modules(PACKAGE / "encode" / "structure.py") if m.startswith("schedsearch.b")}
+    assert bounds_used <= {"schedsearch.bounds.analytic"}, bounds_used
+
+
+def test_partitioners_take_the_search_as_an_argument():
+    # partition -> problem -> schedule is one pipeline, with the strategy passed in (no import of search)
+    for path in files(["partition/*.py"]):
+        bad = {m for m in imported_modules(path) if within(m, ("schedsearch.search", "schedsearch.encode"))}
+        assert not bad, f"partition/{path.name} imports {bad}"
 
 
 def test_the_reading_helpers_are_leaves():
@@ -69,3 +137,20 @@ def test_the_test_machinery_stays_below_the_solvers():
         mods = {m for m in imported_modules(path) if m.split(".")[0] in ("schedsearch", "z3", "ortools")}
         bad = {m for m in mods if m not in allowed and not m.startswith("schedsearch.testing")}
         assert not bad, f"testing/{path.name} imports {bad}"
+
+
+def loaded_by(module: str) -> list[str]:
+    """The modules a fresh interpreter holds after ``import module`` (schedsearch's and the solvers')."""
+    code = (f"import {module}, sys; print(sorted(m for m in sys.modules "
+            f"if m.split('.')[0] in ('schedsearch', 'ortools', 'z3')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    return ast.literal_eval(done.stdout.strip())
+
+
+@pytest.mark.parametrize("module", ["schedsearch.export", "schedsearch.handcrafted", "schedsearch.bounds",
+                                    "schedsearch.rewrite", "schedsearch.runtime"])
+def test_importing_a_solver_free_layer_loads_no_solver_and_no_search(module):
+    loaded = loaded_by(module)
+    assert module in loaded
+    bad = [m for m in loaded if m.split(".")[0] in ("ortools", "z3") or within(m, SEARCH_LAYERS)]
+    assert not bad, f"import {module} loads {bad}"
