@@ -1,8 +1,21 @@
 """schedsearch: exact placement and schedule search for distributed deep learning.
 
-Layers (imports point down only): ``problem`` and ``schedule`` (solver-free
-data, metrics, :func:`validate`), ``encode`` (CP-SAT and Z3 backends),
-``search`` (strategies), ``bounds``, ``placements``, ``export``, ``cli``.
+Layers, bottom up (imports point down only; ``tests/test_layers.py`` checks it):
+
+* the solver-free core: ``problem``, ``schedule`` (metrics), ``periodic``,
+  ``validate``, ``result``, ``options`` and ``rewrite`` (the problem under
+  other capacities, overlapped groups flattened and regrouped);
+* beside it, also solver-free: ``placements`` (problem builders),
+  ``handcrafted`` (the published schedules), ``export`` (CSV, traces, JSON,
+  pictures), ``runtime`` (PyTorch execution);
+* ``bounds``: the schedule lower bounds (analytic, memory, assignment LP);
+  ``bounds.mip``, the MIP layer, is loaded only when used;
+* ``encode``: the CP-SAT and Z3 backends;
+* ``partition`` (operator graphs, partitioners and their integer programs)
+  and ``search`` (the strategies, DiviML's MILP, the comparison with
+  handcrafted schedules); ``loaders`` (job-shop files as problems,
+  operator-graph files for the partitioners);
+* ``cli``.
 """
 
 from schedsearch.errors import (
