@@ -33,11 +33,24 @@ from schedsearch.problem import (
     Option as Option,
     Problem as Problem,
 )
-from schedsearch.result import SearchResult as SearchResult, Status as Status
+from schedsearch.options import ProgressEvent as ProgressEvent, SearchOptions as SearchOptions
+from schedsearch.result import Level as Level, SearchResult as SearchResult, Status as Status
 from schedsearch.schedule import Schedule as Schedule, TaskInstance as TaskInstance, Transfer as Transfer, metrics as metrics
 from schedsearch.validate import validate as validate
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # solve() pulls in the engines (and their solvers) only when first used,
+    # so importing the model, the validator or the exporters stays light
+    if name == "solve":
+        from schedsearch.search.solve import solve
+
+        globals()["solve"] = solve
+        return solve
+    raise AttributeError(f"module 'schedsearch' has no attribute {name!r}")
+
 
 __all__ = [
     "Block",
@@ -48,14 +61,18 @@ __all__ = [
     "Graph",
     "InvalidProblemError",
     "InvalidScheduleError",
+    "Level",
     "Option",
     "Problem",
+    "ProgressEvent",
     "SchedSearchError",
+    "SearchOptions",
     "Schedule",
     "SearchResult",
     "Status",
     "TaskInstance",
     "Transfer",
     "metrics",
+    "solve",
     "validate",
 ]

@@ -7,6 +7,7 @@ from schedsearch.search.optimal import optimal as optimal
 from schedsearch.search.pareto import min_memory as min_memory, pareto as pareto
 from schedsearch.search.repetend import RepetendResult as RepetendResult, repetend as repetend
 from schedsearch.search.scale import scale_search as scale_search
+from schedsearch.search.solve import solve as solve
 
 __all__ = [
     "Coarsening",
@@ -20,5 +21,6 @@ __all__ = [
     "pareto",
     "repetend",
     "scale_search",
+    "solve",
     "transfer_overlap",
 ]
