@@ -65,7 +65,7 @@ def _solve(entry, backend: str, limit: float, **kwargs) -> dict:
         "above_best_known": (result.objective - known) / known if known else None,
         "time_s": result.wall_time_s,
         "backend": backend,
-        "heuristic": result.stats.get("heuristic", {}).get("makespan"),
+        "heuristic": result.stats.get("baseline", {}).get("makespan"),
         # an index optimum below a proven bound would be an index error: report it
         "index_disagrees": entry.optimum is not None and (
             result.lower_bound > entry.optimum or (result.status.value == "OPTIMAL" and result.objective != entry.optimum)
@@ -116,25 +116,25 @@ def main(argv: list[str] | None = None) -> int:
     ablation = []
     if not (args.skip_ablation or args.quick):
         configs = [
-            {"strong_disjunctive": None, "redundant": True, "heuristic": True},  # the defaults
-            {"strong_disjunctive": None, "redundant": True, "heuristic": False},
-            {"strong_disjunctive": None, "redundant": False, "heuristic": True},
-            {"strong_disjunctive": False, "redundant": True, "heuristic": True},
-            {"strong_disjunctive": True, "redundant": True, "heuristic": True},
+            {"strong_disjunctive": None, "redundant": True, "list_baseline": True},  # the defaults
+            {"strong_disjunctive": None, "redundant": True, "list_baseline": False},
+            {"strong_disjunctive": None, "redundant": False, "list_baseline": True},
+            {"strong_disjunctive": False, "redundant": True, "list_baseline": True},
+            {"strong_disjunctive": True, "redundant": True, "list_baseline": True},
         ]
         for name in ABLATION:
             seen = set()
             for config in configs:
                 problem_fixed = name.startswith(("la", "orb", "ft", "abz"))
                 strong = problem_fixed if config["strong_disjunctive"] is None else config["strong_disjunctive"]
-                key = (strong, config["redundant"], config["heuristic"])
+                key = (strong, config["redundant"], config["list_baseline"])
                 if key in seen:
                     continue
                 seen.add(key)
                 row = _solve(index[name], "cpsat", args.ablation_limit, **config)
-                row.update(strong_disjunctive=strong, redundant=config["redundant"], warm_start=config["heuristic"])
+                row.update(strong_disjunctive=strong, redundant=config["redundant"], warm_start=config["list_baseline"])
                 ablation.append(row)
-                print(f"{name} strong={strong} redundant={config['redundant']} warm={config['heuristic']}: "
+                print(f"{name} strong={strong} redundant={config['redundant']} warm={config['list_baseline']}: "
                       f"{row['ours']} ({row['status']}) {row['time_s']:.2f} s", flush=True)
         print(f"\nAblation (CP-SAT, {args.ablation_limit:g} s each): strong disjunctive propagation, redundant "
               "bounds, warm start")

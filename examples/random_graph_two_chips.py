@@ -51,7 +51,7 @@ def experiment(nodes: int, coarse: int, seed: int, time_limit_s: float) -> dict[
     overlap = transfer_overlap(problem, result.schedule)
     print(f"== random graph: {nodes} operations, {len(dag.edges)} edges, seed {seed}")
     print(f"total work {dag.total_work}, critical path {dag.critical_path()}, bound max(work/2, path) = {bound}")
-    print(f"list-scheduling baseline:  {stats['heuristic']['makespan']}")
+    print(f"list-scheduling baseline:  {stats['baseline']['makespan']}")
     if "coarsening" in stats:
         c = stats["coarsening"]
         print(f"coarsened {c['blocks_in']} -> {c['blocks']} blocks, coarse plan {stats['coarse']['makespan']} "

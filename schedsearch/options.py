@@ -30,18 +30,22 @@ import math
 import numbers
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from schedsearch.errors import InvalidOptionsError
 from schedsearch.schedule import Schedule
 
+if TYPE_CHECKING:  # pragma: no cover
+    from schedsearch.problem import Problem
+
 __all__ = [
     "ProgressEvent",
     "SearchOptions",
     "resolve_options",
     "Deadline",
+    "Reporter",
     "MAX_SEED",
     "MAX_WORKERS",
 ]
@@ -209,19 +213,37 @@ class SearchOptions:
     def replace(self, **changes: Any) -> SearchOptions:
         return attrs.evolve(self, **changes)
 
+    def checked_warm_starts(self, problem: Problem, where: str) -> tuple[Schedule, ...]:
+        """The warm starts, each checked to be a valid plan of ``problem``.
+
+        A warm start is the user's claim of a valid plan: one that is not
+        raises :class:`~schedsearch.errors.InvalidOptionsError` naming
+        ``where``, its index and its first violation.
+        """
+        from schedsearch.validate import validate
+
+        for i, schedule in enumerate(self.warm_starts):
+            violations = validate(problem, schedule)
+            if violations:
+                raise InvalidOptionsError(
+                    f"{where}: warm start {i} is not a valid plan of problem {problem.name!r}: {violations[0]}"
+                )
+        return self.warm_starts
+
 
 _FIELDS = frozenset(f.name for f in attrs.fields(SearchOptions))
 
 
 def resolve_options(options: SearchOptions | None, overrides: Mapping[str, Any], where: str,
-                    **defaults: Any) -> SearchOptions:
+                    renamed: Mapping[str, str] | None = None, **defaults: Any) -> SearchOptions:
     """``options`` with the keyword ``overrides`` applied, checked.
 
     ``defaults`` are the strategy's own defaults for fields neither
     ``options`` nor ``overrides`` set (for example a longer time limit).
     ``warm_start`` is accepted as a synonym of ``warm_starts``. An unknown
     keyword raises :class:`~schedsearch.errors.InvalidOptionsError` naming
-    it and ``where``.
+    it and ``where``; ``renamed`` maps former knob names of the strategy to
+    their present ones, so the error can point to the right one.
     """
     if options is not None and not isinstance(options, SearchOptions):
         raise InvalidOptionsError(f"{where}: 'options' must be a SearchOptions, got {options!r:.80}")
@@ -231,6 +253,11 @@ def resolve_options(options: SearchOptions | None, overrides: Mapping[str, Any],
             raise InvalidOptionsError(f"{where}: give 'warm_start' or 'warm_starts', not both")
         changes["warm_starts"] = changes.pop("warm_start")
     unknown = sorted(set(changes) - _FIELDS)
+    moved = [u for u in unknown if renamed and u in renamed]
+    if moved:
+        raise InvalidOptionsError(
+            f"{where}: unknown option {moved[0]!r}; its meaning is now {renamed[moved[0]]!r}"  # type: ignore[index]
+        )
     if unknown:
         known = ", ".join(sorted(_FIELDS | {"warm_start"}))
         raise InvalidOptionsError(
@@ -271,3 +298,64 @@ class Deadline:
         if cap_s is not None:
             share = min(share, cap_s)
         return max(min(share, left), 1e-3)
+
+
+class Reporter:
+    """The progress of one strategy call, sent as :class:`ProgressEvent` events.
+
+    It keeps the best incumbent (least) and the best bound (largest) the
+    call has reported, and sends an event only when the phase, the
+    incumbent or the bound changed, with the time elapsed since ``t0`` (a
+    ``perf_counter`` time, the start of the call). A strategy that hands a
+    sub-search its own progress callback uses :meth:`relay`, so the
+    sub-search's events arrive re-timed from the call's start, merged with
+    what the call already knows.
+    """
+
+    def __init__(self, progress: Callable[[ProgressEvent], None] | None, t0: float | None = None) -> None:
+        self.progress = progress
+        self.t0 = time.perf_counter() if t0 is None else t0
+        self.phase = ""
+        self.incumbent: int | None = None
+        self.bound: int | None = None
+        self._sent: tuple[str, int | None, int | None] | None = None
+
+    def report(self, phase: str | None = None, incumbent: int | None = None, bound: int | None = None) -> None:
+        """Note a phase, an incumbent or a bound; send an event if that changes what was sent last."""
+        if phase is not None:
+            self.phase = phase
+        if incumbent is not None and (self.incumbent is None or incumbent < self.incumbent):
+            self.incumbent = incumbent
+        if bound is not None and (self.bound is None or bound > self.bound):
+            self.bound = bound
+        state = (self.phase, self.incumbent, self.bound)
+        if self.progress is None or state == self._sent:
+            return
+        self._sent = state
+        self.progress(ProgressEvent(phase=self.phase, incumbent=self.incumbent, bound=self.bound,
+                                    elapsed_s=time.perf_counter() - self.t0))
+
+    def reset(self, phase: str) -> None:
+        """Start a phase whose incumbent and bound are not comparable with the earlier ones
+        (a Pareto step under another capacity, say)."""
+        self.incumbent = self.bound = None
+        self.report(phase)
+
+    def relay(self, *, incumbents: bool = True, bounds: bool = True,
+              prefix: str | None = None) -> Callable[[ProgressEvent], None] | None:
+        """A progress callback for a sub-search (None when nobody listens).
+
+        ``incumbents`` / ``bounds``: whether the sub-search's values hold
+        for this call's problem (a search of a coarsened or restricted
+        problem finds plans of another problem, and proves bounds of the
+        restricted one only). ``prefix`` names the call's own phase before
+        the sub-search's (``"pareto capacity 4: exact search (cpsat)"``).
+        """
+        if self.progress is None:
+            return None
+
+        def forward(event: ProgressEvent) -> None:
+            self.report(event.phase if prefix is None else f"{prefix}: {event.phase}",
+                        event.incumbent if incumbents else None, event.bound if bounds else None)
+
+        return forward

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
 from schedsearch.cli import main
 from schedsearch.cli._common import ProgressPrinter
-from schedsearch.encode.base import Progress
+from schedsearch.options import ProgressEvent
 
 
 def test_demo_runs_a_real_search(capsys):
@@ -60,11 +61,26 @@ def test_progress_printer_prints_after_delay():
 
     stream = io.StringIO()
     printer = ProgressPrinter(stream=stream, after_s=0.0, every_s=100)
-    printer(Progress(elapsed_s=0.1, incumbent=40, bound=30))
-    printer(Progress(elapsed_s=0.2, incumbent=None, bound=35))
+    printer(ProgressEvent(phase="bound", bound=30))
+    printer(ProgressEvent(phase="exact search (cpsat)", elapsed_s=0.1, incumbent=40, bound=30))
+    printer(ProgressEvent(phase="exact search (cpsat)", elapsed_s=0.2, incumbent=40, bound=30))  # no change
+    printer(ProgressEvent(phase="exact search (cpsat)", elapsed_s=0.3, incumbent=None, bound=35))
     lines = stream.getvalue().splitlines()
-    assert "incumbent 40  bound 30" in lines[0] and "gap 25.0%" in lines[0]
-    assert "incumbent 40  bound 35" in lines[1]
+    assert len(lines) == 3
+    assert lines[0].endswith("bound: incumbent -  bound 30")  # the analytic bound, before any plan
+    assert "exact search (cpsat): incumbent 40  bound 30" in lines[1] and "gap 25.0%" in lines[1]
+    assert "exact search (cpsat): incumbent 40  bound 35" in lines[2]
+
+
+def test_progress_printer_shows_a_change_made_before_the_delay():
+    import io
+
+    stream = io.StringIO()
+    with ProgressPrinter(stream=stream, after_s=0.2, every_s=0.05) as printer:
+        printer(ProgressEvent(phase="bound", bound=30))
+        time.sleep(0.5)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 1 and "bound: incumbent -  bound 30" in lines[0]
 
 
 def test_help_lists_subcommands(capsys):

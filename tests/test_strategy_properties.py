@@ -12,7 +12,7 @@ it returns goes through the same checks (:mod:`schedsearch.testing.checks`):
   claim is the optimum (``assert_optimal``) and an ``INFEASIBLE`` claim is
   true;
 * never worse than the baseline list schedule
-  (:func:`schedsearch.search.heuristics.list_schedule`), given to the
+  (:func:`schedsearch.search.heuristics.list_plan`), given to the
   strategy as its warm start, for the strategies that take one
   (``assert_never_worse``).
 
@@ -40,7 +40,7 @@ from schedsearch.problem import Problem
 from schedsearch.result import Status
 from schedsearch.rewrite import with_capacities
 from schedsearch.schedule import Schedule, peak_memory
-from schedsearch.search.heuristics import list_schedule
+from schedsearch.search.heuristics import list_plan
 from schedsearch.testing import (
     OracleTooLarge,
     assert_bound_sound,
@@ -77,7 +77,7 @@ class Strategy:
 def baseline(problem: Problem) -> Schedule | None:
     """The library's list schedule (None when memory blocks it or orders contradict edges)."""
     try:
-        return list_schedule(problem)
+        return list_plan(problem)
     except ValueError:
         return None
 
@@ -107,15 +107,14 @@ def run_pareto(problem: Problem) -> Claims:
     objectives = ("max_span", "peak_memory") if problem.objective == "max_span" else ("makespan", "peak_memory")
     unbounded = with_capacities(problem, None)
     warm = baseline(unbounded)
-    front = search.pareto(problem, objectives, max_points=6, total_time_limit_s=30, warm_starts=[warm] if warm else [],
-                          **LIMIT)
+    front = search.pareto(problem, objectives, max_points=6, warm_starts=[warm] if warm else [], **LIMIT)
     claims = []
-    for point in front.points:
+    for point in front:
         step = with_capacities(problem, point.capacity).with_(objective=objectives[0])
-        # the point's own figures are its plan's
-        assert point.value == point.result.objective
+        # the point's own figures are its plan's, and its problem is the step's
         assert point.peak_memory == max(peak_memory(step, point.schedule).values())
-        claims.append((step, point.result, warm))
+        assert point.problem == step
+        claims.append((step, point, warm))
     return claims
 
 

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from schedsearch.encode.base import Progress
+from schedsearch.options import ProgressEvent
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult
 from schedsearch.schedule import metrics
@@ -27,16 +27,26 @@ def add_solver_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 class ProgressPrinter:
-    """Prints the incumbent and the bound as they improve, once a search has run
-    for ``after_s`` seconds, plus a heartbeat every ``every_s`` seconds."""
+    """Prints a search's progress once it has run for ``after_s`` seconds:
+    one line each time the phase, the incumbent or the bound changes.
+
+    It receives :class:`~schedsearch.options.ProgressEvent` events; the
+    bound shown is the best one reported so far (every strategy reports its
+    analytic bound first, as phase ``"bound"``), the incumbent the latest.
+    A change that arrives before ``after_s`` is printed by a check every
+    ``every_s`` seconds once ``after_s`` has passed; nothing is printed
+    twice.
+    """
 
     def __init__(self, stream: TextIO | None = None, after_s: float = 2.0, every_s: float = 2.0) -> None:
         self.stream = stream or sys.stderr
         self.after_s = after_s
         self.every_s = every_s
         self.t0 = time.perf_counter()
+        self.phase = ""
         self.incumbent: int | None = None
         self.bound: int | None = None
+        self._shown: tuple[str, int | None, int | None] | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, daemon=True)
@@ -51,29 +61,33 @@ class ProgressPrinter:
         self._stop.set()
         self._thread.join(timeout=1.0)
 
-    def __call__(self, event: Progress) -> None:
+    def __call__(self, event: ProgressEvent) -> None:
         with self._lock:
+            self.phase = event.phase or self.phase
             if event.incumbent is not None:
                 self.incumbent = event.incumbent
             if event.bound is not None:
                 self.bound = max(self.bound or 0, event.bound)
-            if time.perf_counter() - self.t0 >= self.after_s:
-                self._print()
+            self._print_if_changed()
 
     def _beat(self) -> None:
         while not self._stop.wait(self.every_s):
             with self._lock:
-                if time.perf_counter() - self.t0 >= self.after_s:
-                    self._print()
+                self._print_if_changed()
 
-    def _print(self) -> None:
+    def _print_if_changed(self) -> None:
+        state = (self.phase, self.incumbent, self.bound)
+        if state == self._shown or time.perf_counter() - self.t0 < self.after_s:
+            return
+        self._shown = state
         elapsed = time.perf_counter() - self.t0
         inc = "-" if self.incumbent is None else str(self.incumbent)
         bnd = "-" if self.bound is None else str(self.bound)
         gap = ""
         if self.incumbent and self.bound is not None:
-            gap = f"  gap {100 * (self.incumbent - self.bound) / self.incumbent:.1f}%"
-        print(f"[{elapsed:7.1f}s] incumbent {inc}  bound {bnd}{gap}", file=self.stream, flush=True)
+            gap = f"  gap {100 * max(0, self.incumbent - self.bound) / self.incumbent:.1f}%"
+        phase = f"{self.phase}: " if self.phase else ""
+        print(f"[{elapsed:7.1f}s] {phase}incumbent {inc}  bound {bnd}{gap}", file=self.stream, flush=True)
         self.printed += 1
 
 

@@ -61,7 +61,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--memory", type=int, default=None, help="memory capacity per machine for a DAG (default: none)")
     p.add_argument("--coarsen", type=int, default=None, metavar="N", help="coarsen graphs larger than N blocks first")
     p.add_argument("--no-refine", action="store_true", help="after coarsening, keep the expanded plan as it is")
-    p.add_argument("--heuristic-only", action="store_true", help="only the list-scheduling baseline")
+    p.add_argument("--baseline-only", "--heuristic-only", dest="baseline_only", action="store_true",
+                   help="only the list-scheduling (HEFT) baseline, no exact search")
     p.add_argument("--out", metavar="DIR", default=None, help="write schedule, problem, result and trace JSON here")
     add_solver_arguments(p)
     p.set_defaults(func=run)
@@ -125,7 +126,7 @@ def _print_result(problem: Problem, result: SearchResult) -> None:
     print(f"result: {result}")
     stats = result.stats
     print(f"analytic lower bound: {stats.get('analytic_bound')}")
-    for phase in ("heuristic", "coarse", "expanded", "exact"):
+    for phase in ("baseline", "coarse", "expanded", "exact"):
         if phase in stats:
             entry = stats[phase]
             extra = f" ({entry['status']})" if "status" in entry else ""
@@ -136,7 +137,7 @@ def _print_result(problem: Problem, result: SearchResult) -> None:
     if result.schedule is None:
         return
     m = metrics(problem, result.schedule)
-    print(f"plan from: {stats.get('source')}")
+    print(f"plan from: {result.engine}")
     for d in problem.cluster.device_names:
         cap = problem.capacity(d)
         print(f"  {d}: busy {m.busy.get(d, 0)}, peak memory {m.peak_memory.get(d, 0)}"
@@ -159,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         workers=args.workers,
         deterministic=args.deterministic,
-        heuristic_only=args.heuristic_only,
+        list_baseline_only=args.baseline_only,
         coarsen_to=args.coarsen,
         refine=not args.no_refine,
     )

@@ -81,12 +81,12 @@ def front_rows(spec: Comparable, rep: Reproduction, front: ParetoFront) -> list[
         "peak_per_device": [v * spec.memory_unit for v in rep.metrics.peak_memory.values()],
         "status": "handcrafted", "time_s": None,
     }]
-    for p in front.points:
+    for p in front:
         rows.append({
             "placement": spec.title, "schedule": "searched", "makespan": p.makespan, "bubble": p.makespan - busy,
             "peak_activations": p.peak_memory * spec.memory_unit,
             "peak_per_device": [v * spec.memory_unit for v in p.peak_per_device.values()],
-            "status": p.how, "time_s": round(p.result.wall_time_s, 3),
+            "status": p.how, "time_s": round(p.wall_time_s, 3),
         })
     return rows
 
@@ -101,8 +101,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("placement", choices=sorted(COMPARABLE), help="placement (with its handcrafted schedule)")
     p.add_argument("--devices", type=int, default=4, help="pipeline devices p (default 4)")
     p.add_argument("--microbatches", type=int, default=8, help="micro-batches m (DualPipe: both directions; default 8)")
-    p.add_argument("--time-limit", type=float, default=10.0, help="limit of each exact step, seconds (default 10)")
-    p.add_argument("--total-time-limit", type=float, default=None, help="limit of the whole walk, seconds")
+    p.add_argument("--time-limit", type=float, default=300.0, help="limit of the whole walk, seconds (default 300)")
+    p.add_argument("--step-time-limit", type=float, default=10.0,
+                   help="limit of each step (one activation limit), seconds (default 10)")
     p.add_argument("--workers", type=int, default=2, help="search workers (default 2)")
     p.add_argument("--seed", type=int, default=0, help="search seed (default 0)")
     p.add_argument("--json", action="store_true", help="print the points as JSON")
@@ -113,7 +114,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace) -> int:
     spec, rep = comparable(args.placement, args.devices, args.microbatches)
-    front = pareto(rep.problem, time_limit_s=args.time_limit, total_time_limit_s=args.total_time_limit,
+    front = pareto(rep.problem, time_limit_s=args.time_limit, step_time_limit_s=args.step_time_limit,
                    warm_starts=[rep.schedule], heuristic=list_heuristic(), workers=args.workers, seed=args.seed)
     rows = front_rows(spec, rep, front)
     payload = {"placement": spec.name, "devices": args.devices, "microbatches": args.microbatches,

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import attrs
 
 from schedsearch.errors import InvalidOptionsError, UnsoundBoundWarning, UnsupportedFeatureError
+from schedsearch.options import ProgressEvent
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import Schedule, objective_value
@@ -45,13 +46,10 @@ __all__ = [
 ]
 
 
-@attrs.frozen(kw_only=True)
-class Progress:
-    """A progress report: an improved incumbent or bound at ``elapsed_s``."""
-
-    elapsed_s: float
-    incumbent: int | None
-    bound: int | None
+#: The event a backend reports (the one event of every strategy; see
+#: :class:`schedsearch.options.ProgressEvent`). Backends name their phase
+#: ``"exact search (cpsat)"`` or ``"exact search (z3)"``.
+Progress = ProgressEvent
 
 
 #: Seeds every backend accepts: CP-SAT's ``random_seed`` is an int32 and Z3's
@@ -208,8 +206,8 @@ class SolveOptions:
         symmetric schedules); a status or bound then holds for the
         restricted space only, which is the caller's to interpret.
     progress:
-        Called with a :class:`Progress` whenever the incumbent or the bound
-        improves.
+        Called with a :class:`~schedsearch.options.ProgressEvent` whenever
+        the incumbent or the bound improves.
     log:
         Let the solver print its own log.
     backend_params:
@@ -229,7 +227,7 @@ class SolveOptions:
     lower_bound: int | None = attrs.field(default=None, validator=_bound)
     upper_bound: int | None = attrs.field(default=None, validator=_bound)
     ties: tuple[tuple[tuple[str, int], tuple[str, int], int], ...] = attrs.field(default=(), converter=_ties)
-    progress: Callable[[Progress], None] | None = attrs.field(default=None, eq=False, validator=_callable_or_none)
+    progress: Callable[[ProgressEvent], None] | None = attrs.field(default=None, eq=False, validator=_callable_or_none)
     log: bool = attrs.field(default=False, validator=_boolean)
     backend_params: Mapping[str, Any] = attrs.field(factory=dict, validator=_params)
 
@@ -429,6 +427,9 @@ class ModuloOptions:
     hint:
         A :class:`~schedsearch.periodic.Repetend` of the same problem and
         period to start from (CP-SAT: a solution hint; Z3 ignores it).
+    deterministic:
+        Reproducible search (CP-SAT: interleaved search; Z3 is
+        deterministic for a fixed seed).
     Other fields are those of :class:`SolveOptions`.
     """
 
@@ -446,6 +447,7 @@ class ModuloOptions:
     time_limit_s: float | None = attrs.field(default=60.0, validator=_positive_or_none)
     seed: int = attrs.field(default=0, validator=_seed)
     workers: int = attrs.field(default=2, validator=_workers)
+    deterministic: bool = attrs.field(default=False, validator=_boolean)
     log: bool = attrs.field(default=False, validator=_boolean)
     backend_params: Mapping[str, Any] = attrs.field(factory=dict, validator=_params)
 
@@ -509,8 +511,13 @@ def modulo_memory_pairs(problem: Problem) -> dict[str, tuple[tuple[str, str, int
     return out
 
 
-def solve_modulo(problem: Problem, options: ModuloOptions, backend: str | Backend = "cpsat") -> ModuloResult:
+def solve_modulo(problem: Problem, backend: str | Backend, options: ModuloOptions) -> ModuloResult:
     """Solve a modulo sub-problem with ``backend`` and check the repetend it returns.
+
+    The arguments come in :func:`solve`'s order. ``backend`` is a name of
+    :data:`MODULO_BACKENDS` or a backend object: one with a
+    ``solve_modulo(problem, options)`` method is called as given, another
+    one stands for the registered modulo encoder of its ``name``.
 
     Raises :class:`~schedsearch.errors.UnsupportedFeatureError` for problems
     the encoding cannot express, and
@@ -520,21 +527,23 @@ def solve_modulo(problem: Problem, options: ModuloOptions, backend: str | Backen
     from schedsearch.errors import ValidationFailedError
     from schedsearch.periodic import check_repetend
 
-    name = backend if isinstance(backend, str) else backend.name
+    name = backend if isinstance(backend, str) else str(backend.name)
+    fn = None if isinstance(backend, str) else getattr(backend, "solve_modulo", None)
     target = MODULO_BACKENDS.get(name)
-    if target is None:
+    if fn is None and target is None:
         raise ValueError(f"backend: unknown name {name!r} for modulo scheduling; choose one of {sorted(MODULO_BACKENDS)}")
     why = modulo_support_error(problem)
     if why is not None:
         raise UnsupportedFeatureError(f"modulo scheduling cannot express problem {problem.name!r}: {why}; use optimal()")
-    module, attr = target.split(":")
-    try:
-        fn = getattr(importlib.import_module(module), attr)
-    except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise UnsupportedFeatureError(
-            f"backend {name!r} needs a solver package that is not installed ({exc}); "
-            f"try one of {sorted(set(MODULO_BACKENDS) - {name})}"
-        ) from exc
+    if fn is None:
+        module, attr = target.split(":")
+        try:
+            fn = getattr(importlib.import_module(module), attr)
+        except ImportError as exc:  # pragma: no cover - depends on the installation
+            raise UnsupportedFeatureError(
+                f"backend {name!r} needs a solver package that is not installed ({exc}); "
+                f"try one of {sorted(set(MODULO_BACKENDS) - {name})}"
+            ) from exc
     t0 = time.perf_counter()
     result: ModuloResult = fn(problem, options)
     if result.repetend is not None:

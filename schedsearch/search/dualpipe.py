@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from schedsearch.errors import InvalidProblemError
+from schedsearch.options import SearchOptions
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
 from schedsearch.search.pareto import MemoryWalk, min_memory
@@ -69,7 +70,7 @@ def list_heuristic(rules=DEFAULT_RULES, target: int | None = None) -> Callable[[
 
     def run(problem: Problem) -> Schedule | None:
         goal = target if target is not None else objective_lower_bound(problem).value
-        return best_list_schedule(problem, rules, target=goal)[0]
+        return best_list_schedule(problem, rules, target=goal).schedule
 
     return run
 
@@ -79,8 +80,8 @@ def activation_walk(
     target_makespan: int,
     *,
     start_capacity: int | None = None,
-    time_limit_s: float | None = 60.0,
-    **options: Any,
+    options: SearchOptions | None = None,
+    **common: Any,
 ) -> MemoryWalk:
     """Least uniform activation limit reaching ``target_makespan``.
 
@@ -88,7 +89,8 @@ def activation_walk(
     heuristic of each step: a list schedule within the target answers a
     step at once (feasible); otherwise an exact feasibility search answers
     it (FEASIBLE, INFEASIBLE: proven; TIMEOUT: not). Redundant overlap
-    declarations are dropped (same answers, smaller models).
+    declarations are dropped (same answers, smaller models). ``options`` /
+    ``common``: the common settings, as for ``min_memory``.
     """
-    return min_memory(problem, target_makespan, start_capacity=start_capacity, time_limit_s=time_limit_s,
-                      heuristic=list_heuristic(target=target_makespan), **options)
+    return min_memory(problem, target_makespan, start_capacity=start_capacity,
+                      heuristic=list_heuristic(target=target_makespan), options=options, **common)

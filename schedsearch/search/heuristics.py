@@ -38,6 +38,13 @@ Priority rules (higher runs first; ties by block order, then micro-batch):
   task (its earliest start with minimal durations).
 
 Every schedule returned has passed the independent validator.
+
+Results. :func:`list_schedule` and :func:`heft` return a
+:class:`~schedsearch.result.SearchResult` like every strategy (FEASIBLE
+with the plan and the analytic lower bound, OPTIMAL when the plan meets
+it; UNKNOWN when memory blocks every rule; INFEASIBLE when fixed orders
+contradict the edges); :func:`list_plan` gives the bare schedule (or None)
+to callers that build on it.
 """
 
 from __future__ import annotations
@@ -48,13 +55,13 @@ from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
-from schedsearch.bounds.analytic import analytic_lower_bound
+from schedsearch.bounds.analytic import objective_lower_bound
 from schedsearch.problem import Problem, TaskKey
 from schedsearch.result import SearchResult, Status
-from schedsearch.schedule import Schedule, TaskInstance, Transfer
+from schedsearch.schedule import Schedule, TaskInstance, Transfer, objective_value
 from schedsearch.validate import assert_valid
 
-__all__ = ["PRIORITY_RULES", "priorities", "list_schedule", "heft"]
+__all__ = ["PRIORITY_RULES", "priorities", "list_plan", "list_schedule", "heft", "heuristic_result"]
 
 PRIORITY_RULES = ("upward_rank", "longest_path", "work_remaining", "upward_downward")
 
@@ -228,7 +235,7 @@ def _earliest_common(timelines: Sequence[_Timeline], ready: int, duration: int) 
             return s
 
 
-def list_schedule(
+def list_plan(
     problem: Problem,
     *,
     rule: str = "upward_rank",
@@ -236,6 +243,9 @@ def list_schedule(
     insertion: bool = True,
 ) -> Schedule | None:
     """One list schedule of ``problem`` (validated), or None when memory blocks it.
+
+    The bare plan, for callers that build on it; :func:`list_schedule` gives
+    the same plan as a search result.
 
     Parameters
     ----------
@@ -255,7 +265,7 @@ def list_schedule(
     --------
     >>> from schedsearch.loaders import jobshop_problem
     >>> p = jobshop_problem([[(0, 3), (1, 2)], [(1, 4), (0, 1)]], 2).problem
-    >>> list_schedule(p).makespan  # the optimum: m1 runs j1.o0 [0, 4) then j0.o1
+    >>> list_plan(p).makespan  # the optimum: m1 runs j1.o0 [0, 4) then j0.o1
     6
     """
     g = _TaskGraph(problem)
@@ -270,6 +280,79 @@ def list_schedule(
         prio = {k: float(priority(k)) for k in g.keys}
     return _schedule(g, prio, insertion)
 
+
+def list_schedule(
+    problem: Problem,
+    *,
+    rule: str = "upward_rank",
+    priority: Mapping[TaskKey, float] | Callable[[TaskKey], float] | None = None,
+    insertion: bool = True,
+) -> SearchResult:
+    """One list schedule of ``problem`` as a search result (see :func:`list_plan` for the parameters).
+
+    FEASIBLE with the validated plan and the analytic lower bound (OPTIMAL
+    when the plan meets it), UNKNOWN when memory blocks the list scheduler,
+    INFEASIBLE when fixed orders and edges form a cycle.
+
+    Examples
+    --------
+    >>> from schedsearch.loaders import jobshop_problem
+    >>> p = jobshop_problem([[(0, 3), (1, 2)], [(1, 4), (0, 1)]], 2).problem
+    >>> list_schedule(p).objective
+    6
+    """
+    t0 = time.perf_counter()
+    engine = "list scheduling (HEFT, " + (rule if priority is None else "given priorities") + ")"
+    try:
+        schedule = list_plan(problem, rule=rule, priority=priority, insertion=insertion)
+    except _PrecedenceCycle as exc:
+        return heuristic_result(problem, None, strategy="list_schedule", engine=engine, stats={"reason": str(exc)},
+                                wall_time_s=time.perf_counter() - t0, infeasible=True)
+    return heuristic_result(problem, schedule, strategy="list_schedule", engine=engine, stats={"rule": rule},
+                            wall_time_s=time.perf_counter() - t0)
+
+
+def heuristic_result(
+    problem: Problem,
+    schedule: Schedule | None,
+    *,
+    strategy: str,
+    engine: str,
+    stats: Mapping[str, object],
+    wall_time_s: float,
+    infeasible: bool = False,
+) -> SearchResult:
+    """A heuristic's plan as a :class:`~schedsearch.result.SearchResult`.
+
+    With a (validated) ``schedule``: FEASIBLE, its objective and the
+    analytic lower bound of the problem's objective, OPTIMAL when the plan
+    meets the bound. Without: UNKNOWN (a heuristic proves nothing), or
+    INFEASIBLE when the caller proved that no plan exists (``infeasible``).
+    """
+    name = "max_span" if problem.objective == "max_span" else "makespan"
+    stats = dict(stats)
+    if infeasible:
+        return SearchResult(status=Status.INFEASIBLE, wall_time_s=wall_time_s, stats=stats, strategy=strategy,
+                            objective_name=name, bound_engine="precedence check", problem=problem)
+    bound = objective_lower_bound(problem).value
+    stats["analytic_bound"] = bound
+    if schedule is None:
+        return SearchResult(status=Status.UNKNOWN, lower_bound=bound, wall_time_s=wall_time_s, stats=stats,
+                            strategy=strategy, objective_name=name, bound_engine="analytic", problem=problem)
+    value = objective_value(schedule, problem.objective)
+    return SearchResult(
+        status=Status.FEASIBLE,  # OPTIMAL when the bound meets it (SearchResult's rule)
+        schedule=schedule,
+        objective=value,
+        lower_bound=min(bound, value),
+        wall_time_s=wall_time_s,
+        stats=stats,
+        strategy=strategy,
+        objective_name=name,
+        engine=engine,
+        bound_engine="analytic",
+        problem=problem,
+    )
 
 def _schedule(g: _TaskGraph, prio: Mapping[TaskKey, float], insertion: bool) -> Schedule | None:
     problem = g.problem
@@ -401,8 +484,9 @@ def heft(
     Returns a FEASIBLE result (OPTIMAL when it meets the analytic lower
     bound) with the validated schedule, UNKNOWN when every rule was
     blocked by memory, or INFEASIBLE when fixed orders and edges form a
-    cycle. ``stats["makespans"]`` gives each rule's makespan
-    (None when blocked) and ``stats["rule"]`` the winner.
+    cycle. ``engine`` names the winning rule, ``stats["makespans"]`` gives
+    each rule's makespan (None when blocked) and ``stats["rule"]`` the
+    winner.
     """
     t0 = time.perf_counter()
     if not rules:
@@ -410,8 +494,8 @@ def heft(
     try:
         g = _TaskGraph(problem)
     except _PrecedenceCycle as exc:
-        return SearchResult(status=Status.INFEASIBLE, wall_time_s=time.perf_counter() - t0,
-                            stats={"reason": str(exc)}, strategy="heft")
+        return heuristic_result(problem, None, strategy="heft", engine="", stats={"reason": str(exc)},
+                                wall_time_s=time.perf_counter() - t0, infeasible=True)
     best: tuple[Schedule, str] | None = None
     makespans: dict[str, int | None] = {}
     for rule in rules:
@@ -419,19 +503,8 @@ def heft(
         makespans[rule] = schedule.makespan if schedule is not None else None
         if schedule is not None and (best is None or schedule.makespan < best[0].makespan):
             best = (schedule, rule)
-    bound = analytic_lower_bound(problem).value
-    stats = {"makespans": makespans, "rule": best[1] if best else None, "analytic_bound": bound}
-    wall = time.perf_counter() - t0
-    if best is None:
-        return SearchResult(status=Status.UNKNOWN, lower_bound=bound, wall_time_s=wall, stats=stats, strategy="heft")
-    schedule = best[0]
-    status = Status.OPTIMAL if schedule.makespan <= bound else Status.FEASIBLE
-    return SearchResult(
-        status=status,
-        schedule=schedule,
-        objective=schedule.makespan,
-        lower_bound=min(bound, schedule.makespan),
-        wall_time_s=wall,
-        stats=stats,
-        strategy="heft",
+    return heuristic_result(
+        problem, best[0] if best else None, strategy="heft",
+        engine=f"list scheduling (HEFT, {best[1]})" if best else "",
+        stats={"makespans": makespans, "rule": best[1] if best else None}, wall_time_s=time.perf_counter() - t0,
     )

@@ -10,10 +10,10 @@ the exact model of a backend (CP-SAT or Z3).
 
 Pipeline (every phase stays within ``time_limit_s`` in total):
 
-1. **baseline**: the list-scheduling heuristic
+1. **baseline**: list scheduling
    (:func:`~schedsearch.search.heuristics.heft`); its schedule is the warm
    start of the exact search, and it is returned when nothing better is
-   found. It is also available on its own (``heuristic_only=True``).
+   found. It is also available on its own (``list_baseline_only=True``).
 2. **coarsening** (only with ``coarsen_to`` and a larger graph): the graph is
    merged to ``coarsen_to`` blocks (:func:`~schedsearch.search.coarsen.coarsen`),
    the coarse problem is solved exactly (warm-started from its own list
@@ -30,21 +30,20 @@ no bound on the original problem, since coarsening restricts it.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
 from schedsearch.bounds.analytic import analytic_lower_bound
-from schedsearch.encode.base import Backend, Progress, SolveOptions
+from schedsearch.errors import InvalidOptionsError
+from schedsearch.options import Deadline, Reporter, SearchOptions, resolve_options
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import Schedule
 from schedsearch.search.coarsen import coarsen
 from schedsearch.search.heuristics import heft
 from schedsearch.search.optimal import optimal
-from schedsearch.validate import assert_valid
 
 __all__ = ["jobshop", "transfer_overlap"]
 
@@ -55,27 +54,23 @@ _STRONG_DISJUNCTIVE = "use_strong_propagation_in_disjunctive"
 _MARGIN_S = 0.3
 _MARGIN_SHARE = 0.01
 
+#: former knob names of :func:`jobshop` and their present ones
+_RENAMED = {"heuristic": "list_baseline", "heuristic_only": "list_baseline_only"}
+
 
 def jobshop(
     problem: Problem,
     *,
-    backend: str | Backend = "cpsat",
-    time_limit_s: float | None = 60.0,
-    seed: int = 0,
-    workers: int = 2,
-    deterministic: bool = False,
-    warm_start: Schedule | None = None,
-    heuristic: bool = True,
-    heuristic_only: bool = False,
+    list_baseline: bool = True,
+    list_baseline_only: bool = False,
     coarsen_to: int | None = None,
     coarsen_options: Mapping[str, Any] | None = None,
     coarse_share: float = 0.5,
     refine: bool = True,
     strong_disjunctive: bool | None = None,
     redundant: bool = True,
-    progress: Callable[[Progress], None] | None = None,
-    log: bool = False,
-    backend_params: Mapping[str, Any] | None = None,
+    options: SearchOptions | None = None,
+    **common: Any,
 ) -> SearchResult:
     """Plan ``problem`` as a flexible job shop (see the module notes).
 
@@ -83,16 +78,10 @@ def jobshop(
     ----------
     problem:
         Any problem of the model; job shops have one micro-batch.
-    backend:
-        ``"cpsat"`` or ``"z3"`` (or a backend object).
-    time_limit_s:
-        Wall-clock limit for the whole pipeline (None: none).
-    warm_start:
-        A valid schedule of ``problem`` to start from (kept if it is better
-        than the heuristic's).
-    heuristic:
-        Run the list-scheduling baseline and warm-start from it.
-    heuristic_only:
+    list_baseline:
+        Run the list-scheduling baseline (:func:`~schedsearch.search.heft`)
+        and warm-start from it.
+    list_baseline_only:
         Return the baseline without any exact search.
     coarsen_to:
         Coarsen graphs with more blocks than this first.
@@ -111,15 +100,24 @@ def jobshop(
         intervals), where it proves 10x10 instances 3-6 times faster; off
         with flexible options, where it slows the search down (measured in
         the job-shop benchmark). An explicit ``backend_params`` entry wins.
-    redundant, seed, workers, deterministic, progress, log, backend_params:
+    redundant:
         As for :func:`~schedsearch.search.optimal`.
+    options, common:
+        The common settings (:class:`~schedsearch.options.SearchOptions` or
+        keywords of its field names); ``time_limit_s`` covers the whole
+        pipeline; the best of the ``warm_starts`` (valid plans of
+        ``problem``) is kept if it beats the baseline. Progress phases:
+        ``"bound"``, ``"warm start i"``, ``"list scheduling (HEFT, <rule>)"``,
+        ``"coarse search: ..."``, ``"coarse plan expanded (...)"``, the
+        backend's ``"exact search (<backend>)"``.
 
     Returns
     -------
     SearchResult
-        Strategy ``"jobshop"``; ``stats`` holds each phase's makespan and time
-        (``heuristic``, ``coarse``, ``expanded``, ``exact``), the analytic
-        bound and the coarsening figures.
+        Strategy ``"jobshop"``; ``engine`` names what found the plan,
+        ``bound_engine`` what proved the bound; ``stats`` holds each
+        phase's makespan and time (``baseline``, ``coarse``, ``expanded``,
+        ``exact``), the analytic bound and the coarsening figures.
 
     Examples
     --------
@@ -128,14 +126,15 @@ def jobshop(
     >>> jobshop(p, time_limit_s=10).objective
     6
     """
+    opts = resolve_options(options, common, "jobshop", renamed=_RENAMED)
     if not 0 < coarse_share <= 1:
-        raise ValueError(f"jobshop: 'coarse_share' must be in (0, 1], got {coarse_share!r}")
+        raise InvalidOptionsError(f"jobshop: 'coarse_share' must be in (0, 1], got {coarse_share!r}")
     if coarsen_to is not None and (isinstance(coarsen_to, bool) or not isinstance(coarsen_to, int) or coarsen_to < 1):
-        raise ValueError(f"jobshop: 'coarsen_to' must be an integer >= 1 or None, got {coarsen_to!r}")
-    SolveOptions(time_limit_s=time_limit_s, seed=seed, workers=workers, deterministic=deterministic)  # checked up front
-    t0 = time.perf_counter()
-    deadline = None if time_limit_s is None else t0 + time_limit_s
+        raise InvalidOptionsError(f"jobshop: 'coarsen_to' must be an integer >= 1 or None, got {coarsen_to!r}")
+    deadline = Deadline(opts.time_limit_s)
+    reporter = Reporter(opts.progress, deadline.t0)
     bound = analytic_lower_bound(problem).value
+    reporter.report("bound", bound=bound)
     stats: dict[str, Any] = {"analytic_bound": bound, "blocks": len(problem.graph.blocks)}
     incumbent: tuple[Schedule, str] | None = None
 
@@ -143,57 +142,57 @@ def jobshop(
         nonlocal incumbent
         if schedule is not None and (incumbent is None or schedule.makespan < incumbent[0].makespan):
             incumbent = (schedule, source)
-            if progress is not None:
-                progress(Progress(elapsed_s=time.perf_counter() - t0, incumbent=schedule.makespan, bound=bound))
+            reporter.report(source, incumbent=schedule.makespan)
 
     def remaining() -> float | None:
         """Time left, less a margin for building the model and validating
         the schedule, which the solver's own limit does not count."""
-        if deadline is None:
-            return None
-        left = deadline - time.perf_counter()
-        return max(0.0, left - _MARGIN_S - _MARGIN_SHARE * left)
+        left = deadline.left()
+        return None if left is None else max(0.0, left - _MARGIN_S - _MARGIN_SHARE * left)
 
-    if warm_start is not None:
-        offer(assert_valid(problem, warm_start, "warm start"), "warm start")
-    if heuristic or heuristic_only:
+    def result(solved: SearchResult | None) -> SearchResult:
+        return _result(problem, incumbent, bound, solved, stats, deadline.elapsed, opts.backend_name)
+
+    for i, schedule in enumerate(opts.checked_warm_starts(problem, "jobshop")):
+        offer(schedule, f"warm start {i}")
+    if list_baseline or list_baseline_only:
         base = heft(problem)
         if base.status is Status.INFEASIBLE:  # fixed orders and edges form a cycle
-            stats["heuristic"] = {"status": base.status.value, "reason": base.stats.get("reason")}
-            return _result(None, bound, base, stats, t0, "")
-        stats["heuristic"] = {"makespan": base.objective, "time_s": base.wall_time_s, "rule": base.stats.get("rule")}
-        offer(base.schedule, "heuristic")
-    if heuristic_only:
-        return _result(incumbent, bound, None, stats, t0, "")
+            stats["baseline"] = {"status": base.status.value, "reason": base.stats.get("reason")}
+            return attrs.evolve(base, wall_time_s=deadline.elapsed, stats=stats, strategy="jobshop")
+        stats["baseline"] = {"makespan": base.objective, "time_s": base.wall_time_s, "rule": base.stats.get("rule")}
+        offer(base.schedule, base.engine)
+    if list_baseline_only:
+        return result(None)
 
-    used_backend = backend if isinstance(backend, str) else getattr(backend, "name", "")
-    params = dict(backend_params or {})
+    params = dict(opts.backend_params)
     if strong_disjunctive is None:
         strong_disjunctive = all(b.is_fixed for b in problem.graph.blocks)
-    if strong_disjunctive and used_backend == "cpsat":
+    if strong_disjunctive and opts.backend_name == "cpsat":
         params.setdefault(_STRONG_DISJUNCTIVE, True)
     stats["backend_params"] = dict(params)
-    common = dict(
-        backend=backend, seed=seed, workers=workers, deterministic=deterministic, redundant=redundant,
-        log=log, backend_params=params,
-    )
-    solved: SearchResult | None = None
+    sub = opts.replace(backend_params=params, warm_starts=())
     if incumbent is not None and incumbent[0].makespan <= bound:
         stats["skipped_exact"] = "the incumbent meets the analytic bound"
-        return _result(incumbent, bound, None, stats, t0, used_backend)
+        return result(None)
 
     if coarsen_to is not None and len(problem.graph.blocks) > coarsen_to:
-        tc = time.perf_counter()
+        tc = deadline.elapsed
         coarsening = coarsen(problem, coarsen_to, **dict(coarsen_options or {}))
-        stats["coarsening"] = dict(coarsening.stats, time_s=time.perf_counter() - tc)
+        stats["coarsening"] = dict(coarsening.stats, time_s=deadline.elapsed - tc)
         coarse_base = heft(coarsening.coarse)
         left = remaining()
         share = left * (coarse_share if refine else 1.0) if left is not None else None
+        reporter.report("coarse search")
+        # plans and bounds of the coarse problem are neither plans nor bounds of this one
         coarse_result = optimal(
             coarsening.coarse,
-            time_limit_s=max(share, 0.1) if share is not None else None,
-            warm_start=coarse_base.schedule,
-            **common,
+            redundant=redundant,
+            options=sub.replace(
+                time_limit_s=max(share, 0.1) if share is not None else None,
+                warm_starts=() if coarse_base.schedule is None else (coarse_base.schedule,),
+                progress=reporter.relay(incumbents=False, bounds=False, prefix="coarse search"),
+            ),
         )
         stats["coarse"] = {
             "status": coarse_result.status.value,
@@ -203,22 +202,24 @@ def jobshop(
             "time_s": coarse_result.wall_time_s,
         }
         if coarse_result.schedule is not None:
-            te = time.perf_counter()
+            te = deadline.elapsed
             expanded = coarsening.expand(coarse_result.schedule)
-            stats["expanded"] = {"makespan": expanded.makespan, "time_s": time.perf_counter() - te}
-            offer(expanded, "expanded")
+            stats["expanded"] = {"makespan": expanded.makespan, "time_s": deadline.elapsed - te}
+            offer(expanded, f"coarse plan expanded ({coarse_result.engine})")
         if not refine:
-            return _result(incumbent, bound, None, stats, t0, used_backend)
+            return result(None)
     left = remaining()
     if left is not None and left < 0.1:
         stats["skipped_exact"] = "no time left"
-        return _result(incumbent, bound, None, stats, t0, used_backend)
+        return result(None)
     solved = optimal(
         problem,
-        time_limit_s=left,
-        warm_start=incumbent[0] if incumbent is not None else None,
-        progress=progress,
-        **common,
+        redundant=redundant,
+        options=sub.replace(
+            time_limit_s=left,
+            warm_starts=() if incumbent is None else (incumbent[0],),
+            progress=reporter.relay(),
+        ),
     )
     stats["exact"] = {
         "status": solved.status.value,
@@ -228,40 +229,41 @@ def jobshop(
         "solver": dict(solved.stats),
     }
     if solved.schedule is not None and (incumbent is None or solved.schedule.makespan < incumbent[0].makespan):
-        incumbent = (solved.schedule, "exact")
-    return _result(incumbent, bound, solved, stats, t0, used_backend)
+        incumbent = (solved.schedule, solved.engine)
+    return result(solved)
 
 
 def _result(
+    problem: Problem,
     incumbent: tuple[Schedule, str] | None,
     bound: int,
     solved: SearchResult | None,
     stats: dict[str, Any],
-    t0: float,
+    wall: float,
     backend: str,
 ) -> SearchResult:
-    wall = time.perf_counter() - t0
     if solved is not None and solved.status is Status.INFEASIBLE:
-        return attrs.evolve(solved, wall_time_s=wall, stats=stats, strategy="jobshop")
-    lower = bound
-    if solved is not None and solved.lower_bound is not None:
-        lower = max(lower, solved.lower_bound)
+        return attrs.evolve(solved, wall_time_s=wall, stats=stats, strategy="jobshop", problem=problem)
+    lower, bound_engine = bound, "analytic"
+    if solved is not None and solved.lower_bound is not None and solved.lower_bound > lower:
+        lower, bound_engine = solved.lower_bound, solved.bound_engine
     if incumbent is None:
         status = solved.status if solved is not None else Status.UNKNOWN
-        return SearchResult(status=status, lower_bound=lower, wall_time_s=wall, backend=backend, stats=stats, strategy="jobshop")
+        return SearchResult(status=status, lower_bound=lower, wall_time_s=wall, backend=backend, stats=stats,
+                            strategy="jobshop", bound_engine=bound_engine, problem=problem)
     schedule, source = incumbent
-    stats["source"] = source
-    lower = min(lower, schedule.makespan)
-    status = Status.OPTIMAL if schedule.makespan <= lower else Status.FEASIBLE
     return SearchResult(
-        status=status,
+        status=Status.FEASIBLE,  # OPTIMAL when the bound meets it (SearchResult's rule)
         schedule=schedule,
         objective=schedule.makespan,
-        lower_bound=lower,
+        lower_bound=min(lower, schedule.makespan),
         wall_time_s=wall,
         backend=backend,
         stats=stats,
         strategy="jobshop",
+        engine=source,
+        bound_engine=bound_engine,
+        problem=problem,
     )
 
 

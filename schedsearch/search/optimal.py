@@ -14,14 +14,14 @@ schedule has passed the independent validator (see
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
 
-from schedsearch.bounds.schedule_bounds import lower_bound
 from schedsearch.bounds.analytic import objective_lower_bound
-from schedsearch.encode.base import Backend, Progress, SolveOptions, solve
+from schedsearch.bounds.schedule_bounds import lower_bound
+from schedsearch.encode.base import SolveOptions, solve
+from schedsearch.options import Deadline, Reporter, SearchOptions, resolve_options
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import Schedule, objective_value
@@ -32,19 +32,12 @@ __all__ = ["optimal"]
 def optimal(
     problem: Problem,
     *,
-    backend: str | Backend = "cpsat",
-    time_limit_s: float | None = 60.0,
-    seed: int = 0,
-    workers: int = 2,
-    deterministic: bool = False,
-    warm_start: Schedule | None = None,
     symmetry_breaking: bool = True,
     redundant: bool = True,
     upper_bound: int | None = None,
     ties: tuple = (),
-    progress: Callable[[Progress], None] | None = None,
-    log: bool = False,
-    backend_params: Mapping[str, Any] | None = None,
+    options: SearchOptions | None = None,
+    **common: Any,
 ) -> SearchResult:
     """Find a schedule of ``problem`` optimal for its objective (makespan or longest device span).
 
@@ -52,25 +45,29 @@ def optimal(
     ----------
     problem:
         The problem to solve.
-    backend:
-        ``"cpsat"`` (default) or ``"z3"``, or a backend object.
-    time_limit_s:
-        Wall-clock limit; when it is reached the result is FEASIBLE (with a
-        schedule and a bound) or TIMEOUT (without a schedule).
-    warm_start:
-        A valid schedule of ``problem`` to start from (e.g. a handcrafted
-        one); the result is never worse than it.
+    symmetry_breaking, redundant, upper_bound:
+        As for :class:`~schedsearch.encode.SolveOptions` (pruning that keeps
+        an optimum, redundant bounds, a cap on the objective).
     ties:
         Start-time ties that restrict the search (see
         :class:`~schedsearch.encode.SolveOptions`); with ties, OPTIMAL and
         the solver's bound refer to the restricted space, except that the
         analytic bound (valid for every schedule) is merged in.
-    Other parameters are those of :class:`~schedsearch.encode.SolveOptions`.
+    options, common:
+        The common settings (:class:`~schedsearch.options.SearchOptions`,
+        or keywords of its field names: ``time_limit_s`` for the whole
+        call, ``backend``, ``seed``, ``workers``, ``warm_starts``, ...).
+        The best warm start (each must be a valid plan of ``problem``) is
+        the solver's starting point; the result is never worse than it.
 
     Returns
     -------
     SearchResult
-        Status, validated schedule (or None), makespan, proven lower bound.
+        Status, validated schedule (or None), objective, proven lower bound;
+        ``engine`` is ``"exact search (<backend>)"`` (or ``"warm start i"``
+        when the solver found nothing better), ``bound_engine``
+        ``"analytic"`` when the analytic bound is the proof, else the
+        backend's name.
 
     Examples
     --------
@@ -79,23 +76,29 @@ def optimal(
     >>> result.status.value, result.objective
     ('OPTIMAL', 9)
     """
+    opts = resolve_options(options, common, "optimal")
+    deadline = Deadline(opts.time_limit_s)
+    reporter = Reporter(opts.progress, deadline.t0)
     bound = lower_bound(problem) if problem.objective == "makespan" else objective_lower_bound(problem)
-    options = SolveOptions(
-        time_limit_s=time_limit_s,
-        seed=seed,
-        workers=workers,
-        deterministic=deterministic,
-        warm_start=warm_start,
+    reporter.report("bound", bound=bound.value)
+    warm = _best_warm_start(problem, opts)
+    left = deadline.left()
+    solve_options = SolveOptions(
+        time_limit_s=None if left is None else max(left, 1e-3),
+        seed=opts.seed,
+        workers=opts.workers,
+        deterministic=opts.deterministic,
+        warm_start=None if warm is None else warm[1],
         symmetry_breaking=symmetry_breaking,
         redundant=redundant,
         lower_bound=bound.value,
         upper_bound=upper_bound,
         ties=ties,
-        progress=progress,
-        log=log,
-        backend_params=dict(backend_params or {}),
+        progress=reporter.relay(bounds=not ties),
+        log=opts.log,
+        backend_params=dict(opts.backend_params),
     )
-    result = solve(problem, backend, options)
+    result = solve(problem, opts.solver_backend, solve_options)
     stats = dict(result.stats)
     stats["analytic_bound"] = bound.value
     stats["analytic_bound_part"] = bound.tight_part
@@ -110,8 +113,26 @@ def optimal(
         elif result.objective is not None:
             status = Status.OPTIMAL if result.objective <= bound.value else Status.FEASIBLE
         result = attrs.evolve(result, status=status, lower_bound=bound.value)
-    if warm_start is not None and result.schedule is None and result.status is not Status.INFEASIBLE:
+    engine = f"exact search ({result.backend})" if result.schedule is not None else ""
+    if warm is not None and result.schedule is None and result.status is not Status.INFEASIBLE:
         # the solver found nothing within the limit: the warm start stands
-        result = attrs.evolve(result, schedule=warm_start, objective=objective_value(warm_start, problem.objective),
+        engine = warm[0]
+        result = attrs.evolve(result, schedule=warm[1], objective=objective_value(warm[1], problem.objective),
                               status=Status.FEASIBLE)
-    return attrs.evolve(result, stats=stats, strategy="optimal")
+    bound_engine = ""
+    if result.lower_bound is not None and result.status is not Status.INFEASIBLE:
+        bound_engine = "analytic" if result.lower_bound <= bound.value else result.backend
+    reporter.report(incumbent=result.objective)
+    return attrs.evolve(result, stats=stats, strategy="optimal", engine=engine, bound_engine=bound_engine,
+                        problem=problem, wall_time_s=deadline.elapsed)
+
+
+
+def _best_warm_start(problem: Problem, options: SearchOptions) -> tuple[str, Schedule] | None:
+    """The warm start of least objective, with its name (``"warm start i"``); each must be a valid plan."""
+    best: tuple[int, str, Schedule] | None = None
+    for i, schedule in enumerate(options.checked_warm_starts(problem, "optimal")):
+        value = objective_value(schedule, problem.objective)
+        if best is None or value < best[0]:
+            best = (value, f"warm start {i}", schedule)
+    return None if best is None else (best[1], best[2])

@@ -27,21 +27,25 @@ front is the same, the models smaller.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, overload
 
 import attrs
 
-from schedsearch.encode.base import Backend
-from schedsearch.errors import InvalidProblemError
+from schedsearch.bounds.analytic import objective_lower_bound
+from schedsearch.errors import InvalidOptionsError, InvalidProblemError
+from schedsearch.options import Deadline, Reporter, SearchOptions, resolve_options
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
 from schedsearch.rewrite import reduced_problem, with_capacities
 from schedsearch.schedule import Schedule, objective_value, peak_memory
 from schedsearch.search.optimal import optimal
+from schedsearch.validate import validate
 
 __all__ = ["ParetoPoint", "ParetoFront", "pareto", "MemoryWalk", "min_memory"]
+
+#: A heuristic of :func:`pareto` and :func:`min_memory`: a plan of the step's problem, or None.
+Heuristic = Callable[[Problem], Schedule | None]
 
 
 def _peak(problem: Problem, schedule: Schedule) -> int:
@@ -49,68 +53,80 @@ def _peak(problem: Problem, schedule: Schedule) -> int:
 
 
 @attrs.frozen(kw_only=True)
-class ParetoPoint:
-    """One non-dominated schedule: its time objective, its peak memory and the proof.
+class ParetoPoint(SearchResult):
+    """One point of a Pareto front: the search result of its step, with its peak memory.
 
-    ``value`` is the objective walked (``objective``: the makespan, or the
-    longest device span); ``makespan`` is the schedule's makespan either way.
+    ``objective`` is the time objective walked (``objective_name``: the
+    makespan, or the longest device span), ``lower_bound`` its proven bound
+    under capacity ``capacity`` (None: unbounded), and ``problem`` the
+    problem under that uniform capacity (the plan is one of its plans).
+    ``peak_memory`` is the plan's worst-device peak, ``peak_per_device``
+    each device's (initial memory included).
 
-    ``proven`` is True when the makespan is proven optimal under capacity
+    ``proven`` is True when the objective is proven optimal under capacity
     ``peak_memory`` and a capacity of ``peak_memory - 1`` is proven to need
-    a longer makespan (or to be infeasible).
+    a larger objective (or to be infeasible): the point is non-dominated.
     """
 
-    makespan: int
-    peak_memory: int
-    capacity: int | None
-    schedule: Schedule
-    result: SearchResult
-    proven: bool
-    #: peak memory of each device (the schedule's own, initial memory included)
+    peak_memory: int = 0
+    capacity: int | None = None
+    proven: bool = False
     peak_per_device: Mapping[str, int] = attrs.field(factory=dict)
-    #: the time objective walked and its value
-    objective: str = "makespan"
-    value: int | None = None
+
+    @property
+    def makespan(self) -> int | None:
+        """The plan's makespan (whatever the time objective walked)."""
+        return None if self.schedule is None else self.schedule.makespan
 
     @property
     def how(self) -> str:
         """How the point was settled: ``"proven"`` (optimal under its peak and
-        the next capacity proven to need longer), else the search status."""
-        return "proven" if self.proven else self.result.status.value.lower()
+        the next capacity proven to need longer), else the step's status."""
+        return "proven" if self.proven else self.status.value.lower()
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "objective": self.objective,
-            "value": self.value,
-            "makespan": self.makespan,
-            "peak_memory": self.peak_memory,
-            "peak_per_device": dict(self.peak_per_device),
-            "capacity": self.capacity,
-            "status": self.result.status.value,
-            "lower_bound": self.result.lower_bound,
-            "proven": self.proven,
-            "how": self.how,
-            "strategy": self.result.strategy,
-            "wall_time_s": self.result.wall_time_s,
-        }
+        d = super().to_dict()
+        d.update(makespan=self.makespan, peak_memory=self.peak_memory, peak_per_device=dict(self.peak_per_device),
+                 capacity=self.capacity, proven=self.proven, how=self.how)
+        return d
 
 
 @attrs.frozen(kw_only=True)
-class ParetoFront:
-    """Non-dominated (makespan, peak memory) points, by decreasing memory."""
+class ParetoFront(Sequence[ParetoPoint]):
+    """Non-dominated (time, peak memory) points by decreasing memory: a sequence of :class:`ParetoPoint`.
 
-    points: tuple[ParetoPoint, ...]
-    #: why the walk stopped ("infeasible", "block does not fit", "timeout", "max_points", ...)
+    ``front[i]``, ``len(front)`` and ``for point in front`` work as on a
+    tuple (``points`` is that tuple); ``stop_reason`` says why the walk
+    stopped (``"infeasible"``, ``"capacity C does not fit a block"``,
+    ``"time limit"``, ``"max_points"``, ...).
+    """
+
+    points: tuple[ParetoPoint, ...] = attrs.field(converter=tuple)
     stop_reason: str
     wall_time_s: float
+
+    @overload
+    def __getitem__(self, index: int) -> ParetoPoint: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[ParetoPoint, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> ParetoPoint | tuple[ParetoPoint, ...]:
+        return self.points[index]
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    def __iter__(self) -> Iterator[ParetoPoint]:
+        return iter(self.points)
 
     def to_dict(self) -> dict[str, Any]:
         return {"points": [p.to_dict() for p in self.points], "stop_reason": self.stop_reason,
                 "wall_time_s": self.wall_time_s}
 
     def __str__(self) -> str:
-        name = self.points[0].objective.replace("_", " ") if self.points else "makespan"
-        rows = [f"  {name} {p.value:>6}  peak memory {p.peak_memory:>4}  {p.how}" for p in self.points]
+        name = self.points[0].objective_name.replace("_", " ") if self.points else "makespan"
+        rows = [f"  {name} {p.objective:>6}  peak memory {p.peak_memory:>4}  {p.how}" for p in self.points]
         return f"Pareto front ({name}, peak memory):\n" + "\n".join(rows) + f"\n  (stopped: {self.stop_reason})"
 
 
@@ -118,16 +134,13 @@ def pareto(
     problem: Problem,
     objectives: tuple[str, str] = ("makespan", "peak_memory"),
     *,
-    backend: str | Backend = "cpsat",
-    time_limit_s: float | None = 60.0,
-    total_time_limit_s: float | None = None,
     max_points: int = 50,
     start_capacity: int | None = None,
-    warm_starts: Iterable[Schedule] | Mapping[Any, Schedule] | None = None,
-    heuristic: Callable[[Problem], Schedule | None] | None = None,
+    step_time_limit_s: float | None = None,
+    heuristic: Heuristic | None = None,
     reduce: bool = True,
-    progress: Callable[[ParetoPoint], None] | None = None,
-    **options: Any,
+    options: SearchOptions | None = None,
+    **common: Any,
 ) -> ParetoFront:
     """The (makespan or longest span) / peak-memory Pareto front of ``problem``.
 
@@ -136,67 +149,80 @@ def pareto(
     objectives:
         ``("makespan", "peak_memory")`` or ``("max_span", "peak_memory")`` (in
         either order; ``max_span`` is the longest device span).
-    time_limit_s:
-        Limit of each exact step.
-    total_time_limit_s:
-        Limit of the whole walk (None: no limit beyond the per-step ones).
+    max_points:
+        Most points searched.
     start_capacity:
         First capacity tried (default: the problem's own capacities are
         ignored and the walk starts unbounded).
-    warm_starts:
-        Schedules (e.g. handcrafted ones) tried as warm starts: a schedule is
-        used at a step when it is valid under the step's capacity.
+    step_time_limit_s:
+        Most time one step (one capacity) may take (None: the time left of
+        the whole walk).
     heuristic:
-        Called with each step's problem (uniform capacity); a schedule it
-        returns joins the warm starts, and when its value equals the
-        step's analytic lower bound the step needs no solver (the point is
-        optimal by the bound). E.g. a list scheduler
-        (:func:`~schedsearch.search.scale.best_list_schedule`).
+        A callable given each step's problem (uniform capacity) that returns
+        a plan of it or None; a plan it returns joins the warm starts, and
+        when its value equals the step's analytic lower bound the step needs
+        no solver (the point is optimal by the bound). E.g. a list
+        scheduler (:func:`~schedsearch.search.dualpipe.list_heuristic`).
     reduce:
         Search without the overlap declarations when they cannot improve
         anything (:func:`~schedsearch.rewrite.overlaps_redundant`);
         the front is the same and the schedules stay valid.
-    options:
-        Passed to :func:`~schedsearch.search.optimal` (seed, workers, ...).
+    options, common:
+        The common settings (:class:`~schedsearch.options.SearchOptions` or
+        keywords of its field names); ``time_limit_s`` covers the whole
+        walk; ``warm_starts`` (handcrafted plans, say) are used at a step
+        when valid under its capacity. Progress phases: ``"pareto capacity
+        C"`` (``"pareto capacity unbounded"`` first) and its sub-phases
+        (``"pareto capacity C: exact search (cpsat)"``), each with the
+        step's incumbent and bound.
+
+    Returns
+    -------
+    ParetoFront
+        A sequence of :class:`ParetoPoint` results (empty when the walk
+        found nothing before it stopped).
     """
+    opts = resolve_options(options, common, "pareto")
     if len(objectives) != 2 or set(objectives) not in ({"makespan", "peak_memory"}, {"max_span", "peak_memory"}):
-        raise ValueError(
+        raise InvalidOptionsError(
             f"pareto: 'objectives' must be ('makespan', 'peak_memory') or ('max_span', 'peak_memory'), "
             f"got {tuple(objectives)!r}"
         )
+    _check_step_limit(step_time_limit_s)
     time_objective = "max_span" if "max_span" in objectives else "makespan"
     problem = problem.with_(objective=time_objective)
-    t0 = time.perf_counter()
+    deadline = Deadline(opts.time_limit_s)
+    reporter = Reporter(opts.progress, deadline.t0)
     capacity = start_capacity
     search_problem = reduced_problem(problem) if reduce else problem
-    candidates = _schedules(warm_starts)
-    found: list[tuple[int, int, int | None, Schedule, SearchResult]] = []
+    found: list[tuple[int, int, int | None, SearchResult]] = []
     stop = "max_points"
     while len(found) < max_points + 1:
-        remaining = None if total_time_limit_s is None else total_time_limit_s - (time.perf_counter() - t0)
-        if remaining is not None and remaining <= 0:
-            stop = "total time limit"
+        if deadline.expired():
+            stop = "time limit"
             break
         try:
             sub = with_capacities(search_problem, capacity)
         except InvalidProblemError:
             stop = f"capacity {capacity} does not fit a block"
             break
-        limit = time_limit_s if remaining is None else min(x for x in (time_limit_s, remaining) if x is not None)
-        result = _step(sub, candidates, heuristic, backend=backend, time_limit_s=limit, **options)
+        phase = f"pareto capacity {'unbounded' if capacity is None else capacity}"
+        reporter.reset(phase)
+        limit = deadline.slice(1.0, cap_s=step_time_limit_s)
+        result = _step(sub, opts.warm_starts, heuristic,
+                       opts.replace(time_limit_s=limit, warm_starts=(), progress=reporter.relay(prefix=phase)))
         if result.schedule is None:
             stop = "infeasible" if result.status is Status.INFEASIBLE else result.status.value.lower()
             break
         peak = _peak(sub, result.schedule)
-        found.append((objective_value(result.schedule, time_objective), peak, capacity, result.schedule, result))
-        if progress is not None:
-            progress(_point(sub, found, len(found) - 1, False))
+        found.append((objective_value(result.schedule, time_objective), peak, capacity, result))
+        reporter.report(incumbent=result.objective, bound=result.lower_bound)
         if peak <= 0:
             stop = "peak memory 0"
             break
         capacity = peak - 1
     points = []
-    for i, (value, peak, cap, schedule, result) in enumerate(found):
+    for i, (value, peak, cap, result) in enumerate(found):
         if any(v2 <= value and p2 <= peak and (v2, p2) != (value, peak) for v2, p2, *_ in found):
             continue  # dominated by another point of the walk
         if any((v2, p2) == (value, peak) for v2, p2, *_ in found[:i]):
@@ -204,85 +230,87 @@ def pareto(
         nxt = found[i + 1] if i + 1 < len(found) else None
         next_proven = (
             stop == "infeasible" or stop.startswith("capacity") if nxt is None
-            else nxt[4].status is Status.OPTIMAL and nxt[0] > value
+            else nxt[3].status is Status.OPTIMAL and nxt[0] > value
         )
-        points.append(_point(problem, found, i, result.status is Status.OPTIMAL and bool(next_proven)))
-    return ParetoFront(points=tuple(points), stop_reason=stop, wall_time_s=time.perf_counter() - t0)
+        points.append(_point(problem, result, peak, cap, result.status is Status.OPTIMAL and bool(next_proven)))
+    return ParetoFront(points=points, stop_reason=stop, wall_time_s=deadline.elapsed)
 
 
-def _schedules(warm_starts: Iterable[Schedule] | Mapping[Any, Schedule] | None) -> list[Schedule]:
-    if warm_starts is None:
-        return []
-    if isinstance(warm_starts, Mapping):
-        return list(warm_starts.values())
-    return list(warm_starts)
+def _check_step_limit(value: Any) -> None:
+    if value is not None:
+        SearchOptions(time_limit_s=value)  # the common check of a time limit
 
 
-def _step(
-    problem: Problem,
-    candidates: list[Schedule],
-    heuristic: Callable[[Problem], Schedule | None] | None,
-    **options: Any,
-) -> SearchResult:
+def _step(problem: Problem, candidates: Sequence[Schedule], heuristic: Heuristic | None,
+          options: SearchOptions) -> SearchResult:
     """Least objective under ``problem``'s capacities: the heuristic's schedule
     when it reaches the analytic bound, else the exact search from the best
     valid candidate."""
-    from schedsearch.bounds.analytic import objective_lower_bound
-
-    t0 = time.perf_counter()
+    clock = Deadline(None)
     pool = list(candidates)
-    if heuristic is not None:
-        found = heuristic(problem)
-        if found is not None:
-            pool.append(found)
+    found = heuristic(problem) if heuristic is not None else None
+    if found is not None:
+        pool.append(found)
     warm = _best_fitting(problem, pool)
     bound = objective_lower_bound(problem).value
     if warm is not None and objective_value(warm, problem.objective) <= bound:
         return SearchResult(status=Status.OPTIMAL, schedule=warm, objective=objective_value(warm, problem.objective),
-                            lower_bound=bound, wall_time_s=time.perf_counter() - t0, backend="",
-                            strategy="heuristic + analytic bound", stats={"analytic_bound": bound},
-                            objective_name=problem.objective)
-    return optimal(problem, warm_start=warm, **options)
+                            lower_bound=bound, wall_time_s=clock.elapsed, strategy="pareto",
+                            stats={"analytic_bound": bound}, objective_name=problem.objective,
+                            engine="heuristic" if warm is found else f"warm start {pool.index(warm)}",
+                            bound_engine="analytic", problem=problem)
+    return optimal(problem, options=options.replace(warm_starts=() if warm is None else (warm,)))
 
 
-def _best_fitting(problem: Problem, candidates: list[Schedule]) -> Schedule | None:
-    """The shortest given warm start that is a valid schedule of ``problem``."""
-    from schedsearch.validate import validate
-
+def _best_fitting(problem: Problem, candidates: Sequence[Schedule]) -> Schedule | None:
+    """The best given plan that is a valid schedule of ``problem`` (a plan of
+    another problem is reported invalid by the validator, never raised)."""
     best = None
     for schedule in candidates:
-        try:
-            ok = not validate(problem, schedule)
-        except Exception:  # a schedule of another problem: not usable here
-            ok = False
-        if ok and (best is None or objective_value(schedule, problem.objective)
-                   < objective_value(best, problem.objective)):
+        if not validate(problem, schedule) and (best is None or objective_value(schedule, problem.objective)
+                                                < objective_value(best, problem.objective)):
             best = schedule
     return best
 
 
-def _point(problem: Problem, found: list, i: int, proven: bool) -> ParetoPoint:
-    value, peak, cap, schedule, result = found[i]
-    return ParetoPoint(makespan=schedule.makespan, peak_memory=peak, capacity=cap, schedule=schedule, result=result,
-                       proven=proven, peak_per_device=peak_memory(problem, schedule), objective=problem.objective,
-                       value=value)
+def _point(problem: Problem, result: SearchResult, peak: int, capacity: int | None, proven: bool) -> ParetoPoint:
+    fields = {f.name: getattr(result, f.name) for f in attrs.fields(SearchResult) if f.name != "problem"}
+    fields.update(strategy="pareto", objective_name=problem.objective)
+    return ParetoPoint(**fields, problem=with_capacities(problem, capacity), peak_memory=peak, capacity=capacity,
+                       proven=proven, peak_per_device=peak_memory(problem, result.schedule))
 
 
 @attrs.frozen(kw_only=True)
-class MemoryWalk:
-    """Result of :func:`min_memory`.
+class MemoryWalk(SearchResult):
+    """Result of :func:`min_memory`: a search result whose objective is the peak memory.
 
-    ``capacity`` is the least capacity found at which ``target_makespan`` is
-    reachable (with ``schedule``); ``proven`` says that ``capacity - 1`` was
-    proven not to reach it. ``steps`` lists ``(capacity, status, makespan, how)``.
+    ``objective`` is the least uniform capacity found at which
+    ``target_makespan`` is reachable (the worst-device peak of ``schedule``),
+    ``lower_bound`` that capacity when ``capacity - 1`` was proven not to
+    reach the target (then the status is OPTIMAL); ``problem`` is the
+    problem under that capacity. ``steps`` lists ``(capacity, status,
+    makespan, how)`` with ``how`` in ``"heuristic"``, ``"warm start"``,
+    ``"exact"``.
     """
 
-    target_makespan: int
-    capacity: int | None
-    schedule: Schedule | None
-    proven: bool
-    steps: tuple[tuple[int | None, str, int | None, str], ...]
-    wall_time_s: float
+    objective_name: str = "peak_memory"
+    target_makespan: int = 0
+    steps: tuple[tuple[int | None, str, int | None, str], ...] = attrs.field(default=(), converter=tuple)
+
+    @property
+    def capacity(self) -> int | None:
+        """The least capacity found (the objective)."""
+        return self.objective
+
+    @property
+    def proven(self) -> bool:
+        """``capacity - 1`` was proven not to reach the target."""
+        return self.status is Status.OPTIMAL
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        d.update(target_makespan=self.target_makespan, steps=[list(s) for s in self.steps])
+        return d
 
 
 def min_memory(
@@ -290,74 +318,94 @@ def min_memory(
     target_makespan: int,
     *,
     start_capacity: int | None = None,
-    backend: str | Backend = "cpsat",
-    time_limit_s: float | None = 60.0,
-    warm_start: Schedule | None = None,
-    heuristic: Callable[[Problem], Schedule | None] | None = None,
+    heuristic: Heuristic | None = None,
     reduce: bool = True,
-    **options: Any,
+    options: SearchOptions | None = None,
+    **common: Any,
 ) -> MemoryWalk:
     """Least uniform capacity at which a makespan of at most ``target_makespan`` exists.
 
     Walks the capacity down from ``start_capacity`` (default: unbounded,
     then the peak of each schedule found minus one). At each step the
-    ``heuristic`` (if any) is tried first: a valid schedule it returns
-    within the target answers the step (feasibility needs no proof beyond
-    the validator). Otherwise the step is an exact feasibility search
-    restricted to makespans ``<= target_makespan``; a step that ends
-    without an answer (TIMEOUT) stops the walk with ``proven=False``, an
-    INFEASIBLE one proves the last capacity found minimal. ``reduce`` drops
-    overlap declarations that cannot help (see
+    ``heuristic`` (a callable as for :func:`pareto`), then the warm starts
+    and the plans of earlier steps, are tried first: a valid plan within
+    the target answers the step
+    (feasibility needs no proof beyond the validator). Otherwise the step
+    is an exact feasibility search restricted to makespans ``<=
+    target_makespan``; a step that ends without an answer (TIMEOUT) stops
+    the walk unproven, an INFEASIBLE one proves the last capacity found
+    minimal. ``reduce`` drops overlap declarations that cannot help (see
     :func:`~schedsearch.rewrite.overlaps_redundant`).
 
-    ``steps`` lists ``(capacity, status, makespan, how)`` with ``how`` in
-    ``"heuristic"``, ``"exact"``.
+    ``options`` / ``common`` are the common settings
+    (:class:`~schedsearch.options.SearchOptions` or keywords of its field
+    names); ``time_limit_s`` covers the whole walk. Progress phases:
+    ``"peak memory capacity C"`` and its sub-phases, the incumbent being the
+    least capacity found.
     """
-    from schedsearch.validate import validate
-
-    t0 = time.perf_counter()
+    opts = resolve_options(options, common, "min_memory")
+    deadline = Deadline(opts.time_limit_s)
+    reporter = Reporter(opts.progress, deadline.t0)
     capacity = start_capacity
-    best: tuple[int | None, Schedule] | None = None
+    best: tuple[int, Schedule, str] | None = None
     steps: list[tuple[int | None, str, int | None, str]] = []
-    proven = False
-    warm = warm_start
+    proof = ""  # what proved that no smaller capacity reaches the target ("" = not proven)
+    stopped = Status.UNKNOWN
+    warm = list(opts.warm_starts)
     search_problem = reduced_problem(problem) if reduce else problem
     while True:
         try:
             sub = with_capacities(search_problem, capacity)
         except InvalidProblemError:
-            proven = True  # a smaller capacity cannot even hold one block
+            proof = "block sizes"  # a smaller capacity cannot even hold one block
             break
+        if deadline.expired():
+            stopped = Status.TIMEOUT
+            break
+        phase = f"peak memory capacity {'unbounded' if capacity is None else capacity}"
+        reporter.report(phase)
         found = heuristic(sub) if heuristic is not None else None
+        given = _best_fitting(sub, [w for w in warm if w.makespan <= target_makespan])
         if found is not None and found.makespan <= target_makespan and not validate(sub, found):
             steps.append((capacity, Status.FEASIBLE.value, found.makespan, "heuristic"))
-            schedule = found
+            schedule, engine = found, "heuristic"
+        elif given is not None:
+            steps.append((capacity, Status.FEASIBLE.value, given.makespan, "warm start"))
+            schedule, engine = given, "warm start"
         else:
-            hint = None
-            if warm is not None and warm.makespan <= target_makespan:
-                try:
-                    hint = warm if not validate(sub, warm) else None
-                except Exception:  # a schedule of another problem
-                    hint = None
-            result = optimal(sub.with_(objective="feasibility"), backend=backend, time_limit_s=time_limit_s,
-                             upper_bound=target_makespan, warm_start=hint, **options)
+            result = optimal(sub.with_(objective="feasibility"), upper_bound=target_makespan,
+                             options=opts.replace(time_limit_s=deadline.slice(1.0), warm_starts=(),
+                                                  progress=reporter.relay(incumbents=False, bounds=False, prefix=phase)))
             steps.append((capacity, result.status.value, result.objective, "exact"))
             if result.schedule is None:
-                proven = result.status is Status.INFEASIBLE
+                proof = f"exact search ({result.backend})" if result.status is Status.INFEASIBLE else ""
+                stopped = result.status
                 break
-            schedule = result.schedule
+            schedule, engine = result.schedule, result.engine
         peak = _peak(sub, schedule)
-        best = (peak, schedule)
-        warm = schedule
+        best = (peak, schedule, engine)
+        reporter.report(incumbent=peak)
+        warm.append(schedule)
         if peak <= 0:
-            proven = True
+            proof = "zero peak"
             break
         capacity = peak - 1
+    if best is None:
+        return MemoryWalk(status=Status.INFEASIBLE if proof else stopped, target_makespan=target_makespan,
+                          steps=steps, wall_time_s=deadline.elapsed, strategy="min_memory", bound_engine=proof,
+                          backend=opts.backend_name, problem=problem)
+    peak, schedule, engine = best
     return MemoryWalk(
+        status=Status.OPTIMAL if proof else Status.FEASIBLE,
+        schedule=schedule,
+        objective=peak,
+        lower_bound=peak if proof else None,
         target_makespan=target_makespan,
-        capacity=None if best is None else best[0],
-        schedule=None if best is None else best[1],
-        proven=proven and best is not None,
-        steps=tuple(steps),
-        wall_time_s=time.perf_counter() - t0,
+        steps=steps,
+        wall_time_s=deadline.elapsed,
+        strategy="min_memory",
+        engine=engine,
+        bound_engine=proof,
+        backend=opts.backend_name,
+        problem=with_capacities(problem, peak),
     )

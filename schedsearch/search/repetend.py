@@ -81,7 +81,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -93,12 +93,12 @@ from schedsearch.encode.base import (
     MODULO_MEMORY_ENCODINGS,
     Backend,
     ModuloOptions,
-    Progress,
     SolveOptions,
     modulo_support_error,
     solve_modulo,
 )
-from schedsearch.errors import UnsupportedFeatureError, ValidationFailedError
+from schedsearch.errors import InvalidOptionsError, UnsupportedFeatureError, ValidationFailedError
+from schedsearch.options import Deadline, Reporter, SearchOptions, resolve_options
 from schedsearch.periodic import (
     PeriodicSchedule,
     Repetend,
@@ -270,7 +270,7 @@ def _check_supported(problem: Problem) -> None:
 
 def _check_int(name: str, value: Any, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"repetend: {name!r} must be an integer >= {minimum}, got {value!r}")
+        raise InvalidOptionsError(f"repetend: {name!r} must be an integer >= {minimum}, got {value!r}")
 
 
 def _valid_for(periodic: PeriodicSchedule, sizes: list[int]) -> bool:
@@ -299,16 +299,26 @@ class _Search:
     """Shared settings of one search (internal)."""
 
     problem: Problem
-    backend: str
+    backend: str | Backend
     deadline: float | None
     seed: int
     workers: int
+    deterministic: bool
     log: bool
     backend_params: dict[str, Any]
+    reporter: Reporter
     memory_encoding: str = "auto"
     completion_time_limit_s: float | None = None
-    prover: str = ""
+    prover: str | Backend = ""
     tried: list[dict[str, Any]] = attrs.field(factory=list)
+
+    @property
+    def backend_name(self) -> str:
+        return _name(self.backend)
+
+    @property
+    def prover_is_backend(self) -> bool:
+        return _name(self.prover) == self.backend_name
 
     def encoding(self, fold: int) -> str:
         if self.memory_encoding != "auto":
@@ -326,30 +336,35 @@ class _Search:
             time_limit_s=None if left is None else max(floor_s, left),
             seed=self.seed,
             workers=self.workers,
+            deterministic=self.deterministic,
             log=self.log,
             backend_params=self.backend_params,
         )
+
+    def modulo_options(self, **fields: Any) -> ModuloOptions:
+        """A modulo sub-problem with the search's solver settings."""
+        return ModuloOptions(seed=self.seed, workers=self.workers, deterministic=self.deterministic, log=self.log,
+                             backend_params=self.backend_params, **fields)
+
+
+def _name(backend: str | Backend) -> str:
+    return backend if isinstance(backend, str) else str(backend.name)
 
 
 def repetend(
     problem: Problem,
     *,
-    backend: str | Backend = "cpsat",
     repetend_size: int | None = None,
     max_fold: int = 2,
     max_period: int | None = None,
     fold_time_limit_s: float = 5.0,
     completion_time_limit_s: float = 10.0,
     memory_encoding: str = "auto",
-    prover: str | None = None,
+    prover: str | Backend | None = None,
     candidates: int = 3,
     completion: str = "best",
-    time_limit_s: float | None = 60.0,
-    seed: int = 0,
-    workers: int = 2,
-    progress: Callable[[Progress], None] | None = None,
-    log: bool = False,
-    backend_params: Mapping[str, Any] | None = None,
+    options: SearchOptions | None = None,
+    **common: Any,
 ) -> RepetendResult:
     """Search a repetend of least period per micro-batch and complete it.
 
@@ -361,9 +376,6 @@ def repetend(
         sum to more than 0. Its ``num_microbatches`` is the size the result's
         schedule is unrolled to (the periodic schedule unrolls to any size
         from its minimum).
-    backend:
-        ``"cpsat"`` or ``"z3"``: every modulo sub-problem and every part
-        goes to it.
     repetend_size:
         Largest number of micro-batches instance 0 may reach (Tessel's
         ``N_R``: offsets lie in ``0 .. N_R - 1``); default the number of
@@ -376,19 +388,21 @@ def repetend(
         Largest fold-1 period tried (default: the total work of one
         micro-batch).
     fold_time_limit_s:
-        Budget of each fold > 1 period tried.
+        Budget of each fold > 1 period tried (within the whole call's limit).
     completion_time_limit_s:
         Budget of each time-optimal warmup or cooldown solve (warm-started
-        from the truncated part when it is valid on its own).
+        from the truncated part when it is valid on its own; within the
+        whole call's limit).
     memory_encoding:
         Memory encoding of the modulo models (see
         :class:`~schedsearch.encode.base.ModuloOptions`); ``"auto"`` uses
         ``"cumulative"`` for fold 1, where it refutes periods faster, and
         ``"events"`` for larger folds, where it finds repetends faster.
     prover:
-        Backend that settles the periods the quick slice leaves open, and
-        decides every fold > 1 period (default: ``backend``). Every answer is
-        checked by the independent repetend checker whichever backend gives it.
+        Backend (a name or an object) that settles the periods the quick
+        slice leaves open, and decides every fold > 1 period (default: the
+        search backend). Every answer is checked by the independent
+        repetend checker whichever backend gives it.
     candidates:
         Distinct offset vectors compared at the period finally chosen (the
         first found has the least micro-batch latency, the others no larger
@@ -396,9 +410,14 @@ def repetend(
         makespans (see ``_score``).
     completion:
         ``"best"``, ``"solved"`` or ``"truncated"`` (see :data:`COMPLETIONS`).
-    time_limit_s, seed, workers, log, backend_params:
-        As for :func:`~schedsearch.search.optimal`; the limit covers the
-        whole search.
+    options, common:
+        The common settings (:class:`~schedsearch.options.SearchOptions` or
+        keywords of its field names); ``time_limit_s`` covers the whole
+        search; ``backend`` (a name or an object) solves every modulo
+        sub-problem and every part. ``warm_starts`` are refused: a repetend
+        is built from its period up, not from a plan. Progress phases:
+        ``"bound"``, ``"repetend period P"`` (``"repetend period P (fold
+        k)"``), ``"completion"``.
 
     Returns
     -------
@@ -406,6 +425,7 @@ def repetend(
         FEASIBLE (OPTIMAL when the unrolled makespan meets the analytic
         bound) with the periodic schedule; INFEASIBLE when every fold-1
         period up to ``max_period`` was refuted; TIMEOUT otherwise.
+        ``engine`` is ``"repetend period P (<backend>)"``.
 
     Examples
     --------
@@ -414,35 +434,44 @@ def repetend(
     >>> result.period, result.objective
     (3, 33)
     """
-    SolveOptions(time_limit_s=time_limit_s, seed=seed, workers=workers)  # checked before any phase runs
-    t0 = time.perf_counter()
+    opts = resolve_options(options, common, "repetend")
+    if opts.warm_starts:
+        raise InvalidOptionsError(
+            f"repetend: 'warm_starts' ({len(opts.warm_starts)} given) are not used: a repetend is built from its "
+            f"period up; compare plans with scale_search or solve"
+        )
+    t0 = Deadline(opts.time_limit_s).t0
     _check_supported(problem)
     if completion not in COMPLETIONS:
-        raise ValueError(f"repetend: 'completion' must be one of {COMPLETIONS}, got {completion!r}")
+        raise InvalidOptionsError(f"repetend: 'completion' must be one of {COMPLETIONS}, got {completion!r}")
     _check_int("candidates", candidates, 1)
     _check_int("max_fold", max_fold, 1)
     if memory_encoding != "auto" and memory_encoding not in MODULO_MEMORY_ENCODINGS:
-        raise ValueError(
+        raise InvalidOptionsError(
             f"repetend: 'memory_encoding' must be 'auto' or one of {MODULO_MEMORY_ENCODINGS}, got {memory_encoding!r}"
         )
-    if prover is not None and prover not in MODULO_BACKENDS:
-        raise ValueError(f"repetend: 'prover' must be one of {sorted(MODULO_BACKENDS)}, got {prover!r}")
+    if isinstance(prover, str) and prover not in MODULO_BACKENDS:
+        raise InvalidOptionsError(f"repetend: 'prover' must be one of {sorted(MODULO_BACKENDS)}, got {prover!r}")
     if repetend_size is not None:
         _check_int("repetend_size", repetend_size, 1)
     if max_period is not None:
         _check_int("max_period", max_period, 1)
-    name = backend if isinstance(backend, str) else backend.name
+    backend = opts.solver_backend
+    name = _name(backend)
+    reporter = Reporter(opts.progress, t0)
     search = _Search(
         problem=problem,
-        backend=name,
-        deadline=None if time_limit_s is None else t0 + time_limit_s,
-        seed=seed,
-        workers=workers,
-        log=log,
-        backend_params=dict(backend_params or {}),
+        backend=backend,
+        deadline=None if opts.time_limit_s is None else t0 + opts.time_limit_s,
+        seed=opts.seed,
+        workers=opts.workers,
+        deterministic=opts.deterministic,
+        log=opts.log,
+        backend_params=dict(opts.backend_params),
+        reporter=reporter,
         memory_encoding=memory_encoding,
         completion_time_limit_s=completion_time_limit_s,
-        prover=name if prover is None else prover,
+        prover=backend if prover is None else prover,
     )
     n = problem.num_microbatches
     blocks = problem.graph.blocks
@@ -452,11 +481,7 @@ def repetend(
     rate_bound = max(Fraction(work_bound), memory_bound)
     hi = sum(b.options[0].duration for b in blocks) if max_period is None else max_period
     bound = analytic_lower_bound(problem).value
-
-    def report(incumbent: int | None) -> None:
-        """Progress in makespan terms: the unrolled makespan once known, the analytic bound."""
-        if progress is not None:
-            progress(Progress(elapsed_s=time.perf_counter() - t0, incumbent=incumbent, bound=bound))
+    reporter.report("bound", bound=bound)
 
     def size_for(fold: int) -> int:
         return min(n, fold * len(blocks) if repetend_size is None else repetend_size)
@@ -478,7 +503,6 @@ def repetend(
             break
         if status is Status.INFEASIBLE:
             refuted.add((1, P))
-            report(None)
         else:
             postponed.append(P)
     # larger folds, downward from the best rate, each period within a budget
@@ -541,6 +565,8 @@ def repetend(
             backend=name,
             stats=stats,
             strategy="repetend",
+            bound_engine=name if status is Status.INFEASIBLE else "analytic",
+            problem=problem,
             rate_lower_bound=float(rate_bound),
         )
 
@@ -548,7 +574,7 @@ def repetend(
     schedule = periodic.unroll(n)
     assert_valid(problem, schedule, "unrolled periodic schedule")
     status = Status.OPTIMAL if schedule.makespan <= bound else Status.FEASIBLE
-    report(schedule.makespan)
+    reporter.report(incumbent=schedule.makespan)
     stats["offsets"] = {b: list(o) for b, o in periodic.offsets.items()}
     stats["latency"] = periodic.repetend.latency()
     return RepetendResult(
@@ -560,12 +586,20 @@ def repetend(
         backend=name,
         stats=stats,
         strategy="repetend",
+        engine=f"{_phase(periodic.period, periodic.fold)} ({name})",
+        bound_engine="analytic",
+        problem=problem,
         periodic=periodic,
         period=periodic.period,
         fold=periodic.fold,
         rate_lower_bound=float(rate_bound),
         period_optimal=proven,
     )
+
+
+def _phase(period: int, fold: int) -> str:
+    """The progress phase (and engine name) of one period of one fold."""
+    return f"repetend period {period}" + (f" (fold {fold})" if fold > 1 else "")
 
 
 def _unfold(folded: Repetend, fold: int, copies: Mapping[str, tuple[str, int]]) -> Repetend:
@@ -596,21 +630,14 @@ def _decide(search: _Search, folded: Problem, fold: int, deadline: float | None,
     the search backend, else a quick slice of the search backend first.
     """
 
-    def call(objective: str, encoding: str, limit: float | None, backend: str | None = None, **extra: Any) -> Any:
-        options = ModuloOptions(
-            objective=objective,
-            memory_encoding=encoding,
-            time_limit_s=limit,
-            seed=search.seed,
-            workers=search.workers,
-            log=search.log,
-            backend_params=search.backend_params,
-            **{**fields, **extra},
-        )
-        answer = solve_modulo(folded, options, backend or search.backend)
+    def call(objective: str, encoding: str, limit: float | None, backend: str | Backend | None = None,
+             **extra: Any) -> Any:
+        options = search.modulo_options(objective=objective, memory_encoding=encoding, time_limit_s=limit,
+                                        **{**fields, **extra})
+        answer = solve_modulo(folded, backend or search.backend, options)
         search.tried.append(
             {"period": options.period, "fold": fold, "objective": objective, "encoding": encoding,
-             "backend": backend or search.backend,
+             "backend": _name(backend or search.backend),
              "status": answer.status.value, "latency": answer.latency, "seconds": answer.wall_time_s,
              "capped": options.max_latency is not None}
         )
@@ -628,7 +655,7 @@ def _decide(search: _Search, folded: Problem, fold: int, deadline: float | None,
     if fold > 1:
         # the latency objective is slow on a super-graph: feasibility only here;
         # the latency of the repetend finally chosen is improved once (_improve_latency)
-        if search.prover == search.backend:
+        if search.prover_is_backend:
             return call("feasibility", search.encoding(fold), left())
         quick = call("feasibility", search.encoding(fold), slice_())
         if quick.repetend is not None or quick.status is Status.INFEASIBLE:
@@ -672,13 +699,12 @@ def _refine(search: _Search, chosen: PeriodicSchedule, size: int, wanted: int) -
         left = search.left()
         if left is not None and left <= 0.05:
             break
-        options = ModuloOptions(
+        options = search.modulo_options(
             period=rep.period, max_offset=(size - k) // k, objective="feasibility", max_latency=seed_rep.latency(),
             forbidden_offsets=forbidden, cyclic_orders=cyclic, memory_encoding=search.encoding(k) if k == 1 else "events",
-            time_limit_s=QUICK_SLICE_S if left is None else min(QUICK_SLICE_S, left), seed=search.seed,
-            workers=search.workers, log=search.log, backend_params=search.backend_params,
+            time_limit_s=QUICK_SLICE_S if left is None else min(QUICK_SLICE_S, left),
         )
-        answer = solve_modulo(folded, options, search.backend)
+        answer = solve_modulo(folded, search.backend, options)
         search.tried.append({"period": rep.period, "fold": k, "objective": "candidate", "encoding": options.memory_encoding,
                              "status": answer.status.value, "latency": answer.latency, "seconds": answer.wall_time_s,
                              "capped": True})
@@ -714,14 +740,13 @@ def _improve_latency(search: _Search, chosen: PeriodicSchedule, size: int) -> Pe
     limit = QUICK_SLICE_S if left is None else min(QUICK_SLICE_S, left)
     if limit <= 0.05:
         return chosen
-    options = ModuloOptions(
+    options = search.modulo_options(
         period=rep.period, max_offset=(size - rep.fold) // rep.fold,
         objective="latency", cyclic_orders=cyclic,
         memory_encoding="events" if search.memory_encoding == "auto" else search.memory_encoding,
-        time_limit_s=limit, seed=search.seed, workers=search.workers, log=search.log,
-        backend_params=search.backend_params, hint=_fold_hint(rep, copies),
+        time_limit_s=limit, hint=_fold_hint(rep, copies),
     )
-    answer = solve_modulo(folded, options, search.backend)
+    answer = solve_modulo(folded, search.backend, options)
     search.tried.append({"period": rep.period, "fold": rep.fold, "objective": "latency", "encoding": options.memory_encoding,
                          "status": answer.status.value, "latency": answer.latency, "seconds": answer.wall_time_s,
                          "capped": True})
@@ -748,6 +773,7 @@ def _candidates_at(
     :func:`~schedsearch.search.optimal` makes by default).
     """
     problem = search.problem
+    search.reporter.report(_phase(period, fold))
     folded, copies = fold_problem(problem, fold)
     cyclic: tuple[tuple[str, ...], ...] = ()
     if fold > 1:
@@ -818,6 +844,7 @@ def _finish(search: _Search, chosen: PeriodicSchedule, completion: str, stats: d
     """The one optimisation at the end: time-optimal warmup and cooldowns,
     then the best valid combination with the truncated parts."""
     problem = search.problem
+    search.reporter.report("completion")
     rep = chosen.repetend
     sizes = _check_sizes(chosen, problem.num_microbatches)
     truncated = assemble(problem, rep, None, None)

@@ -205,13 +205,13 @@ def _list_plans(problem: Problem, pf: _Portfolio, share: float) -> list[tuple[Sc
         result = scale_search(problem, exact=False, time_limit_s=pf.deadline.slice(share, floor_s=0.2),
                               seed=pf.options.seed, workers=pf.options.workers)
         if result.schedule is not None:
-            out.append((result.schedule, str(result.stats.get("found_by", "list scheduling"))))
+            out.append((result.schedule, result.engine))
     except UnsupportedFeatureError:
         pass  # flexible placements or fixed orders: HEFT's rules handle them
     if not out or not all(b.is_fixed for b in problem.graph.blocks) or problem.num_microbatches == 1:
         listed = heft(problem)
         if listed.schedule is not None:
-            out.append((listed.schedule, f"list scheduling (HEFT, {listed.stats.get('rule')})"))
+            out.append((listed.schedule, listed.engine))
     return out
 
 
@@ -239,7 +239,7 @@ def _repetend(pf: _Portfolio, share: float) -> None:
                       workers=pf.options.workers, backend=pf.options.solver_backend)
     # INFEASIBLE here only says no repetend completes: not a proof about the problem
     if result.schedule is not None:
-        pf.offer(result.schedule, f"repetend (period {result.stats.get('period', getattr(result, 'period', '?'))})")
+        pf.offer(result.schedule, result.engine)
     pf.timed("repetend", pf.deadline.elapsed - t)
 
 
@@ -259,9 +259,8 @@ def _exact(pf: _Portfolio) -> Status | None:
         pf.stats["exact_ties"] = result.stats["ties"]
     if result.status is Status.INFEASIBLE:
         return Status.INFEASIBLE
-    found_by = str(result.stats.get("found_by", ""))
-    if result.schedule is not None and not found_by.startswith("warm start"):
-        pf.offer(result.schedule, f"{found_by} ({pf.options.backend_name})")
+    if result.schedule is not None and not result.engine.startswith("warm start"):
+        pf.offer(result.schedule, result.engine)
     if result.lower_bound is not None and result.lower_bound > pf.bound:
         pf.bound, pf.bound_engine = result.lower_bound, f"exact search ({pf.options.backend_name})"
     return None

@@ -49,8 +49,8 @@ def test_span_front_of_a_zero_bubble_placement():
 
     problem = zero_bubble(2, 3, forward_memory=2, input_grad_memory=-1)
     front = pareto(problem, ("max_span", "peak_memory"), heuristic=list_heuristic(), time_limit_s=20, seed=0)
-    assert front.points and all(p.objective == "max_span" for p in front.points)
-    values = [p.value for p in front.points]
+    assert front.points and all(p.objective_name == "max_span" for p in front)
+    values = [p.objective for p in front]
     peaks = [p.peak_memory for p in front.points]
     assert values == sorted(values) and peaks == sorted(peaks, reverse=True)
     assert all(p.how == "proven" for p in front.points)

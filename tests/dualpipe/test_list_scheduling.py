@@ -11,7 +11,8 @@ from schedsearch.errors import UnsupportedFeatureError
 from schedsearch.placements import chain_pipelines, dualpipe, dualpipev, vshape
 from schedsearch.problem import Block, Channel, Cluster, Graph, Option, Problem
 from schedsearch.schedule import metrics, peak_memory
-from schedsearch.search.scale import DEFAULT_RULES, PriorityRule, best_list_schedule, list_schedule
+from schedsearch.result import Status
+from schedsearch.search.scale import DEFAULT_RULES, PriorityRule, best_list_schedule, list_plan, list_schedule
 from schedsearch.validate import validate
 
 FIW = PriorityRule(kind_order="FIW")
@@ -22,9 +23,11 @@ FIW = PriorityRule(kind_order="FIW")
 def test_every_list_schedule_is_valid(problem):
     for rule in DEFAULT_RULES[:6]:
         for pairs in (False, True):
-            s = list_schedule(problem, rule, form_groups=pairs)
-            if s is not None:
-                assert validate(problem, s) == ()
+            result = list_schedule(problem, rule, form_groups=pairs)
+            assert result.status in (Status.OPTIMAL, Status.FEASIBLE, Status.UNKNOWN)
+            if result.schedule is not None:
+                assert validate(problem, result.schedule) == ()
+                assert result.lower_bound <= result.objective and str(rule) in result.engine
 
 
 @pytest.mark.parametrize("PP, chunks", [(4, 8), (4, 16), (8, 16), (8, 32), (16, 32)])
@@ -33,7 +36,9 @@ def test_forward_first_reaches_the_bound_on_dualpipe(PP, chunks):
     # per-device bound: the middle device cannot start before PP/2 - 1 and has 3 units of
     # work per chunk, so makespan >= PP/2 - 1 + 3 chunks; bubble PP/2 - 1 (DualPipe: PP - 2)
     problem = dualpipe(PP, chunks, memory=PP).with_(overlaps=())
-    s = list_schedule(problem, FIW)
+    result = list_schedule(problem, FIW)
+    assert result.status is Status.OPTIMAL and result.bound_engine == "analytic"  # proven by the bound
+    s = result.schedule
     assert s.makespan == PP // 2 - 1 + 3 * chunks == analytic_lower_bound(problem).value
     mt = metrics(problem, s)
     assert mt.bubble_global == PP // 2 - 1
@@ -42,7 +47,9 @@ def test_forward_first_reaches_the_bound_on_dualpipe(PP, chunks):
 
 def test_memory_deadlock_is_none():
     # one activation fewer: the forward-first rule fills memory with forwards it cannot retire
-    assert list_schedule(dualpipe(4, 8, memory=3).with_(overlaps=()), FIW) is None
+    assert list_plan(dualpipe(4, 8, memory=3).with_(overlaps=()), FIW) is None
+    result = list_schedule(dualpipe(4, 8, memory=3).with_(overlaps=()), FIW)
+    assert result.status is Status.UNKNOWN and result.lower_bound is not None
 
 
 def test_transfers_are_booked_on_channels():
@@ -51,15 +58,15 @@ def test_transfers_are_booked_on_channels():
     edges = [(e.src, e.dst, 2 if (e.src, e.dst) == ("F0", "F1") else 0) for e in p.graph.edges]
     p = p.with_(graph=Graph(blocks=p.graph.blocks, edges=edges),
                 cluster=Cluster(devices=p.cluster.devices, channels=[Channel(name="c", endpoints=("d0", "d1"))]))
-    s = list_schedule(p)
+    s = list_plan(p)
     assert validate(p, s) == () and len(s.transfers) == 3
     assert all(b.start >= a.end for a, b in zip(s.transfers, s.transfers[1:]))
 
 
 def test_groups_are_formed_only_on_request_and_stay_valid():
     p = dualpipev(2, 4, overlap=2)
-    plain = list_schedule(p, FIW)
-    paired = list_schedule(p, FIW, form_groups=True)
+    plain = list_plan(p, FIW)
+    paired = list_plan(p, FIW, form_groups=True)
     assert all(t.overlap is None for t in plain.tasks)
     assert any(t.overlap == "F&B" for t in paired.tasks)
     assert validate(p, paired) == ()
@@ -67,11 +74,13 @@ def test_groups_are_formed_only_on_request_and_stay_valid():
 
 def test_best_of_a_portfolio_stops_at_the_target():
     p = vshape(4, 8, memory=4)
-    s, rule, tried = best_list_schedule(p, target=33)
+    result = best_list_schedule(p, target=33)
+    s, tried = result.schedule, result.stats["rules_tried"]
     # 1F1B's makespan (the bound): the forward-first rules run out of memory on the full
     # backward's placement; backward-first reaches it, and the portfolio stops there
-    assert s.makespan == 33 and rule.kind_order.startswith("I") and tried < len(DEFAULT_RULES)
-    assert DEFAULT_RULES[tried - 1] == rule
+    assert s.makespan == 33 and result.stats["rule"].startswith("I") and tried < len(DEFAULT_RULES)
+    assert result.engine == f"list scheduling ({DEFAULT_RULES[tried - 1]})"
+    assert result.status is Status.OPTIMAL
     assert max(peak_memory(p, s).values()) <= 4
 
 

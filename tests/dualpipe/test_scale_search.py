@@ -13,7 +13,7 @@ def test_list_scheduling_answers_when_it_reaches_the_bound():
     p = dualpipe(8, 16, memory=9)
     r = scale_search(p, warm_starts=[dualpipe_schedule(dualpipe(8, 16))], time_limit_s=30)
     assert r.status is Status.OPTIMAL and r.objective == r.lower_bound == 3 + 3 * 16
-    assert r.stats["overlaps_dropped"] and r.stats["found_by"].startswith("list scheduling")
+    assert r.stats["overlaps_dropped"] and r.engine.startswith("list scheduling")
     assert "exact_s" not in r.stats
     assert validate(p, r.schedule) == ()
 
@@ -33,7 +33,7 @@ def test_tied_exact_search_when_list_scheduling_fails():
     p = dualpipe(4, 16, memory=3).with_(overlaps=())
     r = scale_search(p, rules=(), ties="periodic", time_limit_s=20)
     assert r.schedule is not None and validate(p, r.schedule) == ()
-    assert r.stats["ties"] > 0 and r.stats["found_by"] == "exact search (tied)"
+    assert r.stats["ties"] > 0 and r.engine == "exact search (cpsat, tied)"
     assert r.lower_bound == 1 + 3 * 16 and r.status in (Status.FEASIBLE, Status.OPTIMAL)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from schedsearch.encode import SolveOptions, get_backend, solve
-from schedsearch.errors import UnsupportedFeatureError, ValidationFailedError
+from schedsearch.errors import InvalidOptionsError, UnsupportedFeatureError, ValidationFailedError
 from schedsearch.placements import bidirectional, vshape
 from schedsearch.problem import Block, Channel, Cluster, Device, Edge, Graph, Option, Problem
 from schedsearch.result import SearchResult, Status
@@ -136,7 +136,7 @@ def test_warm_start_is_never_worse(backend):
 def test_invalid_warm_start_is_refused():
     problem = vshape(2, 2)
     bad = Schedule(tasks=[TaskInstance(block="F0", microbatch=0, devices="d0", start=0, end=1)])
-    with pytest.raises(ValidationFailedError, match="warm start fails validation"):
+    with pytest.raises(InvalidOptionsError, match="optimal: warm start 0 is not a valid plan of problem 'vshape-2x2'"):
         optimal(problem, warm_start=bad)
 
 

@@ -83,7 +83,7 @@ def test_the_edges_of_the_ranges_are_accepted():
 def test_optimal_checks_before_any_solver(backend, kwargs):
     from schedsearch.search import optimal
 
-    with pytest.raises(InvalidOptionsError, match="SolveOptions: '"):
+    with pytest.raises(InvalidOptionsError, match="SearchOptions: '"):
         optimal(vshape(2, 2, memory=2), backend=backend, **kwargs)
 
 
@@ -96,15 +96,13 @@ def test_the_largest_seed_reaches_both_solvers():
 
 
 def test_every_strategy_checks_the_options_it_passes_to_a_solver():
-    """jobshop, repetend, scale_search and pareto pass the options on to
-    SolveOptions / ModuloOptions; here each reaches a solver, so the check
-    runs. (jobshop with its heuristic, and scale_search with list
-    scheduling, may return before any solver runs; see the report.)"""
+    """Every strategy reads its common options into one SearchOptions, which
+    checks them before any phase runs."""
     from schedsearch.search import jobshop, pareto, repetend, scale_search
 
     p = vshape(2, 2, memory=2)
     calls = [
-        lambda: jobshop(p, heuristic=False, seed=2**40),
+        lambda: jobshop(p, list_baseline=False, seed=2**40),
         lambda: repetend(vshape(2, 4, memory=2), workers=0),
         lambda: scale_search(p, rules=(), seed=-1),
         lambda: pareto(p, seed="x"),

@@ -67,9 +67,9 @@ def test_cli_reads_job_shop_files_and_memory_limits(tmp_path, capsys):
     assert main(["jobshop", str(graph_file), "--memory", str(need + 2), "--channel-mode", "shared",
                  "--channels", "1", "--time-limit", "5", "--quiet"]) == 0
     assert f"of {need + 2}" in capsys.readouterr().out
-    assert main(["jobshop", str(graph_file), "--heuristic-only", "--quiet"]) == 0
+    assert main(["jobshop", str(graph_file), "--baseline-only", "--quiet"]) == 0
     text = capsys.readouterr().out
-    assert "heuristic makespan" in text and "exact" not in text and "plan from: heuristic" in text
+    assert "baseline  makespan" in text and "exact" not in text and "plan from: list scheduling (HEFT, " in text
 
 
 def test_cli_reports_bad_input_clearly(tmp_path, capsys):

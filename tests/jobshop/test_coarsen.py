@@ -12,7 +12,7 @@ from schedsearch.graphs import DagNode, OperationDag, machine_cluster, random_da
 from schedsearch.problem import Edge, Graph
 from schedsearch.search import optimal
 from schedsearch.search.coarsen import coarsen, redundant_edges, transitive_reduction
-from schedsearch.search.heuristics import list_schedule
+from schedsearch.search.heuristics import list_plan
 from schedsearch.testing import problems
 from schedsearch.validate import validate
 from dag_strategies import dag_problems, dags
@@ -87,7 +87,7 @@ def test_safe_merges_never_lengthen_the_critical_path(problem):
 
 
 def _coarse_schedule(c):
-    schedule = list_schedule(c.coarse)
+    schedule = list_plan(c.coarse)
     assume(schedule is not None)
     return schedule
 
@@ -117,7 +117,7 @@ def test_expansion_is_never_later_than_the_coarse_schedule(problem, target):
        st.integers(1, 6))
 def test_expansion_validates_on_heterogeneous_options_and_multi_device_blocks(problem, target):
     c = coarsen(problem, target)
-    schedule = list_schedule(c.coarse)
+    schedule = list_plan(c.coarse)
     assume(schedule is not None)
     assert validate(problem, c.expand(schedule)) == ()
 
@@ -197,7 +197,7 @@ def test_pinned_blocks_are_not_merged_and_errors_are_clear():
     c = coarsen(problem, 1)
     assert ("b",) in c.groups.values() and ("d",) in c.groups.values()
     assert c.coarse.releases == problem.releases and c.coarse.fixed_orders == problem.fixed_orders
-    expanded = c.expand(list_schedule(c.coarse))
+    expanded = c.expand(list_plan(c.coarse))
     assert validate(problem, expanded) == ()
     with pytest.raises(InvalidProblemError, match="'target' must be an integer >= 1"):
         coarsen(problem, 0)
@@ -224,5 +224,5 @@ def test_duration_overrides_of_merged_members_add_up():
     (name,) = c.groups
     assert c.coarse.durations(name, 0) == (3, 3)
     assert c.coarse.durations(name, 1) == (6, 7)
-    expanded = c.expand(list_schedule(c.coarse))
+    expanded = c.expand(list_plan(c.coarse))
     assert validate(problem, expanded) == ()

@@ -9,7 +9,7 @@ from schedsearch.loaders import jobshop_problem
 from schedsearch.problem import Block, Channel, Cluster, Device, Edge, Graph, Option, Problem
 from schedsearch.result import Status
 from schedsearch.schedule import peak_memory
-from schedsearch.search.heuristics import PRIORITY_RULES, heft, list_schedule, priorities
+from schedsearch.search.heuristics import PRIORITY_RULES, heft, list_plan, list_schedule, priorities
 from schedsearch.testing import problems
 from schedsearch.validate import validate
 
@@ -20,12 +20,16 @@ from schedsearch.validate import validate
 def test_every_list_schedule_validates(problem):
     for rule in PRIORITY_RULES:
         for insertion in (True, False):
-            schedule = list_schedule(problem, rule=rule, insertion=insertion)
-            if schedule is None:
-                # only memory can block list scheduling
+            result = list_schedule(problem, rule=rule, insertion=insertion)
+            assert result.problem is problem and result.strategy == "list_schedule"
+            if result.schedule is None:
+                # only memory can block list scheduling; that proves nothing
+                assert result.status is Status.UNKNOWN
                 assert any(d.memory is not None for d in problem.cluster.devices)
                 continue
-            assert validate(problem, schedule) == ()
+            assert result.status in (Status.FEASIBLE, Status.OPTIMAL) and result.engine.startswith("list scheduling")
+            assert validate(problem, result.schedule) == ()
+            assert result.lower_bound <= result.objective
 
 
 @settings(max_examples=40)
@@ -43,7 +47,9 @@ def test_two_job_example_is_optimal():
     # j0.o1 (2), and j0.o1 cannot start before 3: the best is j1.o0 [0, 4),
     # j0.o1 [4, 6) -> 6; the other order gives j0.o1 [3, 5), j1.o0 [5, 9) -> 10.
     p = jobshop_problem([[(0, 3), (1, 2)], [(1, 4), (0, 1)]], 2).problem
-    assert list_schedule(p).makespan == 6
+    assert list_plan(p).makespan == 6
+    result = list_schedule(p)
+    assert (result.objective, result.bound_engine) == (6, "analytic")
 
 
 def test_heft_chooses_the_earliest_finishing_option():
@@ -58,7 +64,7 @@ def test_heft_chooses_the_earliest_finishing_option():
         edges=[Edge(src="a", dst="b", size=5)],
     )
     p = Problem(graph=graph, num_microbatches=1, cluster=cluster)
-    s = list_schedule(p)
+    s = list_plan(p)
     assert {t.block: t.devices for t in s.tasks} == {"a": ("d0",), "b": ("d0",)}
     assert s.makespan == 3 and not s.transfers
 
@@ -78,7 +84,7 @@ def test_transfers_are_booked_on_the_fastest_channel():
         ],
         edges=[Edge(src="a", dst="b", size=2)],
     )
-    s = list_schedule(Problem(graph=graph, num_microbatches=1, cluster=cluster))
+    s = list_plan(Problem(graph=graph, num_microbatches=1, cluster=cluster))
     (tr,) = s.transfers
     assert (tr.channel, tr.start, tr.end) == ("fast", 1, 3)
     assert s.makespan == 4
@@ -98,10 +104,10 @@ def _memory_problem(capacity: int) -> Problem:
 def test_memory_capacity_is_respected_by_placement_order():
     # priorities that would start both allocations first without a limit
     prio = {("x1", 0): 4, ("y1", 0): 3, ("x2", 0): 2, ("y2", 0): 1}
-    free = list_schedule(_memory_problem(6), priority=prio)
+    free = list_plan(_memory_problem(6), priority=prio)
     assert [t.block for t in free.tasks] == ["x1", "y1", "x2", "y2"]
     assert peak_memory(_memory_problem(6), free)["d0"] == 6
-    tight = list_schedule(_memory_problem(3), priority=prio)
+    tight = list_plan(_memory_problem(3), priority=prio)
     assert [t.block for t in tight.tasks] == ["x1", "x2", "y1", "y2"]
     assert peak_memory(_memory_problem(3), tight)["d0"] == 3
     assert validate(_memory_problem(3), tight) == ()
@@ -117,7 +123,8 @@ def test_blocked_memory_gives_no_schedule():
     ]
     graph = Graph(blocks=blocks, edges=[Edge(src="x", dst="z"), Edge(src="y", dst="z")])
     p = Problem(graph=graph, num_microbatches=1, cluster=Cluster(devices=[Device(name="d0", memory=3)]))
-    assert list_schedule(p) is None
+    assert list_plan(p) is None
+    assert list_schedule(p).status is Status.UNKNOWN
     result = heft(p)
     assert result.status is Status.UNKNOWN and result.schedule is None
 
@@ -131,7 +138,7 @@ def test_priority_rules_and_errors():
     with pytest.raises(ValueError, match="'rule' must be one of"):
         priorities(p, "random")
     with pytest.raises(ValueError, match="'priority' lacks task"):
-        list_schedule(p, priority={("j0.o0", 0): 1.0})
+        list_plan(p, priority={("j0.o0", 0): 1.0})
     with pytest.raises(ValueError, match="'rules' must name at least one"):
         heft(p, rules=())
 
@@ -158,5 +165,6 @@ def test_orders_against_the_edges_are_infeasible_not_an_error():
     assert heft(p).status is Status.INFEASIBLE
     result = jobshop(p, time_limit_s=10)
     assert result.status is Status.INFEASIBLE and result.schedule is None
+    assert list_schedule(p).status is Status.INFEASIBLE
     with pytest.raises(ValueError, match="form a cycle"):
-        list_schedule(p)
+        list_plan(p)

@@ -31,16 +31,17 @@ def test_standard_instances_are_proven_optimal(shared_data, path, optimum, backe
     assert result.status is Status.OPTIMAL
     assert result.objective == optimum == result.lower_bound
     assert validate(problem, result.schedule) == ()
-    assert result.stats["heuristic"]["makespan"] >= optimum
+    assert result.stats["baseline"]["makespan"] >= optimum
     assert result.strategy == "jobshop"
 
 
-def test_heuristic_only_is_the_baseline(shared_data):
+def test_baseline_only_is_the_list_schedule(shared_data):
     problem = read_jobshop(shared_data / "jsp" / "ft" / "ft06.txt").problem
-    result = jobshop(problem, heuristic_only=True)
+    result = jobshop(problem, list_baseline_only=True)
     assert result.status is Status.FEASIBLE
-    assert result.objective == result.stats["heuristic"]["makespan"] > 55
-    assert "exact" not in result.stats and result.stats["source"] == "heuristic"
+    assert result.objective == result.stats["baseline"]["makespan"] > 55
+    assert "exact" not in result.stats and result.engine.startswith("list scheduling (HEFT, ")
+    assert result.bound_engine == "analytic"
     assert validate(problem, result.schedule) == ()
 
 
@@ -107,7 +108,7 @@ def test_coarsened_plan_of_a_random_graph():
     stats = result.stats
     assert stats["coarsening"]["blocks"] == 15
     assert stats["expanded"]["makespan"] <= stats["coarse"]["makespan"]
-    assert result.objective <= min(stats["heuristic"]["makespan"], stats["expanded"]["makespan"])
+    assert result.objective <= min(stats["baseline"]["makespan"], stats["expanded"]["makespan"])
     assert result.lower_bound >= max(-(-dag.total_work // 2), dag.critical_path())
     assert result.wall_time_s < 6 + 2
 
@@ -117,7 +118,7 @@ def test_coarsened_plan_without_refinement_is_the_expanded_or_the_baseline():
     problem = dag.on_machines(machine_cluster(2, channels=2, directed=True))
     result = jobshop(problem, coarsen_to=10, refine=False, time_limit_s=5)
     assert "exact" not in result.stats
-    assert result.objective == min(result.stats["expanded"]["makespan"], result.stats["heuristic"]["makespan"])
+    assert result.objective == min(result.stats["expanded"]["makespan"], result.stats["baseline"]["makespan"])
 
 
 def test_transfer_overlap_by_hand():
@@ -153,7 +154,7 @@ def test_strong_disjunctive_propagation_only_for_classic_job_shops():
 
     classic = jobshop_problem([[(0, 3), (1, 2)], [(1, 4), (0, 1)]], 2).problem
     flexible = flexible_jobshop_problem([[[(0, 3), (1, 4)], [(1, 2)]], [[(1, 4)], [(0, 1)]]], 2).problem
-    kwargs = dict(time_limit_s=5, heuristic=False)
+    kwargs = dict(time_limit_s=5, list_baseline=False)
     assert jobshop(classic, **kwargs).stats["backend_params"] == {"use_strong_propagation_in_disjunctive": True}
     assert jobshop(flexible, **kwargs).stats["backend_params"] == {}
     assert jobshop(classic, strong_disjunctive=False, **kwargs).stats["backend_params"] == {}

@@ -34,8 +34,8 @@ def options(**kw) -> ModuloOptions:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_unbounded_memory_least_period_is_the_work_and_latency_the_critical_path(backend) -> None:
     problem = vshape(2, 4)
-    assert solve_modulo(problem, options(period=2), backend).status is Status.INFEASIBLE
-    result = solve_modulo(problem, options(period=3), backend)
+    assert solve_modulo(problem, backend, options(period=2)).status is Status.INFEASIBLE
+    result = solve_modulo(problem, backend, options(period=3))
     assert result.status is Status.OPTIMAL
     assert result.latency == 6 == result.repetend.latency()
     assert check_repetend(problem, result.repetend) == ()
@@ -46,9 +46,9 @@ def test_unbounded_memory_least_period_is_the_work_and_latency_the_critical_path
 def test_capacity_one_needs_period_six(backend, encoding) -> None:
     problem = vshape(2, 4, memory=1)
     for period in (3, 4, 5):
-        got = solve_modulo(problem, options(period=period, objective="feasibility", memory_encoding=encoding), backend)
+        got = solve_modulo(problem, backend, options(period=period, objective="feasibility", memory_encoding=encoding))
         assert got.status is Status.INFEASIBLE, period
-    got = solve_modulo(problem, options(period=6, objective="feasibility", memory_encoding=encoding), backend)
+    got = solve_modulo(problem, backend, options(period=6, objective="feasibility", memory_encoding=encoding))
     assert got.status is Status.OPTIMAL
     assert check_repetend(problem, got.repetend) == ()
 
@@ -56,12 +56,12 @@ def test_capacity_one_needs_period_six(backend, encoding) -> None:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_forbidden_offsets_and_latency_cap_are_kept(backend) -> None:
     problem = vshape(2, 4)
-    first = solve_modulo(problem, options(period=3), backend).repetend
+    first = solve_modulo(problem, backend, options(period=3)).repetend
     vector = {b: o[0] for b, o in first.offsets.items()}
-    second = solve_modulo(problem, options(period=3, forbidden_offsets=[vector], objective="feasibility"), backend)
+    second = solve_modulo(problem, backend, options(period=3, forbidden_offsets=[vector], objective="feasibility"))
     assert second.repetend is not None
     assert {b: o[0] for b, o in second.repetend.offsets.items()} != vector
-    capped = solve_modulo(problem, options(period=3, max_latency=5), backend)
+    capped = solve_modulo(problem, backend, options(period=3, max_latency=5))
     assert capped.status is Status.INFEASIBLE  # below the critical path
 
 
@@ -77,7 +77,7 @@ def test_cyclic_order_is_kept(backend) -> None:
         num_microbatches=1,
         cluster=problem.cluster,
     )
-    got = solve_modulo(folded, options(period=4, cyclic_orders=[("F0~0", "F0~1")]), backend)
+    got = solve_modulo(folded, backend, options(period=4, cyclic_orders=[("F0~0", "F0~1")]))
     rep = got.repetend
     start = {t.block: t.phase - 4 * t.offset for t in rep.tasks}
     assert start["F0~0"] <= start["F0~1"] <= start["F0~0"] + 4
@@ -89,7 +89,7 @@ def test_backends_agree_on_feasibility_of_an_interleaved_pipeline() -> None:
     answers = {}
     for backend in BACKENDS:
         answers[backend] = [
-            solve_modulo(problem, options(period=p, objective="feasibility", max_offset=6), backend).status
+            solve_modulo(problem, backend, options(period=p, objective="feasibility", max_offset=6)).status
             for p in range(6, 12)
         ]
     assert answers["cpsat"] == answers["z3"]
@@ -103,14 +103,14 @@ def test_unsupported_problems_name_the_alternative() -> None:
                   edges=[Edge(src="a", dst="b", size=2)])
     problem = Problem(graph=graph, num_microbatches=2, cluster=cluster)
     with pytest.raises(UnsupportedFeatureError, match="use optimal"):
-        solve_modulo(problem, options(period=2))
+        solve_modulo(problem, "cpsat", options(period=2))
     flexible = Problem(
         graph=Graph(blocks=[Block(name="a", options=[(("d0",), 1), (("d1",), 1)])]),
         num_microbatches=2,
         cluster=Cluster(devices=[Device(name="d0"), Device(name="d1")]),
     )
     with pytest.raises(UnsupportedFeatureError, match="flexible_options"):
-        solve_modulo(flexible, options(period=2))
+        solve_modulo(flexible, "cpsat", options(period=2))
 
 
 def test_modulo_options_reject_bad_values() -> None:
@@ -123,4 +123,4 @@ def test_modulo_options_reject_bad_values() -> None:
     with pytest.raises(ValueError, match="'max_offset'"):
         ModuloOptions(period=3, max_offset=-1)
     with pytest.raises(ValueError, match="unknown name"):
-        solve_modulo(vshape(2, 2), options(period=3), "gurobi")
+        solve_modulo(vshape(2, 2), "gurobi", options(period=3))

@@ -13,7 +13,8 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
-from schedsearch.encode.base import Progress, SolveOptions
+from schedsearch.encode.base import SolveOptions
+from schedsearch.options import ProgressEvent
 from schedsearch.encode.cpsat.constraints import (
     add_dependencies,
     add_groups,
@@ -167,14 +168,16 @@ class _Progress(cp_model.CpSolverSolutionCallback):
             self.incumbent = value
             self.bound = max(self.bound or 0, bound)
             if self._options.progress is not None:
-                self._options.progress(Progress(elapsed_s=time.perf_counter() - self._t0, incumbent=value, bound=self.bound))
+                self._options.progress(ProgressEvent(phase="exact search (cpsat)", incumbent=value, bound=self.bound,
+                                                    elapsed_s=time.perf_counter() - self._t0))
 
     def on_bound(self, bound: float) -> None:
         b = math.ceil(bound - 1e-6)
         if self.bound is None or b > self.bound:
             self.bound = b
             if self._options.progress is not None:
-                self._options.progress(Progress(elapsed_s=time.perf_counter() - self._t0, incumbent=self.incumbent, bound=b))
+                self._options.progress(ProgressEvent(phase="exact search (cpsat)", incumbent=self.incumbent, bound=b,
+                                                    elapsed_s=time.perf_counter() - self._t0))
 
 
 class CpSatBackend:

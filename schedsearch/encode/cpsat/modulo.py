@@ -208,6 +208,8 @@ def solve_modulo(problem: Problem, options: ModuloOptions) -> ModuloResult:
     params.log_search_progress = options.log
     if options.time_limit_s is not None:
         params.max_time_in_seconds = float(options.time_limit_s)
+    if options.deterministic:
+        params.interleave_search = True
     for key, value in options.backend_params.items():
         if not hasattr(params, key):
             raise ValueError(f"backend 'cpsat': unknown parameter {key!r} in 'backend_params'")

@@ -16,7 +16,8 @@ from typing import Any
 
 import z3
 
-from schedsearch.encode.base import Progress, SolveOptions
+from schedsearch.encode.base import SolveOptions
+from schedsearch.options import ProgressEvent
 from schedsearch.encode.structure import Structure, build_structure
 from schedsearch.encode.z3.constraints import (
     add_dependencies,
@@ -151,7 +152,8 @@ class Z3Backend:
 
         def report(incumbent: int | None, bound: int | None) -> None:
             if options.progress is not None:
-                options.progress(Progress(elapsed_s=time.perf_counter() - t0, incumbent=incumbent, bound=bound))
+                options.progress(ProgressEvent(phase="exact search (z3)", incumbent=incumbent, bound=bound,
+                                              elapsed_s=time.perf_counter() - t0))
 
         best: Schedule | None = None
         best_value: int | None = None

@@ -20,6 +20,7 @@ from schedsearch.search.scale.list_scheduling import (
     DEFAULT_RULES as DEFAULT_RULES,
     PriorityRule as PriorityRule,
     best_list_schedule as best_list_schedule,
+    list_plan as list_plan,
     list_schedule as list_schedule,
 )
 from schedsearch.search.scale.ties import (
@@ -34,6 +35,7 @@ __all__ = [
     "DEFAULT_RULES",
     "PriorityRule",
     "best_list_schedule",
+    "list_plan",
     "list_schedule",
     "mirror_ties",
     "periodic_ties",

@@ -31,18 +31,17 @@ original problem.
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from schedsearch.bounds.analytic import objective_lower_bound
-from schedsearch.encode.base import Backend, SolveOptions
+from schedsearch.options import Deadline, Reporter, SearchOptions, resolve_options
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
 from schedsearch.rewrite import flatten_overlaps, reduced_problem
 from schedsearch.schedule import Schedule, objective_value
 from schedsearch.search.optimal import optimal
-from schedsearch.search.scale.list_scheduling import DEFAULT_RULES, PriorityRule, list_schedule
+from schedsearch.search.scale.list_scheduling import DEFAULT_RULES, PriorityRule, list_plan
 from schedsearch.search.scale.ties import Tie, periodic_ties
 from schedsearch.validate import assert_valid, validate
 
@@ -51,29 +50,29 @@ __all__ = ["scale_search", "TIES_AUTO_TASKS"]
 #: ``ties="auto"`` ties micro-batches periodically above this many task instances.
 TIES_AUTO_TASKS = 1000
 
+#: Time the exact search needs at least to be worth starting (model building included).
+_EXACT_MIN_S = 1.0
+
 
 def _usable(problem: Problem, search_problem: Problem, schedule: Schedule) -> Schedule | None:
-    """``schedule`` as a schedule of ``search_problem`` (flattened if need be), or None."""
-    try:
-        if not validate(search_problem, schedule):
-            return schedule
-        if search_problem is not problem:
-            flat = flatten_overlaps(problem, schedule)
-            if flat is not None and not validate(search_problem, flat):
-                return flat
-    except Exception:  # a schedule of another problem
-        return None
+    """``schedule`` as a schedule of ``search_problem`` (flattened if need be), or None.
+
+    A schedule of another problem is not an error here: the validator
+    reports its unknown and missing tasks as violations, and only a valid
+    plan of ``problem`` is flattened.
+    """
+    if not validate(search_problem, schedule):
+        return schedule
+    if search_problem is not problem and not validate(problem, schedule):
+        flat = flatten_overlaps(problem, schedule)
+        if flat is not None and not validate(search_problem, flat):
+            return flat
     return None
 
 
 def scale_search(
     problem: Problem,
     *,
-    time_limit_s: float | None = 300.0,
-    backend: str | Backend = "cpsat",
-    seed: int = 0,
-    workers: int = 2,
-    warm_starts: Iterable[Schedule] = (),
     rules: Sequence[PriorityRule] = DEFAULT_RULES,
     exact: bool = True,
     ties: str | Sequence[Tie] | None = "auto",
@@ -81,17 +80,13 @@ def scale_search(
     period: int | None = None,
     extra_ties: Sequence[Tie] = (),
     reduce: bool = True,
-    progress: Callable[[str, int, int | None], None] | None = None,
-    **options: Any,
+    options: SearchOptions | None = None,
+    **common: Any,
 ) -> SearchResult:
     """Best schedule of ``problem`` for its objective, at any size (see the module docstring).
 
     Parameters
     ----------
-    time_limit_s:
-        Budget of the whole search (list scheduling included).
-    warm_starts:
-        Valid schedules of ``problem`` (handcrafted ones, say) to start from.
     rules:
         List-scheduling rules to try (empty: none).
     exact:
@@ -109,27 +104,35 @@ def scale_search(
     reduce:
         Drop redundant overlap declarations (see
         :func:`~schedsearch.rewrite.overlaps_redundant`).
-    progress:
-        Called with ``(phase, incumbent, bound)`` as the search goes.
-    options:
-        Passed to :func:`~schedsearch.search.optimal` (``deterministic``, ...).
+    options, common:
+        The common settings (:class:`~schedsearch.options.SearchOptions` or
+        keywords of its field names); ``time_limit_s`` (default 300) is the
+        budget of the whole search, list scheduling included;
+        ``warm_starts`` are plans of ``problem`` (handcrafted ones, say) to
+        start from. Progress phases: ``"bound"``, ``"warm start i"``,
+        ``"list scheduling (<rule>)"``, the backend's ``"exact search
+        (<backend>)"``.
 
     Returns
     -------
     SearchResult
-        ``strategy="scale"``; ``stats`` says which phase found the schedule
-        (``"found_by"``), the list rule, the phases' times, whether the
-        overlaps were dropped and which ties were used.
+        ``strategy="scale"``; ``engine`` names what found the plan
+        (``"warm start i"``, ``"list scheduling (<rule>)"``, ``"exact search
+        (<backend>)"``, ``"exact search (<backend>, tied)"``);
+        ``bound_engine`` is ``"analytic"`` or the backend that proved a
+        larger bound. ``stats`` holds the list rules tried, the phases'
+        times, whether the overlaps were dropped and how many ties were
+        used.
     """
-    SolveOptions(time_limit_s=time_limit_s, seed=seed, workers=workers)  # checks them before any phase runs
-    t0 = time.perf_counter()
-
-    def remaining() -> float | None:
-        return None if time_limit_s is None else time_limit_s - (time.perf_counter() - t0)
-
+    opts = resolve_options(options, common, "scale_search", time_limit_s=300.0)
+    deadline = Deadline(opts.time_limit_s)
+    reporter = Reporter(opts.progress, deadline.t0)
+    name = "max_span" if problem.objective == "max_span" else "makespan"
     search_problem = reduced_problem(problem) if reduce else problem
     dropped = search_problem is not problem
     bound = objective_lower_bound(search_problem).value
+    bound_engine = "analytic"
+    reporter.report("bound", bound=bound)
     stats: dict[str, Any] = {"overlaps_dropped": dropped, "analytic_bound": bound, "num_tasks": len(problem.tasks)}
 
     best: tuple[int, Schedule, str] | None = None
@@ -141,12 +144,11 @@ def scale_search(
         value = objective_value(schedule, problem.objective)
         if best is None or value < best[0]:
             best = (value, schedule, origin)
-            if progress is not None:
-                progress(origin, value, bound)
+            reporter.report(origin, incumbent=value)
 
-    for i, schedule in enumerate(warm_starts):
+    for i, schedule in enumerate(opts.warm_starts):
         offer(_usable(problem, search_problem, schedule), f"warm start {i}")
-    t_list = time.perf_counter()
+    t_list = deadline.elapsed
     tried = 0
     saving_groups = any(ov.duration < sum(search_problem.graph.block(b).min_duration for b in ov.blocks)
                         for ov in search_problem.overlaps)
@@ -154,18 +156,17 @@ def scale_search(
         for rule in rules:
             if best is not None and best[0] <= bound:
                 break
-            left = remaining()
-            if left is not None and left <= 0:
+            if deadline.expired():
                 break
             tried += 1
-            offer(list_schedule(search_problem, rule, form_groups=form_groups),
-                  f"list scheduling ({rule}{', pairs formed' if form_groups else ''})")
+            engine = f"list scheduling ({rule}{', pairs formed' if form_groups else ''})"
+            reporter.report(engine)
+            offer(list_plan(search_problem, rule, form_groups=form_groups), engine)
     stats["list_rules_tried"] = tried
-    stats["list_s"] = time.perf_counter() - t_list
+    stats["list_s"] = deadline.elapsed - t_list
 
-    exact_result: SearchResult | None = None
-    left = remaining()
-    if exact and (best is None or best[0] > bound) and (left is None or left > 1.0):
+    backend_name = opts.backend_name
+    if exact and (best is None or best[0] > bound) and not deadline.expired(_EXACT_MIN_S):
         if ties == "auto":
             ties = "periodic" if len(search_problem.tasks) > TIES_AUTO_TASKS else None
         tie_list: tuple[Tie, ...] = ()
@@ -180,48 +181,46 @@ def scale_search(
             tie_list = tuple(ties)
         tie_list += tuple(extra_ties)
         stats["ties"] = len(tie_list)
-        t_exact = time.perf_counter()
-        exact_result = optimal(
-            search_problem,
-            backend=backend,
-            time_limit_s=left,
-            seed=seed,
-            workers=workers,
-            warm_start=best[1] if best is not None and not tie_list else None,
-            ties=tie_list,
-            **options,
+        t_exact = deadline.elapsed
+        # a tied search proves bounds of the tied space only
+        exact_options = opts.replace(
+            time_limit_s=deadline.left(),
+            warm_starts=(best[1],) if best is not None and not tie_list else (),
+            progress=reporter.relay(bounds=not tie_list),
         )
-        stats["exact_s"] = time.perf_counter() - t_exact
+        exact_result = optimal(search_problem, ties=tie_list, options=exact_options)
+        backend_name = exact_result.backend or backend_name
+        stats["exact_s"] = deadline.elapsed - t_exact
         stats["exact_status"] = exact_result.status.value
         stats["exact_restricted_status"] = exact_result.stats.get("restricted_status")
-        if exact_result.schedule is not None:
-            offer(exact_result.schedule, "exact search" + (" (tied)" if tie_list else ""))
-        if not tie_list and exact_result.lower_bound is not None:
-            bound = max(bound, exact_result.lower_bound)
+        if exact_result.schedule is not None and exact_result.engine.startswith("exact search"):
+            offer(exact_result.schedule, f"exact search ({backend_name}{', tied' if tie_list else ''})")
+        if not tie_list and exact_result.lower_bound is not None and exact_result.lower_bound > bound:
+            bound, bound_engine = exact_result.lower_bound, exact_result.bound_engine
         if not tie_list and exact_result.status is Status.INFEASIBLE:
-            return SearchResult(status=Status.INFEASIBLE, wall_time_s=time.perf_counter() - t0,
-                                backend=exact_result.backend, stats=stats, strategy="scale",
-                                objective_name="max_span" if problem.objective == "max_span" else "makespan")
-    wall = time.perf_counter() - t0
+            return SearchResult(status=Status.INFEASIBLE, wall_time_s=deadline.elapsed, backend=backend_name,
+                                stats=stats, strategy="scale", objective_name=name, bound_engine=backend_name,
+                                problem=problem)
+    wall = deadline.elapsed
     stats["wall_s"] = wall
-    name = "max_span" if problem.objective == "max_span" else "makespan"
     if best is None:
-        limit_hit = time_limit_s is not None  # every phase ran within the limit and found nothing
+        limit_hit = opts.time_limit_s is not None  # every phase ran within the limit and found nothing
         return SearchResult(status=Status.TIMEOUT if limit_hit else Status.UNKNOWN, lower_bound=bound or None,
-                            wall_time_s=wall, backend=str(getattr(backend, "name", backend)), stats=stats,
-                            strategy="scale", objective_name=name)
+                            wall_time_s=wall, backend=backend_name, stats=stats, strategy="scale",
+                            objective_name=name, bound_engine=bound_engine if bound else "", problem=problem)
     value, schedule, origin = best
     assert_valid(problem, schedule, f"schedule found by {origin}")
-    stats["found_by"] = origin
-    status = Status.OPTIMAL if value <= bound else Status.FEASIBLE
     return SearchResult(
-        status=status,
+        status=Status.OPTIMAL if value <= bound else Status.FEASIBLE,
         schedule=schedule,
         objective=value,
         lower_bound=min(bound, value),
         wall_time_s=wall,
-        backend=str(getattr(backend, "name", backend)),
+        backend=backend_name,
         stats=stats,
         strategy="scale",
         objective_name=name,
+        engine=origin,
+        bound_engine=bound_engine,
+        problem=problem,
     )

@@ -39,16 +39,19 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
+import time
 from collections.abc import Iterable
 
 import attrs
 
 from schedsearch.errors import UnsupportedFeatureError
 from schedsearch.problem import Problem, TaskKey
-from schedsearch.schedule import Schedule, TaskInstance, Transfer
+from schedsearch.result import SearchResult
+from schedsearch.schedule import Schedule, TaskInstance, Transfer, objective_value
+from schedsearch.search.heuristics import heuristic_result
 from schedsearch.validate import assert_valid
 
-__all__ = ["PriorityRule", "DEFAULT_RULES", "list_schedule", "best_list_schedule"]
+__all__ = ["PriorityRule", "DEFAULT_RULES", "list_plan", "list_schedule", "best_list_schedule"]
 
 _STAGE_ORDERS = ("ascending", "descending", "none")
 
@@ -175,7 +178,7 @@ def _group_templates(problem: Problem) -> dict[str, list[tuple[str, int, list[li
     return out
 
 
-def list_schedule(
+def list_plan(
     problem: Problem,
     rule: PriorityRule = PriorityRule(),
     *,
@@ -184,6 +187,9 @@ def list_schedule(
 ) -> Schedule | None:
     """The non-delay list schedule under ``rule`` (validated), or None when
     memory deadlocks (see the module docstring).
+
+    The bare plan, for callers that build on it; :func:`list_schedule` gives
+    it as a search result.
 
     With ``form_groups``, when the task the rule would start belongs to a
     declared overlapped group that lasts less than its members together,
@@ -340,27 +346,47 @@ def list_schedule(
     return schedule
 
 
+def list_schedule(
+    problem: Problem,
+    rule: PriorityRule = PriorityRule(),
+    *,
+    form_groups: bool = False,
+    name: str = "",
+) -> SearchResult:
+    """The non-delay list schedule under ``rule`` as a search result (see :func:`list_plan`).
+
+    FEASIBLE with the plan and the analytic lower bound of the problem's
+    objective (OPTIMAL when the plan meets it), UNKNOWN when memory
+    deadlocks; ``engine`` names the rule.
+    """
+    t0 = time.perf_counter()
+    schedule = list_plan(problem, rule, form_groups=form_groups, name=name)
+    return heuristic_result(problem, schedule, strategy="list_schedule",
+                            engine=f"list scheduling ({rule}{', pairs formed' if form_groups else ''})",
+                            stats={"rule": str(rule)}, wall_time_s=time.perf_counter() - t0)
+
+
 def best_list_schedule(
     problem: Problem,
     rules: Iterable[PriorityRule] = DEFAULT_RULES,
     *,
     objective: str | None = None,
     target: int | None = None,
-) -> tuple[Schedule | None, PriorityRule | None, int]:
-    """The best schedule over ``rules`` (objective: the problem's, by default).
+) -> SearchResult:
+    """The best list schedule over ``rules`` (objective: the problem's, by default), as a search result.
 
     Stops at the first schedule whose objective is at most ``target``.
-    Returns ``(schedule, its rule, number of rules tried)``; ``(None, None,
-    k)`` when every rule deadlocks.
+    FEASIBLE (OPTIMAL when the plan meets the analytic bound) or UNKNOWN
+    when every rule deadlocks; ``engine`` names the winning rule,
+    ``stats["rules_tried"]`` counts the rules run.
     """
-    from schedsearch.schedule import objective_value
-
+    t0 = time.perf_counter()
     objective = objective or problem.objective
     best: tuple[int, Schedule, PriorityRule] | None = None
     tried = 0
     for rule in rules:
         tried += 1
-        schedule = list_schedule(problem, rule)
+        schedule = list_plan(problem, rule)
         if schedule is None:
             continue
         value = objective_value(schedule, objective)
@@ -368,6 +394,7 @@ def best_list_schedule(
             best = (value, schedule, rule)
         if target is not None and value <= target:
             break
-    if best is None:
-        return None, None, tried
-    return best[1], best[2], tried
+    stats = {"rules_tried": tried, "rule": None if best is None else str(best[2])}
+    return heuristic_result(problem, None if best is None else best[1], strategy="list_schedule",
+                            engine="" if best is None else f"list scheduling ({best[2]})", stats=stats,
+                            wall_time_s=time.perf_counter() - t0)
