@@ -250,7 +250,8 @@ def _exact(pf: _Portfolio) -> Status | None:
     t = pf.deadline.elapsed
     best = pf.best
     result = scale_search(pf.problem, rules=(), warm_starts=[best[1]] if best else [],
-                          time_limit_s=pf.deadline.left(), seed=pf.options.seed, workers=pf.options.workers,
+                          extra_ties=_mirror_ties(pf.problem), time_limit_s=pf.deadline.left(),
+                          seed=pf.options.seed, workers=pf.options.workers,
                           backend=pf.options.solver_backend, deterministic=pf.options.deterministic,
                           backend_params=_backend_params(pf), log=pf.options.log)
     pf.timed("exact", pf.deadline.elapsed - t)
@@ -264,6 +265,29 @@ def _exact(pf: _Portfolio) -> Status | None:
     if result.lower_bound is not None and result.lower_bound > pf.bound:
         pf.bound, pf.bound_engine = result.lower_bound, f"exact search ({pf.options.backend_name})"
     return None
+
+
+def _mirror_ties(problem: Problem) -> tuple:
+    """Mirror ties (down and up pipelines start together) on problems large enough for periodic ties.
+
+    Like the periodic ties of :func:`~schedsearch.search.scale_search`, they
+    restrict the exact search to a family of plans (a result under them is
+    OPTIMAL only when it meets the analytic bound), so they are used only
+    where the whole model is too large to search (more than
+    :data:`~schedsearch.search.scale.driver.TIES_AUTO_TASKS` task instances)
+    and the two directions are mirror images of each other.
+    """
+    from schedsearch.search.dualpipe import mirror_pairs
+    from schedsearch.search.scale import mirror_ties
+    from schedsearch.search.scale.driver import TIES_AUTO_TASKS
+
+    reduced = reduced_problem(problem)
+    if len(reduced.tasks) <= TIES_AUTO_TASKS or not any(b.name.endswith(".down") for b in reduced.graph.blocks):
+        return ()
+    try:
+        return mirror_ties(reduced, mirror_pairs(reduced))
+    except InvalidProblemError:
+        return ()  # the directions are not mirror images
 
 
 def _backend_params(pf: _Portfolio) -> dict[str, Any]:
