@@ -69,7 +69,7 @@ def part_figures(args) -> list[dict[str, Any]]:
                 "DualPipe peaks": list(rep.metrics.peak_memory.values()),
                 "searched bubble": mt.bubble_global, "searched peaks": list(mt.peak_memory.values()),
                 "status": result.status.value, "bound": result.lower_bound, "makespan": mt.makespan,
-                "found by": result.stats.get("found_by", "").split(" (")[0], "median_s": round(median, 3),
+                "found by": result.engine.split(" (")[0], "median_s": round(median, 3),
             })
             print_table([rows[-1]])
     # do the overlap declarations change the optimum? cold exact searches, PP = 4
@@ -148,7 +148,7 @@ def _scale_case(PP: int, chunks: int, capacity: int, limit: float, mode: str, co
         "makespan": result.objective, "bound": result.lower_bound,
         "bubble": None if mt is None else mt.bubble_global, "bubble bound": result.lower_bound - 3 * chunks,
         "DualPipe bubble": PP - 2, "peak": None if mt is None else max(mt.peak_memory.values()),
-        "found by": result.stats.get("found_by", ""), "time_s": round(wall, 2),
+        "found by": result.engine, "time_s": round(wall, 2),
         "peak_rss_MB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     })
     conn.close()
@@ -184,8 +184,8 @@ def part_pareto(args) -> list[dict[str, Any]]:
     p, m = (2, 4) if args.quick else (args.table_devices // 2, args.table_microbatches // 2)
     for name in COMPARABLE:
         spec, rep = comparable(name, p, m)
-        front = pareto(rep.problem, time_limit_s=args.step_time_limit, warm_starts=[rep.schedule],
-                       heuristic=list_heuristic(), workers=2, seed=0)
+        front = pareto(rep.problem, time_limit_s=None, step_time_limit_s=args.step_time_limit,
+                       warm_starts=[rep.schedule], heuristic=list_heuristic(), workers=2, seed=0)
         for r in front_rows(spec, rep, front):
             rows.append({"devices": p, "microbatches": m, **r})
         print_table([r for r in rows if r["placement"] == spec.title],
@@ -233,9 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--time-limit", type=float, default=60.0, help="per search (figures, overlap, table)")
-    parser.add_argument("--walk-time-limit", type=float, default=300.0, help="per exact step of a memory walk")
+    parser.add_argument("--walk-time-limit", type=float, default=300.0, help="per memory walk (all its steps)")
     parser.add_argument("--step-time-limit", type=float, default=10.0, help="per exact step of a Pareto walk")
-    parser.add_argument("--table-walk-time-limit", type=float, default=60.0, help="per exact step, table part")
+    parser.add_argument("--table-walk-time-limit", type=float, default=60.0, help="per memory walk, table part")
     parser.add_argument("--scale-time-limit", type=float, default=300.0)
     parser.add_argument("--table-devices", type=int, default=8)
     parser.add_argument("--table-microbatches", type=int, default=24)

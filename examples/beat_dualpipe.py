@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         print(describe("handcrafted", problem, rep.schedule))
         print(describe("searched, same per-device memory", problem, result.schedule))
         print(f"  search: {result.status.value}, lower bound {result.lower_bound}, {result.wall_time_s:.2f} s, "
-              f"found by {result.stats.get('found_by')}"
+              f"found by {result.engine}"
               f"{'; overlap declarations dropped (they cannot help: F&B >= F + B)' if result.stats['overlaps_dropped'] else ''}")
         if not args.no_walk:
             walk = activation_walk(rep.problem, result.objective, start_capacity=max(rep.metrics.peak_memory.values()),

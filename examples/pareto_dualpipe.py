@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     fronts: dict[str, list[dict]] = {}
     for name in args.placements:
         spec, rep = comparable(name, args.devices, args.microbatches)
-        front = pareto(rep.problem, time_limit_s=args.time_limit, warm_starts=[rep.schedule],
+        front = pareto(rep.problem, time_limit_s=None, step_time_limit_s=args.time_limit, warm_starts=[rep.schedule],
                        heuristic=list_heuristic(), workers=args.workers, seed=0)
         rows = front_rows(spec, rep, front)
         fronts[spec.title] = rows

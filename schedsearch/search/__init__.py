@@ -1,20 +1,30 @@
 """Search strategies: they build sub-problems and hand them to a backend."""
 
 from schedsearch.search.coarsen import Coarsening as Coarsening, coarsen as coarsen
-from schedsearch.search.heuristics import heft as heft, list_schedule as list_schedule
+from schedsearch.search.heuristics import heft as heft, list_plan as list_plan, list_schedule as list_schedule
 from schedsearch.search.jobshop import jobshop as jobshop, transfer_overlap as transfer_overlap
 from schedsearch.search.optimal import optimal as optimal
-from schedsearch.search.pareto import min_memory as min_memory, pareto as pareto
+from schedsearch.search.pareto import (
+    MemoryWalk as MemoryWalk,
+    ParetoFront as ParetoFront,
+    ParetoPoint as ParetoPoint,
+    min_memory as min_memory,
+    pareto as pareto,
+)
 from schedsearch.search.repetend import RepetendResult as RepetendResult, repetend as repetend
 from schedsearch.search.scale import scale_search as scale_search
 from schedsearch.search.solve import solve as solve
 
 __all__ = [
     "Coarsening",
+    "MemoryWalk",
+    "ParetoFront",
+    "ParetoPoint",
     "RepetendResult",
     "coarsen",
     "heft",
     "jobshop",
+    "list_plan",
     "list_schedule",
     "min_memory",
     "optimal",

@@ -167,6 +167,7 @@ class Z3Backend:
             best = _read_schedule(solver.model(), st, var)
             best_value = value_of(best)
             status = Status.OPTIMAL if minimise else Status.FEASIBLE
+            report(best_value, lower if minimise else None)
         elif answer == z3.unsat and not minimise:
             status = Status.INFEASIBLE
         elif answer == z3.unsat:
