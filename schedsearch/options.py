@@ -82,7 +82,8 @@ class ProgressEvent:
         return f"[{self.elapsed_s:7.1f} s] {self.phase}: incumbent {inc}, bound {bnd}"
 
 
-def _options_error(inst: Any, name: str, allowed: str, value: Any) -> InvalidOptionsError:
+def options_error(inst: Any, name: str, allowed: str, value: Any) -> InvalidOptionsError:
+    """The error of one option out of range: ``Type: 'name' must be <allowed>, got <value>`` (value cut at 80)."""
     text = repr(value)
     if len(text) > 80:
         text = text[:77] + "..."
@@ -94,17 +95,17 @@ def check_time_limit(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
-        raise _options_error(inst, attribute.name, "a finite number of seconds > 0, or None for no limit", value)
+        raise options_error(inst, attribute.name, "a finite number of seconds > 0, or None for no limit", value)
 
 
 def check_workers(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WORKERS:
-        raise _options_error(inst, attribute.name, f"an integer in 1..{MAX_WORKERS}", value)
+        raise options_error(inst, attribute.name, f"an integer in 1..{MAX_WORKERS}", value)
 
 
 def check_seed(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
-        raise _options_error(
+        raise options_error(
             inst, attribute.name,
             f"an integer in 0..{MAX_SEED} (CP-SAT takes an int32 seed, Z3 an unsigned 32-bit one)", value,
         )
@@ -112,24 +113,24 @@ def check_seed(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
 
 def check_boolean(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
     if not isinstance(value, bool):
-        raise _options_error(inst, attribute.name, "True or False", value)
+        raise options_error(inst, attribute.name, "True or False", value)
 
 
 def check_params(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
     if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-        raise _options_error(inst, attribute.name, "a mapping from parameter names (strings) to values", value)
+        raise options_error(inst, attribute.name, "a mapping from parameter names (strings) to values", value)
 
 
 def check_callable(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
     if value is not None and not callable(value):
-        raise _options_error(inst, attribute.name, "a callable or None", value)
+        raise options_error(inst, attribute.name, "a callable or None", value)
 
 
 def _check_backend(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
     if isinstance(value, str):
         return
     if not (hasattr(value, "name") and hasattr(value, "solve")):
-        raise _options_error(inst, attribute.name, "a backend name ('auto', 'cpsat', 'z3') or a backend object", value)
+        raise options_error(inst, attribute.name, "a backend name ('auto', 'cpsat', 'z3') or a backend object", value)
 
 
 def _schedules(value: Any) -> tuple[Schedule, ...]:

@@ -13,8 +13,6 @@ returning it.
 from __future__ import annotations
 
 import importlib
-import math
-import numbers
 import operator
 import time
 import warnings
@@ -24,7 +22,18 @@ from typing import Any, Protocol
 import attrs
 
 from schedsearch.errors import InvalidOptionsError, UnsoundBoundWarning, UnsupportedFeatureError
-from schedsearch.options import ProgressEvent
+from schedsearch.options import (  # noqa: F401 - MAX_SEED and MAX_WORKERS are re-exported
+    MAX_SEED,
+    MAX_WORKERS,
+    ProgressEvent,
+    check_boolean,
+    check_callable,
+    check_params,
+    check_seed,
+    check_time_limit,
+    check_workers,
+    options_error,
+)
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import Schedule, objective_value
@@ -52,80 +61,28 @@ __all__ = [
 Progress = ProgressEvent
 
 
-#: Seeds every backend accepts: CP-SAT's ``random_seed`` is an int32 and Z3's
-#: ``random_seed`` an unsigned 32-bit integer, so the common range is
-#: ``0 .. 2**31 - 1``.
-MAX_SEED = 2**31 - 1
-
-#: Most parallel workers: CP-SAT starts one thread per worker (its parameter
-#: is an int32, but thousands of threads only exhaust the machine).
-MAX_WORKERS = 1024
-
 #: Memory encodings an option may name (see :class:`ModuloOptions`).
 _MEMORY_ENCODINGS = ("cumulative", "events", "both")
 
 
-def _options_error(inst: Any, name: str, allowed: str, value: Any) -> InvalidOptionsError:
-    text = repr(value)
-    if len(text) > 80:
-        text = text[:77] + "..."
-    return InvalidOptionsError(f"{type(inst).__name__}: {name!r} must be {allowed}, got {text}")
-
-
-def _positive_or_none(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    """A time limit: None (no limit) or a finite number of seconds > 0."""
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
-        raise _options_error(inst, attribute.name, "a finite number of seconds > 0, or None for no limit", value)
-
-
 def _at_least_one(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise _options_error(inst, attribute.name, "an integer >= 1", value)
-
-
-def _workers(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WORKERS:
-        raise _options_error(inst, attribute.name, f"an integer in 1..{MAX_WORKERS}", value)
-
-
-def _seed(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
-        raise _options_error(
-            inst, attribute.name,
-            f"an integer in 0..{MAX_SEED} (CP-SAT takes an int32 seed, Z3 an unsigned 32-bit one)", value,
-        )
-
-
-def _boolean(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if not isinstance(value, bool):
-        raise _options_error(inst, attribute.name, "True or False", value)
+        raise options_error(inst, attribute.name, "an integer >= 1", value)
 
 
 def _bound(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-        raise _options_error(inst, attribute.name, "an integer >= 0 or None", value)
-
-
-def _params(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-        raise _options_error(inst, attribute.name, "a mapping from parameter names (strings) to values", value)
-
-
-def _callable_or_none(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value is not None and not callable(value):
-        raise _options_error(inst, attribute.name, "a callable or None", value)
+        raise options_error(inst, attribute.name, "an integer >= 0 or None", value)
 
 
 def _memory_encoding(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
     if value not in _MEMORY_ENCODINGS:
-        raise _options_error(inst, attribute.name, f"one of {_MEMORY_ENCODINGS}", value)
+        raise options_error(inst, attribute.name, f"one of {_MEMORY_ENCODINGS}", value)
 
 
 def _warm_start(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
     if value is not None and not isinstance(value, Schedule):
-        raise _options_error(inst, attribute.name, "a Schedule or None", value)
+        raise options_error(inst, attribute.name, "a Schedule or None", value)
 
 
 def _tie_key(value: Any) -> tuple[str, int] | None:
@@ -215,21 +172,21 @@ class SolveOptions:
         or Z3 ``set_param`` names).
     """
 
-    time_limit_s: float | None = attrs.field(default=60.0, validator=_positive_or_none)
-    seed: int = attrs.field(default=0, validator=_seed)
-    workers: int = attrs.field(default=2, validator=_workers)
-    deterministic: bool = attrs.field(default=False, validator=_boolean)
+    time_limit_s: float | None = attrs.field(default=60.0, validator=check_time_limit)
+    seed: int = attrs.field(default=0, validator=check_seed)
+    workers: int = attrs.field(default=2, validator=check_workers)
+    deterministic: bool = attrs.field(default=False, validator=check_boolean)
     warm_start: Schedule | None = attrs.field(default=None, validator=_warm_start)
-    symmetry_breaking: bool = attrs.field(default=True, validator=_boolean)
-    redundant: bool = attrs.field(default=True, validator=_boolean)
+    symmetry_breaking: bool = attrs.field(default=True, validator=check_boolean)
+    redundant: bool = attrs.field(default=True, validator=check_boolean)
     memory_encoding: str = attrs.field(default="cumulative", validator=_memory_encoding)
     hint: Any = attrs.field(default=None, eq=False)
     lower_bound: int | None = attrs.field(default=None, validator=_bound)
     upper_bound: int | None = attrs.field(default=None, validator=_bound)
     ties: tuple[tuple[tuple[str, int], tuple[str, int], int], ...] = attrs.field(default=(), converter=_ties)
-    progress: Callable[[ProgressEvent], None] | None = attrs.field(default=None, eq=False, validator=_callable_or_none)
-    log: bool = attrs.field(default=False, validator=_boolean)
-    backend_params: Mapping[str, Any] = attrs.field(factory=dict, validator=_params)
+    progress: Callable[[ProgressEvent], None] | None = attrs.field(default=None, eq=False, validator=check_callable)
+    log: bool = attrs.field(default=False, validator=check_boolean)
+    backend_params: Mapping[str, Any] = attrs.field(factory=dict, validator=check_params)
 
 
 class Backend(Protocol):
@@ -271,18 +228,21 @@ def get_backend(name: str | Backend) -> Backend:
     """The backend called ``name`` (``"cpsat"`` or ``"z3"``), or ``name`` itself if it is one."""
     if not isinstance(name, str):
         return name
-    target = BACKENDS.get(name)
-    if target is None:
+    if name not in BACKENDS:
         raise ValueError(f"backend: unknown name {name!r}; choose one of {sorted(BACKENDS)}")
-    module, attr = target.split(":")
+    return _load(name, BACKENDS)()
+
+
+def _load(name: str, registry: Mapping[str, str]) -> Any:
+    """The object ``registry[name]`` names (``"module:attribute"``), imported now."""
+    module, attr = registry[name].split(":")
     try:
-        cls = getattr(importlib.import_module(module), attr)
+        return getattr(importlib.import_module(module), attr)
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise UnsupportedFeatureError(
             f"backend {name!r} needs a solver package that is not installed ({exc}); "
-            f"try one of {sorted(set(BACKENDS) - {name})}"
+            f"try one of {sorted(set(registry) - {name})}"
         ) from exc
-    return cls()
 
 
 def problem_features(problem: Problem) -> frozenset[str]:
@@ -444,12 +404,12 @@ class ModuloOptions:
     redundant: bool = True
     memory_encoding: str = "cumulative"
     hint: Any = attrs.field(default=None, eq=False)
-    time_limit_s: float | None = attrs.field(default=60.0, validator=_positive_or_none)
-    seed: int = attrs.field(default=0, validator=_seed)
-    workers: int = attrs.field(default=2, validator=_workers)
-    deterministic: bool = attrs.field(default=False, validator=_boolean)
-    log: bool = attrs.field(default=False, validator=_boolean)
-    backend_params: Mapping[str, Any] = attrs.field(factory=dict, validator=_params)
+    time_limit_s: float | None = attrs.field(default=60.0, validator=check_time_limit)
+    seed: int = attrs.field(default=0, validator=check_seed)
+    workers: int = attrs.field(default=2, validator=check_workers)
+    deterministic: bool = attrs.field(default=False, validator=check_boolean)
+    log: bool = attrs.field(default=False, validator=check_boolean)
+    backend_params: Mapping[str, Any] = attrs.field(factory=dict, validator=check_params)
 
     def __attrs_post_init__(self) -> None:
         if self.objective not in MODULO_OBJECTIVES:
@@ -529,21 +489,13 @@ def solve_modulo(problem: Problem, backend: str | Backend, options: ModuloOption
 
     name = backend if isinstance(backend, str) else str(backend.name)
     fn = None if isinstance(backend, str) else getattr(backend, "solve_modulo", None)
-    target = MODULO_BACKENDS.get(name)
-    if fn is None and target is None:
+    if fn is None and name not in MODULO_BACKENDS:
         raise ValueError(f"backend: unknown name {name!r} for modulo scheduling; choose one of {sorted(MODULO_BACKENDS)}")
     why = modulo_support_error(problem)
     if why is not None:
         raise UnsupportedFeatureError(f"modulo scheduling cannot express problem {problem.name!r}: {why}; use optimal()")
     if fn is None:
-        module, attr = target.split(":")
-        try:
-            fn = getattr(importlib.import_module(module), attr)
-        except ImportError as exc:  # pragma: no cover - depends on the installation
-            raise UnsupportedFeatureError(
-                f"backend {name!r} needs a solver package that is not installed ({exc}); "
-                f"try one of {sorted(set(MODULO_BACKENDS) - {name})}"
-            ) from exc
+        fn = _load(name, MODULO_BACKENDS)
     t0 = time.perf_counter()
     result: ModuloResult = fn(problem, options)
     if result.repetend is not None:
