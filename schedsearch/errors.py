@@ -27,15 +27,53 @@ __all__ = [
 
 
 class SchedSearchError(Exception):
-    """Base class of every error raised by schedsearch."""
+    """Base class of every error raised by schedsearch.
+
+    Catch it to handle any error of the library; each subclass also derives
+    from the builtin it resembles (``ValueError``, ``RuntimeError``, ...).
+
+    Examples
+    --------
+    >>> from schedsearch import Device, SchedSearchError
+    >>> try:
+    ...     Device(name="d0", memory=-1)
+    ... except SchedSearchError as error:
+    ...     print(error)
+    device 'd0': 'memory' must be >= 0, got -1
+    """
 
 
 class InvalidProblemError(SchedSearchError, ValueError):
-    """A Problem (or one of its parts) is malformed."""
+    """A Problem (or one of its parts) is malformed.
+
+    Examples
+    --------
+    >>> from schedsearch import Edge, InvalidProblemError
+    >>> try:
+    ...     Edge(src="F0", dst="F0")
+    ... except InvalidProblemError as error:
+    ...     print(error)
+    edge 'F0' -> 'F0': 'dst' must differ from 'src' (self-loop), got 'F0'
+    >>> issubclass(InvalidProblemError, ValueError)
+    True
+    """
 
 
 class InvalidScheduleError(SchedSearchError, ValueError):
-    """A Schedule is malformed in itself (not merely infeasible for a problem)."""
+    """A Schedule is malformed in itself (not merely infeasible for a problem).
+
+    A schedule that breaks a problem's rules is not an error: those are the
+    violations :func:`~schedsearch.validate.validate` returns.
+
+    Examples
+    --------
+    >>> from schedsearch import InvalidScheduleError, TaskInstance
+    >>> try:
+    ...     TaskInstance(block="F0", microbatch=0, devices=("d0",), start=3, end=3)
+    ... except InvalidScheduleError as error:
+    ...     print(error)
+    task 'F0' (micro-batch 0): 'end' must be > 'start' (3), got 3
+    """
 
 
 class InvalidOperatorGraphError(SchedSearchError, ValueError):

@@ -69,6 +69,12 @@ class ProgressEvent:
     ``incumbent`` is the objective of the best plan so far and ``bound`` the
     best proven lower bound (either None when not known yet); ``elapsed_s``
     is measured from the start of the call that reports.
+
+    Examples
+    --------
+    >>> from schedsearch import ProgressEvent
+    >>> print(ProgressEvent(phase="exact search", incumbent=12, bound=10, elapsed_s=1.5))
+    [    1.5 s] exact search: incumbent 12, bound 10
     """
 
     phase: str = "search"
@@ -182,6 +188,17 @@ class SearchOptions:
     backend_params:
         Extra backend-specific parameters (CP-SAT ``SatParameters`` fields,
         or Z3 ``set_param`` names).
+
+    Examples
+    --------
+    >>> from schedsearch import SearchOptions
+    >>> options = SearchOptions(time_limit_s=5, workers=1, seed=1)
+    >>> options.backend_name, options.replace(seed=3).seed
+    ('cpsat', 3)
+    >>> SearchOptions(workers=0)
+    Traceback (most recent call last):
+    ...
+    schedsearch.errors.InvalidOptionsError: SearchOptions: 'workers' must be an integer in 1..1024, got 0
     """
 
     time_limit_s: float | None = attrs.field(default=60.0, validator=check_time_limit)

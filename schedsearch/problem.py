@@ -203,6 +203,14 @@ class Option:
         first one is the *lead* device, where transfers start and end.
     duration:
         Time units the block lasts on these devices (>= 1).
+
+    Examples
+    --------
+    >>> from schedsearch.problem import Option
+    >>> Option(devices=("d0", "d1"), duration=3)  # a tensor-parallel option led by d0
+    Option(devices=('d0', 'd1'), duration=3)
+    >>> Option(devices="d0", duration=2).devices  # a bare name is one device
+    ('d0',)
     """
 
     devices: tuple[str, ...] = attrs.field(converter=_tuple)
@@ -266,6 +274,23 @@ class Block:
         to end.
     stage:
         Optional pipeline stage index (used by pipeline exports).
+
+    Examples
+    --------
+    A backward block that may run on ``d0`` (3 units) or ``d1`` (4 units)
+    and frees one unit of activation memory:
+
+    >>> from schedsearch import Block
+    >>> block = Block(name="B0", kind="B", options=[("d0", 3), ("d1", 4)], memory=-1)
+    >>> sorted(block.devices), block.is_fixed, block.min_duration
+    (['d0', 'd1'], False, 3)
+
+    Bad values are refused with the entity, the field and the value:
+
+    >>> Block(name="F3", options=[("d0", 0)])
+    Traceback (most recent call last):
+    ...
+    schedsearch.errors.InvalidProblemError: block 'F3': option 0: 'duration' must be >= 1, got 0
     """
 
     name: str
@@ -340,7 +365,17 @@ class Block:
 
 @attrs.frozen(kw_only=True)
 class Edge:
-    """Dependency ``src -> dst`` within one micro-batch, with a transfer size."""
+    """Dependency ``src -> dst`` within one micro-batch, with a transfer size.
+
+    The transfer (``size`` units) is paid only when the two blocks run on
+    disjoint devices; ``size = 0`` is a pure precedence.
+
+    Examples
+    --------
+    >>> from schedsearch import Edge
+    >>> Edge(src="F0", dst="F1", size=4)
+    Edge(src='F0', dst='F1', size=4)
+    """
 
     src: str
     dst: str
@@ -389,7 +424,23 @@ def _list(value: Any) -> Any:
 
 @attrs.frozen(kw_only=True)
 class Graph:
-    """The blocks of one micro-batch and their dependency edges (a DAG)."""
+    """The blocks of one micro-batch and their dependency edges (a DAG).
+
+    Edges may be given as :class:`Edge` objects or ``(src, dst[, size])``
+    tuples; unknown blocks, duplicates and cycles are refused.
+
+    Examples
+    --------
+    >>> from schedsearch import Block, Graph
+    >>> graph = Graph(
+    ...     blocks=[Block(name="B", kind="B", options=[("d1", 2)]), Block(name="F", options=[("d0", 1)])],
+    ...     edges=[("F", "B", 4)],
+    ... )
+    >>> graph.topological_order()
+    ('F', 'B')
+    >>> graph.block("F").options
+    (Option(devices=('d0',), duration=1),)
+    """
 
     blocks: tuple[Block, ...] = attrs.field(converter=_list)
     edges: tuple[Edge, ...] = attrs.field(converter=_edges, default=())
@@ -540,7 +591,14 @@ def _find_cycle(nodes: list[str], edges: list[tuple[str, str]]) -> list[str] | N
 
 @attrs.frozen(kw_only=True)
 class Device:
-    """A device with a memory capacity (``None`` = unbounded) and a speed class tag."""
+    """A device with a memory capacity (``None`` = unbounded) and a speed class tag.
+
+    Examples
+    --------
+    >>> from schedsearch import Device
+    >>> Device(name="gpu0", memory=16)
+    Device(name='gpu0', memory=16, speed_class=None)
+    """
 
     name: str
     memory: int | None = None
@@ -567,6 +625,13 @@ class Channel:
     A transfer of ``size`` units takes ``latency + size * time_per_unit`` time
     units. An undirected channel serves both directions; a directed one only
     ``endpoints[0] -> endpoints[1]``.
+
+    Examples
+    --------
+    >>> from schedsearch import Channel
+    >>> link = Channel(name="link", endpoints=("d0", "d1"), latency=1, time_per_unit=2)
+    >>> link.transfer_time(4), link.serves("d1", "d0")
+    (9, True)
     """
 
     name: str
@@ -655,7 +720,20 @@ def _channels(value: Any) -> Any:
 
 @attrs.frozen(kw_only=True)
 class Cluster:
-    """Devices (ordered: the index is the rank) and channels between them."""
+    """Devices (ordered: the index is the rank) and channels between them.
+
+    Examples
+    --------
+    >>> from schedsearch import Channel, Cluster, Device
+    >>> cluster = Cluster(
+    ...     devices=[Device(name="d0", memory=8), Device(name="d1", memory=8)],
+    ...     channels=[Channel(name="link", endpoints=("d0", "d1"))],
+    ... )
+    >>> cluster.device_names, cluster.rank("d1")
+    (('d0', 'd1'), 1)
+    >>> [c.name for c in cluster.channels_between("d1", "d0")]
+    ['link']
+    """
 
     devices: tuple[Device, ...] = attrs.field(converter=_devices)
     channels: tuple[Channel, ...] = attrs.field(converter=_channels, default=())
@@ -1023,6 +1101,28 @@ class Problem:
         Overlapped groups a schedule may use (see :class:`Overlap`); empty
         by default. A problem that declares some needs a backend with the
         ``"overlaps"`` feature to be searched exactly.
+
+    Examples
+    --------
+    A forward on ``d0``, its backward on ``d1``, a 4-unit activation sent
+    over one link, two micro-batches:
+
+    >>> from schedsearch import Block, Channel, Cluster, Device, Graph, Problem
+    >>> problem = Problem(
+    ...     graph=Graph(blocks=[Block(name="F", options=[("d0", 1)], memory=1),
+    ...                         Block(name="B", kind="B", options=[("d1", 2)])],
+    ...                 edges=[("F", "B", 4)]),
+    ...     num_microbatches=2,
+    ...     cluster=Cluster(devices=[Device(name="d0", memory=2), Device(name="d1")],
+    ...                     channels=[Channel(name="link", endpoints=("d0", "d1"))]),
+    ...     name="tiny",
+    ... )
+    >>> print(problem)
+    tiny: 2 blocks x 2 micro-batches, 1 edges, devices [d0(mem=2), d1(mem=inf)], 1 channels
+    >>> problem.tasks
+    (('F', 0), ('B', 0), ('F', 1), ('B', 1))
+    >>> Problem.from_json(problem.to_json()) == problem
+    True
     """
 
     graph: Graph

@@ -33,6 +33,12 @@ class Status(enum.Enum):
     * ``TIMEOUT``: the time limit was reached with no schedule and no proof
       (a proven lower bound may be carried);
     * ``UNKNOWN``: the search stopped for another reason with no schedule.
+
+    Examples
+    --------
+    >>> from schedsearch import Status
+    >>> Status.FEASIBLE.has_schedule, Status.TIMEOUT.has_schedule
+    (True, False)
     """
 
     OPTIMAL = "OPTIMAL"  #: a schedule proven optimal
@@ -52,6 +58,12 @@ class Level:
 
     A level is *proven* when its bound equals its value: no plan that ties
     on every earlier level does better on this one.
+
+    Examples
+    --------
+    >>> from schedsearch import Level
+    >>> Level(name="peak_memory", value=3, bound=3).proven, Level(name="peak_memory", value=3, bound=2).proven
+    (True, False)
     """
 
     name: str
@@ -89,6 +101,17 @@ class SearchResult:
     says how many leading levels are.
 
     ``problem`` is the problem the plan solves (what :meth:`export` needs).
+
+    Examples
+    --------
+    Strategies build results; one rule holds for all of them: a plan that
+    meets a proven bound is OPTIMAL.
+
+    >>> from schedsearch import SearchResult, Status
+    >>> print(SearchResult(status=Status.FEASIBLE, objective=10, lower_bound=8))
+    FEASIBLE, makespan 10, lower bound 8, gap 20.00%, 0.00 s
+    >>> SearchResult(status=Status.FEASIBLE, objective=9, lower_bound=9).status
+    <Status.OPTIMAL: 'OPTIMAL'>
     """
 
     status: Status

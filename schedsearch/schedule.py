@@ -98,6 +98,13 @@ class TaskInstance:
     same devices and the same start form one group, which occupies the
     devices once, over ``[start, end)``. ``None`` (the default) for a plain
     task.
+
+    Examples
+    --------
+    >>> from schedsearch import TaskInstance
+    >>> task = TaskInstance(block="F0", microbatch=1, devices=("d0",), start=2, end=5)
+    >>> task.key, task.duration
+    (('F0', 1), 3)
     """
 
     block: str
@@ -159,7 +166,17 @@ class TaskInstance:
 
 @attrs.frozen(kw_only=True)
 class Transfer:
-    """Transfer along edge ``src -> dst`` of micro-batch ``microbatch`` on ``channel``."""
+    """Transfer along edge ``src -> dst`` of micro-batch ``microbatch`` on ``channel``.
+
+    It occupies the channel during ``[start, end)``; a zero-length transfer
+    (``end == start``) is allowed for channels without latency.
+
+    Examples
+    --------
+    >>> from schedsearch import Transfer
+    >>> Transfer(src="F0", dst="F1", microbatch=0, channel="link", start=1, end=3).key
+    ('F0', 'F1', 0)
+    """
 
     src: str
     dst: str
@@ -235,7 +252,29 @@ def _sorted_transfers(value: Iterable[Any]) -> tuple[Transfer, ...]:
 
 @attrs.frozen(kw_only=True)
 class Schedule:
-    """Timed task instances and transfers (sorted by start time)."""
+    """Timed task instances and transfers (sorted by start time).
+
+    A schedule is plain data: :func:`~schedsearch.validate.validate` checks
+    it against a problem and :func:`metrics` measures it.
+
+    Examples
+    --------
+    1F1B's order for one micro-batch on two devices:
+
+    >>> from schedsearch import Schedule, TaskInstance
+    >>> schedule = Schedule(tasks=[
+    ...     TaskInstance(block="F0", microbatch=0, devices=("d0",), start=0, end=1),
+    ...     TaskInstance(block="F1", microbatch=0, devices=("d1",), start=1, end=2),
+    ...     TaskInstance(block="B1", microbatch=0, devices=("d1",), start=2, end=4),
+    ...     TaskInstance(block="B0", microbatch=0, devices=("d0",), start=4, end=6),
+    ... ])
+    >>> print(schedule)
+    Schedule: 4 tasks, 0 transfers, makespan 6
+    >>> schedule.device_orders()["d1"]
+    (('F1', 0), ('B1', 0))
+    >>> Schedule.from_json(schedule.to_json()) == schedule
+    True
+    """
 
     tasks: tuple[TaskInstance, ...] = attrs.field(converter=_sorted_tasks)
     transfers: tuple[Transfer, ...] = attrs.field(converter=_sorted_transfers, default=())
@@ -506,7 +545,24 @@ class Metrics:
 
 
 def metrics(problem: Problem, schedule: Schedule) -> Metrics:
-    """Compute every metric of ``schedule`` for ``problem``."""
+    """Compute every metric of ``schedule`` for ``problem``.
+
+    The makespan, busy time per device, peak memory per device (initial
+    memory included) and the global and span bubbles; the problem is needed
+    for the memory deltas.
+
+    Examples
+    --------
+    >>> from schedsearch import metrics
+    >>> from schedsearch.handcrafted import one_f_one_b
+    >>> from schedsearch.placements import vshape
+    >>> problem = vshape(2, 2, forward=1, backward=2)
+    >>> figures = metrics(problem, one_f_one_b(problem))
+    >>> print(figures)
+    makespan 9, bubble (global) 3 (rate 0.333), bubble (span) 3, peak memory [d0=2, d1=1]
+    >>> dict(figures.busy)
+    {'d0': 6, 'd1': 6}
+    """
     devs = problem.cluster.device_names
     return Metrics(
         makespan=schedule.makespan,

@@ -95,7 +95,30 @@ def _overlapping_pairs(items: list) -> list[tuple]:
 
 
 def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
-    """Return every violation of ``schedule`` against ``problem`` (empty = valid)."""
+    """Return every violation of ``schedule`` against ``problem`` (empty = valid).
+
+    Every rule of the model is checked from the schedule alone (no code is
+    shared with the encoders), and every violation is reported, not only
+    the first.
+
+    Examples
+    --------
+    >>> from schedsearch import Schedule, TaskInstance, validate
+    >>> from schedsearch.placements import vshape
+    >>> problem = vshape(2, 1, forward=1, backward=2)  # F0 -> F1 -> B1 -> B0 on d0, d1
+    >>> def plan(f1_start):
+    ...     return Schedule(tasks=[
+    ...         TaskInstance(block="F0", microbatch=0, devices=("d0",), start=0, end=1),
+    ...         TaskInstance(block="F1", microbatch=0, devices=("d1",), start=f1_start, end=f1_start + 1),
+    ...         TaskInstance(block="B1", microbatch=0, devices=("d1",), start=2, end=4),
+    ...         TaskInstance(block="B0", microbatch=0, devices=("d0",), start=4, end=6),
+    ...     ])
+    >>> validate(problem, plan(1))
+    ()
+    >>> for violation in validate(problem, plan(0)):
+    ...     print(violation)
+    [dependency] edge 'F0' -> 'F1', micro-batch 0: 'F1' starts at 0 before 'F0' ends at 1
+    """
     out: list[Violation] = []
     blocks = problem.graph.by_name()
     n = problem.num_microbatches

@@ -46,10 +46,16 @@ def enumerate_ideals(preds: Sequence[Sequence[int]], *, limit: int | None = None
     Returns
     -------
     list of int
-        Bitsets, the empty ideal first.
+        Bitsets, the empty ideal first, then in depth-first order.
 
-    >>> enumerate_ideals([[], [0], [0]])  # 0 -> 1, 0 -> 2
-    [0, 1, 3, 7, 5]
+    Examples
+    --------
+    The ideals (predecessor-closed node sets) of ``0 -> 1, 0 -> 2`` are
+    {}, {0}, {0, 1}, {0, 2} and {0, 1, 2}:
+
+    >>> from schedsearch.partition import enumerate_ideals
+    >>> [bin(ideal) for ideal in enumerate_ideals([[], [0], [0]])]
+    ['0b0', '0b1', '0b11', '0b101', '0b111']
     """
     n = len(preds)
     pred_mask = [0] * n
