@@ -13,6 +13,19 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SMALL_ARGS: dict[str, list[str]] = {
     "quickstart": ["--devices", "3", "--microbatches", "4", "--memory", "3"],
     "profile_search_run": ["--microbatches", "4", "--time-limit", "5", "--steps", "2"],
+    # every published schedule, DualPipe's at the size where the search beats it in about a second
+    "reproduce": ["all", "--devices", "4", "--microbatches", "8"],
+}
+
+#: what an example's output must show, and must not
+MUST_SHOW: dict[str, list[str]] = {
+    # every published schedule with its figures; the search beats DualPipe and DualPipeV
+    "reproduce": [f"{title}: " for title in ("GPipe", "1F1B", "interleaved 1F1B (Megatron)",
+                                             "interleaved zero bubble (ZB1P)", "ZB-H1 (ZB1P)", "ZB-V", "Chimera",
+                                             "DualPipe", "DualPipeV")] + ["the search beats"],
+}
+MUST_NOT_SHOW: dict[str, list[str]] = {
+    "reproduce": ["DIFFERENT"],  # a figure that differs from its published formula
 }
 
 #: examples that run models on PyTorch processes: need torch, and are slow
@@ -41,4 +54,9 @@ def test_example_runs(path, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)  # examples write their outputs to the working directory
     module = load(path)
     assert module.main(SMALL_ARGS.get(path.stem, [])) == 0
-    assert capsys.readouterr().out.strip()
+    out = capsys.readouterr().out
+    assert out.strip()
+    for text in MUST_SHOW.get(path.stem, []):
+        assert text in out
+    for text in MUST_NOT_SHOW.get(path.stem, []):
+        assert text not in out
