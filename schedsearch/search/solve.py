@@ -109,7 +109,7 @@ class _Portfolio:
     #: every valid plan found: (objective value, schedule, engine)
     plans: list[tuple[int, Schedule, str]] = attrs.field(factory=list)
     bound: int = 0
-    bound_engine: str = "analytic"
+    bound_engine: str = ""  # empty until a bound is computed
     phases: dict[str, float] = attrs.field(factory=dict)
     stats: dict[str, Any] = attrs.field(factory=dict)
 
@@ -143,14 +143,25 @@ class _Portfolio:
         self.phases[phase] = self.phases.get(phase, 0.0) + seconds
 
 
+def _small(problem: Problem) -> bool:
+    """Small enough to build a whole exact model (or every handcrafted plan) within a fraction of a second or so."""
+    from schedsearch.search.scale.driver import TIES_AUTO_TASKS
+
+    return len(problem.tasks) <= TIES_AUTO_TASKS
+
+
+def _lp_applies(problem: Problem) -> bool:
+    return problem.objective == "makespan" and len(problem.tasks) <= LP_BOUND_TASKS \
+        and any(len(b.options) > 1 for b in problem.graph.blocks)
+
+
 def _time_bound(problem: Problem) -> tuple[int, str]:
     """The best cheap lower bound of the time objective, and what gave it."""
     from schedsearch.bounds.analytic import objective_lower_bound
 
     analytic = objective_lower_bound(problem)
     value, engine = analytic.value, "analytic"
-    if problem.objective == "makespan" and len(problem.tasks) <= LP_BOUND_TASKS \
-            and any(len(b.options) > 1 for b in problem.graph.blocks):
+    if _lp_applies(problem):
         from schedsearch.bounds.schedule_bounds import lower_bound
 
         full = lower_bound(problem)
@@ -179,7 +190,7 @@ def _handcrafted(problem: Problem) -> list[tuple[Schedule, str]]:
     return out
 
 
-def _known_plans(pf: _Portfolio) -> None:
+def _warm_starts(pf: _Portfolio) -> None:
     for i, schedule in enumerate(pf.options.warm_starts):
         violations = validate(pf.problem, schedule)
         if violations:
@@ -187,11 +198,19 @@ def _known_plans(pf: _Portfolio) -> None:
                 f"solve: warm start {i} is not a valid plan of problem {pf.problem.name!r}: {violations[0]}"
             )
         pf.offer(schedule, f"warm start {i}")
+
+
+def _handcrafted_plans(pf: _Portfolio) -> None:
+    t = pf.deadline.elapsed
+    for schedule, engine in _handcrafted(pf.problem):
+        pf.offer(schedule, engine)
+    pf.timed("handcrafted", pf.deadline.elapsed - t)
+
+
+def _known_plans(pf: _Portfolio) -> None:
+    _warm_starts(pf)
     if "handcrafted" in pf.engines:
-        t = pf.deadline.elapsed
-        for schedule, engine in _handcrafted(pf.problem):
-            pf.offer(schedule, engine)
-        pf.timed("handcrafted", pf.deadline.elapsed - t)
+        _handcrafted_plans(pf)
 
 
 def _list_plans(problem: Problem, pf: _Portfolio, share: float) -> list[tuple[Schedule, str]]:
@@ -206,9 +225,13 @@ def _list_plans(problem: Problem, pf: _Portfolio, share: float) -> list[tuple[Sc
                               seed=pf.options.seed, workers=pf.options.workers)
         if result.schedule is not None:
             out.append((result.schedule, result.engine))
+        if problem is pf.problem and result.lower_bound is not None and result.lower_bound > pf.bound:
+            # the analytic bound it computed on the problem (its redundant overlaps dropped)
+            pf.bound, pf.bound_engine = result.lower_bound, "analytic"
     except UnsupportedFeatureError:
         pass  # flexible placements or fixed orders: HEFT's rules handle them
-    if not out or not all(b.is_fixed for b in problem.graph.blocks) or problem.num_microbatches == 1:
+    if not out and (_small(problem) or not all(b.is_fixed for b in problem.graph.blocks)) \
+            or problem.num_microbatches == 1:
         listed = heft(problem)
         if listed.schedule is not None:
             out.append((listed.schedule, listed.engine))
@@ -302,15 +325,23 @@ def _backend_params(pf: _Portfolio) -> dict[str, Any]:
 
 def _time_level(pf: _Portfolio) -> Status | None:
     """Run the time level's phases; returns INFEASIBLE when that was proven."""
-    t = pf.deadline.elapsed
-    pf.bound, pf.bound_engine = _time_bound(pf.problem)
-    pf.timed("bound", pf.deadline.elapsed - t)
-    pf.report("bound")
-    _known_plans(pf)
-    if pf.closed or pf.deadline.expired():
-        return None
+    _warm_starts(pf)
+    # list schedules first: fast at any size, and they often meet the bound
+    # (the pipeline rules compute the analytic bound as they go)
     if "list" in pf.engines:
         _list_schedules(pf)
+    if not pf.closed and (not pf.bound_engine or _lp_applies(pf.problem)):
+        t = pf.deadline.elapsed
+        bound, engine = _time_bound(pf.problem)
+        if bound > pf.bound:
+            pf.bound, pf.bound_engine = bound, engine
+        pf.timed("bound", pf.deadline.elapsed - t)
+    pf.report("bound")
+    # the handcrafted plans: candidates for the time level, and for the memory
+    # level (1F1B's peak among plans of the same makespan) on models small
+    # enough that building them all costs little
+    if "handcrafted" in pf.engines and (not pf.closed or _small(pf.problem)) and not pf.deadline.expired():
+        _handcrafted_plans(pf)
     if pf.closed or pf.deadline.expired():
         return None
     if "repetend" in pf.engines and _repetend_applies(pf.problem):
@@ -352,7 +383,7 @@ def _walk_memory(pf: _Portfolio, time_cap: int | None, start: tuple[int, Schedul
                 if time_cap is None or objective_value(schedule, problem.objective) <= time_cap:
                     found, how = schedule, engine
                     break
-        if found is None and "exact" in pf.engines and not pf.deadline.expired(0.2):
+        if found is None and "exact" in pf.engines and _small(sub) and not pf.deadline.expired(0.2):
             target = reduced_problem(sub)
             target = target.with_(objective="feasibility") if target.objective == "makespan" else target
             result = optimal(target, upper_bound=time_cap, time_limit_s=pf.deadline.left(),
@@ -479,7 +510,7 @@ def solve(
 
 def _memory_first(pf: _Portfolio, names: tuple[str, ...]) -> SearchResult:
     """``("peak_memory", time)``: the least worst-device peak, then the least time under it."""
-    status = _time_level_quick(pf)
+    status = _plans_to_start_from(pf)
     if status is Status.INFEASIBLE or pf.best is None:
         return _result(pf, names, status, [Level(name="peak_memory", value=None)], None)
     start = min(((_peak(pf.problem, s), s, e) for _, s, e in pf.plans), key=lambda x: x[0])
@@ -502,9 +533,8 @@ def _memory_first(pf: _Portfolio, names: tuple[str, ...]) -> SearchResult:
     return attrs.evolve(result, objective=chosen[0], lower_bound=peak_bound, bound_engine=peak_level.engine)
 
 
-def _time_level_quick(pf: _Portfolio) -> Status | None:
+def _plans_to_start_from(pf: _Portfolio) -> Status | None:
     """Plans to start the memory walk from: known plans and list schedules (no exact search)."""
-    pf.bound, pf.bound_engine = _time_bound(pf.problem)
     _known_plans(pf)
     if "list" in pf.engines and not pf.plans:
         _list_schedules(pf)
