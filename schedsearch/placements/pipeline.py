@@ -47,6 +47,14 @@ IntOrSeq = int | Sequence[int]
 
 
 def device_names(num_devices: int) -> tuple[str, ...]:
+    """The names every builder gives its devices: ``d0 .. d{num_devices-1}``, in rank order.
+
+    Examples
+    --------
+    >>> from schedsearch.placements import device_names
+    >>> device_names(3)
+    ('d0', 'd1', 'd2')
+    """
     return tuple(f"d{i}" for i in range(num_devices))
 
 
@@ -145,6 +153,23 @@ def chain_pipelines(
         Declare an ``"F&B"`` group of every forward with the full backward
         of every other stage on the same device, lasting this many time
         units (DualPipe's overlapped forward and backward).
+
+    Examples
+    --------
+    One pipeline over two devices: ``F0 -> F1 -> B1 -> B0``, stage ``s`` on
+    ``d{s}``:
+
+    >>> from schedsearch.placements import chain_pipelines
+    >>> problem = chain_pipelines([[0, 1]], 2, 4)
+    >>> problem.graph.block_names
+    ('F0', 'F1', 'B1', 'B0')
+    >>> [(e.src, e.dst) for e in problem.graph.edges]
+    [('F0', 'F1'), ('F1', 'B1'), ('B1', 'B0')]
+
+    Two pipelines in opposite directions, a forward-only (inference) graph:
+
+    >>> chain_pipelines([[0, 1], [1, 0]], 2, 1, backward=None).graph.block_names
+    ('F0.p0', 'F1.p0', 'F0.p1', 'F1.p1')
     """
     _check_positive("num_devices", num_devices)
     _check_positive("num_microbatches", num_microbatches)
@@ -282,6 +307,14 @@ def vshape(
 
     The forward chain runs down devices ``0 .. D-1``, the backward chain back
     up ``D-1 .. 0``.
+
+    Examples
+    --------
+    >>> from schedsearch.placements import vshape
+    >>> print(vshape(4, 8, forward=1, backward=2, memory=4))
+    vshape-4x8: 8 blocks x 8 micro-batches, 7 edges, devices [d0(mem=4), d1(mem=4), d2(mem=4), d3(mem=4)], 0 channels
+    >>> vshape(2, 1).graph.block("B1").options
+    (Option(devices=('d1',), duration=2),)
     """
     return chain_pipelines(
         [list(range(num_devices))],
@@ -313,6 +346,15 @@ def bidirectional(
     The problem's micro-batch ``k`` holds the pair of pipeline micro-batches
     ``2k`` (down, blocks ``*.down``) and ``2k+1`` (up, blocks ``*.up``), so
     ``num_microbatches`` must be even.
+
+    Examples
+    --------
+    >>> from schedsearch.placements import bidirectional
+    >>> problem = bidirectional(2, 4)
+    >>> problem.num_microbatches, problem.graph.block_names
+    (2, ('F0.down', 'F1.down', 'B1.down', 'B0.down', 'F0.up', 'F1.up', 'B1.up', 'B0.up'))
+    >>> problem.graph.block("F0.up").options[0].devices
+    ('d1',)
     """
     _check_positive("num_microbatches", num_microbatches, 2)
     if num_microbatches % 2:

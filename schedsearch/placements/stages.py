@@ -46,6 +46,12 @@ MAPPING_STYLES = ("loop", "v")
 def stage_mapping(style: str, num_devices: int, num_stages: int) -> tuple[int, ...]:
     """Device index of each stage under the ``"loop"`` or ``"v"`` mapping.
 
+    ``"loop"`` deals stages round-robin (Megatron's interleaving); ``"v"``
+    goes down the devices and back up (ZB-V, DualPipeV).
+
+    Examples
+    --------
+    >>> from schedsearch.placements import stage_mapping
     >>> stage_mapping("loop", 2, 4)
     (0, 1, 0, 1)
     >>> stage_mapping("v", 2, 4)
@@ -70,7 +76,17 @@ def stage_mapping(style: str, num_devices: int, num_stages: int) -> tuple[int, .
 
 
 def mapping_style(mapping: Sequence[int], num_devices: int) -> str | None:
-    """``"loop"`` or ``"v"`` when ``mapping`` is that style (loop wins when both), else None."""
+    """``"loop"`` or ``"v"`` when ``mapping`` is that style (loop wins when both), else None.
+
+    It tells which published schedules may apply to a stage-to-device
+    mapping given explicitly.
+
+    Examples
+    --------
+    >>> from schedsearch.placements import mapping_style
+    >>> mapping_style([0, 1, 1, 0], 2), mapping_style([0, 1, 0, 1], 2), mapping_style([1, 0], 2)
+    ('v', 'loop', None)
+    """
     for style in MAPPING_STYLES:
         try:
             if tuple(mapping) == stage_mapping(style, num_devices, len(mapping)):
@@ -122,6 +138,7 @@ def stage_pipeline(
 
     Examples
     --------
+    >>> from schedsearch.placements import stage_pipeline
     >>> p = stage_pipeline("v", 2, 3, num_stages=4, split_backward=True)
     >>> [b.name for b in p.graph.blocks][:4], p.graph.block("F2").options[0].devices
     (['F0', 'F1', 'F2', 'F3'], ('d1',))
@@ -171,7 +188,20 @@ def zero_bubble(
     memory: int | None = None,
     free_at_end: bool = False,
 ) -> Problem:
-    """The V-shape with the zero-bubble split (ZB-H1): stage ``i`` on device ``i``, B = I + W."""
+    """The V-shape with the zero-bubble split (ZB-H1): stage ``i`` on device ``i``, B = I + W.
+
+    Each backward becomes an input gradient ``I{s}`` (on the critical path)
+    and a weight gradient ``W{s}`` that may run later, to fill bubbles.
+
+    Examples
+    --------
+    >>> from schedsearch.placements import zero_bubble
+    >>> problem = zero_bubble(2, 2)
+    >>> problem.graph.block_names
+    ('F0', 'F1', 'I1', 'W1', 'I0', 'W0')
+    >>> [(e.src, e.dst) for e in problem.graph.edges if e.dst.startswith("W")]
+    [('I1', 'W1'), ('I0', 'W0')]
+    """
     return stage_pipeline(
         list(range(num_devices)),
         num_devices,
@@ -210,6 +240,15 @@ def interleaved(
     Durations are per chunk; the published figures (per-chunk ``F/v``,
     ``B/v``) are these times divided by ``v`` (``time_scale = v``, recorded
     in the name).
+
+    Examples
+    --------
+    >>> from schedsearch.placements import interleaved
+    >>> problem = interleaved(2, 2, 4)
+    >>> problem.name
+    'interleaved-1f1b-p2-v2-m4 (time x2)'
+    >>> [(b.name, b.options[0].devices[0]) for b in problem.graph.blocks if b.kind == "F"]
+    [('F0', 'd0'), ('F1', 'd1'), ('F2', 'd0'), ('F3', 'd1')]
     """
     _check_positive("num_chunks", num_chunks)
     kind = "zb" if split_backward else "1f1b"
@@ -248,6 +287,13 @@ def vshape_chunks(
 
     With the default split the backward is ``I + W``; ``split_backward=False``
     uses full backward blocks of duration ``backward``.
+
+    Examples
+    --------
+    >>> from schedsearch.placements import vshape_chunks
+    >>> problem = vshape_chunks(2, 4)
+    >>> [(b.name, b.options[0].devices[0]) for b in problem.graph.blocks if b.kind == "F"]
+    [('F0', 'd0'), ('F1', 'd1'), ('F2', 'd1'), ('F3', 'd0')]
     """
     _check_positive("num_chunks", num_chunks)
     if split_backward:
@@ -287,6 +333,13 @@ def chimera(
     and stage ``D-1-d`` of the up pipeline (``*.up``). Half of the
     ``num_microbatches`` (even) run down, half up; the problem's micro-batch
     ``k`` holds down micro-batch ``k`` and up micro-batch ``k``.
+
+    Examples
+    --------
+    >>> from schedsearch.placements import chimera
+    >>> problem = chimera(2, 2)
+    >>> problem.num_microbatches, problem.graph.block("F0.up").options[0].devices
+    (1, ('d1',))
     """
     _check_positive("num_devices", num_devices)
     _check_positive("num_microbatches", num_microbatches, 2)
@@ -328,6 +381,15 @@ def dualpipe(
     the same device (an ``"F&B"`` group lasting ``overlap``). Half of the
     ``num_chunks`` micro-batches run each way; the problem's micro-batch
     ``k`` holds down and up micro-batch ``k``.
+
+    Examples
+    --------
+    >>> from schedsearch.placements import dualpipe
+    >>> problem = dualpipe(2, 4)
+    >>> print(problem)
+    dualpipe-p2-m4-fb3: 12 blocks x 2 micro-batches, 10 edges, devices [d0(mem=inf), d1(mem=inf)], 0 channels
+    >>> sorted({overlap.name for overlap in problem.overlaps})
+    ['B', 'F&B']
     """
     _check_positive("num_devices", num_devices)
     _check_positive("num_chunks", num_chunks, 2)
@@ -371,6 +433,15 @@ def dualpipev(
     ``I`` and ``W`` and may run whole (``"B"`` groups); the forward of one
     of a device's stages may overlap the full backward of the other
     (``"F&B"`` groups lasting ``overlap``).
+
+    Examples
+    --------
+    >>> from schedsearch.placements import dualpipev
+    >>> problem = dualpipev(2, 4)
+    >>> problem.graph.block("F3").options[0].devices  # stage 3 of 4 comes back to d0
+    ('d0',)
+    >>> [(o.name, o.blocks, o.duration) for o in problem.overlaps][:2]
+    [('B', ('I3', 'W3'), 2), ('B', ('I2', 'W2'), 2)]
     """
     _check_positive("num_devices", num_devices)
     return stage_pipeline(

@@ -51,7 +51,17 @@ def tessel_v(
     backward_memory: int = -1,
     memory: int | None = None,
 ) -> Problem:
-    """Tessel's V shape (same graph as :func:`~schedsearch.placements.vshape`, Tessel's defaults)."""
+    """Tessel's V shape (same graph as :func:`~schedsearch.placements.vshape`, Tessel's defaults).
+
+    Examples
+    --------
+    >>> from schedsearch.placements import tessel_v
+    >>> problem = tessel_v(4, 2)
+    >>> problem.graph.block_names
+    ('F0', 'F1', 'F2', 'F3', 'B3', 'B2', 'B1', 'B0')
+    >>> problem.graph.block("B0").options[0].duration, problem.graph.block("B0").memory
+    (3, -1)
+    """
     return chain_pipelines(
         [list(range(num_devices))],
         num_devices,
@@ -75,7 +85,17 @@ def tessel_x(
     backward_memory: int = -1,
     memory: int | None = None,
 ) -> Problem:
-    """Tessel's X shape: a V down and a V up in every micro-batch."""
+    """Tessel's X shape: a V down and a V up in every micro-batch.
+
+    Examples
+    --------
+    >>> from schedsearch.placements import tessel_x
+    >>> problem = tessel_x(2, 1)
+    >>> problem.graph.block_names
+    ('F0.down', 'F1.down', 'B1.down', 'B0.down', 'F0.up', 'F1.up', 'B1.up', 'B0.up')
+    >>> problem.graph.block("F0.up").options[0].devices
+    ('d1',)
+    """
     return chain_pipelines(
         [list(range(num_devices)), list(range(num_devices - 1, -1, -1))],
         num_devices,
@@ -146,7 +166,15 @@ def tessel_m(
     shard_memory: int = 0,
     memory: int | None = None,
 ) -> Problem:
-    """Tessel's M shape: full-shard forward, V, full-shard backward."""
+    """Tessel's M shape: full-shard forward, V, full-shard backward.
+
+    Examples
+    --------
+    >>> from schedsearch.placements import tessel_m
+    >>> problem = tessel_m(2, 1)
+    >>> [(b.name, b.options[0].devices) for b in problem.graph.blocks]
+    [('FS', ('d0', 'd1')), ('F0', ('d0',)), ('F1', ('d1',)), ('B1', ('d1',)), ('B0', ('d0',)), ('BS', ('d0', 'd1'))]
+    """
     _check_common(num_devices, num_microbatches, {"forward": forward, "backward": backward, "shard": shard},
                   {"forward_memory": forward_memory, "backward_memory": backward_memory, "shard_memory": shard_memory}, 1)
     c = _Chain(num_devices)
@@ -172,7 +200,14 @@ def tessel_nn(
     shard_memory: int = 0,
     memory: int | None = None,
 ) -> Problem:
-    """Tessel's NN shape: two full-shard blocks cut the V at its start and its middle."""
+    """Tessel's NN shape: two full-shard blocks cut the V at its start and its middle.
+
+    Examples
+    --------
+    >>> from schedsearch.placements import tessel_nn
+    >>> tessel_nn(4, 2).graph.block_names
+    ('FS0', 'F0', 'F1', 'FS1', 'F2', 'F3', 'B3', 'B2', 'BS1', 'B1', 'B0', 'BS0')
+    """
     _check_common(num_devices, num_microbatches, {"forward": forward, "backward": backward, "shard": shard},
                   {"forward_memory": forward_memory, "backward_memory": backward_memory, "shard_memory": shard_memory}, 2)
     c = _Chain(num_devices)
@@ -202,7 +237,17 @@ def tessel_k(
     joint_memory: int = 1,
     memory: int | None = None,
 ) -> Problem:
-    """Tessel's K shape: two V branches joined by a full-shard loss (``FJ``, ``BJ``)."""
+    """Tessel's K shape: two V branches joined by a full-shard loss (``FJ``, ``BJ``).
+
+    Examples
+    --------
+    >>> from schedsearch.placements import tessel_k
+    >>> problem = tessel_k(4, 2)
+    >>> problem.graph.block_names
+    ('F0.b0', 'F1.b0', 'F0.b1', 'F1.b1', 'FJ', 'BJ', 'B1.b0', 'B0.b0', 'B1.b1', 'B0.b1')
+    >>> problem.graph.block("FJ").options[0].devices
+    ('d0', 'd1', 'd2', 'd3')
+    """
     _check_common(num_devices, num_microbatches, {"forward": forward, "backward": backward, "shard": shard},
                   {"forward_memory": forward_memory, "backward_memory": backward_memory, "joint_memory": joint_memory}, 2)
     c = _Chain(num_devices)
@@ -221,7 +266,22 @@ def tessel_k(
 
 
 def tessel_shape(shape: str, num_devices: int, num_microbatches: int, **kwargs) -> Problem:
-    """Build Tessel's shape ``shape`` (one of ``TESSEL_SHAPES``, case-insensitive)."""
+    """Build Tessel's shape ``shape`` (one of ``TESSEL_SHAPES``, case-insensitive).
+
+    Keyword arguments go to the shape's builder.
+
+    Examples
+    --------
+    >>> from schedsearch.placements import TESSEL_SHAPES, tessel_shape
+    >>> for shape in TESSEL_SHAPES:
+    ...     problem = tessel_shape(shape, 4, 2)
+    ...     print(shape, len(problem.graph.blocks))
+    V 8
+    X 16
+    M 10
+    NN 12
+    K 10
+    """
     builders = {"V": tessel_v, "X": tessel_x, "M": tessel_m, "NN": tessel_nn, "K": tessel_k}
     key = shape.upper() if isinstance(shape, str) else shape
     if key not in builders:
