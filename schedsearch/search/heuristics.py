@@ -487,6 +487,13 @@ def heft(
     cycle. ``engine`` names the winning rule, ``stats["makespans"]`` gives
     each rule's makespan (None when blocked) and ``stats["rule"]`` the
     winner.
+
+    Examples
+    --------
+    >>> from schedsearch.loaders import jobshop_problem
+    >>> result = heft(jobshop_problem([[(0, 3), (1, 2)], [(1, 4), (0, 1)]], 2).problem)
+    >>> result.status.value, result.objective, result.engine, result.bound_engine
+    ('OPTIMAL', 6, 'list scheduling (HEFT, upward_rank)', 'analytic')
     """
     t0 = time.perf_counter()
     if not rules:

@@ -66,6 +66,13 @@ class ParetoPoint(SearchResult):
     ``proven`` is True when the objective is proven optimal under capacity
     ``peak_memory`` and a capacity of ``peak_memory - 1`` is proven to need
     a larger objective (or to be infeasible): the point is non-dominated.
+
+    Examples
+    --------
+    >>> from schedsearch.placements import vshape
+    >>> point = pareto(vshape(2, 3), time_limit_s=10)[-1]
+    >>> point.objective, point.peak_memory, point.capacity, point.status.value, point.how
+    (18, 1, 1, 'OPTIMAL', 'proven')
     """
 
     peak_memory: int = 0
@@ -99,6 +106,13 @@ class ParetoFront(Sequence[ParetoPoint]):
     tuple (``points`` is that tuple); ``stop_reason`` says why the walk
     stopped (``"infeasible"``, ``"capacity C does not fit a block"``,
     ``"time limit"``, ``"max_points"``, ...).
+
+    Examples
+    --------
+    >>> from schedsearch.placements import vshape
+    >>> front = pareto(vshape(2, 3), time_limit_s=10)
+    >>> len(front), [(p.objective, p.peak_memory) for p in front], front.stop_reason
+    (2, [(12, 2), (18, 1)], 'capacity 0 does not fit a block')
     """
 
     points: tuple[ParetoPoint, ...] = attrs.field(converter=tuple)
@@ -181,6 +195,17 @@ def pareto(
     ParetoFront
         A sequence of :class:`ParetoPoint` results (empty when the walk
         found nothing before it stopped).
+
+    Examples
+    --------
+    1F1B on 2 devices, 3 micro-batches: two activations on the first device
+    give the least makespan (3 + 2 - 1) x 3 = 12; one activation runs the
+    micro-batches one after another, 3 x 2 x 3 = 18.
+
+    >>> from schedsearch.placements import vshape
+    >>> front = pareto(vshape(2, 3), time_limit_s=10)
+    >>> [(p.objective, p.peak_memory, p.how) for p in front]
+    [(12, 2, 'proven'), (18, 1, 'proven')]
     """
     opts = resolve_options(options, common, "pareto")
     if len(objectives) != 2 or set(objectives) not in ({"makespan", "peak_memory"}, {"max_span", "peak_memory"}):
@@ -291,6 +316,13 @@ class MemoryWalk(SearchResult):
     problem under that capacity. ``steps`` lists ``(capacity, status,
     makespan, how)`` with ``how`` in ``"heuristic"``, ``"warm start"``,
     ``"exact"``.
+
+    Examples
+    --------
+    >>> from schedsearch.placements import vshape
+    >>> walk = min_memory(vshape(2, 3), 12, time_limit_s=10)
+    >>> walk.objective_name, walk.capacity, walk.lower_bound, walk.proven
+    ('peak_memory', 2, 2, True)
     """
 
     objective_name: str = "peak_memory"
@@ -342,6 +374,16 @@ def min_memory(
     names); ``time_limit_s`` covers the whole walk. Progress phases:
     ``"peak memory capacity C"`` and its sub-phases, the incumbent being the
     least capacity found.
+
+    Examples
+    --------
+    1F1B's least makespan on 2 devices, 3 micro-batches (12) needs two
+    activations on the first device, and one is proven too few:
+
+    >>> from schedsearch.placements import vshape
+    >>> walk = min_memory(vshape(2, 3), 12, time_limit_s=10)
+    >>> walk.status.value, walk.objective, walk.steps[-1]
+    ('OPTIMAL', 2, (1, 'INFEASIBLE', None, 'exact'))
     """
     opts = resolve_options(options, common, "min_memory")
     deadline = Deadline(opts.time_limit_s)
