@@ -37,7 +37,17 @@ _KINDS = ("F", "B", "I", "W")
 
 @attrs.frozen
 class Act:
-    """One pipeline action: ``kind`` in F, B, I, W; ``stage``; micro-batch ``mb``; pipeline suffix ``pipe``."""
+    """One pipeline action: ``kind`` in F, B, I, W; ``stage``; micro-batch ``mb``; pipeline suffix ``pipe``.
+
+    It prints as the papers and PyTorch's pipelining CSV write it: stage,
+    kind, micro-batch.
+
+    Examples
+    --------
+    >>> from schedsearch.handcrafted import Act
+    >>> print(Act("F", 2, 5), Act("B", 0, 1, ".up"))
+    2F5 0B1.up
+    """
 
     kind: str
     stage: int
@@ -50,7 +60,17 @@ class Act:
 
 @attrs.frozen
 class Pair:
-    """An overlapped forward (``forward``) and full backward (``backward``) on one device."""
+    """An overlapped forward (``forward``) and full backward (``backward``) on one device.
+
+    DualPipe's ``F&B`` step: the problem must declare the matching overlap
+    (see :func:`~schedsearch.placements.dualpipe`).
+
+    Examples
+    --------
+    >>> from schedsearch.handcrafted import Act, Pair
+    >>> print(Pair(Act("F", 0, 1), Act("B", 1, 0)))
+    (0F1;1B0)
+    """
 
     forward: Act
     backward: Act
@@ -80,7 +100,19 @@ class StageBlocks:
 
 @attrs.frozen(kw_only=True)
 class PipelineView:
-    """The pipelines of a problem: suffix -> stages in order."""
+    """The pipelines of a problem: suffix -> stages in order.
+
+    Built by :func:`pipeline_view`; it maps actions (stage, kind,
+    micro-batch) to the problem's blocks.
+
+    Examples
+    --------
+    >>> from schedsearch.handcrafted import pipeline_view
+    >>> from schedsearch.placements import chimera
+    >>> view = pipeline_view(chimera(2, 2))
+    >>> sorted(view.pipelines), view.mapping(".up"), view.training
+    (['.down', '.up'], (1, 0), True)
+    """
 
     problem: Problem
     pipelines: Mapping[str, tuple[StageBlocks, ...]]
@@ -160,6 +192,16 @@ def pipeline_view(problem: Problem) -> PipelineView:
     needs a forward and, for training, a full backward or an I/W pair, all
     fixed on one device. Blocks without a stage (full-shard blocks) make
     the problem not a plain pipeline.
+
+    Examples
+    --------
+    >>> from schedsearch.handcrafted import pipeline_view
+    >>> from schedsearch.placements import zero_bubble
+    >>> view = pipeline_view(zero_bubble(2, 4))
+    >>> view.mapping(), view.split
+    ((0, 1), True)
+    >>> view.stages()[1]
+    StageBlocks(stage=1, device='d1', forward='F1', backward=None, input_grad='I1', weight_grad='W1')
     """
     found: dict[str, dict[int, dict[str, str]]] = {}
     for b in problem.graph.blocks:
@@ -211,7 +253,26 @@ def pipeline_view(problem: Problem) -> PipelineView:
 
 
 def run_actions(view: PipelineView, orders: Mapping[int, Sequence[Action]], *, name: str) -> Schedule:
-    """Validated ASAP schedule of per-device action lists (devices by cluster rank)."""
+    """Validated ASAP schedule of per-device action lists (devices by cluster rank).
+
+    Handcrafted schedules are written this way: one list of actions per
+    device, timed as soon as possible by
+    :func:`~schedsearch.handcrafted.schedule_from_orders`.
+
+    Examples
+    --------
+    1F1B on two devices and two micro-batches, by hand:
+
+    >>> from schedsearch.handcrafted import Act, pipeline_view, run_actions
+    >>> from schedsearch.placements import vshape
+    >>> view = pipeline_view(vshape(2, 2))
+    >>> orders = {
+    ...     0: [Act("F", 0, 0), Act("F", 0, 1), Act("B", 0, 0), Act("B", 0, 1)],
+    ...     1: [Act("F", 1, 0), Act("B", 1, 0), Act("F", 1, 1), Act("B", 1, 1)],
+    ... }
+    >>> print(run_actions(view, orders, name="1F1B by hand"))
+    Schedule '1F1B by hand': 8 tasks, 0 transfers, makespan 9
+    """
     devices = view.problem.cluster.device_names
     entries: dict[str, list[Entry]] = {}
     for rank, actions in orders.items():

@@ -74,6 +74,16 @@ def chimera(problem: Problem) -> Schedule:
     Needs an even number of devices ``D`` and a multiple of ``D`` pipeline
     micro-batches (the problem's micro-batches count pairs, so a multiple
     of ``D/2`` of them).
+
+    Examples
+    --------
+    >>> from schedsearch import metrics
+    >>> from schedsearch.handcrafted import chimera
+    >>> from schedsearch.placements import chimera as chimera_placement
+    >>> problem = chimera_placement(4, 4)
+    >>> figures = metrics(problem, chimera(problem))
+    >>> figures.bubble_global, list(figures.peak_memory.values())  # (D-2) max(F, B); D/2+1+min(d, D-1-d)
+    (4, [3, 4, 4, 3])
     """
     view = pipeline_view(problem)
     if sorted(view.pipelines) != [".down", ".up"]:

@@ -48,7 +48,18 @@ def _one_stage_per_device(view: PipelineView, what: str) -> tuple[int, ...]:
 
 
 def gpipe(problem: Problem) -> Schedule:
-    """GPipe: every device runs all its forwards, then all its backwards (micro-batch order)."""
+    """GPipe: every device runs all its forwards, then all its backwards (micro-batch order).
+
+    Examples
+    --------
+    >>> from schedsearch import metrics
+    >>> from schedsearch.handcrafted import gpipe
+    >>> from schedsearch.placements import vshape
+    >>> problem = vshape(2, 2, forward=1, backward=2)
+    >>> schedule = gpipe(problem)
+    >>> schedule.makespan, dict(metrics(problem, schedule).peak_memory)  # (m+p-1)(F+B); m activations
+    (9, {'d0': 2, 'd1': 2})
+    """
     view = pipeline_view(problem)
     mapping = _one_stage_per_device(view, "GPipe")
     m = problem.num_microbatches
@@ -61,7 +72,23 @@ def gpipe(problem: Problem) -> Schedule:
 def one_f_one_b(problem: Problem) -> Schedule:
     """1F1B (PipeDream-flush / DAPPLE): stage ``s`` of ``S`` warms up with
     ``min(S - s - 1, m)`` forwards, then alternates one forward and one
-    backward, then drains the remaining backwards."""
+    backward, then drains the remaining backwards.
+
+    Examples
+    --------
+    GPipe's makespan with fewer activations in flight (``p - r`` on device
+    ``r``):
+
+    >>> from schedsearch import metrics
+    >>> from schedsearch.handcrafted import one_f_one_b
+    >>> from schedsearch.placements import vshape
+    >>> problem = vshape(2, 2, forward=1, backward=2)
+    >>> schedule = one_f_one_b(problem)
+    >>> schedule.makespan, dict(metrics(problem, schedule).peak_memory)
+    (9, {'d0': 2, 'd1': 1})
+    >>> schedule.device_orders()["d1"]
+    (('F1', 0), ('B1', 0), ('F1', 1), ('B1', 1))
+    """
     view = pipeline_view(problem)
     mapping = _one_stage_per_device(view, "1F1B")
     S, m = len(mapping), problem.num_microbatches
@@ -82,6 +109,9 @@ def megatron_order(num_microbatches: int, num_chunks: int, group_size: int) -> l
     Micro-batches are taken in groups of ``group_size``; each group runs
     through chunk 0, then chunk 1, ... (the last group may be smaller).
 
+    Examples
+    --------
+    >>> from schedsearch.handcrafted import megatron_order
     >>> megatron_order(4, 2, 2)
     [(0, 0), (1, 0), (0, 1), (1, 1), (2, 0), (3, 0), (2, 1), (3, 1)]
     """
@@ -136,6 +166,19 @@ def interleaved_1f1b(problem: Problem, *, group_size: int | None = None) -> Sche
     runs ``2 (p - r - 1) + (v - 1) group_size`` forwards (at most all of
     them), then one forward and one backward alternate, then the remaining
     backwards drain.
+
+    Examples
+    --------
+    The problem counts time in per-chunk units (``v`` times the published
+    unit): the bubble of 3 units is the published ``(p-1)(F+B)/v = 1.5``.
+
+    >>> from schedsearch import metrics
+    >>> from schedsearch.handcrafted import interleaved_1f1b
+    >>> from schedsearch.placements import interleaved
+    >>> problem = interleaved(2, 2, 4)
+    >>> schedule = interleaved_1f1b(problem)
+    >>> schedule.makespan, metrics(problem, schedule).bubble_global
+    (27, 3)
     """
     view, p, v, N = check_interleaved(problem, group_size, "interleaved 1F1B")
     m = problem.num_microbatches

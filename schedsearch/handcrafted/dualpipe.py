@@ -59,6 +59,16 @@ def eight_steps(H: int, h: int, n: int, chunk0: tuple[int, str], chunk1: tuple[i
         Micro-batches per phase.
     chunk0, chunk1:
         ``(stage, pipeline suffix)`` of the device's phase-0 and phase-1 chunk.
+
+    Examples
+    --------
+    Device 1 of DualPipeV on 2 devices (stages 1 and 2), 4 micro-batches;
+    ``2F0`` is the forward of stage 2, micro-batch 0, and ``(2F2;1B0)`` an
+    overlapped pair:
+
+    >>> from schedsearch.handcrafted import eight_steps
+    >>> print(" ".join(str(action) for action in eight_steps(2, 1, 4, (1, ""), (2, ""))))
+    1F0 2F0 1F1 2F1 1F2 2B0 (2F2;1B0) (1F3;2B1) (2F3;1B1) 2B2 1B2 2I3 1I3 2W3 1W3
     """
     acts: list[Action] = []
     nxt_f = [0, 0]  # next forward micro-batch per phase
@@ -131,6 +141,19 @@ def dualpipe(problem: Problem) -> Schedule:
 
     Needs ``PP`` even and at least ``PP`` micro-batches per direction (the
     original's ``chunks >= 2 PP``, even).
+
+    Examples
+    --------
+    The README's figures for ``PP = 4``, 8 chunks: bubble ``(PP/2-1)(F&B+B-3W)
+    = 2`` on every device, ``PP + 1`` activations on the middle two:
+
+    >>> from schedsearch import metrics
+    >>> from schedsearch.handcrafted import dualpipe
+    >>> from schedsearch.placements import dualpipe as dualpipe_placement
+    >>> problem = dualpipe_placement(4, 8)
+    >>> figures = metrics(problem, dualpipe(problem))
+    >>> figures.makespan, figures.bubble_global, list(figures.peak_memory.values())
+    (26, 2, [4, 5, 5, 4])
     """
     view = pipeline_view(problem)
     if sorted(view.pipelines) != [".down", ".up"]:
@@ -166,6 +189,16 @@ def dualpipev(problem: Problem) -> Schedule:
     """DualPipeV on a problem from :func:`~schedsearch.placements.dualpipev`.
 
     Needs at least as many micro-batches as stages (``m >= 2p``).
+
+    Examples
+    --------
+    >>> from schedsearch import metrics
+    >>> from schedsearch.handcrafted import dualpipev
+    >>> from schedsearch.placements import dualpipev as dualpipev_placement
+    >>> problem = dualpipev_placement(2, 4)
+    >>> figures = metrics(problem, dualpipev(problem))
+    >>> figures.makespan, figures.bubble_global, list(figures.peak_memory.values())  # 2p, 2p+1 on the last
+    (26, 2, [4, 5])
     """
     view = pipeline_view(problem)
     if list(view.pipelines) != [""]:

@@ -268,6 +268,14 @@ _register(ScheduleSpec(
 
 
 def schedule_names() -> tuple[str, ...]:
+    """The names :func:`reproduce` accepts, in the registry's order (the command line's choices).
+
+    Examples
+    --------
+    >>> from schedsearch.handcrafted import schedule_names
+    >>> schedule_names()
+    ('gpipe', '1f1b', 'interleaved', 'interleaved-zb', 'zb-h1', 'zb-v', 'chimera', 'dualpipe', 'dualpipev')
+    """
     return tuple(SCHEDULES)
 
 
@@ -278,6 +286,17 @@ class Reproduction:
     ``measured`` and ``formula`` are in the published time unit (problem
     times divided by ``time_scale``); ``matches`` tells, per figure the
     formula gives, whether the measurement equals it.
+
+    Examples
+    --------
+    >>> from schedsearch.handcrafted import reproduce
+    >>> print(reproduce("zb-h1", devices=4, microbatches=8))
+    ZB-H1 (ZB1P): devices=4, microbatches=8, forward=1, input_grad=1, weight_grad=1
+      makespan           27   formula m(F+I+W)+(p-1)(F+I-W) = 27: equal
+      bubble             3   formula (p-1)(F+I-W) = 3: equal
+      bubble_span        3
+      bubble_per_device  [3, 3, 3, 3]
+      peak_memory        [4, 4, 4, 4]   formula min(p, m) = [4, 4, 4, 4]: equal
     """
 
     name: str
@@ -350,6 +369,7 @@ def reproduce(name: str, **params: Any) -> Reproduction:
 
     Examples
     --------
+    >>> from schedsearch.handcrafted import reproduce
     >>> r = reproduce("1f1b", devices=4, microbatches=8)
     >>> r.measured["makespan"], r.measured["bubble"], r.matches["makespan"]
     (33, 9, True)

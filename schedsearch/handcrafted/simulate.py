@@ -53,6 +53,15 @@ class Group:
     ``members`` are ``(block, micro-batch)`` keys; ``tag`` names the group
     (``"F&B"`` for DualPipe's overlapped forward and backward, ``"B"`` for a
     fused input and weight gradient).
+
+    Examples
+    --------
+    A fused input and weight gradient of stage 1, micro-batch 0, as one
+    entry of a device order:
+
+    >>> from schedsearch.handcrafted import Group
+    >>> Group(members=[("I1", 0), ("W1", 0)], tag="B")
+    Group(members=(('I1', 0), ('W1', 0)), tag='B')
     """
 
     members: tuple[TaskKey, ...] = attrs.field(converter=_keys)
@@ -70,7 +79,23 @@ Entry = Union[TaskKey, Group]
 
 
 class DeadlockError(InvalidScheduleError):
-    """Device orders that can never all run (each head waits for another)."""
+    """Device orders that can never all run (each head waits for another).
+
+    The message names the action each device is stuck at.
+
+    Examples
+    --------
+    A backward ordered before its own forward on ``d0``:
+
+    >>> from schedsearch.handcrafted import DeadlockError, schedule_from_orders
+    >>> from schedsearch.placements import vshape
+    >>> orders = {"d0": [("B0", 0), ("F0", 0)], "d1": [("F1", 0), ("B1", 0)]}
+    >>> try:
+    ...     schedule_from_orders(vshape(2, 1), orders)
+    ... except DeadlockError as error:
+    ...     print(error)
+    orders cannot run: every device waits (for a dependency or for another device); next actions: d0: B0#0; d1: F1#0
+    """
 
 
 def entry_label(entry: Entry) -> str:
@@ -141,6 +166,18 @@ def schedule_from_orders(
         not declared by the problem, or a task is missing.
     DeadlockError
         The orders cannot all run.
+
+    Examples
+    --------
+    >>> from schedsearch.handcrafted import schedule_from_orders
+    >>> from schedsearch.placements import vshape
+    >>> orders = {
+    ...     "d0": [("F0", 0), ("F0", 1), ("B0", 0), ("B0", 1)],
+    ...     "d1": [("F1", 0), ("B1", 0), ("F1", 1), ("B1", 1)],
+    ... }
+    >>> schedule = schedule_from_orders(vshape(2, 2), orders, name="1F1B")
+    >>> [(t.block, t.microbatch, t.start) for t in schedule.tasks if t.devices == ("d1",)]
+    [('F1', 0, 1), ('B1', 0, 2), ('F1', 1, 4), ('B1', 1, 5)]
     """
     blocks = problem.graph.by_name()
     devices = set(problem.cluster.device_names)

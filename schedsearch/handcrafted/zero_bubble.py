@@ -73,7 +73,20 @@ def _zb_device(fwd: list[Act], bwd: list[tuple[str, int, int]], warm: int, defer
 def zb_h1(problem: Problem) -> Schedule:
     """ZB-H1 (ZB1P): 1F1B with ``I`` in place of ``B``; stage ``s`` defers its
     first ``s`` weight gradients, which fill the cooldown bubbles (so at most
-    ``p`` activations are in flight on every device)."""
+    ``p`` activations are in flight on every device).
+
+    Examples
+    --------
+    The bubble is ``(p-1)(F+I-W)``, a third of 1F1B's with unit times:
+
+    >>> from schedsearch import metrics
+    >>> from schedsearch.handcrafted import zb_h1
+    >>> from schedsearch.placements import zero_bubble
+    >>> problem = zero_bubble(4, 8)
+    >>> figures = metrics(problem, zb_h1(problem))
+    >>> figures.makespan, figures.bubble_global
+    (27, 3)
+    """
     view = pipeline_view(problem)
     mapping = _one_stage_per_device(view, "ZB-H1")
     _need_split(view, "ZB-H1")
@@ -90,7 +103,18 @@ def zb_h1(problem: Problem) -> Schedule:
 def interleaved_zero_bubble(problem: Problem, *, group_size: int | None = None) -> Schedule:
     """Interleaved ZB1P (PyTorch's interleaved zero bubble): Megatron's
     interleaved order with ``I`` for ``B``, a warm-up of ``(v - 1) N + p - 1 - r``
-    forwards on device ``r`` and ``r`` deferred weight gradients."""
+    forwards on device ``r`` and ``r`` deferred weight gradients.
+
+    Examples
+    --------
+    >>> from schedsearch import metrics
+    >>> from schedsearch.handcrafted import interleaved_zero_bubble
+    >>> from schedsearch.placements import interleaved
+    >>> problem = interleaved(2, 2, 4, split_backward=True, input_grad=1, weight_grad=1)
+    >>> schedule = interleaved_zero_bubble(problem)
+    >>> schedule.makespan, metrics(problem, schedule).bubble_global  # (p-1)(F+I-W)/v = 0.5 published units
+    (25, 1)
+    """
     view, p, v, N = check_interleaved(problem, group_size, "interleaved zero bubble")
     _need_split(view, "interleaved zero bubble")
     m = problem.num_microbatches
@@ -117,6 +141,18 @@ def zb_v(problem: Problem) -> Schedule:
     stage, and the deferred weight gradients. With fewer than ``2p - 1``
     micro-batches the order is that of ``2p - 1`` with the extra ones left
     out.
+
+    Examples
+    --------
+    No bubble inside any device's span, makespan ``(6m+p-1)F``:
+
+    >>> from schedsearch import metrics
+    >>> from schedsearch.handcrafted import zb_v
+    >>> from schedsearch.placements import vshape_chunks
+    >>> problem = vshape_chunks(2, 3)
+    >>> figures = metrics(problem, zb_v(problem))
+    >>> figures.makespan, figures.bubble_span
+    (19, 0)
     """
     view = pipeline_view(problem)
     _single(view, "ZB-V")
