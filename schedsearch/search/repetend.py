@@ -329,11 +329,16 @@ class _Search:
         return None if self.deadline is None else self.deadline - time.perf_counter()
 
     def solve_options(self, floor_s: float = 0.05, cap_s: float | None = None) -> SolveOptions:
+        """Settings of one part's solve: the time left, at most ``cap_s``, at least
+        ``floor_s`` but never past the deadline of the whole call."""
         left = self.left()
-        if cap_s is not None:
-            left = cap_s if left is None else min(left, cap_s)
+        limit = cap_s if left is None else left if cap_s is None else min(left, cap_s)
+        if limit is not None:
+            limit = max(floor_s, limit)
+            if left is not None:
+                limit = min(limit, max(left, 0.01))
         return SolveOptions(
-            time_limit_s=None if left is None else max(floor_s, left),
+            time_limit_s=limit,
             seed=self.seed,
             workers=self.workers,
             deterministic=self.deterministic,
@@ -854,7 +859,8 @@ def _finish(search: _Search, chosen: PeriodicSchedule, completion: str, stats: d
     if truncated_ok and completion in ("best", "truncated"):
         warm_choices.append(None)
         cool_choices.append(None)
-    if completion in ("best", "solved") or not truncated_ok:
+    left = search.left()
+    if (completion in ("best", "solved") or not truncated_ok) and (left is None or left > 0.05):
         t0 = time.perf_counter()
         cap = search.completion_time_limit_s
         _, warm, rw = solve_part(problem, warmup_keys(rep), _initial(problem), objective="makespan", name="warmup",
