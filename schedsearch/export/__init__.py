@@ -63,6 +63,18 @@ def export(
     Pictures (``png``, ``svg``) need a path. ``options`` go to the
     format's writer (``time_unit_us`` for chrome, ``labels`` for ascii,
     ``time_scale`` for pictures, ``meta`` for json).
+
+    Examples
+    --------
+    >>> from schedsearch.export import EXPORT_FORMATS, export
+    >>> from schedsearch.handcrafted import one_f_one_b
+    >>> from schedsearch.placements import vshape
+    >>> problem = vshape(2, 2)
+    >>> print(export(problem, one_f_one_b(problem), "torch-csv"))
+    0F0,0F1,0B0,0B1
+    1F0,1B0,1F1,1B1
+    >>> EXPORT_FORMATS
+    ('torch-csv', 'chrome', 'json', 'ascii', 'png', 'svg')
     """
     if format not in EXPORT_FORMATS:
         raise FormatError(f"export: 'format' must be one of {EXPORT_FORMATS}, got {format!r}")

@@ -88,6 +88,19 @@ def render_ascii(
         Wider timelines are scaled down (several time units per character).
     labels:
         ``"kind"`` (``F3``), ``"stage"`` (``0F3``) or ``"block"`` (``F0#3``).
+
+    Examples
+    --------
+    1F1B on two devices; ``=`` continues a task, ``|`` ends it:
+
+    >>> from schedsearch.export import render_ascii
+    >>> from schedsearch.handcrafted import one_f_one_b
+    >>> from schedsearch.placements import vshape
+    >>> problem = vshape(2, 2)
+    >>> print(render_ascii(problem, one_f_one_b(problem), labels="stage", legend=False))
+        0       2       4       6       8
+    d0: 0F0 0F1 ........0B0====|....0B1====|
+    d1: ....1F0 1B0====|1F1 1B1====|........
     """
     devices = list(problem.cluster.device_names) if problem is not None else list(schedule.devices)
     makespan = schedule.makespan

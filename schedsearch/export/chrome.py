@@ -41,6 +41,19 @@ def chrome_trace(
     marks:
         Extra ``args`` per task instance ``(block, micro-batch)`` (used to
         mark a repetend, for example).
+
+    Examples
+    --------
+    One complete event (``"ph": "X"``) per task, one thread per device:
+
+    >>> from schedsearch.export import chrome_trace
+    >>> from schedsearch.handcrafted import one_f_one_b
+    >>> from schedsearch.placements import vshape
+    >>> problem = vshape(2, 2)
+    >>> trace = chrome_trace(problem, one_f_one_b(problem), time_unit_us=1000.0)
+    >>> tasks = [event for event in trace["traceEvents"] if event["ph"] == "X"]
+    >>> len(tasks), tasks[0]["name"], tasks[0]["ts"], tasks[0]["dur"]
+    (8, 'F0', 0.0, 1000.0)
     """
     devices = list(problem.cluster.device_names) if problem is not None else list(schedule.devices)
     channels = sorted({tr.channel for tr in schedule.transfers})
@@ -106,7 +119,24 @@ def chrome_trace(
 
 
 def write_chrome_trace(problem: Problem | None, schedule: Schedule, path: str | Path, **kwargs: Any) -> Path:
-    """Write the trace of ``schedule`` to ``path`` (JSON)."""
+    """Write the trace of ``schedule`` to ``path`` (JSON).
+
+    Open it in ui.perfetto.dev or chrome://tracing; ``kwargs`` go to
+    :func:`chrome_trace`.
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> from pathlib import Path
+    >>> from schedsearch.export import write_chrome_trace
+    >>> from schedsearch.handcrafted import gpipe
+    >>> from schedsearch.placements import vshape
+    >>> problem = vshape(2, 2)
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = write_chrome_trace(problem, gpipe(problem), Path(folder) / "gpipe.trace.json")
+    ...     print(path.name, sorted(json.loads(path.read_text())))
+    gpipe.trace.json ['displayTimeUnit', 'otherData', 'traceEvents']
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(chrome_trace(problem, schedule, **kwargs)))

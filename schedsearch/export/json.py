@@ -34,7 +34,21 @@ PLAN_FORMAT_VERSION = 1
 
 
 def plan_document(problem: Problem, schedule: Schedule, *, meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The document of ``schedule`` for ``problem`` (see the module docstring)."""
+    """The document of ``schedule`` for ``problem`` (see the module docstring).
+
+    It carries the problem, so a plan can be checked and re-used without
+    anything else; ``metrics`` are computed for readers, not read back.
+
+    Examples
+    --------
+    >>> from schedsearch.export import plan_document
+    >>> from schedsearch.handcrafted import one_f_one_b
+    >>> from schedsearch.placements import vshape
+    >>> problem = vshape(2, 2)
+    >>> document = plan_document(problem, one_f_one_b(problem), meta={"note": "1F1B"})
+    >>> sorted(document), document["metrics"]["makespan"], document["meta"]
+    (['format', 'meta', 'metrics', 'problem', 'schedule', 'version'], 9, {'note': '1F1B'})
+    """
     return {
         "format": PLAN_FORMAT,
         "version": PLAN_FORMAT_VERSION,
@@ -50,7 +64,22 @@ def to_json(problem: Problem, schedule: Schedule, *, meta: Mapping[str, Any] | N
 
 
 def write_json(problem: Problem, schedule: Schedule, path: str | Path, *, meta: Mapping[str, Any] | None = None) -> Path:
-    """Write the document to ``path``."""
+    """Write the document of ``schedule`` for ``problem`` to ``path`` (see :func:`plan_document`).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from schedsearch.export import read_json, write_json
+    >>> from schedsearch.handcrafted import one_f_one_b
+    >>> from schedsearch.placements import vshape
+    >>> problem = vshape(2, 2)
+    >>> schedule = one_f_one_b(problem)
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = write_json(problem, schedule, Path(folder) / "plan.json", meta={"by": "hand"})
+    ...     print(read_json(path) == (problem, schedule, {"by": "hand"}))
+    True
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(to_json(problem, schedule, meta=meta))
@@ -81,7 +110,24 @@ def from_document(doc: Mapping[str, Any], *, validate: bool = True) -> tuple[Pro
 
 
 def read_json(source: str | Path, *, validate: bool = True) -> tuple[Problem, Schedule, dict[str, Any]]:
-    """Read a document from a path (or JSON text)."""
+    """Read a document from a path (or JSON text): ``(problem, schedule, meta)``.
+
+    The schedule is validated against the problem unless ``validate`` is
+    False; a plan that breaks the problem's rules raises
+    :class:`~schedsearch.errors.InvalidScheduleError`.
+
+    Examples
+    --------
+    >>> from schedsearch.export import read_json
+    >>> from schedsearch.export.json import to_json
+    >>> from schedsearch.handcrafted import gpipe
+    >>> from schedsearch.placements import vshape
+    >>> problem = vshape(2, 2)
+    >>> text = to_json(problem, gpipe(problem))
+    >>> problem_read, schedule, meta = read_json(text)
+    >>> problem_read == problem, schedule.makespan, meta
+    (True, 9, {})
+    """
     if isinstance(source, Path) or not source.lstrip().startswith("{"):
         text = read_text(source, f"plan document {str(source)!r}")
     else:

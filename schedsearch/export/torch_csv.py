@@ -138,7 +138,21 @@ def _group_cell(members: list[TaskInstance], by_block: dict[str, tuple[str, int]
 
 
 def to_torch_csv(problem: Problem, schedule: Schedule) -> str:
-    """The compute-only CSV text of ``schedule`` (see the module docstring)."""
+    """The compute-only CSV text of ``schedule`` (see the module docstring).
+
+    One row per rank, one action per cell, in the order the rank runs them:
+    the format of PyTorch's ``torch.distributed.pipelining`` schedules.
+
+    Examples
+    --------
+    >>> from schedsearch.export import to_torch_csv
+    >>> from schedsearch.handcrafted import zb_h1
+    >>> from schedsearch.placements import zero_bubble
+    >>> problem = zero_bubble(2, 2)
+    >>> print(to_torch_csv(problem, zb_h1(problem)))
+    0F0,0F1,0I0,0W0,0I1,0W1
+    1F0,1I0,1F1,1I1,1W0,1W1
+    """
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     for row in torch_cells(problem, schedule):
@@ -147,7 +161,21 @@ def to_torch_csv(problem: Problem, schedule: Schedule) -> str:
 
 
 def write_torch_csv(problem: Problem, schedule: Schedule, path: str | Path) -> Path:
-    """Write the compute-only CSV of ``schedule`` to ``path``."""
+    """Write the compute-only CSV of ``schedule`` to ``path`` (see :func:`to_torch_csv`).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from schedsearch.export import write_torch_csv
+    >>> from schedsearch.handcrafted import one_f_one_b
+    >>> from schedsearch.placements import vshape
+    >>> problem = vshape(2, 2)
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = write_torch_csv(problem, one_f_one_b(problem), Path(folder) / "1f1b.csv")
+    ...     print(path.read_text().splitlines()[1])
+    1F0,1B0,1F1,1B1
+    """
     text = to_torch_csv(problem, schedule)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -179,7 +207,18 @@ def _parse_cell(text: str, rank: int, col: int) -> Action | None:
 
 
 def parse_torch_csv(text: str) -> list[list[Action]]:
-    """Parse compute-only CSV text into per-rank action lists (empty cells dropped)."""
+    """Parse compute-only CSV text into per-rank action lists (empty cells dropped).
+
+    The actions are not checked against a problem; :func:`read_torch_csv`
+    does that.
+
+    Examples
+    --------
+    >>> from schedsearch.export import parse_torch_csv
+    >>> rows = parse_torch_csv("0F0,0F1,,0B0\\n1F0,(1F1;1B0)OVERLAP_F_B\\n")
+    >>> [[str(action) for action in row] for row in rows]
+    [['0F0', '0F1', '0B0'], ['1F0', '(1F1;1B0)']]
+    """
     rows = []
     for rank, row in enumerate(csv.reader(io.StringIO(text))):
         actions = []
@@ -199,6 +238,14 @@ def read_torch_csv(problem: Problem, source: str | Path, *, name: str = "") -> S
     when the file does not fit the problem (more ranks than devices, a
     stage on the wrong rank, an unknown stage) and the simulator's errors
     when the order deadlocks or misses tasks.
+
+    Examples
+    --------
+    >>> from schedsearch.export import read_torch_csv
+    >>> from schedsearch.placements import vshape
+    >>> schedule = read_torch_csv(vshape(2, 2), "0F0,0F1,0B0,0B1\\n1F0,1B0,1F1,1B1\\n")
+    >>> print(schedule)
+    Schedule 'vshape-2x2 (from PyTorch CSV)': 8 tasks, 0 transfers, makespan 9
     """
     if isinstance(source, Path) or ("\n" not in source and Path(source).is_file()):
         text = Path(source).read_text()
