@@ -86,7 +86,23 @@ def _unavoidable_transfer(problem: Problem, src: str, dst: str, size: int) -> in
 
 
 def heads_and_tails(problem: Problem) -> tuple[dict[TaskKey, int], dict[TaskKey, int]]:
-    """Earliest starts (heads) and minimal remaining times after the end (tails)."""
+    """Earliest starts (heads) and minimal remaining times after the end (tails).
+
+    Both are per task instance, from the dependency edges, releases and
+    unavoidable transfers alone; every bound of this module is built on them.
+
+    Examples
+    --------
+    On 1F1B's placement (F = 1, B = 2, 4 devices), ``F3`` of micro-batch 0
+    can start at 3 at the earliest and leaves at least ``B3 .. B0`` = 8
+    after it ends:
+
+    >>> from schedsearch.bounds import heads_and_tails
+    >>> from schedsearch.placements import vshape
+    >>> heads, tails = heads_and_tails(vshape(4, 8))
+    >>> heads[("F3", 0)], tails[("F3", 0)]
+    (3, 8)
+    """
     order = problem.graph.topological_order()
     preds = problem.graph.predecessors()
     succs = problem.graph.successors()
@@ -119,7 +135,15 @@ def heads_and_tails(problem: Problem) -> tuple[dict[TaskKey, int], dict[TaskKey,
 
 
 def critical_path(problem: Problem) -> int:
-    """Longest chain of one micro-batch (releases and unavoidable transfers included)."""
+    """Longest chain of one micro-batch (releases and unavoidable transfers included).
+
+    Examples
+    --------
+    >>> from schedsearch.bounds import critical_path
+    >>> from schedsearch.placements import vshape
+    >>> critical_path(vshape(4, 8, forward=1, backward=2))  # 4 forwards and 4 backwards
+    12
+    """
     heads, tails = heads_and_tails(problem)
     return max(heads[k] + _min_duration(problem, *k) + tails[k] for k in heads)
 
@@ -247,7 +271,24 @@ def device_bounds(problem: Problem) -> dict[str, int]:
     """Per device: ``min head + mandatory work + forced idle + min tail`` (0
     without mandatory work; the forced idle is :func:`memory_idle`; the work
     is less the most that overlapped groups can save, see
-    :func:`_savings`)."""
+    :func:`_savings`).
+
+    Examples
+    --------
+    On 1F1B's placement (F = 1, B = 2, 8 micro-batches), device ``r`` waits
+    ``r`` units for its first forward, has 8 x 3 units of work, and leaves
+    at least ``2r`` (the backwards below it) after its last task:
+
+    >>> from schedsearch.bounds import device_bounds
+    >>> from schedsearch.placements import vshape
+    >>> device_bounds(vshape(4, 8))
+    {'d0': 24, 'd1': 27, 'd2': 30, 'd3': 33}
+
+    Memory for two activations forces idle time on every device:
+
+    >>> device_bounds(vshape(4, 8, memory=2))
+    {'d0': 32, 'd1': 32, 'd2': 32, 'd3': 33}
+    """
     heads, tails = heads_and_tails(problem)
     idle = memory_idle(problem)
     savings = _savings(problem)
@@ -281,7 +322,15 @@ def _average_load(problem: Problem) -> int:
 
 @attrs.frozen(kw_only=True)
 class AnalyticBound:
-    """An analytic lower bound and the parts it is the maximum of."""
+    """An analytic lower bound and the parts it is the maximum of.
+
+    Examples
+    --------
+    >>> from schedsearch.bounds import AnalyticBound
+    >>> bound = AnalyticBound(value=12, parts={"critical_path": 12, "average_load": 9})
+    >>> bound.tight_part
+    'critical_path'
+    """
 
     value: int
     parts: Mapping[str, int]
@@ -298,6 +347,14 @@ def span_lower_bound(problem: Problem) -> AnalyticBound:
     Parts: the longest single task (at its least duration), and per device
     its mandatory work (less what overlapped groups can save) plus the idle
     its memory forces on it.
+
+    Examples
+    --------
+    >>> from schedsearch.bounds import span_lower_bound
+    >>> from schedsearch.placements import zero_bubble
+    >>> bound = span_lower_bound(zero_bubble(2, 4).with_(objective="max_span"))
+    >>> bound.value, bound.parts["longest_task"]  # 4 x (F + I + W) on each device
+    (12, 1)
     """
     parts: dict[str, int] = {
         "longest_task": max(_min_duration(problem, b.name, m)
@@ -316,12 +373,37 @@ def span_lower_bound(problem: Problem) -> AnalyticBound:
 
 def objective_lower_bound(problem: Problem) -> AnalyticBound:
     """The analytic bound of the problem's objective: :func:`span_lower_bound`
-    for ``"max_span"``, :func:`analytic_lower_bound` otherwise."""
+    for ``"max_span"``, :func:`analytic_lower_bound` otherwise.
+
+    Examples
+    --------
+    >>> from schedsearch.bounds import objective_lower_bound
+    >>> from schedsearch.placements import vshape
+    >>> problem = vshape(2, 2)
+    >>> objective_lower_bound(problem).value, objective_lower_bound(problem.with_(objective="max_span")).value
+    (9, 6)
+    """
     return span_lower_bound(problem) if problem.objective == "max_span" else analytic_lower_bound(problem)
 
 
 def analytic_lower_bound(problem: Problem) -> AnalyticBound:
-    """Maximum of the critical path, the per-device bounds and the average load."""
+    """Maximum of the critical path, the per-device bounds and the average load.
+
+    Cheap (linear in the problem's size, no solver), so every strategy
+    starts from it; see :func:`~schedsearch.bounds.lower_bound` for the
+    memory bound and the assignment LP on top.
+
+    Examples
+    --------
+    1F1B's makespan ``(m+p-1)(F+B) = 33`` for 4 devices and 8 micro-batches
+    is this bound, given by the last device:
+
+    >>> from schedsearch.bounds import analytic_lower_bound
+    >>> from schedsearch.placements import vshape
+    >>> bound = analytic_lower_bound(vshape(4, 8, forward=1, backward=2))
+    >>> bound.value, bound.tight_part, bound.parts["critical_path"]
+    (33, 'device d3', 12)
+    """
     parts: dict[str, int] = {"critical_path": critical_path(problem)}
     parts["average_load"] = _average_load(problem)
     for d, v in device_bounds(problem).items():

@@ -58,7 +58,18 @@ __all__ = ["ScheduleBound", "lower_bound", "memory_bounds", "assignment_lp_bound
 
 @attrs.frozen(kw_only=True)
 class ScheduleBound:
-    """A lower bound and the parts it is the maximum of."""
+    """A lower bound and the parts it is the maximum of.
+
+    ``parts`` names each bound that was computed (``"critical_path"``,
+    ``"device d0"``, ``"memory d0"``, ``"assignment_lp"``, ...), so a report
+    can say which one is tight.
+
+    Examples
+    --------
+    >>> from schedsearch.bounds import ScheduleBound
+    >>> print(ScheduleBound(value=42, parts={"device d0": 32, "memory d0": 42}))
+    lower bound 42 (memory d0)
+    """
 
     value: int
     parts: Mapping[str, int]
@@ -119,7 +130,19 @@ def _min_ideal_weight(blocks: list[str], preds: Mapping[str, list[str]], weight:
 
 
 def memory_bounds(problem: Problem) -> dict[str, int]:
-    """The memory bound of every device where it applies (module docstring)."""
+    """The memory bound of every device where it applies (module docstring).
+
+    Examples
+    --------
+    With room for two activations, the first device of a 1F1B placement
+    holds each micro-batch from its forward to its backward, at least 10
+    units (``F0 .. F3, B3 .. B1``), so 8 micro-batches need 4 rounds:
+
+    >>> from schedsearch.bounds import memory_bounds
+    >>> from schedsearch.placements import vshape
+    >>> memory_bounds(vshape(4, 8, memory=2))
+    {'d0': 42, 'd1': 33, 'd2': 24, 'd3': 15}
+    """
     heads, tails = heads_and_tails(problem)
     graph = problem.graph
     names = [b.name for b in graph.blocks]
@@ -189,7 +212,27 @@ def memory_bounds(problem: Problem) -> dict[str, int]:
 
 
 def assignment_lp_bound(problem: Problem, *, solver: str = "highs", time_limit_s: float = 30.0) -> int | None:
-    """The assignment LP (module docstring), rounded up; None if not solved."""
+    """The assignment LP (module docstring), rounded up; None if not solved.
+
+    It counts for problems whose blocks choose among devices, where the
+    per-device work bounds have no fixed work to add up.
+
+    Examples
+    --------
+    Three micro-batches of two blocks (4 and 2 units), each free to run on
+    either of two devices: 18 units of work on 2 devices need at least 9.
+
+    >>> from schedsearch import Block, Cluster, Device, Graph, Problem
+    >>> from schedsearch.bounds import assignment_lp_bound
+    >>> problem = Problem(
+    ...     graph=Graph(blocks=[Block(name="A", options=[("d0", 4), ("d1", 4)]),
+    ...                         Block(name="B", options=[("d0", 2), ("d1", 2)])]),
+    ...     num_microbatches=3,
+    ...     cluster=Cluster(devices=[Device(name="d0"), Device(name="d1")]),
+    ... )
+    >>> assignment_lp_bound(problem, time_limit_s=10)
+    9
+    """
     from schedsearch.bounds.mip import MipModel, solve_mip
 
     heads, tails = heads_and_tails(problem)
@@ -249,6 +292,7 @@ def lower_bound(
 
     Examples
     --------
+    >>> from schedsearch.bounds import lower_bound
     >>> from schedsearch.placements import vshape
     >>> lower_bound(vshape(4, 16, memory=4)).value  # (N + D - 1)(F + B)
     57
