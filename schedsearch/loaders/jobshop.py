@@ -82,12 +82,26 @@ FlexibleOperation = Sequence[tuple[int, int]]
 
 
 def operation_name(job: int, index: int) -> str:
-    """Block name of operation ``index`` of job ``job`` (both from 0)."""
+    """Block name of operation ``index`` of job ``job`` (both from 0).
+
+    Examples
+    --------
+    >>> from schedsearch.loaders import operation_name
+    >>> operation_name(1, 0)
+    'j1.o0'
+    """
     return f"j{job}.o{index}"
 
 
 def machine_name(machine: int) -> str:
-    """Device name of machine ``machine`` (from 0)."""
+    """Device name of machine ``machine`` (from 0).
+
+    Examples
+    --------
+    >>> from schedsearch.loaders import machine_name
+    >>> machine_name(2)
+    'm2'
+    """
     return f"m{machine}"
 
 
@@ -105,6 +119,13 @@ class JobShopInstance:
         Operations in the file (including dropped ones).
     dropped:
         Operations of duration 0 left out (see the module notes).
+
+    Examples
+    --------
+    >>> from schedsearch.loaders import jobshop_problem
+    >>> instance = jobshop_problem([[(0, 3), (1, 0), (1, 2)]], 2)  # the zero-length operation is dropped
+    >>> instance.num_operations, instance.dropped, instance.problem.graph.block_names
+    (3, 1, ('j0.o0', 'j0.o2'))
     """
 
     problem: Problem
@@ -182,6 +203,16 @@ def flexible_jobshop_problem(
     InvalidProblemError
         A machine out of range, a negative duration, a machine listed twice
         for one operation, or no operation at all.
+
+    Examples
+    --------
+    One job of two operations, the first on machine 0 (3 units) or
+    machine 1 (4 units):
+
+    >>> from schedsearch.loaders import flexible_jobshop_problem
+    >>> instance = flexible_jobshop_problem([[[(0, 3), (1, 4)], [(1, 2)]]], 2)
+    >>> instance.problem.graph.block("j0.o0").options
+    (Option(devices=('m0',), duration=3), Option(devices=('m1',), duration=4))
     """
     if isinstance(num_machines, bool) or not isinstance(num_machines, int) or num_machines < 1:
         raise InvalidProblemError(f"job shop: 'num_machines' must be an integer >= 1, got {num_machines!r}")
@@ -232,12 +263,32 @@ def flexible_jobshop_problem(
 def jobshop_problem(
     jobs: Sequence[Sequence[tuple[int, int]]], num_machines: int, *, name: str = ""
 ) -> JobShopInstance:
-    """Build a classic job-shop Problem: per job, its ``(machine, duration)`` operations in order."""
+    """Build a classic job-shop Problem: per job, its ``(machine, duration)`` operations in order.
+
+    Examples
+    --------
+    >>> from schedsearch.loaders import jobshop_problem
+    >>> from schedsearch.search import optimal
+    >>> instance = jobshop_problem([[(0, 3), (1, 2)], [(1, 4), (0, 1)]], 2, name="two jobs")
+    >>> print(instance.problem)
+    two jobs: 4 blocks x 1 micro-batches, 2 edges, devices [m0(mem=inf), m1(mem=inf)], 0 channels
+    >>> result = optimal(instance.problem, time_limit_s=10, workers=1)
+    >>> result.status.value, result.objective
+    ('OPTIMAL', 6)
+    """
     return flexible_jobshop_problem([[(op,) for op in job] for job in jobs], num_machines, name=name)
 
 
 def parse_jobshop(text: str, *, name: str = "", source: str = "job-shop text") -> JobShopInstance:
-    """Parse the classic job-shop format (see the module notes)."""
+    """Parse the classic job-shop format (see the module notes).
+
+    Examples
+    --------
+    >>> from schedsearch.loaders import parse_jobshop
+    >>> instance = parse_jobshop("2 2\\n0 3 1 2\\n1 4 0 1\\n", name="ft2")
+    >>> instance.num_jobs, instance.num_machines, instance.problem.graph.block_names
+    (2, 2, ('j0.o0', 'j0.o1', 'j1.o0', 'j1.o1'))
+    """
     tokens, lines = _tokens(text)
     n = _int_token(tokens, 0, "number of jobs", source, lines)
     m = _int_token(tokens, 1, "number of machines", source, lines)
@@ -274,6 +325,13 @@ def parse_flexible_jobshop(text: str, *, name: str = "", source: str = "flexible
 
     The first line may carry a third number (the average number of machines
     per operation, written by some generators); it is ignored.
+
+    Examples
+    --------
+    >>> from schedsearch.loaders import parse_flexible_jobshop
+    >>> instance = parse_flexible_jobshop("2 2 1.5\\n2 2 0 3 1 4 1 1 2\\n1 1 0 5\\n")
+    >>> instance.problem.graph.block("j0.o0").options
+    (Option(devices=('m0',), duration=3), Option(devices=('m1',), duration=4))
     """
     numbered = [(no, line.split()) for no, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not numbered:
@@ -332,13 +390,37 @@ def _read_text(path: str | os.PathLike[str]) -> tuple[str, str]:
 
 
 def read_jobshop(path: str | os.PathLike[str], *, name: str | None = None) -> JobShopInstance:
-    """Read a classic job-shop file; the problem is named after the file stem."""
+    """Read a classic job-shop file; the problem is named after the file stem.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from schedsearch.loaders import read_jobshop
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = Path(folder) / "ft2.txt"
+    ...     _ = path.write_text("2 2\\n0 3 1 2\\n1 4 0 1\\n")
+    ...     print(read_jobshop(path).problem.name)
+    ft2
+    """
     text, stem = _read_text(path)
     return parse_jobshop(text, name=stem if name is None else name, source=f"job-shop file {str(path)!r}")
 
 
 def read_flexible_jobshop(path: str | os.PathLike[str], *, name: str | None = None) -> JobShopInstance:
-    """Read a flexible job-shop file; the problem is named after the file stem."""
+    """Read a flexible job-shop file; the problem is named after the file stem.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from schedsearch.loaders import read_flexible_jobshop
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = Path(folder) / "tiny.fjs"
+    ...     _ = path.write_text("2 2\\n2 2 0 3 1 4 1 1 2\\n1 1 0 5\\n")
+    ...     print(read_flexible_jobshop(path).problem)
+    tiny: 3 blocks x 1 micro-batches, 1 edges, devices [m0(mem=inf), m1(mem=inf)], 0 channels
+    """
     text, stem = _read_text(path)
     return parse_flexible_jobshop(
         text, name=stem if name is None else name, source=f"flexible job-shop file {str(path)!r}"
@@ -365,7 +447,14 @@ def detect_format(text: str, *, source: str = "instance text") -> str:
     When neither parser accepts the text, the error is the one of the format
     whose *shape* the text has: a file whose token count fits the classic
     format gets the classic parser's message (e.g. a machine out of range,
-    with its line), any other the flexible parser's."""
+    with its line), any other the flexible parser's.
+
+    Examples
+    --------
+    >>> from schedsearch.loaders import detect_format
+    >>> detect_format("2 2\\n0 3 1 2\\n1 4 0 1\\n"), detect_format("2 2\\n2 2 0 3 1 4 1 1 2\\n1 1 0 5\\n")
+    ('jsp', 'fjsp')
+    """
     head = text.split(maxsplit=2)[:2]
     if len(head) == 2 and all(_INTEGER.fullmatch(t) for t in head):
         _check_header(int(head[0]), int(head[1]), source)  # the header is common to both formats
@@ -389,7 +478,19 @@ def detect_format(text: str, *, source: str = "instance text") -> str:
 
 def read_instance(path: str | os.PathLike[str], *, format: str = "auto", name: str | None = None) -> JobShopInstance:
     """Read a job-shop (``"jsp"``) or flexible job-shop (``"fjsp"``) file;
-    ``"auto"`` tells them apart with :func:`detect_format`."""
+    ``"auto"`` tells them apart with :func:`detect_format`.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from schedsearch.loaders import read_instance
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = Path(folder) / "mixed.txt"
+    ...     _ = path.write_text("2 2\\n2 2 0 3 1 4 1 1 2\\n1 1 0 5\\n")
+    ...     print(read_instance(path).num_operations)
+    3
+    """
     if format not in ("auto", "jsp", "fjsp"):
         raise ValueError(f"read_instance: 'format' must be 'auto', 'jsp' or 'fjsp', got {format!r}")
     text, stem = _read_text(path)
@@ -402,7 +503,17 @@ def read_instance(path: str | os.PathLike[str], *, format: str = "auto", name: s
 
 @attrs.frozen(kw_only=True)
 class IndexEntry:
-    """One instance of an index file: optimum (or bounds) and file path."""
+    """One instance of an index file: optimum (or bounds) and file path.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from schedsearch.loaders import IndexEntry
+    >>> entry = IndexEntry(name="la01", path=Path("la01.txt"), num_jobs=10, num_machines=5,
+    ...                    lower_bound=600, upper_bound=666)
+    >>> entry.best_known
+    666
+    """
 
     name: str
     path: Path
@@ -421,7 +532,21 @@ class IndexEntry:
 def read_index(path: str | os.PathLike[str]) -> dict[str, IndexEntry]:
     """Read an instance index (a JSON list of ``{name, jobs, machines,
     optimum, bounds: {lower, upper}, path}``); paths are made absolute
-    relative to the index's folder."""
+    relative to the index's folder.
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> from pathlib import Path
+    >>> from schedsearch.loaders import read_index
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     index = Path(folder) / "classical.json"
+    ...     _ = index.write_text(json.dumps([{"name": "ft2", "jobs": 2, "machines": 2, "optimum": 6,
+    ...                                        "path": "ft2.txt"}]))
+    ...     entry = read_index(index)["ft2"]
+    ...     print(entry.optimum, entry.path.name, entry.path.is_absolute())
+    6 ft2.txt True
+    """
     p = Path(path)
     try:
         raw = p.read_bytes()
@@ -465,7 +590,14 @@ def read_index(path: str | os.PathLike[str]) -> dict[str, IndexEntry]:
 
 
 def jobs_of(problem: Problem) -> dict[int, tuple[str, ...]]:
-    """Operations of each job of a problem built by this module, in job order."""
+    """Operations of each job of a problem built by this module, in job order.
+
+    Examples
+    --------
+    >>> from schedsearch.loaders import jobs_of, jobshop_problem
+    >>> jobs_of(jobshop_problem([[(0, 3), (1, 2)], [(1, 4)]], 2).problem)
+    {0: ('j0.o0', 'j0.o1'), 1: ('j1.o0',)}
+    """
     out: dict[int, list[tuple[int, str]]] = {}
     for b in problem.graph.blocks:
         job_text, _, op_text = b.name.partition(".")

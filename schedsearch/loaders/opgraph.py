@@ -83,6 +83,23 @@ def parse_dnn_partitioning(document: Mapping[str, Any], *, name: str = "") -> Pa
     InvalidOperatorGraphError
         Bad values: negative latency, edges out of one node with different
         costs, unknown ids, backward-to-forward edges, cycles.
+
+    Examples
+    --------
+    A chain of three operators, to split over two accelerators and a CPU:
+
+    >>> from schedsearch.loaders import parse_dnn_partitioning
+    >>> document = {
+    ...     "maxFPGAs": 2, "maxCPUs": 1, "maxSizePerFPGA": 100,
+    ...     "nodes": [{"id": i, "fpgaLatency": 2, "cpuLatency": 20, "size": 10, "isBackwardNode": False}
+    ...               for i in range(3)],
+    ...     "edges": [{"sourceId": 0, "destId": 1, "cost": 1}, {"sourceId": 1, "destId": 2, "cost": 0.5}],
+    ... }
+    >>> workload = parse_dnn_partitioning(document, name="chain3")
+    >>> print(workload)
+    OperatorGraph 'chain3': 3 operators, 2 edges (inference); 2 accelerators (100 B each), 1 CPUs
+    >>> workload.graph.operator(1).output_cost
+    0.5
     """
     if not isinstance(document, Mapping):
         raise FormatError(f"{name or 'document'}: top level must be a JSON object")
@@ -181,7 +198,26 @@ def _in_file(path: Path, exc: FormatError | InvalidOperatorGraphError) -> Except
 
 def read_dnn_partitioning(path: str | Path) -> PartitionWorkload:
     """Read a dnn-partitioning JSON file (see :func:`parse_dnn_partitioning`);
-    errors name the file."""
+    errors name the file.
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> from pathlib import Path
+    >>> from schedsearch.loaders import read_dnn_partitioning
+    >>> document = {
+    ...     "maxFPGAs": 2, "maxCPUs": 1, "maxSizePerFPGA": 100,
+    ...     "nodes": [{"id": i, "fpgaLatency": 2, "cpuLatency": 20, "size": 10, "isBackwardNode": False}
+    ...               for i in range(3)],
+    ...     "edges": [{"sourceId": 0, "destId": 1, "cost": 1}, {"sourceId": 1, "destId": 2, "cost": 0.5}],
+    ... }
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = Path(folder) / "chain3.json"
+    ...     _ = path.write_text(json.dumps(document))
+    ...     workload = read_dnn_partitioning(path)
+    >>> workload.devices
+    DeviceLimits(num_accelerators=2, num_cpus=1, max_accel_memory=100.0)
+    """
     path = Path(path)
     try:
         return parse_dnn_partitioning(_load_json(path), name=path.stem)
@@ -194,6 +230,13 @@ def parse_split(document: Mapping[str, Any], *, name: str = "split") -> Split:
 
     ``{"fpgas": [{"nodes": [...]}, ...], "cpus": [{"nodes": [...]}, ...]}``;
     other keys (``load``, ``maxLoad``) are ignored.
+
+    Examples
+    --------
+    >>> from schedsearch.loaders import parse_split
+    >>> split = parse_split({"fpgas": [{"nodes": [0, 1]}, {"nodes": [2]}], "cpus": [], "maxLoad": 5})
+    >>> [(str(slot), ops) for slot, ops in split.stages]
+    [('accel0', (0, 1)), ('accel1', (2,))]
     """
     if not isinstance(document, Mapping):
         raise FormatError(f"{name}: top level must be a JSON object")
@@ -211,7 +254,20 @@ def parse_split(document: Mapping[str, Any], *, name: str = "split") -> Split:
 
 
 def read_split(path: str | Path) -> Split:
-    """Read a split file (see :func:`parse_split`)."""
+    """Read a split file (see :func:`parse_split`).
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> from pathlib import Path
+    >>> from schedsearch.loaders import read_split
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = Path(folder) / "split.json"
+    ...     _ = path.write_text(json.dumps({"fpgas": [{"nodes": [0]}], "cpus": [{"nodes": [1, 2]}]}))
+    ...     split = read_split(path)
+    >>> [(str(slot), ops) for slot, ops in split.stages]
+    [('accel0', (0,)), ('cpu0', (1, 2))]
+    """
     path = Path(path)
     try:
         return parse_split(_load_json(path), name=path.name)
@@ -226,6 +282,21 @@ def find_expert_split(path: str | Path) -> Path | None:
     ``path`` (up to three levels), then for the inference split of the same
     model (``<model>_inference_expert.json``), which :func:`~schedsearch.
     partition.cost.complete_split` extends to the backward operators.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from schedsearch.loaders import find_expert_split
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     root = Path(folder)
+    ...     (root / "workloads").mkdir()
+    ...     (root / "human-experts").mkdir()
+    ...     _ = (root / "human-experts" / "bert_training_expert.json").write_text("{}")
+    ...     print(find_expert_split(root / "workloads" / "bert_training.json").name)
+    ...     print(find_expert_split(root / "workloads" / "gpt_training.json"))
+    bert_training_expert.json
+    None
     """
     path = Path(path)
     stem = path.stem
@@ -278,6 +349,22 @@ def parse_pipedream_profile(
     the partner's predecessors over the bandwidth (exact with one
     predecessor). Operator ids are assigned in file order
     (forward ``0..n-1``, backward ``n..2n-1``); names keep the profile ids.
+
+    Examples
+    --------
+    >>> from schedsearch.loaders import parse_pipedream_profile
+    >>> profile = "\\n".join([
+    ...     "node1 -- Linear(8, 8) -- forward_compute_time=2.000, backward_compute_time=4.000, "
+    ...     "activation_size=10000000.0, parameter_size=256.000",
+    ...     "node2 -- ReLU() -- forward_compute_time=1.000, backward_compute_time=1.000, "
+    ...     "activation_size=10000000.0, parameter_size=0.000",
+    ...     "\\tnode1 -- node2",
+    ... ])
+    >>> graph = parse_pipedream_profile(profile, name="tiny")
+    >>> print(graph)
+    OperatorGraph 'tiny': 4 operators, 2 edges (training)
+    >>> [(op.name, op.accel_latency, op.output_cost) for op in graph.operators][:2]
+    [('node1: Linear(8, 8)', 2.0, 1.0), ('node2: ReLU()', 1.0, 1.0)]
     """
     if bandwidth_bytes_per_ms <= 0:
         raise InvalidOperatorGraphError(
@@ -375,7 +462,27 @@ def parse_pipedream_profile(
 
 
 def read_pipedream_profile(path: str | Path, **options: Any) -> OperatorGraph:
-    """Read a PipeDream ``graph.txt`` (see :func:`parse_pipedream_profile`)."""
+    """Read a PipeDream ``graph.txt`` (see :func:`parse_pipedream_profile`).
+
+    ``options`` go to :func:`parse_pipedream_profile` (``training``,
+    ``bandwidth_bytes_per_ms``, ...); the graph is named after the file's
+    folder, the model's name in PipeDream's layout.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from schedsearch.loaders import read_pipedream_profile
+    >>> line = ("node1 -- Linear(8, 8) -- forward_compute_time=2.000, backward_compute_time=4.000, "
+    ...         "activation_size=1000.0, parameter_size=256.000")
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = Path(folder) / "mlp" / "graph.txt"
+    ...     path.parent.mkdir()
+    ...     _ = path.write_text(line + "\\n")
+    ...     graph = read_pipedream_profile(path, training=False)
+    >>> graph.operators[0].accel_latency, graph.is_training
+    (2.0, False)
+    """
     path = Path(path)
     text = read_text(path, str(path))
     label = path.parent.name if path.name == "graph.txt" else path.stem
