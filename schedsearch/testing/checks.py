@@ -44,7 +44,22 @@ _SHOWN = 12  # violations listed in a report
 
 class CheckFailed(AssertionError):
     """A check of :mod:`schedsearch.testing.checks` failed; ``violations``
-    holds the validator's findings when a plan was invalid."""
+    holds the validator's findings when a plan was invalid.
+
+    It subclasses ``AssertionError``, so test runners report it as a
+    failed assertion.
+
+    Examples
+    --------
+    >>> from schedsearch.handcrafted import gpipe
+    >>> from schedsearch.placements import vshape
+    >>> from schedsearch.testing import CheckFailed, assert_valid
+    >>> try:
+    ...     assert_valid(vshape(2, 2, memory=1), gpipe(vshape(2, 2)))
+    ... except CheckFailed as failure:
+    ...     print(failure.violations[0])
+    [memory] device 'd0': memory level 2 exceeds capacity 1 at time 1 (peak 2)
+    """
 
     def __init__(self, message: str, violations: Iterable[Violation] = ()) -> None:
         super().__init__(message)
@@ -76,7 +91,20 @@ def _problem_line(problem: Problem) -> str:
 
 def describe_schedule(schedule: Schedule, devices: Iterable[str] | None = None, max_tasks: int = 40) -> str:
     """The plan as text: one line per device (``block/micro-batch[start,end)``,
-    ``*`` after an overlapped member) and one per channel."""
+    ``*`` after an overlapped member) and one per channel.
+
+    The checks put it in their failure messages, so a failing property
+    shows the plan it failed on.
+
+    Examples
+    --------
+    >>> from schedsearch.handcrafted import one_f_one_b
+    >>> from schedsearch.placements import vshape
+    >>> from schedsearch.testing import describe_schedule
+    >>> print(describe_schedule(one_f_one_b(vshape(2, 2))))
+        d0: F0/0[0,1) F0/1[1,2) B0/0[4,6) B0/1[7,9)
+        d1: F1/0[1,2) B1/0[2,4) F1/1[4,5) B1/1[5,7)
+    """
     names = list(devices) if devices is not None else list(schedule.devices)
     for d in schedule.devices:
         if d not in names:
@@ -155,6 +183,19 @@ def assert_valid(problem: Problem, schedule: Schedule | Any, what: str = "schedu
           [memory] device 'd0': memory level 2 exceeds capacity 1 at time 1 (peak 2)
           plan:
             d0: F0/0[0,1) F0/1[1,2) B0/0[2,3) B0/1[3,4)
+
+    Examples
+    --------
+    >>> from schedsearch.handcrafted import gpipe
+    >>> from schedsearch.placements import vshape
+    >>> from schedsearch.testing import assert_valid
+    >>> problem = vshape(2, 2)
+    >>> assert_valid(problem, gpipe(problem)).makespan
+    9
+    >>> assert_valid(vshape(2, 2, memory=1), gpipe(problem))  # GPipe holds two activations
+    Traceback (most recent call last):
+    ...
+    schedsearch.testing.checks.CheckFailed: schedule breaks 2 rule(s) of problem 'vshape-2x2': ...
     """
     plan = _schedule_of(schedule)
     if plan is None:
@@ -180,6 +221,19 @@ def assert_result_consistent(problem: Problem, result: Any, what: str = "result"
     recomputed; its ``lower_bound`` is not above the objective; ``OPTIMAL``
     and ``FEASIBLE`` carry a plan and the others none; an ``OPTIMAL``
     result's bound equals its objective.
+
+    Examples
+    --------
+    A property of a strategy over random problems (hypothesis):
+
+    >>> from hypothesis import given, settings
+    >>> from schedsearch.search import list_schedule
+    >>> from schedsearch.testing import assert_result_consistent, problems
+    >>> @settings(max_examples=10, derandomize=True, database=None, deadline=None)
+    ... @given(problems(max_tasks=4))
+    ... def test_list_schedule_claims(problem):
+    ...     assert_result_consistent(problem, list_schedule(problem))
+    >>> test_list_schedule_claims()
     """
     status = getattr(result, "status", None)
     name = getattr(status, "value", str(status))
@@ -221,6 +275,17 @@ def assert_optimal(
     hypothesis test, ``assume`` it away). Pass ``oracle`` (an earlier
     answer of :func:`~schedsearch.testing.oracle.exact_optimum` for this
     problem and objective) to skip the search.
+
+    Examples
+    --------
+    1F1B is optimal on its placement; GPipe too, without a memory limit:
+
+    >>> from schedsearch.handcrafted import one_f_one_b
+    >>> from schedsearch.placements import vshape
+    >>> from schedsearch.testing import assert_optimal
+    >>> problem = vshape(2, 2)
+    >>> assert_optimal(problem, one_f_one_b(problem)).value
+    9
     """
     objective = objective or problem.objective
     oracle = _checked_oracle(problem, objective, oracle, max_tasks, node_limit)
@@ -273,6 +338,21 @@ def assert_bound_sound(
     :class:`~schedsearch.testing.oracle.OracleTooLarge` is raised. Pass
     ``oracle`` (an earlier answer for this problem and objective) to skip
     the search.
+
+    Examples
+    --------
+    >>> from schedsearch.bounds import analytic_lower_bound
+    >>> from schedsearch.handcrafted import gpipe
+    >>> from schedsearch.placements import vshape
+    >>> from schedsearch.testing import CheckFailed, assert_bound_sound
+    >>> problem = vshape(2, 2)
+    >>> assert_bound_sound(problem, analytic_lower_bound(problem))  # returns the optimum
+    9
+    >>> try:
+    ...     assert_bound_sound(problem, 10, schedules=[gpipe(problem)])
+    ... except CheckFailed as failure:
+    ...     print(str(failure).splitlines()[0])
+    lower bound 10 is above the makespan 9 of a valid plan of problem 'vshape-2x2': 4 blocks x 2 micro-batches on 2 device(s)
     """
     objective = objective or problem.objective
     value = _bound_value(bound)
@@ -310,6 +390,17 @@ def assert_never_worse(
     Both may be plans or search results. A baseline of None (the baseline
     found nothing) only requires ``schedule`` to be valid when given; a
     ``schedule`` of None with a baseline plan fails (a plan existed).
+
+    Examples
+    --------
+    A search warm-started from a handcrafted plan must not lose it:
+
+    >>> from schedsearch.handcrafted import gpipe
+    >>> from schedsearch.placements import vshape
+    >>> from schedsearch.search import list_schedule
+    >>> from schedsearch.testing import assert_never_worse
+    >>> problem = vshape(2, 2)
+    >>> assert_never_worse(problem, list_schedule(problem), gpipe(problem))
     """
     objective = objective or problem.objective
     plan, base = _schedule_of(schedule), _schedule_of(baseline)

@@ -61,7 +61,20 @@ NOWHERE = "__nowhere__"
 
 @attrs.frozen
 class Mutation:
-    """A broken copy of a valid schedule: the ``kind`` validate must report."""
+    """A broken copy of a valid schedule: the ``kind`` validate must report.
+
+    Examples
+    --------
+    >>> from schedsearch import validate
+    >>> from schedsearch.handcrafted import one_f_one_b
+    >>> from schedsearch.placements import vshape
+    >>> from schedsearch.testing import mutate, mutation_sites
+    >>> problem = vshape(2, 2)
+    >>> plan = one_f_one_b(problem)
+    >>> mutation = mutate(problem, plan, "device_overlap", mutation_sites(problem, plan)["device_overlap"][0])
+    >>> mutation.kind, [v.kind for v in validate(problem, mutation.schedule)]
+    ('device_overlap', ['device_overlap'])
+    """
 
     kind: str
     schedule: Schedule
@@ -125,6 +138,15 @@ def mutation_sites(problem: Problem, schedule: Schedule) -> dict[str, list[Hasha
     """Per violation kind, where a mutation of ``schedule`` produces it (see the module notes).
 
     ``schedule`` must be a valid schedule of ``problem``.
+
+    Examples
+    --------
+    >>> from schedsearch.handcrafted import one_f_one_b
+    >>> from schedsearch.placements import vshape
+    >>> from schedsearch.testing import mutation_sites
+    >>> sites = mutation_sites(vshape(2, 2), one_f_one_b(vshape(2, 2)))
+    >>> len(sites["missing_task"]), sites["release"], sites["memory"]  # any task; no release; no capacity
+    (8, [], [])
     """
     tasks = list(schedule.tasks)
     placed = schedule.by_key()
@@ -161,13 +183,40 @@ def mutation_sites(problem: Problem, schedule: Schedule) -> dict[str, list[Hasha
 
 
 def producible_kinds(problem: Problem, schedule: Schedule) -> tuple[str, ...]:
-    """The violation kinds :func:`mutate` can produce from ``schedule``, in ``VIOLATION_KINDS`` order."""
+    """The violation kinds :func:`mutate` can produce from ``schedule``, in ``VIOLATION_KINDS`` order.
+
+    Examples
+    --------
+    Without releases, transfers, capacities or fixed orders, 1F1B's plan can
+    be broken eight ways:
+
+    >>> from schedsearch.handcrafted import one_f_one_b
+    >>> from schedsearch.placements import vshape
+    >>> from schedsearch.testing import producible_kinds
+    >>> producible_kinds(vshape(2, 2), one_f_one_b(vshape(2, 2)))
+    ('missing_task', 'duplicate_task', 'unknown_task', 'option_not_allowed', 'wrong_duration', 'device_overlap', 'dependency', 'unexpected_transfer')
+    """
     sites = mutation_sites(problem, schedule)
     return tuple(k for k in VIOLATION_KINDS if sites[k])
 
 
 def mutate(problem: Problem, schedule: Schedule, kind: str, site: Any) -> Mutation:
-    """Apply the ``kind`` mutation at ``site`` (one of ``mutation_sites(...)[kind]``)."""
+    """Apply the ``kind`` mutation at ``site`` (one of ``mutation_sites(...)[kind]``).
+
+    Examples
+    --------
+    >>> from schedsearch import validate
+    >>> from schedsearch.handcrafted import one_f_one_b
+    >>> from schedsearch.placements import vshape
+    >>> from schedsearch.testing import mutate, mutation_sites
+    >>> problem = vshape(2, 2)
+    >>> plan = one_f_one_b(problem)
+    >>> mutation = mutate(problem, plan, "dependency", mutation_sites(problem, plan)["dependency"][0])
+    >>> print(mutation.description)
+    task 'F1' (micro-batch 0) starts at 0, before its predecessor 'F0' ends
+    >>> [violation.kind for violation in validate(problem, mutation.schedule)]
+    ['dependency']
+    """
     n = problem.num_microbatches
     if kind == "missing_task":
         t = site

@@ -207,7 +207,19 @@ _MEMO_PER_KEY = 8  # vectors per set of choices
 
 @attrs.frozen
 class OracleResult:
-    """The optimum of a problem, as found by :func:`exact_optimum`."""
+    """The optimum of a problem, as found by :func:`exact_optimum`.
+
+    ``value`` is the optimum (None: infeasible), ``schedule`` a plan that
+    reaches it, ``nodes`` the search nodes visited.
+
+    Examples
+    --------
+    >>> from schedsearch.placements import vshape
+    >>> from schedsearch.testing import exact_optimum
+    >>> answer = exact_optimum(vshape(2, 2, memory=1))
+    >>> answer.value, answer.schedule.makespan  # one activation: micro-batches one after the other
+    (12, 12)
+    """
 
     value: int | None  # optimal objective value; None = infeasible
     schedule: Schedule | None  # a witness plan reaching `value` (None when infeasible)
@@ -215,7 +227,18 @@ class OracleResult:
 
 
 class OracleTooLarge(SchedSearchError, ValueError):
-    """The problem exceeds the oracle's limits (task count or search nodes)."""
+    """The problem exceeds the oracle's limits (task count or search nodes).
+
+    Examples
+    --------
+    >>> from schedsearch.placements import vshape
+    >>> from schedsearch.testing import OracleTooLarge, exact_optimum
+    >>> try:
+    ...     exact_optimum(vshape(4, 4))
+    ... except OracleTooLarge as error:
+    ...     print(error)
+    exact_optimum: 32 task instances exceed 'max_tasks' = 10
+    """
 
 
 # --------------------------------------------------------------------------
@@ -813,6 +836,20 @@ def exact_optimum(
     problem has more than ``max_tasks`` task instances or the search needs
     more than ``node_limit`` nodes; it never returns a value from a partial
     search.
+
+    Examples
+    --------
+    >>> from schedsearch.placements import vshape
+    >>> from schedsearch.testing import exact_optimum
+    >>> problem = vshape(2, 2)
+    >>> exact_optimum(problem).value
+    9
+
+    A fixed order against the edges (a backward before its forward) leaves
+    no plan:
+
+    >>> exact_optimum(problem.with_(fixed_orders=[(("B0", 0), ("F0", 0))])).value is None
+    True
     """
     if not isinstance(problem, Problem):
         raise TypeError(f"exact_optimum: 'problem' must be a Problem, got {type(problem).__name__}")

@@ -147,6 +147,17 @@ def serial_schedule(
     delays:
         Extra idle time per task instance after it is ready (released, its
         predecessors and transfers done).
+
+    Examples
+    --------
+    >>> from schedsearch.placements import vshape
+    >>> from schedsearch.testing import serial_schedule
+    >>> problem = vshape(2, 2)
+    >>> print(serial_schedule(problem))
+    Schedule 'serial schedule': 8 tasks, 0 transfers, makespan 9
+    >>> plan = serial_schedule(problem, [("F0", 1), ("F1", 1), ("B1", 1), ("B0", 1)])  # micro-batch 1 first
+    >>> plan.device_orders()["d1"]
+    (('F1', 1), ('B1', 1), ('F1', 0), ('B1', 0))
     """
     blocks = problem.graph.by_name()
     default = topological_order(problem)

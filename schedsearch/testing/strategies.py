@@ -167,6 +167,17 @@ def problems(
     a block that fits on none of its devices, more than ``max_tasks`` task
     instances. It may generate infeasible problems (memory, or fixed orders
     against the edges).
+
+    Examples
+    --------
+    >>> from hypothesis import given, settings
+    >>> from schedsearch.testing import problems
+    >>> @settings(max_examples=10, derandomize=True, database=None, deadline=None)
+    ... @given(problems(max_tasks=4, memory=False))
+    ... def test_small(problem):
+    ...     assert 1 <= len(problem.tasks) <= 4
+    ...     assert all(device.memory is None for device in problem.cluster.devices)
+    >>> test_small()
     """
     num_devices = draw(st.integers(1, max_devices))
     names = [f"d{i}" for i in range(num_devices)]
@@ -400,6 +411,17 @@ def pipeline_problems(
     over through precedences), flexible placements, releases, fixed
     orders, duration overrides, the ``"max_span"`` objective, or a
     capacity below what one micro-batch needs on a device.
+
+    Examples
+    --------
+    >>> from hypothesis import given, settings
+    >>> from schedsearch.handcrafted import pipeline_view
+    >>> from schedsearch.testing import pipeline_problems
+    >>> @settings(max_examples=10, derandomize=True, database=None, deadline=None)
+    ... @given(pipeline_problems(layouts=["1f1b", "zb"], max_devices=2))
+    ... def test_one_stage_per_device(problem):
+    ...     assert len(pipeline_view(problem).mapping()) == len(problem.cluster.devices)
+    >>> test_one_stage_per_device()
     """
     layouts = tuple(layouts)
     if not layouts or any(layout not in PIPELINE_LAYOUTS for layout in layouts):
@@ -443,6 +465,16 @@ def overlap_problems(draw: Any, max_microbatches: int = 2) -> Problem:
     What it never generates: transfers, channels, flexible or multi-device
     blocks, workspace, releases, fixed orders, overrides, ``same_microbatch``
     sets, the ``"max_span"`` objective. Memory may make a draw infeasible.
+
+    Examples
+    --------
+    >>> from hypothesis import given, settings
+    >>> from schedsearch.testing import overlap_problems
+    >>> @settings(max_examples=10, derandomize=True, database=None, deadline=None)
+    ... @given(overlap_problems())
+    ... def test_declares_groups(problem):
+    ...     assert 1 <= len(problem.overlaps) <= 2
+    >>> test_declares_groups()
     """
     num_devices = draw(st.integers(1, 2))
     names = [f"d{i}" for i in range(num_devices)]
@@ -495,6 +527,19 @@ def schedules(draw: Any, problem: Problem, *, max_delay: int = 2, fallback: bool
     :class:`~schedsearch.problem.Overlap` always run alone, which the model
     always allows), so a plan that needs a group to fit is out of reach;
     transfers that start later than the earliest gap of their channel.
+
+    Examples
+    --------
+    >>> from hypothesis import given, settings
+    >>> from schedsearch import validate
+    >>> from schedsearch.placements import vshape
+    >>> from schedsearch.testing import schedules
+    >>> problem = vshape(2, 2, memory=2)
+    >>> @settings(max_examples=10, derandomize=True, database=None, deadline=None)
+    ... @given(schedules(problem))
+    ... def test_valid(plan):
+    ...     assert validate(problem, plan) == ()
+    >>> test_valid()
     """
     keys = list(problem.tasks)
     order = draw(st.permutations(keys))
@@ -524,7 +569,24 @@ def schedules(draw: Any, problem: Problem, *, max_delay: int = 2, fallback: bool
 @st.composite
 def problems_and_schedules(draw: Any, problem_strategy: Any = None, **schedule_options: Any) -> tuple[Problem, Schedule]:
     """A ``(problem, valid plan)`` pair: a problem of ``problem_strategy``
-    (default :func:`problems`) and a plan of :func:`schedules`."""
+    (default :func:`problems`) and a plan of :func:`schedules`.
+
+    ``schedule_options`` go to :func:`schedules`; a problem that has no plan
+    it can build is rejected, so every pair holds a plan.
+
+    Examples
+    --------
+    >>> from hypothesis import given, settings
+    >>> from schedsearch import metrics
+    >>> from schedsearch.bounds import analytic_lower_bound
+    >>> from schedsearch.testing import problems, problems_and_schedules
+    >>> @settings(max_examples=10, derandomize=True, database=None, deadline=None)
+    ... @given(problems_and_schedules(problems(max_tasks=4, max_span=False)))
+    ... def test_bound_below_every_plan(pair):
+    ...     problem, plan = pair
+    ...     assert analytic_lower_bound(problem).value <= plan.makespan
+    >>> test_bound_below_every_plan()
+    """
     problem = draw(problems() if problem_strategy is None else problem_strategy)
     return problem, draw(schedules(problem, **schedule_options))
 
@@ -548,6 +610,22 @@ def broken(draw: Any, problem: Problem, schedule: Schedule, *, kinds: Any = None
     What it never generates: a mutation of a kind the plan cannot produce
     (a draw with none of ``kinds`` producible is rejected), or a plan that
     still validates.
+
+    Examples
+    --------
+    The validator finds every planted violation:
+
+    >>> from hypothesis import given, settings
+    >>> from schedsearch import validate
+    >>> from schedsearch.handcrafted import one_f_one_b
+    >>> from schedsearch.placements import vshape
+    >>> from schedsearch.testing import broken
+    >>> problem = vshape(2, 2)
+    >>> @settings(max_examples=10, derandomize=True, database=None, deadline=None)
+    ... @given(broken(problem, one_f_one_b(problem)))
+    ... def test_reported(mutation):
+    ...     assert mutation.kind in {v.kind for v in validate(problem, mutation.schedule)}
+    >>> test_reported()
     """
     wanted = VIOLATION_KINDS if kinds is None else tuple(kinds)
     unknown = [k for k in wanted if k not in VIOLATION_KINDS]
