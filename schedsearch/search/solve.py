@@ -267,18 +267,29 @@ def _repetend(pf: _Portfolio, share: float) -> None:
 
 
 def _exact(pf: _Portfolio) -> Status | None:
-    """The exact search from the best plan; returns INFEASIBLE when it proved that no plan exists."""
+    """The exact search from the best plan; returns INFEASIBLE when it proved that no plan exists.
+
+    One instance of a graph (a job shop, an operator graph) goes to
+    :func:`~schedsearch.search.jobshop`'s exact phase (CP-SAT's stronger
+    no-overlap propagation where every placement is fixed); pipelines go to
+    :func:`~schedsearch.search.scale_search`'s (periodic and mirror ties
+    on large ones).
+    """
+    from schedsearch.search.jobshop import jobshop
     from schedsearch.search.scale import scale_search
 
     t = pf.deadline.elapsed
     best = pf.best
-    result = scale_search(pf.problem, rules=(), warm_starts=[best[1]] if best else [],
-                          extra_ties=_mirror_ties(pf.problem), time_limit_s=pf.deadline.left(),
-                          seed=pf.options.seed, workers=pf.options.workers,
-                          backend=pf.options.solver_backend, deterministic=pf.options.deterministic,
-                          backend_params=_backend_params(pf), log=pf.options.log)
+    common = dict(warm_starts=[best[1]] if best else [], time_limit_s=pf.deadline.left(), seed=pf.options.seed,
+                  workers=pf.options.workers, backend=pf.options.solver_backend,
+                  deterministic=pf.options.deterministic, backend_params=dict(pf.options.backend_params),
+                  log=pf.options.log)
+    if pf.problem.num_microbatches == 1 and pf.problem.objective == "makespan":
+        result = jobshop(pf.problem, list_baseline=False, **common)
+    else:
+        result = scale_search(pf.problem, rules=(), extra_ties=_mirror_ties(pf.problem), **common)
     pf.timed("exact", pf.deadline.elapsed - t)
-    pf.stats["exact_status"] = result.stats.get("exact_status")
+    pf.stats["exact_status"] = result.stats.get("exact_status", result.status.value)
     if result.stats.get("ties"):
         pf.stats["exact_ties"] = result.stats["ties"]
     if result.status is Status.INFEASIBLE:
@@ -313,16 +324,6 @@ def _mirror_ties(problem: Problem) -> tuple:
         return ()  # the directions are not mirror images
 
 
-def _backend_params(pf: _Portfolio) -> dict[str, Any]:
-    """The user's backend parameters; on a job shop (one instance of a fixed-placement graph) CP-SAT
-    also gets its stronger no-overlap propagation, as :func:`~schedsearch.search.jobshop` does."""
-    params = dict(pf.options.backend_params)
-    if pf.options.backend_name == "cpsat" and pf.problem.num_microbatches == 1 \
-            and all(b.is_fixed for b in pf.problem.graph.blocks):
-        params.setdefault("use_strong_propagation_in_disjunctive", True)
-    return params
-
-
 def _time_level(pf: _Portfolio) -> Status | None:
     """Run the time level's phases; returns INFEASIBLE when that was proven."""
     _warm_starts(pf)
@@ -345,7 +346,7 @@ def _time_level(pf: _Portfolio) -> Status | None:
     if pf.closed or pf.deadline.expired():
         return None
     if "repetend" in pf.engines and _repetend_applies(pf.problem):
-        _repetend(pf, share=0.3 if "exact" in pf.engines else 1.0)
+        _repetend(pf, share=0.5 if "exact" in pf.engines else 1.0)
     if pf.closed or pf.deadline.expired(0.5):
         return None
     if "exact" in pf.engines:
