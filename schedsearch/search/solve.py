@@ -6,31 +6,39 @@ which engine found the plan and which proved the bound.
 
 The time level (makespan, or the longest device span):
 
-1. **Bound.** The analytic lower bound (critical path, per-device work and
-   forced idle, memory; the assignment LP where blocks choose among options
-   and the problem is small enough for it).
-2. **Known plans.** The user's warm starts and every handcrafted schedule
-   whose placement matches the problem (1F1B, interleaved, ZB-H1, ZB-V,
-   Chimera, DualPipe, DualPipeV, the controllable-memory greedy, ...),
-   each kept only when the independent validator accepts it (memory limits
-   included). Nothing needs naming: the placement is read off the problem.
-3. **List schedules.** The portfolio of priority rules
-   (:mod:`~schedsearch.search.scale.list_scheduling`), on the problem with
-   its redundant overlap declarations dropped.
-4. **Repetend.** Where the problem is periodic (fixed placements, no
-   transfers, identical micro-batches) and large enough for a steady state
-   to pay off, the repetend search (:func:`~schedsearch.search.repetend`)
-   with a share of the time.
-5. **Exact search**, warm-started from the best plan so far
-   (:func:`~schedsearch.search.scale_search`'s exact phase: periodic ties on
-   large problems, then the whole model); its bound joins the analytic one.
+1. **Warm starts**: the user's plans, each checked by the validator.
+2. **List schedules**: the pipeline priority rules
+   (:mod:`~schedsearch.search.scale.list_scheduling`, on the problem with
+   its redundant overlap declarations dropped; they compute the analytic
+   bound as they go) and, where those do not apply, HEFT's rules.
+3. **Bound**: the analytic lower bound (critical path, per-device work and
+   forced idle, memory), with the assignment LP where blocks choose among
+   options and the model is small.
+4. **Handcrafted plans**: every published schedule whose placement matches
+   the problem (1F1B, interleaved, ZB-H1, ZB-V, Chimera, DualPipe,
+   DualPipeV, the zero-bubble greedy, ...), kept only when the validator
+   accepts it (memory limits included). Nothing needs naming: the placement
+   is read off the problem. On models small enough they also join when the
+   bound is already met, as candidates for the memory level.
+5. **Repetend**: where the problem is periodic (fixed placements, no
+   transfers, identical micro-batches) and has enough micro-batches for a
+   steady state to pay off, :func:`~schedsearch.search.repetend` with half
+   the time left.
+6. **Exact search**, warm-started from the best plan so far: a single
+   instance of a graph (job shops, operator graphs) through
+   :func:`~schedsearch.search.jobshop`'s exact phase, pipelines through
+   :func:`~schedsearch.search.scale_search`'s (periodic ties, and mirror
+   ties between mirrored directions, on models too large to search whole:
+   they restrict the search, so a plan found under them is proven only by
+   the bound); the solver's bound joins the analytic one.
 
 It stops as soon as a plan meets the proven bound.
 
-The memory level (the worst device's peak, among plans of the least time):
-the least peak among the plans of the time level's value, then a downward
-walk of capacities, each step answered by a list schedule or an exact
-feasibility search (time at most the level-1 value); a step proven
+The memory level (the worst device's peak, among plans of the least time),
+once the time level is proven: the least peak among the plans of that
+time, then a downward walk of capacities, each step answered by a list
+schedule or (on models small enough to build whole) an exact feasibility
+search with the time at most the first level's value; a step proven
 infeasible proves the level. ``objective=("peak_memory", "makespan")``
 walks the capacity first and then minimises the time under it.
 
@@ -58,7 +66,7 @@ __all__ = ["solve", "SOLVE_OBJECTIVES", "ENGINES", "default_objective"]
 SOLVE_OBJECTIVES = ("makespan", "max_span", "peak_memory")
 
 #: Engines of the portfolio, in the order they run.
-ENGINES = ("handcrafted", "list", "repetend", "exact")
+ENGINES = ("list", "handcrafted", "repetend", "exact")
 
 #: The assignment LP joins the bound below this many task instances (it is
 #: cheap there and only matters for flexible placements).

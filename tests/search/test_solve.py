@@ -1,6 +1,12 @@
-"""The front door: solve() against the brute-force oracle, its levels, its attribution, its options."""
+"""The front door: solve() against the brute-force oracle, its levels, its attribution, its options.
+
+Oracle examples: 40 general problems and 25 pipelines in the ``ci`` profile,
+1,500 and 600 in ``thorough`` (``HYPOTHESIS_PROFILE=thorough``).
+"""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -16,6 +22,9 @@ from schedsearch.testing.checks import assert_result_consistent
 from schedsearch.validate import validate
 
 LIMIT = dict(time_limit_s=20, seed=0, workers=1)
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
+GENERAL = {"thorough": 1500, "dev": 10}.get(PROFILE, 40)
+PIPELINES = {"thorough": 600, "dev": 10}.get(PROFILE, 25)
 ORACLE = dict(max_tasks=8, node_limit=300_000)
 
 
@@ -137,14 +146,14 @@ def _check_levels(problem: Problem, result) -> None:
                     f"peak bound {peak.bound}, but capacity {peak.bound - 1} reaches {below} <= {truth}")
 
 
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=GENERAL, deadline=None, derandomize=PROFILE != "thorough",
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
 @given(problems(max_tasks=6))
 def test_claims_of_every_level_agree_with_the_oracle(problem):
     _check_levels(problem, solve(problem, **LIMIT))
 
 
-@settings(max_examples=25, deadline=None,
+@settings(max_examples=PIPELINES, deadline=None, derandomize=PROFILE != "thorough",
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
 @given(pipeline_problems(max_tasks=8, max_microbatches=3))
 def test_pipeline_levels_agree_with_the_oracle(problem):
