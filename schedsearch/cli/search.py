@@ -20,6 +20,23 @@ PLACEMENTS: dict[str, Callable[..., Problem]] = {
 STRATEGIES: dict[str, Callable] = {}
 
 
+def _solve(problem: Problem, args: argparse.Namespace, progress: Callable | None):
+    from schedsearch.search.solve import solve
+
+    return problem, solve(
+        problem,
+        backend=args.backend,
+        time_limit_s=args.time_limit,
+        seed=args.seed,
+        workers=args.workers,
+        deterministic=args.deterministic,
+        progress=progress,
+    )
+
+
+STRATEGIES["solve"] = _solve
+
+
 def _optimal(problem: Problem, args: argparse.Namespace, progress: Callable | None):
     from schedsearch.search import optimal
 
@@ -67,7 +84,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--memory", type=int, default=None, help="memory capacity per device (default: unbounded)")
     p.add_argument("--forward", type=int, default=1, help="forward duration per stage (default: 1)")
     p.add_argument("--backward", type=int, default=2, help="backward duration per stage (default: 2; 0 = inference)")
-    p.add_argument("--strategy", choices=sorted(STRATEGIES), default="optimal", help="search strategy (default: optimal)")
+    p.add_argument("--strategy", choices=sorted(STRATEGIES), default="solve",
+                   help="search strategy (default: solve, the portfolio that picks the engines)")
     p.add_argument("--out", metavar="DIR", default="out",
                    help="write schedule JSON, Chrome trace, problem and result here (default: out; '' = write nothing)")
     add_solver_arguments(p)
