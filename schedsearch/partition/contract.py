@@ -66,6 +66,17 @@ class ContractedGraph:
         ``(anchors, cost)`` pairs, anchors sorted, at least two of them.
     anchor:
         ``{operator id: supernode}``.
+
+    Examples
+    --------
+    >>> from schedsearch.partition import Operator, OperatorGraph, contract
+    >>> diamond = OperatorGraph(
+    ...     operators=[Operator(id=i, accel_latency=t, output_cost=1.0) for i, t in enumerate([2, 3, 3, 2])],
+    ...     edges=[(0, 1), (0, 2), (1, 3), (2, 3)],
+    ... )
+    >>> contracted = contract(diamond)
+    >>> contracted.preds, contracted.hyperedges[0]  # 0 sends one output to both 1 and 2
+    (((), (0,), (0,), (1, 2)), ((0, 1, 2), 1.0))
     """
 
     members: tuple[tuple[int, ...], ...]
@@ -156,7 +167,20 @@ def _sccs(nodes: list, succ: dict) -> list[list]:
 
 
 def contract(graph: OperatorGraph, *, merge_trivial: bool = True) -> ContractedGraph:
-    """Contract ``graph`` into forward supernodes (see the module docstring)."""
+    """Contract ``graph`` into forward supernodes (see the module docstring).
+
+    The DPs split supernodes, so a backward operator always goes with its
+    forward partner and a colocation class stays whole.
+
+    Examples
+    --------
+    >>> from schedsearch.partition import Operator, OperatorGraph, contract, training_graph_from_forward
+    >>> forward = OperatorGraph(operators=[Operator(id=i, accel_latency=1.0) for i in range(3)],
+    ...                         edges=[(0, 1), (1, 2)])
+    >>> contracted = contract(training_graph_from_forward(forward))
+    >>> contracted.members, contracted.accel_latency  # each forward with its backward
+    (((0, 3), (1, 4), (2, 5)), (3.0, 3.0, 3.0))
+    """
     ops = graph.operators
     if not ops:
         raise InvalidOperatorGraphError(f"operator graph {graph.name!r}: no operators")
@@ -325,6 +349,19 @@ def linearize(cg: ContractedGraph, order: list[int] | None = None) -> Contracted
     depth-first Kahn order: the most recently freed supernode is taken
     next, successors freed in increasing index order, sources initially in
     increasing index order.
+
+    Examples
+    --------
+    >>> from schedsearch.partition import Operator, OperatorGraph, contract, enumerate_ideals, linearize
+    >>> diamond = OperatorGraph(
+    ...     operators=[Operator(id=i, accel_latency=t, output_cost=1.0) for i, t in enumerate([2, 3, 3, 2])],
+    ...     edges=[(0, 1), (0, 2), (1, 3), (2, 3)],
+    ... )
+    >>> contracted = contract(diamond)
+    >>> linearize(contracted).preds  # 0 -> 1 -> 2 -> 3 added
+    ((), (0,), (0, 1), (1, 2))
+    >>> len(enumerate_ideals(contracted.preds)), len(enumerate_ideals(linearize(contracted).preds))
+    (6, 5)
     """
     n = cg.num_nodes
     if order is None:

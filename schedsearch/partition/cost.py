@@ -38,6 +38,15 @@ class SplitCost:
 
     ``loads``, ``compute`` and ``communication`` map each device of the
     split (as listed) to its figures; ``memory`` maps accelerators to bytes.
+
+    Examples
+    --------
+    >>> from schedsearch.partition import Slot, SplitCost
+    >>> gpu = Slot(kind="accel", index=0)
+    >>> cost = SplitCost(max_load=7.0, loads=((gpu, 7.0),), compute=((gpu, 6.0),), communication=((gpu, 1.0),),
+    ...                  memory=((gpu, 2.0),))
+    >>> cost.feasible, cost.load_of(gpu)
+    (True, 7.0)
     """
 
     max_load: float
@@ -58,7 +67,27 @@ class SplitCost:
 def evaluate_split(
     graph: OperatorGraph, split: Split | Mapping[int, Slot], devices: DeviceLimits | None = None
 ) -> SplitCost:
-    """Compute every device's load of ``split`` (see the module docstring)."""
+    """Compute every device's load of ``split`` (see the module docstring).
+
+    It shares no code with the partitioners: every partition result is
+    re-evaluated by it. Broken limits are reported in ``violations``.
+
+    Examples
+    --------
+    Layers of 4, 2, 3 and 3 units, each sending an output that costs 1; the
+    cut between layers 1 and 2 costs both devices 1:
+
+    >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, Slot, evaluate_split
+    >>> layers = [Operator(id=i, accel_latency=t, size=1.0, output_cost=1.0) for i, t in enumerate([4, 2, 3, 3])]
+    >>> graph = OperatorGraph(operators=layers, edges=[(0, 1), (1, 2), (2, 3)])
+    >>> gpu0, gpu1 = Slot(kind="accel", index=0), Slot(kind="accel", index=1)
+    >>> cost = evaluate_split(graph, {0: gpu0, 1: gpu0, 2: gpu1, 3: gpu1})
+    >>> cost.max_load, [(str(slot), load) for slot, load in cost.communication]
+    (7.0, [('accel0', 1.0), ('accel1', 1.0)])
+    >>> evaluate_split(graph, {0: gpu0, 1: gpu0, 2: gpu1, 3: gpu1},
+    ...                DeviceLimits(num_accelerators=2, max_accel_memory=1.0)).violations[0]
+    'device accel0: memory 2 B exceeds the limit 1 B'
+    """
     if isinstance(split, Split):
         assignment = split.assignment()
         slots = list(split.slots)
@@ -140,6 +169,17 @@ def complete_split(graph: OperatorGraph, split: Split) -> Split:
     class) goes where its forward partner is. Raises
     :class:`~schedsearch.errors.InvalidOperatorGraphError` if an unlisted
     operator's class is on no device or on several.
+
+    Examples
+    --------
+    >>> from schedsearch.partition import Operator, OperatorGraph, Slot, Split, complete_split
+    >>> from schedsearch.partition import training_graph_from_forward
+    >>> forward = OperatorGraph(operators=[Operator(id=0, accel_latency=1.0), Operator(id=1, accel_latency=1.0)],
+    ...                         edges=[(0, 1)])
+    >>> expert = Split(stages=[(Slot(kind="accel", index=0), (0,)), (Slot(kind="accel", index=1), (1,))])
+    >>> split = complete_split(training_graph_from_forward(forward), expert)
+    >>> [(str(slot), operators) for slot, operators in split.stages]  # backwards 2 and 3 join their forwards
+    [('accel0', (0, 2)), ('accel1', (1, 3))]
     """
     assignment = split.assignment()
     for op_id in assignment:
@@ -168,5 +208,16 @@ def complete_split(graph: OperatorGraph, split: Split) -> Split:
 
 
 def one_device_split(graph: OperatorGraph, kind: str = "accel") -> Split:
-    """Everything on one device (``accel0`` or ``cpu0``)."""
+    """Everything on one device (``accel0`` or ``cpu0``).
+
+    The reference split: a pipeline is worth it only when it beats this.
+
+    Examples
+    --------
+    >>> from schedsearch.partition import Operator, OperatorGraph, evaluate_split, one_device_split
+    >>> graph = OperatorGraph(operators=[Operator(id=i, accel_latency=t, cpu_latency=5 * t)
+    ...                                  for i, t in enumerate([4, 2])], edges=[(0, 1)])
+    >>> evaluate_split(graph, one_device_split(graph)).max_load, evaluate_split(graph, one_device_split(graph, "cpu")).max_load
+    (6.0, 30.0)
+    """
     return Split(stages=[(Slot(kind=kind, index=0), graph.ids)])

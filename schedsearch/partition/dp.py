@@ -121,6 +121,19 @@ def solve_contracted(
     restricts the DP to a family of ideals (bitsets; it must hold the
     empty and the full set); by default all ideals. Returns None if no
     split has max-load at most ``upper_bound`` (or none at all).
+
+    Examples
+    --------
+    >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, contract, solve_contracted
+    >>> diamond = OperatorGraph(
+    ...     operators=[Operator(id=i, accel_latency=t, output_cost=1.0) for i, t in enumerate([2, 3, 3, 2])],
+    ...     edges=[(0, 1), (0, 2), (1, 3), (2, 3)],
+    ... )
+    >>> solution = solve_contracted(contract(diamond), DeviceLimits(num_accelerators=2))
+    >>> solution.max_load, solution.stages, solution.num_ideals
+    (7.0, (('accel', (0, 1)), ('accel', (2, 3))), 6)
+    >>> solve_contracted(contract(diamond), DeviceLimits(num_accelerators=2), upper_bound=6.0) is None
+    True
     """
     n = cg.num_nodes
     K, L = devices.num_accelerators, devices.num_cpus
@@ -383,6 +396,16 @@ def partition_dpl(
     depth-first Kahn order unless ``order``, a permutation of supernode
     numbers, is given); the DP then has ``n + 1`` ideals, the prefixes, and
     runs in polynomial time. Its max-load is an upper bound on the DP's.
+
+    Examples
+    --------
+    >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, partition_dpl
+    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
+    ...           for i, t in enumerate([4, 2, 3, 3])]
+    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> result = partition_dpl(graph, DeviceLimits(num_accelerators=3))
+    >>> result.max_load, result.stats["ideals"]  # the 5 prefixes of 4 supernodes
+    (7.0, 5)
     """
     t0 = time.perf_counter()
     graph, devices = _resolve(graph, devices)
@@ -428,6 +451,19 @@ def partition_dp(
     PartitionResult
         ``optimal=True``; ``max_load`` from the DP, ``cost`` from the
         independent evaluator (they agree to rounding).
+
+    Examples
+    --------
+    Layers of 4, 2, 3 and 3 units, each output costing 1 to send: two
+    accelerators take two layers each, loads 6 + 1 communication:
+
+    >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, partition_dp
+    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
+    ...           for i, t in enumerate([4, 2, 3, 3])]
+    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> result = partition_dp(graph, DeviceLimits(num_accelerators=2))
+    >>> result.max_load, result.optimal, [(str(slot), ops) for slot, ops in result.split.stages]
+    (7.0, True, [('accel0', (0, 1)), ('accel1', (2, 3))])
     """
     t0 = time.perf_counter()
     graph, devices = _resolve(graph, devices)

@@ -42,7 +42,21 @@ def partition(
     method: str = "dp",
     **options: Any,
 ) -> PartitionResult:
-    """Split ``graph`` with the named method (see :data:`METHODS`)."""
+    """Split ``graph`` with the named method (see :data:`METHODS`).
+
+    ``options`` go to the method. The command line and the benchmarks pick
+    partitioners by name through it.
+
+    Examples
+    --------
+    >>> from schedsearch.partition import METHODS, DeviceLimits, Operator, OperatorGraph, partition
+    >>> graph = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0)
+    ...                                  for i, t in enumerate([4, 2, 3, 3])], edges=[(0, 1), (1, 2), (2, 3)])
+    >>> sorted(METHODS)
+    ['annealing', 'dp', 'dpl', 'evolutionary', 'greedy', 'heft', 'met', 'modules', 'slicegraph']
+    >>> partition(graph, DeviceLimits(num_accelerators=2), method="slicegraph", seed=3).max_load
+    7.0
+    """
     try:
         fn = METHODS[method]
     except KeyError:

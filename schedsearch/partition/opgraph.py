@@ -93,6 +93,12 @@ class Operator:
         True for operators of the backward pass.
     supported_on_accel:
         False if the operator can only run on a CPU.
+
+    Examples
+    --------
+    >>> from schedsearch.partition import Operator
+    >>> Operator(id=3, name="matmul", accel_latency=1.5, cpu_latency=12.0, size=2e6)
+    Operator(id=3, name='matmul', accel_latency=1.5, cpu_latency=12.0, size=2000000.0, output_cost=0.0, color_class=None, is_backward=False, supported_on_accel=True)
     """
 
     id: int
@@ -127,6 +133,16 @@ class DeviceLimits:
     ``num_accelerators`` identical accelerators (k) and ``num_cpus`` CPU cores
     (l); ``max_accel_memory`` bytes per accelerator (None: unlimited). CPUs
     have no memory limit and pay no communication (the reference model).
+
+    Examples
+    --------
+    >>> from schedsearch.partition import DeviceLimits
+    >>> DeviceLimits(num_accelerators=4, num_cpus=1, max_accel_memory=16e9)
+    DeviceLimits(num_accelerators=4, num_cpus=1, max_accel_memory=16000000000.0)
+    >>> DeviceLimits(num_accelerators=0)
+    Traceback (most recent call last):
+    ...
+    schedsearch.errors.InvalidOperatorGraphError: device limits: at least one device is needed, got 0 accelerators and 0 CPUs
     """
 
     num_accelerators: int
@@ -162,6 +178,18 @@ class OperatorGraph:
 
     Use :meth:`successors`, :meth:`predecessors` and :meth:`operator` for
     lookups; they are precomputed at construction.
+
+    Examples
+    --------
+    >>> from schedsearch.partition import Operator, OperatorGraph
+    >>> diamond = OperatorGraph(
+    ...     operators=[Operator(id=i, accel_latency=t, output_cost=1.0) for i, t in enumerate([2, 3, 3, 2])],
+    ...     edges=[(0, 1), (0, 2), (1, 3), (2, 3)],
+    ... )
+    >>> print(diamond)
+    OperatorGraph '': 4 operators, 4 edges (inference)
+    >>> diamond.successors(0), diamond.predecessors(3), diamond.operator(1).accel_latency
+    ((1, 2), (1, 2), 3.0)
     """
 
     operators: tuple[Operator, ...] = attrs.field(converter=tuple)
@@ -302,7 +330,19 @@ class OperatorGraph:
 
 @attrs.frozen(kw_only=True)
 class PartitionWorkload:
-    """An operator graph with the devices it is to be split over."""
+    """An operator graph with the devices it is to be split over.
+
+    What the dnn-partitioning files hold (see
+    :func:`~schedsearch.loaders.read_dnn_partitioning`); every partitioner
+    takes one in place of a graph and its devices.
+
+    Examples
+    --------
+    >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, PartitionWorkload
+    >>> graph = OperatorGraph(operators=[Operator(id=0, accel_latency=1.0)], edges=[], name="one")
+    >>> print(PartitionWorkload(graph=graph, devices=DeviceLimits(num_accelerators=2, num_cpus=1)))
+    OperatorGraph 'one': 1 operators, 0 edges (inference); 2 accelerators (unlimited each), 1 CPUs
+    """
 
     graph: OperatorGraph
     devices: DeviceLimits
@@ -319,7 +359,16 @@ class PartitionWorkload:
 
 @attrs.frozen(kw_only=True, order=True)
 class Slot:
-    """A device of a split: ``kind`` is ``"accel"`` or ``"cpu"``, ``index`` from 0."""
+    """A device of a split: ``kind`` is ``"accel"`` or ``"cpu"``, ``index`` from 0.
+
+    Examples
+    --------
+    >>> from schedsearch.partition import Slot
+    >>> print(Slot(kind="accel", index=1), Slot(kind="cpu", index=0))
+    accel1 cpu0
+    >>> sorted([Slot(kind="cpu", index=0), Slot(kind="accel", index=1)])[0]
+    Slot(kind='accel', index=1)
+    """
 
     kind: str
     index: int
@@ -342,6 +391,14 @@ class Split:
 
     ``stages`` lists the devices in pipeline order with the operator ids each
     holds; a device may appear with an empty tuple.
+
+    Examples
+    --------
+    >>> from schedsearch.partition import Slot, Split
+    >>> split = Split.from_assignment({0: Slot(kind="accel", index=0), 1: Slot(kind="accel", index=0),
+    ...                                2: Slot(kind="cpu", index=0)})
+    >>> [(str(slot), operators) for slot, operators in split.stages]
+    [('accel0', (0, 1)), ('cpu0', (2,))]
     """
 
     stages: tuple[tuple[Slot, tuple[int, ...]], ...] = attrs.field(
@@ -401,6 +458,18 @@ def training_graph_from_forward(graph: OperatorGraph, *, backward_factor: float 
     class, latency ``backward_factor`` times), each edge ``u -> v`` a mirrored
     edge ``v' -> u'``; the gradient ``v'`` sends costs what ``v``'s
     predecessors' outputs cost (largest one).
+
+    Examples
+    --------
+    >>> from schedsearch.partition import Operator, OperatorGraph, training_graph_from_forward
+    >>> forward = OperatorGraph(operators=[Operator(id=0, accel_latency=4.0, output_cost=1.0),
+    ...                                    Operator(id=1, accel_latency=2.0, output_cost=1.0)],
+    ...                         edges=[(0, 1)])
+    >>> training = training_graph_from_forward(forward)
+    >>> [(op.id, op.accel_latency, op.color_class, op.is_backward) for op in training.operators]
+    [(0, 4.0, 0, False), (1, 2.0, 1, False), (2, 8.0, 0, True), (3, 4.0, 1, True)]
+    >>> training.edges  # the gradient of 1 flows back to 0
+    ((0, 1), (3, 2))
     """
     if graph.is_training:
         raise InvalidOperatorGraphError(

@@ -40,6 +40,18 @@ class PartitionResult:
     split) or is not a pipeline (its devices feed each other in a cycle) is
     still returned, never raised: :attr:`status` is then ``"infeasible"`` and
     :attr:`problems` says why.
+
+    Examples
+    --------
+    >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, partition_dp
+    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
+    ...           for i, t in enumerate([4, 2, 3, 3])]
+    >>> graph = OperatorGraph(operators=layers, edges=[(0, 1), (1, 2), (2, 3)])
+    >>> result = partition_dp(graph, DeviceLimits(num_accelerators=2))
+    >>> result.method, result.max_load, result.optimal, result.status
+    ('dp', 7.0, True, 'feasible')
+    >>> result.to_json()["fpgas"]
+    [{'device': 'accel0', 'load': 7.0, 'nodes': [0, 1]}, {'device': 'accel1', 'load': 7.0, 'nodes': [2, 3]}]
     """
 
     method: str

@@ -151,6 +151,17 @@ def slice_order(
     ``dp[c][f][j]`` = best max-load of the first ``j`` positions on ``c``
     CPUs and ``f`` accelerators; one NumPy pass of ``O(n^2)`` per
     ``(c, f)``. Returns None if no segmentation is feasible.
+
+    Examples
+    --------
+    >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, contract, slice_order
+    >>> diamond = OperatorGraph(
+    ...     operators=[Operator(id=i, accel_latency=t, output_cost=1.0) for i, t in enumerate([2, 3, 3, 2])],
+    ...     edges=[(0, 1), (0, 2), (1, 3), (2, 3)],
+    ... )
+    >>> solution = slice_order(contract(diamond), [0, 2, 1, 3], DeviceLimits(num_accelerators=2))
+    >>> solution.max_load, solution.stages
+    (7.0, (('accel', (0, 2)), ('accel', (1, 3))))
     """
     costs = costs if costs is not None else SegmentCosts(cg, order, devices.max_accel_memory)
     n = costs.n
@@ -329,6 +340,16 @@ def partition_slicegraph(
         worse than :func:`~schedsearch.partition.dp.partition_dpl`.
     seed:
         Seed of the random generator (results are reproducible).
+
+    Examples
+    --------
+    >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, partition_slicegraph
+    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
+    ...           for i, t in enumerate([4, 2, 3, 3])]
+    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> result = partition_slicegraph(graph, DeviceLimits(num_accelerators=2), search="random", restarts=5)
+    >>> result.max_load, [(str(slot), ops) for slot, ops in result.split.stages]
+    (7.0, [('accel0', (0, 1)), ('accel1', (2, 3))])
     """
     t0 = time.perf_counter()
     graph, devices = _resolve(graph, devices)

@@ -89,6 +89,16 @@ class ThroughputBound:
 
     ``ratio`` = lower bound / best value (1 = proven optimal), the figure
     Archer et al. report.
+
+    Examples
+    --------
+    >>> from schedsearch.partition import Operator, OperatorGraph, exact_mip
+    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
+    ...           for i, t in enumerate([4, 2, 3, 3])]
+    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> bound = exact_mip(graph, 2, time_limit_s=10)
+    >>> bound.method, bound.lower_bound, bound.best_value, bound.ratio
+    ('exact', 7.0, 7.0, 1.0)
     """
 
     method: str
@@ -137,7 +147,18 @@ def _setup(graph: OperatorGraph | PartitionWorkload, k: int, max_accel_memory: f
 
 
 def simple_bound(graph: OperatorGraph | PartitionWorkload, k: int) -> float:
-    """``max(total accelerator work / k, largest unit's work)`` (no communication)."""
+    """``max(total accelerator work / k, largest unit's work)`` (no communication).
+
+    A bound with no solver, the baseline the MIP bounds are compared with.
+
+    Examples
+    --------
+    >>> from schedsearch.partition import Operator, OperatorGraph, simple_bound
+    >>> graph = OperatorGraph(operators=[Operator(id=i, accel_latency=t) for i, t in enumerate([4, 2, 3, 3])],
+    ...                       edges=[(0, 1), (1, 2), (2, 3)])
+    >>> simple_bound(graph, 2), simple_bound(graph, 4)  # 12 / 2; the largest layer
+    (6.0, 4.0)
+    """
     graph, _, _, units = _setup(graph, k, None)
     total = math.fsum(units.accel)
     return max(total / k, max(units.accel, default=0.0))
@@ -194,6 +215,16 @@ def exact_mip(
 
     ``incumbent``: ``"slicegraph"`` (default: BRKGA with its default
     budget), a split, or None.
+
+    Examples
+    --------
+    >>> from schedsearch.partition import Operator, OperatorGraph, exact_mip
+    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
+    ...           for i, t in enumerate([4, 2, 3, 3])]
+    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> bound = exact_mip(graph, 3, time_limit_s=10)
+    >>> bound.status.value, bound.lower_bound, bound.best_value
+    ('OPTIMAL', 7.0, 7.0)
     """
     t0 = time.perf_counter()
     options = _options(options, overrides)
@@ -316,7 +347,21 @@ def three_superblock_mip(
     options: MipOptions | None = None,
     **overrides: Any,
 ) -> ThroughputBound:
-    """The three-superblock relaxation with the number of prefix blocks free."""
+    """The three-superblock relaxation with the number of prefix blocks free.
+
+    Smaller than the exact MIP, so it answers on larger graphs; its bound
+    may be weaker.
+
+    Examples
+    --------
+    >>> from schedsearch.partition import Operator, OperatorGraph, three_superblock_mip
+    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
+    ...           for i, t in enumerate([4, 2, 3, 3])]
+    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> bound = three_superblock_mip(graph, 3, time_limit_s=10)
+    >>> bound.lower_bound <= bound.best_value == 7.0
+    True
+    """
     t0 = time.perf_counter()
     options = _options(options, overrides)
     g, devices, cg, units = _setup(graph, k, max_accel_memory)
@@ -341,6 +386,16 @@ def bottleneck_guess_mip(
 
     ``positions`` restricts the positions solved (default ``0..k-1``); the
     time limit applies to each MIP.
+
+    Examples
+    --------
+    >>> from schedsearch.partition import Operator, OperatorGraph, bottleneck_guess_mip
+    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
+    ...           for i, t in enumerate([4, 2, 3, 3])]
+    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> bound = bottleneck_guess_mip(graph, 3, time_limit_s=10)
+    >>> bound.method, bound.lower_bound, bound.best_value
+    ('bottleneck-guess', 7.0, 7.0)
     """
     t0 = time.perf_counter()
     options = _options(options, overrides)

@@ -67,6 +67,17 @@ class StagedProblem:
         The split's device of each stage, in pipeline order.
     block_operators:
         Operator ids of each block.
+
+    Examples
+    --------
+    >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, partition_dp, split_to_problem
+    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
+    ...           for i, t in enumerate([4, 2, 3, 3])]
+    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> staged = split_to_problem(graph, partition_dp(graph, DeviceLimits(num_accelerators=2)),
+    ...                           num_microbatches=4, time_unit=1.0)
+    >>> staged.block_operators, [str(slot) for slot in staged.stage_slots], staged.to_graph_time(31)
+    ({'F0': (0, 1), 'F1': (2, 3)}, ['accel0', 'accel1'], 31.0)
     """
 
     problem: Problem
@@ -89,7 +100,24 @@ def split_to_problem(
     max_in_flight: int | None = None,
     name: str = "",
 ) -> StagedProblem:
-    """Build the block-level problem of ``split`` (see the module docstring)."""
+    """Build the block-level problem of ``split`` (see the module docstring).
+
+    One block per stage, one device per stage's slot, an edge per crossing
+    tensor: the partition's answer becomes a schedule search.
+
+    Examples
+    --------
+    >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, partition_dp, split_to_problem
+    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
+    ...           for i, t in enumerate([4, 2, 3, 3])]
+    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> split = partition_dp(graph, DeviceLimits(num_accelerators=2))
+    >>> problem = split_to_problem(graph, split, num_microbatches=4, time_unit=1.0).problem
+    >>> [(block.name, block.options) for block in problem.graph.blocks]
+    [('F0', (Option(devices=('accel0',), duration=6),)), ('F1', (Option(devices=('accel1',), duration=6),))]
+    >>> problem.graph.edges
+    (Edge(src='F0', dst='F1', size=1),)
+    """
     if isinstance(split, PartitionResult):
         split = split.split
     if resolution < 1:
@@ -205,7 +233,23 @@ def _cycle(nodes: list[str], edges: list[tuple[str, str]]) -> list[str] | None:
 
 @attrs.frozen(kw_only=True)
 class PipelineResult:
-    """Partition, the problem built from it, and the search result."""
+    """Partition, the problem built from it, and the search result.
+
+    Returned by :func:`partition_and_schedule`; ``problem`` and
+    ``schedule`` reach into the parts.
+
+    Examples
+    --------
+    >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, partition_and_schedule
+    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
+    ...           for i, t in enumerate([4, 2, 3, 3])]
+    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> from schedsearch.search import list_schedule
+    >>> pipeline = partition_and_schedule(graph, DeviceLimits(num_accelerators=2), search=list_schedule,
+    ...                                   num_microbatches=4, time_unit=1.0)
+    >>> pipeline.partition.max_load, pipeline.problem.num_microbatches, pipeline.schedule.makespan
+    (7.0, 4, 31)
+    """
 
     partition: PartitionResult
     staged: StagedProblem
@@ -258,6 +302,21 @@ def partition_and_schedule(
         and its options.
     time_unit, resolution, max_in_flight:
         See :func:`split_to_problem`.
+
+    Examples
+    --------
+    Two stages of 6 units and a 1-unit transfer: 4 micro-batches take
+    4 x 6 + 1 + 6 = 31, which the exact search proves optimal.
+
+    >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, partition_and_schedule
+    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
+    ...           for i, t in enumerate([4, 2, 3, 3])]
+    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> from schedsearch.search import optimal
+    >>> pipeline = partition_and_schedule(graph, DeviceLimits(num_accelerators=2), search=optimal,
+    ...                                   num_microbatches=4, time_unit=1.0, time_limit_s=10, workers=1)
+    >>> pipeline.search.status.value, pipeline.search.objective
+    ('OPTIMAL', 31)
     """
     from schedsearch.partition.methods import partition
 
