@@ -95,3 +95,35 @@ def test_rules_and_placements_are_checked():
     with pytest.raises(UnsupportedFeatureError, match="several options"):
         list_schedule(flexible)
     assert str(FIW).startswith("F > I > W")
+
+
+def test_groups_against_an_edge_are_never_formed():
+    # the overlap lists b1 before b0, but b0 -> b1: such a group cannot run, so the
+    # list scheduler must not form it (it used to, and its plan failed validation)
+    from schedsearch.problem import Block, Cluster, Device, Edge, Graph, Option, Overlap, Problem
+    from schedsearch.search.scale.list_scheduling import DEFAULT_RULES, list_plan
+    from schedsearch.validate import validate
+
+    blocks = [Block(name=n, kind="F", options=[Option(devices=("d0",), duration=1)]) for n in ("b0", "b1", "b2")]
+    problem = Problem(graph=Graph(blocks=blocks, edges=[Edge(src="b0", dst="b1"), Edge(src="b0", dst="b2")]),
+                      num_microbatches=1, cluster=Cluster(devices=[Device(name="d0")]),
+                      overlaps=[Overlap(blocks=("b1", "b0"), duration=1, name="g0", same_microbatch=(("b1", "b0"),))])
+    for rule in DEFAULT_RULES[:4]:
+        plan = list_plan(problem, rule, form_groups=True)
+        assert plan is not None and not validate(problem, plan)
+        assert all(t.overlap is None for t in plan.tasks)
+
+
+def test_same_microbatch_members_are_formed_together():
+    # two members without an edge between them, declared to share a micro-batch
+    from schedsearch.problem import Block, Cluster, Device, Graph, Option, Overlap, Problem
+    from schedsearch.search.scale.list_scheduling import DEFAULT_RULES, list_plan
+    from schedsearch.validate import validate
+
+    blocks = [Block(name=n, kind=k, options=[Option(devices=("d0",), duration=2)]) for n, k in (("a", "F"), ("b", "W"))]
+    problem = Problem(graph=Graph(blocks=blocks, edges=[]), num_microbatches=3,
+                      cluster=Cluster(devices=[Device(name="d0")]),
+                      overlaps=[Overlap(blocks=("a", "b"), duration=2, name="g", same_microbatch=(("a", "b"),))])
+    for rule in DEFAULT_RULES:
+        plan = list_plan(problem, rule, form_groups=True)
+        assert plan is not None and not validate(problem, plan)

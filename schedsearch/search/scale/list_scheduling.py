@@ -43,6 +43,7 @@ import time
 from collections.abc import Iterable
 
 import attrs
+from networkx.utils import UnionFind
 
 from schedsearch.errors import UnsupportedFeatureError
 from schedsearch.problem import Problem, TaskKey
@@ -148,8 +149,15 @@ class _Channels:
 
 def _group_templates(problem: Problem) -> dict[str, list[tuple[str, int, list[list[str]], dict[str, int]]]]:
     """Per device: the declared overlaps that save time there, as (tag,
-    duration, components, internal predecessor counts); members linked by
-    an edge form one component and share the micro-batch."""
+    duration, components, internal predecessor counts, blocks).
+
+    The list scheduler forms a group only from members of one micro-batch
+    per component, where a component joins the members linked by an edge
+    and those the overlap's ``same_microbatch`` sets join (a restriction of
+    what the model allows, never more). An overlap with an edge between two
+    members against its block order cannot run (the model's rule) and is
+    never formed.
+    """
     graph = problem.graph
     edges = {(e.src, e.dst) for e in graph.edges}
     out: dict[str, list] = {}
@@ -157,20 +165,19 @@ def _group_templates(problem: Problem) -> dict[str, list[tuple[str, int, list[li
         least = sum(graph.block(b).min_duration for b in ov.blocks)
         if ov.duration >= least:
             continue  # the group saves nothing: run the members alone
-        parent = {b: b for b in ov.blocks}
-
-        def find(b: str) -> str:
-            while parent[b] != b:
-                b = parent[b]
-            return b
-
+        order = {b: i for i, b in enumerate(ov.blocks)}
+        if any((a, b) in edges and order[a] > order[b] for a in ov.blocks for b in ov.blocks):
+            continue  # a group against an edge cannot run
+        joined = UnionFind(ov.blocks)
         for a in ov.blocks:
             for b in ov.blocks:
-                if (a, b) in edges and find(a) != find(b):
-                    parent[find(a)] = find(b)
+                if (a, b) in edges:
+                    joined.union(a, b)
+        for members in ov.same_microbatch:
+            joined.union(*members)
         comps: dict[str, list[str]] = {}
         for b in ov.blocks:
-            comps.setdefault(find(b), []).append(b)
+            comps.setdefault(joined[b], []).append(b)
         internal = {b: sum((a, b) in edges for a in ov.blocks) for b in ov.blocks}
         tag = ov.name or "+".join(ov.blocks)
         for d in graph.block(ov.blocks[0]).options[0].devices:
