@@ -199,12 +199,7 @@ def _handcrafted(problem: Problem) -> list[tuple[Schedule, str]]:
 
 
 def _warm_starts(pf: _Portfolio) -> None:
-    for i, schedule in enumerate(pf.options.warm_starts):
-        violations = validate(pf.problem, schedule)
-        if violations:
-            raise InvalidOptionsError(
-                f"solve: warm start {i} is not a valid plan of problem {pf.problem.name!r}: {violations[0]}"
-            )
+    for i, schedule in enumerate(pf.options.checked_warm_starts(pf.problem, "solve")):
         pf.offer(schedule, f"warm start {i}")
 
 
