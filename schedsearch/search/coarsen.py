@@ -225,6 +225,18 @@ class Coarsening:
         Coarse block name -> its original blocks, in execution order.
     stats:
         Block and edge counts after each step, thresholds used.
+
+    Examples
+    --------
+    A plan of the coarse problem expands into one of the original problem:
+
+    >>> from schedsearch.loaders import jobshop_problem
+    >>> one_job = jobshop_problem([[(0, 1), (0, 2), (0, 1), (1, 2), (1, 1)]], 2).problem  # 3 ops on m0, 2 on m1
+    >>> from schedsearch.search import coarsen, list_plan
+    >>> coarsening = coarsen(one_job, 2)
+    >>> expanded = coarsening.expand(list_plan(coarsening.coarse))
+    >>> [(task.block, task.start) for task in expanded.tasks]
+    [('j0.o0', 0), ('j0.o1', 1), ('j0.o2', 3), ('j0.o3', 4), ('j0.o4', 6)]
     """
 
     original: Problem
@@ -297,6 +309,20 @@ def coarsen(
     Coarsening
         The coarse problem (it may keep more than ``target`` blocks when the
         thresholds stop the merging; ``stats["blocks"]`` says how many).
+
+    Examples
+    --------
+    The operations that run back to back on one machine become one block
+    lasting their sum:
+
+    >>> from schedsearch.loaders import jobshop_problem
+    >>> one_job = jobshop_problem([[(0, 1), (0, 2), (0, 1), (1, 2), (1, 1)]], 2).problem  # 3 ops on m0, 2 on m1
+    >>> from schedsearch.search import coarsen
+    >>> coarsening = coarsen(one_job, 2)
+    >>> dict(coarsening.groups)
+    {'j0.o0+2': ('j0.o0', 'j0.o1', 'j0.o2'), 'j0.o3+1': ('j0.o3', 'j0.o4')}
+    >>> [block.options[0].duration for block in coarsening.coarse.graph.blocks]
+    [4, 3]
     """
     if target is not None and (isinstance(target, bool) or not isinstance(target, int) or target < 1):
         raise InvalidProblemError(f"coarsening: 'target' must be an integer >= 1 or None, got {target!r}")

@@ -275,6 +275,24 @@ def transfer_overlap(problem: Problem, schedule: Schedule) -> dict[str, float]:
     ``hidden_any`` (share during which at least one of them is) and
     ``exposed`` (share during which neither is). All shares are 0 without
     transfers.
+
+    Examples
+    --------
+    Three micro-batches of ``A`` (on ``d0``) sending 3 units to ``B`` (on
+    ``d1``): most of each transfer runs while a device computes.
+
+    >>> from schedsearch import Block, Channel, Cluster, Device, Graph, Problem
+    >>> from schedsearch.search import heft, transfer_overlap
+    >>> problem = Problem(
+    ...     graph=Graph(blocks=[Block(name="A", options=[("d0", 2)]), Block(name="B", options=[("d1", 2)])],
+    ...                 edges=[("A", "B", 3)]),
+    ...     num_microbatches=3,
+    ...     cluster=Cluster(devices=[Device(name="d0"), Device(name="d1")],
+    ...                     channels=[Channel(name="link", endpoints=("d0", "d1"))]),
+    ... )
+    >>> shares = transfer_overlap(problem, heft(problem).schedule)
+    >>> shares["total"], round(shares["hidden_any"], 3), round(shares["exposed"], 3)
+    (9, 0.778, 0.222)
     """
     busy: dict[str, list[tuple[int, int]]] = {}
     for t in schedule.tasks:

@@ -138,6 +138,20 @@ class RepetendResult(SearchResult):
     ``rate_lower_bound`` is the larger of the per-device work and memory
     bounds; ``period_optimal`` says whether every smaller rate was proven
     infeasible.
+
+    Examples
+    --------
+    1F1B's steady state on two devices with room for two activations: one
+    forward and one backward per device every 3 units, proven the best
+    rate; the periodic schedule unrolls to any number of micro-batches:
+
+    >>> from schedsearch.placements import vshape
+    >>> from schedsearch.search import repetend
+    >>> result = repetend(vshape(2, 4, memory=2), time_limit_s=10)
+    >>> result.period, result.fold, result.period_optimal, result.objective
+    (3, 1, True, 15)
+    >>> result.periodic.unroll(8).makespan
+    27
     """
 
     periodic: PeriodicSchedule | None = None
