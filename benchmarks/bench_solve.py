@@ -74,7 +74,7 @@ QUICK = ("V 4x16 memory 4", "V 4x16 unbounded", "DualPipe She PP=8 m24 limit 9",
 
 
 def _applicable(problem) -> list[str]:
-    from schedsearch.encode.base import modulo_support_error
+    from schedsearch.encode.modulo import modulo_support_error
     from schedsearch.rewrite import reduced_problem
 
     out = ["optimal"]

@@ -63,7 +63,7 @@ from schedsearch.problem import Channel, Problem, TaskKey
 from schedsearch.schedule import Schedule, TaskInstance, Transfer
 
 __all__ = [
-    "Structure",
+    "TaskStructure",
     "TaskInfo",
     "TransferInfo",
     "build_structure",
@@ -122,7 +122,22 @@ MAX_GROUPS = 200_000
 
 
 @attrs.frozen(kw_only=True)
-class Structure:
+class TaskStructure:
+    """The task instances of a problem and what the constraint families need about them.
+
+    Built once per problem by :func:`build_structure` and read by both
+    backends, so they encode the same families from the same tables:
+    ``tasks`` (numbered; ``index`` maps a ``(block, micro-batch)`` key to
+    its number) with their options, deltas, releases, heads and tails;
+    ``precedences`` (edges of every micro-batch, then fixed orders);
+    ``transfers`` that may occur and the channels that may carry them; the
+    ``horizon`` that bounds the times of the variables; the micro-batch chains of the
+    symmetry break (``symmetry_chains``); per device the tasks that must
+    run there (``device_mandatory``), its capacity, its memory pairs and
+    its forced idle; and the candidate overlapped groups. It imports no
+    solver.
+    """
+
     problem: Problem
     tasks: tuple[TaskInfo, ...]
     index: dict[TaskKey, int]
@@ -255,7 +270,7 @@ class Structure:
         return {"start": starts, "option": options, "transfer": transfers, "groups": groups}
 
 
-def resolve_ties(st: Structure, ties: tuple) -> list[tuple[int, int, int]]:
+def resolve_ties(st: TaskStructure, ties: tuple) -> list[tuple[int, int, int]]:
     """Task indices of the ties ``((block, m), (block, m), offset)`` (family 10).
 
     Raises ``ValueError`` naming a tie whose task instance the problem does
@@ -394,8 +409,9 @@ def _order_block(problem: Problem) -> str:
     return order[0]
 
 
-def build_structure(problem: Problem, symmetry_breaking: bool = True) -> Structure:
-    """Precompute the solver-neutral structure of ``problem``."""
+def build_structure(problem: Problem, symmetry_breaking: bool = True) -> TaskStructure:
+    """The solver-neutral :class:`TaskStructure` of ``problem`` (the
+    symmetry chains only with ``symmetry_breaking``)."""
     heads, tails = heads_and_tails(problem)
     tasks: list[TaskInfo] = []
     index: dict[TaskKey, int] = {}
@@ -454,7 +470,7 @@ def build_structure(problem: Problem, symmetry_breaking: bool = True) -> Structu
         # a task in a group may last the group's duration instead of its own
         longest = max(groups[g].duration for g in gs)
         horizon += max(0, longest - max(d for _, d in tasks[t].options))
-    return Structure(
+    return TaskStructure(
         problem=problem,
         tasks=tuple(tasks),
         index=index,

@@ -20,7 +20,7 @@ import attrs
 
 from schedsearch.bounds.analytic import objective_lower_bound
 from schedsearch.bounds.schedule_bounds import lower_bound
-from schedsearch.encode.base import SolveOptions, solve
+from schedsearch.encode import SolveOptions, solve
 from schedsearch.options import Deadline, Reporter, SearchOptions, resolve_options
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status

@@ -88,12 +88,11 @@ from typing import Any
 import attrs
 
 from schedsearch.bounds.analytic import analytic_lower_bound
-from schedsearch.encode.base import (
+from schedsearch.encode import Backend, SolveOptions
+from schedsearch.encode.modulo import (
     MODULO_BACKENDS,
     MODULO_MEMORY_ENCODINGS,
-    Backend,
     ModuloOptions,
-    SolveOptions,
     modulo_support_error,
     solve_modulo,
 )
@@ -414,7 +413,7 @@ def repetend(
         whole call's limit).
     memory_encoding:
         Memory encoding of the modulo models (see
-        :class:`~schedsearch.encode.base.ModuloOptions`); ``"auto"`` uses
+        :class:`~schedsearch.encode.modulo.ModuloOptions`); ``"auto"`` uses
         ``"cumulative"`` for fold 1, where it refutes periods faster, and
         ``"events"`` for larger folds, where it finds repetends faster.
     prover:

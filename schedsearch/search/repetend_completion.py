@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import attrs
 
-from schedsearch.encode.base import Backend, SolveOptions, solve
+from schedsearch.encode import Backend, SolveOptions, solve
 from schedsearch.errors import InvalidProblemError
 from schedsearch.periodic import PeriodicSchedule, Repetend
 from schedsearch.problem import Block, Cluster, Device, Edge, Graph, Problem

@@ -249,7 +249,7 @@ def _list_schedules(pf: _Portfolio) -> None:
 
 
 def _repetend_applies(problem: Problem) -> bool:
-    from schedsearch.encode.base import modulo_support_error
+    from schedsearch.encode.modulo import modulo_support_error
 
     if problem.objective != "makespan" or problem.num_microbatches < REPETEND_MIN_MICROBATCHES:
         return False

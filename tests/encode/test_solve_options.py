@@ -8,8 +8,10 @@ import math
 
 import pytest
 
-from schedsearch.encode.base import MAX_SEED, MAX_WORKERS, ModuloOptions, SolveOptions
+from schedsearch.encode import SolveOptions
+from schedsearch.encode.modulo import ModuloOptions
 from schedsearch.errors import InvalidOptionsError, SchedSearchError
+from schedsearch.options import MAX_SEED, MAX_WORKERS
 from schedsearch.placements import vshape
 
 # (id, keywords, message fragment)
@@ -41,7 +43,6 @@ BAD_OPTIONS = [
     ("lower bound a float", {"lower_bound": 2.5}, "'lower_bound' must be an integer >= 0 or None, got 2.5"),
     ("backend params a list", {"backend_params": [("x", 1)]}, "'backend_params' must be a mapping from parameter names"),
     ("backend params int key", {"backend_params": {1: 2}}, "'backend_params' must be a mapping"),
-    ("memory encoding unknown", {"memory_encoding": "fast"}, "'memory_encoding' must be one of"),
     ("warm start not a schedule", {"warm_start": 5}, "'warm_start' must be a Schedule or None, got 5"),
     ("progress not callable", {"progress": 3}, "'progress' must be a callable or None, got 3"),
     ("ties a string", {"ties": "x"}, "'ties' must be a list of triples"),

@@ -12,7 +12,7 @@ import pytest
 
 from schedsearch.bounds import analytic_lower_bound
 from schedsearch.bounds.schedule_bounds import lower_bound
-from schedsearch.encode.base import SolveOptions, solve
+from schedsearch.encode import SolveOptions, solve
 from schedsearch.problem import Block, Channel, Cluster, Device, Edge, Graph, Option, Overlap, Problem
 from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import Schedule, TaskInstance, Transfer

@@ -12,7 +12,7 @@ import attrs
 import pytest
 
 from schedsearch.bounds.analytic import analytic_lower_bound
-from schedsearch.encode.base import problem_features, solve
+from schedsearch.encode.backends import problem_features, solve
 from schedsearch.errors import InvalidProblemError, InvalidScheduleError, UnsupportedFeatureError
 from schedsearch.problem import Block, Cluster, Device, Edge, Graph, Option, Overlap, Problem
 from schedsearch.schedule import Schedule, TaskInstance, busy_time, metrics, overlap_groups

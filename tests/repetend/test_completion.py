@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from schedsearch.encode.base import SolveOptions
+from schedsearch.encode.solve_options import SolveOptions
 from schedsearch.periodic import cooldown_keys, warmup_keys
 from schedsearch.placements import vshape
 from schedsearch.result import Status

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from schedsearch.encode.base import MODULO_BACKENDS, ModuloOptions, solve_modulo
+from schedsearch.encode.modulo import MODULO_BACKENDS, ModuloOptions, solve_modulo
 from schedsearch.errors import UnsupportedFeatureError
 from schedsearch.periodic import check_repetend
 from schedsearch.placements import chain_pipelines, vshape

@@ -5,10 +5,10 @@ from __future__ import annotations
 from ortools.sat.python import cp_model
 
 from schedsearch.encode.cpsat.variables import Variables
-from schedsearch.encode.structure import Structure
+from schedsearch.encode.structure import TaskStructure
 
 
-def add_groups(model: cp_model.CpModel, st: Structure, var: Variables) -> None:
+def add_groups(model: cp_model.CpModel, st: TaskStructure, var: Variables) -> None:
     """Family 1 for overlapped groups: a task runs alone or in exactly one
     active group; the members of an active group start together and end
     with it."""
@@ -24,7 +24,7 @@ def add_groups(model: cp_model.CpModel, st: Structure, var: Variables) -> None:
             model.add(var.tasks[m].end == first.start + info.duration).only_enforce_if(lit)
 
 
-def add_no_overlap(model: cp_model.CpModel, st: Structure, var: Variables) -> None:
+def add_no_overlap(model: cp_model.CpModel, st: TaskStructure, var: Variables) -> None:
     """Family 2: on each device, the intervals of options occupying it (and of
     the overlapped groups on it, each occupying it once) do not overlap."""
     group_intervals: dict[str, list] = {}
@@ -39,7 +39,7 @@ def add_no_overlap(model: cp_model.CpModel, st: Structure, var: Variables) -> No
             model.add_no_overlap(intervals)
 
 
-def add_dependencies(model: cp_model.CpModel, st: Structure, var: Variables) -> None:
+def add_dependencies(model: cp_model.CpModel, st: TaskStructure, var: Variables) -> None:
     """Families 3 and 6 (fixed orders): ``start(v) >= end(u)`` for every
     precedence, unless a group holding both ``u`` and ``v`` runs (the edge is
     then the group's internal order)."""
@@ -53,7 +53,7 @@ def add_dependencies(model: cp_model.CpModel, st: Structure, var: Variables) -> 
             model.add(var.tasks[v].start >= var.tasks[u].end)
 
 
-def add_transfers(model: cp_model.CpModel, st: Structure, var: Variables) -> None:
+def add_transfers(model: cp_model.CpModel, st: TaskStructure, var: Variables) -> None:
     """Family 4: a needed transfer runs between its two ends on one channel; a
     channel carries one transfer at a time."""
     per_channel: dict[str, list] = {}
@@ -70,7 +70,7 @@ def add_transfers(model: cp_model.CpModel, st: Structure, var: Variables) -> Non
             model.add_no_overlap(intervals)
 
 
-def add_memory(model: cp_model.CpModel, st: Structure, var: Variables) -> None:
+def add_memory(model: cp_model.CpModel, st: TaskStructure, var: Variables) -> None:
     """Family 5: memory never above capacity, per device with a capacity.
 
     When the device's deltas pair up into (alloc, free) pairs (see
@@ -129,7 +129,7 @@ def add_memory(model: cp_model.CpModel, st: Structure, var: Variables) -> None:
         model.add_reservoir_constraint_with_active(times, changes, actives, min(lowest, 0), cap)
 
 
-def add_symmetry_breaking(model: cp_model.CpModel, st: Structure, var: Variables) -> None:
+def add_symmetry_breaking(model: cp_model.CpModel, st: TaskStructure, var: Variables) -> None:
     """Family 7: micro-batches of the same block in order (only for
     interchangeable micro-batches; the chains are empty otherwise). A block
     fixed on one device runs its micro-batches one after the other there."""
@@ -142,7 +142,7 @@ def add_symmetry_breaking(model: cp_model.CpModel, st: Structure, var: Variables
                 model.add(var.tasks[b].start >= var.tasks[a].start)
 
 
-def add_redundant_bounds(model: cp_model.CpModel, st: Structure, var: Variables) -> None:
+def add_redundant_bounds(model: cp_model.CpModel, st: TaskStructure, var: Variables) -> None:
     """Family 8: ``makespan >= end + tail`` per task, and per device
     ``makespan >= first start + mandatory work + forced idle + least tail``
     (and ``span(d) >= mandatory work + forced idle`` for the ``"max_span"``
@@ -156,7 +156,7 @@ def add_redundant_bounds(model: cp_model.CpModel, st: Structure, var: Variables)
     group ends with the group, never earlier than alone). The mandatory
     work counts the tasks every option of which occupies the device, run
     one at a time there, less what overlapped groups can save
-    (:meth:`~schedsearch.encode.structure.Structure.device_work_bound`);
+    (:meth:`~schedsearch.encode.structure.TaskStructure.device_work_bound`);
     the forced idle (:func:`~schedsearch.bounds.analytic.memory_idle`) is
     only nonzero on devices whose tasks are all fixed there and in no
     overlap. These are the same formulas as the analytic bound; the

@@ -13,7 +13,7 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
-from schedsearch.encode.base import SolveOptions
+from schedsearch.encode.solve_options import SolveOptions
 from schedsearch.options import ProgressEvent
 from schedsearch.encode.cpsat.constraints import (
     add_dependencies,
@@ -26,7 +26,7 @@ from schedsearch.encode.cpsat.constraints import (
 )
 from schedsearch.encode.cpsat.objective import add_objective, add_ties
 from schedsearch.encode.cpsat.variables import Variables, make_variables
-from schedsearch.encode.structure import Structure, build_structure
+from schedsearch.encode.structure import TaskStructure, build_structure
 from schedsearch.errors import SolverError
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
@@ -53,7 +53,7 @@ def _ortools_version() -> tuple[int, ...]:
 HINTED_PROOFS_TRUSTED = _ortools_version() < (9, 15)
 
 
-def build_model(problem: Problem, options: SolveOptions) -> tuple[cp_model.CpModel, Structure, Variables]:
+def build_model(problem: Problem, options: SolveOptions) -> tuple[cp_model.CpModel, TaskStructure, Variables]:
     """Build the CP-SAT model of ``problem`` (families 1-10, in order)."""
     st = build_structure(problem, symmetry_breaking=options.symmetry_breaking)
     horizon = st.horizon
@@ -87,7 +87,7 @@ def build_model(problem: Problem, options: SolveOptions) -> tuple[cp_model.CpMod
     return model, st, var
 
 
-def _add_hints(model: cp_model.CpModel, st: Structure, var: Variables, schedule: Schedule) -> None:
+def _add_hints(model: cp_model.CpModel, st: TaskStructure, var: Variables, schedule: Schedule) -> None:
     """A complete hint from a (validated) schedule of the same problem.
 
     Every variable of the model gets a value; a literal shared by several
@@ -261,7 +261,7 @@ def _run(
     return solver, code
 
 
-def _read_schedule(solver: cp_model.CpSolver, st: Structure, var: Variables) -> Schedule:
+def _read_schedule(solver: cp_model.CpSolver, st: TaskStructure, var: Variables) -> Schedule:
     chosen = []
     for t, tv in zip(st.tasks, var.tasks):
         option = 0 if t.fixed else next(k for k, lit in enumerate(tv.present) if solver.boolean_value(lit))

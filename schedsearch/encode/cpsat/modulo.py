@@ -18,7 +18,7 @@ M3. memory, per device with a capacity: the entry level ``E_d = initial +
     capacity`` (the level only rises at such starts; tasks on a device do
     not overlap, so only ``b``'s workspace is held then); redundant, on a
     device whose deltas pair up into allocations and the frees that depend
-    on them (see :func:`~schedsearch.encode.base.modulo_memory_pairs`):
+    on them (see :func:`~schedsearch.encode.modulo.modulo_memory_pairs`):
     the time-average level over one period cannot exceed the capacity,
     ``sum_pairs a (s_free - s_alloc) + sum_b w_b p_b <= (capacity -
     initial) P`` with ``s_b = t_b - P o_b``;
@@ -41,7 +41,7 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from schedsearch.bounds.analytic import critical_path
-from schedsearch.encode.base import ModuloOptions, ModuloResult, modulo_memory_pairs
+from schedsearch.encode.modulo import ModuloOptions, ModuloResult, modulo_memory_pairs
 from schedsearch.errors import SolverError
 from schedsearch.periodic import Repetend, RepetendTask
 from schedsearch.problem import Problem

@@ -13,10 +13,10 @@ from __future__ import annotations
 from ortools.sat.python import cp_model
 
 from schedsearch.encode.cpsat.variables import Variables, or_literal
-from schedsearch.encode.structure import Structure, resolve_ties
+from schedsearch.encode.structure import TaskStructure, resolve_ties
 
 
-def add_objective(model: cp_model.CpModel, st: Structure, var: Variables, objective: str, horizon: int) -> None:
+def add_objective(model: cp_model.CpModel, st: TaskStructure, var: Variables, objective: str, horizon: int) -> None:
     for t in st.tasks:
         model.add(var.makespan >= var.tasks[t.index].end)
     if objective == "max_span":
@@ -46,7 +46,7 @@ def add_objective(model: cp_model.CpModel, st: Structure, var: Variables, object
         model.minimize(var.objective)
 
 
-def add_ties(model: cp_model.CpModel, st: Structure, var: Variables, ties: tuple) -> None:
+def add_ties(model: cp_model.CpModel, st: TaskStructure, var: Variables, ties: tuple) -> None:
     """Family 10: ``start(b) = start(a) + offset`` for each tie."""
     for a, b, offset in resolve_ties(st, ties):
         model.add(var.tasks[b].start == var.tasks[a].start + offset)

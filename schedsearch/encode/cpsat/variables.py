@@ -5,7 +5,7 @@ from __future__ import annotations
 import attrs
 from ortools.sat.python import cp_model
 
-from schedsearch.encode.structure import Structure
+from schedsearch.encode.structure import TaskStructure
 
 
 @attrs.define(kw_only=True)
@@ -73,7 +73,7 @@ def or_literal(model: cp_model.CpModel, true_lit, lits: list, name: str):
     return lit
 
 
-def make_variables(model: cp_model.CpModel, st: Structure, horizon: int) -> Variables:
+def make_variables(model: cp_model.CpModel, st: TaskStructure, horizon: int) -> Variables:
     """Create every decision variable of the model (family 1 and the transfer choice of 4)."""
     true_lit = model.new_bool_var("true")
     model.add(true_lit == 1)

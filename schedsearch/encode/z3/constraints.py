@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import z3
 
-from schedsearch.encode.structure import Structure
+from schedsearch.encode.structure import TaskStructure
 from schedsearch.encode.z3.variables import Variables, on_device
 
 
-def _ordered_pairs(st: Structure) -> set[tuple[int, int]]:
+def _ordered_pairs(st: TaskStructure) -> set[tuple[int, int]]:
     """Pairs (a, b) where b cannot start before a ends whatever the schedule:
     a precedence path in the same micro-batch, or a symmetry chain of a block
     fixed on one device."""
@@ -37,7 +37,7 @@ def _ordered_pairs(st: Structure) -> set[tuple[int, int]]:
     return out
 
 
-def add_groups(solver: z3.Solver, st: Structure, var: Variables) -> None:
+def add_groups(solver: z3.Solver, st: TaskStructure, var: Variables) -> None:
     """Family 1 for overlapped groups: a task runs alone (ending after its own
     duration) or in exactly one active group (starting with it and ending
     after the group's duration)."""
@@ -55,7 +55,7 @@ def add_groups(solver: z3.Solver, st: Structure, var: Variables) -> None:
             solver.add(z3.Implies(var.groups[g], var.tasks[m].end == first.start + info.duration))
 
 
-def _shared_groups(st: Structure, a: int, b: int) -> list[int]:
+def _shared_groups(st: TaskStructure, a: int, b: int) -> list[int]:
     ga = st.task_groups.get(a)
     if not ga:
         return []
@@ -63,7 +63,7 @@ def _shared_groups(st: Structure, a: int, b: int) -> list[int]:
     return [g for g in ga if g in gb]
 
 
-def add_no_overlap(solver: z3.Solver, st: Structure, var: Variables) -> None:
+def add_no_overlap(solver: z3.Solver, st: TaskStructure, var: Variables) -> None:
     """Family 2: two tasks on the same device do not overlap (pairwise disjunctions;
     pairs already ordered by a precedence path or a chain are skipped; two
     members of one active group share the device as the group)."""
@@ -81,7 +81,7 @@ def add_no_overlap(solver: z3.Solver, st: Structure, var: Variables) -> None:
                 solver.add(z3.Or(guards + [apart]) if guards else apart)
 
 
-def add_dependencies(solver: z3.Solver, st: Structure, var: Variables) -> None:
+def add_dependencies(solver: z3.Solver, st: TaskStructure, var: Variables) -> None:
     """Families 3 and 6 (fixed orders): ``start(v) >= end(u)``, unless a
     group holding both runs (the edge is then the group's internal order)."""
     for u, v in st.precedences:
@@ -90,7 +90,7 @@ def add_dependencies(solver: z3.Solver, st: Structure, var: Variables) -> None:
         solver.add(z3.Or([after] + [var.groups[g] for g in shared]) if shared else after)
 
 
-def add_transfers(solver: z3.Solver, st: Structure, var: Variables) -> None:
+def add_transfers(solver: z3.Solver, st: TaskStructure, var: Variables) -> None:
     """Family 4: a needed transfer runs between its two ends on one channel;
     transfers sharing a channel do not overlap."""
     per_channel: dict[str, list[tuple[z3.BoolRef, z3.ArithRef, int]]] = {}
@@ -108,7 +108,7 @@ def add_transfers(solver: z3.Solver, st: Structure, var: Variables) -> None:
                 solver.add(z3.Or(z3.Not(la), z3.Not(lb), sa + da <= sb, sb + db <= sa))
 
 
-def add_memory(solver: z3.Solver, st: Structure, var: Variables) -> None:
+def add_memory(solver: z3.Solver, st: TaskStructure, var: Variables) -> None:
     """Family 5, exactly: the level only rises at task starts, so it is
     checked at every start that raises it.
 
@@ -154,7 +154,7 @@ def add_memory(solver: z3.Solver, st: Structure, var: Variables) -> None:
             solver.add(z3.Implies(on[i], init + z3.Sum(terms) <= cap))
 
 
-def add_symmetry_breaking(solver: z3.Solver, st: Structure, var: Variables) -> None:
+def add_symmetry_breaking(solver: z3.Solver, st: TaskStructure, var: Variables) -> None:
     """Family 7: micro-batches of the same block in order."""
     for chain in st.symmetry_chains:
         fixed_single = st.tasks[chain[0]].fixed and len(st.tasks[chain[0]].options[0][0]) == 1
@@ -162,7 +162,7 @@ def add_symmetry_breaking(solver: z3.Solver, st: Structure, var: Variables) -> N
             solver.add(var.tasks[b].start >= (var.tasks[a].end if fixed_single else var.tasks[a].start))
 
 
-def add_redundant_bounds(solver: z3.Solver, st: Structure, var: Variables) -> None:
+def add_redundant_bounds(solver: z3.Solver, st: TaskStructure, var: Variables) -> None:
     """Family 8: ``makespan >= end + tail``; ``makespan >= first start + work + forced idle +
     least tail`` (and ``span(d) >= work + forced idle`` for the ``"max_span"`` objective).
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import z3
 
-from schedsearch.encode.base import SolveOptions
+from schedsearch.encode.solve_options import SolveOptions
 from schedsearch.options import ProgressEvent
-from schedsearch.encode.structure import Structure, build_structure
+from schedsearch.encode.structure import TaskStructure, build_structure
 from schedsearch.encode.z3.constraints import (
     add_dependencies,
     add_groups,
@@ -65,7 +65,7 @@ class _TimedSolver:
 
 def build_solver(
     problem: Problem, options: SolveOptions, deadline: float | None = None
-) -> tuple[z3.Solver, Structure, Variables, int]:
+) -> tuple[z3.Solver, TaskStructure, Variables, int]:
     """Build the Z3 solver holding families 1-10; returns it with the horizon.
 
     Raises :class:`BuildTimeout` when ``deadline`` (a ``time.perf_counter``
@@ -227,7 +227,7 @@ class Z3Backend:
         )
 
 
-def _read_schedule(model: z3.ModelRef, st: Structure, var: Variables) -> Schedule:
+def _read_schedule(model: z3.ModelRef, st: TaskStructure, var: Variables) -> Schedule:
     def value(expr: z3.ExprRef) -> z3.ExprRef:
         return model.eval(expr, model_completion=True)
 

@@ -27,7 +27,7 @@ from typing import Any
 import z3
 
 from schedsearch.bounds.analytic import critical_path
-from schedsearch.encode.base import ModuloOptions, ModuloResult, modulo_memory_pairs
+from schedsearch.encode.modulo import ModuloOptions, ModuloResult, modulo_memory_pairs
 from schedsearch.periodic import Repetend, RepetendTask
 from schedsearch.problem import Problem
 from schedsearch.result import Status

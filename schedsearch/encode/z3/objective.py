@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import z3
 
-from schedsearch.encode.structure import Structure, resolve_ties
+from schedsearch.encode.structure import TaskStructure, resolve_ties
 from schedsearch.encode.z3.variables import Variables, on_device
 
 
-def add_objective(solver: z3.Solver, st: Structure, var: Variables, objective: str) -> None:
+def add_objective(solver: z3.Solver, st: TaskStructure, var: Variables, objective: str) -> None:
     solver.add(var.makespan >= 0)
     for t in st.tasks:
         solver.add(var.makespan >= var.tasks[t.index].end)
@@ -41,7 +41,7 @@ def add_objective(solver: z3.Solver, st: Structure, var: Variables, objective: s
         solver.add(var.objective >= last - first)
 
 
-def add_ties(solver: z3.Solver, st: Structure, var: Variables, ties: tuple) -> None:
+def add_ties(solver: z3.Solver, st: TaskStructure, var: Variables, ties: tuple) -> None:
     """Family 10: ``start(b) = start(a) + offset`` for each tie."""
     for a, b, offset in resolve_ties(st, ties):
         solver.add(var.tasks[b].start == var.tasks[a].start + offset)

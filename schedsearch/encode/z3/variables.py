@@ -5,7 +5,7 @@ from __future__ import annotations
 import attrs
 import z3
 
-from schedsearch.encode.structure import Structure
+from schedsearch.encode.structure import TaskStructure
 
 
 @attrs.define(kw_only=True)
@@ -52,12 +52,12 @@ def _and(lits: list) -> z3.BoolRef:
     return lits[0] if len(lits) == 1 else z3.And(lits)
 
 
-def on_device(st: Structure, var: Variables, task: int, device: str) -> z3.BoolRef:
+def on_device(st: TaskStructure, var: Variables, task: int, device: str) -> z3.BoolRef:
     """True when ``task`` runs in an option occupying ``device``."""
     return _or([var.tasks[task].present[i] for i in st.option_on(task, device)])
 
 
-def make_variables(solver: z3.Solver, st: Structure, horizon: int) -> Variables:
+def make_variables(solver: z3.Solver, st: TaskStructure, horizon: int) -> Variables:
     """Family 1 (option choice) and the transfer choice of family 4."""
     tasks: list[TaskVars] = []
     for t in st.tasks:

@@ -1,0 +1,199 @@
+"""The backend protocol and the registry of backends, and :func:`solve`.
+
+A backend turns a :class:`~schedsearch.problem.Problem` into a solver model,
+solves it and returns a :class:`~schedsearch.result.SearchResult`. Backends
+are looked up by name with :func:`get_backend` and imported lazily, so a
+missing solver package only matters when that backend is used.
+
+:func:`solve` is the one entry point the search strategies use: it checks
+that the backend can express the problem, runs it, and passes every
+schedule through the independent validator before returning it (a backend's
+answer is never trusted as given).
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+import warnings
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import attrs
+
+from schedsearch.encode.solve_options import SolveOptions
+from schedsearch.errors import UnsoundBoundWarning, UnsupportedFeatureError
+from schedsearch.problem import Problem
+from schedsearch.result import SearchResult, Status
+from schedsearch.schedule import objective_value
+from schedsearch.validate import assert_valid
+
+__all__ = [
+    "Backend",
+    "FEATURES",
+    "BACKENDS",
+    "get_backend",
+    "available_backends",
+    "problem_features",
+    "solve",
+]
+
+
+class Backend(Protocol):
+    """What every backend provides."""
+
+    name: str
+    #: Features the backend can express (see FEATURES).
+    features: frozenset[str]
+
+    def solve(self, problem: Problem, options: SolveOptions) -> SearchResult:  # pragma: no cover
+        """Solve ``problem``; the schedule is not yet validated."""
+        ...
+
+
+#: Feature names a problem may need.
+FEATURES = (
+    "flexible_options",
+    "multi_device",
+    "transfers",
+    "memory",
+    "workspace",
+    "releases",
+    "fixed_orders",
+    "overlaps",
+)
+
+#: name -> "module:attribute" of the backend class, imported lazily.
+BACKENDS: dict[str, str] = {
+    "cpsat": "schedsearch.encode.cpsat.model:CpSatBackend",
+    "z3": "schedsearch.encode.z3.model:Z3Backend",
+}
+
+
+def available_backends() -> tuple[str, ...]:
+    """The names :func:`get_backend` accepts."""
+    return tuple(BACKENDS)
+
+
+def get_backend(name: str | Backend) -> Backend:
+    """The backend called ``name`` (``"cpsat"`` or ``"z3"``), or ``name`` itself if it is one."""
+    if not isinstance(name, str):
+        return name
+    if name not in BACKENDS:
+        raise ValueError(f"backend: unknown name {name!r}; choose one of {sorted(BACKENDS)}")
+    return load_registered(name, BACKENDS)()
+
+
+def load_registered(name: str, registry: Mapping[str, str]) -> Any:
+    """The object ``registry[name]`` names (``"module:attribute"``), imported now.
+
+    The one lazy loader of the backends and of the modulo encoders
+    (:data:`schedsearch.encode.modulo.MODULO_BACKENDS`): a missing solver
+    package raises :class:`~schedsearch.errors.UnsupportedFeatureError`
+    naming the other entries of ``registry``.
+    """
+    module, attr = registry[name].split(":")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except ImportError as exc:  # pragma: no cover - depends on the installation
+        raise UnsupportedFeatureError(
+            f"backend {name!r} needs a solver package that is not installed ({exc}); "
+            f"try one of {sorted(set(registry) - {name})}"
+        ) from exc
+
+
+def problem_features(problem: Problem) -> frozenset[str]:
+    """The features (of :data:`FEATURES`) a problem uses."""
+    feats = set()
+    blocks = problem.graph.blocks
+    if any(len(b.options) > 1 for b in blocks):
+        feats.add("flexible_options")
+    if any(len(o.devices) > 1 for b in blocks for o in b.options):
+        feats.add("multi_device")
+    if any(e.size > 0 for e in problem.graph.edges):
+        feats.add("transfers")
+    if any(d.memory is not None for d in problem.cluster.devices):
+        feats.add("memory")
+    if any(b.workspace for b in blocks):
+        feats.add("workspace")
+    if problem.releases:
+        feats.add("releases")
+    if problem.fixed_orders:
+        feats.add("fixed_orders")
+    if problem.overlaps:
+        feats.add("overlaps")
+    return frozenset(feats)
+
+
+def solve(problem: Problem, backend: str | Backend = "cpsat", options: SolveOptions | None = None) -> SearchResult:
+    """Solve ``problem`` with ``backend`` and validate the schedule it returns.
+
+    Raises :class:`~schedsearch.errors.ValidationFailedError` if a backend
+    ever returns a schedule the validator rejects (an encoder bug), and
+    :class:`~schedsearch.errors.UnsupportedFeatureError` when the backend
+    cannot express a feature the problem uses.
+    """
+    options = options or SolveOptions()
+    impl = get_backend(backend)
+    _check_features(problem, impl)
+    if options.warm_start is not None:
+        assert_valid(problem, options.warm_start, "warm start")
+    t0 = time.perf_counter()
+    result = _checked(problem, impl, options, impl.solve(problem, options))
+    return attrs.evolve(result, wall_time_s=max(result.wall_time_s, time.perf_counter() - t0),
+                        objective_name="max_span" if problem.objective == "max_span" else "makespan")
+
+
+def _check_features(problem: Problem, impl: Backend) -> None:
+    """Raise :class:`~schedsearch.errors.UnsupportedFeatureError` naming what
+    the backend cannot express, and what to use instead."""
+    missing = problem_features(problem) - impl.features
+    if missing == {"overlaps"}:
+        raise UnsupportedFeatureError(
+            f"backend {impl.name!r} cannot express overlapped groups (the problem declares "
+            f"{len(problem.overlaps)} overlaps); search the schedules without them with "
+            f"problem.with_(overlaps=())"
+        )
+    if missing:
+        others = [n for n in BACKENDS if n != impl.name]
+        raise UnsupportedFeatureError(
+            f"backend {impl.name!r} cannot express {sorted(missing)}; use backend {others[0]!r}"
+            if others
+            else f"backend {impl.name!r} cannot express {sorted(missing)}"
+        )
+
+
+def _checked(problem: Problem, impl: Backend, options: SolveOptions, result: SearchResult) -> SearchResult:
+    """A backend's result with only the claims that hold.
+
+    The schedule must pass the validator (else
+    :class:`~schedsearch.errors.ValidationFailedError`) and the objective
+    is recomputed from it; a status that promises a schedule without one
+    becomes UNKNOWN; the bound is the larger of the backend's and the one
+    the caller knew (``options.lower_bound``, not for INFEASIBLE); a bound
+    above the objective of the validated plan is dropped with an
+    :class:`~schedsearch.errors.UnsoundBoundWarning`, and optimality with it.
+    """
+    if result.schedule is not None:
+        assert_valid(problem, result.schedule, f"schedule returned by backend {impl.name!r}")
+        # the schedule is the truth: the objective is recomputed from it
+        result = attrs.evolve(result, objective=objective_value(result.schedule, problem.objective))
+    elif result.status.has_schedule:
+        result = attrs.evolve(result, status=Status.UNKNOWN)
+    bound = result.lower_bound
+    if options.lower_bound is not None and result.status is not Status.INFEASIBLE:
+        bound = max(bound or 0, options.lower_bound)
+    status = result.status
+    if result.objective is not None and bound is not None and bound > result.objective:
+        # A validated plan beats the bound: the bound, and any proof built on
+        # it, is wrong. Report the plan without a claim rather than a false one.
+        warnings.warn(
+            UnsoundBoundWarning(
+                f"backend {impl.name!r} on problem {problem.name!r}: lower bound {bound} exceeds the objective "
+                f"{result.objective} of a validated plan; the bound is dropped and optimality is not claimed "
+                f"(please report this problem)"
+            ),
+            stacklevel=3,
+        )
+        bound, status = None, Status.FEASIBLE
+    return attrs.evolve(result, status=status, lower_bound=bound)
