@@ -33,6 +33,7 @@ from schedsearch.problem import (
     Option as Option,
     Problem as Problem,
 )
+from schedsearch.pipeline import Pipeline as Pipeline
 from schedsearch.options import ProgressEvent as ProgressEvent, SearchOptions as SearchOptions
 from schedsearch.result import Level as Level, SearchResult as SearchResult, Status as Status
 from schedsearch.schedule import Schedule as Schedule, TaskInstance as TaskInstance, Transfer as Transfer, metrics as metrics
@@ -49,6 +50,11 @@ def __getattr__(name: str):
 
         globals()["solve"] = solve
         return solve
+    if name == "plan":
+        from schedsearch.planner import plan
+
+        globals()["plan"] = plan
+        return plan
     raise AttributeError(f"module 'schedsearch' has no attribute {name!r}")
 
 
@@ -63,6 +69,7 @@ __all__ = [
     "InvalidScheduleError",
     "Level",
     "Option",
+    "Pipeline",
     "Problem",
     "ProgressEvent",
     "SchedSearchError",
@@ -73,6 +80,7 @@ __all__ = [
     "TaskInstance",
     "Transfer",
     "metrics",
+    "plan",
     "solve",
     "validate",
 ]

@@ -23,6 +23,8 @@ __all__ = [
     "ExecutionError",
     "MissingDependencyError",
     "UnsoundBoundWarning",
+    "InvalidPipelineError",
+    "NoFittingPlanError",
 ]
 
 
@@ -113,6 +115,16 @@ class ValidationFailedError(SolverError):
 class PlanError(SchedSearchError, ValueError):
     """An execution plan (e.g. a compute-only pipeline CSV) cannot run as given:
     the message names the rank, the action, the stage and the micro-batch."""
+
+
+class InvalidPipelineError(InvalidProblemError):
+    """A pipeline description (:class:`~schedsearch.pipeline.Pipeline`) is malformed:
+    the message names the stage or section, the field and the value."""
+
+
+class NoFittingPlanError(SchedSearchError, ValueError):
+    """No schedule family fits the pipeline's memory budget: the message says,
+    per family, which rank needs how much memory in any plan of that family."""
 
 
 class ExecutionError(SchedSearchError, RuntimeError):

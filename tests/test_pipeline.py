@@ -1,0 +1,135 @@
+"""Pipeline descriptions: fields, errors naming entity/field/value, TOML and JSON round trips, profiles."""
+
+from __future__ import annotations
+
+import pytest
+
+from schedsearch import Pipeline
+from schedsearch.errors import InvalidPipelineError, InvalidProblemError
+from schedsearch.pipeline import P2P, Stage, parse_bytes, split_layers
+
+
+
+def _pipeline(**changes):
+    fields = dict(
+        num_ranks=2,
+        num_microbatches=4,
+        memory_budget_bytes="8 GiB",
+        p2p={"latency_ms": 0.01, "bandwidth_bytes_per_s": "25 GB"},
+        fb_overlap_ms=2.5,
+        stages=[
+            {"name": "embed", "forward_ms": 1.25, "backward_ms": 2.5, "input_grad_ms": 1.25, "weight_grad_ms": 1.25,
+             "activation_bytes": "1 GiB", "parameter_bytes": "2 GiB"},
+            {"name": "head", "forward_ms": 1.5, "backward_ms": 3.0, "activation_bytes": 1000, "parameter_bytes": 0},
+        ],
+    )
+    fields.update(changes)
+    return Pipeline.from_dict(fields)
+
+
+def test_byte_strings_and_fields():
+    p = _pipeline()
+    assert p.memory_budget_bytes == 8 * 2**30
+    assert p.stages[0].activation_bytes == 2**30 and p.stages[0].has_split and not p.stages[1].has_split
+    assert p.p2p.bandwidth_bytes_per_s == 25 * 10**9
+    # 1 GiB over 25 GB/s = 42.95 ms, plus 0.01 ms latency
+    assert p.p2p.transfer_ms(2**30) == pytest.approx(0.01 + 2**30 / 25e9 * 1e3)
+    assert parse_bytes("1.5 GB") == 1_500_000_000
+
+
+@pytest.mark.parametrize("suffix", [".toml", ".json"])
+def test_round_trip(tmp_path, suffix):
+    p = _pipeline()
+    path = p.save(tmp_path / f"pipeline{suffix}")
+    assert Pipeline.load(path) == p
+    if suffix == ".toml":
+        assert 'memory_budget_bytes = "8 GiB"' in path.read_text()
+
+
+@pytest.mark.parametrize(
+    "changes, fragment",
+    [
+        ({"num_ranks": 0}, "pipeline: 'num_ranks' must be an integer >= 1, got 0"),
+        ({"families": ["zb-h2"]}, "'families' entry must be one of"),
+        ({"memory_budget_bytes": "1 GiB"}, "stage 'embed': 'parameter_bytes' 2 GiB exceed the memory budget per rank 1 GiB"),
+        ({"memory_budget_bytes": "lots"}, "'memory_budget_bytes' must be a byte amount"),
+        ({"stages": [{"name": "x", "forward_ms": -1.0, "backward_ms": 1.0}]}, "stage 'x': 'forward_ms' must be a time"),
+        ({"stages": [{"name": "x", "forward_ms": 0.0, "backward_ms": 1.0}]}, "stage 'x': 'forward_ms' must be > 0"),
+        ({"stages": [{"name": "x", "forward_ms": 1.0, "backward_ms": 1.0, "input_grad_ms": 0.5}]},
+         "give both 'input_grad_ms' and 'weight_grad_ms'"),
+        ({"stages": [{"name": "x", "forward_ms": 1.0, "backward_ms": 1.0, "colour": 1}]}, "unknown field(s) ['colour']"),
+        ({"p2p": {"time_ms": 1.0, "latency_ms": 1.0}}, "p2p: give either 'time_ms'"),
+        ({"partition": "auto"}, "'partition' must be 'fixed' or 'dp'"),
+        ({"time_tolerance": 0.0}, "'time_tolerance' must be in (0, 0.5)"),
+        ({"fb_overlap_ms": 0.0}, "'fb_overlap_ms' must be > 0"),
+    ],
+)
+def test_errors_name_entity_field_value(changes, fragment):
+    with pytest.raises(InvalidPipelineError) as info:
+        _pipeline(**changes)
+    assert fragment in str(info.value)
+    assert isinstance(info.value, InvalidProblemError) and isinstance(info.value, ValueError)
+
+
+def test_unknown_and_missing_fields(tmp_path):
+    with pytest.raises(InvalidPipelineError, match=r"unknown field\(s\) \['ranks'\]"):
+        Pipeline.from_dict({"ranks": 2})
+    with pytest.raises(InvalidPipelineError, match=r"missing field\(s\) \['num_microbatches', 'stages'\]"):
+        Pipeline.from_dict({"num_ranks": 2})
+    bad = tmp_path / "p.toml"
+    bad.write_text("num_ranks = [")
+    with pytest.raises(InvalidPipelineError, match="not valid toml"):
+        Pipeline.load(bad)
+
+
+def test_split_layers_is_the_dp_optimum():
+    # loads 3,3,6,12 (F + 2F): two stages -> {3,3,6} | {12}, max 12, the least possible
+    layers = [Stage(name=f"l{i}", forward_ms=t, backward_ms=2 * t) for i, t in enumerate([1.0, 1.0, 2.0, 4.0])]
+    assert split_layers(layers, 2) == ((0, 1, 2), (3,))
+    # four stages of four layers: one each
+    assert split_layers(layers, 4) == ((0,), (1,), (2,), (3,))
+    # equal loads: the DP may leave stages empty; every stage still gets a layer, in order
+    same = [Stage(name=f"l{i}", forward_ms=1.0, backward_ms=1.0) for i in range(6)]
+    groups = split_layers(same, 3)
+    assert [i for g in groups for i in g] == list(range(6)) and all(groups) and len(groups) == 3
+
+
+def test_stages_for_fixed_and_dp():
+    p = _pipeline()
+    assert p.stages_for(2)[0] == p.stages and p.stages_for(4) is None
+    layers = Pipeline(num_ranks=2, num_microbatches=2, partition="dp",
+                      stages=[Stage(name=f"l{i}", forward_ms=1.0, backward_ms=2.0, activation_bytes=10,
+                                    parameter_bytes=5) for i in range(4)])
+    stages, groups = layers.stages_for(2)
+    assert groups == ((0, 1), (2, 3))
+    assert stages[0].forward_ms == 2.0 and stages[0].activation_bytes == 20 and stages[0].parameter_bytes == 10
+    assert layers.stages_for(5) is None
+
+
+def test_from_pipedream_profile(shared_data):
+    path = shared_data / "pipedream-profiles/profiler/image_classification/profiles/vgg16/graph.txt"
+    p = Pipeline.from_profile(path, num_ranks=4, num_microbatches=8, weight_grad_share=0.5)
+    assert p.name == "vgg16" and p.partition == "dp" and len(p.stages) > 20
+    assert all(s.has_split for s in p.stages)
+    stages, groups = p.stages_for(4)
+    assert len(stages) == 4 and [i for g in groups for i in g] == list(range(len(p.stages)))
+    total = sum(s.forward_ms + s.backward_ms for s in p.stages)
+    assert sum(s.forward_ms + s.backward_ms for s in stages) == pytest.approx(total)
+
+
+def test_from_runtime_profile():
+    from schedsearch.runtime.profile import Profile, StageProfile
+
+    rows = tuple(StageProfile(stage=s, microbatch_size=1, forward_s=1e-3, backward_s=2e-3, input_grad_s=1e-3,
+                              weight_grad_s=1e-3, activation_bytes=1024, parameter_bytes=2048) for s in range(2))
+    profile = Profile(sizes=(1,), stages={1: rows}, repeats=3, time_unit_s=1e-4, memory_unit_bytes=1024)
+    p = Pipeline.from_profile(profile, num_ranks=2, num_microbatches=4, memory_budget_bytes="1 MiB")
+    assert p.partition == "fixed" and p.stages[1].backward_ms == pytest.approx(2.0) and p.stages[0].has_split
+    with pytest.raises(InvalidPipelineError, match="micro-batch size 2 was not profiled"):
+        Pipeline.from_profile(profile, num_ranks=2, num_microbatches=4, microbatch_size=2)
+    with pytest.raises(InvalidPipelineError, match="expected a runtime Profile"):
+        Pipeline.from_profile(42, num_ranks=2, num_microbatches=4)
+
+
+def test_p2p_free_by_default():
+    assert P2P().free and not P2P(time_ms=0.5).free
