@@ -400,9 +400,8 @@ def partition_dpl(
     Examples
     --------
     >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, partition_dpl
-    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
-    ...           for i, t in enumerate([4, 2, 3, 3])]
-    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> graph = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0)
+    ...                                  for i, t in enumerate([4, 2, 3, 3])], edges=[(0, 1), (1, 2), (2, 3)])
     >>> result = partition_dpl(graph, DeviceLimits(num_accelerators=3))
     >>> result.max_load, result.stats["ideals"]  # the 5 prefixes of 4 supernodes
     (7.0, 5)
@@ -458,9 +457,8 @@ def partition_dp(
     accelerators take two layers each, loads 6 + 1 communication:
 
     >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, partition_dp
-    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
-    ...           for i, t in enumerate([4, 2, 3, 3])]
-    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> graph = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0)
+    ...                                  for i, t in enumerate([4, 2, 3, 3])], edges=[(0, 1), (1, 2), (2, 3)])
     >>> result = partition_dp(graph, DeviceLimits(num_accelerators=2))
     >>> result.max_load, result.optimal, [(str(slot), ops) for slot, ops in result.split.stages]
     (7.0, True, [('accel0', (0, 1)), ('accel1', (2, 3))])

@@ -247,7 +247,7 @@ def partition_met(graph: OperatorGraph | PartitionWorkload, devices: DeviceLimit
     >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, partition_met
     >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
     ...           for i, t in enumerate([4, 2, 3, 3])]
-    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> graph = OperatorGraph(operators=layers, edges=[(0, 1), (1, 2), (2, 3)])
     >>> result = partition_met(graph, DeviceLimits(num_accelerators=2, num_cpus=1))
     >>> result.max_load, [(str(slot), ops) for slot, ops in result.split.stages]
     (12.0, [('accel0', (0, 1, 2, 3))])
@@ -305,9 +305,8 @@ def partition_greedy(graph: OperatorGraph | PartitionWorkload, devices: DeviceLi
     Examples
     --------
     >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, partition_greedy
-    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
-    ...           for i, t in enumerate([4, 2, 3, 3])]
-    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> graph = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0)
+    ...                                  for i, t in enumerate([4, 2, 3, 3])], edges=[(0, 1), (1, 2), (2, 3)])
     >>> result = partition_greedy(graph, DeviceLimits(num_accelerators=3))  # 12 units: about 4 each
     >>> result.max_load, [(str(slot), ops) for slot, ops in result.split.stages]
     (7.0, [('accel0', (0,)), ('accel1', (1,)), ('accel2', (2, 3))])
@@ -362,9 +361,8 @@ def partition_heft(graph: OperatorGraph | PartitionWorkload, devices: DeviceLimi
     on one accelerator (makespan 12), a poor max-load:
 
     >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, partition_heft
-    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
-    ...           for i, t in enumerate([4, 2, 3, 3])]
-    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> graph = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0)
+    ...                                  for i, t in enumerate([4, 2, 3, 3])], edges=[(0, 1), (1, 2), (2, 3)])
     >>> result = partition_heft(graph, DeviceLimits(num_accelerators=3))
     >>> result.max_load, result.stats["makespan"]
     (12.0, 12.0)
@@ -480,9 +478,8 @@ def partition_annealing(
     Examples
     --------
     >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, partition_annealing
-    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
-    ...           for i, t in enumerate([4, 2, 3, 3, 2])]
-    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> graph = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0)
+    ...                                  for i, t in enumerate([4, 2, 3, 3, 2])], edges=[(i, i + 1) for i in range(4)])
     >>> result = partition_annealing(graph, DeviceLimits(num_accelerators=3), iterations=2000, seed=1)
     >>> result.method, result.feasible, result.max_load <= 8.0
     ('annealing', True, True)
@@ -543,9 +540,8 @@ def partition_evolutionary(
     Examples
     --------
     >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, partition_evolutionary
-    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
-    ...           for i, t in enumerate([4, 2, 3, 3, 2])]
-    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> graph = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0)
+    ...                                  for i, t in enumerate([4, 2, 3, 3, 2])], edges=[(i, i + 1) for i in range(4)])
     >>> result = partition_evolutionary(graph, DeviceLimits(num_accelerators=3), generations=500, seed=1)
     >>> result.method, result.feasible, result.max_load <= 8.0
     ('evolutionary', True, True)

@@ -125,13 +125,11 @@ class PartitionBound:
 
     Examples
     --------
-    >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, contiguous_ip
-    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
-    ...           for i, t in enumerate([4, 2, 3, 3])]
-    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
-    >>> bound = contiguous_ip(graph, DeviceLimits(num_accelerators=2), time_limit_s=10)
-    >>> bound.method, bound.status.value, bound.value, bound.lower_bound
-    ('ip-contiguous', 'OPTIMAL', 7.0, 7.0)
+    >>> from schedsearch.partition import PartitionBound
+    >>> from schedsearch.result import Status
+    >>> print(PartitionBound(method="ip-noncontiguous", status=Status.FEASIBLE, split=None, value=7.5,
+    ...                      lower_bound=6.0, wall_time_s=0.0))
+    ip-noncontiguous: FEASIBLE, value 7.5, lower bound 6, gap 20%, 0.00 s
     """
 
     method: str
@@ -483,9 +481,8 @@ def noncontiguous_ip(
     accelerators:
 
     >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, noncontiguous_ip
-    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
-    ...           for i, t in enumerate([4, 2, 3, 3])]
-    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> graph = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0)
+    ...                                  for i, t in enumerate([4, 2, 3, 3])], edges=[(0, 1), (1, 2), (2, 3)])
     >>> bound = noncontiguous_ip(graph, DeviceLimits(num_accelerators=2), time_limit_s=10)
     >>> bound.status.value, bound.value, bound.lower_bound
     ('OPTIMAL', 7.0, 7.0)
@@ -691,9 +688,8 @@ def contiguous_ip(
     Examples
     --------
     >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, contiguous_ip
-    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
-    ...           for i, t in enumerate([4, 2, 3, 3, 2])]
-    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> graph = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0)
+    ...                                  for i, t in enumerate([4, 2, 3, 3, 2])], edges=[(i, i + 1) for i in range(4)])
     >>> bound = contiguous_ip(graph, DeviceLimits(num_accelerators=3), incumbent=None, time_limit_s=10)
     >>> bound.status.value, bound.value == bound.lower_bound
     ('OPTIMAL', True)
@@ -791,9 +787,8 @@ def latency_of_split(
     split in two, the tensor crossing costs 1 on each side, 14:
 
     >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, Slot, Split, latency_of_split, one_device_split
-    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
-    ...           for i, t in enumerate([4, 2, 3, 3])]
-    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> graph = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0)
+    ...                                  for i, t in enumerate([4, 2, 3, 3])], edges=[(0, 1), (1, 2), (2, 3)])
     >>> devices = DeviceLimits(num_accelerators=2)
     >>> halves = Split(stages=[(Slot(kind="accel", index=0), (0, 1)), (Slot(kind="accel", index=1), (2, 3))])
     >>> latency_of_split(graph, one_device_split(graph), devices), latency_of_split(graph, halves, devices)
@@ -931,7 +926,7 @@ def latency_ip(
     >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, latency_ip
     >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
     ...           for i, t in enumerate([4, 2, 3, 3])]
-    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> graph = OperatorGraph(operators=layers, edges=[(0, 1), (1, 2), (2, 3)])
     >>> bound = latency_ip(graph, DeviceLimits(num_accelerators=2), time_limit_s=10)
     >>> bound.status.value, bound.value, bound.lower_bound
     ('OPTIMAL', 12.0, 12.0)
@@ -1137,7 +1132,7 @@ def latency_problem(
     >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, latency_problem
     >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
     ...           for i, t in enumerate([4, 2, 3, 3])]
-    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> graph = OperatorGraph(operators=layers, edges=[(0, 1), (1, 2), (2, 3)])
     >>> from schedsearch.search import optimal
     >>> problem = latency_problem(graph, DeviceLimits(num_accelerators=2), num_cpus=1)
     >>> problem.cluster.device_names

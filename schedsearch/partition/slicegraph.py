@@ -344,9 +344,8 @@ def partition_slicegraph(
     Examples
     --------
     >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, partition_slicegraph
-    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
-    ...           for i, t in enumerate([4, 2, 3, 3])]
-    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> graph = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0)
+    ...                                  for i, t in enumerate([4, 2, 3, 3])], edges=[(0, 1), (1, 2), (2, 3)])
     >>> result = partition_slicegraph(graph, DeviceLimits(num_accelerators=2), search="random", restarts=5)
     >>> result.max_load, [(str(slot), ops) for slot, ops in result.split.stages]
     (7.0, [('accel0', (0, 1)), ('accel1', (2, 3))])

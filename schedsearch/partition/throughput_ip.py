@@ -92,13 +92,14 @@ class ThroughputBound:
 
     Examples
     --------
-    >>> from schedsearch.partition import Operator, OperatorGraph, exact_mip
-    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
-    ...           for i, t in enumerate([4, 2, 3, 3])]
-    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
-    >>> bound = exact_mip(graph, 2, time_limit_s=10)
-    >>> bound.method, bound.lower_bound, bound.best_value, bound.ratio
-    ('exact', 7.0, 7.0, 1.0)
+    A bound of 6 on a best partition of 7.5 leaves at most 20% to gain:
+
+    >>> from schedsearch.partition import ThroughputBound
+    >>> from schedsearch.result import Status
+    >>> bound = ThroughputBound(method="exact", k=2, lower_bound=6.0, best_split=None, best_value=7.5,
+    ...                         status=Status.FEASIBLE, wall_time_s=0.0)
+    >>> bound.ratio
+    0.8
     """
 
     method: str
@@ -219,9 +220,8 @@ def exact_mip(
     Examples
     --------
     >>> from schedsearch.partition import Operator, OperatorGraph, exact_mip
-    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
-    ...           for i, t in enumerate([4, 2, 3, 3])]
-    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> graph = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0)
+    ...                                  for i, t in enumerate([4, 2, 3, 3])], edges=[(0, 1), (1, 2), (2, 3)])
     >>> bound = exact_mip(graph, 3, time_limit_s=10)
     >>> bound.status.value, bound.lower_bound, bound.best_value
     ('OPTIMAL', 7.0, 7.0)
@@ -355,9 +355,8 @@ def three_superblock_mip(
     Examples
     --------
     >>> from schedsearch.partition import Operator, OperatorGraph, three_superblock_mip
-    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
-    ...           for i, t in enumerate([4, 2, 3, 3])]
-    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> graph = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0)
+    ...                                  for i, t in enumerate([4, 2, 3, 3])], edges=[(0, 1), (1, 2), (2, 3)])
     >>> bound = three_superblock_mip(graph, 3, time_limit_s=10)
     >>> bound.lower_bound <= bound.best_value == 7.0
     True
@@ -390,9 +389,8 @@ def bottleneck_guess_mip(
     Examples
     --------
     >>> from schedsearch.partition import Operator, OperatorGraph, bottleneck_guess_mip
-    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
-    ...           for i, t in enumerate([4, 2, 3, 3])]
-    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> graph = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0)
+    ...                                  for i, t in enumerate([4, 2, 3, 3])], edges=[(0, 1), (1, 2), (2, 3)])
     >>> bound = bottleneck_guess_mip(graph, 3, time_limit_s=10)
     >>> bound.method, bound.lower_bound, bound.best_value
     ('bottleneck-guess', 7.0, 7.0)

@@ -70,14 +70,18 @@ class StagedProblem:
 
     Examples
     --------
-    >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, partition_dp, split_to_problem
-    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
-    ...           for i, t in enumerate([4, 2, 3, 3])]
-    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
-    >>> staged = split_to_problem(graph, partition_dp(graph, DeviceLimits(num_accelerators=2)),
-    ...                           num_microbatches=4, time_unit=1.0)
-    >>> staged.block_operators, [str(slot) for slot in staged.stage_slots], staged.to_graph_time(31)
-    ({'F0': (0, 1), 'F1': (2, 3)}, ['accel0', 'accel1'], 31.0)
+    Latencies of 0.5 and 1.5 in units of 0.5 are blocks of 1 and 3; a
+    makespan of 8 units is 4.0 in the graph's time:
+
+    >>> from schedsearch.partition import Operator, OperatorGraph, Slot, Split, split_to_problem
+    >>> graph = OperatorGraph(operators=[Operator(id=0, accel_latency=0.5), Operator(id=1, accel_latency=1.5)],
+    ...                       edges=[(0, 1)])
+    >>> one_each = Split(stages=[(Slot(kind="accel", index=0), (0,)), (Slot(kind="accel", index=1), (1,))])
+    >>> staged = split_to_problem(graph, one_each, num_microbatches=2, time_unit=0.5)
+    >>> [block.options[0].duration for block in staged.problem.graph.blocks], staged.to_graph_time(8)
+    ([1, 3], 4.0)
+    >>> staged.block_operators
+    {'F0': (0,), 'F1': (1,)}
     """
 
     problem: Problem
@@ -108,9 +112,8 @@ def split_to_problem(
     Examples
     --------
     >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, partition_dp, split_to_problem
-    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
-    ...           for i, t in enumerate([4, 2, 3, 3])]
-    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> graph = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0)
+    ...                                  for i, t in enumerate([4, 2, 3, 3])], edges=[(0, 1), (1, 2), (2, 3)])
     >>> split = partition_dp(graph, DeviceLimits(num_accelerators=2))
     >>> problem = split_to_problem(graph, split, num_microbatches=4, time_unit=1.0).problem
     >>> [(block.name, block.options) for block in problem.graph.blocks]
@@ -241,9 +244,8 @@ class PipelineResult:
     Examples
     --------
     >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, partition_and_schedule
-    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
-    ...           for i, t in enumerate([4, 2, 3, 3])]
-    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> graph = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0)
+    ...                                  for i, t in enumerate([4, 2, 3, 3])], edges=[(0, 1), (1, 2), (2, 3)])
     >>> from schedsearch.search import list_schedule
     >>> pipeline = partition_and_schedule(graph, DeviceLimits(num_accelerators=2), search=list_schedule,
     ...                                   num_microbatches=4, time_unit=1.0)
@@ -309,9 +311,8 @@ def partition_and_schedule(
     4 x 6 + 1 + 6 = 31, which the exact search proves optimal.
 
     >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, partition_and_schedule
-    >>> layers = [Operator(id=i, accel_latency=t, cpu_latency=10 * t, output_cost=1.0)
-    ...           for i, t in enumerate([4, 2, 3, 3])]
-    >>> graph = OperatorGraph(operators=layers, edges=[(i, i + 1) for i in range(len(layers) - 1)])
+    >>> graph = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0)
+    ...                                  for i, t in enumerate([4, 2, 3, 3])], edges=[(0, 1), (1, 2), (2, 3)])
     >>> from schedsearch.search import optimal
     >>> pipeline = partition_and_schedule(graph, DeviceLimits(num_accelerators=2), search=optimal,
     ...                                   num_microbatches=4, time_unit=1.0, time_limit_s=10, workers=1)

@@ -65,15 +65,13 @@ class Mutation:
 
     Examples
     --------
-    >>> from schedsearch import validate
-    >>> from schedsearch.handcrafted import one_f_one_b
-    >>> from schedsearch.placements import vshape
-    >>> from schedsearch.testing import mutate, mutation_sites
-    >>> problem = vshape(2, 2)
-    >>> plan = one_f_one_b(problem)
-    >>> mutation = mutate(problem, plan, "device_overlap", mutation_sites(problem, plan)["device_overlap"][0])
-    >>> mutation.kind, [v.kind for v in validate(problem, mutation.schedule)]
-    ('device_overlap', ['device_overlap'])
+    >>> from schedsearch.handcrafted import zb_h1
+    >>> from schedsearch.placements import zero_bubble
+    >>> from schedsearch.testing import mutate
+    >>> plan = zb_h1(zero_bubble(2, 1))
+    >>> mutation = mutate(zero_bubble(2, 1), plan, "missing_task", plan.tasks[-1])
+    >>> mutation.kind, mutation.description, len(mutation.schedule.tasks)
+    ('missing_task', "dropped task 'W0' (micro-batch 0)", 5)
     """
 
     kind: str
