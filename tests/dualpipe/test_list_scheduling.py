@@ -127,3 +127,18 @@ def test_same_microbatch_members_are_formed_together():
     for rule in DEFAULT_RULES:
         plan = list_plan(problem, rule, form_groups=True)
         assert plan is not None and not validate(problem, plan)
+
+
+def test_a_group_lasts_its_longest_member_instance():
+    # b0 of micro-batch 0 lasts 2 (an override); the group declared at 1 lasts 2
+    from schedsearch.problem import Block, Cluster, Device, Edge, Graph, Option, Overlap, Problem
+    from schedsearch.search.scale.list_scheduling import DEFAULT_RULES, list_plan
+    from schedsearch.validate import validate
+
+    blocks = [Block(name=n, kind="F", options=[Option(devices=("d0",), duration=1)]) for n in ("b0", "b1")]
+    problem = Problem(graph=Graph(blocks=blocks, edges=[Edge(src="b0", dst="b1")]), num_microbatches=1,
+                      cluster=Cluster(devices=[Device(name="d0")]), duration_overrides=[("b0", 0, (2,))],
+                      overlaps=[Overlap(blocks=("b0", "b1"), duration=1, name="g0", same_microbatch=(("b0", "b1"),))])
+    for rule in DEFAULT_RULES[:4]:
+        plan = list_plan(problem, rule, form_groups=True)
+        assert plan is not None and not validate(problem, plan)

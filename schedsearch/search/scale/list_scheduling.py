@@ -270,7 +270,10 @@ def list_plan(
                     key = min(key_of[task] for task in chosen)
                     if best is None or key < best[0]:
                         members = sorted(chosen, key=lambda task: order.index(task[0]))
-                        best = (key, members, duration, tag)
+                        # the model's rule: a group lasts its declared duration, or its
+                        # longest member instance's own duration when that is longer
+                        longest = max(problem.durations(b, m)[0] for b, m in members)
+                        best = (key, members, max(duration, longest), tag)
         return best
 
     def start(members: list[TaskKey], duration: int, tag: str | None) -> None:
