@@ -553,11 +553,9 @@ def metrics(problem: Problem, schedule: Schedule) -> Metrics:
 
     Examples
     --------
-    >>> from schedsearch import metrics
-    >>> from schedsearch.handcrafted import one_f_one_b
-    >>> from schedsearch.placements import vshape
-    >>> problem = vshape(2, 2, forward=1, backward=2)
-    >>> figures = metrics(problem, one_f_one_b(problem))
+    >>> from schedsearch import handcrafted, metrics, placements
+    >>> problem = placements.vshape(2, 2, forward=1, backward=2)
+    >>> figures = metrics(problem, handcrafted.one_f_one_b(problem))
     >>> print(figures)
     makespan 9, bubble (global) 3 (rate 0.333), bubble (span) 3, peak memory [d0=2, d1=1]
     >>> dict(figures.busy)

@@ -128,12 +128,10 @@ def write_chrome_trace(problem: Problem | None, schedule: Schedule, path: str | 
     --------
     >>> import json, tempfile
     >>> from pathlib import Path
-    >>> from schedsearch.export import write_chrome_trace
-    >>> from schedsearch.handcrafted import gpipe
-    >>> from schedsearch.placements import vshape
-    >>> problem = vshape(2, 2)
+    >>> from schedsearch import export, handcrafted, placements
+    >>> problem = placements.vshape(2, 2)
     >>> with tempfile.TemporaryDirectory() as folder:
-    ...     path = write_chrome_trace(problem, gpipe(problem), Path(folder) / "gpipe.trace.json")
+    ...     path = export.write_chrome_trace(problem, handcrafted.gpipe(problem), Path(folder) / "gpipe.trace.json")
     ...     print(path.name, sorted(json.loads(path.read_text())))
     gpipe.trace.json ['displayTimeUnit', 'otherData', 'traceEvents']
     """

@@ -41,11 +41,9 @@ def plan_document(problem: Problem, schedule: Schedule, *, meta: Mapping[str, An
 
     Examples
     --------
-    >>> from schedsearch.export import plan_document
-    >>> from schedsearch.handcrafted import one_f_one_b
-    >>> from schedsearch.placements import vshape
-    >>> problem = vshape(2, 2)
-    >>> document = plan_document(problem, one_f_one_b(problem), meta={"note": "1F1B"})
+    >>> from schedsearch import export, handcrafted, placements
+    >>> problem = placements.vshape(2, 2)
+    >>> document = export.plan_document(problem, handcrafted.one_f_one_b(problem), meta={"note": "1F1B"})
     >>> sorted(document), document["metrics"]["makespan"], document["meta"]
     (['format', 'meta', 'metrics', 'problem', 'schedule', 'version'], 9, {'note': '1F1B'})
     """

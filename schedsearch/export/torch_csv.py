@@ -145,11 +145,9 @@ def to_torch_csv(problem: Problem, schedule: Schedule) -> str:
 
     Examples
     --------
-    >>> from schedsearch.export import to_torch_csv
-    >>> from schedsearch.handcrafted import zb_h1
-    >>> from schedsearch.placements import zero_bubble
-    >>> problem = zero_bubble(2, 2)
-    >>> print(to_torch_csv(problem, zb_h1(problem)))
+    >>> from schedsearch import export, handcrafted, placements
+    >>> problem = placements.zero_bubble(2, 2)
+    >>> print(export.to_torch_csv(problem, handcrafted.zb_h1(problem)))
     0F0,0F1,0I0,0W0,0I1,0W1
     1F0,1I0,1F1,1I1,1W0,1W1
     """
@@ -167,12 +165,10 @@ def write_torch_csv(problem: Problem, schedule: Schedule, path: str | Path) -> P
     --------
     >>> import tempfile
     >>> from pathlib import Path
-    >>> from schedsearch.export import write_torch_csv
-    >>> from schedsearch.handcrafted import one_f_one_b
-    >>> from schedsearch.placements import vshape
-    >>> problem = vshape(2, 2)
+    >>> from schedsearch import export, handcrafted, placements
+    >>> problem = placements.vshape(2, 2)
     >>> with tempfile.TemporaryDirectory() as folder:
-    ...     path = write_torch_csv(problem, one_f_one_b(problem), Path(folder) / "1f1b.csv")
+    ...     path = export.write_torch_csv(problem, handcrafted.one_f_one_b(problem), Path(folder) / "1f1b.csv")
     ...     print(path.read_text().splitlines()[1])
     1F0,1B0,1F1,1B1
     """

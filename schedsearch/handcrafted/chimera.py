@@ -77,11 +77,9 @@ def chimera(problem: Problem) -> Schedule:
 
     Examples
     --------
-    >>> from schedsearch import metrics
-    >>> from schedsearch.handcrafted import chimera
-    >>> from schedsearch.placements import chimera as chimera_placement
-    >>> problem = chimera_placement(4, 4)
-    >>> figures = metrics(problem, chimera(problem))
+    >>> from schedsearch import handcrafted, metrics, placements
+    >>> problem = placements.chimera(4, 4)
+    >>> figures = metrics(problem, handcrafted.chimera(problem))
     >>> figures.bubble_global, list(figures.peak_memory.values())  # (D-2) max(F, B); D/2+1+min(d, D-1-d)
     (4, [3, 4, 4, 3])
     """

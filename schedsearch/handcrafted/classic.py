@@ -52,11 +52,9 @@ def gpipe(problem: Problem) -> Schedule:
 
     Examples
     --------
-    >>> from schedsearch import metrics
-    >>> from schedsearch.handcrafted import gpipe
-    >>> from schedsearch.placements import vshape
-    >>> problem = vshape(2, 2, forward=1, backward=2)
-    >>> schedule = gpipe(problem)
+    >>> from schedsearch import handcrafted, metrics, placements
+    >>> problem = placements.vshape(2, 2, forward=1, backward=2)
+    >>> schedule = handcrafted.gpipe(problem)
     >>> schedule.makespan, dict(metrics(problem, schedule).peak_memory)  # (m+p-1)(F+B); m activations
     (9, {'d0': 2, 'd1': 2})
     """

@@ -147,11 +147,9 @@ def dualpipe(problem: Problem) -> Schedule:
     The README's figures for ``PP = 4``, 8 chunks: bubble ``(PP/2-1)(F&B+B-3W)
     = 2`` on every device, ``PP + 1`` activations on the middle two:
 
-    >>> from schedsearch import metrics
-    >>> from schedsearch.handcrafted import dualpipe
-    >>> from schedsearch.placements import dualpipe as dualpipe_placement
-    >>> problem = dualpipe_placement(4, 8)
-    >>> figures = metrics(problem, dualpipe(problem))
+    >>> from schedsearch import handcrafted, metrics, placements
+    >>> problem = placements.dualpipe(4, 8)
+    >>> figures = metrics(problem, handcrafted.dualpipe(problem))
     >>> figures.makespan, figures.bubble_global, list(figures.peak_memory.values())
     (26, 2, [4, 5, 5, 4])
     """
@@ -192,11 +190,9 @@ def dualpipev(problem: Problem) -> Schedule:
 
     Examples
     --------
-    >>> from schedsearch import metrics
-    >>> from schedsearch.handcrafted import dualpipev
-    >>> from schedsearch.placements import dualpipev as dualpipev_placement
-    >>> problem = dualpipev_placement(2, 4)
-    >>> figures = metrics(problem, dualpipev(problem))
+    >>> from schedsearch import handcrafted, metrics, placements
+    >>> problem = placements.dualpipev(2, 4)
+    >>> figures = metrics(problem, handcrafted.dualpipev(problem))
     >>> figures.makespan, figures.bubble_global, list(figures.peak_memory.values())  # 2p, 2p+1 on the last
     (26, 2, [4, 5])
     """

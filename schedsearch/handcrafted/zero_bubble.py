@@ -79,11 +79,9 @@ def zb_h1(problem: Problem) -> Schedule:
     --------
     The bubble is ``(p-1)(F+I-W)``, a third of 1F1B's with unit times:
 
-    >>> from schedsearch import metrics
-    >>> from schedsearch.handcrafted import zb_h1
-    >>> from schedsearch.placements import zero_bubble
-    >>> problem = zero_bubble(4, 8)
-    >>> figures = metrics(problem, zb_h1(problem))
+    >>> from schedsearch import handcrafted, metrics, placements
+    >>> problem = placements.zero_bubble(4, 8)
+    >>> figures = metrics(problem, handcrafted.zb_h1(problem))
     >>> figures.makespan, figures.bubble_global
     (27, 3)
     """
@@ -146,11 +144,9 @@ def zb_v(problem: Problem) -> Schedule:
     --------
     No bubble inside any device's span, makespan ``(6m+p-1)F``:
 
-    >>> from schedsearch import metrics
-    >>> from schedsearch.handcrafted import zb_v
-    >>> from schedsearch.placements import vshape_chunks
-    >>> problem = vshape_chunks(2, 3)
-    >>> figures = metrics(problem, zb_v(problem))
+    >>> from schedsearch import handcrafted, metrics, placements
+    >>> problem = placements.vshape_chunks(2, 3)
+    >>> figures = metrics(problem, handcrafted.zb_v(problem))
     >>> figures.makespan, figures.bubble_span
     (19, 0)
     """

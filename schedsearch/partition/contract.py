@@ -70,10 +70,8 @@ class ContractedGraph:
     Examples
     --------
     >>> from schedsearch.partition import Operator, OperatorGraph, contract
-    >>> diamond = OperatorGraph(
-    ...     operators=[Operator(id=i, accel_latency=t, output_cost=1.0) for i, t in enumerate([2, 3, 3, 2])],
-    ...     edges=[(0, 1), (0, 2), (1, 3), (2, 3)],
-    ... )
+    >>> diamond = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0)
+    ...                                    for i, t in enumerate([2, 3, 3, 2])], edges=[(0, 1), (0, 2), (1, 3), (2, 3)])
     >>> contracted = contract(diamond)
     >>> contracted.preds, contracted.hyperedges[0]  # 0 sends one output to both 1 and 2
     (((), (0,), (0,), (1, 2)), ((0, 1, 2), 1.0))
@@ -353,10 +351,8 @@ def linearize(cg: ContractedGraph, order: list[int] | None = None) -> Contracted
     Examples
     --------
     >>> from schedsearch.partition import Operator, OperatorGraph, contract, enumerate_ideals, linearize
-    >>> diamond = OperatorGraph(
-    ...     operators=[Operator(id=i, accel_latency=t, output_cost=1.0) for i, t in enumerate([2, 3, 3, 2])],
-    ...     edges=[(0, 1), (0, 2), (1, 3), (2, 3)],
-    ... )
+    >>> diamond = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0)
+    ...                                    for i, t in enumerate([2, 3, 3, 2])], edges=[(0, 1), (0, 2), (1, 3), (2, 3)])
     >>> contracted = contract(diamond)
     >>> linearize(contracted).preds  # 0 -> 1 -> 2 -> 3 added
     ((), (0,), (0, 1), (1, 2))

@@ -217,7 +217,8 @@ def one_device_split(graph: OperatorGraph, kind: str = "accel") -> Split:
     >>> from schedsearch.partition import Operator, OperatorGraph, evaluate_split, one_device_split
     >>> graph = OperatorGraph(operators=[Operator(id=i, accel_latency=t, cpu_latency=5 * t)
     ...                                  for i, t in enumerate([4, 2])], edges=[(0, 1)])
-    >>> evaluate_split(graph, one_device_split(graph)).max_load, evaluate_split(graph, one_device_split(graph, "cpu")).max_load
+    >>> on_gpu, on_cpu = one_device_split(graph), one_device_split(graph, "cpu")
+    >>> evaluate_split(graph, on_gpu).max_load, evaluate_split(graph, on_cpu).max_load
     (6.0, 30.0)
     """
     return Split(stages=[(Slot(kind=kind, index=0), graph.ids)])

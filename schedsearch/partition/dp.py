@@ -125,10 +125,8 @@ def solve_contracted(
     Examples
     --------
     >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, contract, solve_contracted
-    >>> diamond = OperatorGraph(
-    ...     operators=[Operator(id=i, accel_latency=t, output_cost=1.0) for i, t in enumerate([2, 3, 3, 2])],
-    ...     edges=[(0, 1), (0, 2), (1, 3), (2, 3)],
-    ... )
+    >>> diamond = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0)
+    ...                                    for i, t in enumerate([2, 3, 3, 2])], edges=[(0, 1), (0, 2), (1, 3), (2, 3)])
     >>> solution = solve_contracted(contract(diamond), DeviceLimits(num_accelerators=2))
     >>> solution.max_load, solution.stages, solution.num_ideals
     (7.0, (('accel', (0, 1)), ('accel', (2, 3))), 6)

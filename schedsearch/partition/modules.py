@@ -116,10 +116,8 @@ def find_modules(cg: ContractedGraph, *, channels: int = 1) -> list[tuple[int, .
     A diamond is one module; a chain has one per supernode:
 
     >>> from schedsearch.partition import Operator, OperatorGraph, contract, find_modules
-    >>> diamond = OperatorGraph(
-    ...     operators=[Operator(id=i, accel_latency=t, output_cost=1.0) for i, t in enumerate([2, 3, 3, 2])],
-    ...     edges=[(0, 1), (0, 2), (1, 3), (2, 3)],
-    ... )
+    >>> diamond = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0)
+    ...                                    for i, t in enumerate([2, 3, 3, 2])], edges=[(0, 1), (0, 2), (1, 3), (2, 3)])
     >>> find_modules(contract(diamond))
     [(0, 1, 2, 3)]
     """

@@ -98,7 +98,8 @@ class Operator:
     --------
     >>> from schedsearch.partition import Operator
     >>> Operator(id=3, name="matmul", accel_latency=1.5, cpu_latency=12.0, size=2e6)
-    Operator(id=3, name='matmul', accel_latency=1.5, cpu_latency=12.0, size=2000000.0, output_cost=0.0, color_class=None, is_backward=False, supported_on_accel=True)
+    Operator(id=3, name='matmul', accel_latency=1.5, cpu_latency=12.0, size=2000000.0, output_cost=0.0,
+             color_class=None, is_backward=False, supported_on_accel=True)
     """
 
     id: int
@@ -142,7 +143,7 @@ class DeviceLimits:
     >>> DeviceLimits(num_accelerators=0)
     Traceback (most recent call last):
     ...
-    schedsearch.errors.InvalidOperatorGraphError: device limits: at least one device is needed, got 0 accelerators and 0 CPUs
+    schedsearch.errors.InvalidOperatorGraphError: device limits: at least one device is needed, ...
     """
 
     num_accelerators: int
@@ -182,10 +183,8 @@ class OperatorGraph:
     Examples
     --------
     >>> from schedsearch.partition import Operator, OperatorGraph
-    >>> diamond = OperatorGraph(
-    ...     operators=[Operator(id=i, accel_latency=t, output_cost=1.0) for i, t in enumerate([2, 3, 3, 2])],
-    ...     edges=[(0, 1), (0, 2), (1, 3), (2, 3)],
-    ... )
+    >>> diamond = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0)
+    ...                                    for i, t in enumerate([2, 3, 3, 2])], edges=[(0, 1), (0, 2), (1, 3), (2, 3)])
     >>> print(diamond)
     OperatorGraph '': 4 operators, 4 edges (inference)
     >>> diamond.successors(0), diamond.predecessors(3), diamond.operator(1).accel_latency

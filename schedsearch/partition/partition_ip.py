@@ -786,7 +786,8 @@ def latency_of_split(
     One sample through the chain: on one accelerator 4 + 2 + 3 + 3 = 12;
     split in two, the tensor crossing costs 1 on each side, 14:
 
-    >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, Slot, Split, latency_of_split, one_device_split
+    >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, Slot, Split
+    >>> from schedsearch.partition import latency_of_split, one_device_split
     >>> graph = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0)
     ...                                  for i, t in enumerate([4, 2, 3, 3])], edges=[(0, 1), (1, 2), (2, 3)])
     >>> devices = DeviceLimits(num_accelerators=2)

@@ -155,10 +155,8 @@ def slice_order(
     Examples
     --------
     >>> from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, contract, slice_order
-    >>> diamond = OperatorGraph(
-    ...     operators=[Operator(id=i, accel_latency=t, output_cost=1.0) for i, t in enumerate([2, 3, 3, 2])],
-    ...     edges=[(0, 1), (0, 2), (1, 3), (2, 3)],
-    ... )
+    >>> diamond = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0)
+    ...                                    for i, t in enumerate([2, 3, 3, 2])], edges=[(0, 1), (0, 2), (1, 3), (2, 3)])
     >>> solution = slice_order(contract(diamond), [0, 2, 1, 3], DeviceLimits(num_accelerators=2))
     >>> solution.max_load, solution.stages
     (7.0, (('accel', (0, 2)), ('accel', (1, 3))))

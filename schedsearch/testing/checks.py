@@ -352,7 +352,8 @@ def assert_bound_sound(
     ...     assert_bound_sound(problem, 10, schedules=[gpipe(problem)])
     ... except CheckFailed as failure:
     ...     print(str(failure).splitlines()[0])
-    lower bound 10 is above the makespan 9 of a valid plan of problem 'vshape-2x2': 4 blocks x 2 micro-batches on 2 device(s)
+    lower bound 10 is above the makespan 9 of a valid plan of problem 'vshape-2x2':
+    4 blocks x 2 micro-batches on 2 device(s)
     """
     objective = objective or problem.objective
     value = _bound_value(bound)

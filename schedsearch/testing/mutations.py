@@ -192,7 +192,8 @@ def producible_kinds(problem: Problem, schedule: Schedule) -> tuple[str, ...]:
     >>> from schedsearch.placements import vshape
     >>> from schedsearch.testing import producible_kinds
     >>> producible_kinds(vshape(2, 2), one_f_one_b(vshape(2, 2)))
-    ('missing_task', 'duplicate_task', 'unknown_task', 'option_not_allowed', 'wrong_duration', 'device_overlap', 'dependency', 'unexpected_transfer')
+    ('missing_task', 'duplicate_task', 'unknown_task', 'option_not_allowed', 'wrong_duration', 'device_overlap',
+     'dependency', 'unexpected_transfer')
     """
     sites = mutation_sites(problem, schedule)
     return tuple(k for k in VIOLATION_KINDS if sites[k])
