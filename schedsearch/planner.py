@@ -1,0 +1,507 @@
+"""``plan(pipeline)``: search across schedule families under a memory budget.
+
+For a :class:`~schedsearch.pipeline.Pipeline` (milliseconds and bytes), the
+planner
+
+1. lists the candidate families it allows: the "loop" layout with v = 1..4
+   stages per rank (1F1B, interleaved), the "v" layout (ZB-V, DualPipeV) and
+   DualPipe's two opposite pipelines (each rank holds two stages' parameters:
+   two parameter copies, counted against the budget), each with a full and,
+   where the description gives input- and weight-gradient times, a split
+   backward; DualPipe and DualPipeV with overlapped F&B pairs when
+   ``fb_overlap_ms`` is given;
+2. chooses the units once (:func:`~schedsearch.units.choose_units`) for
+   every candidate's stage times;
+3. leaves out, with the reason, each candidate that cannot fit: a rank must
+   hold its parameters and one micro-batch's activations of all its stages of
+   one pipeline at once in any plan (every forward of a micro-batch runs
+   before its first backward);
+4. runs :func:`~schedsearch.search.solve.solve` on each remaining candidate
+   (makespan, then the worst rank's peak memory) and the handcrafted schedule
+   of the same family on the same problem, through one executor
+   (:mod:`schedsearch.sweep`: local processes or Ray);
+5. returns a :class:`PlanResult`: the ranked table and the best plan.
+
+Memory is held as a real runtime holds it: an activation is freed when the
+block that frees it ends (``free_at_end``); parameters are the ranks'
+initial memory.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from schedsearch.errors import NoFittingPlanError
+from schedsearch.options import SearchOptions
+from schedsearch.pipeline import FAMILIES, Pipeline, Stage
+from schedsearch.placements import chain_pipelines, device_names, stage_mapping
+from schedsearch.rewrite import with_capacities
+from schedsearch.problem import Channel, Cluster, Edge, Graph, Problem
+from schedsearch.schedule import Schedule, metrics
+from schedsearch.units import GIB, Units, choose_units
+from schedsearch.validate import validate
+
+__all__ = ["Candidate", "PlanRow", "PlanResult", "candidates", "build_problem", "plan"]
+
+
+@attrs.frozen(kw_only=True)
+class Candidate:
+    """One schedule family at one setting: ``chunks`` stages per rank, split backward or not, F&B pairs or not.
+
+    Examples
+    --------
+    >>> from schedsearch.planner import Candidate
+    >>> Candidate(family="interleaved", chunks=2, split_backward=True).label
+    'interleaved ZB v=2'
+    >>> Candidate(family="dualpipe", chunks=1, split_backward=True, overlap=True).num_stages(4)
+    4
+    """
+
+    family: str
+    chunks: int = 1
+    split_backward: bool = False
+    overlap: bool = False
+
+    @property
+    def label(self) -> str:
+        base = {
+            ("1f1b", False): "1F1B", ("1f1b", True): "ZB-H1",
+            ("interleaved", False): f"interleaved 1F1B v={self.chunks}",
+            ("interleaved", True): f"interleaved ZB v={self.chunks}",
+            ("zb-v", True): "ZB-V", ("zb-v", False): "V 1F1B",
+            ("dualpipev", True): "DualPipeV", ("dualpipe", True): "DualPipe",
+        }[(self.family, self.split_backward)]
+        return base + (" (F&B)" if self.overlap else "")
+
+    @property
+    def layout(self) -> str:
+        """torch's stage-to-rank style: ``"loop"`` or ``"v"`` (DualPipe: two pipelines)."""
+        return {"1f1b": "loop", "interleaved": "loop", "zb-v": "v", "dualpipev": "v", "dualpipe": "dualpipe"}[self.family]
+
+    def num_stages(self, num_ranks: int) -> int:
+        return num_ranks * self.chunks
+
+    def handcrafted_name(self) -> str | None:
+        """The published schedule of the same family, or None."""
+        return {
+            ("1f1b", False): "1F1B", ("1f1b", True): "ZB-H1",
+            ("interleaved", False): "interleaved 1F1B", ("interleaved", True): "interleaved ZB",
+            ("zb-v", True): "ZB-V", ("dualpipev", True): "DualPipeV", ("dualpipe", True): "DualPipe",
+        }.get((self.family, self.split_backward))
+
+
+def candidates(pipeline: Pipeline) -> list[Candidate]:
+    """Every candidate of the pipeline's allowed families, in table order."""
+    out: list[Candidate] = []
+    overlap = pipeline.fb_overlap_ms is not None
+    for family in pipeline.families:
+        if family == "1f1b":
+            out += [Candidate(family=family, chunks=1, split_backward=s) for s in (False, True)]
+        elif family == "interleaved":
+            out += [Candidate(family=family, chunks=v, split_backward=s) for v in (2, 3, 4) for s in (False, True)]
+        elif family == "zb-v":
+            out += [Candidate(family=family, chunks=2, split_backward=s) for s in (True, False)]
+        elif family == "dualpipev":
+            out.append(Candidate(family=family, chunks=2, split_backward=True, overlap=overlap))
+        elif family == "dualpipe":
+            out.append(Candidate(family=family, chunks=1, split_backward=True, overlap=overlap))
+    return out
+
+
+def _pipelines(candidate: Candidate, num_ranks: int) -> tuple[list[list[int]], list[str] | None]:
+    if candidate.layout == "dualpipe":
+        return [list(range(num_ranks)), list(range(num_ranks - 1, -1, -1))], [".down", ".up"]
+    return [list(stage_mapping(candidate.layout, num_ranks, candidate.num_stages(num_ranks)))], None
+
+
+def _why_not(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage] | None) -> str:
+    """Why ``candidate`` cannot be planned (empty when it can be tried)."""
+    P, m = pipeline.num_ranks, pipeline.num_microbatches
+    n = candidate.num_stages(P)
+    if stages is None:
+        what = "layers" if pipeline.partition == "dp" else "stages"
+        return f"needs {n} stages, the description gives {len(pipeline.stages)} {what}"
+    if candidate.split_backward and not all(s.has_split for s in stages):
+        return "needs input_grad_ms and weight_grad_ms for every stage (split backward)"
+    if candidate.family == "dualpipe" and (P % 2 or m % 2):
+        return f"needs an even number of ranks and of micro-batches, got {P} ranks, {m} micro-batches"
+    if candidate.family == "dualpipev" and m < 2 * P:
+        return f"needs at least {2 * P} micro-batches (the number of stages), got {m}"
+    if candidate.overlap:
+        longest = max(max(s.forward_ms, s.input_grad_ms, s.weight_grad_ms) for s in stages)
+        if pipeline.fb_overlap_ms < longest:
+            return (f"fb_overlap_ms {pipeline.fb_overlap_ms:g} is shorter than the longest forward or gradient "
+                    f"block of its stages ({longest:g} ms): an overlapped pair lasts at least its longest member")
+    return ""
+
+
+def _memory_need(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage]) -> tuple[int, int, int, int]:
+    """(rank, its parameter bytes, activation bytes it must hold at once, total) for the neediest rank."""
+    pipes, _ = _pipelines(candidate, pipeline.num_ranks)
+    worst = (0, 0, 0, -1)
+    for r in range(pipeline.num_ranks):
+        params = sum(stages[s].parameter_bytes for pipe in pipes for s, d in enumerate(pipe) if d == r)
+        acts = max(sum(stages[s].activation_bytes for s, d in enumerate(pipe) if d == r) for pipe in pipes)
+        if params + acts > worst[3]:
+            worst = (r, params, acts, params + acts)
+    return worst
+
+
+def build_problem(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage], units: Units) -> Problem:
+    """The integer problem of one candidate: durations in ``units`` time units, memory in memory units.
+
+    Activations are allocated by the forward and freed when the backward
+    (or the weight gradient) ends; each rank starts with its parameters and
+    may hold at most the budget. Transfers between stages on different ranks
+    cost ``pipeline.p2p`` for the sending stage's activation bytes.
+    """
+    P = pipeline.num_ranks
+    pipes, suffixes = _pipelines(candidate, P)
+    kwargs: dict[str, Any] = {
+        "forward": [units.ticks(s.forward_ms) for s in stages],
+        "backward": [units.ticks(s.backward_ms) for s in stages],
+        "forward_memory": [units.memory(s.activation_bytes) for s in stages],
+    }
+    if candidate.split_backward:
+        kwargs.update(split_backward=True, input_grad=[units.ticks(s.input_grad_ms) for s in stages],
+                      weight_grad=[units.ticks(s.weight_grad_ms) for s in stages])
+        if candidate.family in ("dualpipe", "dualpipev"):
+            kwargs["full_backward"] = True
+            if candidate.overlap:
+                kwargs["overlap_forward_backward"] = units.ticks(pipeline.fb_overlap_ms)
+    budget = None if pipeline.memory_budget_bytes is None else units.capacity(pipeline.memory_budget_bytes)
+    m = pipeline.num_microbatches // 2 if candidate.layout == "dualpipe" else pipeline.num_microbatches
+    problem = chain_pipelines(pipes, P, m, memory=budget, free_at_end=True, suffixes=suffixes,
+                              name=f"{pipeline.name or 'pipeline'} {candidate.label}", **kwargs)
+    names = device_names(P)
+    params = {names[r]: units.memory(sum(stages[s].parameter_bytes for pipe in pipes for s, d in enumerate(pipe)
+                                         if d == r)) for r in range(P)}
+    problem = problem.with_(initial_memory={d: v for d, v in params.items() if v})
+    if pipeline.p2p.free:
+        return problem
+    return _with_transfers(problem, pipeline, stages, units)
+
+
+def _with_transfers(problem: Problem, pipeline: Pipeline, stages: Sequence[Stage], units: Units) -> Problem:
+    device_of = {b.name: b.options[0].devices[0] for b in problem.graph.blocks}
+    stage_of = {b.name: b.stage for b in problem.graph.blocks}
+    edges, pairs = [], set()
+    for e in problem.graph.edges:
+        a, b = device_of[e.src], device_of[e.dst]
+        size = 0
+        if a != b:
+            sender = stage_of[e.src] if e.src.startswith("F") else stage_of[e.dst]
+            size = units.ticks_or_zero(pipeline.p2p.transfer_ms(stages[sender].activation_bytes))
+            if size:
+                pairs.add(tuple(sorted((a, b))))
+        edges.append(Edge(src=e.src, dst=e.dst, size=size))
+    channels = [Channel(name=f"{a}-{b}", endpoints=(a, b)) for a, b in sorted(pairs)]
+    return problem.with_(graph=Graph(blocks=problem.graph.blocks, edges=edges),
+                         cluster=Cluster(devices=problem.cluster.devices, channels=channels))
+
+
+def _handcrafted(candidate: Candidate, problem: Problem) -> Schedule:
+    from schedsearch import handcrafted as hc
+
+    fn = {
+        ("1f1b", False): hc.one_f_one_b, ("1f1b", True): hc.zb_h1,
+        ("interleaved", False): hc.interleaved_1f1b, ("interleaved", True): hc.interleaved_zero_bubble,
+        ("zb-v", True): hc.zb_v, ("dualpipev", True): hc.dualpipev, ("dualpipe", True): hc.dualpipe,
+    }[(candidate.family, candidate.split_backward)]
+    return fn(problem)
+
+
+@attrs.frozen(kw_only=True)
+class PlanRow:
+    """One line of the plan table (times in ms, memory in GiB per rank, peak including parameters).
+
+    ``status`` is the search's status (``OPTIMAL``, ``FEASIBLE``,
+    ``INFEASIBLE``, ``TIMEOUT``), ``"skipped"`` (with ``note`` saying why) or
+    ``"failed"``/``"timeout"`` from the executor. ``bubble_pct`` is the
+    global bubble (makespan minus busy time, worst rank) over the makespan.
+    ``handcrafted_*`` are the published schedule of the same family on the
+    same problem; ``handcrafted_fits`` says whether it stays within the budget.
+    """
+
+    candidate: Candidate
+    status: str
+    makespan_ms: float | None = None
+    bubble_pct: float | None = None
+    peak_gib: tuple[float, ...] = ()
+    bound_ms: float | None = None
+    gap: float | None = None
+    peak_proven: bool = False
+    handcrafted: str | None = None
+    handcrafted_ms: float | None = None
+    handcrafted_peak_gib: tuple[float, ...] = ()
+    handcrafted_fits: bool | None = None
+    engine: str = ""
+    wall_time_s: float = 0.0
+    note: str = ""
+
+    @property
+    def family(self) -> str:
+        return self.candidate.label
+
+    def to_dict(self) -> dict[str, Any]:
+        out = attrs.asdict(self, recurse=False)
+        out["candidate"] = attrs.asdict(self.candidate)
+        out["family"] = self.family
+        out["peak_gib"] = list(self.peak_gib)
+        out["handcrafted_peak_gib"] = list(self.handcrafted_peak_gib)
+        return out
+
+
+@attrs.frozen(kw_only=True)
+class _Task:
+    pipeline: Pipeline
+    candidate: Candidate
+    units: Units
+    options: SearchOptions
+
+
+@attrs.frozen(kw_only=True)
+class _Outcome:
+    row: PlanRow
+    schedule: Schedule | None
+    handcrafted: Schedule | None
+
+
+def _gibs(units: Units, problem: Problem, schedule: Schedule) -> tuple[float, ...]:
+    peak = metrics(problem, schedule).peak_memory
+    return tuple(round(units.gib(peak[d]), 3) for d in problem.cluster.device_names)
+
+
+def _evaluate(task: _Task) -> _Outcome:
+    """Solve one candidate and run its handcrafted schedule (the executor's unit of work)."""
+    from schedsearch.search.solve import solve
+
+    t0 = time.perf_counter()
+    pipeline, candidate, units = task.pipeline, task.candidate, task.units
+    stages, _ = pipeline.stages_for(candidate.num_stages(pipeline.num_ranks))
+    problem = build_problem(pipeline, candidate, stages, units)
+    result = solve(problem, options=task.options)
+    row: dict[str, Any] = {"candidate": candidate, "status": result.status.value, "engine": result.engine}
+    schedule = result.schedule
+    if schedule is not None:
+        violations = validate(problem, schedule)
+        assert not violations, f"{candidate.label}: the search returned an invalid plan: {violations[:3]}"
+        fig = metrics(problem, schedule)
+        row.update(makespan_ms=units.ms(fig.makespan), bubble_pct=round(100 * fig.bubble_global / fig.makespan, 2),
+                   peak_gib=_gibs(units, problem, schedule),
+                   gap=result.gap, peak_proven=result.proven_levels >= 2)
+    if result.lower_bound is not None:
+        row["bound_ms"] = units.ms(result.lower_bound)
+    hand = None
+    name = candidate.handcrafted_name()
+    if name is not None:
+        row["handcrafted"] = name
+        try:
+            hand = _handcrafted(candidate, with_capacities(problem, None))
+        except Exception as exc:  # a published schedule's precondition not met: say which
+            row["note"] = f"{name} not applicable: {exc}"
+        else:
+            broken = validate(problem, hand)
+            other = [v for v in broken if "memory" not in str(v).lower()]
+            assert not other, f"{name}: the handcrafted schedule breaks more than memory: {other[:3]}"
+            row.update(handcrafted_ms=units.ms(hand.makespan), handcrafted_peak_gib=_gibs(units, problem, hand),
+                       handcrafted_fits=not broken)
+    row["wall_time_s"] = round(time.perf_counter() - t0, 3)
+    return _Outcome(row=PlanRow(**row), schedule=schedule, handcrafted=hand)
+
+
+@attrs.frozen(kw_only=True)
+class PlanResult:
+    """What :func:`plan` found: the ranked table, the best plan and how to export it.
+
+    ``rows`` are ranked: plans first by makespan then worst-rank peak memory,
+    then the candidates without a plan. ``best`` is the first row with a
+    plan (None when no candidate fitted in time); ``problem`` and
+    ``schedule`` are its integer problem and validated schedule, ``stages``
+    its stages and ``layers`` the layers (or given stages) each holds;
+    ``units`` say how the integers read in milliseconds and bytes.
+    """
+
+    pipeline: Pipeline
+    units: Units
+    rows: tuple[PlanRow, ...]
+    best: PlanRow | None
+    problem: Problem | None
+    schedule: Schedule | None
+    stages: tuple[Stage, ...] = ()
+    layers: tuple[tuple[int, ...], ...] = ()
+    engine: str = "local"
+    wall_time_s: float = 0.0
+
+    def table(self) -> str:
+        """The ranked table as text."""
+        head = (f"{'#':>2}  {'family':<24} {'status':<10} {'makespan ms':>11} {'bubble %':>8} {'bound ms':>9} "
+                f"{'gap':>6}  {'peak GiB per rank':<28} {'handcrafted':<18} {'its ms':>9} {'fits':>4}")
+        lines = [f"{self.pipeline}", f"units: {self.units}", head, "-" * len(head)]
+        for i, r in enumerate(self.rows, 1):
+            def num(x: float | None, fmt: str) -> str:
+                return "-" if x is None else format(x, fmt)
+            peaks = " ".join(f"{g:.2f}" for g in r.peak_gib) or "-"
+            fits = "-" if r.handcrafted_fits is None else ("yes" if r.handcrafted_fits else "NO")
+            lines.append(
+                f"{i:>2}  {r.family:<24} {r.status:<10} {num(r.makespan_ms, '.3f'):>11} {num(r.bubble_pct, '.1f'):>8} "
+                f"{num(r.bound_ms, '.3f'):>9} {num(None if r.gap is None else 100 * r.gap, '.1f') + ('%' if r.gap is not None else ''):>6}  "
+                f"{peaks:<28} {r.handcrafted or '-':<18} {num(r.handcrafted_ms, '.3f'):>9} {fits:>4}"
+            )
+            if r.note:
+                lines.append(f"    {r.note}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def metadata(self) -> dict[str, Any]:
+        """What every export of this plan carries beside the problem: units, family, stages, the table."""
+        best = self.best
+        return {
+            "units": self.units.to_dict(),
+            "pipeline": self.pipeline.to_dict(),
+            "family": best.family if best else None,
+            "candidate": attrs.asdict(best.candidate) if best else None,
+            "layers_per_stage": [list(g) for g in self.layers],
+            "table": [r.to_dict() for r in self.rows],
+        }
+
+    def write(self, out_dir: str | Path) -> dict[str, Path]:
+        """Write the best plan: CSV, torchtitan TOML, Perfetto trace, Gantt PNG (when matplotlib is installed), plan JSON, table."""
+        from schedsearch.export.torchtitan import write_plan_outputs
+
+        return write_plan_outputs(self, out_dir)
+
+
+def _rank_key(row: PlanRow) -> tuple:
+    if row.makespan_ms is None:
+        return (1, 0.0, 0.0)
+    return (0, row.makespan_ms, max(row.peak_gib, default=0.0))
+
+
+def plan(
+    pipeline: Pipeline,
+    *,
+    time_limit_s: float = 60.0,
+    engine: Any = "local",
+    workers: int | None = None,
+    address: str | None = None,
+    deterministic: bool = True,
+    seed: int = 0,
+) -> PlanResult:
+    """Search every allowed schedule family for ``pipeline`` and rank the plans.
+
+    Parameters
+    ----------
+    pipeline:
+        The pipeline in milliseconds and bytes.
+    time_limit_s:
+        Wall time for the whole search; each candidate's search gets its
+        share (``time_limit_s * workers / candidates``).
+    engine:
+        ``"local"`` (worker processes here), ``"ray"`` (a Ray cluster;
+        ``address`` to join one) or an executor of :mod:`schedsearch.sweep`.
+    workers:
+        Parallel candidates (default: one per CPU).
+    deterministic, seed:
+        Each candidate's search is deterministic (one solver worker, fixed
+        seed) by default, so that every engine gives the same table.
+
+    Returns
+    -------
+    PlanResult
+        Raises :class:`~schedsearch.errors.NoFittingPlanError` when no
+        candidate can fit the budget, saying per family why.
+
+    Examples
+    --------
+    >>> import schedsearch
+    >>> pipeline = schedsearch.Pipeline(num_ranks=2, num_microbatches=4, memory_budget_bytes="6 GiB",
+    ...     families=["1f1b"], stages=[{"forward_ms": 1.0, "backward_ms": 2.0, "input_grad_ms": 1.0,
+    ...     "weight_grad_ms": 1.0, "activation_bytes": "1 GiB", "parameter_bytes": "1 GiB"}] * 2)
+    >>> result = schedsearch.plan(pipeline, time_limit_s=20, workers=1)
+    >>> [(r.family, r.status, r.makespan_ms, r.handcrafted_ms) for r in result.rows]
+    [('ZB-H1', 'OPTIMAL', 13.0, 13.0), ('1F1B', 'OPTIMAL', 15.0, 15.0)]
+    >>> result.best.peak_gib  # 1 GiB of parameters and 2 activations of 1 GiB on each rank
+    (3.0, 3.0)
+    """
+    from schedsearch.sweep import get_executor
+
+    t0 = time.perf_counter()
+    executor = get_executor(engine, workers=workers, address=address)
+    cands = candidates(pipeline)
+    splits = {c: pipeline.stages_for(c.num_stages(pipeline.num_ranks)) for c in cands}
+    times = {}
+    amounts = []
+    for c, split in splits.items():
+        if split is None:
+            continue
+        for k, s in enumerate(split[0]):
+            for f in ("forward_ms", "backward_ms", "input_grad_ms", "weight_grad_ms"):
+                if getattr(s, f) is not None:
+                    times[f"{len(split[0])}-stage split, stage {k} {f}"] = getattr(s, f)
+            amounts += [s.activation_bytes, s.parameter_bytes]
+            if not pipeline.p2p.free:
+                times[f"{len(split[0])}-stage split, stage {k} transfer"] = pipeline.p2p.transfer_ms(s.activation_bytes)
+    if not times:
+        raise NoFittingPlanError(
+            f"{pipeline}: no family applies: " + "; ".join(f"{c.label}: {_why_not(pipeline, c, None)}" for c in cands)
+        )
+    if pipeline.fb_overlap_ms is not None:
+        times["F&B pair"] = pipeline.fb_overlap_ms
+    if pipeline.memory_budget_bytes is not None:
+        amounts.append(pipeline.memory_budget_bytes)
+    units = choose_units(times, amounts, tolerance=pipeline.time_tolerance)
+    rows: list[PlanRow] = []
+    runnable: list[Candidate] = []
+    for c in cands:
+        split = splits[c]
+        why = _why_not(pipeline, c, None if split is None else split[0])
+        if not why and pipeline.memory_budget_bytes is not None:
+            rank, params, acts, need = _memory_need(pipeline, c, split[0])
+            if units.memory(params) + units.memory(acts) > units.capacity(pipeline.memory_budget_bytes):
+                copies = " (two parameter copies)" if c.family == "dualpipe" else ""
+                why = (f"rank {rank} holds its parameters{copies} ({params / GIB:.3g} GiB) and one micro-batch's "
+                       f"activations of its stages ({acts / GIB:.3g} GiB) at once in any {c.label} plan: "
+                       f"{need / GIB:.3g} GiB > budget {pipeline.memory_budget_bytes / GIB:.3g} GiB")
+        if why:
+            rows.append(PlanRow(candidate=c, status="skipped", note=why, handcrafted=c.handcrafted_name()))
+        else:
+            runnable.append(c)
+    if not runnable:
+        raise NoFittingPlanError(
+            "no schedule family fits: " + "; ".join(f"{r.family}: {r.note}" for r in rows)
+        )
+    parallel = min(len(runnable), workers or getattr(executor, "workers", None) or 2)
+    share = max(1.0, time_limit_s * parallel / len(runnable))
+    options = SearchOptions(time_limit_s=share, deterministic=deterministic, seed=seed, workers=1)
+    tasks = [_Task(pipeline=pipeline, candidate=c, units=units, options=options) for c in runnable]
+    outcomes = executor.run(_evaluate, tasks, timeout_s=time_limit_s * 2 + 60)
+    found: dict[PlanRow, _Outcome] = {}
+    for c, o in zip(runnable, outcomes):
+        if o.ok:
+            rows.append(o.value.row)
+            found[o.value.row] = o.value
+        else:
+            rows.append(PlanRow(candidate=c, status=o.status, note=o.error, handcrafted=c.handcrafted_name()))
+    ordered = sorted((r for r in rows if r.makespan_ms is not None), key=_rank_key)
+    ordered += [r for r in rows if r.makespan_ms is None]
+    best = ordered[0] if ordered and ordered[0].makespan_ms is not None else None
+    problem = schedule = None
+    stages: tuple[Stage, ...] = ()
+    layers: tuple[tuple[int, ...], ...] = ()
+    if best is not None:
+        stages, layers = splits[best.candidate]
+        problem = build_problem(pipeline, best.candidate, stages, units)
+        schedule = found[best].schedule
+        assert not validate(problem, schedule)
+    return PlanResult(pipeline=pipeline, units=units, rows=tuple(ordered), best=best, problem=problem,
+                      schedule=schedule, stages=stages, layers=layers, engine=executor.name,
+                      wall_time_s=round(time.perf_counter() - t0, 3))

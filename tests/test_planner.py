@@ -1,0 +1,118 @@
+"""plan(): families, units, memory as a runtime holds it, the ranked table, outputs, user-facing errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import schedsearch
+from schedsearch import Pipeline, validate
+from schedsearch.errors import NoFittingPlanError
+from schedsearch.planner import Candidate, build_problem, candidates
+from schedsearch.units import choose_units
+
+GIB = 2**30
+
+
+def _uniform(num_ranks=2, num_microbatches=4, budget=None, families=("1f1b",), stages=2, **extra):
+    stage = {"forward_ms": 1.0, "backward_ms": 2.0, "input_grad_ms": 1.0, "weight_grad_ms": 1.0,
+             "activation_bytes": "1 GiB", "parameter_bytes": "1 GiB"}
+    return Pipeline(num_ranks=num_ranks, num_microbatches=num_microbatches, memory_budget_bytes=budget,
+                    families=list(families), stages=[stage] * stages, **extra)
+
+
+def test_1f1b_family_against_the_formulas():
+    # p=2, m=4, F=1, B=2 ms: 1F1B makespan (m+p-1)(F+B) = 15 ms; ZB-H1 (F=I=W=1) m(F+I+W)+(p-1)(F+I-W) = 13 ms
+    result = schedsearch.plan(_uniform(budget="6 GiB"), time_limit_s=20, workers=1)
+    rows = {r.family: r for r in result.rows}
+    assert rows["1F1B"].makespan_ms == 15.0 and rows["1F1B"].handcrafted_ms == 15.0
+    assert rows["ZB-H1"].makespan_ms == 13.0 and rows["ZB-H1"].status == "OPTIMAL"
+    assert result.best.family == "ZB-H1"
+    # 1F1B's global bubble: (p-1)(F+B) = 3 of 15 ms
+    assert rows["1F1B"].bubble_pct == 20.0
+    assert not validate(result.problem, result.schedule)
+    for r in result.rows:
+        assert r.bound_ms <= r.makespan_ms
+
+
+def test_memory_held_until_the_freeing_block_ends():
+    # 1F1B rank 0 holds p = 2 activations: with free-at-end, the second forward starts before
+    # the first backward ends, so 1 GiB parameters + 2 GiB of activations = 3 GiB
+    result = schedsearch.plan(_uniform(families=["1f1b"]), time_limit_s=20, workers=1)
+    one = next(r for r in result.rows if r.family == "1F1B")
+    assert one.peak_gib[0] == 3.0
+    problem = build_problem(result.pipeline, Candidate(family="1f1b"), result.pipeline.stages, result.units)
+    assert dict(problem.initial_memory) == {"d0": GIB // result.units.memory_unit_bytes,
+                                            "d1": GIB // result.units.memory_unit_bytes}
+    assert any(b.workspace > 0 for b in problem.graph.blocks if b.kind == "B")
+
+
+def test_budget_binds_and_no_family_fits_says_why():
+    # 2.5 GiB: parameters (1) + one activation (1) fit, but no rank can hold 3 GiB: 1F1B must run
+    # with at most one micro-batch in flight per rank and still gets a plan
+    result = schedsearch.plan(_uniform(budget="2.5 GiB", families=["1f1b"]), time_limit_s=20, workers=1)
+    one = next(r for r in result.rows if r.family == "1F1B")
+    assert max(one.peak_gib) <= 2.5 and one.handcrafted_fits is False
+    with pytest.raises(NoFittingPlanError) as info:
+        schedsearch.plan(_uniform(budget="1.5 GiB"), time_limit_s=5, workers=1)
+    text = str(info.value)
+    assert "rank 0 holds its parameters (1 GiB) and one micro-batch's activations of its stages (1 GiB)" in text
+    assert "2 GiB > budget 1.5 GiB" in text
+
+
+def test_units_keep_every_time_within_the_tolerance():
+    times = {"a": 1.234, "b": 0.37, "c": 12.9}
+    units = choose_units(times, [], tolerance=0.01)
+    for t in times.values():
+        assert abs(units.ticks(t) * units.time_unit_ms - t) / t <= 0.01
+    assert units.max_time_error <= 0.01
+    coarse = choose_units(times, [], tolerance=0.2)
+    assert coarse.time_unit_ms > units.time_unit_ms
+
+
+def test_candidates_cover_the_families():
+    p = _uniform(families=list(schedsearch.pipeline.FAMILIES), fb_overlap_ms=1.0)
+    labels = [c.label for c in candidates(p)]
+    assert labels[:2] == ["1F1B", "ZB-H1"]
+    assert "interleaved ZB v=4" in labels and "ZB-V" in labels
+    assert "DualPipeV (F&B)" in labels and "DualPipe (F&B)" in labels
+
+
+def test_transfers_cost_time():
+    free = schedsearch.plan(_uniform(families=["1f1b"]), time_limit_s=20, workers=1)
+    paid = schedsearch.plan(_uniform(families=["1f1b"], p2p={"time_ms": 0.5}), time_limit_s=20, workers=1)
+    one_free = next(r for r in free.rows if r.family == "1F1B")
+    one_paid = next(r for r in paid.rows if r.family == "1F1B")
+    assert one_paid.makespan_ms > one_free.makespan_ms
+    assert paid.problem.cluster.channels
+
+
+def test_outputs(tmp_path):
+    result = schedsearch.plan(_uniform(families=["1f1b", "interleaved"], stages=4, num_microbatches=4),
+                              time_limit_s=30, workers=1)
+    paths = result.write(tmp_path)
+    assert {"csv", "torchtitan", "trace", "json", "table"} <= set(paths)
+    doc = json.loads(paths["json"].read_text())
+    assert doc["meta"]["units"]["time_unit_ms"] == result.units.time_unit_ms
+    assert "units" not in result.problem.name
+    trace = json.loads(paths["trace"].read_text())
+    assert trace["otherData"]["units"]["memory_unit_bytes"] == result.units.memory_unit_bytes
+    toml = paths["torchtitan"].read_text()
+    assert 'pipeline_parallel_schedule_csv = "schedule.csv"' in toml and "pipeline_parallel_degree = 2" in toml
+    import tomllib
+
+    assert tomllib.loads(toml)["parallelism"]["pipeline_parallel_degree"] == 2
+
+
+def test_csv_loads_in_torch(tmp_path):
+    schedules = pytest.importorskip("torch.distributed.pipelining.schedules")
+    import csv
+
+    result = schedsearch.plan(_uniform(families=["1f1b", "interleaved"], stages=4), time_limit_s=30, workers=1)
+    text = result.write(tmp_path)["csv"].read_text()
+    actions = {rank: [schedules._Action.from_str(cell) for cell in row]
+               for rank, row in enumerate(csv.reader(text.splitlines()))}
+    stages = len(result.stages)
+    stage_to_rank = schedules._validate_schedule(actions, 2, stages, 4)
+    schedules._add_send_recv(actions, stage_to_rank=lambda s: stage_to_rank[s], num_stages=stages)
