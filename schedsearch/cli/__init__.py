@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "jobshop",
     "bound",
     "pareto",
+    "plan",
 )
 
 

@@ -1,0 +1,26 @@
+"""``schedsearch plan``: reads a description, prints the table, writes the plan files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from schedsearch.cli import main
+from schedsearch.pipeline import Pipeline
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_plan_command_writes_the_files(tmp_path, capsys):
+    pipeline = Pipeline(num_ranks=2, num_microbatches=4, memory_budget_bytes="8 GiB", families=["1f1b"],
+                        stages=[{"forward_ms": 1.0, "backward_ms": 2.0, "activation_bytes": "1 GiB"}] * 2)
+    path = pipeline.save(tmp_path / "pipeline.toml")
+    assert main(["plan", str(path), "--out", str(tmp_path / "out"), "--time-limit", "20", "--workers", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "1F1B" in out and "makespan ms" in out
+    for name in ("schedule.csv", "torchtitan.toml", "trace.json", "plan.json", "plan.txt"):
+        assert (tmp_path / "out" / name).is_file(), name
+
+
+def test_sample_pipeline_loads():
+    pipeline = Pipeline.load(ROOT / "models" / "pipeline.toml")
+    assert pipeline.num_ranks == 4 and pipeline.partition == "dp" and pipeline.memory_budget_bytes == 24 * 2**30
