@@ -1,0 +1,59 @@
+"""Executors: every task reported (done, failed, timed out); local processes and Ray give the inline results."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import schedsearch
+from schedsearch import Pipeline
+from schedsearch.errors import InvalidOptionsError
+from schedsearch.sweep import LocalExecutor, RayExecutor, get_executor
+
+
+def _slow(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+def _pipeline() -> Pipeline:
+    stage = {"forward_ms": 1.0, "backward_ms": 2.0, "input_grad_ms": 1.0, "weight_grad_ms": 1.0,
+             "activation_bytes": "1 GiB", "parameter_bytes": "1 GiB"}
+    return Pipeline(num_ranks=2, num_microbatches=4, memory_budget_bytes="6 GiB", families=["1f1b"],
+                    stages=[stage] * 2)
+
+
+def _figures(result):
+    return [(r.family, r.status, r.makespan_ms, r.peak_gib, r.bound_ms, r.handcrafted_ms) for r in result.rows]
+
+
+def test_failed_and_timed_out_tasks_are_reported():
+    outcomes = LocalExecutor(workers=2).run(_slow, [0.0, "x", 30.0], timeout_s=3.0)
+    assert [o.status for o in outcomes] == ["done", "failed", "timeout"]
+    assert "TypeError" in outcomes[1].error and outcomes[0].value == 0.0
+
+
+def test_unknown_engine():
+    with pytest.raises(InvalidOptionsError, match="'engine' must be one of"):
+        get_executor("dask")
+
+
+def test_local_processes_equal_inline():
+    inline = schedsearch.plan(_pipeline(), time_limit_s=20, workers=1)
+    processes = schedsearch.plan(_pipeline(), time_limit_s=20, workers=2)
+    assert _figures(processes) == _figures(inline)
+    assert processes.schedule == inline.schedule
+
+
+@pytest.mark.slow
+def test_ray_equals_local():
+    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'schedsearch[ray]')")
+    try:
+        local = schedsearch.plan(_pipeline(), time_limit_s=20, workers=1)
+        on_ray = schedsearch.plan(_pipeline(), time_limit_s=20, engine=RayExecutor(num_cpus=2))
+        assert on_ray.engine == "ray"
+        assert _figures(on_ray) == _figures(local)
+        assert on_ray.schedule == local.schedule
+    finally:
+        ray.shutdown()
