@@ -286,8 +286,17 @@ def _evaluate(task: _Task) -> _Outcome:
     pipeline, candidate, units = task.pipeline, task.candidate, task.units
     stages, _ = pipeline.stages_for(candidate.num_stages(pipeline.num_ranks))
     problem = build_problem(pipeline, candidate, stages, units)
-    result = solve(problem, options=task.options)
-    row: dict[str, Any] = {"candidate": candidate, "status": result.status.value, "engine": result.engine}
+    note = ""
+    try:
+        result = solve(problem, options=task.options)
+    except (KeyError, IndexError) as exc:
+        # a handcrafted construction of the portfolio failed on this problem: search without them
+        from schedsearch.search.solve import ENGINES
+
+        note = f"the portfolio's handcrafted plans failed ({type(exc).__name__}: {exc}); searched without them"
+        result = solve(problem, options=task.options, engines=[e for e in ENGINES if e != "handcrafted"])
+    row: dict[str, Any] = {"candidate": candidate, "status": result.status.value, "engine": result.engine,
+                           "note": note}
     schedule = result.schedule
     if schedule is not None:
         violations = validate(problem, schedule)
@@ -305,7 +314,7 @@ def _evaluate(task: _Task) -> _Outcome:
         try:
             hand = _handcrafted(candidate, with_capacities(problem, None))
         except Exception as exc:  # a published schedule's precondition not met: say which
-            row["note"] = f"{name} not applicable: {exc}"
+            row["note"] = (note + "; " if note else "") + f"{name} not applicable: {type(exc).__name__}: {exc}"
         else:
             broken = validate(problem, hand)
             other = [v for v in broken if "memory" not in str(v).lower()]
