@@ -2,7 +2,7 @@
 import no solver, and imports point down only.
 
 Layers, bottom up: the core (``problem``, ``schedule``, ``periodic``,
-``validate``, ``result``, ``options``, ``rewrite``) -> the schedule bounds
+``validate``, ``result``, ``options``, ``rewrite``, ``timeline``) -> the schedule bounds
 (``bounds``; its MIP layer ``bounds.mip`` is loaded only on demand) ->
 encoders -> partitioners and search strategies. Beside the core and below
 every solver: the placement builders, the handcrafted schedules, the
@@ -22,13 +22,13 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "schedsearch"
 
 SOLVER_FREE = ["problem.py", "schedule.py", "periodic.py", "validate.py", "result.py", "options.py", "rewrite.py",
-               "errors.py", "bounds/__init__.py", "bounds/analytic.py", "bounds/schedule_bounds.py",
+               "timeline.py", "errors.py", "bounds/__init__.py", "bounds/analytic.py", "bounds/schedule_bounds.py",
                "encode/structure.py", "encode/solve_options.py", "encode/backends.py",
                "encode/modulo.py", "_json.py", "_io.py"]
 
 #: Files that neither search nor encode: the core, and the faces that only read and write plans.
 BELOW_SEARCH = ["problem.py", "schedule.py", "periodic.py", "validate.py", "result.py", "options.py", "rewrite.py",
-                "errors.py", "_json.py", "_io.py", "placements/*.py", "handcrafted/*.py", "export/*.py",
+                "timeline.py", "errors.py", "_json.py", "_io.py", "placements/*.py", "handcrafted/*.py", "export/*.py",
                 "runtime/*.py"]
 SEARCH_LAYERS = ("schedsearch.search", "schedsearch.encode", "schedsearch.partition", "schedsearch.bounds.mip")
 
@@ -80,6 +80,13 @@ def test_problem_and_schedule_import_nothing_above_them():
         assert mods <= allowed, f"{rel} imports {mods - allowed}"
         top = {m for m in imported_modules(PACKAGE / rel, top_level_only=True) if m.startswith("schedsearch.")}
         assert not top & DEFERRED_UP.get(rel, set()), f"{rel} imports {top} when it loads"
+
+
+def test_the_timeline_is_a_leaf():
+    # the free gaps of devices and channels, shared by the list schedulers and the
+    # simulator of device orders: it imports nothing of the package
+    mods = {m for m in imported_modules(PACKAGE / "timeline.py") if m.startswith("schedsearch")}
+    assert not mods, mods
 
 
 def test_the_rewrites_stand_on_the_core_only():
@@ -149,7 +156,7 @@ def loaded_by(module: str) -> list[str]:
 
 
 @pytest.mark.parametrize("module", ["schedsearch.export", "schedsearch.handcrafted", "schedsearch.bounds",
-                                    "schedsearch.rewrite", "schedsearch.runtime"])
+                                    "schedsearch.rewrite", "schedsearch.timeline", "schedsearch.runtime"])
 def test_importing_a_solver_free_layer_loads_no_solver_and_no_search(module):
     loaded = loaded_by(module)
     assert module in loaded

@@ -12,7 +12,7 @@ it returns goes through the same checks (:mod:`schedsearch.testing.checks`):
   claim is the optimum (``assert_optimal``) and an ``INFEASIBLE`` claim is
   true;
 * never worse than the baseline list schedule
-  (:func:`schedsearch.search.heuristics.list_plan`), given to the
+  (:func:`schedsearch.search.list_scheduling.list_plan`), given to the
   strategy as its warm start, for the strategies that take one
   (``assert_never_worse``).
 
@@ -40,7 +40,7 @@ from schedsearch.problem import Problem
 from schedsearch.result import Status
 from schedsearch.rewrite import with_capacities
 from schedsearch.schedule import Schedule, peak_memory
-from schedsearch.search.heuristics import list_plan
+from schedsearch.search.list_scheduling import list_plan
 from schedsearch.testing import (
     OracleTooLarge,
     assert_bound_sound,

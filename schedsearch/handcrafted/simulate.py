@@ -28,15 +28,15 @@ stuck actions.
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Union
 
 import attrs
 
 from schedsearch.errors import InvalidScheduleError, ValidationFailedError
-from schedsearch.problem import Problem, TaskKey
+from schedsearch.problem import Edge, Problem, TaskKey
 from schedsearch.schedule import Schedule, TaskInstance, Transfer
+from schedsearch.timeline import Timeline, earliest_finish
 from schedsearch.validate import assert_valid
 
 __all__ = ["Group", "Entry", "DeadlockError", "schedule_from_orders", "entry_label"]
@@ -108,32 +108,6 @@ def _members(entry: Entry) -> tuple[TaskKey, ...]:
     return entry.members if isinstance(entry, Group) else ((str(entry[0]), int(entry[1])),)
 
 
-class _Channels:
-    """Busy intervals per channel; a transfer takes the first gap that fits."""
-
-    def __init__(self) -> None:
-        self.busy: dict[str, list[tuple[int, int]]] = {}
-
-    def earliest(self, name: str, ready: int, length: int) -> int:
-        intervals = self.busy.get(name, [])
-        t = ready
-        i = bisect.bisect_left(intervals, (ready, ready))
-        # an interval starting before `ready` may still cover it
-        if i > 0 and intervals[i - 1][1] > t:
-            t = intervals[i - 1][1]
-        while i < len(intervals):
-            s, e = intervals[i]
-            if length == 0 or t + length <= s:
-                break
-            t = max(t, e)
-            i += 1
-        return t
-
-    def book(self, name: str, start: int, length: int) -> None:
-        if length > 0:
-            bisect.insort(self.busy.setdefault(name, []), (start, start + length))
-
-
 def schedule_from_orders(
     problem: Problem,
     orders: Mapping[str, Sequence[Entry]],
@@ -179,16 +153,73 @@ def schedule_from_orders(
     >>> [(t.block, t.microbatch, t.start) for t in schedule.tasks if t.devices == ("d1",)]
     [('F1', 0, 1), ('B1', 0, 2), ('F1', 1, 4), ('B1', 1, 5)]
     """
+    resolved = _resolve_orders(problem, orders)
+    starts, transfers = _AsSoonAsPossible(problem, resolved).run()
+    schedule = _as_schedule(problem, resolved, starts, transfers, name)
+    if validate:
+        _check_valid(problem, schedule)
+    return schedule
+
+
+@attrs.frozen(kw_only=True)
+class _Action:
+    """One action of the orders, resolved: its members, its devices and how long it runs."""
+
+    entry: Entry
+    members: tuple[TaskKey, ...]
+    devices: tuple[str, ...]
+    duration: int
+
+
+@attrs.frozen(kw_only=True)
+class _Orders:
+    """The orders as numbers: the actions, each device's sequence of action
+    numbers, and per member of a group the group's number."""
+
+    actions: tuple[_Action, ...]
+    sequences: Mapping[str, tuple[int, ...]]
+    group_of: Mapping[TaskKey, int]
+
+
+def _resolve_orders(problem: Problem, orders: Mapping[str, Sequence[Entry]]) -> _Orders:
+    """Number the actions of ``orders`` and check them against the problem.
+
+    Raises :class:`~schedsearch.errors.InvalidScheduleError` for an unknown
+    device, block, micro-batch or group, an action listed twice or on a
+    device it does not run on, a multi-device action missing from one of
+    its devices' orders, and a task instance in no order.
+    """
+    actions, sequences = _number_actions(problem, orders)
+    for eid, action in enumerate(actions):
+        for d in action.devices:
+            if eid not in sequences.get(d, ()):
+                raise InvalidScheduleError(
+                    f"orders: {entry_label(action.entry)} runs on {list(action.devices)} but is missing from the "
+                    f"order of device {d!r}"
+                )
+    listed = {key for action in actions for key in action.members}
+    missing = [(b.name, m) for m in range(problem.num_microbatches) for b in problem.graph.blocks
+               if (b.name, m) not in listed]
+    if missing:
+        shown = ", ".join(f"{b!r} (micro-batch {m})" for b, m in missing[:5])
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        raise InvalidScheduleError(f"orders: {len(missing)} task instance(s) are not in any order: {shown}{more}")
+    group_of = {key: eid for eid, action in enumerate(actions) if isinstance(action.entry, Group)
+                for key in action.members}
+    return _Orders(actions=tuple(actions), sequences=sequences, group_of=group_of)
+
+
+def _number_actions(
+    problem: Problem, orders: Mapping[str, Sequence[Entry]]
+) -> tuple[list[_Action], dict[str, tuple[int, ...]]]:
+    """Each distinct action numbered once (a multi-device action is one
+    action on each of its devices), and each device's order as numbers."""
     blocks = problem.graph.by_name()
     devices = set(problem.cluster.device_names)
-    n = problem.num_microbatches
-    preds = problem.graph.predecessors()
-
-    # -- resolve every action: its members, devices (option), duration
-    info: dict[int, tuple[Entry, tuple[TaskKey, ...], tuple[str, ...], int]] = {}
-    entry_id: dict[object, int] = {}
-    seen_task: dict[TaskKey, str] = {}
-    seqs: dict[str, list[int]] = {}
+    actions: list[_Action] = []
+    number: dict[object, int] = {}
+    seen_task: set[TaskKey] = set()
+    sequences: dict[str, tuple[int, ...]] = {}
     for dev, seq in orders.items():
         if dev not in devices:
             raise InvalidScheduleError(f"orders: device {dev!r} is not in the problem's cluster {sorted(devices)}")
@@ -196,152 +227,165 @@ def schedule_from_orders(
         for entry in seq:
             members = _members(entry)
             ident = entry if isinstance(entry, Group) else members[0]
-            if ident in entry_id:
-                eid = entry_id[ident]
-            else:
-                eid = len(info)
-                entry_id[ident] = eid
-                info[eid] = _resolve(problem, blocks, entry, members, n)
+            if ident not in number:
+                number[ident] = len(actions)
+                actions.append(_resolve(problem, blocks, entry, members, problem.num_microbatches))
                 for key in members:
                     if key in seen_task:
                         raise InvalidScheduleError(f"orders: task {key[0]!r} (micro-batch {key[1]}) appears twice")
-                    seen_task[key] = dev
-            if dev not in info[eid][2]:
+                    seen_task.add(key)
+            eid = number[ident]
+            if dev not in actions[eid].devices:
                 raise InvalidScheduleError(
-                    f"orders: {entry_label(entry)} is listed on device {dev!r} but runs on {list(info[eid][2])}"
+                    f"orders: {entry_label(entry)} is listed on device {dev!r} but runs on {list(actions[eid].devices)}"
                 )
             if eid in ids:
                 raise InvalidScheduleError(f"orders: {entry_label(entry)} appears twice on device {dev!r}")
             ids.append(eid)
-        seqs[dev] = ids
-    for eid, (entry, _, devs, _) in info.items():
-        for d in devs:
-            if eid not in seqs.get(d, ()):
-                raise InvalidScheduleError(
-                    f"orders: {entry_label(entry)} runs on {list(devs)} but is missing from the order of device {d!r}"
-                )
-    missing = [(b.name, m) for m in range(n) for b in problem.graph.blocks if (b.name, m) not in seen_task]
-    if missing:
-        shown = ", ".join(f"{b!r} (micro-batch {m})" for b, m in missing[:5])
-        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-        raise InvalidScheduleError(f"orders: {len(missing)} task instance(s) are not in any order: {shown}{more}")
+        sequences[dev] = tuple(ids)
+    return actions, sequences
 
-    group_of: dict[TaskKey, int] = {}
-    for eid, (entry, members, _, _) in info.items():
-        if isinstance(entry, Group):
-            for key in members:
-                group_of[key] = eid
 
-    # -- as soon as possible, device heads in turn
-    head = {d: 0 for d in seqs}
-    free = {d: 0 for d in problem.cluster.device_names}
-    start_of: dict[int, int] = {}
-    end_of: dict[TaskKey, int] = {}
-    placed_devices: dict[TaskKey, tuple[str, ...]] = {}
-    channels = _Channels()
-    transfers: list[Transfer] = []
-    remaining = sum(len(v) for v in seqs.values())
-    while remaining:
-        progress = False
-        for dev in problem.cluster.device_names:
-            seq = seqs.get(dev, [])
-            while head[dev] < len(seq):
-                eid = seq[head[dev]]
-                if eid in start_of:  # a multi-device action already placed from another device
-                    head[dev] += 1
-                    remaining -= 1
-                    progress = True
-                    continue
-                entry, members, devs, duration = info[eid]
-                if any(seqs[d][head[d]] != eid for d in devs if head[d] < len(seqs[d])):
+class _AsSoonAsPossible:
+    """Run the orders: each device's next action starts as soon as it heads
+    the order of every device it runs on, those devices are free, its
+    release has passed and its data have arrived."""
+
+    def __init__(self, problem: Problem, orders: _Orders) -> None:
+        self.problem = problem
+        self.orders = orders
+        self.blocks = problem.graph.by_name()
+        self.preds = problem.graph.predecessors()
+        self.head = {d: 0 for d in orders.sequences}
+        self.free = {d: 0 for d in problem.cluster.device_names}
+        self.start_of: dict[int, int] = {}
+        self.end_of: dict[TaskKey, int] = {}
+        self.placed_devices: dict[TaskKey, tuple[str, ...]] = {}
+        self.channels = {c.name: Timeline() for c in problem.cluster.channels}
+        self.transfers: list[Transfer] = []
+
+    def run(self) -> tuple[dict[int, int], list[Transfer]]:
+        """The start of every action and the transfers; :class:`DeadlockError` when the orders get stuck."""
+        remaining = sum(len(v) for v in self.orders.sequences.values())
+        while remaining:
+            done = sum(self._advance(dev) for dev in self.problem.cluster.device_names)
+            if not done:
+                raise self._deadlock()
+            remaining -= done
+        return self.start_of, self.transfers
+
+    def _advance(self, dev: str) -> int:
+        """Start the actions at the head of ``dev``'s order while they can start; how many heads moved."""
+        seq = self.orders.sequences.get(dev, ())
+        moved = 0
+        while self.head[dev] < len(seq):
+            eid = seq[self.head[dev]]
+            if eid not in self.start_of:  # else a multi-device action already placed from another device
+                action = self.orders.actions[eid]
+                if any(self.orders.sequences[d][self.head[d]] != eid for d in action.devices
+                       if self.head[d] < len(self.orders.sequences[d])):
+                    break  # another of its devices has work to do first
+                ready = self._ready(eid, action)
+                if ready is None:
                     break
-                ready = max(free[d] for d in devs)
-                pending = []
-                blocked = False
-                for key in members:
-                    ready = max(ready, problem.release_of(*key))
-                    for e in preds[key[0]]:
-                        src = (e.src, key[1])
-                        if group_of.get(src) == eid and group_of.get(key) == eid:
-                            continue  # internal order of the group
-                        if src not in end_of:
-                            blocked = True
-                            break
-                        if e.size > 0 and not (set(placed_devices[src]) & set(devs)):
-                            pending.append((e, src, key))
-                        else:
-                            ready = max(ready, end_of[src])
-                    if blocked:
-                        break
-                if blocked:
-                    break
-                for e, src, key in pending:
-                    lead_src = _lead(blocks[src[0]], placed_devices[src])
-                    lead_dst = _lead(blocks[key[0]], devs)
-                    options = problem.cluster.channels_between(lead_src, lead_dst)
-                    if not options:
-                        raise InvalidScheduleError(
-                            f"edge {e.src!r} -> {e.dst!r}: no channel from {lead_src!r} to {lead_dst!r}"
-                        )
-                    best = None
-                    for ch in options:
-                        length = ch.transfer_time(e.size)
-                        t0 = channels.earliest(ch.name, end_of[src], length)
-                        if best is None or t0 + length < best[0] + best[2]:
-                            best = (t0, ch.name, length)
-                    t0, ch_name, length = best
-                    channels.book(ch_name, t0, length)
-                    transfers.append(
-                        Transfer(src=e.src, dst=e.dst, microbatch=key[1], channel=ch_name, start=t0, end=t0 + length)
-                    )
-                    ready = max(ready, t0 + length)
-                start_of[eid] = ready
-                for key in members:
-                    end_of[key] = ready + duration
-                    placed_devices[key] = devs
-                for d in devs:
-                    free[d] = ready + duration
-                head[dev] += 1
-                remaining -= 1
-                progress = True
-        if not progress:
-            stuck = [
-                f"{d}: {entry_label(info[seqs[d][head[d]]][0])}"
-                for d in problem.cluster.device_names
-                if d in seqs and head[d] < len(seqs[d])
-            ]
-            raise DeadlockError(
-                "orders cannot run: every device waits (for a dependency or for another device); "
-                "next actions: " + "; ".join(stuck)
-            )
+                self._place(eid, action, ready)
+            self.head[dev] += 1
+            moved += 1
+        return moved
 
+    def _ready(self, eid: int, action: _Action) -> int | None:
+        """When ``action`` can start (its incoming transfers booked), or None while a predecessor has not run."""
+        ready = max(self.free[d] for d in action.devices)
+        pending = []
+        for key in action.members:
+            ready = max(ready, self.problem.release_of(*key))
+            for e in self.preds[key[0]]:
+                src = (e.src, key[1])
+                if self.orders.group_of.get(src) == eid and self.orders.group_of.get(key) == eid:
+                    continue  # internal order of the group
+                if src not in self.end_of:
+                    return None
+                if e.size > 0 and not (set(self.placed_devices[src]) & set(action.devices)):
+                    pending.append((e, src, key))
+                else:
+                    ready = max(ready, self.end_of[src])
+        for e, src, key in pending:
+            ready = max(ready, self._book_transfer(e, src, key, action.devices))
+        return ready
+
+    def _book_transfer(self, e: Edge, src: TaskKey, key: TaskKey, devices: tuple[str, ...]) -> int:
+        """Book edge ``e``'s transfer from ``src`` to ``key`` (on ``devices``) on
+        the channel between the lead devices where it ends first; its end."""
+        lead_src = _lead(self.blocks[src[0]], self.placed_devices[src])
+        lead_dst = _lead(self.blocks[key[0]], devices)
+        options = self.problem.cluster.channels_between(lead_src, lead_dst)
+        if not options:
+            raise InvalidScheduleError(f"edge {e.src!r} -> {e.dst!r}: no channel from {lead_src!r} to {lead_dst!r}")
+        name, start, length = earliest_finish(
+            ((ch.name, ch.transfer_time(e.size), (self.channels[ch.name],)) for ch in options), self.end_of[src])
+        self.channels[name].book(start, length)
+        self.transfers.append(
+            Transfer(src=e.src, dst=e.dst, microbatch=key[1], channel=name, start=start, end=start + length)
+        )
+        return start + length
+
+    def _place(self, eid: int, action: _Action, start: int) -> None:
+        """Run ``action`` from ``start``: its members end, its devices are busy until then."""
+        self.start_of[eid] = start
+        for key in action.members:
+            self.end_of[key] = start + action.duration
+            self.placed_devices[key] = action.devices
+        for d in action.devices:
+            self.free[d] = start + action.duration
+
+    def _deadlock(self) -> DeadlockError:
+        """The error naming the action each device is stuck at."""
+        sequences = self.orders.sequences
+        stuck = [
+            f"{d}: {entry_label(self.orders.actions[sequences[d][self.head[d]]].entry)}"
+            for d in self.problem.cluster.device_names
+            if d in sequences and self.head[d] < len(sequences[d])
+        ]
+        return DeadlockError(
+            "orders cannot run: every device waits (for a dependency or for another device); "
+            "next actions: " + "; ".join(stuck)
+        )
+
+
+def _as_schedule(problem: Problem, orders: _Orders, starts: Mapping[int, int], transfers: list[Transfer],
+                 name: str) -> Schedule:
+    """The timed tasks of every action (a group's members share its times and tag)."""
     tasks = []
-    for eid, (entry, members, devs, duration) in info.items():
-        tag = entry.tag if isinstance(entry, Group) else None
-        for b, m in members:
-            tasks.append(
-                TaskInstance(block=b, microbatch=m, devices=devs, start=start_of[eid], end=start_of[eid] + duration, overlap=tag)
-            )
-    schedule = Schedule(tasks=tasks, transfers=transfers, name=name or problem.name)
-    if validate:
-        try:
-            assert_valid(problem, schedule, f"schedule {schedule.name!r}" if schedule.name else "schedule")
-        except ValidationFailedError as exc:
-            # the orders are input, not a solver's answer: a memory capacity they exceed, say
-            err = InvalidScheduleError(f"the device orders give an invalid schedule: {exc}")
-            err.violations = exc.violations  # type: ignore[attr-defined]
-            raise err from None
-    return schedule
+    for eid, action in enumerate(orders.actions):
+        tag = action.entry.tag if isinstance(action.entry, Group) else None
+        for b, m in action.members:
+            tasks.append(TaskInstance(block=b, microbatch=m, devices=action.devices, start=starts[eid],
+                                      end=starts[eid] + action.duration, overlap=tag))
+    return Schedule(tasks=tasks, transfers=transfers, name=name or problem.name)
+
+
+def _check_valid(problem: Problem, schedule: Schedule) -> None:
+    """Raise :class:`~schedsearch.errors.InvalidScheduleError` (with the
+    violations) when the validator rejects the schedule of the orders."""
+    try:
+        assert_valid(problem, schedule, f"schedule {schedule.name!r}" if schedule.name else "schedule")
+    except ValidationFailedError as exc:
+        # the orders are input, not a solver's answer: a memory capacity they exceed, say
+        err = InvalidScheduleError(f"the device orders give an invalid schedule: {exc}")
+        err.violations = exc.violations  # type: ignore[attr-defined]
+        raise err from None
 
 
 def _lead(block, devices: tuple[str, ...]) -> str:
+    """The lead device of ``block`` running on ``devices`` (its option's first device)."""
     for o in block.options:
         if set(o.devices) == set(devices):
             return o.devices[0]
     return devices[0]
 
 
-def _resolve(problem: Problem, blocks, entry: Entry, members: tuple[TaskKey, ...], n: int):
+def _resolve(problem: Problem, blocks, entry: Entry, members: tuple[TaskKey, ...], n: int) -> _Action:
+    """The :class:`_Action` of ``entry``: checked members, devices (the fixed option) and duration."""
     for b, m in members:
         if b not in blocks:
             raise InvalidScheduleError(f"orders: unknown block {b!r} in {entry_label(entry)}")
@@ -355,11 +399,12 @@ def _resolve(problem: Problem, blocks, entry: Entry, members: tuple[TaskKey, ...
                 f"{[list(o.blocks) for o in problem.overlaps]}"
             )
         devs = blocks[members[0][0]].options[0].devices
-        return entry, members, tuple(devs), rule.duration
+        return _Action(entry=entry, members=members, devices=tuple(devs), duration=rule.duration)
     (b, m), = members
     block = blocks[b]
     if len(block.options) != 1:
         raise InvalidScheduleError(
             f"orders: block {b!r} has {len(block.options)} placement options; handcrafted orders need fixed blocks"
         )
-    return entry, members, tuple(block.options[0].devices), problem.durations(b, m)[0]
+    return _Action(entry=entry, members=members, devices=tuple(block.options[0].devices),
+                   duration=problem.durations(b, m)[0])

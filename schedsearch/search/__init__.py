@@ -1,7 +1,15 @@
 """Search strategies: they build sub-problems and hand them to a backend."""
 
 from schedsearch.search.coarsen import Coarsening as Coarsening, coarsen as coarsen
-from schedsearch.search.heuristics import heft as heft, list_plan as list_plan, list_schedule as list_schedule
+from schedsearch.search.list_scheduling import (
+    HEFT_RULES as HEFT_RULES,
+    PIPELINE_RULES as PIPELINE_RULES,
+    PipelineRule as PipelineRule,
+    best_list_schedule as best_list_schedule,
+    heft as heft,
+    list_plan as list_plan,
+    list_schedule as list_schedule,
+)
 from schedsearch.search.jobshop import jobshop as jobshop, transfer_overlap as transfer_overlap
 from schedsearch.search.optimal import optimal as optimal
 from schedsearch.search.pareto import (
@@ -16,11 +24,15 @@ from schedsearch.search.scale import scale_search as scale_search
 from schedsearch.search.solve import solve as solve
 
 __all__ = [
+    "HEFT_RULES",
+    "PIPELINE_RULES",
     "Coarsening",
     "MemoryWalk",
     "ParetoFront",
     "ParetoPoint",
+    "PipelineRule",
     "RepetendResult",
+    "best_list_schedule",
     "coarsen",
     "heft",
     "jobshop",

@@ -25,7 +25,7 @@ from schedsearch.options import SearchOptions
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
 from schedsearch.search.pareto import MemoryWalk, min_memory
-from schedsearch.search.scale.list_scheduling import DEFAULT_RULES, best_list_schedule
+from schedsearch.search.list_scheduling import PIPELINE_RULES, best_list_schedule
 
 __all__ = ["mirror_pairs", "activation_walk", "list_heuristic"]
 
@@ -61,7 +61,7 @@ def mirror_pairs(problem: Problem, suffixes: tuple[str, str] = (".down", ".up"))
     return pairs
 
 
-def list_heuristic(rules=DEFAULT_RULES, target: int | None = None) -> Callable[[Problem], Schedule | None]:
+def list_heuristic(rules=PIPELINE_RULES, target: int | None = None) -> Callable[[Problem], Schedule | None]:
     """A heuristic for :func:`~schedsearch.search.pareto` and
     :func:`~schedsearch.search.min_memory`: the best list schedule over
     ``rules`` (stopping at ``target`` or at the analytic bound of the

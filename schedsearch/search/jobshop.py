@@ -11,7 +11,7 @@ the exact model of a backend (CP-SAT or Z3).
 Pipeline (every phase stays within ``time_limit_s`` in total):
 
 1. **baseline**: list scheduling
-   (:func:`~schedsearch.search.heuristics.heft`); its schedule is the warm
+   (:func:`~schedsearch.search.list_scheduling.heft`); its schedule is the warm
    start of the exact search, and it is returned when nothing better is
    found. It is also available on its own (``list_baseline_only=True``).
 2. **coarsening** (only with ``coarsen_to`` and a larger graph): the graph is
@@ -42,7 +42,7 @@ from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import Schedule
 from schedsearch.search.coarsen import coarsen
-from schedsearch.search.heuristics import heft
+from schedsearch.search.list_scheduling import heft
 from schedsearch.search.optimal import optimal
 
 __all__ = ["jobshop", "transfer_overlap"]

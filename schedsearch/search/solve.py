@@ -8,7 +8,7 @@ The time level (makespan, or the longest device span):
 
 1. **Warm starts**: the user's plans, each checked by the validator.
 2. **List schedules**: the pipeline priority rules
-   (:mod:`~schedsearch.search.scale.list_scheduling`, on the problem with
+   (:mod:`~schedsearch.search.list_scheduling`, on the problem with
    its redundant overlap declarations dropped; they compute the analytic
    bound as they go) and, where those do not apply, HEFT's rules.
 3. **Bound**: the analytic lower bound (critical path, per-device work and
@@ -219,7 +219,7 @@ def _known_plans(pf: _Portfolio) -> None:
 def _list_plans(problem: Problem, pf: _Portfolio, share: float) -> list[tuple[Schedule, str]]:
     """List schedules of ``problem``: the pipeline rules where they apply, and HEFT's rules."""
     from schedsearch.errors import UnsupportedFeatureError
-    from schedsearch.search.heuristics import heft
+    from schedsearch.search.list_scheduling import heft
     from schedsearch.search.scale import scale_search
 
     out: list[tuple[Schedule, str]] = []

@@ -13,7 +13,7 @@ from schedsearch.placements import dualpipe, zero_bubble
 from schedsearch.result import Status
 from schedsearch.schedule import memory_profile
 from schedsearch.search import optimal
-from schedsearch.search.scale import DEFAULT_RULES, list_plan
+from schedsearch.search.list_scheduling import PIPELINE_RULES, list_plan
 
 LIMIT = dict(time_limit_s=30, seed=0, workers=2)
 
@@ -54,7 +54,7 @@ def test_memory_triples_split_allocations():
 def test_memory_triples_give_the_real_level(problem):
     # the level the triples describe equals the schedule's own memory profile
     st = build_structure(problem)
-    schedule = next((s for s in (list_plan(problem, r) for r in DEFAULT_RULES[:4]) if s is not None), None)
+    schedule = next((s for s in (list_plan(problem, r) for r in PIPELINE_RULES[:4]) if s is not None), None)
     if schedule is None:
         return
     start = {t.key: t.start for t in schedule.tasks}

@@ -12,16 +12,16 @@ from schedsearch.placements import chain_pipelines, dualpipe, dualpipev, vshape
 from schedsearch.problem import Block, Channel, Cluster, Graph, Option, Problem
 from schedsearch.schedule import metrics, peak_memory
 from schedsearch.result import Status
-from schedsearch.search.scale import DEFAULT_RULES, PriorityRule, best_list_schedule, list_plan, list_schedule
+from schedsearch.search.list_scheduling import PIPELINE_RULES, PipelineRule, best_list_schedule, list_plan, list_schedule
 from schedsearch.validate import validate
 
-FIW = PriorityRule(kind_order="FIW")
+FIW = PipelineRule(kind_order="FIW")
 
 
 @settings(max_examples=40)
 @given(pipeline_problems())
 def test_every_list_schedule_is_valid(problem):
-    for rule in DEFAULT_RULES[:6]:
+    for rule in PIPELINE_RULES[:6]:
         for pairs in (False, True):
             result = list_schedule(problem, rule, form_groups=pairs)
             assert result.status in (Status.OPTIMAL, Status.FEASIBLE, Status.UNKNOWN)
@@ -58,7 +58,7 @@ def test_transfers_are_booked_on_channels():
     edges = [(e.src, e.dst, 2 if (e.src, e.dst) == ("F0", "F1") else 0) for e in p.graph.edges]
     p = p.with_(graph=Graph(blocks=p.graph.blocks, edges=edges),
                 cluster=Cluster(devices=p.cluster.devices, channels=[Channel(name="c", endpoints=("d0", "d1"))]))
-    s = list_plan(p)
+    s = list_plan(p, FIW)
     assert validate(p, s) == () and len(s.transfers) == 3
     assert all(b.start >= a.end for a, b in zip(s.transfers, s.transfers[1:]))
 
@@ -78,22 +78,22 @@ def test_best_of_a_portfolio_stops_at_the_target():
     s, tried = result.schedule, result.stats["rules_tried"]
     # 1F1B's makespan (the bound): the forward-first rules run out of memory on the full
     # backward's placement; backward-first reaches it, and the portfolio stops there
-    assert s.makespan == 33 and result.stats["rule"].startswith("I") and tried < len(DEFAULT_RULES)
-    assert result.engine == f"list scheduling ({DEFAULT_RULES[tried - 1]})"
+    assert s.makespan == 33 and result.stats["rule"].startswith("I") and tried < len(PIPELINE_RULES)
+    assert result.engine == f"list scheduling ({PIPELINE_RULES[tried - 1]})"
     assert result.status is Status.OPTIMAL
     assert max(peak_memory(p, s).values()) <= 4
 
 
 def test_rules_and_placements_are_checked():
     with pytest.raises(ValueError, match="'kind_order'"):
-        PriorityRule(kind_order="FFI")
+        PipelineRule(kind_order="FFI")
     with pytest.raises(ValueError, match="'stage_order'"):
-        PriorityRule(stage_order="up")
+        PipelineRule(stage_order="up")
     flexible = Problem(graph=Graph(blocks=[Block(name="a", options=[Option(devices=("d0",), duration=1),
                                                                     Option(devices=("d1",), duration=1)])]),
                        num_microbatches=1, cluster=Cluster(devices=["d0", "d1"]))
     with pytest.raises(UnsupportedFeatureError, match="several options"):
-        list_schedule(flexible)
+        list_schedule(flexible, FIW)
     assert str(FIW).startswith("F > I > W")
 
 
@@ -101,14 +101,13 @@ def test_groups_against_an_edge_are_never_formed():
     # the overlap lists b1 before b0, but b0 -> b1: such a group cannot run, so the
     # list scheduler must not form it (it used to, and its plan failed validation)
     from schedsearch.problem import Block, Cluster, Device, Edge, Graph, Option, Overlap, Problem
-    from schedsearch.search.scale.list_scheduling import DEFAULT_RULES, list_plan
     from schedsearch.validate import validate
 
     blocks = [Block(name=n, kind="F", options=[Option(devices=("d0",), duration=1)]) for n in ("b0", "b1", "b2")]
     problem = Problem(graph=Graph(blocks=blocks, edges=[Edge(src="b0", dst="b1"), Edge(src="b0", dst="b2")]),
                       num_microbatches=1, cluster=Cluster(devices=[Device(name="d0")]),
                       overlaps=[Overlap(blocks=("b1", "b0"), duration=1, name="g0", same_microbatch=(("b1", "b0"),))])
-    for rule in DEFAULT_RULES[:4]:
+    for rule in PIPELINE_RULES[:4]:
         plan = list_plan(problem, rule, form_groups=True)
         assert plan is not None and not validate(problem, plan)
         assert all(t.overlap is None for t in plan.tasks)
@@ -117,14 +116,13 @@ def test_groups_against_an_edge_are_never_formed():
 def test_same_microbatch_members_are_formed_together():
     # two members without an edge between them, declared to share a micro-batch
     from schedsearch.problem import Block, Cluster, Device, Graph, Option, Overlap, Problem
-    from schedsearch.search.scale.list_scheduling import DEFAULT_RULES, list_plan
     from schedsearch.validate import validate
 
     blocks = [Block(name=n, kind=k, options=[Option(devices=("d0",), duration=2)]) for n, k in (("a", "F"), ("b", "W"))]
     problem = Problem(graph=Graph(blocks=blocks, edges=[]), num_microbatches=3,
                       cluster=Cluster(devices=[Device(name="d0")]),
                       overlaps=[Overlap(blocks=("a", "b"), duration=2, name="g", same_microbatch=(("a", "b"),))])
-    for rule in DEFAULT_RULES:
+    for rule in PIPELINE_RULES:
         plan = list_plan(problem, rule, form_groups=True)
         assert plan is not None and not validate(problem, plan)
 
@@ -132,13 +130,37 @@ def test_same_microbatch_members_are_formed_together():
 def test_a_group_lasts_its_longest_member_instance():
     # b0 of micro-batch 0 lasts 2 (an override); the group declared at 1 lasts 2
     from schedsearch.problem import Block, Cluster, Device, Edge, Graph, Option, Overlap, Problem
-    from schedsearch.search.scale.list_scheduling import DEFAULT_RULES, list_plan
     from schedsearch.validate import validate
 
     blocks = [Block(name=n, kind="F", options=[Option(devices=("d0",), duration=1)]) for n in ("b0", "b1")]
     problem = Problem(graph=Graph(blocks=blocks, edges=[Edge(src="b0", dst="b1")]), num_microbatches=1,
                       cluster=Cluster(devices=[Device(name="d0")]), duration_overrides=[("b0", 0, (2,))],
                       overlaps=[Overlap(blocks=("b0", "b1"), duration=1, name="g0", same_microbatch=(("b0", "b1"),))])
-    for rule in DEFAULT_RULES[:4]:
+    for rule in PIPELINE_RULES[:4]:
         plan = list_plan(problem, rule, form_groups=True)
         assert plan is not None and not validate(problem, plan)
+
+
+def test_one_front_takes_either_family_of_rules():
+    # a HEFT rule's name and a pipeline rule go through the same list_plan and list_schedule
+    p = vshape(2, 4, memory=2)
+    heft_plan = list_plan(p, "upward_rank")
+    pipeline_plan = list_plan(p, FIW)
+    assert not validate(p, heft_plan) and not validate(p, pipeline_plan)
+    assert list_schedule(p, "longest_path").engine == "list scheduling (HEFT, longest_path)"
+    assert list_schedule(p, FIW).engine == f"list scheduling ({FIW})"
+    # the portfolio takes HEFT rules too
+    assert best_list_schedule(p, ["upward_rank", FIW]).stats["rules_tried"] == 2
+
+
+@pytest.mark.parametrize("call, fragment", [
+    (lambda p: list_plan(p, FIW, priority={}), "'priority' applies to the HEFT rules"),
+    (lambda p: list_plan(p, FIW, insertion=False), "'insertion' applies to the HEFT rules"),
+    (lambda p: list_plan(p, "upward_rank", form_groups=True), "'form_groups' applies to pipeline rules"),
+    (lambda p: list_plan(p, "fastest"), "'rule' must be one of ('upward_rank'"),
+    (lambda p: list_schedule(p, 3), "or a PipelineRule, got 3"),
+], ids=["priority", "insertion", "form_groups", "unknown name", "not a rule"])
+def test_a_knob_of_the_other_family_is_named(call, fragment):
+    with pytest.raises(ValueError) as info:
+        call(vshape(2, 2))
+    assert fragment in str(info.value)

@@ -185,7 +185,7 @@ def test_jobshop_mfjs05_is_514(shared_data):
     # a plain CP-SAT model proves 514; with a HEFT warm start, CP-SAT 9.15 claimed OPTIMAL 515
     from schedsearch.loaders.jobshop import read_instance
     from schedsearch.search import jobshop
-    from schedsearch.search.heuristics import heft
+    from schedsearch.search.list_scheduling import heft
 
     p = read_instance(shared_data / "fjsp" / "fattahi" / "mfjs05.txt").problem
     r = jobshop(p, time_limit_s=60)

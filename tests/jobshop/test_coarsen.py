@@ -12,7 +12,7 @@ from schedsearch.graphs import DagNode, OperationDag, machine_cluster, random_da
 from schedsearch.problem import Edge, Graph
 from schedsearch.search import optimal
 from schedsearch.search.coarsen import coarsen, redundant_edges, transitive_reduction
-from schedsearch.search.heuristics import list_plan
+from schedsearch.search.list_scheduling import list_plan
 from schedsearch.testing import problems
 from schedsearch.validate import validate
 from dag_strategies import dag_problems, dags

@@ -37,8 +37,7 @@ from schedsearch.search import (
     repetend,
     scale_search,
 )
-from schedsearch.search.scale import best_list_schedule
-from schedsearch.search.scale import list_schedule as pipeline_list_schedule
+from schedsearch.search.list_scheduling import PipelineRule, best_list_schedule
 from schedsearch.validate import validate
 
 SMALL = vshape(2, 4, memory=2)  # 1F1B, 2 devices, 4 micro-batches: makespan (4 + 2 - 1) x 3 = 15
@@ -206,7 +205,7 @@ def test_every_result_names_its_engines_carries_its_problem_and_exports(name):
 
 def test_list_schedulers_return_results():
     # FEASIBLE with the analytic bound (15 here), OPTIMAL when the plan meets it
-    for result in (heft(SMALL), list_schedule(SMALL), pipeline_list_schedule(SMALL), best_list_schedule(SMALL)):
+    for result in (heft(SMALL), list_schedule(SMALL), list_schedule(SMALL, PipelineRule()), best_list_schedule(SMALL)):
         assert isinstance(result, SearchResult) and result.problem is SMALL
         assert result.status in (Status.FEASIBLE, Status.OPTIMAL) and result.lower_bound == 15
         assert (result.status is Status.OPTIMAL) == (result.objective == 15)
@@ -215,7 +214,7 @@ def test_list_schedulers_return_results():
     assert best_list_schedule(SMALL).status is Status.OPTIMAL  # the portfolio reaches the bound
     # a memory deadlock proves nothing: UNKNOWN, with the bound
     blocked = dualpipe(4, 8, memory=3).with_(overlaps=())
-    result = pipeline_list_schedule(blocked)
+    result = list_schedule(blocked, PipelineRule())
     if result.schedule is None:
         assert result.status is Status.UNKNOWN and result.lower_bound is not None
 

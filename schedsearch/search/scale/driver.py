@@ -15,7 +15,7 @@
    device work), valid for the original problem.
 3. **Candidates.** The given warm starts (flattened when the overlaps were
    dropped) and a portfolio of list schedules
-   (:mod:`~schedsearch.search.scale.list_scheduling`), stopping as soon as
+   (:mod:`~schedsearch.search.list_scheduling`), stopping as soon as
    one reaches the bound: it is then optimal, proven by the bound.
 4. **Exact search** (when the bound is not reached and time remains):
    :func:`~schedsearch.search.optimal` warm-started from the best
@@ -41,7 +41,7 @@ from schedsearch.result import SearchResult, Status
 from schedsearch.rewrite import flatten_overlaps, reduced_problem
 from schedsearch.schedule import Schedule, objective_value
 from schedsearch.search.optimal import optimal
-from schedsearch.search.scale.list_scheduling import DEFAULT_RULES, PriorityRule, list_plan
+from schedsearch.search.list_scheduling import PIPELINE_RULES, PipelineRule, list_plan
 from schedsearch.search.scale.ties import Tie, periodic_ties
 from schedsearch.validate import assert_valid, validate
 
@@ -73,7 +73,7 @@ def _usable(problem: Problem, search_problem: Problem, schedule: Schedule) -> Sc
 def scale_search(
     problem: Problem,
     *,
-    rules: Sequence[PriorityRule] = DEFAULT_RULES,
+    rules: Sequence[PipelineRule] = PIPELINE_RULES,
     exact: bool = True,
     ties: str | Sequence[Tie] | None = "auto",
     periodic_window: tuple[float, float] = (0.25, 0.75),
