@@ -38,6 +38,7 @@ import heapq
 from collections import Counter, defaultdict
 
 import attrs
+from networkx.utils import UnionFind
 
 from schedsearch.errors import InvalidOperatorGraphError
 from schedsearch.partition.opgraph import OperatorGraph
@@ -96,24 +97,6 @@ class ContractedGraph:
             for u in ps:
                 out[u].append(v)
         return tuple(tuple(s) for s in out)
-
-
-class _UnionFind:
-    def __init__(self, keys) -> None:
-        self.parent = {k: k for k in keys}
-
-    def find(self, a):
-        root = a
-        while self.parent[root] != root:
-            root = self.parent[root]
-        while self.parent[a] != root:
-            self.parent[a], a = root, self.parent[a]
-        return root
-
-    def union(self, a, b) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[ra] = rb
 
 
 def _sccs(nodes: list, succ: dict) -> list[list]:
@@ -186,11 +169,11 @@ def contract(graph: OperatorGraph, *, merge_trivial: bool = True) -> ContractedG
     key_of = {
         op.id: ("c", op.color_class) if op.color_class is not None else ("o", op.id) for op in ops
     }
-    uf = _UnionFind(set(key_of.values()))
+    uf = UnionFind(set(key_of.values()))  # class keys; a class is named by its root, uf[key]
     is_bwd = {op.id: op.is_backward for op in ops}
 
     def classes():
-        return {oid: uf.find(k) for oid, k in key_of.items()}
+        return {oid: uf[k] for oid, k in key_of.items()}
 
     # 2. orphaned backward classes -> artificial forward nodes + mirrored edges
     cls = classes()
@@ -211,7 +194,7 @@ def contract(graph: OperatorGraph, *, merge_trivial: bool = True) -> ContractedG
             for a, b in graph.edges
             if not is_bwd[a] and not is_bwd[b] and cls_map[a] != cls_map[b]
         }
-        art = {(uf.find(u), uf.find(v)) for u, v in artificial}
+        art = {(uf[u], uf[v]) for u, v in artificial}
         art = {(u, v) for u, v in art if u != v}
         return true, art
 
@@ -244,7 +227,7 @@ def contract(graph: OperatorGraph, *, merge_trivial: bool = True) -> ContractedG
             for a, b in graph.edges
             if (cls[a], is_bwd[a]) != (cls[b], is_bwd[b])
         }
-        art_v = {((uf.find(u), False), (uf.find(v), False)) for u, v in artificial}
+        art_v = {((uf[u], False), (uf[v], False)) for u, v in artificial}
         art_v = {e for e in art_v if e[0] != e[1]}
         fwd_nbrs: dict = defaultdict(list)
         has_bwd_nbr: set = set()
@@ -257,7 +240,7 @@ def contract(graph: OperatorGraph, *, merge_trivial: bool = True) -> ContractedG
                 else:
                     fwd_nbrs[me[0]].append(other[0])
         merges = []
-        for c in sorted({cls[o.id] for o in ops if not o.is_backward} | {uf.find(u) for e in artificial for u in e}, key=repr):
+        for c in sorted({cls[o.id] for o in ops if not o.is_backward} | {uf[u] for e in artificial for u in e}, key=repr):
             if (
                 fwd_acc[c] < _EPS
                 and fwd_cpu[c] < _EPS
@@ -274,7 +257,7 @@ def contract(graph: OperatorGraph, *, merge_trivial: bool = True) -> ContractedG
     # 5. final supernodes, numbered topologically
     cls = classes()
     fwd_keys = {cls[o.id] for o in ops if not o.is_backward} | {
-        uf.find(u) for e in artificial for u in e
+        uf[u] for e in artificial for u in e
     }
     true, art = forward_edges(cls)
     edges = true | art
