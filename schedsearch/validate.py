@@ -45,7 +45,7 @@ from collections import defaultdict
 import attrs
 
 from schedsearch.errors import ValidationFailedError
-from schedsearch.problem import Problem
+from schedsearch.problem import Channel, Edge, Overlap, Problem, TaskKey
 from schedsearch.schedule import Schedule, TaskInstance, Transfer, memory_profile
 
 __all__ = ["Violation", "validate", "assert_valid", "VIOLATION_KINDS"]
@@ -119,13 +119,35 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
     ...     print(violation)
     [dependency] edge 'F0' -> 'F1', micro-batch 0: 'F1' starts at 0 before 'F0' ends at 1
     """
+    placed, option, out = _check_tasks(problem, schedule)
+    out += _missing_tasks(problem, placed)
+    groups, found = _check_groups(problem, placed, option)
+    out += found
+    out += _device_overlaps(placed, groups)
+    transfers, found = _unique_transfers(schedule)
+    out += found
+    out += _check_edges(problem, placed, groups, transfers)
+    out += _channel_overlaps(transfers)
+    out += _memory_excursions(problem, placed)
+    out += _fixed_orders(problem, placed)
+    return tuple(out)
+
+
+#: A declared group's key (tag, member blocks, start) -> its Overlap.
+_Groups = dict[tuple[str, frozenset[str], int], Overlap]
+
+
+def _check_tasks(
+    problem: Problem, schedule: Schedule
+) -> tuple[dict[TaskKey, TaskInstance], dict[TaskKey, int], list[Violation]]:
+    """The task instances the problem knows, once each, with the option each
+    runs; and the violations of each one alone (unknown, duplicate, option,
+    duration outside a group, release)."""
     out: list[Violation] = []
     blocks = problem.graph.by_name()
     n = problem.num_microbatches
-
-    # -- task instances: unknown, duplicate, missing, option, duration, release
-    placed: dict[tuple[str, int], TaskInstance] = {}
-    chosen_option: dict[tuple[str, int], int] = {}  # task -> index of its option
+    placed: dict[TaskKey, TaskInstance] = {}
+    chosen_option: dict[TaskKey, int] = {}  # task -> index of its option
     for t in schedule.tasks:
         if t.block not in blocks or not 0 <= t.microbatch < n:
             out.append(Violation("unknown_task", f"task {_label(t.block, t.microbatch)} is not in the problem"))
@@ -148,7 +170,7 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
             continue
         exact = [i for i in same_devices if durations[i] == t.duration]
         if t.overlap is not None:
-            # a member of an overlapped group lasts the group's duration: checked below
+            # a member of an overlapped group lasts the group's duration: checked with the groups
             chosen_option[t.key] = (exact or same_devices)[0]
         else:
             if exact:
@@ -166,44 +188,55 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
         release = problem.release_of(t.block, t.microbatch)
         if t.start < release:
             out.append(Violation("release", f"task {_label(*t.key)} starts at {t.start} before its release {release}"))
-    for m in range(n):
-        for b in problem.graph.blocks:
-            if (b.name, m) not in placed:
-                out.append(Violation("missing_task", f"task {_label(b.name, m)} is not scheduled"))
+    return placed, chosen_option, out
 
-    # -- overlapped groups: a declared group lasts its overlap's duration (or its
-    #    longest member's own, when longer); a tagged task outside any declared
-    #    group is a plain task
+
+def _missing_tasks(problem: Problem, placed: dict[TaskKey, TaskInstance]) -> list[Violation]:
+    """Every task instance of the problem the schedule lacks."""
+    return [
+        Violation("missing_task", f"task {_label(b.name, m)} is not scheduled")
+        for m in range(problem.num_microbatches)
+        for b in problem.graph.blocks
+        if (b.name, m) not in placed
+    ]
+
+
+def _check_groups(
+    problem: Problem, placed: dict[TaskKey, TaskInstance], option: dict[TaskKey, int]
+) -> tuple[_Groups, list[Violation]]:
+    """The declared overlapped groups of the schedule, and the durations that break the rules.
+
+    A declared group lasts its overlap's duration (or its longest member's
+    own, when longer); a tagged task outside any declared group is a plain
+    task and lasts its option's duration.
+    """
+    out: list[Violation] = []
     tagged: dict[tuple[str, frozenset[str], int], list[TaskInstance]] = defaultdict(list)
     for t in placed.values():
         if t.group_key is not None:
             tagged[t.group_key].append(t)
-    groups: dict[tuple[str, frozenset[str], int], object] = {}  # group key -> its Overlap
+    groups: _Groups = {}
     for gkey, members in tagged.items():
-        names = [m.block for m in members]
-        rule = problem.overlap_for(names) if len(members) >= 2 and len(set(names)) == len(names) else None
-        if rule is not None:
-            mb_of = {m.block: m.microbatch for m in members}
-            if any(len({mb_of[b] for b in tied}) > 1 for tied in rule.same_microbatch):
-                rule = None  # its members must share a micro-batch: not a group the problem declares
+        rule = _declared_overlap(problem, members)
         if rule is not None:
             groups[gkey] = rule
-            own = [problem.durations(m.block, m.microbatch)[chosen_option.get(m.key, 0)] for m in members]
+            own = [problem.durations(m.block, m.microbatch)[option.get(m.key, 0)] for m in members]
             lasts = max([rule.duration, *own])
-            for m in members:
-                if m.duration != lasts:
-                    out.append(
-                        Violation(
-                            "wrong_duration",
-                            f"task {_label(*m.key)} lasts {m.duration} in the overlapped group "
-                            f"{rule.name or '+'.join(rule.blocks)!r}, which lasts {lasts}",
-                        )
-                    )
+            out += [
+                Violation(
+                    "wrong_duration",
+                    f"task {_label(*m.key)} lasts {m.duration} in the overlapped group "
+                    f"{rule.name or '+'.join(rule.blocks)!r}, which lasts {lasts}",
+                )
+                for m in members
+                if m.duration != lasts
+            ]
             continue
+        names = [m.block for m in members]
         for m in members:
-            if m.key not in chosen_option:
+            if m.key not in option:
                 continue  # its option was already reported
-            want = problem.durations(m.block, m.microbatch)[chosen_option[m.key]]
+            want = problem.durations(m.block, m.microbatch)[option[m.key]]
             if m.duration != want:
                 out.append(
                     Violation(
@@ -212,118 +245,171 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
                         f"overlapped {m.overlap!r}, but its group {sorted(names)} is not an overlap the problem declares)",
                     )
                 )
+    return groups, out
 
-    def grouped_together(a: TaskInstance, b: TaskInstance) -> bool:
-        return a.group_key is not None and a.group_key == b.group_key and a.group_key in groups
 
-    # -- device overlap (every pair that overlaps)
+def _declared_overlap(problem: Problem, members: list[TaskInstance]) -> Overlap | None:
+    """The overlap a set of tasks tagged together forms, or None when they
+    form none the problem declares (one instance per member block, the
+    ``same_microbatch`` sets sharing a micro-batch)."""
+    names = [m.block for m in members]
+    if len(members) < 2 or len(set(names)) != len(names):
+        return None
+    rule = problem.overlap_for(names)
+    if rule is not None:
+        mb_of = {m.block: m.microbatch for m in members}
+        if any(len({mb_of[b] for b in tied}) > 1 for tied in rule.same_microbatch):
+            return None  # its members must share a micro-batch: not a group the problem declares
+    return rule
+
+
+def _grouped_together(groups: _Groups, a: TaskInstance, b: TaskInstance) -> bool:
+    """Whether ``a`` and ``b`` are members of one declared group."""
+    return a.group_key is not None and a.group_key == b.group_key and a.group_key in groups
+
+
+def _device_overlaps(placed: dict[TaskKey, TaskInstance], groups: _Groups) -> list[Violation]:
+    """Every pair of tasks that overlap on a device, members of one declared group excepted."""
     per_device: dict[str, list[TaskInstance]] = defaultdict(list)
     for t in placed.values():
         for d in t.devices:
             per_device[d].append(t)
-    for d, tasks in per_device.items():
-        for a, t in _overlapping_pairs(tasks):
-            if not grouped_together(a, t):
-                out.append(
-                    Violation(
-                        "device_overlap",
-                        f"device {d!r}: task {_label(*a.key)} [{a.start}, {a.end}) overlaps "
-                        f"task {_label(*t.key)} [{t.start}, {t.end})",
-                    )
-                )
+    return [
+        Violation(
+            "device_overlap",
+            f"device {d!r}: task {_label(*a.key)} [{a.start}, {a.end}) overlaps "
+            f"task {_label(*t.key)} [{t.start}, {t.end})",
+        )
+        for d, tasks in per_device.items()
+        for a, t in _overlapping_pairs(tasks)
+        if not _grouped_together(groups, a, t)
+    ]
 
-    # -- dependencies and transfers
+
+def _unique_transfers(schedule: Schedule) -> tuple[dict[tuple[str, str, int], Transfer], list[Violation]]:
+    """The schedule's transfers by edge and micro-batch, the first of each; a repeat is a violation."""
+    out: list[Violation] = []
     transfers: dict[tuple[str, str, int], Transfer] = {}
     for tr in schedule.transfers:
         if tr.key in transfers:
             out.append(Violation("unexpected_transfer", f"transfer {tr.src!r} -> {tr.dst!r} (micro-batch {tr.microbatch}) appears more than once"))
             continue
         transfers[tr.key] = tr
+    return transfers, out
+
+
+def _check_edges(
+    problem: Problem,
+    placed: dict[TaskKey, TaskInstance],
+    groups: _Groups,
+    transfers: dict[tuple[str, str, int], Transfer],
+) -> list[Violation]:
+    """Every edge of every micro-batch: its precedence, and its transfer when
+    the two ends run on disjoint devices; then the transfers no edge calls for."""
+    out: list[Violation] = []
     expected: set[tuple[str, str, int]] = set()
     channels = {c.name: c for c in problem.cluster.channels}
     for e in problem.graph.edges:
-        for m in range(n):
+        for m in range(problem.num_microbatches):
             u, v = placed.get((e.src, m)), placed.get((e.dst, m))
             if u is None or v is None:
                 continue
-            if grouped_together(u, v):
-                rule = groups[u.group_key]
-                if rule.blocks.index(e.dst) < rule.blocks.index(e.src):
-                    out.append(
-                        Violation(
-                            "dependency",
-                            f"edge {e.src!r} -> {e.dst!r}, micro-batch {m}: the overlapped group "
-                            f"{rule.name or '+'.join(rule.blocks)!r} runs {e.dst!r} before {e.src!r}",
-                        )
-                    )
-            elif v.start < u.end:
-                out.append(
-                    Violation(
-                        "dependency",
-                        f"edge {e.src!r} -> {e.dst!r}, micro-batch {m}: {e.dst!r} starts at {v.start} "
-                        f"before {e.src!r} ends at {u.end}",
-                    )
-                )
-            needs_transfer = e.size > 0 and not (set(u.devices) & set(v.devices))
-            if not needs_transfer:
-                continue
-            key = (e.src, e.dst, m)
-            expected.add(key)
-            tr = transfers.get(key)
-            label = f"edge {e.src!r} -> {e.dst!r}, micro-batch {m}"
-            if tr is None:
-                out.append(Violation("missing_transfer", f"{label}: runs on {u.devices} and {v.devices} but has no transfer"))
-                continue
-            ch = channels.get(tr.channel)
-            if ch is None:
-                out.append(Violation("wrong_transfer", f"{label}: transfer names unknown channel {tr.channel!r}"))
-                continue
-            # the lead device is the first device of the task's option (its devices are in the option's order)
-            lead_u, lead_v = u.devices[0], v.devices[0]
-            a, b = ch.endpoints
-            if not ((lead_u, lead_v) == (a, b) or (not ch.directed and (lead_u, lead_v) == (b, a))):
-                out.append(
-                    Violation(
-                        "wrong_transfer",
-                        f"{label}: channel {ch.name!r} ({a!r}-{b!r}) does not serve {lead_u!r} -> {lead_v!r}",
-                    )
-                )
-            want = ch.latency + e.size * ch.time_per_unit
-            if tr.end - tr.start != want:
-                out.append(
-                    Violation("wrong_transfer", f"{label}: transfer lasts {tr.end - tr.start} on {ch.name!r}, expected {want}")
-                )
-            if tr.start < u.end:
-                out.append(Violation("dependency", f"{label}: transfer starts at {tr.start} before {e.src!r} ends at {u.end}"))
-            if v.start < tr.end:
-                out.append(Violation("dependency", f"{label}: {e.dst!r} starts at {v.start} before its transfer ends at {tr.end}"))
-    for key, tr in transfers.items():
-        if key not in expected:
-            out.append(
-                Violation(
-                    "unexpected_transfer",
-                    f"transfer {tr.src!r} -> {tr.dst!r} (micro-batch {tr.microbatch}) on {tr.channel!r} "
-                    f"is not called for by the problem",
-                )
-            )
+            out += _check_precedence(e, m, u, v, groups)
+            if e.size > 0 and not (set(u.devices) & set(v.devices)):
+                key = (e.src, e.dst, m)
+                expected.add(key)
+                out += _check_transfer(e, m, u, v, transfers.get(key), channels)
+    out += [
+        Violation(
+            "unexpected_transfer",
+            f"transfer {tr.src!r} -> {tr.dst!r} (micro-batch {tr.microbatch}) on {tr.channel!r} "
+            f"is not called for by the problem",
+        )
+        for key, tr in transfers.items()
+        if key not in expected
+    ]
+    return out
 
-    # -- channel overlap
+
+def _check_precedence(e: Edge, m: int, u: TaskInstance, v: TaskInstance, groups: _Groups) -> list[Violation]:
+    """``v`` starts after ``u`` ends, or, inside one declared group, the group runs them in the edge's order."""
+    if _grouped_together(groups, u, v):
+        rule = groups[u.group_key]
+        if rule.blocks.index(e.dst) < rule.blocks.index(e.src):
+            return [
+                Violation(
+                    "dependency",
+                    f"edge {e.src!r} -> {e.dst!r}, micro-batch {m}: the overlapped group "
+                    f"{rule.name or '+'.join(rule.blocks)!r} runs {e.dst!r} before {e.src!r}",
+                )
+            ]
+    elif v.start < u.end:
+        return [
+            Violation(
+                "dependency",
+                f"edge {e.src!r} -> {e.dst!r}, micro-batch {m}: {e.dst!r} starts at {v.start} "
+                f"before {e.src!r} ends at {u.end}",
+            )
+        ]
+    return []
+
+
+def _check_transfer(
+    e: Edge, m: int, u: TaskInstance, v: TaskInstance, tr: Transfer | None, channels: dict[str, Channel]
+) -> list[Violation]:
+    """The transfer edge ``e`` needs in micro-batch ``m``: present, on a
+    channel serving the lead devices, of the channel's transfer time, between
+    the end of ``u`` and the start of ``v``."""
+    label = f"edge {e.src!r} -> {e.dst!r}, micro-batch {m}"
+    if tr is None:
+        return [Violation("missing_transfer", f"{label}: runs on {u.devices} and {v.devices} but has no transfer")]
+    ch = channels.get(tr.channel)
+    if ch is None:
+        return [Violation("wrong_transfer", f"{label}: transfer names unknown channel {tr.channel!r}")]
+    out: list[Violation] = []
+    # the lead device is the first device of the task's option (its devices are in the option's order)
+    lead_u, lead_v = u.devices[0], v.devices[0]
+    a, b = ch.endpoints
+    if not ((lead_u, lead_v) == (a, b) or (not ch.directed and (lead_u, lead_v) == (b, a))):
+        out.append(
+            Violation(
+                "wrong_transfer",
+                f"{label}: channel {ch.name!r} ({a!r}-{b!r}) does not serve {lead_u!r} -> {lead_v!r}",
+            )
+        )
+    want = ch.latency + e.size * ch.time_per_unit
+    if tr.end - tr.start != want:
+        out.append(
+            Violation("wrong_transfer", f"{label}: transfer lasts {tr.end - tr.start} on {ch.name!r}, expected {want}")
+        )
+    if tr.start < u.end:
+        out.append(Violation("dependency", f"{label}: transfer starts at {tr.start} before {e.src!r} ends at {u.end}"))
+    if v.start < tr.end:
+        out.append(Violation("dependency", f"{label}: {e.dst!r} starts at {v.start} before its transfer ends at {tr.end}"))
+    return out
+
+
+def _channel_overlaps(transfers: dict[tuple[str, str, int], Transfer]) -> list[Violation]:
+    """Every pair of transfers of positive length that overlap on a channel."""
     per_channel: dict[str, list[Transfer]] = defaultdict(list)
     for tr in transfers.values():
         if tr.end > tr.start:
             per_channel[tr.channel].append(tr)
-    for ch_name, trs in per_channel.items():
-        for a, tr in _overlapping_pairs(trs):
-            out.append(
-                Violation(
-                    "channel_overlap",
-                    f"channel {ch_name!r}: transfer {a.src!r} -> {a.dst!r} (micro-batch {a.microbatch}) "
-                    f"[{a.start}, {a.end}) overlaps transfer {tr.src!r} -> {tr.dst!r} "
-                    f"(micro-batch {tr.microbatch}) [{tr.start}, {tr.end})",
-                )
-            )
+    return [
+        Violation(
+            "channel_overlap",
+            f"channel {ch_name!r}: transfer {a.src!r} -> {a.dst!r} (micro-batch {a.microbatch}) "
+            f"[{a.start}, {a.end}) overlaps transfer {tr.src!r} -> {tr.dst!r} "
+            f"(micro-batch {tr.microbatch}) [{tr.start}, {tr.end})",
+        )
+        for ch_name, trs in per_channel.items()
+        for a, tr in _overlapping_pairs(trs)
+    ]
 
-    # -- memory: one violation per excursion above capacity
+
+def _memory_excursions(problem: Problem, placed: dict[TaskKey, TaskInstance]) -> list[Violation]:
+    """One violation per excursion of a device's memory level above its capacity (with its peak)."""
+    out: list[Violation] = []
     profile = memory_profile(problem, Schedule(tasks=list(placed.values())))
     for d in problem.cluster.devices:
         if d.memory is None:
@@ -347,8 +433,12 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
                 )
             elif level <= d.memory:
                 inside = False
+    return out
 
-    # -- fixed orders
+
+def _fixed_orders(problem: Problem, placed: dict[TaskKey, TaskInstance]) -> list[Violation]:
+    """Every consecutive pair of a fixed order whose second task starts before the first ends."""
+    out: list[Violation] = []
     for i, order in enumerate(problem.fixed_orders):
         for (b0, m0), (b1, m1) in zip(order, order[1:]):
             t0, t1 = placed.get((b0, m0)), placed.get((b1, m1))
@@ -359,7 +449,7 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
                         f"fixed order {i}: {_label(b1, m1)} starts at {t1.start} before {_label(b0, m0)} ends at {t0.end}",
                     )
                 )
-    return tuple(out)
+    return out
 
 
 def assert_valid(problem: Problem, schedule: Schedule, what: str = "schedule") -> Schedule:
