@@ -256,7 +256,7 @@ class _AsSoonAsPossible:
         self.orders = orders
         self.blocks = problem.graph.by_name()
         self.preds = problem.graph.predecessors()
-        self.head = {d: 0 for d in orders.sequences}
+        self.head = {d: 0 for d in problem.cluster.device_names}  # a device without actions has no order
         self.free = {d: 0 for d in problem.cluster.device_names}
         self.start_of: dict[int, int] = {}
         self.end_of: dict[TaskKey, int] = {}

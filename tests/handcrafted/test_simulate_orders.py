@@ -134,3 +134,13 @@ def test_megatron_group_size_changes_the_order_not_the_validity():
     assert validate(p, a) == () and validate(p, b) == ()
     assert a.device_orders() != b.device_orders()
     assert metrics(p, a).bubble_global == (2 - 1) * (1 + 2)  # group = p: the closed form
+
+
+def test_a_device_without_actions_needs_no_order():
+    # a task on d0 and d1 of a three-device cluster: d2 runs nothing and is left out of the orders
+    from schedsearch.problem import Block, Device, Graph, Option, Problem
+
+    problem = Problem(graph=Graph(blocks=[Block(name="b", options=[Option(devices=("d0", "d1"), duration=2)])]),
+                      num_microbatches=1, cluster=Cluster(devices=[Device(name=d) for d in ("d0", "d1", "d2")]))
+    s = schedule_from_orders(problem, {"d0": [("b", 0)], "d1": [("b", 0)]})
+    assert [(t.devices, t.start, t.end) for t in s.tasks] == [(("d0", "d1"), 0, 2)]
