@@ -80,6 +80,17 @@ class _NoRoom(Exception):
     """A forward or input gradient does not fit in memory and no W is left to free room."""
 
 
+class _OutOfOrder(Exception):
+    """The variant's rules would place a block before the block it depends on.
+
+    The greedy's warm-up and steady-state rules are written for stage times
+    alike enough that every stage has fewer forwards in flight than the one
+    before; with very uneven stage times a variant may ask a stage for a
+    micro-batch its predecessor has not produced. That variant then has no
+    schedule (as when it cannot fit the memory).
+    """
+
+
 @attrs.define
 class _Stage:
     cost: dict[str, int]
@@ -145,10 +156,20 @@ class _Builder:
 
         def ready_time(s: int, kind: str, mb: int) -> int:
             if kind == "F" and s > 0:
-                return ends[("F", s - 1, mb)]
+                return ended("F", s - 1, mb)
             if kind == "I" and s < S - 1:
-                return ends[("I", s + 1, mb)]
+                return ended("I", s + 1, mb)
+            if kind == "I":
+                ended("F", s, mb)  # the last stage's own forward comes first
+            if kind == "W":
+                ended("I", s, mb)
             return 0
+
+        def ended(kind: str, s: int, mb: int) -> int:
+            end = ends.get((kind, s, mb))
+            if end is None:
+                raise _OutOfOrder
+            return end
 
         def place(s: int, kind: str) -> None:
             x = st[s]
@@ -244,12 +265,12 @@ class _Builder:
                     continue
                 make_room(s, "F")
                 if s > 0:
-                    fill_before(s, ends[("F", s - 1, st[s].nxt["F"])])
+                    fill_before(s, ended("F", s - 1, st[s].nxt["F"]))
                 place(s, "F")
             for s in range(S - 1, -1, -1):
                 make_room(s, "I")
                 if s + 1 < S:
-                    fill_before(s, ends[("I", s + 1, i)])
+                    fill_before(s, ended("I", s + 1, i))
                 if s == 0 and st[s].nxt["F"] == m:
                     while deferred(s):
                         place(s, "W")
@@ -263,21 +284,22 @@ class _Builder:
 
 def zb_greedy_orders(problem: Problem, variant: GreedyVariant) -> dict[int, list[Act]] | None:
     """Each device's order of actions under one variant (by cluster rank), or
-    None when the variant cannot fit the memory."""
+    None when the variant cannot fit the memory (or its rules cannot order
+    these stage times, see ``_OutOfOrder``)."""
     try:
         return _Builder(problem).run(variant)
-    except _NoRoom:
+    except (_NoRoom, _OutOfOrder):
         return None
 
 
 def zb_greedy_all(problem: Problem) -> dict[GreedyVariant, Schedule | None]:
-    """The schedule of every variant (None where it cannot fit the memory)."""
+    """The schedule of every variant (None where it cannot fit the memory or order the stage times)."""
     builder = _Builder(problem)
     out: dict[GreedyVariant, Schedule | None] = {}
     for variant in GREEDY_VARIANTS:
         try:
             orders = builder.run(variant)
-        except _NoRoom:
+        except (_NoRoom, _OutOfOrder):
             out[variant] = None
             continue
         out[variant] = run_actions(builder.view, orders, name=f"zero-bubble greedy ({variant})")
@@ -299,6 +321,7 @@ def zb_greedy(problem: Problem) -> Schedule:
         caps = {d.name: d.memory for d in problem.cluster.devices}
         raise InvalidProblemError(
             f"zero-bubble greedy: no variant fits the memory capacities {caps} (a forward or input gradient "
-            f"needs room that no pending weight gradient can free)"
+            f"needs room that no pending weight gradient can free), or the stage times are too uneven for "
+            f"its rules to order the blocks"
         )
     return attrs.evolve(best, name="zero-bubble greedy")

@@ -68,3 +68,17 @@ def test_rejects_other_placements():
         from schedsearch.placements import vshape
 
         zb_greedy(vshape(4, 8))
+
+
+def test_uneven_stage_times_give_no_schedule_rather_than_an_error():
+    # the greedy's rules assume stage times alike enough; on these a variant would ask
+    # stage 1 for a forward stage 0 has not produced (it raised KeyError); such a
+    # variant now has no schedule, and every schedule given is valid
+    from schedsearch.handcrafted.zb_greedy import zb_greedy_all
+    from schedsearch.placements import zero_bubble
+    from schedsearch.validate import validate
+
+    problem = zero_bubble(8, 11, forward=[14, 2, 10, 5, 7, 2, 10, 3], input_grad=[3, 10, 10, 6, 14, 19, 9, 5],
+                          weight_grad=[1, 18, 2, 19, 7, 19, 15, 6], memory=16)
+    for schedule in zb_greedy_all(problem).values():
+        assert schedule is None or not validate(problem, schedule)

@@ -158,3 +158,16 @@ def test_claims_of_every_level_agree_with_the_oracle(problem):
 @given(pipeline_problems(max_tasks=8, max_microbatches=3))
 def test_pipeline_levels_agree_with_the_oracle(problem):
     _check_levels(problem, solve(problem, **LIMIT))
+
+
+@settings(max_examples=60, deadline=None, derandomize=PROFILE != "thorough",
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+@given(pipeline_problems(max_tasks=120, max_microbatches=10))
+def test_handcrafted_constructions_never_fail_on_a_pipeline(problem):
+    # solve tries every construction on every problem: each either declines with a model
+    # error or gives a plan (kept only when it validates)
+    from schedsearch.search.solve import _handcrafted
+
+    for schedule, engine in _handcrafted(problem):
+        assert engine.startswith("handcrafted")
+        validate(problem, schedule)
