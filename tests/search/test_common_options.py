@@ -111,7 +111,7 @@ TIGHT = [
     ("jobshop", lambda s: jobshop(random_dag(80, seed=4).on_machines(machine_cluster(2, channels=2, directed=True)),
                                   coarsen_to=20, time_limit_s=s, workers=1),
      lambda r: r.status is Status.FEASIBLE),
-    ("pareto", lambda s: pareto(dualpipe(4, 10).with_(overlaps=()), time_limit_s=s, workers=1),
+    ("pareto", lambda s: pareto(dualpipe(6, 12).with_(overlaps=()), time_limit_s=s, workers=1),
      lambda front: front.stop_reason == "time limit"),
     ("min_memory", lambda s: min_memory(dualpipe(6, 12).with_(overlaps=()), 40, time_limit_s=s, workers=1),
      lambda walk: walk.status is not Status.OPTIMAL),
