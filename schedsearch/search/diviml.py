@@ -48,13 +48,15 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
-from schedsearch.bounds.mip import MipModel, MipOptions, solve_mip
+from schedsearch.bounds.mip import DEFAULT_SOLVER, MipModel, MipOptions, MipResult, solve_mip
 from schedsearch.bounds.schedule_bounds import ScheduleBound, lower_bound
-from schedsearch.errors import UnsupportedFeatureError
+from schedsearch.errors import InvalidOptionsError, UnsupportedFeatureError
+from schedsearch.options import Deadline, Reporter, SearchOptions, resolve_options
 from schedsearch.problem import Channel, Problem, TaskKey
 from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import Schedule, TaskInstance, Transfer
@@ -132,20 +134,38 @@ def _serial_upper_bound(problem: Problem, channels: dict) -> int:
 def diviml(
     problem: Problem,
     *,
-    warm_start: Schedule | None = None,
-    options: MipOptions | None = None,
-    **overrides: Any,
+    solver: str = DEFAULT_SOLVER,
+    relative_gap: float = 1e-6,
+    threads: int = 1,
+    pass_hint: bool | None = None,
+    options: SearchOptions | None = None,
+    **common: Any,
 ) -> SearchResult:
     """Solve ``problem`` with the DiviML MILP (module docstring).
 
     Parameters
     ----------
-    warm_start:
-        A valid schedule: its makespan caps the big-M constants and the
-        result is never worse than it.
-    options, overrides:
-        :class:`~schedsearch.bounds.mip.MipOptions`; the default relative
-        gap here is 1e-6 so that integral optima are proven exactly.
+    solver:
+        The MILP solver: ``"highs"`` (default), ``"scip"`` or ``"cbc"``.
+    relative_gap:
+        Stop when the MILP's relative gap is at most this; the default 1e-6
+        proves integral optima exactly.
+    threads:
+        The MILP solver's threads (see :class:`~schedsearch.bounds.mip.MipOptions`:
+        HiGHS and SCIP solve MIPs on one thread; HiGHS keeps one thread pool
+        per process, so keep one count per process).
+    pass_hint:
+        Hand the warm start to the solver as a starting solution (see
+        :class:`~schedsearch.bounds.mip.MipOptions`; by default not to HiGHS).
+    options, common:
+        The common settings (:class:`~schedsearch.options.SearchOptions`,
+        or keywords of its field names): ``time_limit_s`` for the whole
+        call, ``seed``, ``log``, ``progress`` and ``warm_starts``: the best
+        of them (each must be a valid plan of ``problem``) caps the big-M
+        constants, and the result is never worse than it. The MILP solvers
+        are not backends: ``backend`` other than ``"auto"`` and
+        ``backend_params`` are errors naming ``solver``; ``workers`` is not
+        used (``threads`` is the MILP's own knob).
 
     Returns
     -------
@@ -154,26 +174,119 @@ def diviml(
         start"`` when the warm start stays the best plan), ``backend`` is
         ``"diviml-<solver>"``; ``lower_bound`` is the MILP's dual bound
         rounded up (makespans are integers); the schedule is validated and
-        ``problem`` is ``problem``.
+        ``problem`` is ``problem``. Progress phase: ``"diviml MILP"``.
+
+    Examples
+    --------
+    Two blocks of 2 on either of two devices; running them apart costs a
+    transfer of 3, so the optimum keeps them together: makespan 4.
+
+    >>> from schedsearch import Block, Channel, Cluster, Device, Edge, Graph, Option, Problem
+    >>> either = [Option(devices=("x",), duration=2), Option(devices=("y",), duration=2)]
+    >>> problem = Problem(graph=Graph(blocks=[Block(name="a", options=either), Block(name="b", options=either)],
+    ...                               edges=[Edge(src="a", dst="b", size=3)]),
+    ...                   num_microbatches=1, cluster=Cluster(devices=[Device(name="x"), Device(name="y")],
+    ...                   channels=[Channel(name="xy", endpoints=("x", "y"))]))
+    >>> result = diviml(problem, time_limit_s=10)
+    >>> result.status.value, result.objective, result.lower_bound
+    ('OPTIMAL', 4, 4)
     """
-    t0 = time.perf_counter()
+    opts = resolve_options(options, common, "diviml")
+    _check_common(opts)
+    deadline = Deadline(opts.time_limit_s)
+    reporter = Reporter(opts.progress, deadline.t0)
     reason = diviml_supports(problem)
     if reason is not None:
         raise UnsupportedFeatureError(f"DiviML MILP: {reason}")
-    options = options or MipOptions(relative_gap=1e-6)
-    if overrides:
-        options = attrs.evolve(options, **overrides)
-    if warm_start is not None:
-        assert_valid(problem, warm_start, "warm start")
+    warm = _best_warm_start(problem, opts)
+    milp = _build_milp(problem, warm)
+    if warm is not None:
+        milp.model.set_hint(_hint_from_schedule(problem, warm, milp))
+    left = deadline.left()
+    mip_options = MipOptions(solver=solver, time_limit_s=None if left is None else max(left, 1e-3),
+                             relative_gap=relative_gap, threads=threads, seed=opts.seed, log=opts.log,
+                             pass_hint=pass_hint)
+    res = solve_mip(milp.model, mip_options)
+    result = _result(problem, milp, res, warm, mip_options, wall_time_s=deadline.elapsed)
+    reporter.report("diviml MILP", incumbent=result.objective, bound=result.lower_bound)
+    return result
+
+
+def _check_common(opts: SearchOptions) -> None:
+    """Refuse the common settings the MILP cannot honour, naming what to use instead."""
+    if opts.backend != "auto":
+        raise InvalidOptionsError(
+            f"diviml: 'backend' must be 'auto' (the MILP chooses its solver with 'solver'), got {opts.backend!r}"
+        )
+    if opts.backend_params:
+        raise InvalidOptionsError(
+            f"diviml: 'backend_params' are not taken by the MILP solvers (choose one with 'solver'), "
+            f"got {dict(opts.backend_params)!r}"
+        )
+
+
+def _best_warm_start(problem: Problem, opts: SearchOptions) -> Schedule | None:
+    """The warm start of least makespan (the first of those), each checked to be a valid plan."""
+    starts = opts.checked_warm_starts(problem, "diviml")
+    return min(starts, key=lambda schedule: schedule.makespan, default=None)
+
+
+@attrs.frozen(kw_only=True)
+class _TransferVars:
+    """The variables of the transfer of edge ``key`` (src, dst, micro-batch): its
+    start ``r`` and, per channel, the ``(w, duration)`` of every option pair it serves."""
+
+    key: tuple[str, str, int]
+    r: int
+    use: Mapping[str, list[tuple[int, float]]]
+    u: TaskKey
+    v: TaskKey
+
+
+@attrs.frozen(kw_only=True)
+class _Milp:
+    """The DiviML MILP of a problem and its variables (indices into ``model``)."""
+
+    model: MipModel
+    channels: dict[tuple[str, str], Channel]
+    big: int
+    y: dict[TaskKey, list[int]]
+    s: dict[TaskKey, int]
+    p_terms: dict[TaskKey, list[tuple[int, float]]]
+    cmax: int
+    transfers: list[_TransferVars] = attrs.field(factory=list)
+    order_var: dict[tuple[TaskKey, TaskKey], int] = attrs.field(factory=dict)
+    by_channel: dict[str, list[_TransferVars]] = attrs.field(factory=lambda: defaultdict(list))
+
+    def after(self, later: TaskKey, earlier: TaskKey) -> None:
+        """The row ``s[later] >= s[earlier] + p[earlier]``."""
+        self.model.add_ge([(self.s[later], 1.0), (self.s[earlier], -1.0)]
+                          + [(v, -d) for v, d in self.p_terms[earlier]], 0.0)
+
+
+def _build_milp(problem: Problem, warm: Schedule | None) -> _Milp:
+    """The MILP of the module docstring, its big M the warm start's makespan or a serial schedule's."""
     channels = _channel_map(problem)
-    blocks = problem.graph.by_name()
-    tasks = list(problem.tasks)
-    big = warm_start.makespan if warm_start is not None else _serial_upper_bound(problem, channels)
+    big = warm.makespan if warm is not None else _serial_upper_bound(problem, channels)
+    milp = _task_variables(problem, channels, big)
+    _edge_rows(problem, milp)
+    _device_disjunctions(problem, milp)
+    _channel_disjunctions(milp)
+    for order in problem.fixed_orders:
+        for t_prev, t_next in zip(order, order[1:]):
+            milp.after(t_next, t_prev)
+    milp.model.minimize([(milp.cmax, 1.0)])
+    return milp
+
+
+def _task_variables(problem: Problem, channels: dict[tuple[str, str], Channel], big: int) -> _Milp:
+    """Per task its option binaries ``y`` (one chosen), start ``s`` (from its
+    release) and duration terms; the makespan ``C`` after every task."""
     m = MipModel(f"DiviML {problem.name}")
     y: dict[TaskKey, list[int]] = {}
     s: dict[TaskKey, int] = {}
     p_terms: dict[TaskKey, list[tuple[int, float]]] = {}
-    for key in tasks:
+    for key in problem.tasks:
         b, mb = key
         durs = problem.durations(b, mb)
         ys = [m.new_binary(f"y[{b},{mb},{i}]") for i in range(len(durs))]
@@ -182,14 +295,15 @@ def diviml(
         s[key] = m.new_continuous(float(problem.release_of(b, mb)), float(big), f"s[{b},{mb}]")
         p_terms[key] = [(v, float(d)) for v, d in zip(ys, durs)]
     cmax = m.new_continuous(0.0, float(big), "C")
-    for key in tasks:
+    for key in problem.tasks:
         m.add_ge([(cmax, 1.0), (s[key], -1.0)] + [(v, -d) for v, d in p_terms[key]], 0.0)
+    return _Milp(model=m, channels=channels, big=big, y=y, s=s, p_terms=p_terms, cmax=cmax)
 
-    def after(later: TaskKey, earlier: TaskKey) -> None:
-        m.add_ge([(s[later], 1.0), (s[earlier], -1.0)] + [(v, -d) for v, d in p_terms[earlier]], 0.0)
 
-    # precedences and transfers
-    transfer_vars: list[dict] = []  # per transfer: key, r var, {channel: [(w var, duration)]}
+def _edge_rows(problem: Problem, milp: _Milp) -> None:
+    """Per edge and micro-batch: a precedence, or, when the ends may run
+    apart, the transfer's start ``r`` and its option-pair activities ``w``."""
+    m, big, blocks = milp.model, milp.big, problem.graph.by_name()
     for e in problem.graph.edges:
         ba, bb = blocks[e.src], blocks[e.dst]
         for mb in range(problem.num_microbatches):
@@ -200,78 +314,84 @@ def diviml(
                     for ib, ob in enumerate(bb.options):
                         if set(oa.devices) & set(ob.devices):
                             continue
-                        ch = channels.get((oa.devices[0], ob.devices[0]))
+                        ch = milp.channels.get((oa.devices[0], ob.devices[0]))
                         if ch is None:  # pragma: no cover - Problem validation forbids it
                             raise UnsupportedFeatureError(f"edge {e.src!r} -> {e.dst!r}: no channel")
                         pairs.append((ia, ib, ch))
             if not pairs:
-                after(v, u)
+                milp.after(v, u)
                 continue
             r = m.new_continuous(0.0, float(big), f"r[{e.src},{e.dst},{mb}]")
-            m.add_ge([(r, 1.0), (s[u], -1.0)] + [(vv, -d) for vv, d in p_terms[u]], 0.0)
+            m.add_ge([(r, 1.0), (milp.s[u], -1.0)] + [(vv, -d) for vv, d in milp.p_terms[u]], 0.0)
             use: dict[str, list[tuple[int, float]]] = defaultdict(list)
             delay = []
             for ia, ib, ch in pairs:
                 w = m.new_continuous(0.0, 1.0, f"w[{e.src},{e.dst},{mb},{ia},{ib}]")
-                m.add_ge([(w, 1.0), (y[u][ia], -1.0), (y[v][ib], -1.0)], -1.0)
+                m.add_ge([(w, 1.0), (milp.y[u][ia], -1.0), (milp.y[v][ib], -1.0)], -1.0)
                 d = float(ch.transfer_time(e.size))
                 delay.append((w, d))
                 use[ch.name].append((w, d))
-            m.add_ge([(s[v], 1.0), (r, -1.0)] + [(w, -d) for w, d in delay], 0.0)
-            transfer_vars.append({"key": (e.src, e.dst, mb), "r": r, "use": use, "u": u, "v": v})
-    # device disjunctions
+            m.add_ge([(milp.s[v], 1.0), (r, -1.0)] + [(w, -d) for w, d in delay], 0.0)
+            milp.transfers.append(_TransferVars(key=(e.src, e.dst, mb), r=r, use=use, u=u, v=v))
+
+
+def _device_disjunctions(problem: Problem, milp: _Milp) -> None:
+    """Per device, one order binary per pair of tasks that may both run there
+    and no path orders, with the two big-M rows (relaxed when either runs elsewhere)."""
+    m, big, s, p_terms = milp.model, milp.big, milp.s, milp.p_terms
+    blocks = problem.graph.by_name()
     anc = _ancestors(problem)
     on: dict[tuple[TaskKey, str], list[int]] = {}
     may: dict[str, list[TaskKey]] = defaultdict(list)
-    for key in tasks:
+    for key in problem.tasks:
         blk = blocks[key[0]]
         for d in sorted(blk.devices):
-            on[key, d] = [y[key][i] for i, o in enumerate(blk.options) if d in o.devices]
+            on[key, d] = [milp.y[key][i] for i, o in enumerate(blk.options) if d in o.devices]
             may[d].append(key)
-    order_var: dict[tuple[TaskKey, TaskKey], int] = {}
     for d, ts in may.items():
         for i, t1 in enumerate(ts):
             for t2 in ts[i + 1:]:
                 if t1[1] == t2[1] and (t1[0] in anc[t2[0]] or t2[0] in anc[t1[0]]):
                     continue  # a path orders them already
-                q = order_var.get((t1, t2))
+                q = milp.order_var.get((t1, t2))
                 if q is None:
                     q = m.new_binary(f"q[{t1},{t2}]")
-                    order_var[t1, t2] = q
+                    milp.order_var[t1, t2] = q
                 both = [(vv, -big) for vv in on[t1, d]] + [(vv, -big) for vv in on[t2, d]]
                 # q = 1: t1 before t2; rows relax when either task is elsewhere
                 m.add_ge([(s[t2], 1.0), (s[t1], -1.0), (q, -big)] + [(vv, -dd) for vv, dd in p_terms[t1]] + both,
                          -3 * big)
                 m.add_ge([(s[t1], 1.0), (s[t2], -1.0), (q, big)] + [(vv, -dd) for vv, dd in p_terms[t2]] + both,
                          -2 * big)
-    # channel disjunctions
-    by_channel: dict[str, list[dict]] = defaultdict(list)
-    for tv in transfer_vars:
-        for ch_name, ws in tv["use"].items():
+
+
+def _channel_disjunctions(milp: _Milp) -> None:
+    """Per channel, one order binary per pair of transfers of positive length that may both use it."""
+    m, big = milp.model, milp.big
+    for tv in milp.transfers:
+        for ch_name, ws in tv.use.items():
             if any(d > 0 for _, d in ws):
-                by_channel[ch_name].append(tv)
-    for ch_name, tvs in by_channel.items():
+                milp.by_channel[ch_name].append(tv)
+    for ch_name, tvs in milp.by_channel.items():
         for i, a in enumerate(tvs):
             for b in tvs[i + 1:]:
-                q = m.new_binary(f"qc[{ch_name},{a['key']},{b['key']}]")
-                act = [(w, -big) for w, _ in a["use"][ch_name]] + [(w, -big) for w, _ in b["use"][ch_name]]
-                da = [(w, -d) for w, d in a["use"][ch_name]]
-                db = [(w, -d) for w, d in b["use"][ch_name]]
-                m.add_ge([(b["r"], 1.0), (a["r"], -1.0), (q, -big)] + da + act, -3 * big)
-                m.add_ge([(a["r"], 1.0), (b["r"], -1.0), (q, big)] + db + act, -2 * big)
-    for order in problem.fixed_orders:
-        for t_prev, t_next in zip(order, order[1:]):
-            after(t_next, t_prev)
-    m.minimize([(cmax, 1.0)])
-    if warm_start is not None:
-        m.set_hint(_hint_from_schedule(problem, warm_start, m, y, s, cmax, transfer_vars, order_var, by_channel))
-    res = solve_mip(m, options)
+                q = m.new_binary(f"qc[{ch_name},{a.key},{b.key}]")
+                act = [(w, -big) for w, _ in a.use[ch_name]] + [(w, -big) for w, _ in b.use[ch_name]]
+                da = [(w, -d) for w, d in a.use[ch_name]]
+                db = [(w, -d) for w, d in b.use[ch_name]]
+                m.add_ge([(b.r, 1.0), (a.r, -1.0), (q, -big)] + da + act, -3 * big)
+                m.add_ge([(a.r, 1.0), (b.r, -1.0), (q, big)] + db + act, -2 * big)
+
+
+def _result(problem: Problem, milp: _Milp, res: MipResult, warm: Schedule | None, mip_options: MipOptions,
+            wall_time_s: float) -> SearchResult:
+    """The plan rebuilt from the MILP's answer (or the warm start when better), and the dual bound rounded up."""
     schedule = None
     if res.values is not None:
-        schedule = _rebuild(problem, res.values, y, s, transfer_vars, channels)
+        schedule = _rebuild(problem, res.values, milp)
         assert_valid(problem, schedule, "schedule rebuilt from the DiviML MILP")
-    if warm_start is not None and (schedule is None or warm_start.makespan < schedule.makespan):
-        schedule = warm_start
+    if warm is not None and (schedule is None or warm.makespan < schedule.makespan):
+        schedule = warm
     bound = None
     if res.best_bound is not None:
         bound = max(0, math.ceil(res.best_bound - 1e-6 * max(1.0, abs(res.best_bound))))
@@ -284,12 +404,12 @@ def diviml(
         status = Status.INFEASIBLE
     else:
         status = res.status if res.status is not Status.FEASIBLE else Status.UNKNOWN
-    stats = {"mip": str(m), "mip_status": res.status.value, "mip_objective": res.objective,
-             "mip_bound": res.best_bound, "big_m": big, **{f"mip_{k}": v for k, v in res.stats.items()}}
+    stats = {"mip": str(milp.model), "mip_status": res.status.value, "mip_objective": res.objective,
+             "mip_bound": res.best_bound, "big_m": milp.big, **{f"mip_{k}": v for k, v in res.stats.items()}}
     return SearchResult(
         status=status, schedule=schedule, objective=objective, lower_bound=bound,
-        wall_time_s=time.perf_counter() - t0, backend=f"diviml-{options.solver}", stats=stats, strategy="diviml",
-        engine="warm start" if schedule is not None and schedule is warm_start else "diviml",
+        wall_time_s=wall_time_s, backend=f"diviml-{mip_options.solver}", stats=stats, strategy="diviml",
+        engine="warm start" if schedule is not None and schedule is warm else "diviml",
         bound_engine="diviml" if bound is not None else "", problem=problem,
     )
 
@@ -326,7 +446,9 @@ def _option_index(problem: Problem, t: TaskInstance) -> int:
     raise UnsupportedFeatureError(f"task {t.block!r}: devices {t.devices} are no option")  # pragma: no cover
 
 
-def _hint_from_schedule(problem, schedule, m, y, s, cmax, transfer_vars, order_var, by_channel) -> dict[int, float]:
+def _hint_from_schedule(problem: Problem, schedule: Schedule, milp: _Milp) -> dict[int, float]:
+    """The MILP's variables set from a valid schedule (options, starts, transfers, order binaries)."""
+    m, y, s, cmax = milp.model, milp.y, milp.s, milp.cmax
     hint: dict[int, float] = {}
     placed = schedule.by_key()
     for key, ys in y.items():
@@ -337,39 +459,40 @@ def _hint_from_schedule(problem, schedule, m, y, s, cmax, transfer_vars, order_v
         hint[s[key]] = float(t.start)
     hint[cmax] = float(schedule.makespan)
     tr = {x.key: x for x in schedule.transfers}
-    for tv in transfer_vars:
-        x = tr.get(tv["key"])
-        hint[tv["r"]] = float(x.start) if x is not None else float(placed[tv["u"]].end)
-        for ws in tv["use"].values():
+    for tv in milp.transfers:
+        x = tr.get(tv.key)
+        hint[tv.r] = float(x.start) if x is not None else float(placed[tv.u].end)
+        for ws in tv.use.values():
             for w, _ in ws:
                 hint[w] = 0.0
         if x is not None:
             # the w variable of the chosen option pair
-            ia = _option_index(problem, placed[tv["u"]])
-            ib = _option_index(problem, placed[tv["v"]])
-            name = f"w[{tv['key'][0]},{tv['key'][1]},{tv['key'][2]},{ia},{ib}]"
-            for ws in tv["use"].values():
+            ia = _option_index(problem, placed[tv.u])
+            ib = _option_index(problem, placed[tv.v])
+            name = f"w[{tv.key[0]},{tv.key[1]},{tv.key[2]},{ia},{ib}]"
+            for ws in tv.use.values():
                 for w, _ in ws:
                     if m.var_names[w] == name:
                         hint[w] = 1.0
-    for (t1, t2), q in order_var.items():
+    for (t1, t2), q in milp.order_var.items():
         hint[q] = 1.0 if placed[t1].start <= placed[t2].start else 0.0
     for i, name in enumerate(m.var_names):
         if name.startswith("qc[") and i not in hint:
             hint[i] = 0.0
     # channel order binaries: set from transfer starts
-    for ch_name, tvs in by_channel.items():
+    for ch_name, tvs in milp.by_channel.items():
         for a_i, a in enumerate(tvs):
             for b in tvs[a_i + 1:]:
-                name = f"qc[{ch_name},{a['key']},{b['key']}]"
+                name = f"qc[{ch_name},{a.key},{b.key}]"
                 for i, n in enumerate(m.var_names):
                     if n == name:
-                        hint[i] = 1.0 if hint[a["r"]] <= hint[b["r"]] else 0.0
+                        hint[i] = 1.0 if hint[a.r] <= hint[b.r] else 0.0
     return hint
 
 
-def _rebuild(problem: Problem, values, y, s, transfer_vars, channels) -> Schedule:
+def _rebuild(problem: Problem, values: Sequence[float], milp: _Milp) -> Schedule:
     """Options and orders from the MILP; integer earliest starts along them."""
+    y, s, channels = milp.y, milp.s, milp.channels
     blocks = problem.graph.by_name()
     choice: dict[TaskKey, int] = {}
     for key, ys in y.items():
@@ -390,9 +513,9 @@ def _rebuild(problem: Problem, values, y, s, transfer_vars, channels) -> Schedul
             needs = e.size > 0 and not (set(devs[u]) & set(devs[v]))
             if needs:
                 ch = channels[(devs[u][0], devs[v][0])]
-                tv = next(t for t in transfer_vars if t["key"] == (e.src, e.dst, mb))
+                tv = next(t for t in milp.transfers if t.key == (e.src, e.dst, mb))
                 node = ("x", (e.src, e.dst, mb))
-                nodes[node] = values[tv["r"]]
+                nodes[node] = values[tv.r]
                 length[node] = ch.transfer_time(e.size)
                 chan_of[node] = ch.name
                 preds[node].append((("t", u), dur[u]))

@@ -90,3 +90,24 @@ def test_diviml_bound_joins_when_asked():
     bound = diviml_lower_bound(p, time_limit_s=10)
     assert bound.parts["DiviML MILP"] == 4 == bound.value
     assert optimal(p, time_limit_s=10).objective == 4
+
+
+def test_diviml_takes_the_common_options():
+    # the same answer from an options object and from keywords; the MILP's own knobs stay keywords
+    from schedsearch.errors import InvalidOptionsError
+    from schedsearch.options import ProgressEvent, SearchOptions
+
+    p = heterogeneous(4)
+    by_keywords = diviml(p, time_limit_s=30, seed=3)
+    by_object = diviml(p, options=SearchOptions(time_limit_s=30, seed=3), relative_gap=1e-6)
+    assert (by_keywords.status, by_keywords.objective) == (by_object.status, by_object.objective)
+    assert by_keywords.status is Status.OPTIMAL and by_keywords.backend == "diviml-highs"
+    events: list[ProgressEvent] = []
+    diviml(p, time_limit_s=30, progress=events.append, warm_starts=[by_keywords.schedule])
+    assert [e.phase for e in events] == ["diviml MILP"] and events[0].incumbent == by_keywords.objective
+    with pytest.raises(InvalidOptionsError, match=r"^diviml: unknown option 'time_limt_s'"):
+        diviml(p, time_limt_s=5)
+    with pytest.raises(InvalidOptionsError, match=r"^diviml: 'backend' must be 'auto' .*'solver'.*got 'z3'"):
+        diviml(p, backend="z3")
+    with pytest.raises(InvalidOptionsError, match=r"^diviml: 'backend_params' are not taken"):
+        diviml(p, backend_params={"x": 1})
