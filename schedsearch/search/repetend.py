@@ -460,6 +460,35 @@ def repetend(
         )
     t0 = Deadline(opts.time_limit_s).t0
     _check_supported(problem)
+    _check_knobs(completion=completion, candidates=candidates, max_fold=max_fold, memory_encoding=memory_encoding,
+                 prover=prover, repetend_size=repetend_size, max_period=max_period)
+    search = _new_search(problem, opts, t0, memory_encoding=memory_encoding,
+                         completion_time_limit_s=completion_time_limit_s, prover=prover)
+    rates = _rates(problem, max_period)
+    bound = analytic_lower_bound(problem).value
+    search.reporter.report("bound", bound=bound)
+    walk = _Walk(rates=rates, repetend_size=repetend_size)
+    _walk_fold_one(search, walk)
+    _walk_larger_folds(search, walk, max_fold, fold_time_limit_s)
+    _decide_postponed(search, walk)
+    chosen = walk.chosen
+    if chosen is not None and chosen.fold > 1:
+        chosen = _improve_latency(search, chosen, walk.size(chosen.fold))
+    if chosen is not None and candidates > 1:
+        chosen = _refine(search, chosen, walk.size(chosen.fold), candidates)
+    stats: dict[str, Any] = {
+        "periods": search.tried,
+        "period_work": rates.work,
+        "memory_rate_bound": float(rates.memory_bound),
+    }
+    if chosen is None:
+        return _without_repetend(search, walk, bound, stats, t0)
+    return _with_repetend(search, walk, chosen, completion, bound, stats, t0, proven=walk.proven(max_fold))
+
+
+def _check_knobs(*, completion: str, candidates: int, max_fold: int, memory_encoding: str,
+                 prover: str | Backend | None, repetend_size: int | None, max_period: int | None) -> None:
+    """Raise :class:`~schedsearch.errors.InvalidOptionsError` naming a knob of :func:`repetend` out of range."""
     if completion not in COMPLETIONS:
         raise InvalidOptionsError(f"repetend: 'completion' must be one of {COMPLETIONS}, got {completion!r}")
     _check_int("candidates", candidates, 1)
@@ -474,10 +503,13 @@ def repetend(
         _check_int("repetend_size", repetend_size, 1)
     if max_period is not None:
         _check_int("max_period", max_period, 1)
+
+
+def _new_search(problem: Problem, opts: SearchOptions, t0: float, *, memory_encoding: str,
+                completion_time_limit_s: float | None, prover: str | Backend | None) -> _Search:
+    """The shared settings of one search: the common options, the deadline of the whole call from ``t0``."""
     backend = opts.solver_backend
-    name = _name(backend)
-    reporter = Reporter(opts.progress, t0)
-    search = _Search(
+    return _Search(
         problem=problem,
         backend=backend,
         deadline=None if opts.time_limit_s is None else t0 + opts.time_limit_s,
@@ -486,113 +518,175 @@ def repetend(
         deterministic=opts.deterministic,
         log=opts.log,
         backend_params=dict(opts.backend_params),
-        reporter=reporter,
+        reporter=Reporter(opts.progress, t0),
         memory_encoding=memory_encoding,
         completion_time_limit_s=completion_time_limit_s,
         prover=backend if prover is None else prover,
     )
-    n = problem.num_microbatches
-    blocks = problem.graph.blocks
-    work = period_lower_bound(problem)
-    work_bound = max(work.values())
-    memory_bound = memory_rate_bound(problem)
-    rate_bound = max(Fraction(work_bound), memory_bound)
-    hi = sum(b.options[0].duration for b in blocks) if max_period is None else max_period
-    bound = analytic_lower_bound(problem).value
-    reporter.report("bound", bound=bound)
 
-    def size_for(fold: int) -> int:
-        return min(n, fold * len(blocks) if repetend_size is None else repetend_size)
 
+@attrs.frozen(kw_only=True)
+class _Rates:
+    """The bounds on the time per micro-batch the period walk starts from.
+
+    ``work`` is each device's work per micro-batch (:func:`period_lower_bound`),
+    ``memory_bound`` the memory rate bound (:func:`memory_rate_bound`),
+    ``rate_bound`` the larger of the two, and ``hi`` the largest fold-1
+    period tried.
+    """
+
+    problem: Problem
+    work: dict[str, int]
+    memory_bound: Fraction
+    hi: int
+
+    @property
+    def work_bound(self) -> int:
+        return max(self.work.values())
+
+    @property
+    def rate_bound(self) -> Fraction:
+        return max(Fraction(self.work_bound), self.memory_bound)
+
+    @property
+    def fold_one_periods(self) -> range:
+        """The fold-1 periods that may hold a repetend, upward."""
+        return range(max(self.work_bound, math.ceil(self.rate_bound)), self.hi + 1)
+
+
+def _rates(problem: Problem, max_period: int | None) -> _Rates:
+    """The work and memory rate bounds of ``problem``, and the largest fold-1
+    period (default: the total work of one micro-batch)."""
+    hi = sum(b.options[0].duration for b in problem.graph.blocks) if max_period is None else max_period
+    return _Rates(problem=problem, work=period_lower_bound(problem), memory_bound=memory_rate_bound(problem), hi=hi)
+
+
+@attrs.define
+class _Walk:
+    """What the walk over periods has found: the best periodic schedule and its
+    rate, the (fold, period) pairs refuted, the fold-1 periods postponed."""
+
+    rates: _Rates
+    repetend_size: int | None
     chosen: PeriodicSchedule | None = None
     best_rate: Fraction | None = None
-    refuted: set[tuple[int, int]] = set()  # (fold, period) proven to hold no completable repetend
-    timed_out = False
-    # fold 1, upward; a period the quick slice cannot settle is postponed
-    postponed: list[int] = []
-    for P in range(max(work_bound, math.ceil(rate_bound)), hi + 1):
-        left = search.left()
-        if left is not None and left <= 0.01:
-            timed_out = True
-            break
-        found, status = _candidates_at(search, P, 1, size_for(1), 1, search.deadline, quick_only=True)
-        if found:
-            chosen, best_rate = min(found, key=lambda c: c[1])[0], Fraction(P)
-            break
-        if status is Status.INFEASIBLE:
-            refuted.add((1, P))
-        else:
-            postponed.append(P)
-    # larger folds, downward from the best rate, each period within a budget
-    if best_rate is not None and best_rate > rate_bound:
-        for k in range(2, max_fold + 1):
-            P = math.ceil(k * best_rate) - 1
-            while Fraction(P, k) >= rate_bound:
-                left = search.left()
-                if left is not None and left <= 0.01:
-                    break
-                budget = fold_time_limit_s if left is None else min(fold_time_limit_s, left)
-                found, status = _candidates_at(search, P, k, size_for(k), 1, time.perf_counter() + budget)
-                if found:
-                    chosen, best_rate = min(found, key=lambda c: c[1])[0], Fraction(P, k)
-                elif status is Status.INFEASIBLE:
-                    refuted.add((k, P))
-                else:
-                    break
-                P -= 1
-    # postponed fold-1 periods that could still beat the best rate: decide them fully
-    for P in postponed:
-        if best_rate is not None and P >= best_rate:
-            break
-        left = search.left()
-        if left is not None and left <= 0.01:
-            timed_out = True
-            break
-        found, status = _candidates_at(search, P, 1, size_for(1), 1, search.deadline)
-        if found:
-            chosen, best_rate = min(found, key=lambda c: c[1])[0], Fraction(P)
-            break
-        if status is Status.INFEASIBLE:
-            refuted.add((1, P))
-        elif status is Status.TIMEOUT:
-            timed_out = True
-            break
-    if chosen is not None and chosen.fold > 1:
-        chosen = _improve_latency(search, chosen, size_for(chosen.fold))
-    if chosen is not None and candidates > 1:
-        chosen = _refine(search, chosen, size_for(chosen.fold), candidates)
-    proven = best_rate is not None and all(
-        (k, P) in refuted
-        for k in range(1, max_fold + 1)
-        for P in range(k * work_bound, k * hi + 1)
-        if rate_bound <= Fraction(P, k) < best_rate
-    )
+    refuted: set[tuple[int, int]] = attrs.field(factory=set)  # proven to hold no completable repetend
+    postponed: list[int] = attrs.field(factory=list)
+    timed_out: bool = False
 
-    stats: dict[str, Any] = {
-        "periods": search.tried,
-        "period_work": work,
-        "memory_rate_bound": float(memory_bound),
-    }
-    if chosen is None:
-        every = all((1, P) in refuted for P in range(max(work_bound, math.ceil(rate_bound)), hi + 1))
-        status = Status.INFEASIBLE if every and not timed_out else Status.TIMEOUT
-        return RepetendResult(
-            status=status,
-            lower_bound=bound,
-            wall_time_s=time.perf_counter() - t0,
-            backend=name,
-            stats=stats,
-            strategy="repetend",
-            bound_engine=name if status is Status.INFEASIBLE else "analytic",
-            problem=problem,
-            rate_lower_bound=float(rate_bound),
+    def size(self, fold: int) -> int:
+        """How many micro-batches instance 0 of a fold-``fold`` repetend may reach."""
+        problem = self.rates.problem
+        n, blocks = problem.num_microbatches, problem.graph.blocks
+        return min(n, fold * len(blocks) if self.repetend_size is None else self.repetend_size)
+
+    def take(self, found: list[tuple[PeriodicSchedule, Any]], rate: Fraction) -> None:
+        """Keep the best of the candidates ``found`` at ``rate``."""
+        self.chosen, self.best_rate = min(found, key=lambda c: c[1])[0], rate
+
+    def proven(self, max_fold: int) -> bool:
+        """Whether every (fold, period) of a lower rate than the best was refuted."""
+        rates = self.rates
+        return self.best_rate is not None and all(
+            (k, P) in self.refuted
+            for k in range(1, max_fold + 1)
+            for P in range(k * rates.work_bound, k * rates.hi + 1)
+            if rates.rate_bound <= Fraction(P, k) < self.best_rate
         )
 
+
+def _out_of_time(search: _Search) -> bool:
+    """Whether the whole call's time is (all but) used up."""
+    left = search.left()
+    return left is not None and left <= 0.01
+
+
+def _walk_fold_one(search: _Search, walk: _Walk) -> None:
+    """Fold-1 periods upward, each given the quick slice only: the first with
+    a repetend is taken; one the slice cannot settle is postponed."""
+    for P in walk.rates.fold_one_periods:
+        if _out_of_time(search):
+            walk.timed_out = True
+            return
+        found, status = _candidates_at(search, P, 1, walk.size(1), 1, search.deadline, quick_only=True)
+        if found:
+            walk.take(found, Fraction(P))
+            return
+        if status is Status.INFEASIBLE:
+            walk.refuted.add((1, P))
+        else:
+            walk.postponed.append(P)
+
+
+def _walk_larger_folds(search: _Search, walk: _Walk, max_fold: int, fold_time_limit_s: float) -> None:
+    """Folds 2 .. ``max_fold``, periods downward from the best rate found,
+    each within ``fold_time_limit_s``; a fold stops at its first period left open."""
+    if walk.best_rate is None or walk.best_rate <= walk.rates.rate_bound:
+        return
+    for k in range(2, max_fold + 1):
+        P = math.ceil(k * walk.best_rate) - 1
+        while Fraction(P, k) >= walk.rates.rate_bound:
+            left = search.left()
+            if left is not None and left <= 0.01:
+                break
+            budget = fold_time_limit_s if left is None else min(fold_time_limit_s, left)
+            found, status = _candidates_at(search, P, k, walk.size(k), 1, time.perf_counter() + budget)
+            if found:
+                walk.take(found, Fraction(P, k))
+            elif status is Status.INFEASIBLE:
+                walk.refuted.add((k, P))
+            else:
+                break
+            P -= 1
+
+
+def _decide_postponed(search: _Search, walk: _Walk) -> None:
+    """The postponed fold-1 periods that could still beat the best rate, decided fully, upward."""
+    for P in walk.postponed:
+        if walk.best_rate is not None and P >= walk.best_rate:
+            return
+        if _out_of_time(search):
+            walk.timed_out = True
+            return
+        found, status = _candidates_at(search, P, 1, walk.size(1), 1, search.deadline)
+        if found:
+            walk.take(found, Fraction(P))
+            return
+        if status is Status.INFEASIBLE:
+            walk.refuted.add((1, P))
+        elif status is Status.TIMEOUT:
+            walk.timed_out = True
+            return
+
+
+def _without_repetend(search: _Search, walk: _Walk, bound: int, stats: dict[str, Any], t0: float) -> RepetendResult:
+    """INFEASIBLE when every fold-1 period was refuted in time, else TIMEOUT."""
+    every = all((1, P) in walk.refuted for P in walk.rates.fold_one_periods)
+    status = Status.INFEASIBLE if every and not walk.timed_out else Status.TIMEOUT
+    name = search.backend_name
+    return RepetendResult(
+        status=status,
+        lower_bound=bound,
+        wall_time_s=time.perf_counter() - t0,
+        backend=name,
+        stats=stats,
+        strategy="repetend",
+        bound_engine=name if status is Status.INFEASIBLE else "analytic",
+        problem=search.problem,
+        rate_lower_bound=float(walk.rates.rate_bound),
+    )
+
+
+def _with_repetend(search: _Search, walk: _Walk, chosen: PeriodicSchedule, completion: str, bound: int,
+                   stats: dict[str, Any], t0: float, *, proven: bool) -> RepetendResult:
+    """The chosen repetend completed, unrolled to the problem's size and
+    validated: OPTIMAL when it meets the analytic bound, else FEASIBLE."""
+    problem, name = search.problem, search.backend_name
     periodic = _finish(search, chosen, completion, stats)
-    schedule = periodic.unroll(n)
+    schedule = periodic.unroll(problem.num_microbatches)
     assert_valid(problem, schedule, "unrolled periodic schedule")
     status = Status.OPTIMAL if schedule.makespan <= bound else Status.FEASIBLE
-    reporter.report(incumbent=schedule.makespan)
+    search.reporter.report(incumbent=schedule.makespan)
     stats["offsets"] = {b: list(o) for b, o in periodic.offsets.items()}
     stats["latency"] = periodic.repetend.latency()
     return RepetendResult(
@@ -610,7 +704,7 @@ def repetend(
         periodic=periodic,
         period=periodic.period,
         fold=periodic.fold,
-        rate_lower_bound=float(rate_bound),
+        rate_lower_bound=float(walk.rates.rate_bound),
         period_optimal=proven,
     )
 
