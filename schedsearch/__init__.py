@@ -3,8 +3,10 @@
 Layers, bottom up (imports point down only; ``tests/test_layers.py`` checks it):
 
 * the solver-free core: ``problem``, ``schedule`` (metrics), ``periodic``,
-  ``validate``, ``result``, ``options`` and ``rewrite`` (the problem under
-  other capacities, overlapped groups flattened and regrouped);
+  ``validate``, ``result``, ``options``, ``rewrite`` (the problem under
+  other capacities, overlapped groups flattened and regrouped) and
+  ``timeline`` (the free gaps of devices and channels that the list
+  schedulers and the simulator of device orders book);
 * beside it, also solver-free: ``placements`` (problem builders),
   ``handcrafted`` (the published schedules), ``export`` (CSV, traces, JSON,
   pictures), ``runtime`` (PyTorch execution);
