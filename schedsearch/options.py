@@ -48,12 +48,21 @@ __all__ = [
     "Reporter",
     "MAX_SEED",
     "MAX_WORKERS",
+    "DETERMINISTIC_UNITS_PER_S",
 ]
 
 #: Seeds every backend accepts: CP-SAT's ``random_seed`` is an int32 and Z3's
 #: ``random_seed`` an unsigned 32-bit integer, so the common range is
 #: ``0 .. 2**31 - 1``.
 MAX_SEED = 2**31 - 1
+
+#: CP-SAT deterministic time per second of budget in deterministic mode. CP-SAT's
+#: deterministic time counts only part of its work on the scheduling models
+#: (on the planner's pipelines with memory, about 0.03 to 0.05 units per
+#: second of one core), so a budget of ``s`` seconds is
+#: ``s * DETERMINISTIC_UNITS_PER_S`` units: a search its limit stops then
+#: takes about ``s`` seconds there, and the same point on every machine.
+DETERMINISTIC_UNITS_PER_S = 0.05
 
 #: Most parallel workers: CP-SAT starts one thread per worker (its parameter
 #: is an int32, but thousands of threads only exhaust the machine).
@@ -172,7 +181,12 @@ class SearchOptions:
         Parallel search workers (CP-SAT); Z3 is single-threaded.
     deterministic:
         Ask for a reproducible search: the same answer for the same input
-        and seed (CP-SAT then runs its interleaved search).
+        and seed, whatever the machine and its load. CP-SAT then runs its
+        interleaved search and reads ``time_limit_s`` as deterministic time
+        (its work count, :data:`DETERMINISTIC_UNITS_PER_S` units per second)
+        instead of wall-clock seconds; the phases of a call share that budget by the
+        deterministic time their searches used, and no phase is cut by the
+        wall clock (:class:`Deadline`).
     backend:
         ``"auto"`` (CP-SAT where it can express the problem), ``"cpsat"``,
         ``"z3"``, or a backend object (honoured as given).
@@ -289,19 +303,41 @@ def resolve_options(options: SearchOptions | None, overrides: Mapping[str, Any],
 
 
 class Deadline:
-    """The time left of one call's limit, shared by its phases."""
+    """The time left of one call's limit, shared by its phases.
 
-    def __init__(self, limit_s: float | None) -> None:
+    With ``deterministic=True`` the budget is spent only by what the phases
+    :meth:`charge` (the deterministic time their solver searches used), never
+    by the wall clock, so that which phases run and the limits they get are
+    the same on every run; ``elapsed`` stays wall-clock time, for reports.
+
+    Examples
+    --------
+    >>> from schedsearch.options import Deadline
+    >>> deadline = Deadline(10.0, deterministic=True)
+    >>> deadline.charge(4.0)
+    >>> deadline.left(), deadline.slice(0.5), deadline.expired()
+    (6.0, 3.0, False)
+    """
+
+    def __init__(self, limit_s: float | None, deterministic: bool = False) -> None:
         self.t0 = time.perf_counter()
         self.limit_s = limit_s
+        self.deterministic = deterministic
+        self.spent = 0.0
 
     @property
     def elapsed(self) -> float:
         return time.perf_counter() - self.t0
 
+    def charge(self, seconds: float) -> None:
+        """Count ``seconds`` of deterministic time against the budget (deterministic mode; no effect otherwise)."""
+        self.spent += max(0.0, float(seconds))
+
     def left(self) -> float | None:
         """Seconds left (None: no limit); may be <= 0 when the limit has passed."""
-        return None if self.limit_s is None else self.limit_s - self.elapsed
+        if self.limit_s is None:
+            return None
+        return self.limit_s - (self.spent if self.deterministic else self.elapsed)
 
     def expired(self, margin_s: float = 0.0) -> bool:
         left = self.left()

@@ -421,7 +421,9 @@ def plan(
         Parallel candidates (default: one per CPU).
     deterministic, seed:
         Each candidate's search is deterministic (one solver worker, fixed
-        seed) by default, so that every engine gives the same table.
+        seed, its share of the time read as deterministic time: see
+        :func:`~schedsearch.search.solve.solve`) by default, so that every
+        engine gives the same table, also when searches stop at their limit.
 
     Returns
     -------

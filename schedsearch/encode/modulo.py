@@ -108,8 +108,8 @@ class ModuloOptions:
         A :class:`~schedsearch.periodic.Repetend` of the same problem and
         period to start from (CP-SAT: a solution hint; Z3 ignores it).
     deterministic:
-        Reproducible search (CP-SAT: interleaved search; Z3 is
-        deterministic for a fixed seed).
+        Reproducible search (CP-SAT: interleaved search, ``time_limit_s``
+        read as deterministic time; Z3 is deterministic for a fixed seed).
     Other fields are those of :class:`~schedsearch.encode.solve_options.SolveOptions`.
     """
 

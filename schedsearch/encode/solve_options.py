@@ -102,7 +102,9 @@ class SolveOptions:
         Parallel search workers (CP-SAT); Z3 is single-threaded.
     deterministic:
         Ask for a reproducible search (CP-SAT: interleaved search with a
-        fixed seed; Z3 is deterministic for a fixed seed).
+        fixed seed, and ``time_limit_s`` read as deterministic time, so a
+        search its limit stops ends at the same point on any machine; Z3 is
+        deterministic for a fixed seed, its limit stays wall-clock).
     warm_start:
         A schedule of the same problem used as a starting point (a complete
         hint for CP-SAT, an initial upper bound for Z3). It must validate.

@@ -131,7 +131,7 @@ def jobshop(
         raise InvalidOptionsError(f"jobshop: 'coarse_share' must be in (0, 1], got {coarse_share!r}")
     if coarsen_to is not None and (isinstance(coarsen_to, bool) or not isinstance(coarsen_to, int) or coarsen_to < 1):
         raise InvalidOptionsError(f"jobshop: 'coarsen_to' must be an integer >= 1 or None, got {coarsen_to!r}")
-    deadline = Deadline(opts.time_limit_s)
+    deadline = Deadline(opts.time_limit_s, deterministic=opts.deterministic)
     reporter = Reporter(opts.progress, deadline.t0)
     bound = analytic_lower_bound(problem).value
     reporter.report("bound", bound=bound)
@@ -194,12 +194,14 @@ def jobshop(
                 progress=reporter.relay(incumbents=False, bounds=False, prefix="coarse search"),
             ),
         )
+        deadline.charge(coarse_result.stats.get("deterministic_s", share or 0.0))
         stats["coarse"] = {
             "status": coarse_result.status.value,
             "makespan": coarse_result.objective,
             "lower_bound": coarse_result.lower_bound,
             "heuristic_makespan": coarse_base.objective,
             "time_s": coarse_result.wall_time_s,
+            "deterministic_s": coarse_result.stats.get("deterministic_s", 0.0),
         }
         if coarse_result.schedule is not None:
             te = deadline.elapsed
@@ -228,6 +230,8 @@ def jobshop(
         "time_s": solved.wall_time_s,
         "solver": dict(solved.stats),
     }
+    stats["deterministic_s"] = solved.stats.get("deterministic_s", 0.0) + stats.get("coarse", {}).get(
+        "deterministic_s", 0.0)
     if solved.schedule is not None and (incumbent is None or solved.schedule.makespan < incumbent[0].makespan):
         incumbent = (solved.schedule, solved.engine)
     return result(solved)

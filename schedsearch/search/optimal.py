@@ -77,7 +77,7 @@ def optimal(
     ('OPTIMAL', 9)
     """
     opts = resolve_options(options, common, "optimal")
-    deadline = Deadline(opts.time_limit_s)
+    deadline = Deadline(opts.time_limit_s, deterministic=opts.deterministic)
     reporter = Reporter(opts.progress, deadline.t0)
     bound = lower_bound(problem) if problem.objective == "makespan" else objective_lower_bound(problem)
     reporter.report("bound", bound=bound.value)

@@ -34,6 +34,15 @@ The time level (makespan, or the longest device span):
 
 It stops as soon as a plan meets the proven bound.
 
+In deterministic mode (``deterministic=True``) every limit is reproducible:
+the solver searches run under deterministic-time limits (CP-SAT's
+``max_deterministic_time``, the time limit read as deterministic time),
+the phases share the budget by the deterministic time those searches used
+(:class:`~schedsearch.options.Deadline`), the list rules all run (no
+wall-clock cut), and the repetend phase, whose inner searches are cut by
+wall-clock slices, is left out. The same problem, options and seed then
+give the same result on any machine, engine or load.
+
 The memory level (the worst device's peak, among plans of the least time),
 once the time level is proven: the least peak among the plans of that
 time, then a downward walk of capacities, each step answered by a list
@@ -225,7 +234,8 @@ def _list_plans(problem: Problem, pf: _Portfolio, share: float) -> list[tuple[Sc
     out: list[tuple[Schedule, str]] = []
     try:
         result = scale_search(problem, exact=False, time_limit_s=pf.deadline.slice(share, floor_s=0.2),
-                              seed=pf.options.seed, workers=pf.options.workers)
+                              seed=pf.options.seed, workers=pf.options.workers,
+                              deterministic=pf.options.deterministic)
         if result.schedule is not None:
             out.append((result.schedule, result.engine))
         if problem is pf.problem and result.lower_bound is not None and result.lower_bound > pf.bound:
@@ -283,7 +293,8 @@ def _exact(pf: _Portfolio) -> Status | None:
 
     t = pf.deadline.elapsed
     best = pf.best
-    common = dict(warm_starts=[best[1]] if best else [], time_limit_s=pf.deadline.left(), seed=pf.options.seed,
+    allotted = pf.deadline.left()
+    common = dict(warm_starts=[best[1]] if best else [], time_limit_s=allotted, seed=pf.options.seed,
                   workers=pf.options.workers, backend=pf.options.solver_backend,
                   deterministic=pf.options.deterministic, backend_params=dict(pf.options.backend_params),
                   log=pf.options.log)
@@ -292,6 +303,7 @@ def _exact(pf: _Portfolio) -> Status | None:
     else:
         result = scale_search(pf.problem, rules=(), extra_ties=_mirror_ties(pf.problem), **common)
     pf.timed("exact", pf.deadline.elapsed - t)
+    pf.deadline.charge(result.stats.get("deterministic_s", allotted or 0.0))
     pf.stats["exact_status"] = result.stats.get("exact_status", result.status.value)
     if result.stats.get("ties"):
         pf.stats["exact_ties"] = result.stats["ties"]
@@ -348,7 +360,8 @@ def _time_level(pf: _Portfolio) -> Status | None:
         _handcrafted_plans(pf)
     if pf.closed or pf.deadline.expired():
         return None
-    if "repetend" in pf.engines and _repetend_applies(pf.problem):
+    # the repetend search cuts its inner searches by wall-clock slices: not in deterministic mode
+    if "repetend" in pf.engines and not pf.options.deterministic and _repetend_applies(pf.problem):
         _repetend(pf, share=0.5 if "exact" in pf.engines else 1.0)
     if pf.closed or pf.deadline.expired(0.5):
         return None
@@ -390,9 +403,11 @@ def _walk_memory(pf: _Portfolio, time_cap: int | None, start: tuple[int, Schedul
         if found is None and "exact" in pf.engines and _small(sub) and not pf.deadline.expired(0.2):
             target = reduced_problem(sub)
             target = target.with_(objective="feasibility") if target.objective == "makespan" else target
-            result = optimal(target, upper_bound=time_cap, time_limit_s=pf.deadline.left(),
-                             seed=pf.options.seed, workers=pf.options.workers,
+            allotted = pf.deadline.left()
+            result = optimal(target, upper_bound=time_cap, time_limit_s=allotted,
+                             seed=pf.options.seed, workers=pf.options.workers, deterministic=pf.options.deterministic,
                              backend=pf.options.solver_backend, backend_params=dict(pf.options.backend_params))
+            pf.deadline.charge(result.stats.get("deterministic_s", allotted or 0.0))
             if result.status is Status.INFEASIBLE:
                 bound = cap + 1  # no plan within the time cap at this capacity
                 break
@@ -491,7 +506,8 @@ def solve(
         raise InvalidOptionsError(f"solve: 'engines' must be a non-empty subset of {ENGINES}, got {list(engines)!r}")
     time_name = next((n for n in names if n != "peak_memory"), "makespan")
     work = problem if problem.objective == time_name else problem.with_(objective=time_name)
-    pf = _Portfolio(problem=work, options=opts, deadline=Deadline(opts.time_limit_s), engines=frozenset(engines))
+    pf = _Portfolio(problem=work, options=opts, deadline=Deadline(opts.time_limit_s, deterministic=opts.deterministic),
+                    engines=frozenset(engines))
     if names[0] == "peak_memory":
         return _memory_first(pf, names)
     status = _time_level(pf)

@@ -14,7 +14,7 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from schedsearch.encode.solve_options import SolveOptions
-from schedsearch.options import ProgressEvent
+from schedsearch.options import DETERMINISTIC_UNITS_PER_S, ProgressEvent
 from schedsearch.encode.cpsat.constraints import (
     add_dependencies,
     add_groups,
@@ -199,6 +199,7 @@ class CpSatBackend:
         stats: dict[str, Any] = {
             "build_s": build_s,
             "solve_s": solver.wall_time,
+            "deterministic_s": solver.response_proto.deterministic_time / DETERMINISTIC_UNITS_PER_S,
             "branches": solver.num_branches,
             "conflicts": solver.num_conflicts,
             "num_tasks": len(st.tasks),
@@ -238,6 +239,33 @@ class CpSatBackend:
         )
 
 
+def set_limits(params: Any, time_limit_s: float | None, deterministic: bool) -> None:
+    """CP-SAT's limit for ``time_limit_s``: wall-clock seconds, or in deterministic mode deterministic time.
+
+    In deterministic mode the budget is CP-SAT's deterministic time (its
+    work count): ``max_deterministic_time = time_limit_s *``
+    :data:`~schedsearch.options.DETERMINISTIC_UNITS_PER_S` and no wall-clock limit, so a
+    search stopped by its limit stops at the same point on any machine and
+    under any load; the search is interleaved (one reproducible schedule of
+    its subsolvers).
+
+    Examples
+    --------
+    >>> from ortools.sat.python import cp_model
+    >>> from schedsearch.encode.cpsat.model import set_limits
+    >>> params = cp_model.CpSolver().parameters
+    >>> set_limits(params, 20, deterministic=True)
+    >>> params.max_deterministic_time, params.max_time_in_seconds == float("inf"), params.interleave_search
+    (1.0, True, True)
+    """
+    if deterministic:
+        params.interleave_search = True
+        if time_limit_s is not None:
+            params.max_deterministic_time = float(time_limit_s) * DETERMINISTIC_UNITS_PER_S
+    elif time_limit_s is not None:
+        params.max_time_in_seconds = float(time_limit_s)
+
+
 def _run(
     model: cp_model.CpModel, options: SolveOptions, callback: _Progress, minimised: bool
 ) -> tuple[cp_model.CpSolver, int]:
@@ -246,10 +274,7 @@ def _run(
     params = solver.parameters
     params.num_workers = options.workers
     params.random_seed = options.seed
-    if options.time_limit_s is not None:
-        params.max_time_in_seconds = float(options.time_limit_s)
-    if options.deterministic:
-        params.interleave_search = True
+    set_limits(params, options.time_limit_s, options.deterministic)
     params.log_search_progress = options.log
     for key, value in options.backend_params.items():
         if not hasattr(params, key):

@@ -41,6 +41,7 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from schedsearch.bounds.analytic import critical_path
+from schedsearch.encode.cpsat.model import set_limits
 from schedsearch.encode.modulo import ModuloOptions, ModuloResult, modulo_memory_pairs
 from schedsearch.errors import SolverError
 from schedsearch.periodic import Repetend, RepetendTask
@@ -206,10 +207,7 @@ def solve_modulo(problem: Problem, options: ModuloOptions) -> ModuloResult:
     params.num_workers = options.workers
     params.random_seed = options.seed
     params.log_search_progress = options.log
-    if options.time_limit_s is not None:
-        params.max_time_in_seconds = float(options.time_limit_s)
-    if options.deterministic:
-        params.interleave_search = True
+    set_limits(params, options.time_limit_s, options.deterministic)
     for key, value in options.backend_params.items():
         if not hasattr(params, key):
             raise ValueError(f"backend 'cpsat': unknown parameter {key!r} in 'backend_params'")

@@ -135,7 +135,7 @@ def scale_search(
     ('OPTIMAL', 33, 'list scheduling (I > F > W, ...)', 'analytic')
     """
     opts = resolve_options(options, common, "scale_search", time_limit_s=300.0)
-    deadline = Deadline(opts.time_limit_s)
+    deadline = Deadline(opts.time_limit_s, deterministic=opts.deterministic)
     reporter = Reporter(opts.progress, deadline.t0)
     name = "max_span" if problem.objective == "max_span" else "makespan"
     search_problem = reduced_problem(problem) if reduce else problem
@@ -202,6 +202,8 @@ def scale_search(
         backend_name = exact_result.backend or backend_name
         stats["exact_s"] = deadline.elapsed - t_exact
         stats["exact_status"] = exact_result.status.value
+        stats["deterministic_s"] = exact_result.stats.get("deterministic_s", 0.0)
+        deadline.charge(stats["deterministic_s"])
         stats["exact_restricted_status"] = exact_result.stats.get("restricted_status")
         if exact_result.schedule is not None and exact_result.engine.startswith("exact search"):
             offer(exact_result.schedule, f"exact search ({backend_name}{', tied' if tie_list else ''})")
