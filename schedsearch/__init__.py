@@ -57,6 +57,11 @@ def __getattr__(name: str):
 
         globals()["plan"] = plan
         return plan
+    if name == "plan_sweep":
+        from schedsearch.planner import plan_sweep
+
+        globals()["plan_sweep"] = plan_sweep
+        return plan_sweep
     raise AttributeError(f"module 'schedsearch' has no attribute {name!r}")
 
 
@@ -83,6 +88,7 @@ __all__ = [
     "Transfer",
     "metrics",
     "plan",
+    "plan_sweep",
     "solve",
     "validate",
 ]

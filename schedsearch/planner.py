@@ -37,7 +37,7 @@ from typing import Any
 
 import attrs
 
-from schedsearch.errors import NoFittingPlanError
+from schedsearch.errors import InvalidPipelineError, NoFittingPlanError, SchedSearchError
 from schedsearch.options import SearchOptions
 from schedsearch.pipeline import FAMILIES, Pipeline, Stage
 from schedsearch.placements import chain_pipelines, device_names, stage_mapping
@@ -47,7 +47,8 @@ from schedsearch.schedule import Schedule, metrics
 from schedsearch.units import GIB, Units, choose_units
 from schedsearch.validate import validate
 
-__all__ = ["Candidate", "PlanRow", "PlanResult", "candidates", "build_problem", "plan"]
+__all__ = ["Candidate", "PlanRow", "PlanResult", "SweepPoint", "SweepResult", "candidates", "build_problem", "plan",
+           "plan_sweep"]
 
 
 @attrs.frozen(kw_only=True)
@@ -447,6 +448,32 @@ def plan(
 
     t0 = time.perf_counter()
     executor = get_executor(engine, workers=workers, address=address)
+    prepared = _prepare(pipeline, time_limit_s=time_limit_s, parallel=workers or getattr(executor, "workers", None),
+                        deterministic=deterministic, seed=seed)
+    outcomes = executor.run(_evaluate, prepared.tasks, timeout_s=time_limit_s * 2 + 60)
+    return _finish(prepared, outcomes, executor.name, t0)
+
+
+@attrs.frozen(kw_only=True)
+class _Prepared:
+    """One pipeline's candidates before the search: units, the rows of those left out, the tasks to run."""
+
+    pipeline: Pipeline
+    units: Units
+    splits: dict[Candidate, Any]
+    skipped: tuple[PlanRow, ...]
+    runnable: tuple[Candidate, ...]
+    tasks: tuple[_Task, ...]
+
+
+def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, deterministic: bool,
+             seed: int) -> _Prepared:
+    """Units, candidates that cannot fit (with why) and the search tasks of the others.
+
+    Each candidate's search gets ``time_limit_s * parallel / candidates``
+    seconds (``parallel``: candidates searched at once, default 2). Raises
+    :class:`~schedsearch.errors.NoFittingPlanError` when none can fit.
+    """
     cands = candidates(pipeline)
     splits = {c: pipeline.stages_for(c.num_stages(pipeline.num_ranks)) for c in cands}
     times = {}
@@ -490,13 +517,19 @@ def plan(
         raise NoFittingPlanError(
             "no schedule family fits: " + "; ".join(f"{r.family}: {r.note}" for r in rows)
         )
-    parallel = min(len(runnable), workers or getattr(executor, "workers", None) or 2)
-    share = max(1.0, time_limit_s * parallel / len(runnable))
+    share = max(1.0, time_limit_s * min(len(runnable), parallel or 2) / len(runnable))
     options = SearchOptions(time_limit_s=share, deterministic=deterministic, seed=seed, workers=1)
-    tasks = [_Task(pipeline=pipeline, candidate=c, units=units, options=options) for c in runnable]
-    outcomes = executor.run(_evaluate, tasks, timeout_s=time_limit_s * 2 + 60)
+    tasks = tuple(_Task(pipeline=pipeline, candidate=c, units=units, options=options) for c in runnable)
+    return _Prepared(pipeline=pipeline, units=units, splits=splits, skipped=tuple(rows), runnable=tuple(runnable),
+                     tasks=tasks)
+
+
+def _finish(prepared: _Prepared, outcomes: Sequence[Any], engine: str, t0: float) -> PlanResult:
+    """The ranked table and the best plan from the executor's outcomes of ``prepared.tasks``."""
+    pipeline, units = prepared.pipeline, prepared.units
+    rows = list(prepared.skipped)
     found: dict[PlanRow, _Outcome] = {}
-    for c, o in zip(runnable, outcomes):
+    for c, o in zip(prepared.runnable, outcomes):
         if o.ok:
             rows.append(o.value.row)
             found[o.value.row] = o.value
@@ -509,10 +542,179 @@ def plan(
     stages: tuple[Stage, ...] = ()
     layers: tuple[tuple[int, ...], ...] = ()
     if best is not None:
-        stages, layers = splits[best.candidate]
+        stages, layers = prepared.splits[best.candidate]
         problem = build_problem(pipeline, best.candidate, stages, units)
         schedule = found[best].schedule
         assert not validate(problem, schedule)
     return PlanResult(pipeline=pipeline, units=units, rows=tuple(ordered), best=best, problem=problem,
-                      schedule=schedule, stages=stages, layers=layers, engine=executor.name,
+                      schedule=schedule, stages=stages, layers=layers, engine=engine,
                       wall_time_s=round(time.perf_counter() - t0, 3))
+
+
+@attrs.frozen(kw_only=True)
+class SweepPoint:
+    """One grid point of :func:`plan_sweep`: the pipeline's micro-batches, budget and families there.
+
+    ``result`` is its :class:`PlanResult`, or None with ``error`` saying why
+    (no family fits, a value the description rejects).
+
+    Examples
+    --------
+    >>> from schedsearch.planner import SweepPoint
+    >>> SweepPoint(num_microbatches=8, memory_budget_bytes=4 * 2**30, families=("1f1b",)).label
+    'm=8 budget=4 GiB families=1f1b'
+    """
+
+    num_microbatches: int
+    memory_budget_bytes: int | None
+    families: tuple[str, ...]
+    result: PlanResult | None = attrs.field(default=None, eq=False)
+    error: str = ""
+
+    @property
+    def label(self) -> str:
+        budget = "none" if self.memory_budget_bytes is None else f"{self.memory_budget_bytes / GIB:g} GiB"
+        return f"m={self.num_microbatches} budget={budget} families={','.join(self.families)}"
+
+    @property
+    def best(self) -> PlanRow | None:
+        return None if self.result is None else self.result.best
+
+
+@attrs.frozen(kw_only=True)
+class SweepResult:
+    """What :func:`plan_sweep` found: one :class:`SweepPoint` per grid point, in grid order.
+
+    :meth:`table` prints one ranked table per point; :meth:`combined` one
+    line per point (its best plan), failed points with their reason.
+    """
+
+    pipeline: Pipeline
+    points: tuple[SweepPoint, ...]
+    engine: str = "local"
+    wall_time_s: float = 0.0
+
+    def table(self) -> str:
+        """Every point's ranked table (or its error), one after the other."""
+        parts = []
+        for pt in self.points:
+            body = pt.result.table() if pt.result is not None else f"error: {pt.error}"
+            parts.append(f"== {pt.label}\n{body}")
+        return "\n\n".join(parts)
+
+    def combined(self) -> str:
+        """One line per point: its best family, makespan, peak, bound and gap; failed points say why."""
+        head = (f"{'#':>2}  {'grid point':<44} {'best family':<24} {'makespan ms':>11} {'bound ms':>9} {'gap':>6}  "
+                f"{'max peak GiB':>12}")
+        lines = [head, "-" * len(head)]
+        for i, pt in enumerate(self.points, 1):
+            b = pt.best
+            if b is None:
+                why = pt.error or "no candidate found a plan: " + "; ".join(
+                    f"{r.family}: {r.status}{' (' + r.note + ')' if r.note else ''}" for r in pt.result.rows)
+                lines.append(f"{i:>2}  {pt.label:<44} -  {why}")
+                continue
+            gap = "-" if b.gap is None else f"{100 * b.gap:.1f}%"
+            bound = "-" if b.bound_ms is None else f"{b.bound_ms:.3f}"
+            lines.append(f"{i:>2}  {pt.label:<44} {b.family:<24} {b.makespan_ms:>11.3f} {bound:>9} {gap:>6}  "
+                         f"{max(b.peak_gib, default=0.0):>12.2f}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.combined()
+
+
+def _grid_values(name: str, values: Any, default: Any) -> list[Any]:
+    if values is None:
+        return [default]
+    if isinstance(values, (str, bytes, int)) and not isinstance(values, bool):
+        values = [values]
+    out = list(values)
+    if not out:
+        raise InvalidPipelineError(f"plan_sweep: {name!r} must list at least one value, got []")
+    return out
+
+
+def plan_sweep(
+    pipeline: Pipeline,
+    *,
+    num_microbatches: Sequence[int] | None = None,
+    memory_budgets: Sequence[Any] | None = None,
+    families: Sequence[Sequence[str] | str] | None = None,
+    time_limit_s: float = 60.0,
+    engine: Any = "local",
+    workers: int | None = None,
+    address: str | None = None,
+    deterministic: bool = True,
+    seed: int = 0,
+) -> SweepResult:
+    """:func:`plan` over a grid of micro-batch counts, memory budgets and family sets of one pipeline.
+
+    Every candidate of every grid point runs through one executor call
+    (``engine`` as in :func:`plan`), so the points are searched in parallel;
+    each point's candidates share ``time_limit_s`` as in :func:`plan`, and a
+    point's table equals ``plan`` of that point with the same ``workers``.
+    A point that cannot be planned (no family fits, a value the description
+    rejects) is reported with its reason; a candidate that failed or timed
+    out stays in its point's table. Ctrl-C stops the workers.
+
+    Parameters
+    ----------
+    num_microbatches, memory_budgets, families:
+        The grid's axes (default: the pipeline's own value). Budgets are
+        bytes or strings such as ``"24 GiB"`` (None: no budget); a family
+        entry is one family name or a list of them.
+
+    Examples
+    --------
+    >>> import schedsearch
+    >>> from schedsearch.planner import plan_sweep
+    >>> pipeline = schedsearch.Pipeline(num_ranks=2, num_microbatches=4, families=["1f1b"],
+    ...     stages=[{"forward_ms": 1.0, "backward_ms": 2.0, "activation_bytes": "1 GiB",
+    ...              "parameter_bytes": "1 GiB"}] * 2)
+    >>> sweep = plan_sweep(pipeline, num_microbatches=[4, 8], memory_budgets=["1.5 GiB", "4 GiB"],
+    ...                    time_limit_s=10, workers=1)
+    >>> [(p.label, p.best and p.best.makespan_ms) for p in sweep.points]
+    [('m=4 budget=1.5 GiB families=1f1b', None), ('m=4 budget=4 GiB families=1f1b', 15.0),
+     ('m=8 budget=1.5 GiB families=1f1b', None), ('m=8 budget=4 GiB families=1f1b', 27.0)]
+    >>> print(sweep.points[0].error.split(" at once")[0])
+    no schedule family fits: 1F1B: rank 0 holds its parameters (1 GiB) and one micro-batch's activations of its stages (1 GiB)
+    """
+    from schedsearch.sweep import get_executor
+
+    t0 = time.perf_counter()
+    executor = get_executor(engine, workers=workers, address=address)
+    grid = [(m, b, f) for m in _grid_values("num_microbatches", num_microbatches, pipeline.num_microbatches)
+            for b in _grid_values("memory_budgets", memory_budgets, pipeline.memory_budget_bytes)
+            for f in _grid_values("families", families, pipeline.families)]
+    parallel = workers or getattr(executor, "workers", None)
+    prepared: list[_Prepared | str] = []
+    points: list[SweepPoint] = []
+    for m, b, f in grid:
+        try:
+            point = attrs.evolve(pipeline, num_microbatches=m, memory_budget_bytes=b, families=f)
+        except SchedSearchError as exc:  # a value the description rejects
+            prepared.append(str(exc))
+            points.append(SweepPoint(num_microbatches=m, memory_budget_bytes=b if isinstance(b, int) else None,
+                                     families=tuple([f] if isinstance(f, str) else f)))
+            continue
+        try:
+            prepared.append(_prepare(point, time_limit_s=time_limit_s, parallel=parallel,
+                                     deterministic=deterministic, seed=seed))
+        except SchedSearchError as exc:
+            prepared.append(str(exc))
+        points.append(SweepPoint(num_microbatches=point.num_microbatches,
+                                 memory_budget_bytes=point.memory_budget_bytes, families=point.families))
+    tasks = [t for p in prepared if isinstance(p, _Prepared) for t in p.tasks]
+    outcomes = executor.run(_evaluate, tasks, timeout_s=(time_limit_s * 2 + 60) * max(1, len(grid)))
+    out: list[SweepPoint] = []
+    k = 0
+    for pt, p in zip(points, prepared):
+        if isinstance(p, str):
+            out.append(attrs.evolve(pt, error=p))
+            continue
+        result = _finish(p, outcomes[k:k + len(p.tasks)], executor.name, t0)
+        k += len(p.tasks)
+        out.append(attrs.evolve(pt, result=result))
+    return SweepResult(pipeline=pipeline, points=tuple(out), engine=executor.name,
+                       wall_time_s=round(time.perf_counter() - t0, 3))
