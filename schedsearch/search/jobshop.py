@@ -127,114 +127,165 @@ def jobshop(
     6
     """
     opts = resolve_options(options, common, "jobshop", renamed=_RENAMED)
+    _check_knobs(coarse_share, coarsen_to)
+    run = _Run.start(problem, opts)
+    for i, schedule in enumerate(opts.checked_warm_starts(problem, "jobshop")):
+        run.offer(schedule, f"warm start {i}")
+    if list_baseline or list_baseline_only:
+        infeasible = _baseline(run)
+        if infeasible is not None:
+            return infeasible
+    if list_baseline_only:
+        return run.result(None)
+    sub = _exact_options(run, strong_disjunctive)
+    if run.incumbent is not None and run.incumbent[0].makespan <= run.bound:
+        run.stats["skipped_exact"] = "the incumbent meets the analytic bound"
+        return run.result(None)
+    if coarsen_to is not None and len(problem.graph.blocks) > coarsen_to:
+        _coarse_search(run, sub, coarsen_to, coarsen_options, coarse_share if refine else 1.0, redundant)
+        if not refine:
+            return run.result(None)
+    return _exact_search(run, sub, redundant)
+
+
+def _check_knobs(coarse_share: float, coarsen_to: int | None) -> None:
+    """Raise :class:`~schedsearch.errors.InvalidOptionsError` naming a knob of :func:`jobshop` out of range."""
     if not 0 < coarse_share <= 1:
         raise InvalidOptionsError(f"jobshop: 'coarse_share' must be in (0, 1], got {coarse_share!r}")
     if coarsen_to is not None and (isinstance(coarsen_to, bool) or not isinstance(coarsen_to, int) or coarsen_to < 1):
         raise InvalidOptionsError(f"jobshop: 'coarsen_to' must be an integer >= 1 or None, got {coarsen_to!r}")
-    deadline = Deadline(opts.time_limit_s, deterministic=opts.deterministic)
-    reporter = Reporter(opts.progress, deadline.t0)
-    bound = analytic_lower_bound(problem).value
-    reporter.report("bound", bound=bound)
-    stats: dict[str, Any] = {"analytic_bound": bound, "blocks": len(problem.graph.blocks)}
+
+
+@attrs.define
+class _Run:
+    """One call of :func:`jobshop`: its options, time, bound, figures and best plan so far."""
+
+    problem: Problem
+    opts: SearchOptions
+    deadline: Deadline
+    reporter: Reporter
+    bound: int
+    stats: dict[str, Any]
     incumbent: tuple[Schedule, str] | None = None
 
-    def offer(schedule: Schedule | None, source: str) -> None:
-        nonlocal incumbent
-        if schedule is not None and (incumbent is None or schedule.makespan < incumbent[0].makespan):
-            incumbent = (schedule, source)
-            reporter.report(source, incumbent=schedule.makespan)
+    @classmethod
+    def start(cls, problem: Problem, opts: SearchOptions) -> _Run:
+        """The run's clock started and the analytic bound reported."""
+        deadline = Deadline(opts.time_limit_s, deterministic=opts.deterministic)
+        reporter = Reporter(opts.progress, deadline.t0)
+        bound = analytic_lower_bound(problem).value
+        reporter.report("bound", bound=bound)
+        return cls(problem=problem, opts=opts, deadline=deadline, reporter=reporter, bound=bound,
+                   stats={"analytic_bound": bound, "blocks": len(problem.graph.blocks)})
 
-    def remaining() -> float | None:
+    def offer(self, schedule: Schedule | None, source: str) -> None:
+        """Keep ``schedule`` (found by ``source``) when it beats the best plan so far."""
+        if schedule is not None and (self.incumbent is None or schedule.makespan < self.incumbent[0].makespan):
+            self.incumbent = (schedule, source)
+            self.reporter.report(source, incumbent=schedule.makespan)
+
+    def remaining(self) -> float | None:
         """Time left, less a margin for building the model and validating
         the schedule, which the solver's own limit does not count."""
-        left = deadline.left()
+        left = self.deadline.left()
         return None if left is None else max(0.0, left - _MARGIN_S - _MARGIN_SHARE * left)
 
-    def result(solved: SearchResult | None) -> SearchResult:
-        return _result(problem, incumbent, bound, solved, stats, deadline.elapsed, opts.backend_name)
+    def result(self, solved: SearchResult | None) -> SearchResult:
+        """The best plan with the best bound (see :func:`_result`)."""
+        return _result(self.problem, self.incumbent, self.bound, solved, self.stats, self.deadline.elapsed,
+                       self.opts.backend_name)
 
-    for i, schedule in enumerate(opts.checked_warm_starts(problem, "jobshop")):
-        offer(schedule, f"warm start {i}")
-    if list_baseline or list_baseline_only:
-        base = heft(problem)
-        if base.status is Status.INFEASIBLE:  # fixed orders and edges form a cycle
-            stats["baseline"] = {"status": base.status.value, "reason": base.stats.get("reason")}
-            return attrs.evolve(base, wall_time_s=deadline.elapsed, stats=stats, strategy="jobshop")
-        stats["baseline"] = {"makespan": base.objective, "time_s": base.wall_time_s, "rule": base.stats.get("rule")}
-        offer(base.schedule, base.engine)
-    if list_baseline_only:
-        return result(None)
 
-    params = dict(opts.backend_params)
+def _baseline(run: _Run) -> SearchResult | None:
+    """HEFT's best list schedule offered as a plan; the INFEASIBLE result when
+    fixed orders and edges form a cycle (no plan exists), else None."""
+    base = heft(run.problem)
+    if base.status is Status.INFEASIBLE:  # fixed orders and edges form a cycle
+        run.stats["baseline"] = {"status": base.status.value, "reason": base.stats.get("reason")}
+        return attrs.evolve(base, wall_time_s=run.deadline.elapsed, stats=run.stats, strategy="jobshop")
+    run.stats["baseline"] = {"makespan": base.objective, "time_s": base.wall_time_s, "rule": base.stats.get("rule")}
+    run.offer(base.schedule, base.engine)
+    return None
+
+
+def _exact_options(run: _Run, strong_disjunctive: bool | None) -> SearchOptions:
+    """The options of the exact searches: CP-SAT's stronger no-overlap
+    propagation where it helps (unless the caller's parameters say otherwise), no warm starts."""
+    params = dict(run.opts.backend_params)
     if strong_disjunctive is None:
-        strong_disjunctive = all(b.is_fixed for b in problem.graph.blocks)
-    if strong_disjunctive and opts.backend_name == "cpsat":
+        strong_disjunctive = all(b.is_fixed for b in run.problem.graph.blocks)
+    if strong_disjunctive and run.opts.backend_name == "cpsat":
         params.setdefault(_STRONG_DISJUNCTIVE, True)
-    stats["backend_params"] = dict(params)
-    sub = opts.replace(backend_params=params, warm_starts=())
-    if incumbent is not None and incumbent[0].makespan <= bound:
-        stats["skipped_exact"] = "the incumbent meets the analytic bound"
-        return result(None)
+    run.stats["backend_params"] = dict(params)
+    return run.opts.replace(backend_params=params, warm_starts=())
 
-    if coarsen_to is not None and len(problem.graph.blocks) > coarsen_to:
-        tc = deadline.elapsed
-        coarsening = coarsen(problem, coarsen_to, **dict(coarsen_options or {}))
-        stats["coarsening"] = dict(coarsening.stats, time_s=deadline.elapsed - tc)
-        coarse_base = heft(coarsening.coarse)
-        left = remaining()
-        share = left * (coarse_share if refine else 1.0) if left is not None else None
-        reporter.report("coarse search")
-        # plans and bounds of the coarse problem are neither plans nor bounds of this one
-        coarse_result = optimal(
-            coarsening.coarse,
-            redundant=redundant,
-            options=sub.replace(
-                time_limit_s=max(share, 0.1) if share is not None else None,
-                warm_starts=() if coarse_base.schedule is None else (coarse_base.schedule,),
-                progress=reporter.relay(incumbents=False, bounds=False, prefix="coarse search"),
-            ),
-        )
-        deadline.charge(coarse_result.stats.get("deterministic_s", share or 0.0))
-        stats["coarse"] = {
-            "status": coarse_result.status.value,
-            "makespan": coarse_result.objective,
-            "lower_bound": coarse_result.lower_bound,
-            "heuristic_makespan": coarse_base.objective,
-            "time_s": coarse_result.wall_time_s,
-            "deterministic_s": coarse_result.stats.get("deterministic_s", 0.0),
-        }
-        if coarse_result.schedule is not None:
-            te = deadline.elapsed
-            expanded = coarsening.expand(coarse_result.schedule)
-            stats["expanded"] = {"makespan": expanded.makespan, "time_s": deadline.elapsed - te}
-            offer(expanded, f"coarse plan expanded ({coarse_result.engine})")
-        if not refine:
-            return result(None)
-    left = remaining()
+
+def _coarse_search(run: _Run, sub: SearchOptions, coarsen_to: int, coarsen_options: Mapping[str, Any] | None,
+                   share: float, redundant: bool) -> None:
+    """Coarsen the graph to ``coarsen_to`` blocks, search the coarse problem
+    exactly for ``share`` of the time left (from its own list schedule), and
+    offer its plan expanded back to the problem."""
+    tc = run.deadline.elapsed
+    coarsening = coarsen(run.problem, coarsen_to, **dict(coarsen_options or {}))
+    run.stats["coarsening"] = dict(coarsening.stats, time_s=run.deadline.elapsed - tc)
+    coarse_base = heft(coarsening.coarse)
+    left = run.remaining()
+    budget = left * share if left is not None else None
+    run.reporter.report("coarse search")
+    # plans and bounds of the coarse problem are neither plans nor bounds of this one
+    coarse_result = optimal(
+        coarsening.coarse,
+        redundant=redundant,
+        options=sub.replace(
+            time_limit_s=max(budget, 0.1) if budget is not None else None,
+            warm_starts=() if coarse_base.schedule is None else (coarse_base.schedule,),
+            progress=run.reporter.relay(incumbents=False, bounds=False, prefix="coarse search"),
+        ),
+    )
+    run.deadline.charge(coarse_result.stats.get("deterministic_s", budget or 0.0))
+    run.stats["coarse"] = {
+        "status": coarse_result.status.value,
+        "makespan": coarse_result.objective,
+        "lower_bound": coarse_result.lower_bound,
+        "heuristic_makespan": coarse_base.objective,
+        "time_s": coarse_result.wall_time_s,
+        "deterministic_s": coarse_result.stats.get("deterministic_s", 0.0),
+    }
+    if coarse_result.schedule is not None:
+        te = run.deadline.elapsed
+        expanded = coarsening.expand(coarse_result.schedule)
+        run.stats["expanded"] = {"makespan": expanded.makespan, "time_s": run.deadline.elapsed - te}
+        run.offer(expanded, f"coarse plan expanded ({coarse_result.engine})")
+
+
+def _exact_search(run: _Run, sub: SearchOptions, redundant: bool) -> SearchResult:
+    """The exact search of the problem, warm-started from the best plan so
+    far, with the time left (skipped when too little is left)."""
+    left = run.remaining()
     if left is not None and left < 0.1:
-        stats["skipped_exact"] = "no time left"
-        return result(None)
+        run.stats["skipped_exact"] = "no time left"
+        return run.result(None)
     solved = optimal(
-        problem,
+        run.problem,
         redundant=redundant,
         options=sub.replace(
             time_limit_s=left,
-            warm_starts=() if incumbent is None else (incumbent[0],),
-            progress=reporter.relay(),
+            warm_starts=() if run.incumbent is None else (run.incumbent[0],),
+            progress=run.reporter.relay(),
         ),
     )
-    stats["exact"] = {
+    run.stats["exact"] = {
         "status": solved.status.value,
         "makespan": solved.objective,
         "lower_bound": solved.lower_bound,
         "time_s": solved.wall_time_s,
         "solver": dict(solved.stats),
     }
-    stats["deterministic_s"] = solved.stats.get("deterministic_s", 0.0) + stats.get("coarse", {}).get(
+    run.stats["deterministic_s"] = solved.stats.get("deterministic_s", 0.0) + run.stats.get("coarse", {}).get(
         "deterministic_s", 0.0)
-    if solved.schedule is not None and (incumbent is None or solved.schedule.makespan < incumbent[0].makespan):
-        incumbent = (solved.schedule, solved.engine)
-    return result(solved)
+    if solved.schedule is not None and (run.incumbent is None or solved.schedule.makespan < run.incumbent[0].makespan):
+        run.incumbent = (solved.schedule, solved.engine)
+    return run.result(solved)
 
 
 def _result(
@@ -246,6 +297,9 @@ def _result(
     wall: float,
     backend: str,
 ) -> SearchResult:
+    """The best plan found (``incumbent``: the schedule and what found it)
+    with the better of the analytic ``bound`` and the exact search's;
+    INFEASIBLE as the exact search proved it."""
     if solved is not None and solved.status is Status.INFEASIBLE:
         return attrs.evolve(solved, wall_time_s=wall, stats=stats, strategy="jobshop", problem=problem)
     lower, bound_engine = bound, "analytic"
