@@ -34,14 +34,16 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
+
 from schedsearch.bounds.analytic import objective_lower_bound
 from schedsearch.options import Deadline, Reporter, SearchOptions, resolve_options
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
 from schedsearch.rewrite import flatten_overlaps, reduced_problem
 from schedsearch.schedule import Schedule, objective_value
-from schedsearch.search.optimal import optimal
 from schedsearch.search.list_scheduling import PIPELINE_RULES, PipelineRule, list_plan
+from schedsearch.search.optimal import optimal
 from schedsearch.search.scale.ties import Tie, periodic_ties
 from schedsearch.validate import assert_valid, validate
 
@@ -135,104 +137,157 @@ def scale_search(
     ('OPTIMAL', 33, 'list scheduling (I > F > W, ...)', 'analytic')
     """
     opts = resolve_options(options, common, "scale_search", time_limit_s=300.0)
-    deadline = Deadline(opts.time_limit_s, deterministic=opts.deterministic)
-    reporter = Reporter(opts.progress, deadline.t0)
-    name = "max_span" if problem.objective == "max_span" else "makespan"
-    search_problem = reduced_problem(problem) if reduce else problem
-    dropped = search_problem is not problem
-    bound = objective_lower_bound(search_problem).value
-    bound_engine = "analytic"
-    reporter.report("bound", bound=bound)
-    stats: dict[str, Any] = {"overlaps_dropped": dropped, "analytic_bound": bound, "num_tasks": len(problem.tasks)}
+    run = _ScaleRun.start(problem, opts, reduce)
+    for i, schedule in enumerate(opts.warm_starts):
+        run.offer(_usable(problem, run.search_problem, schedule), f"warm start {i}")
+    _list_schedules(run, rules)
+    if exact and (run.best is None or run.best[0] > run.bound) and not run.deadline.expired(_EXACT_MIN_S):
+        tie_list = _tie_list(run.search_problem, ties, periodic_window, period, extra_ties)
+        infeasible = _exact_search(run, tie_list)
+        if infeasible is not None:
+            return infeasible
+    return run.result()
 
+
+@attrs.define
+class _ScaleRun:
+    """One call of :func:`scale_search`: its options, time, the problem it
+    searches (overlaps dropped when redundant), the bound, figures and best plan."""
+
+    problem: Problem
+    search_problem: Problem
+    opts: SearchOptions
+    deadline: Deadline
+    reporter: Reporter
+    bound: int
+    stats: dict[str, Any]
+    bound_engine: str = "analytic"
+    backend_name: str = ""
     best: tuple[int, Schedule, str] | None = None
 
-    def offer(schedule: Schedule | None, origin: str) -> None:
-        nonlocal best
+    @classmethod
+    def start(cls, problem: Problem, opts: SearchOptions, reduce: bool) -> _ScaleRun:
+        """The run's clock started, the problem reduced (when asked) and its analytic bound reported."""
+        deadline = Deadline(opts.time_limit_s, deterministic=opts.deterministic)
+        reporter = Reporter(opts.progress, deadline.t0)
+        search_problem = reduced_problem(problem) if reduce else problem
+        bound = objective_lower_bound(search_problem).value
+        reporter.report("bound", bound=bound)
+        stats: dict[str, Any] = {"overlaps_dropped": search_problem is not problem, "analytic_bound": bound,
+                                 "num_tasks": len(problem.tasks)}
+        return cls(problem=problem, search_problem=search_problem, opts=opts, deadline=deadline, reporter=reporter,
+                   bound=bound, stats=stats, backend_name=opts.backend_name)
+
+    def offer(self, schedule: Schedule | None, origin: str) -> None:
+        """Keep ``schedule`` (found by ``origin``) when it beats the best plan so far."""
         if schedule is None:
             return
-        value = objective_value(schedule, problem.objective)
-        if best is None or value < best[0]:
-            best = (value, schedule, origin)
-            reporter.report(origin, incumbent=value)
+        value = objective_value(schedule, self.problem.objective)
+        if self.best is None or value < self.best[0]:
+            self.best = (value, schedule, origin)
+            self.reporter.report(origin, incumbent=value)
 
-    for i, schedule in enumerate(opts.warm_starts):
-        offer(_usable(problem, search_problem, schedule), f"warm start {i}")
-    t_list = deadline.elapsed
+    @property
+    def objective_name(self) -> str:
+        return "max_span" if self.problem.objective == "max_span" else "makespan"
+
+    def result(self) -> SearchResult:
+        """The best plan, validated against the original problem, OPTIMAL when it
+        meets the bound; TIMEOUT (or UNKNOWN without a limit) when there is none."""
+        wall = self.deadline.elapsed
+        self.stats["wall_s"] = wall
+        bound, name, problem = self.bound, self.objective_name, self.problem
+        if self.best is None:
+            limit_hit = self.opts.time_limit_s is not None  # every phase ran within the limit and found nothing
+            return SearchResult(status=Status.TIMEOUT if limit_hit else Status.UNKNOWN, lower_bound=bound or None,
+                                wall_time_s=wall, backend=self.backend_name, stats=self.stats, strategy="scale",
+                                objective_name=name, bound_engine=self.bound_engine if bound else "",
+                                problem=problem)
+        value, schedule, origin = self.best
+        assert_valid(problem, schedule, f"schedule found by {origin}")
+        return SearchResult(
+            status=Status.OPTIMAL if value <= bound else Status.FEASIBLE,
+            schedule=schedule,
+            objective=value,
+            lower_bound=min(bound, value),
+            wall_time_s=wall,
+            backend=self.backend_name,
+            stats=self.stats,
+            strategy="scale",
+            objective_name=name,
+            engine=origin,
+            bound_engine=self.bound_engine,
+            problem=problem,
+        )
+
+
+def _list_schedules(run: _ScaleRun, rules: Sequence[PipelineRule]) -> None:
+    """The list schedule of every rule, without groups, then forming the
+    groups that save time (when some do), until one meets the bound or time is up."""
+    t_list = run.deadline.elapsed
     tried = 0
+    search_problem = run.search_problem
     saving_groups = any(ov.duration < sum(search_problem.graph.block(b).min_duration for b in ov.blocks)
                         for ov in search_problem.overlaps)
     for form_groups in (False, True) if saving_groups else (False,):
         for rule in rules:
-            if best is not None and best[0] <= bound:
+            if run.best is not None and run.best[0] <= run.bound:
                 break
-            if deadline.expired():
+            if run.deadline.expired():
                 break
             tried += 1
             engine = f"list scheduling ({rule}{', pairs formed' if form_groups else ''})"
-            reporter.report(engine)
-            offer(list_plan(search_problem, rule, form_groups=form_groups), engine)
-    stats["list_rules_tried"] = tried
-    stats["list_s"] = deadline.elapsed - t_list
+            run.reporter.report(engine)
+            run.offer(list_plan(search_problem, rule, form_groups=form_groups), engine)
+    run.stats["list_rules_tried"] = tried
+    run.stats["list_s"] = run.deadline.elapsed - t_list
 
-    backend_name = opts.backend_name
-    if exact and (best is None or best[0] > bound) and not deadline.expired(_EXACT_MIN_S):
-        if ties == "auto":
-            ties = "periodic" if len(search_problem.tasks) > TIES_AUTO_TASKS else None
-        tie_list: tuple[Tie, ...] = ()
-        if ties == "periodic":
-            n = search_problem.num_microbatches
-            a, b = periodic_window
-            first, last = int(math.floor(a * n)), int(math.floor(b * n))
-            last = min(last, n - 1)
-            if first < last:
-                tie_list = periodic_ties(search_problem, first, last, period)
-        elif ties:
-            tie_list = tuple(ties)
-        tie_list += tuple(extra_ties)
-        stats["ties"] = len(tie_list)
-        t_exact = deadline.elapsed
-        # a tied search proves bounds of the tied space only
-        exact_options = opts.replace(
-            time_limit_s=deadline.left(),
-            warm_starts=(best[1],) if best is not None and not tie_list else (),
-            progress=reporter.relay(bounds=not tie_list),
-        )
-        exact_result = optimal(search_problem, ties=tie_list, options=exact_options)
-        backend_name = exact_result.backend or backend_name
-        stats["exact_s"] = deadline.elapsed - t_exact
-        stats["exact_status"] = exact_result.status.value
-        stats["deterministic_s"] = exact_result.stats.get("deterministic_s", 0.0)
-        deadline.charge(stats["deterministic_s"])
-        stats["exact_restricted_status"] = exact_result.stats.get("restricted_status")
-        if exact_result.schedule is not None and exact_result.engine.startswith("exact search"):
-            offer(exact_result.schedule, f"exact search ({backend_name}{', tied' if tie_list else ''})")
-        if not tie_list and exact_result.lower_bound is not None and exact_result.lower_bound > bound:
-            bound, bound_engine = exact_result.lower_bound, exact_result.bound_engine
-        if not tie_list and exact_result.status is Status.INFEASIBLE:
-            return SearchResult(status=Status.INFEASIBLE, wall_time_s=deadline.elapsed, backend=backend_name,
-                                stats=stats, strategy="scale", objective_name=name, bound_engine=backend_name,
-                                problem=problem)
-    wall = deadline.elapsed
-    stats["wall_s"] = wall
-    if best is None:
-        limit_hit = opts.time_limit_s is not None  # every phase ran within the limit and found nothing
-        return SearchResult(status=Status.TIMEOUT if limit_hit else Status.UNKNOWN, lower_bound=bound or None,
-                            wall_time_s=wall, backend=backend_name, stats=stats, strategy="scale",
-                            objective_name=name, bound_engine=bound_engine if bound else "", problem=problem)
-    value, schedule, origin = best
-    assert_valid(problem, schedule, f"schedule found by {origin}")
-    return SearchResult(
-        status=Status.OPTIMAL if value <= bound else Status.FEASIBLE,
-        schedule=schedule,
-        objective=value,
-        lower_bound=min(bound, value),
-        wall_time_s=wall,
-        backend=backend_name,
-        stats=stats,
-        strategy="scale",
-        objective_name=name,
-        engine=origin,
-        bound_engine=bound_engine,
-        problem=problem,
+
+def _tie_list(search_problem: Problem, ties: str | Sequence[Tie] | None, periodic_window: tuple[float, float],
+              period: int | None, extra_ties: Sequence[Tie]) -> tuple[Tie, ...]:
+    """The ties of the exact search: periodic ones over the window (``"auto"``:
+    on problems of more than :data:`TIES_AUTO_TASKS` tasks), the given ones, and the extra ones."""
+    if ties == "auto":
+        ties = "periodic" if len(search_problem.tasks) > TIES_AUTO_TASKS else None
+    tie_list: tuple[Tie, ...] = ()
+    if ties == "periodic":
+        n = search_problem.num_microbatches
+        a, b = periodic_window
+        first, last = int(math.floor(a * n)), int(math.floor(b * n))
+        last = min(last, n - 1)
+        if first < last:
+            tie_list = periodic_ties(search_problem, first, last, period)
+    elif ties:
+        tie_list = tuple(ties)
+    return tie_list + tuple(extra_ties)
+
+
+def _exact_search(run: _ScaleRun, tie_list: tuple[Tie, ...]) -> SearchResult | None:
+    """The exact search with the time left (warm-started from the best plan
+    unless tied); its plan is offered, its bound kept when untied. Returns
+    the INFEASIBLE result when an untied search proves it, else None."""
+    stats, deadline = run.stats, run.deadline
+    stats["ties"] = len(tie_list)
+    t_exact = deadline.elapsed
+    # a tied search proves bounds of the tied space only
+    exact_options = run.opts.replace(
+        time_limit_s=deadline.left(),
+        warm_starts=(run.best[1],) if run.best is not None and not tie_list else (),
+        progress=run.reporter.relay(bounds=not tie_list),
     )
+    exact_result = optimal(run.search_problem, ties=tie_list, options=exact_options)
+    run.backend_name = exact_result.backend or run.backend_name
+    stats["exact_s"] = deadline.elapsed - t_exact
+    stats["exact_status"] = exact_result.status.value
+    stats["deterministic_s"] = exact_result.stats.get("deterministic_s", 0.0)
+    deadline.charge(stats["deterministic_s"])
+    stats["exact_restricted_status"] = exact_result.stats.get("restricted_status")
+    if exact_result.schedule is not None and exact_result.engine.startswith("exact search"):
+        run.offer(exact_result.schedule, f"exact search ({run.backend_name}{', tied' if tie_list else ''})")
+    if not tie_list and exact_result.lower_bound is not None and exact_result.lower_bound > run.bound:
+        run.bound, run.bound_engine = exact_result.lower_bound, exact_result.bound_engine
+    if not tie_list and exact_result.status is Status.INFEASIBLE:
+        return SearchResult(status=Status.INFEASIBLE, wall_time_s=deadline.elapsed, backend=run.backend_name,
+                            stats=stats, strategy="scale", objective_name=run.objective_name,
+                            bound_engine=run.backend_name, problem=run.problem)
+    return None
