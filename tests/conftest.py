@@ -29,3 +29,24 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip("shared data folder not found beside the repository")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def dnn_data(shared_data) -> Path:
+    """The dnn-partitioning workloads and their reference values (partitioner and CLI tests)."""
+    folder = shared_data / "dnn-partitioning"
+    if not (folder / "reference_values.json").is_file():
+        pytest.skip("dnn-partitioning data not found beside the repository")
+    return folder
+
+
+#: PyTorch's DualPipeV regression CSV, kept in the repository with its provenance
+DUALPIPEV_CSV = ROOT / "tests" / "export" / "data" / "dualpipev_4rank_10mb.csv"
+
+
+@pytest.fixture(scope="session")
+def dualpipev_csv() -> Path:
+    """PyTorch's own DualPipeV compute-only CSV (4 ranks, 8 stages, 10 micro-batches; runtime and CLI tests)."""
+    if not DUALPIPEV_CSV.is_file():
+        pytest.skip("the DualPipeV artifact is not in this checkout")
+    return DUALPIPEV_CSV

@@ -1,23 +1,13 @@
-"""Fixtures of the partition tests: the dnn-partitioning workloads and their reference values."""
+"""Fixtures of the partition tests: the dnn-partitioning workloads and their reference values
+(``dnn_data``, the folder, is the suite's: ``tests/conftest.py``)."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from schedsearch.loaders.opgraph import read_dnn_partitioning
-
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
-DNN = DATA / "dnn-partitioning"
-
-
-@pytest.fixture(scope="session")
-def dnn_data() -> Path:
-    if not (DNN / "reference_values.json").is_file():
-        pytest.skip("dnn-partitioning data not found beside the repository")
-    return DNN
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """Warmup and cooldown parts (Tessel, Eq. 5 and 6), truncated and solved.
 
-Fixture: the hand-derived repetend of tests/repetend/test_periodic.py (V
+Fixture: the hand-derived repetend of tests/test_periodic.py (V
 on 2 devices, F = 1, B = 2, period 3, offsets F0 = F1 = B1 = 1, B0 = 0).
 Warmup = micro-batch 0's F0, F1, B1 (a chain of 1 + 1 + 2 = 4 units);
 cooldown after one instance = micro-batch 1's B0 (2 units), starting from
@@ -25,7 +25,7 @@ from schedsearch.search.repetend_completion import (
     truncated_warmup,
 )
 from schedsearch.validate import validate
-from tests.repetend.test_periodic import v2_repetend
+from test_periodic import v2_repetend
 
 OPTIONS = SolveOptions(time_limit_s=20, workers=1, seed=0)
 

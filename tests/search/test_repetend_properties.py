@@ -20,7 +20,7 @@ from schedsearch.problem import Cluster, Device
 from schedsearch.result import Status
 from schedsearch.search.repetend import period_lower_bound, repetend
 from schedsearch.validate import validate
-from tests.repetend.strategies import small_placements
+from repetend_strategies import small_placements
 
 FAST = dict(max_fold=1, time_limit_s=20, workers=1, seed=0, completion="truncated", completion_time_limit_s=2)
 
