@@ -16,58 +16,23 @@ PLACEMENTS: dict[str, Callable[..., Problem]] = {
     "bidirectional": bidirectional,
 }
 
-#: strategy name -> callable(problem, args, progress) -> (Problem, SearchResult)
-STRATEGIES: dict[str, Callable] = {}
+#: strategy name -> "module:function" of the search, imported when used; every one takes the
+#: common options (SearchOptions) as keywords
+STRATEGIES: dict[str, str] = {
+    "solve": "schedsearch.search.solve:solve",
+    "optimal": "schedsearch.search.optimal:optimal",
+    "repetend": "schedsearch.search.repetend:repetend",
+}
 
 
-def _solve(problem: Problem, args: argparse.Namespace, progress: Callable | None):
-    from schedsearch.search.solve import solve
+def _search(name: str, problem: Problem, args: argparse.Namespace, progress: Callable | None):
+    """Run strategy ``name`` on ``problem`` with the command line's common options."""
+    import importlib
 
-    return problem, solve(
-        problem,
-        backend=args.backend,
-        time_limit_s=args.time_limit,
-        seed=args.seed,
-        workers=args.workers,
-        deterministic=args.deterministic,
-        progress=progress,
-    )
-
-
-STRATEGIES["solve"] = _solve
-
-
-def _optimal(problem: Problem, args: argparse.Namespace, progress: Callable | None):
-    from schedsearch.search import optimal
-
-    return problem, optimal(
-        problem,
-        backend=args.backend,
-        time_limit_s=args.time_limit,
-        seed=args.seed,
-        workers=args.workers,
-        deterministic=args.deterministic,
-        progress=progress,
-    )
-
-
-STRATEGIES["optimal"] = _optimal
-
-
-def _repetend(problem: Problem, args: argparse.Namespace, progress: Callable | None):
-    from schedsearch.search.repetend import repetend
-
-    return problem, repetend(
-        problem,
-        backend=args.backend,
-        time_limit_s=args.time_limit,
-        seed=args.seed,
-        workers=args.workers,
-        progress=progress,
-    )
-
-
-STRATEGIES["repetend"] = _repetend
+    module, attr = STRATEGIES[name].split(":")
+    strategy = getattr(importlib.import_module(module), attr)
+    return strategy(problem, backend=args.backend, time_limit_s=args.time_limit, seed=args.seed,
+                    workers=args.workers, deterministic=args.deterministic, progress=progress)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -108,10 +73,10 @@ def run(args: argparse.Namespace) -> int:
     problem = build_problem(args)
     print(f"problem: {problem}")
     if args.quiet:
-        problem, result = STRATEGIES[args.strategy](problem, args, None)
+        result = _search(args.strategy, problem, args, None)
     else:
         with ProgressPrinter() as printer:
-            problem, result = STRATEGIES[args.strategy](problem, args, printer)
+            result = _search(args.strategy, problem, args, printer)
     print_result(problem, result)
     stem = problem.name or "problem"
     for path in write_outputs(problem, result, args.out or None, stem):
