@@ -7,19 +7,24 @@ which engine found the plan and which proved the bound.
 The time level (makespan, or the longest device span):
 
 1. **Warm starts**: the user's plans, each checked by the validator.
-2. **List schedules**: the pipeline priority rules
-   (:mod:`~schedsearch.search.list_scheduling`, on the problem with
-   its redundant overlap declarations dropped; they compute the analytic
-   bound as they go) and, where those do not apply, HEFT's rules.
-3. **Bound**: the analytic lower bound (critical path, per-device work and
+2. **Bound**: the analytic lower bound (critical path, per-device work and
    forced idle, memory), with the assignment LP where blocks choose among
    options and the model is small.
-4. **Handcrafted plans**: every published schedule whose placement matches
+3. **Handcrafted plans**: every published schedule whose placement matches
    the problem (1F1B, interleaved, ZB-H1, ZB-V, Chimera, DualPipe,
    DualPipeV, the zero-bubble greedy, ...), kept only when the validator
    accepts it (memory limits included). Nothing needs naming: the placement
-   is read off the problem. On models small enough they also join when the
-   bound is already met, as candidates for the memory level.
+   is read off the problem. They are also the memory level's candidates
+   (1F1B's peak among plans of the same makespan).
+4. **List schedules**: the pipeline priority rules
+   (:mod:`~schedsearch.search.list_scheduling`, on the problem with its
+   redundant overlap declarations dropped) and, where those do not apply,
+   HEFT's rules.
+
+   On models too large to build whole (more than
+   :data:`~schedsearch.search.scale.driver.TIES_AUTO_TASKS` task instances)
+   the list schedules come first (they compute the analytic bound as they
+   go, and often meet it), and the constructions run only when they did not.
 5. **Repetend**: where the problem is periodic (fixed placements, no
    transfers, identical micro-batches) and has enough micro-batches for a
    steady state to pay off, :func:`~schedsearch.search.repetend` with half
@@ -339,25 +344,40 @@ def _mirror_ties(problem: Problem) -> tuple:
         return ()  # the directions are not mirror images
 
 
-def _time_level(pf: _Portfolio) -> Status | None:
-    """Run the time level's phases; returns INFEASIBLE when that was proven."""
-    _warm_starts(pf)
-    # list schedules first: fast at any size, and they often meet the bound
-    # (the pipeline rules compute the analytic bound as they go)
-    if "list" in pf.engines:
-        _list_schedules(pf)
-    if not pf.closed and (not pf.bound_engine or _lp_applies(pf.problem)):
+def _bound(pf: _Portfolio) -> None:
+    """The cheap lower bound of the time objective, unless the list phase computed it (and no LP applies)."""
+    if not pf.bound_engine or _lp_applies(pf.problem):
         t = pf.deadline.elapsed
         bound, engine = _time_bound(pf.problem)
         if bound > pf.bound:
             pf.bound, pf.bound_engine = bound, engine
         pf.timed("bound", pf.deadline.elapsed - t)
     pf.report("bound")
-    # the handcrafted plans: candidates for the time level, and for the memory
-    # level (1F1B's peak among plans of the same makespan) on models small
-    # enough that building them all costs little
-    if "handcrafted" in pf.engines and (not pf.closed or _small(pf.problem)) and not pf.deadline.expired():
-        _handcrafted_plans(pf)
+
+
+def _time_level(pf: _Portfolio) -> Status | None:
+    """Run the time level's phases; returns INFEASIBLE when that was proven."""
+    _warm_starts(pf)
+    small = _small(pf.problem)
+    if small:
+        # small models: the bound, then the handcrafted plans (a few milliseconds
+        # each; they often meet the bound, and they are candidates for the memory
+        # level too: 1F1B's peak among plans of the same makespan), then the list
+        # schedules
+        _bound(pf)
+        if "handcrafted" in pf.engines and not pf.deadline.expired():
+            _handcrafted_plans(pf)
+        if "list" in pf.engines and not pf.closed:
+            _list_schedules(pf)
+    else:
+        # large models: the list schedules first (they compute the analytic bound
+        # as they go and often meet it); the constructions only when they did not
+        if "list" in pf.engines:
+            _list_schedules(pf)
+        if not pf.closed:
+            _bound(pf)
+        if "handcrafted" in pf.engines and not pf.closed and not pf.deadline.expired():
+            _handcrafted_plans(pf)
     if pf.closed or pf.deadline.expired():
         return None
     # the repetend search cuts its inner searches by wall-clock slices: not in deterministic mode
