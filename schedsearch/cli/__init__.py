@@ -30,11 +30,24 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+def version() -> str:
+    """The installed distribution's version (the package's own when it runs from a source tree)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("schedsearch")
+    except metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree
+        from schedsearch import __version__
+
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="schedsearch",
         description="Find placements and schedules for distributed deep learning.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(f"schedsearch.cli.{name}").add_parser(sub)
@@ -48,6 +61,13 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except SchedSearchError as exc:
         print(f"schedsearch {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a file that cannot be read or written: one line, no traceback
+        if isinstance(exc, BrokenPipeError):  # the reader went away (``| head``)
+            sys.stderr.close()
+            return 1
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"schedsearch {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
 
 

@@ -108,34 +108,147 @@ def print_result(problem: Problem, result: SearchResult, stream: TextIO | None =
         print(f"metrics: {metrics(problem, result.schedule)}", file=stream)
 
 
-def write_outputs(problem: Problem, result: SearchResult, out_dir: str | None, stem: str) -> list[Path]:
-    """Write schedule JSON, Chrome trace and the result summary to ``out_dir``."""
-    if out_dir is None or result.schedule is None:
-        return []
+# --- the one output grammar: --out DIR and --format FMT,FMT ---------------------------------
+
+#: ``--format`` name -> the export format of :func:`schedsearch.export.export` it writes, and the
+#: file-name suffix; ``json`` writes the plan, problem, schedule and (after a search) result documents
+CLI_FORMATS: dict[str, tuple[str, str]] = {
+    "json": ("json", ".plan.json"),
+    "trace": ("chrome", ".trace.json"),
+    "csv": ("torch-csv", ".csv"),
+    "txt": ("ascii", ".txt"),
+    "png": ("png", ".png"),
+    "svg": ("svg", ".svg"),
+    "html": ("html", ".html"),
+}
+
+
+def output_formats() -> tuple[str, ...]:
+    """The ``--format`` names this installation can write (``html`` once :mod:`schedsearch.export` knows it)."""
+    from schedsearch.export import EXPORT_FORMATS
+
+    return tuple(name for name, (fmt, _) in CLI_FORMATS.items() if fmt in EXPORT_FORMATS)
+
+
+def format_list(text: str) -> tuple[str, ...]:
+    """``"json,trace"`` -> ``("json", "trace")``, each checked against :func:`output_formats` (argparse type)."""
+    names = tuple(x.strip() for x in text.split(",") if x.strip())
+    known = output_formats()
+    for name in names:
+        if name not in known:
+            raise argparse.ArgumentTypeError(f"unknown format {name!r}; choose from {', '.join(known)}")
+    if not names:
+        raise argparse.ArgumentTypeError(f"no format given; choose from {', '.join(known)}")
+    return names
+
+
+def add_output_arguments(parser: argparse.ArgumentParser, formats: tuple[str, ...] = ("json", "trace"),
+                         what: str = "the plan") -> None:
+    """``--out DIR`` (default ``out``; ``''`` writes nothing) and ``--format FMT[,FMT...]``."""
+    group = parser.add_argument_group("output")
+    group.add_argument("--out", metavar="DIR", default="out",
+                       help=f"folder to write {what} into (default: out; '' writes nothing)")
+    group.add_argument("--format", dest="formats", type=format_list, default=formats, metavar="FMT[,FMT...]",
+                       help=f"what to write: {', '.join(output_formats())} (default: {','.join(formats)}); "
+                       "json = plan, problem, schedule and result documents, trace = Chrome/Perfetto trace, "
+                       "csv = PyTorch compute-only CSV, txt = text timeline")
+
+
+def plain_name(text: str) -> str:
+    """A file-name stem of letters, digits, ``.``, ``_`` and ``-`` only (no spaces or brackets).
+
+    >>> plain_name("profiled-4st (time unit 0.0001 s, memory unit 1024 B)")
+    'profiled-4st-time-unit-0.0001-s-memory-unit-1024-B'
+    """
+    import re
+
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")
+    return stem or "plan"
+
+
+def write_plan(problem: Problem, schedule, out_dir: str | None, stem: str, formats: tuple[str, ...], *,
+               result: SearchResult | None = None, time_scale: int = 1, meta: dict | None = None,
+               labels: str = "kind", time_unit_us: float | None = None, stream: TextIO | None = None) -> list[Path]:
+    """Write ``schedule`` in each of ``formats`` under ``out_dir`` as ``{stem}.*``; return the paths.
+
+    Nothing is written when ``out_dir`` is empty or None or there is no
+    schedule. ``json`` writes the plan document (what ``export`` and
+    ``run`` read), the problem and schedule documents (what ``validate``
+    reads) and, after a search, ``{stem}.result.json``: the result with its
+    schedule and problem, which ``export`` also reads. A format that cannot
+    express the plan (``csv`` of two pipelines, a picture without
+    matplotlib) is skipped with a note on ``stream``. ``labels`` is the
+    text timeline's label style, ``time_unit_us`` the trace's microseconds
+    per time unit (None: the exporter's default).
+    """
     import json
 
-    from schedsearch.export.chrome import write_chrome_trace
+    from schedsearch.errors import FormatError, UnsupportedFeatureError
+    from schedsearch.export import export
 
+    if not out_dir or schedule is None:
+        return []
+    stream = stream or sys.stderr
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    p = out / f"{stem}.schedule.json"
-    p.write_text(result.schedule.to_json())
-    paths.append(p)
-    periodic = getattr(result, "periodic", None)
-    if periodic is not None:  # repetend search: tasks name their part, one row per instance
-        from schedsearch.export.repetend import write_periodic_trace
+    base = out / plain_name(stem)
+    paths: list[Path] = []
+    for name in formats:
+        fmt, suffix = CLI_FORMATS[name]
+        target = Path(f"{base}{suffix}")
+        try:
+            if name == "json":
+                paths.append(export(problem, schedule, "json", target, meta={"time_scale": time_scale, **(meta or {})}))
+                for kind, text in (("problem", problem.to_json()), ("schedule", schedule.to_json())):
+                    path = Path(f"{base}.{kind}.json")
+                    path.write_text(text)
+                    paths.append(path)
+                if result is not None:
+                    path = Path(f"{base}.result.json")
+                    path.write_text(json.dumps(result_document(problem, result), indent=2, default=str))
+                    paths.append(path)
+            elif name == "trace" and getattr(result, "periodic", None) is not None:
+                from schedsearch.export.repetend import write_periodic_trace
 
-        paths.append(write_periodic_trace(periodic, problem.num_microbatches, out / f"{stem}.trace.json", name=stem))
-    else:
-        paths.append(write_chrome_trace(problem, result.schedule, out / f"{stem}.trace.json", name=stem))
-    p = out / f"{stem}.problem.json"
-    p.write_text(problem.to_json())
-    paths.append(p)
-    summary = result.to_dict()
-    summary.pop("schedule", None)
-    summary["metrics"] = metrics(problem, result.schedule).to_dict()
-    p = out / f"{stem}.result.json"
-    p.write_text(json.dumps(summary, indent=2, default=str))
-    paths.append(p)
-    return paths
+                paths.append(write_periodic_trace(result.periodic, problem.num_microbatches, target, name=stem))
+            elif name in ("png", "svg"):
+                paths.append(export(problem, schedule, fmt, target, time_scale=time_scale))
+            elif name == "txt":
+                paths.append(export(problem, schedule, fmt, target, labels=labels))
+            elif name == "trace" and time_unit_us is not None:
+                paths.append(export(problem, schedule, fmt, target, time_unit_us=time_unit_us))
+            else:
+                paths.append(export(problem, schedule, fmt, target))
+        except (FormatError, UnsupportedFeatureError) as exc:
+            print(f"{name}: not written: {exc}", file=stream)
+    return [Path(p) for p in paths]
+
+
+def result_document(problem: Problem, result: SearchResult) -> dict:
+    """The result as JSON data with its metrics, schedule and problem (what ``export`` reads back)."""
+    doc = result.to_dict()
+    if result.schedule is not None:
+        doc["metrics"] = metrics(problem, result.schedule).to_dict()
+    doc["problem"] = problem.to_dict()
+    return doc
+
+
+def no_plan_reason(problem: Problem, result: SearchResult, time_limit_s: float | None = None) -> str:
+    """Why a search returned no plan, in the problem's terms (the bound or proof behind it)."""
+    from schedsearch.bounds import analytic_lower_bound
+
+    if result.status.value == "INFEASIBLE":
+        caps = {d: problem.capacity(d) for d in problem.cluster.device_names}
+        limited = {d: c for d, c in caps.items() if c is not None}
+        detail = (f"; memory capacities {limited}" if limited else "")
+        how = result.bound_engine or result.backend or "the exact search"
+        return (f"no plan exists: {how} proved that no schedule of the {problem.num_microbatches} micro-batches "
+                f"meets the constraints{detail}")
+    bound = result.lower_bound
+    tight = "the search"
+    if bound is None:
+        analytic = analytic_lower_bound(problem)
+        bound, tight = analytic.value, f"analytic bound, {analytic.tight_part}"
+    limit = "" if time_limit_s is None else f" within the time limit of {time_limit_s:g} s"
+    return (f"no plan found{limit} ({result.status.value}); any plan takes at least {bound} time units "
+            f"({tight}); raise --time-limit or relax the memory")

@@ -1,9 +1,13 @@
-"""``schedsearch export``: write a schedule as a PyTorch CSV, a trace, JSON, text or a picture.
+"""``schedsearch export``: write a plan as a PyTorch CSV, a trace, JSON, a text timeline or a picture.
 
-Input: a plan document (``schedsearch.plan`` JSON, as written by
-``schedsearch reproduce --out-dir`` or ``--format json``), or a problem
+Input: a plan document (``{stem}.plan.json``, written by ``--format json``
+of ``search``, ``reproduce``, ``pareto`` and ``jobshop``), a search result
+(``{stem}.result.json``, which holds its problem and schedule), or a problem
 document (``--problem``) with a schedule document or search result
 (``--schedule``). The schedule is validated against the problem first.
+
+Output: ``--out DIR`` (default ``out``) receives ``{stem}.{format}`` for
+each ``--format``; ``--out -`` prints a text format instead.
 """
 
 from __future__ import annotations
@@ -14,9 +18,10 @@ from pathlib import Path
 
 from schedsearch._io import read_text
 from schedsearch._json import load_document
+from schedsearch.cli._common import CLI_FORMATS, format_list, output_formats, plain_name, write_plan
 from schedsearch.errors import FormatError, InvalidScheduleError, ValidationFailedError
-from schedsearch.export import EXPORT_FORMATS, export
-from schedsearch.export.json import read_json
+from schedsearch.export import export
+from schedsearch.export.json import from_document
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
 from schedsearch.validate import assert_valid
@@ -27,37 +32,51 @@ __all__ = ["add_parser", "run", "load_inputs"]
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "export",
-        help="export a schedule (torch-csv, chrome, json, ascii, png, svg)",
+        help=f"export a plan ({', '.join(output_formats())})",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("plan", nargs="?", type=Path, help="plan document (problem + schedule JSON)")
+    p.add_argument("plan", nargs="?", type=Path, help="plan document or search result (JSON)")
     p.add_argument("--problem", type=Path, help="problem document (with --schedule)")
     p.add_argument("--schedule", type=Path, help="schedule document or search result (with --problem)")
-    p.add_argument("--format", required=True, choices=EXPORT_FORMATS, help="output format")
-    p.add_argument("-o", "--output", type=Path, help="output file (default: standard output; pictures need one)")
-    p.add_argument("--time-unit-us", type=float, default=1000.0, help="chrome: microseconds per time unit")
-    p.add_argument("--labels", choices=("kind", "stage", "block"), default="kind", help="ascii: label style")
+    p.add_argument("--format", dest="formats", required=True, type=format_list, metavar="FMT[,FMT...]",
+                   help=f"what to write: {', '.join(output_formats())}")
+    p.add_argument("--out", metavar="DIR", default="out",
+                   help="folder to write into (default: out; '' writes nothing; '-' prints a text format)")
+    p.add_argument("--time-unit-us", type=float, default=None,
+                   help="trace: microseconds per time unit (default: the problem's unit, else 1000)")
+    p.add_argument("--labels", choices=("kind", "stage", "block"), default="kind", help="txt: label style")
     p.add_argument("--time-scale", type=int, default=1, help="pictures: problem time units per axis unit")
     p.set_defaults(func=run)
     return p
 
 
-def load_inputs(args: argparse.Namespace) -> tuple[Problem, Schedule]:
-    if args.plan is not None:
-        if args.problem is not None or args.schedule is not None:
-            raise FormatError("export: give a plan document or --problem and --schedule, not both")
-        problem, schedule, _ = read_json(args.plan)
-        return problem, schedule
-    if args.problem is None or args.schedule is None:
-        raise FormatError("export: give a plan document, or both --problem and --schedule")
-    problem = Problem.from_json(read_text(args.problem, f"export: {args.problem}"))
-    doc = load_document(read_text(args.schedule, f"export: {args.schedule}"), f"export: {args.schedule}")
-    if isinstance(doc, dict) and doc.get("format") != "schedsearch.schedule" and isinstance(doc.get("schedule"), dict):
+def _schedule_of(doc: object, what: str) -> Schedule:
+    if isinstance(doc, dict) and doc.get("format") != "schedsearch.schedule" and "schedule" in doc:
         doc = doc["schedule"]  # a search result
     if doc is None:
-        raise FormatError(f"export: {args.schedule} holds no schedule")
-    schedule = Schedule.from_dict(doc)
+        raise FormatError(f"{what} holds no schedule (the search found no plan)")
+    return Schedule.from_dict(doc)
+
+
+def load_inputs(args: argparse.Namespace) -> tuple[Problem, Schedule]:
+    """The problem and the validated schedule the arguments name."""
+    if args.plan is not None:
+        if args.problem is not None or args.schedule is not None:
+            raise FormatError("give a plan document or --problem and --schedule, not both")
+        what = f"plan file {str(args.plan)!r}"
+        doc = load_document(read_text(args.plan, what), what)
+        if isinstance(doc, dict) and doc.get("format") != "schedsearch.plan" and "problem" in doc:
+            problem = Problem.from_dict(doc["problem"])  # a search result holding its problem
+            schedule = _schedule_of(doc, what)
+        else:
+            problem, schedule, _ = from_document(doc, validate=False)
+    else:
+        if args.problem is None or args.schedule is None:
+            raise FormatError("give a plan document or search result, or both --problem and --schedule")
+        problem = Problem.from_json(read_text(args.problem, f"problem file {str(args.problem)!r}"))
+        what = f"schedule file {str(args.schedule)!r}"
+        schedule = _schedule_of(load_document(read_text(args.schedule, what), what), what)
     try:
         assert_valid(problem, schedule, "schedule")
     except ValidationFailedError as exc:
@@ -67,16 +86,23 @@ def load_inputs(args: argparse.Namespace) -> tuple[Problem, Schedule]:
 
 def run(args: argparse.Namespace) -> int:
     problem, schedule = load_inputs(args)
-    options: dict = {}
-    if args.format == "chrome":
-        options["time_unit_us"] = args.time_unit_us
-    elif args.format == "ascii":
-        options["labels"] = args.labels
-    elif args.format in ("png", "svg"):
-        options["time_scale"] = args.time_scale
-    result = export(problem, schedule, args.format, args.output, **options)
-    if args.output is None:
-        sys.stdout.write(str(result))
-    else:
-        print(f"wrote {result}", file=sys.stderr)
-    return 0
+    if args.out == "-":
+        for name in args.formats:
+            fmt = CLI_FORMATS[name][0]
+            options: dict = {}
+            if name == "trace" and args.time_unit_us is not None:
+                options["time_unit_us"] = args.time_unit_us
+            elif name == "txt":
+                options["labels"] = args.labels
+            elif name in ("png", "svg", "html"):
+                raise FormatError(f"format {name!r} is not text; give a folder with --out DIR")
+            sys.stdout.write(str(export(problem, schedule, fmt, None, **options)))
+        return 0
+    stem = plain_name(args.plan.stem if args.plan is not None else args.schedule.stem)
+    for suffix in (".plan", ".result", ".schedule"):
+        stem = stem.removesuffix(suffix)
+    written = write_plan(problem, schedule, args.out, stem, args.formats, time_scale=args.time_scale,
+                         labels=args.labels, time_unit_us=args.time_unit_us)
+    for path in written:
+        print(f"wrote {path}", file=sys.stderr)
+    return 0 if written or not args.out else 2

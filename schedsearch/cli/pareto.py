@@ -3,7 +3,10 @@
 Walks the uniform activation limit down (exact epsilon-constraint search,
 list scheduling first at each step) and prints every non-dominated
 (bubble, peak activations) point with its proof status, beside the
-handcrafted schedule of the placement.
+handcrafted schedule of the placement. ``--out DIR`` (default ``out``)
+receives the points (``{placement}-pareto.json``) and every searched
+point's plan (``{placement}-m{makespan}-a{peak activations}.*`` in each
+``--format``, default json), which ``export`` and ``run`` read.
 
 Common unit. Every placement runs the same model cut into ``2 p`` equal
 chunks on ``p`` devices: one chunk's forward, input gradient and weight
@@ -21,6 +24,8 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+
+from schedsearch.cli._common import add_output_arguments, write_plan
 from typing import Any
 
 import attrs
@@ -107,7 +112,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--workers", type=int, default=2, help="search workers (default 2)")
     p.add_argument("--seed", type=int, default=0, help="search seed (default 0)")
     p.add_argument("--json", action="store_true", help="print the points as JSON")
-    p.add_argument("--out", type=Path, help="also write the points as JSON to this file")
+    add_output_arguments(p, formats=("json",), what="the points and every searched plan")
     p.set_defaults(func=run)
     return p
 
@@ -119,9 +124,18 @@ def run(args: argparse.Namespace) -> int:
     rows = front_rows(spec, rep, front)
     payload = {"placement": spec.name, "devices": args.devices, "microbatches": args.microbatches,
                "stop_reason": front.stop_reason, "wall_time_s": front.wall_time_s, "points": rows}
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(payload, indent=2) + "\n")
+    written = []
+    if args.out:
+        out = Path(args.out)
+        for row, point in zip(rows[1:], front):
+            stem = f"{spec.name}-m{point.makespan}-a{row['peak_activations']}"
+            paths = write_plan(rep.problem, point.schedule, args.out, stem, args.formats, result=point)
+            row["plan"] = str(paths[0]) if paths else None
+            written += paths
+        out.mkdir(parents=True, exist_ok=True)
+        points = out / f"{spec.name}-pareto.json"
+        points.write_text(json.dumps(payload, indent=2) + "\n")
+        written.append(points)
     if args.json:
         print(json.dumps(payload, indent=2))
         return 0
@@ -131,4 +145,6 @@ def run(args: argparse.Namespace) -> int:
     for r in rows:
         print(f"{r['schedule']:<12} {r['makespan']:>8} {r['bubble']:>6} {r['peak_activations']:>9}  {r['status']}")
     print(f"(walk stopped: {front.stop_reason}; {front.wall_time_s:.1f} s)")
+    for path in written:
+        print(f"wrote {path}")
     return 0

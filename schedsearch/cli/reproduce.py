@@ -3,8 +3,11 @@
 Builds the placement, generates the handcrafted schedule, prints its
 figures (makespan, bubble, per-device bubble and peak memory) beside the
 closed forms, optionally searches under the same memory (``--search``) and
-writes exports (``--out-dir``: Chrome trace, plan JSON, PyTorch CSV when
-the format can express it, ASCII timeline, PNG when matplotlib is there).
+writes the plans (``--out DIR``, default ``out``; ``--format``, default
+json, trace, txt, csv and png: plan JSON, Chrome trace, text timeline,
+PyTorch CSV where the format can express the plan, PNG where matplotlib is
+installed). With ``--search`` the searched plan is written beside the
+handcrafted one, as ``{name}-searched.*``.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import sys
 from pathlib import Path
 
 from schedsearch.export import render_ascii
-from schedsearch.export.bundle import write_bundle
+from schedsearch.cli._common import add_output_arguments, write_plan
 from schedsearch.handcrafted import reproduce, schedule_names
 from schedsearch.search.compare import search_against
 
@@ -45,7 +48,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--seed", type=int, default=0, help="search seed (default 0)")
     p.add_argument("--ascii", action="store_true", help="print the ASCII timeline")
     p.add_argument("--json", action="store_true", help="print the figures as JSON instead of text")
-    p.add_argument("--out-dir", type=Path, help="write trace, plan JSON, CSV, timeline and picture here")
+    add_output_arguments(p, formats=("json", "trace", "txt", "csv", "png"), what="the plans")
     p.set_defaults(func=run)
     return p
 
@@ -69,9 +72,7 @@ def run(args: argparse.Namespace) -> int:
             rep.problem, rep.schedule, time_limit_s=args.time_limit, workers=args.workers, seed=args.seed,
             time_scale=rep.time_scale,
         )
-    written = []
-    if args.out_dir is not None:
-        written = write_outputs(rep, args.out_dir)
+    written = write_plans(rep, comparison, args.out, args.formats)
     if args.json:
         doc = rep.to_dict()
         if comparison is not None:
@@ -90,7 +91,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_outputs(rep, out_dir: Path) -> list[Path]:
-    """Write the exports of a reproduction (see :func:`~schedsearch.export.bundle.write_bundle`)."""
-    return write_bundle(rep.problem, rep.schedule, out_dir, rep.name, time_scale=rep.time_scale,
-                        meta={"reproduce": rep.name, "params": dict(rep.params)})
+def write_plans(rep, comparison, out_dir: str, formats: tuple[str, ...]) -> list[Path]:
+    """Write the handcrafted plan and, after ``--search``, the searched one (when it found one)."""
+    meta = {"reproduce": rep.name, "params": dict(rep.params)}
+    written = write_plan(rep.problem, rep.schedule, out_dir, rep.name, formats, time_scale=rep.time_scale, meta=meta)
+    if comparison is not None and comparison.searched is not None:
+        written += write_plan(comparison.searched_problem, comparison.searched, out_dir, f"{rep.name}-searched",
+                              formats, result=comparison.result, time_scale=rep.time_scale,
+                              meta={**meta, "searched": True})
+    return written

@@ -1,19 +1,77 @@
-"""``schedsearch search``: build a placement (or load a problem) and search it."""
+"""``schedsearch search``: build a placement (or load a problem) and search it.
+
+Every placement the library builds is a ``--placement``; durations take one
+value for every stage or a per-stage list (``--forward 2,2,3,3``), and
+``--memory`` is the activation capacity per device (a forward holds one
+activation until its backward frees it). A flag the placement does not take
+is an error naming it.
+"""
 
 from __future__ import annotations
 
 import argparse
+import inspect
 from collections.abc import Callable
 
 from schedsearch._io import read_text
-from schedsearch.cli._common import ProgressPrinter, add_solver_arguments, print_result, write_outputs
-from schedsearch.placements import bidirectional, vshape
+from schedsearch.cli._common import (
+    ProgressPrinter,
+    add_output_arguments,
+    add_solver_arguments,
+    no_plan_reason,
+    print_result,
+    write_plan,
+)
+from schedsearch.errors import InvalidOptionsError
+from schedsearch.placements import (
+    bidirectional,
+    chimera,
+    dualpipe,
+    dualpipev,
+    interleaved,
+    tessel_k,
+    tessel_m,
+    tessel_nn,
+    tessel_v,
+    tessel_x,
+    vshape,
+    vshape_chunks,
+    zero_bubble,
+)
 from schedsearch.problem import Problem
 
-#: placement name -> builder(num_devices, num_microbatches, forward=, backward=, memory=)
+
+def _interleaved(num_devices: int, num_microbatches: int, *, num_chunks: int = 2, **kwargs) -> Problem:
+    return interleaved(num_devices, num_chunks, num_microbatches, **kwargs)
+
+
+#: placement name -> builder(num_devices, num_microbatches, **durations and memory)
 PLACEMENTS: dict[str, Callable[..., Problem]] = {
     "vshape": vshape,
+    "1f1b": vshape,
     "bidirectional": bidirectional,
+    "chimera": chimera,
+    "interleaved": _interleaved,
+    "zb-h1": zero_bubble,
+    "zb-v": vshape_chunks,
+    "dualpipe": dualpipe,
+    "dualpipev": dualpipev,
+    "tessel-v": tessel_v,
+    "tessel-x": tessel_x,
+    "tessel-m": tessel_m,
+    "tessel-nn": tessel_nn,
+    "tessel-k": tessel_k,
+}
+
+#: flag -> keyword of the placement builders
+_FLAGS: dict[str, str] = {
+    "--forward": "forward",
+    "--backward": "backward",
+    "--input-grad": "input_grad",
+    "--weight-grad": "weight_grad",
+    "--overlap": "overlap",
+    "--chunks": "num_chunks",
+    "--memory": "memory",
 }
 
 #: strategy name -> "module:function" of the search, imported when used; every one takes the
@@ -23,6 +81,17 @@ STRATEGIES: dict[str, str] = {
     "optimal": "schedsearch.search.optimal:optimal",
     "repetend": "schedsearch.search.repetend:repetend",
 }
+
+
+def per_stage(text: str) -> int | tuple[int, ...]:
+    """``"2"`` -> ``2``; ``"2,2,3,3"`` -> ``(2, 2, 3, 3)``, one value per stage (argparse type)."""
+    try:
+        values = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer or comma-separated integers, got {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected an integer or comma-separated integers, got {text!r}")
+    return values[0] if len(values) == 1 else values
 
 
 def _search(name: str, problem: Problem, args: argparse.Namespace, progress: Callable | None):
@@ -39,34 +108,51 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "search",
         help="search a schedule for a pipeline placement or a problem file",
-        description="Build a placement (or read --problem FILE.json), search it, print the timeline and "
-        "metrics, and write the schedule JSON and a Chrome/Perfetto trace.",
+        description=__doc__ + "\nPrints the timeline and metrics and writes the plan (--out, --format).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--placement", choices=sorted(PLACEMENTS), default="vshape", help="placement (default: vshape)")
     p.add_argument("--problem", metavar="FILE", help="problem JSON (instead of --placement)")
     p.add_argument("--devices", type=int, default=4, help="number of devices (default: 4)")
     p.add_argument("--microbatches", type=int, default=8, help="number of micro-batches (default: 8)")
-    p.add_argument("--memory", type=int, default=None, help="memory capacity per device (default: unbounded)")
-    p.add_argument("--forward", type=int, default=1, help="forward duration per stage (default: 1)")
-    p.add_argument("--backward", type=int, default=2, help="backward duration per stage (default: 2; 0 = inference)")
+    p.add_argument("--memory", type=int, default=None, metavar="ACTIVATIONS",
+                   help="activation capacity per device, in activations (default: unbounded)")
+    p.add_argument("--forward", type=per_stage, metavar="T[,T...]", help="forward time per stage (default: 1)")
+    p.add_argument("--backward", type=per_stage, metavar="T[,T...]",
+                   help="full backward time per stage (default: 2; 0 = inference for vshape and bidirectional)")
+    p.add_argument("--input-grad", type=per_stage, metavar="T[,T...]", help="input-gradient (I) time per stage")
+    p.add_argument("--weight-grad", type=per_stage, metavar="T[,T...]", help="weight-gradient (W) time per stage")
+    p.add_argument("--overlap", type=int, help="overlapped forward-and-backward (F&B) time (dualpipe, dualpipev)")
+    p.add_argument("--chunks", type=int, help="stages per device (interleaved, zb-v; default 2)")
     p.add_argument("--strategy", choices=sorted(STRATEGIES), default="solve",
                    help="search strategy (default: solve, the portfolio that picks the engines)")
-    p.add_argument("--out", metavar="DIR", default="out",
-                   help="write schedule JSON, Chrome trace, problem and result here (default: out; '' = write nothing)")
+    add_output_arguments(p)
     add_solver_arguments(p)
     p.set_defaults(func=run)
 
 
 def build_problem(args: argparse.Namespace) -> Problem:
+    """The problem file, or the placement built from the flags given (a flag it does not take is an error)."""
+    given = {flag: getattr(args, kw.replace("num_", "")) for flag, kw in _FLAGS.items()}
+    given = {flag: v for flag, v in given.items() if v is not None}
     if args.problem:
+        extra = sorted(given)
+        if extra:
+            raise InvalidOptionsError(f"{', '.join(extra)} apply to --placement, not to --problem")
         return Problem.from_json(read_text(args.problem, f"problem file {str(args.problem)!r}"))
-    return PLACEMENTS[args.placement](
-        args.devices,
-        args.microbatches,
-        forward=args.forward,
-        backward=args.backward or None,
-        memory=args.memory,
-    )
+    builder = PLACEMENTS[args.placement]
+    params = inspect.signature(builder).parameters
+    kwargs = {}
+    for flag, value in given.items():
+        kw = _FLAGS[flag]
+        if kw not in params:
+            takes = [f for f, k in _FLAGS.items() if k in params]
+            raise InvalidOptionsError(f"placement {args.placement!r} takes no {flag} "
+                                      f"(it takes {', '.join(takes)})")
+        kwargs[kw] = value
+    if kwargs.get("backward") == 0 and args.placement in ("vshape", "1f1b", "bidirectional"):
+        kwargs["backward"] = None  # inference: forward blocks only
+    return builder(args.devices, args.microbatches, **kwargs)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,7 +164,10 @@ def run(args: argparse.Namespace) -> int:
         with ProgressPrinter() as printer:
             result = _search(args.strategy, problem, args, printer)
     print_result(problem, result)
-    stem = problem.name or "problem"
-    for path in write_outputs(problem, result, args.out or None, stem):
+    if result.schedule is None:
+        print(f"schedsearch search: {no_plan_reason(problem, result, args.time_limit)}")
+        return 1
+    for path in write_plan(problem, result.schedule, args.out, problem.name or "problem", args.formats,
+                           result=result):
         print(f"wrote {path}")
-    return 0 if result.status.has_schedule or result.status.value == "INFEASIBLE" else 1
+    return 0

@@ -11,11 +11,15 @@ from schedsearch.cli.pareto import COMPARABLE, comparable
 
 
 def test_pareto_json(tmp_path, capsys):
-    out = tmp_path / "front.json"
     assert main(["pareto", "dualpipe", "--devices", "2", "--microbatches", "4", "--time-limit", "5", "--json",
-                 "--out", str(out)]) == 0
+                 "--out", str(tmp_path)]) == 0
     payload = json.loads(capsys.readouterr().out)
-    assert json.loads(out.read_text()) == payload
+    assert json.loads((tmp_path / "dualpipe-pareto.json").read_text()) == payload
+    # every searched point's plan is written, and export reads it back
+    plans = [r["plan"] for r in payload["points"] if r["schedule"] == "searched"]
+    assert plans and all(p.endswith(".plan.json") for p in plans)
+    assert main(["export", plans[0], "--format", "txt", "--out", "-"]) == 0
+    assert "d0:" in capsys.readouterr().out
     rows = payload["points"]
     hand = [r for r in rows if r["schedule"] == "handcrafted"]
     found = [r for r in rows if r["schedule"] == "searched"]
