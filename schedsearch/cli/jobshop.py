@@ -1,6 +1,6 @@
 """``schedsearch jobshop``: plan a DAG, a job shop or a problem file on machines.
 
-Inputs (``--format``, default ``auto``):
+Inputs (``--input-format``, default ``auto``):
 
 * ``dag``: an operation DAG document (``"format": "schedsearch.dag"``),
   placed on ``--machines`` identical machines with ``--channels`` channels
@@ -14,10 +14,12 @@ Inputs (``--format``, default ``auto``):
 job shop first, flexible job shop second.
 
 Outputs: the result, each phase's makespan, the bound, per-machine busy time
-and peak memory, the share of transfer time hidden under compute; with
-``--out DIR``: the schedule JSON, the problem JSON, the result JSON and a
-Chrome/Perfetto trace with one row per machine and one per channel (task
-events named after their block).
+and peak memory, the share of transfer time hidden under compute. Like
+every command that writes, it writes the plan to ``--out DIR`` (default
+``out``; ``''`` writes nothing) in each ``--format`` (default json and
+trace: plan, problem, schedule and result JSON, and a Chrome/Perfetto trace
+with one row per machine and one per channel, task events named after
+their block). A search that finds no plan exits 1 with the reason.
 """
 
 from __future__ import annotations
@@ -26,7 +28,14 @@ import argparse
 import json
 from pathlib import Path
 
-from schedsearch.cli._common import ProgressPrinter, add_solver_arguments
+from schedsearch.cli._common import (
+    ProgressPrinter,
+    add_output_arguments,
+    add_solver_arguments,
+    no_plan_reason,
+    plain_name,
+    write_plan,
+)
 from schedsearch._io import read_text
 from schedsearch._json import load_document
 from schedsearch.errors import FormatError
@@ -49,7 +58,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "levels and minimise the makespan (list-scheduling baseline, optional coarsening, exact search).",
     )
     p.add_argument("input", metavar="GRAPH", help="DAG JSON, problem JSON, or job-shop / flexible job-shop file")
-    p.add_argument("--format", choices=FORMATS, default="auto", help="input format (default: auto)")
+    p.add_argument("--input-format", choices=FORMATS, default="auto", help="input format (default: auto)")
     p.add_argument("--machines", type=int, default=2, help="identical machines for a DAG (default: 2)")
     p.add_argument("--channels", type=int, default=2, help="channels per pair of machines for a DAG (default: 2)")
     p.add_argument(
@@ -58,12 +67,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--time-per-unit", type=int, default=1, help="channel time per unit of transfer size (default: 1)")
     p.add_argument("--latency", type=int, default=0, help="channel latency per transfer (default: 0)")
-    p.add_argument("--memory", type=int, default=None, help="memory capacity per machine for a DAG (default: none)")
+    p.add_argument("--memory", type=int, default=None, metavar="UNITS",
+                   help="memory capacity per machine for a DAG, in the DAG's memory units (default: none)")
     p.add_argument("--coarsen", type=int, default=None, metavar="N", help="coarsen graphs larger than N blocks first")
     p.add_argument("--no-refine", action="store_true", help="after coarsening, keep the expanded plan as it is")
     p.add_argument("--baseline-only", "--heuristic-only", dest="baseline_only", action="store_true",
                    help="only the list-scheduling (HEFT) baseline, no exact search")
-    p.add_argument("--out", metavar="DIR", default=None, help="write schedule, problem, result and trace JSON here")
+    add_output_arguments(p)
     add_solver_arguments(p)
     p.set_defaults(func=run)
 
@@ -72,7 +82,7 @@ def load_problem(args: argparse.Namespace) -> Problem:
     """The problem the arguments describe."""
     path = Path(args.input)
     text = read_text(path, f"input file {str(path)!r}")
-    fmt = args.format
+    fmt = args.input_format
     if fmt == "auto":
         fmt = _detect(text, path)
     if fmt == "problem":
@@ -109,7 +119,7 @@ def _detect(text: str, path: Path) -> str:
     try:
         return detect_format(text, source=f"input file {str(path)!r}")
     except FormatError as exc:
-        raise FormatError(f"{exc}; name the format with --format") from None
+        raise FormatError(f"{exc}; name the format with --input-format") from None
 
 
 def jobshop_trace(problem: Problem, schedule: Schedule, name: str) -> dict:
@@ -170,21 +180,17 @@ def run(args: argparse.Namespace) -> int:
         with ProgressPrinter() as printer:
             result = jobshop(problem, progress=printer, **kwargs)
     _print_result(problem, result)
-    if args.out is not None and result.schedule is not None:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        stem = problem.name or "jobshop"
-        files = {
-            f"{stem}.schedule.json": result.schedule.to_json(),
-            f"{stem}.problem.json": problem.to_json(),
-            f"{stem}.trace.json": json.dumps(jobshop_trace(problem, result.schedule, stem)),
-        }
-        summary = result.to_dict()
-        summary.pop("schedule", None)
-        summary["metrics"] = metrics(problem, result.schedule).to_dict()
-        summary["transfer_overlap"] = transfer_overlap(problem, result.schedule)
-        files[f"{stem}.result.json"] = json.dumps(summary, indent=2, default=str)
-        for name, content in files.items():
-            (out / name).write_text(content)
-            print(f"wrote {out / name}")
-    return 0 if result.status.has_schedule or result.status.value == "INFEASIBLE" else 1
+    if result.schedule is None:
+        print(f"schedsearch jobshop: {no_plan_reason(problem, result, args.time_limit)}")
+        return 1
+    stem = problem.name or "jobshop"
+    formats = tuple(f for f in args.formats if f != "trace")
+    written = write_plan(problem, result.schedule, args.out, stem, formats, result=result)
+    if args.out and "trace" in args.formats:  # rows per machine and channel, tasks named by block
+        path = Path(args.out) / f"{plain_name(stem)}.trace.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(jobshop_trace(problem, result.schedule, stem)))
+        written.append(path)
+    for path in written:
+        print(f"wrote {path}")
+    return 0

@@ -76,7 +76,7 @@ def test_cli_reports_bad_input_clearly(tmp_path, capsys):
     bad = tmp_path / "bad.txt"
     bad.write_text("hello world")
     assert main(["jobshop", str(bad), "--quiet"]) == 2
-    assert "name the format with --format" in capsys.readouterr().err
+    assert "name the format with --input-format" in capsys.readouterr().err
     doc = tmp_path / "doc.json"
     doc.write_text('{"format": "something"}')
     assert main(["jobshop", str(doc), "--quiet"]) == 2
@@ -144,3 +144,14 @@ def test_cli_reports_bad_instance_files_in_one_line(tmp_path, capsys, data, frag
     assert main(["jobshop", str(path), "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert fragment in err and str(path) in err and "\n" not in err
+
+
+def test_cli_writes_like_every_command(tmp_path, capsys):
+    jsp = tmp_path / "tiny.txt"
+    jsp.write_text("2 2\n0 3 1 2\n1 4 0 1\n")
+    assert main(["jobshop", str(jsp), "--time-limit", "5", "--quiet", "--out", ""]) == 0
+    assert not (tmp_path / "out").exists() and "wrote" not in capsys.readouterr().out  # '' writes nothing
+    assert main(["jobshop", str(jsp), "--input-format", "jsp", "--time-limit", "5", "--quiet",
+                 "--format", "json,txt"]) == 0
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "tiny." + s for s in ("plan.json", "problem.json", "result.json", "schedule.json", "txt")]
