@@ -108,6 +108,18 @@ def print_result(problem: Problem, result: SearchResult, stream: TextIO | None =
         print(f"metrics: {metrics(problem, result.schedule)}", file=stream)
 
 
+def byte_amount(text: str) -> int:
+    """``"6GiB"``, ``"512 MB"``, ``"1e9"`` -> bytes (argparse type of the ``--memory-bytes`` flags)."""
+    from schedsearch.errors import InvalidPipelineError
+    from schedsearch.pipeline import parse_bytes
+
+    try:
+        return parse_bytes(float(text) if text.strip().replace(".", "", 1).replace("e", "", 1).isdigit() else text,
+                           "--memory-bytes", "bytes")
+    except (InvalidPipelineError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 # --- the one output grammar: --out DIR and --format FMT,FMT ---------------------------------
 
 #: ``--format`` name -> the export format of :func:`schedsearch.export.export` it writes, and the

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from schedsearch.cli._common import byte_amount
 from schedsearch.errors import FormatError
 from schedsearch.loaders.opgraph import find_expert_split, read_dnn_partitioning, read_pipedream_profile, read_split
 from schedsearch.partition.cost import complete_split, evaluate_split, one_device_split
@@ -28,8 +29,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--accelerators", type=int, default=None, metavar="K",
                    help="number of accelerators (default: the file's maxFPGAs; 4 for PipeDream)")
     p.add_argument("--cpus", type=int, default=None, metavar="L", help="number of CPUs (default: the file's maxCPUs)")
-    p.add_argument("--memory", type=float, default=None, metavar="BYTES",
-                   help="memory per accelerator (default: the file's maxSizePerFPGA)")
+    p.add_argument("--memory-bytes", type=byte_amount, default=None, metavar="SIZE",
+                   help="memory per accelerator in bytes, e.g. 1e9 or '16 GiB' (default: the file's maxSizePerFPGA)")
     p.add_argument("--expert", metavar="SPLIT.json", default=None,
                    help="a split to compare with (default: the human-expert split beside the file, if any)")
     p.add_argument("--seed", type=int, default=0, help="seed of the randomised methods (default: 0)")
@@ -59,7 +60,7 @@ def load(args: argparse.Namespace) -> PartitionWorkload:
     devices = DeviceLimits(
         num_accelerators=d.num_accelerators if args.accelerators is None else args.accelerators,
         num_cpus=d.num_cpus if args.cpus is None else args.cpus,
-        max_accel_memory=d.max_accel_memory if args.memory is None else args.memory,
+        max_accel_memory=d.max_accel_memory if args.memory_bytes is None else args.memory_bytes,
     )
     return PartitionWorkload(graph=workload.graph, devices=devices, source=workload.source)
 

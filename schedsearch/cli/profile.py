@@ -6,8 +6,10 @@ input-gradient and weight-gradient times (median of ``--repeats`` runs) and
 the activation memory, with the functions PyTorch's pipeline runtime calls.
 Prints the figures, then builds a one-pipeline placement Problem with them
 as integer durations (the time unit is printed and recorded in the
-problem's name) and activation-memory deltas, and writes it with ``-o``
-for ``schedsearch search --problem``. Needs ``schedsearch[torch]``.
+problem's name) and activation-memory deltas, and writes it and the raw
+profile to ``--out DIR`` (default ``out``; ``''`` writes nothing) as
+``{name}.problem.json`` (for ``schedsearch search --problem``) and
+``{name}.profile.json``. Needs ``schedsearch[torch]``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import argparse
 import json
 from pathlib import Path
 
+from schedsearch.cli._common import byte_amount, plain_name
 from schedsearch.cli.run import int_list
 from schedsearch.runtime import build_workload, parse_model_spec, profile
 
@@ -37,16 +40,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--dtype", choices=("float64", "float32"), default="float64", help="parameter dtype")
     p.add_argument("--seed", type=int, default=0, help="model and batch seed (default 0)")
     p.add_argument("--time-unit", type=float, help="seconds per time unit (default: chosen from the figures)")
-    p.add_argument("--memory-unit", type=int, default=1024, help="bytes per memory unit (default 1024)")
+    p.add_argument("--memory-unit", type=int, default=1024, metavar="BYTES",
+                   help="bytes per memory unit of the problem (default 1024)")
     problem = p.add_argument_group("problem")
     problem.add_argument("--devices", type=int, help="devices (default: one per stage)")
     problem.add_argument("--microbatches", type=int, default=8, help="micro-batches (default 8)")
     problem.add_argument("--microbatch-sizes", type=int_list, help="size of each micro-batch (overrides --microbatches)")
     problem.add_argument("--mapping", help="stage-to-device map: loop, v or a list such as 0,1,1,0")
     problem.add_argument("--split-backward", action="store_true", help="I and W blocks instead of B (zero bubble)")
-    problem.add_argument("--memory", type=int, help="activation capacity per device in memory units")
-    p.add_argument("-o", "--output", type=Path, help="write the problem JSON here")
-    p.add_argument("--json", type=Path, metavar="FILE", help="write the raw profile as JSON")
+    problem.add_argument("--memory-bytes", type=byte_amount, metavar="SIZE",
+                         help="memory capacity per device for activations, e.g. 6GiB (rounded down to memory units)")
+    p.add_argument("--out", metavar="DIR", default="out",
+                   help="folder to write the problem and the raw profile into (default: out; '' writes nothing)")
     p.set_defaults(func=run)
     return p
 
@@ -78,19 +83,19 @@ def run(args: argparse.Namespace) -> int:
         None if args.microbatch_sizes else args.microbatches,
         mapping=mapping,
         split_backward=args.split_backward,
-        memory=args.memory,
+        memory=None if args.memory_bytes is None else args.memory_bytes // prof.memory_unit_bytes,
         microbatch_sizes=args.microbatch_sizes,
     )
     print(f"problem: {problem}")
     print(f"durations (units of {prof.time_unit_s:g} s): F {list(prof.units('F'))}, B {list(prof.units('B'))}, "
           f"I {list(prof.units('I'))}, W {list(prof.units('W'))}; activation memory (units of "
           f"{prof.memory_unit_bytes} B) {list(prof.memory_units())}")
-    if args.output is not None:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(problem.to_json())
-        print(f"wrote {args.output}")
-    if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(prof.to_dict(), indent=2))
-        print(f"wrote {args.json}")
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        stem = plain_name(problem.name or "profile")
+        for path, text in ((out / f"{stem}.problem.json", problem.to_json()),
+                           (out / f"{stem}.profile.json", json.dumps(prof.to_dict(), indent=2))):
+            path.write_text(text)
+            print(f"wrote {path}")
     return 0

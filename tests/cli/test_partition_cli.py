@@ -61,10 +61,10 @@ SHIPPED = __import__("pathlib").Path(__file__).resolve().parents[2] / "models" /
 # A split over the memory limit is reported with its reason and a non-zero exit.
 # (method, extra arguments, exit code, fragment of stderr)
 EXIT_CASES = [
-    ("met", ["--memory", "1e9"], 1, "the met split is infeasible: device accel0: memory 3.64965e+09 B exceeds the limit 1e+09 B"),
-    ("greedy", ["--memory", "1e9"], 1, "the greedy split is infeasible: device accel5: memory"),
-    ("heft", ["--memory", "1e9"], 0, ""),
-    ("dp", ["--memory", "1e9"], 0, ""),
+    ("met", ["--memory-bytes", "1e9"], 1, "the met split is infeasible: device accel0: memory 3.64965e+09 B exceeds the limit 1e+09 B"),
+    ("greedy", ["--memory-bytes", "1e9"], 1, "the greedy split is infeasible: device accel5: memory"),
+    ("heft", ["--memory-bytes", "1e9"], 0, ""),
+    ("dp", ["--memory-bytes", "1e9"], 0, ""),
     ("heft", [], 0, ""),
     ("dp", ["--accelerators", "1000000"], 2, "'num_accelerators' must be <= 1024 (MAX_DEVICES), got 1000000"),
 ]
@@ -84,6 +84,6 @@ def test_infeasible_splits_exit_non_zero_with_the_reason(method, extra, code, fr
 
 def test_infeasible_split_json_says_so(tmp_path, capsys):
     out = tmp_path / "split.json"
-    assert main(["partition", str(SHIPPED), "--method", "met", "--memory", "1e9", "--json", str(out)]) == 1
+    assert main(["partition", str(SHIPPED), "--method", "met", "--memory-bytes", "1e9", "--json", str(out)]) == 1
     data = json.loads(out.read_text())
     assert data["status"] == "infeasible" and "exceeds the limit" in data["problems"][0]

@@ -68,10 +68,11 @@ def test_run_explains_a_deadlocking_csv(tmp_path, capsys):
 @pytest.mark.torch
 def test_profile_writes_a_problem_the_search_reads(tmp_path, capsys):
     pytest.importorskip("torch")
-    out = tmp_path / "p.json"
-    raw = tmp_path / "raw.json"
     assert main(["profile", "--model", "mlp:4x16", "--stages", "2", "--repeats", "2", "--microbatches", "3",
-                 "--split-backward", "--memory", "1000", "-o", str(out), "--json", str(raw)]) == 0
+                 "--split-backward", "--memory-bytes", "1000KiB", "--out", str(tmp_path)]) == 0
+    (out,) = tmp_path.glob("*.problem.json")
+    (raw,) = tmp_path.glob("*.profile.json")
+    assert " " not in out.name and "(" not in out.name  # plain file names
     text = capsys.readouterr().out
     assert "time unit" in text and "durations (units of" in text
     problem = Problem.from_json(out.read_text())
