@@ -4,12 +4,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-all bench clean
+.PHONY: demo test test-all bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,plot,torch]'
+	$(PY) -m pip install --quiet -e '.[test,plot,torch,docs]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -21,8 +21,11 @@ test: $(STAMP)
 test-all: $(STAMP)
 	HYPOTHESIS_PROFILE=thorough $(PY) -m pytest -q -m "slow or not slow"
 
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict --site-dir site
+
 bench: $(STAMP)
 	$(PY) -m benchmarks
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build site *.egg-info
