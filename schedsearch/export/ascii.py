@@ -1,17 +1,22 @@
 """ASCII timelines like the papers' figures: one row per device, one column per time unit.
 
-Each task is drawn as its label (kind tag + micro-batch, e.g. ``F3``; with
-``labels="stage"`` the stage too, ``0F3``, as PyTorch writes actions)
-padded over its duration; idle time is ``.``. An overlapped group is drawn
-once, its members' labels joined by ``/`` (an input and weight gradient of
-one micro-batch fused into a full backward read ``B``): DualPipe's
-overlapped pair reads ``F7/B3``. When a time unit is wider than one
-character the cell width grows to fit the longest label; transfers get a
-row per channel (``~``).
+Each task is drawn as its label padded over its duration; idle time is
+``.``. Labels follow the naming rule of :mod:`schedsearch.export.labels`
+in plain ASCII: ``Fm12`` (kind and micro-batch 12, the default: the row
+says which device), ``F3m12`` with ``labels="stage"`` (stage 3's forward
+of micro-batch 12), ``F3.down:m12`` with ``labels="block"`` (the block's
+name); a job shop's task is its block's name (``j0.o1``). An overlapped
+group is drawn once, its members' labels joined by ``/`` (an input and
+weight gradient of one micro-batch fused into a full backward read ``B``):
+DualPipe's overlapped pair reads ``Fm7/Bm3``. When a time unit is wider
+than one character the cell width grows to fit the longest label; a task
+too short for its label shows its micro-batch alone (``m12``), else its
+kind letter, never a cut number. Transfers get a row per channel (``~``).
 """
 
 from __future__ import annotations
 
+from schedsearch.export.labels import task_label as _full_label
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule, TaskInstance, overlap_groups
 
@@ -21,22 +26,47 @@ LABEL_STYLES = ("kind", "stage", "block")
 
 
 def task_label(problem: Problem | None, block: str, microbatch: int, style: str = "kind") -> str:
-    """Short label of a task: ``F3`` (kind and micro-batch), ``0F3`` (stage first) or ``F0.down#3``."""
+    """ASCII label of a task: ``Fm3`` (kind, micro-batch 3), ``F0m3`` (stage 0 too) or ``F0.down:m3`` (block).
+
+    Examples
+    --------
+    >>> from schedsearch.export.ascii import task_label
+    >>> from schedsearch.placements import vshape
+    >>> problem = vshape(4, 16)
+    >>> [task_label(problem, "F3", 12, style) for style in ("kind", "stage", "block")]
+    ['Fm12', 'F3m12', 'F3:m12']
+    """
     if style not in LABEL_STYLES:
         raise ValueError(f"render_ascii: 'labels' must be one of {LABEL_STYLES}, got {style!r}")
     if problem is None or style == "block":
-        return f"{block}#{microbatch}" if style == "block" else f"{block}{microbatch}"
+        return _full_label(problem, block, microbatch, separator=":")
     try:
         b = problem.graph.block(block)
     except KeyError:
-        return f"{block}{microbatch}"
-    if style == "stage" and b.stage is not None:
-        return f"{b.stage}{b.kind}{microbatch}"
-    return f"{b.kind}{microbatch}"
+        return _full_label(problem, block, microbatch, separator=":")
+    if b.stage is None:
+        return _full_label(problem, block, microbatch, separator=":")
+    if style == "stage":
+        return f"{b.kind}{b.stage}m{microbatch}"
+    return f"{b.kind}m{microbatch}"
 
 
-def _group_label(problem: Problem | None, members: tuple[TaskInstance, ...], style: str) -> str:
-    """Members' labels joined by ``/``; an I and a W of one stage and micro-batch read as one B."""
+def _short_labels(problem: Problem | None, block: str, microbatch: int) -> tuple[str, ...]:
+    """Shorter stand-ins for a label that does not fit: the micro-batch, the kind letter."""
+    if problem is not None:
+        try:
+            b = problem.graph.block(block)
+        except KeyError:
+            return ()
+        if b.stage is None and problem.num_microbatches == 1:
+            return ()
+        return (f"m{microbatch}", b.kind[:1])
+    return (f"m{microbatch}",)
+
+
+def _group_label(problem: Problem | None, members: tuple[TaskInstance, ...], style: str) -> tuple[str, str]:
+    """Members' labels joined by ``/`` and the micro-batches alone (``m7/m3``); an I and a W of one stage
+    and micro-batch read as one B."""
     info = []
     for m in members:
         kind, stage = m.block, None
@@ -48,6 +78,7 @@ def _group_label(problem: Problem | None, members: tuple[TaskInstance, ...], sty
                 pass
         info.append((kind, stage, m))
     parts: list[str] = []
+    short: list[str] = []
     used: set[int] = set()
     order = "FBIW"
     info.sort(key=lambda x: order.index(x[0]) if x[0] in order else len(order))
@@ -58,14 +89,16 @@ def _group_label(problem: Problem | None, members: tuple[TaskInstance, ...], sty
             for j, (k2, s2, m2) in enumerate(info):
                 if j not in used and j != i and k2 == "W" and s2 == stage and m2.microbatch == m.microbatch:
                     used.update((i, j))
-                    prefix = f"{stage}" if style == "stage" and stage is not None else ""
-                    parts.append(f"{prefix}B{m.microbatch}")
+                    middle = f"{stage}" if style == "stage" and stage is not None else ""
+                    parts.append(f"B{middle}m{m.microbatch}")
+                    short.append(f"m{m.microbatch}")
                     break
             if i in used:
                 continue
         used.add(i)
         parts.append(task_label(problem, m.block, m.microbatch, style))
-    return "/".join(parts)
+        short.append(f"m{m.microbatch}")
+    return "/".join(parts), "/".join(short)
 
 
 def render_ascii(
@@ -87,7 +120,7 @@ def render_ascii(
     max_width:
         Wider timelines are scaled down (several time units per character).
     labels:
-        ``"kind"`` (``F3``), ``"stage"`` (``0F3``) or ``"block"`` (``F0#3``).
+        ``"kind"`` (``Fm3``), ``"stage"`` (``F0m3``) or ``"block"`` (``F0:m3``).
 
     Examples
     --------
@@ -97,29 +130,32 @@ def render_ascii(
     >>> from schedsearch.handcrafted import one_f_one_b
     >>> from schedsearch.placements import vshape
     >>> problem = vshape(2, 2)
-    >>> print(render_ascii(problem, one_f_one_b(problem), labels="stage", legend=False))
+    >>> print(render_ascii(problem, one_f_one_b(problem), legend=False))
         0       2       4       6       8
-    d0: 0F0 0F1 ........0B0====|....0B1====|
-    d1: ....1F0 1B0====|1F1 1B1====|........
+    d0: Fm0 Fm1 ........Bm0====|....Bm1====|
+    d1: ....Fm0 Bm0====|Fm1 Bm1====|........
     """
     devices = list(problem.cluster.device_names) if problem is not None else list(schedule.devices)
     makespan = schedule.makespan
     if makespan == 0:
         return "(empty schedule)"
     # one drawable item per plain task and per overlapped group
-    items: dict[str, list[tuple[int, int, str]]] = {d: [] for d in devices}
+    # one drawable item per plain task and per overlapped group: (start, end, labels, longest first)
+    items: dict[str, list[tuple[int, int, tuple[str, ...]]]] = {d: [] for d in devices}
     for t in schedule.tasks:
         if t.group_key is None:
+            texts = (task_label(problem, t.block, t.microbatch, labels),
+                     *_short_labels(problem, t.block, t.microbatch))
             for d in t.devices:
-                items.setdefault(d, []).append((t.start, t.end, task_label(problem, t.block, t.microbatch, labels)))
+                items.setdefault(d, []).append((t.start, t.end, texts))
     for (_, devs, start), members in overlap_groups(schedule).items():
         end = max(m.end for m in members)
-        text = _group_label(problem, members, labels)
+        full, short = _group_label(problem, members, labels)
         for d in devs:
-            items.setdefault(d, []).append((start, end, text))
+            items.setdefault(d, []).append((start, end, (full, short)))
     entries = [x for v in items.values() for x in v]
     shortest = min((e - s for s, e, _ in entries), default=1)
-    longest_label = max((len(x) for _, _, x in entries), default=1)
+    longest_label = max((len(x[0]) for _, _, x in entries), default=1)
     if cell is None:
         # room for the longest label and a separator in the shortest task
         cell = max(1, -(-(longest_label + 1) // shortest))
@@ -139,16 +175,20 @@ def render_ascii(
     lines.append(" " * (name_w + 2) + "".join(axis).rstrip())
     for d in devices:
         row = ["."] * width
-        for start, end, text in sorted(items.get(d, [])):
+        for start, end, texts in sorted(items.get(d, [])):
             a = start * cell // scale
             b = max(a + 1, end * cell // scale)
             span = b - a
-            if span <= len(text):
-                body = text[:span]
-            elif span - len(text) > 1:
-                body = text + "=" * (span - len(text) - 1) + "|"
+            # the longest label that fits with a separator; never a cut one (F1 for F12)
+            # a space first when the previous task's last character touches this one
+            lead = 1 if a > 0 and row[a - 1] not in ".=|# " else 0
+            text = next((x for x in texts if len(x) + lead < span), "")
+            if not text:  # one character: the kind letter, or '#'
+                body = next((x for x in texts if len(x) == 1 and not x.isdigit()), "#") * span
+            elif span - lead - len(text) > 1:
+                body = " " * lead + text + "=" * (span - lead - len(text) - 1) + "|"
             else:
-                body = text + " "
+                body = " " * lead + text + " "
             for i, ch in enumerate(body):
                 row[a + i] = ch
         lines.append(f"{d.rjust(name_w)}: " + "".join(row))
@@ -166,5 +206,8 @@ def render_ascii(
             lines.append(f"{c.rjust(cw)}: " + "".join(row))
     if legend:
         note = f"1 char = {scale}/{cell} time unit" if scale > 1 else f"1 time unit = {cell} char"
-        lines.append(f"(makespan {makespan}; {note}; '.' idle; '~' transfer; 'a/b' overlapped group)")
+        staged = problem is None or any(b.stage is not None for b in problem.graph.blocks)
+        naming = "Fm3 = forward of micro-batch 3; " if staged else ""
+        lines.append(f"(makespan {makespan}; {note}; {naming}'.' idle; '#' a task too short for its label; "
+                     f"'~' transfer; 'a/b' overlapped group)")
     return "\n".join(lines)

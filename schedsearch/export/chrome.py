@@ -1,7 +1,9 @@
 """Chrome / Perfetto trace JSON with real durations.
 
 One row (thread) per device and per channel in one process; each task is a
-complete event (``"ph": "X"``) whose ``ts``/``dur`` are the schedule's time
+complete event (``"ph": "X"``) named by the naming rule of
+:mod:`schedsearch.export.labels` (``F3·m12``: stage 3's forward of
+micro-batch 12; a job shop's task by its block, ``j0.o1``), whose ``ts``/``dur`` are the schedule's time
 units scaled by ``time_unit_us`` microseconds, with the block, kind,
 micro-batch and stage in ``args`` (and ``overlap``, the group's tag, for the
 members of an overlapped group: they share one interval on their device,
@@ -16,6 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from schedsearch.export.labels import task_label
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
 
@@ -53,7 +56,7 @@ def chrome_trace(
     >>> trace = chrome_trace(problem, one_f_one_b(problem), time_unit_us=1000.0)
     >>> tasks = [event for event in trace["traceEvents"] if event["ph"] == "X"]
     >>> len(tasks), tasks[0]["name"], tasks[0]["ts"], tasks[0]["dur"]
-    (8, 'F0', 0.0, 1000.0)
+    (8, 'F0·m0', 0.0, 1000.0)
     """
     devices = list(problem.cluster.device_names) if problem is not None else list(schedule.devices)
     channels = sorted({tr.channel for tr in schedule.transfers})
@@ -89,7 +92,7 @@ def chrome_trace(
                 "ph": "X",
                 "pid": 0,
                 "tid": tid.setdefault(d, len(tid)),
-                "name": f"{kind}{task.microbatch}",
+                "name": task_label(problem, task.block, task.microbatch),
                 "cat": kind,
                 "ts": task.start * time_unit_us,
                 "dur": task.duration * time_unit_us,
@@ -106,7 +109,7 @@ def chrome_trace(
                 "ph": "X",
                 "pid": 0,
                 "tid": tid.setdefault(f"channel:{tr.channel}", len(tid)),
-                "name": f"{tr.src}->{tr.dst} #{tr.microbatch}",
+                "name": f"{tr.src}->{tr.dst}·m{tr.microbatch}",
                 "cat": "transfer",
                 "ts": tr.start * time_unit_us,
                 "dur": (tr.end - tr.start) * time_unit_us,

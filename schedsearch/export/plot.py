@@ -2,12 +2,21 @@
 
 Needs matplotlib (the optional extra ``schedsearch[plot]``); it is
 imported only when a chart is drawn, with the non-interactive ``Agg``
-backend when no backend was chosen. Bars are coloured by kind (F, B, I, W,
-others) and labelled with the micro-batch number when wide enough; the
-members of an overlapped group share their interval, each drawn as a
-horizontal band of the bar (F&B: the forward above, the backward below; an
-input and weight gradient fused into a full backward are one B band).
-``time_scale`` divides the time axis (problem units per published unit).
+backend when no backend was chosen.
+
+How a box reads (the rules of :mod:`schedsearch.export.labels`): its
+colour is its micro-batch (a job shop's: its job), its hatch its kind
+(``F`` plain, ``B`` ``//``, ``I`` ``\\\\``, ``W`` ``xx``), a lighter shade
+a later chunk or the other direction on that device (ZB-V, interleaved,
+DualPipe's up pipeline). Its text is its label, ``F3·m12`` (stage 3's
+forward, micro-batch 12; a job shop's ``j0.o1``), or the micro-batch alone
+(``m12``, a job shop's operation ``o1``) when the full label does not fit,
+or nothing: a label is never cut. The members of an overlapped group share
+their interval, each drawn as a horizontal band of the box (F&B: the
+forward above, the backward below; an input and weight gradient fused into
+a full backward are one B band). A legend names the kinds, the chunks and
+what the colours stand for. ``time_scale`` divides the time axis (problem
+units per published unit).
 """
 
 from __future__ import annotations
@@ -15,16 +24,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from schedsearch.errors import UnsupportedFeatureError
+from schedsearch.export.labels import KIND_HATCHES, OTHER_HATCH, TaskStyle, shade, task_style
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule, overlap_groups
 
-__all__ = ["plot_schedule", "save_plot", "KIND_COLOURS"]
+__all__ = ["plot_schedule", "save_plot", "KIND_COLOURS", "chart_boxes", "ChartBox"]
 
-#: Colour of each block kind (matplotlib colour names).
+#: Colour of each block kind in a legend that has no micro-batch (kept for callers of the earlier charts).
 KIND_COLOURS = {"F": "#4C72B0", "B": "#DD8452", "I": "#C44E52", "W": "#55A868"}
-_OTHER = "#8172B3"
 _TRANSFER = "#937860"
+_FONT_PT = 7.0
+_CHAR_EM = 0.62  # a character's width in font sizes, generous for digits and the middle dot
 
 
 def _pyplot() -> Any:
@@ -42,6 +55,114 @@ def _pyplot() -> Any:
     return plt
 
 
+@attrs.frozen(kw_only=True)
+class ChartBox:
+    """One box of a Gantt chart: its row, interval, band and how it is drawn.
+
+    ``row`` is a device's or a channel's name; ``y0``/``height`` the band
+    inside the row (0.8 high; overlapped groups split it); ``style`` the
+    task's :class:`~schedsearch.export.labels.TaskStyle` (None for a
+    transfer); ``members`` the ``(block, micro-batch)`` keys drawn.
+
+    Examples
+    --------
+    >>> from schedsearch.export.plot import chart_boxes
+    >>> from schedsearch.handcrafted import one_f_one_b
+    >>> from schedsearch.placements import vshape
+    >>> problem = vshape(2, 2)
+    >>> box = chart_boxes(problem, one_f_one_b(problem))[0]
+    >>> box.row, box.start, box.end, box.style.label, box.fill
+    ('d0', 0, 1, 'F0·m0', '#1f77b4')
+    """
+
+    row: str
+    start: int
+    end: int
+    y0: float
+    height: float
+    style: TaskStyle | None
+    members: tuple[tuple[str, int], ...]
+    label: str = ""
+
+    @property
+    def fill(self) -> str:
+        return _TRANSFER if self.style is None else shade(self.style.colour, self.style.chunk)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return (self.label,) if self.style is None else self.style.labels
+
+
+def chart_boxes(problem: Problem | None, schedule: Schedule) -> list[ChartBox]:
+    """The boxes of the chart of ``schedule``: one per task and device, one per band of a group, one per transfer.
+
+    Examples
+    --------
+    DualPipeV's overlapped F&B pairs are two bands of one box:
+
+    >>> from schedsearch.export.plot import chart_boxes
+    >>> from schedsearch.handcrafted import reproduce
+    >>> rep = reproduce("dualpipev", devices=2, microbatches=4)
+    >>> bands = [b for b in chart_boxes(rep.problem, rep.schedule) if b.height < 0.8]
+    >>> sorted({b.style.kind for b in bands}), bands[0].height
+    (['B', 'F'], 0.4)
+    """
+    boxes: list[ChartBox] = []
+    for t in schedule.tasks:
+        if t.group_key is not None:
+            continue
+        for d in t.devices:
+            boxes.append(ChartBox(row=d, start=t.start, end=t.end, y0=0.0, height=0.8,
+                                  style=task_style(problem, t.block, t.microbatch, d), members=(t.key,)))
+    for (_, devs, start), members in overlap_groups(schedule).items():
+        end = max(m.end for m in members)
+        parts = _group_parts(problem, members)
+        h = 0.8 / len(parts)
+        for i, (kind_order, keys) in enumerate(parts):
+            block, mb = keys[0]
+            for d in sorted(devs):
+                style = task_style(problem, block, mb, d)
+                if len(keys) > 1:  # a fused I and W: one B band
+                    style = attrs.evolve(style, kind="B", labels=(style.label.replace(block, "B" + block[1:], 1),
+                                                                   *style.labels[1:]))
+                boxes.append(ChartBox(row=d, start=start, end=end, y0=i * h, height=h, style=style, members=keys))
+    for tr in schedule.transfers:
+        if tr.end > tr.start:
+            boxes.append(ChartBox(row=f"channel {tr.channel}", start=tr.start, end=tr.end, y0=0.0, height=0.8,
+                                  style=None, members=(), label=f"m{tr.microbatch}"))
+    return boxes
+
+
+def _group_parts(problem: Problem | None, members) -> list[tuple[int, tuple[tuple[str, int], ...]]]:
+    """Bands of a group, forward first: (kind order, member keys); an I and a W of one stage and micro-batch are one."""
+    info = []
+    for m in members:
+        kind, stage = m.block[:1], None
+        if problem is not None:
+            try:
+                b = problem.graph.block(m.block)
+                kind, stage = b.kind, b.stage
+            except KeyError:
+                pass
+        info.append((kind, stage, m))
+    parts: list[tuple[int, tuple[tuple[str, int], ...]]] = []
+    used: set[int] = set()
+    for i, (k, stage, m) in enumerate(info):
+        if i in used:
+            continue
+        if k == "I":
+            j = next((j for j, (k2, s2, m2) in enumerate(info)
+                      if j not in used and k2 == "W" and s2 == stage and m2.microbatch == m.microbatch), None)
+            if j is not None:
+                used.update((i, j))
+                parts.append(("FBIW".find("B"), (m.key, info[j][2].key)))
+                continue
+        used.add(i)
+        parts.append(("FBIW".find(k) % 5, (m.key,)))
+    parts.sort(key=lambda x: x[0])
+    return parts
+
+
 def plot_schedule(
     problem: Problem | None,
     schedule: Schedule,
@@ -51,98 +172,127 @@ def plot_schedule(
     width: float | None = None,
     show_labels: bool = True,
 ) -> Any:
-    """Draw ``schedule`` and return the matplotlib ``Figure``."""
+    """Draw ``schedule`` and return the matplotlib ``Figure`` (see the module docstring for how a box reads).
+
+    Examples
+    --------
+    >>> from schedsearch.export.plot import plot_schedule
+    >>> from schedsearch.handcrafted import one_f_one_b
+    >>> from schedsearch.placements import vshape
+    >>> problem = vshape(2, 2)
+    >>> figure = plot_schedule(problem, one_f_one_b(problem))
+    >>> sorted(text.get_text() for text in figure.axes[0].texts)[:3]
+    ['B0·m0', 'B0·m1', 'B1·m0']
+    >>> [text.get_text() for text in figure.axes[0].get_legend().get_texts()][:3]
+    ['F', 'B (hatched //)', 'colour: micro-batch']
+    """
     plt = _pyplot()
+    from matplotlib.patches import Patch, Rectangle
+
     devices = list(problem.cluster.device_names) if problem is not None else list(schedule.devices)
     channels = sorted({tr.channel for tr in schedule.transfers if tr.end > tr.start})
     rows = devices + [f"channel {c}" for c in channels]
+    row_of = {r: i for i, r in enumerate(rows)}
     makespan = max(schedule.makespan, 1)
     fig_w = width if width is not None else min(24.0, max(6.0, makespan / time_scale * 0.18 + 2))
-    fig, ax = plt.subplots(figsize=(fig_w, 0.5 * len(rows) + 1.2))
-    row_of = {d: i for i, d in enumerate(devices)}
-
-    def kind_of(block: str) -> str:
-        if problem is None:
-            return block[:1]
-        try:
-            return problem.graph.block(block).kind
-        except KeyError:
-            return block[:1]
-
-    bars: list[tuple[int, float, float, float, float, str, str]] = []  # row, x, w, y0, h, colour, label
-    for t in schedule.tasks:
-        if t.group_key is not None:
-            continue
-        k = kind_of(t.block)
-        for d in t.devices:
-            bars.append((row_of[d], t.start, t.duration, 0.0, 0.8, KIND_COLOURS.get(k, _OTHER), str(t.microbatch)))
-    for (_, devs, start), members in overlap_groups(schedule).items():
-        span = max(m.end for m in members) - start
-        parts = _group_parts(problem, members, kind_of)
-        h = 0.8 / len(parts)
-        for i, (k, mb) in enumerate(parts):
-            for d in devs:
-                bars.append((row_of[d], start, span, i * h, h, KIND_COLOURS.get(k, _OTHER), str(mb)))
-    for tr in schedule.transfers:
-        if tr.end > tr.start:
-            r = len(devices) + channels.index(tr.channel)
-            bars.append((r, tr.start, tr.end - tr.start, 0.0, 0.8, _TRANSFER, str(tr.microbatch)))
-    char_w = makespan / (fig_w * 12.0)  # time units per character, roughly
-    for r, x, w, y0, h, colour, label in bars:
-        x_s, w_s = x / time_scale, w / time_scale
-        ax.broken_barh([(x_s, w_s)], (r - 0.4 + y0, h), facecolors=colour, edgecolors="black", linewidth=0.4)
-        if show_labels and w >= char_w * (len(label) + 0.5) and h >= 0.3:
-            ax.text(x_s + w_s / 2, r - 0.4 + y0 + h / 2, label, ha="center", va="center", fontsize=7, color="white")
+    fig, ax = plt.subplots(figsize=(fig_w, 0.5 * len(rows) + 1.4))
+    boxes = chart_boxes(problem, schedule)
+    for box in boxes:
+        r = row_of.setdefault(box.row, len(row_of))
+        hatch = box.style.hatch if box.style is not None else None
+        ax.add_patch(Rectangle((box.start / time_scale, r - 0.4 + box.y0), (box.end - box.start) / time_scale,
+                               box.height, facecolor=box.fill, edgecolor="black", linewidth=0.4,
+                               hatch=hatch or None))
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels(rows)
-    ax.invert_yaxis()
+    ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlim(0, makespan / time_scale)
     ax.set_xlabel("time" + (f" (1 unit = {time_scale} problem units)" if time_scale != 1 else ""))
-    colour_kind = {v: k for k, v in KIND_COLOURS.items()}
-    used = {colour_kind.get(c, "other") for *_, c, _ in bars if c != _TRANSFER}
-    kinds = sorted(used, key=lambda k: "FBIW".find(k) % 5)
-    from matplotlib.patches import Patch
-
-    handles = [Patch(facecolor=KIND_COLOURS.get(k, _OTHER), edgecolor="black", label=k) for k in kinds]
-    if channels:
-        handles.append(Patch(facecolor=_TRANSFER, edgecolor="black", label="transfer"))
-    ax.legend(handles=handles, loc="upper right", fontsize=7, ncol=len(handles), frameon=False,
-              bbox_to_anchor=(1.0, 1.12))
     ax.set_title(title or schedule.name or (problem.name if problem is not None else ""), loc="left", fontsize=9)
+    handles = _legend_handles(boxes, Patch)
+    legend = ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=7, frameon=False,
+                       borderaxespad=0.0)
     fig.tight_layout()
+    if show_labels:
+        # widths in pixels after the layout: a label is written only where all of it fits
+        fig.canvas.draw()
+        ax_px = ax.get_window_extent().width
+        px_per_unit = ax_px / (makespan / time_scale)
+        char_px = _CHAR_EM * _FONT_PT * fig.dpi / 72.0
+        row_px = ax.get_window_extent().height / max(1, len(rows))
+        for box in boxes:
+            if box.height * row_px < 1.05 * _FONT_PT * fig.dpi / 72.0:
+                continue
+            room = (box.end - box.start) / time_scale * px_per_unit - 2 * char_px / 3
+            text = next((x for x in box.labels if len(x) * char_px <= room), None)
+            if text:
+                r = row_of[box.row]
+                ax.text((box.start + box.end) / 2 / time_scale, r - 0.4 + box.y0 + box.height / 2, text,
+                        ha="center", va="center", fontsize=_FONT_PT, color="white",
+                        bbox=dict(boxstyle="square,pad=0.05", facecolor=box.fill, edgecolor="none", alpha=0.85))
+    legend.set_in_layout(True)
     return fig
 
 
-def _group_parts(problem: Problem | None, members, kind_of) -> list[tuple[str, int]]:
-    """(kind, micro-batch) bands of a group; an I and a W of one stage and micro-batch are one B."""
-    info = []
-    for m in members:
-        stage = None
-        if problem is not None:
-            try:
-                stage = problem.graph.block(m.block).stage
-            except KeyError:
-                pass
-        info.append((kind_of(m.block), stage, m.microbatch))
-    parts: list[tuple[str, int]] = []
-    rest = list(info)
-    for k, stage, mb in info:
-        if k == "I" and ("W", stage, mb) in rest and ("I", stage, mb) in rest:
-            rest.remove(("I", stage, mb))
-            rest.remove(("W", stage, mb))
-            parts.append(("B", mb))
-    parts += [(k, mb) for k, _, mb in rest]
-    parts.sort(key=lambda x: "FBIW".find(x[0]) % 5)
-    return parts
+def _legend_handles(boxes: list[ChartBox], Patch: Any) -> list[Any]:
+    """Kinds (hatch), what the colour stands for, chunks (shade), transfers."""
+    styles = [b.style for b in boxes if b.style is not None]
+    kinds = sorted({s.kind for s in styles}, key=lambda k: ("FBIW".find(k) % 5, k))
+    handles = []
+    job_colours = any(s.by_job for s in styles)
+    if not job_colours:
+        for k in kinds:
+            hatch = KIND_HATCHES.get(k, OTHER_HATCH)
+            handles.append(Patch(facecolor="white", edgecolor="black", hatch=hatch or None,
+                                 label=k + (f" (hatched {hatch})" if hatch else "")))
+        groups = sorted({s.colour_index for s in styles})
+        handles.append(Patch(facecolor="none", edgecolor="none", label="colour: micro-batch"))
+        for i in groups[:8]:
+            handles.append(Patch(facecolor=next(s.colour for s in styles if s.colour_index == i), edgecolor="black",
+                                 label=f"m{i}"))
+        if len(groups) > 8:
+            handles.append(Patch(facecolor="none", edgecolor="none", label=f"... ({len(groups)} micro-batches)"))
+        chunks = sorted({(s.chunk, s.chunk_name) for s in styles if s.chunk_name})
+        seen: set[int] = set()
+        for chunk, name in chunks:
+            if chunk in seen:
+                continue
+            seen.add(chunk)
+            same = [n for c, n in chunks if c == chunk]
+            handles.append(Patch(facecolor=shade("#555555", chunk), edgecolor="black",
+                                 label=f"shade: {' / '.join(dict.fromkeys(same))}"))
+    else:
+        handles.append(Patch(facecolor="none", edgecolor="none", label="colour: job"))
+        jobs = list(dict.fromkeys((s.group, s.colour) for s in styles))
+        for group, colour in jobs[:20]:
+            handles.append(Patch(facecolor=colour, edgecolor="black", label=group))
+        if len(jobs) > 20:
+            handles.append(Patch(facecolor="none", edgecolor="none", label=f"... ({len(jobs)} jobs)"))
+    if any(b.style is None for b in boxes):
+        handles.append(Patch(facecolor=_TRANSFER, edgecolor="black", label="transfer"))
+    return handles
 
 
 def save_plot(problem: Problem | None, schedule: Schedule, path: str | Path, **kwargs: Any) -> Path:
-    """Draw ``schedule`` and save it to ``path`` (format from the suffix: .png, .svg, .pdf)."""
+    """Draw ``schedule`` and save it to ``path`` (format from the suffix: .png, .svg, .pdf).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from schedsearch.export.plot import save_plot
+    >>> from schedsearch.handcrafted import one_f_one_b
+    >>> from schedsearch.placements import vshape
+    >>> problem = vshape(2, 2)
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     print(save_plot(problem, one_f_one_b(problem), Path(folder) / "1f1b.svg").name)
+    1f1b.svg
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig = plot_schedule(problem, schedule, **kwargs)
     try:
-        fig.savefig(path, dpi=150)
+        fig.savefig(path, dpi=150, bbox_inches="tight")
     finally:
         _pyplot().close(fig)
     return path

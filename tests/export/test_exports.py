@@ -68,21 +68,21 @@ def test_ascii_timeline_draws_devices_labels_and_groups():
     rep = reproduce("dualpipev", devices=2, microbatches=4)
     text = render_ascii(rep.problem, rep.schedule)
     lines = text.splitlines()
-    assert lines[1].startswith("d0: F0") and lines[2].startswith("d1: ")
-    assert "/B" in text  # an overlapped forward-and-backward pair, e.g. F3/B0
+    assert lines[1].startswith("d0: Fm0") and lines[2].startswith("d1: ")
+    assert "/Bm" in text  # an overlapped forward-and-backward pair, e.g. Fm3/Bm0
     assert f"makespan {rep.schedule.makespan}" in lines[-1]
     staged = render_ascii(rep.problem, rep.schedule, labels="stage")
-    assert "d0: 0F0" in staged and "3I0" in staged
+    assert "d0: F0m0" in staged and "I3m0" in staged
     with pytest.raises(ValueError, match="'labels' must be one of"):
         render_ascii(rep.problem, rep.schedule, labels="colour")
 
 
 def test_ascii_matches_the_papers_1f1b_figure():
     rep = reproduce("1f1b", devices=2, microbatches=2)
-    # F = 1, B = 2: 3 chars per unit (label + separator); d0 waits 2-4 for B0 and 6-7 for B1
+    # F = 1, B = 2: 4 chars per unit (label Fm0 + separator); d0 waits 2-4 for Bm0 and 6-7 for Bm1
     assert render_ascii(rep.problem, rep.schedule, legend=False).splitlines()[1:] == [
-        "d0: F0 F1 ......B0===|...B1===|",
-        "d1: ...F0 B0===|F1 B1===|......",
+        "d0: Fm0 Fm1 ........Bm0====|....Bm1====|",
+        "d1: ....Fm0 Bm0====|Fm1 Bm1====|........",
     ]
 
 
