@@ -171,12 +171,26 @@ class SearchResult:
         if self.problem is None:
             raise FormatError("export: the result does not carry its problem; use schedsearch.export.export("
                               "problem, result.schedule, format, path)")
+        if format == "html":
+            options.setdefault("result", self)
         meta = options.pop("meta", None) if format == "json" else None
         if format == "json":
             meta = {"result": {k: v for k, v in self.to_dict().items() if k not in ("schedule", "stats")},
                     **dict(meta or {})}
             options["meta"] = meta
         return export(self.problem, self.schedule, format, path, **options)
+
+    def _repr_html_(self) -> str:
+        """The plan report (:mod:`schedsearch.export.html`) in a notebook; the summary alone without a plan."""
+        import html
+
+        if self.schedule is None or self.problem is None:
+            return f"<pre>{html.escape(str(self))}</pre>"
+        from schedsearch.export.html import report_html
+
+        page = report_html(self.problem, self.schedule, result=self)
+        return (f'<iframe srcdoc="{html.escape(page, quote=True)}" style="width:100%;height:640px;border:0" '
+                f'title="{html.escape(str(self), quote=True)}"></iframe>')
 
     @property
     def gap(self) -> float | None:

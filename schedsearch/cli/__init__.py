@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "pareto",
     "plan",
     "sweep",
+    "report",
 )
 
 

@@ -8,7 +8,12 @@
 * ``json``: versioned plan document, problem + schedule + metrics (:mod:`.json`);
 * ``ascii``: text timeline (:mod:`.ascii`);
 * ``png`` / ``svg``: matplotlib Gantt chart (:mod:`.plot`, needs the
-  ``schedsearch[plot]`` extra).
+  ``schedsearch[plot]`` extra);
+* ``html``: a self-contained plan report, Gantt chart with hover details,
+  memory per device, metrics, bound and engines (:mod:`.html`).
+
+Tasks are named by one rule everywhere (:mod:`.labels`): ``F3·m12`` is
+stage 3's forward of micro-batch 12.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ __all__ = [
     "write_torch_csv",
 ]
 
-EXPORT_FORMATS = ("torch-csv", "chrome", "json", "ascii", "png", "svg")
+EXPORT_FORMATS = ("torch-csv", "chrome", "json", "ascii", "png", "svg", "html")
 
 
 def export(
@@ -62,7 +67,8 @@ def export(
 
     Pictures (``png``, ``svg``) need a path. ``options`` go to the
     format's writer (``time_unit_us`` for chrome, ``labels`` for ascii,
-    ``time_scale`` for pictures, ``meta`` for json).
+    ``time_scale`` for pictures, ``meta`` for json; ``result``, ``meta``,
+    ``table``, ``front`` for html).
 
     Examples
     --------
@@ -74,7 +80,7 @@ def export(
     0F0,0F1,0B0,0B1
     1F0,1B0,1F1,1B1
     >>> EXPORT_FORMATS
-    ('torch-csv', 'chrome', 'json', 'ascii', 'png', 'svg')
+    ('torch-csv', 'chrome', 'json', 'ascii', 'png', 'svg', 'html')
     """
     if format not in EXPORT_FORMATS:
         raise FormatError(f"export: 'format' must be one of {EXPORT_FORMATS}, got {format!r}")
@@ -95,6 +101,10 @@ def export(
         from schedsearch.export.chrome import chrome_trace as _trace
 
         text = _json.dumps(_trace(problem, schedule, **options))
+    elif format == "html":
+        from schedsearch.export.html import report_html
+
+        text = report_html(problem, schedule, **options)
     elif format == "json":
         from schedsearch.export.json import to_json
 

@@ -1,0 +1,127 @@
+"""The HTML plan report: self-contained, drawn by a real browser (headless Chromium), one rectangle per task.
+
+The browser is Debian's ``chromium``; where it is missing the set-up tries
+``apt-get install -y chromium`` (as root) and skips, saying why, only when
+that is not possible.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+import schedsearch
+from schedsearch.cli import main
+from schedsearch.export import export, write_json
+from schedsearch.export.html import report_html
+from schedsearch.handcrafted import reproduce
+from schedsearch.loaders import jobshop_problem
+from schedsearch.search.pareto import pareto
+from schedsearch.placements import vshape
+
+_BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+
+
+def _browser() -> str | None:
+    return next((b for b in map(shutil.which, _BROWSERS) if b), None)
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    found = _browser()
+    if found:
+        return found
+    if os.name != "posix" or os.geteuid() != 0 or not shutil.which("apt-get"):
+        pytest.skip("headless Chromium is not installed and cannot be installed here (needs root and apt-get: "
+                    "apt-get install -y chromium)")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    for command in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+        if done.returncode != 0:
+            pytest.skip(f"headless Chromium could not be installed ({' '.join(command)}: {done.stderr.strip()[-300:]})")
+    found = _browser()
+    if not found:
+        pytest.skip("headless Chromium could not be installed: apt-get installed no chromium binary")
+    return found
+
+
+def _render(chromium: str, path, tmp_path) -> dict[str, str]:
+    """The attributes of #report-check after Chromium ran the page's scripts, and a screenshot's size."""
+    common = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,1000"]
+    dom = subprocess.run([*common, "--dump-dom", path.as_uri()], capture_output=True, text=True, timeout=60).stdout
+    match = re.search(r'<p id="report-check"([^>]*)>', dom)
+    assert match, dom[:500]
+    attributes = dict(re.findall(r'(data-[a-z]+)="([^"]*)"', match.group(1)))
+    shot = tmp_path / "shot.png"
+    subprocess.run([*common, f"--screenshot={shot}", path.as_uri()], capture_output=True, timeout=60)
+    attributes["screenshot_bytes"] = str(shot.stat().st_size if shot.exists() else 0)
+    return attributes
+
+
+def test_report_of_a_searched_plan_draws_one_rectangle_per_task(chromium, tmp_path):
+    problem = reproduce("dualpipev", devices=2, microbatches=4).problem
+    result = schedsearch.solve(problem, time_limit_s=5, workers=1, seed=0)
+    path = result.export("html", tmp_path / "dualpipev.html")
+    page = path.read_text()
+    assert "http" not in page.replace("http://www.w3.org/2000/svg", "")  # nothing fetched when viewed
+    assert result.engine in page and "bound proved by" in page
+    seen = _render(chromium, path, tmp_path)
+    assert seen["data-errors"] == ""
+    assert int(seen["data-tasks"]) == int(seen["data-expected"]) == len(result.schedule.tasks)
+    assert int(seen["data-keys"]) == len(result.schedule.tasks)
+    assert int(seen["screenshot_bytes"]) > 10_000  # something was painted
+
+
+def test_report_with_units_table_and_front(chromium, tmp_path):
+    rep = reproduce("zb-v", devices=2, microbatches=4)
+    table = [{"family": "ZB-V", "status": "OPTIMAL", "makespan_ms": 7.5}, {"family": "1F1B", "status": "OPTIMAL",
+                                                                          "makespan_ms": 9.0}]
+    front = pareto(vshape(2, 3), time_limit_s=10)
+    page = report_html(rep.problem, rep.schedule, meta={"units": {"time_unit_ms": 0.5, "memory_unit_bytes": 2**30},
+                                                         "table": table}, front=front)
+    assert "Comparison" in page and "Pareto front" in page and "1 time unit = 0.5 ms" in page
+    path = tmp_path / "zbv.html"
+    path.write_text(page, encoding="utf-8")
+    seen = _render(chromium, path, tmp_path)
+    assert seen["data-errors"] == "" and int(seen["data-tasks"]) == len(rep.schedule.tasks)
+
+
+def test_report_of_a_job_shop_names_operations(chromium, tmp_path):
+    instance = jobshop_problem([[(0, 3), (1, 2)], [(1, 4), (0, 1)]], 2, name="two jobs")
+    result = schedsearch.solve(instance.problem, time_limit_s=5, workers=1)
+    page = result._repr_html_()
+    assert page.startswith("<iframe srcdoc=") and "j1.o0" in page
+    path = result.export("html", tmp_path / "jobs.html")
+    seen = _render(chromium, path, tmp_path)
+    assert seen["data-errors"] == "" and int(seen["data-tasks"]) == 4
+
+
+def test_report_command_reads_a_plan_document_and_a_result_summary(tmp_path, capsys):
+    rep = reproduce("1f1b", devices=2, microbatches=3)
+    plan = write_json(rep.problem, rep.schedule, tmp_path / "plan.json", meta={"units": {"time_unit_ms": 2.0}})
+    assert main(["report", str(plan), "--out", str(tmp_path / "report.html")]) == 0
+    makespan = rep.schedule.makespan
+    assert f"<th>makespan</th><td>{makespan} ({2 * makespan} ms)</td>" in (tmp_path / "report.html").read_text()
+    stem = tmp_path / "run"
+    (tmp_path / "run.problem.json").write_text(rep.problem.to_json())
+    (tmp_path / "run.schedule.json").write_text(rep.schedule.to_json())
+    (tmp_path / "run.result.json").write_text(json.dumps({"status": "FEASIBLE", "objective": rep.schedule.makespan,
+                                                          "engine": "handcrafted 1F1B"}))
+    assert main(["report", f"{stem}.result.json", "--out", str(tmp_path / "r2.html")]) == 0
+    assert "handcrafted 1F1B" in (tmp_path / "r2.html").read_text()
+    (tmp_path / "run.schedule.json").unlink()
+    assert main(["report", f"{stem}.result.json", "--out", str(tmp_path / "r3.html")]) == 2
+    assert "needs run.problem.json and run.schedule.json beside it" in capsys.readouterr().err
+
+
+def test_result_without_a_plan_shows_its_summary():
+    problem = vshape(2, 2)
+    result = schedsearch.SearchResult(status=schedsearch.Status.TIMEOUT, problem=problem)
+    assert result._repr_html_() == "<pre>TIMEOUT, 0.00 s</pre>"
+    assert export(problem, reproduce("1f1b", devices=2, microbatches=2).schedule, "html").startswith("<!DOCTYPE")
