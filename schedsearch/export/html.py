@@ -118,10 +118,11 @@ def _summary(problem: Problem, schedule: Schedule, result: Any, units: Mapping[s
             rows.append(("backend", str(res["backend"])))
         if res.get("wall_time_s") is not None:
             rows.append(("search time", f"{float(res['wall_time_s']):.2f} s"))
-    rows.append(("makespan", _fmt_time(fig.makespan, units)))
+    if not res or (res.get("objective_name") or "makespan") != "makespan":
+        rows.append(("makespan", _fmt_time(fig.makespan, units)))
     rows.append(("bubble (global)", f"{_fmt_time(fig.bubble_global, units)}, rate {fig.bubble_rate:.3f}"))
     rows.append(("bubble (span)", _fmt_time(fig.bubble_span, units)))
-    rows.append(("peak memory", ", ".join(f"{d} {_fmt_memory(v, units)}" for d, v in fig.peak_memory.items())))
+    rows.append(("peak memory per device", ", ".join(f"{d} {_fmt_memory(v, units)}" for d, v in fig.peak_memory.items())))
     rows.append(("busy", ", ".join(f"{d} {v}" for d, v in fig.busy.items())))
     if units.get("time_unit_ms"):
         rows.append(("units", f"1 time unit = {units['time_unit_ms']:g} ms"
