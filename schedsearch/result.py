@@ -186,9 +186,9 @@ class SearchResult:
 
         if self.schedule is None or self.problem is None:
             return f"<pre>{html.escape(str(self))}</pre>"
-        from schedsearch.export.html import report_html
+        from schedsearch.export import export
 
-        page = report_html(self.problem, self.schedule, result=self)
+        page = str(export(self.problem, self.schedule, "html", result=self))
         return (f'<iframe srcdoc="{html.escape(page, quote=True)}" style="width:100%;height:640px;border:0" '
                 f'title="{html.escape(str(self), quote=True)}"></iframe>')
 
