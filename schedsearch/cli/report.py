@@ -2,8 +2,9 @@
 
 PLAN is a plan document (``schedsearch.plan`` JSON: ``plan``'s
 ``plan.json``, ``result.export("json", ...)``, ``export --format json``)
-or a search's result summary (``NAME.result.json``, read with the
-``NAME.problem.json`` and ``NAME.schedule.json`` beside it). The report
+or a search's result file (``NAME.result.json``: holding its problem and
+schedule, or read with the ``NAME.problem.json`` and
+``NAME.schedule.json`` beside it). The report
 shows the Gantt chart with hover details, memory per device, the metrics,
 bound, gap and engines, and the comparison table a planner's plan carries;
 ``--front FILE`` adds a Pareto front (``pareto --out`` JSON) as a plot.
@@ -42,6 +43,15 @@ def load_plan(path: Path) -> tuple[Problem, Schedule, dict[str, Any]]:
     doc = load_document(read_text(path, f"report: {path}"), f"report: {path}")
     if isinstance(doc, dict) and doc.get("format") == PLAN_FORMAT:
         return from_document(doc)
+    if isinstance(doc, dict) and "status" in doc and isinstance(doc.get("problem"), dict) \
+            and isinstance(doc.get("schedule"), dict):  # a search result holding its problem and plan
+        problem = Problem.from_dict(doc["problem"])
+        schedule = Schedule.from_dict(doc["schedule"])
+        try:
+            assert_valid(problem, schedule, "schedule")
+        except ValidationFailedError as exc:
+            raise InvalidScheduleError(str(exc)) from None
+        return problem, schedule, {"result": {k: v for k, v in doc.items() if k not in ("problem", "schedule")}}
     if isinstance(doc, dict) and "status" in doc and path.name.endswith(".result.json"):
         stem = path.name[: -len(".result.json")]
         problem_path, schedule_path = path.with_name(f"{stem}.problem.json"), path.with_name(f"{stem}.schedule.json")

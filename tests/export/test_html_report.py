@@ -115,6 +115,11 @@ def test_report_command_reads_a_plan_document_and_a_result_summary(tmp_path, cap
                                                           "engine": "handcrafted 1F1B"}))
     assert main(["report", f"{stem}.result.json", "--out", str(tmp_path / "r2.html")]) == 0
     assert "handcrafted 1F1B" in (tmp_path / "r2.html").read_text()
+    full = {"status": "OPTIMAL", "engine": "exact search (cpsat)", "problem": rep.problem.to_dict(),
+            "schedule": rep.schedule.to_dict()}
+    (tmp_path / "whole.result.json").write_text(json.dumps(full))
+    assert main(["report", str(tmp_path / "whole.result.json"), "--out", str(tmp_path / "r4.html")]) == 0
+    assert "exact search (cpsat)" in (tmp_path / "r4.html").read_text()
     (tmp_path / "run.schedule.json").unlink()
     assert main(["report", f"{stem}.result.json", "--out", str(tmp_path / "r3.html")]) == 2
     assert "needs run.problem.json and run.schedule.json beside it" in capsys.readouterr().err
