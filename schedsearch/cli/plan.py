@@ -19,11 +19,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("pipeline", metavar="PIPELINE", help="pipeline description (.toml or .json)")
     p.add_argument("--out", default="out", help="folder to write the plan into (default out/; '' writes nothing)")
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds for the whole search (default 60)")
+    add_engine_arguments(p)
+    p.set_defaults(func=run)
+
+
+def add_engine_arguments(p: argparse.ArgumentParser) -> None:
+    """--engine, --address, --workers: where the candidates run (plan and sweep)."""
     p.add_argument("--engine", choices=("local", "ray"), default="local",
                    help="where candidates run: local processes (default) or a Ray cluster")
     p.add_argument("--address", default=None, help="Ray cluster address to join (default: start Ray locally)")
     p.add_argument("--workers", type=int, default=None, help="candidates searched at once (default: one per CPU)")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from schedsearch.cli.plan import add_engine_arguments
 from schedsearch.pipeline import Pipeline
 
 
@@ -29,10 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="one family set per use of the option, for example --families 1f1b --families zb-v,dualpipev")
     p.add_argument("--combined", action="store_true", help="one line per grid point instead of one table per point")
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds per grid point (default 60)")
-    p.add_argument("--engine", choices=("local", "ray"), default="local",
-                   help="where candidates run: local processes (default) or a Ray cluster")
-    p.add_argument("--address", default=None, help="Ray cluster address to join (default: start Ray locally)")
-    p.add_argument("--workers", type=int, default=None, help="candidates searched at once (default: one per CPU)")
+    add_engine_arguments(p)
     p.set_defaults(func=run)
 
 
