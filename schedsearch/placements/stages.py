@@ -57,6 +57,7 @@ def stage_mapping(style: str, num_devices: int, num_stages: int) -> tuple[int, .
     >>> stage_mapping("v", 2, 4)
     (0, 1, 1, 0)
     """
+    _check_style(style)
     _check_positive("num_devices", num_devices)
     _check_positive("num_stages", num_stages)
     if style == "loop":
@@ -72,7 +73,12 @@ def stage_mapping(style: str, num_devices: int, num_stages: int) -> tuple[int, .
             lap, pos = divmod(s, num_devices)
             out.append(pos if lap % 2 == 0 else num_devices - 1 - pos)
         return tuple(out)
-    raise InvalidProblemError(f"placement: mapping 'style' must be one of {MAPPING_STYLES}, got {style!r}")
+    raise AssertionError(style)  # unreachable: _check_style accepted it
+
+
+def _check_style(style: str) -> None:
+    if style not in MAPPING_STYLES:
+        raise InvalidProblemError(f"placement: mapping style must be one of {MAPPING_STYLES}, got {style!r}")
 
 
 def mapping_style(mapping: Sequence[int], num_devices: int) -> str | None:
@@ -144,6 +150,7 @@ def stage_pipeline(
     (['F0', 'F1', 'F2', 'F3'], ('d1',))
     """
     if isinstance(mapping, str):
+        _check_style(mapping)
         if num_stages is None:
             raise InvalidProblemError(f"placement: mapping style {mapping!r} needs 'num_stages'")
         stages = stage_mapping(mapping, num_devices, num_stages)

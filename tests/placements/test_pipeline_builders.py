@@ -143,6 +143,8 @@ def test_chimera_is_bidirectional():
         (lambda: dualpipe(4, 7), "must be even"),
         (lambda: chimera(4, 3), "must be even"),
         (lambda: stage_pipeline("loop", 2, 1), "needs 'num_stages'"),
+        (lambda: stage_pipeline("vee", 4, 8), r"mapping style must be one of \('loop', 'v'\), got 'vee'"),
+        (lambda: stage_mapping("vee", 0, 8), r"mapping style must be one of \('loop', 'v'\), got 'vee'"),
         (lambda: stage_pipeline([0, 1], 2, 1, num_stages=3), "differs from the mapping"),
     ],
 )
