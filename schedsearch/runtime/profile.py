@@ -125,7 +125,7 @@ class Profile:
 
     def to_problem(
         self,
-        num_devices: int,
+        num_devices: int | None = None,
         num_microbatches: int | None = None,
         *,
         mapping: str | Sequence[int] | None = None,
@@ -139,7 +139,9 @@ class Profile:
         Parameters
         ----------
         num_devices:
-            Devices (pipeline ranks).
+            Devices (pipeline ranks); default one device per stage, or
+            ``max(mapping) + 1`` for a mapping given as a list. A style name
+            (``"loop"``, ``"v"``) needs it.
         num_microbatches:
             Micro-batches; default ``len(microbatch_sizes)``.
         mapping:
@@ -153,6 +155,21 @@ class Profile:
         microbatch_sizes:
             Size of each micro-batch; those that differ from the base size
             get their own durations (every size must have been profiled).
+
+        Examples
+        --------
+        >>> from schedsearch.runtime.profile import Profile, StageProfile
+        >>> rows = tuple(
+        ...     StageProfile(stage=s, microbatch_size=4, forward_s=0.001, backward_s=0.002, input_grad_s=0.001,
+        ...                  weight_grad_s=0.001, activation_bytes=2048, parameter_bytes=0)
+        ...     for s in range(4))
+        >>> prof = Profile(sizes=(4,), stages={4: rows}, repeats=1, time_unit_s=1e-4, memory_unit_bytes=1024)
+        >>> len(prof.to_problem(num_microbatches=8).cluster.devices)
+        4
+        >>> len(prof.to_problem(num_devices=2, num_microbatches=8, mapping="v").cluster.devices)
+        2
+        >>> len(prof.to_problem(num_microbatches=8, mapping=[0, 1, 0, 1]).cluster.devices)
+        2
         """
         if microbatch_sizes is not None:
             microbatch_sizes = tuple(microbatch_sizes)
@@ -166,6 +183,12 @@ class Profile:
         if num_microbatches is None:
             raise InvalidProblemError("profile: give 'num_microbatches' or 'microbatch_sizes'")
         S = self.num_stages
+        if num_devices is None:
+            if isinstance(mapping, str):
+                raise InvalidProblemError(
+                    f"profile: mapping style {mapping!r} needs 'num_devices' (how many devices share the {S} stages)"
+                )
+            num_devices = S if mapping is None else max(mapping, default=-1) + 1
         if mapping is None:
             if S != num_devices:
                 raise InvalidProblemError(

@@ -226,3 +226,25 @@ def test_relabelled_permutes_microbatches_and_keeps_columns():
     assert swapped.relabelled([1, 0]).text == plan.text
     with pytest.raises(PlanError, match="must be a permutation of 0..1"):
         plan.relabelled([0, 0])
+
+
+def test_profile_to_problem_takes_num_devices_by_keyword_or_from_the_mapping():
+    from schedsearch.errors import InvalidProblemError
+    from schedsearch.runtime.profile import Profile, StageProfile
+
+    rows = tuple(
+        StageProfile(stage=s, microbatch_size=4, forward_s=1e-3, backward_s=2e-3, input_grad_s=1e-3,
+                     weight_grad_s=1e-3, activation_bytes=2048, parameter_bytes=0)
+        for s in range(4)
+    )
+    prof = Profile(sizes=(4,), stages={4: rows}, repeats=1, time_unit_s=1e-4, memory_unit_bytes=1024)
+
+    def devices(problem):
+        return [b.options[0].devices[0] for b in problem.graph.blocks if b.name[0] == "F"]
+
+    assert devices(prof.to_problem(num_microbatches=2))[:4] == ["d0", "d1", "d2", "d3"]
+    assert devices(prof.to_problem(num_devices=2, num_microbatches=2, mapping="v"))[:4] == ["d0", "d1", "d1", "d0"]
+    assert len(prof.to_problem(num_microbatches=2, mapping=[0, 1, 0, 1]).cluster.devices) == 2
+    assert prof.to_problem(4, 2) == prof.to_problem(num_devices=4, num_microbatches=2)
+    with pytest.raises(InvalidProblemError, match="mapping style 'v' needs 'num_devices'"):
+        prof.to_problem(num_microbatches=2, mapping="v")
