@@ -162,3 +162,14 @@ def test_importing_a_solver_free_layer_loads_no_solver_and_no_search(module):
     assert module in loaded
     bad = [m for m in loaded if m.split(".")[0] in ("ortools", "z3") or within(m, SEARCH_LAYERS)]
     assert not bad, f"import {module} loads {bad}"
+
+
+def test_the_plot_functions_are_exported_without_importing_matplotlib():
+    # matplotlib is the optional 'plot' extra: schedsearch.export names plot_schedule and save_plot but
+    # loads them (and matplotlib) only when used
+    code = ("import sys, schedsearch.export as e; before = 'matplotlib' in sys.modules; "
+            "from schedsearch.export import plot_schedule, save_plot; "
+            "print(before, 'matplotlib' in sys.modules, plot_schedule.__module__, save_plot.__module__, "
+            "'plot_schedule' in e.__all__ and 'plot_schedule' in dir(e))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split() == ["False", "False", "schedsearch.export.plot", "schedsearch.export.plot", "True"]

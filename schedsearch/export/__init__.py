@@ -8,7 +8,9 @@
 * ``json``: versioned plan document, problem + schedule + metrics (:mod:`.json`);
 * ``ascii``: text timeline (:mod:`.ascii`);
 * ``png`` / ``svg``: matplotlib Gantt chart (:mod:`.plot`, needs the
-  ``schedsearch[plot]`` extra);
+  ``plot`` extra); :func:`plot_schedule` returns the matplotlib figure
+  and :func:`save_plot` writes it (both loaded on first use, so importing
+  this package never imports matplotlib);
 * ``html``: a self-contained plan report, Gantt chart with hover details,
   memory per device, metrics, bound and engines (:mod:`.html`).
 
@@ -51,7 +53,26 @@ __all__ = [
     "read_torch_csv",
     "to_torch_csv",
     "write_torch_csv",
+    "plot_schedule",
+    "save_plot",
 ]
+
+#: Names served from :mod:`.plot` on first use: matplotlib is an optional extra.
+_LAZY = {"plot_schedule": "schedsearch.export.plot", "save_plot": "schedsearch.export.plot"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'schedsearch.export' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 EXPORT_FORMATS = ("torch-csv", "chrome", "json", "ascii", "png", "svg", "html")
 

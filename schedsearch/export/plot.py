@@ -174,9 +174,16 @@ def plot_schedule(
 ) -> Any:
     """Draw ``schedule`` and return the matplotlib ``Figure`` (see the module docstring for how a box reads).
 
+    Needs matplotlib (the ``plot`` extra). ``problem`` may be None (rows
+    are then the schedule's devices); ``title`` defaults to the schedule's
+    or the problem's name; ``time_scale`` divides the time axis; ``width``
+    is the figure's width in inches (default from the makespan);
+    ``show_labels=False`` draws no text in the boxes. Save the figure with
+    ``figure.savefig(path)`` or use :func:`save_plot`.
+
     Examples
     --------
-    >>> from schedsearch.export.plot import plot_schedule
+    >>> from schedsearch.export import plot_schedule
     >>> from schedsearch.handcrafted import one_f_one_b
     >>> from schedsearch.placements import vshape
     >>> problem = vshape(2, 2)
@@ -280,7 +287,7 @@ def save_plot(problem: Problem | None, schedule: Schedule, path: str | Path, **k
     --------
     >>> import tempfile
     >>> from pathlib import Path
-    >>> from schedsearch.export.plot import save_plot
+    >>> from schedsearch.export import save_plot
     >>> from schedsearch.handcrafted import one_f_one_b
     >>> from schedsearch.placements import vshape
     >>> problem = vshape(2, 2)
