@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from schedsearch.options import ProgressEvent
 from schedsearch.problem import Problem
@@ -164,6 +164,29 @@ def add_output_arguments(parser: argparse.ArgumentParser, formats: tuple[str, ..
                        help=f"what to write: {', '.join(output_formats())} (default: {','.join(formats)}); "
                        "json = plan, problem, schedule and result documents, trace = Chrome/Perfetto trace, "
                        "csv = PyTorch compute-only CSV, txt = text timeline")
+
+
+def add_out_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--out DIR`` alone (default ``out``; ``''`` writes nothing), for commands that write one fixed file."""
+    parser.add_argument("--out", metavar="DIR", default="out",
+                        help=f"folder to write {what} into (default: out; '' writes nothing)")
+
+
+class _RetiredFlag(argparse.Action):
+    """A flag the grammar replaced: using it is an error (exit 2) naming what replaced it."""
+
+    def __init__(self, option_strings: list[str], dest: str, instead: str = "", **kwargs: Any) -> None:
+        self.instead = instead
+        super().__init__(option_strings, dest, nargs="?", help=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        parser.error(f"{option_string} is replaced by {self.instead}")
+
+
+def add_retired_flag(parser: argparse.ArgumentParser, flag: str, instead: str) -> None:
+    """Keep ``flag`` only to say, when used, that ``instead`` replaced it (hidden from ``--help``)."""
+    parser.add_argument(flag, action=_RetiredFlag, instead=instead, dest=f"retired_{flag.lstrip('-')}")
 
 
 def plain_name(text: str) -> str:

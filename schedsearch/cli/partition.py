@@ -7,12 +7,16 @@ import json
 import sys
 from pathlib import Path
 
-from schedsearch.cli._common import byte_amount
+from schedsearch.cli._common import add_out_argument, add_retired_flag, byte_amount
 from schedsearch.errors import FormatError
 from schedsearch.loaders.opgraph import find_expert_split, read_dnn_partitioning, read_pipedream_profile, read_split
 from schedsearch.partition.cost import complete_split, evaluate_split, one_device_split
 from schedsearch.partition.methods import METHODS, partition
 from schedsearch.partition.opgraph import DeviceLimits, PartitionWorkload
+
+
+#: the file ``--out DIR`` holds: the split, the loads and the one-accelerator comparison
+OUT_NAME = "partition.json"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -22,6 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Split an operator graph over accelerators and CPUs minimising the largest "
         "device load (time per sample); print the split, the per-device loads and the comparison "
         "with the one-accelerator split and, where the data has one, the human-expert split. "
+        f"Writes them as JSON to --out DIR (default out; '' writes nothing) as {OUT_NAME}. "
         "Exits with 1 when the split found breaks a limit (memory, unsupported operators) or is not a pipeline.",
     )
     p.add_argument("file", metavar="FILE", help="dnn-partitioning .json or PipeDream graph .txt")
@@ -41,7 +46,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="do not merge zero-latency leaves into their neighbour")
     p.add_argument("--bandwidth", type=float, default=1e7, metavar="BYTES_PER_MS",
                    help="PipeDream profiles: bytes moved per ms (default: 1e7)")
-    p.add_argument("--json", metavar="OUT", default=None, help="write the split and loads as JSON")
+    add_out_argument(p, f"the split and loads as JSON ({OUT_NAME})")
+    add_retired_flag(p, "--json", f"--out DIR (writes DIR/{OUT_NAME}; --out '' writes nothing)")
     p.add_argument("--list", action="store_true", help="list the operators of every device")
     p.set_defaults(func=run)
 
@@ -96,11 +102,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"expert split ({expert_path.name}): max-load {expert.max_load:.6g}; this split is "
               f"{expert.max_load / result.max_load:.3g}x faster{note}" if result.max_load > 0 else
               f"expert split: max-load {expert.max_load:.6g}{note}")
-    if args.json:
+    if args.out:
         payload = result.to_json()
         payload["oneAccelerator"] = one.max_load
-        Path(args.json).write_text(json.dumps(payload, indent=2) + "\n")
-        print(f"wrote {args.json}")
+        target = Path(args.out) / OUT_NAME
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(payload, indent=2) + "\n")
+        print(f"wrote {target}")
     if not result.feasible:
         print(f"schedsearch partition: the {result.method} split is infeasible: " + "; ".join(result.problems),
               file=sys.stderr)

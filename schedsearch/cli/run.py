@@ -3,14 +3,16 @@
 PLAN is a compute-only CSV (one row per rank, as PyTorch's
 ``_PipelineScheduleRuntime._load_csv`` reads it) or a plan document
 (``schedsearch.plan`` JSON with problem and schedule, e.g. from
-``schedsearch reproduce --out-dir``), which is exported to the CSV first.
+``schedsearch reproduce --out``), which is exported to the CSV first.
 The plan is checked before anything starts (this library's checks, then
 PyTorch's own); ``--check-only`` stops there and needs no torch.
 
 Running needs the optional extra ``schedsearch[torch]``: one process per
 rank (gloo on loopback, rendezvous through a file in a temporary
 directory) trains the model for ``--steps`` steps and every gradient is
-compared with a one-process reference step. Exit status: 0 when every
+compared with a one-process reference step. The result (timings, losses,
+gradient check) is written to ``--out DIR`` (default ``out``; ``''``
+writes nothing) as ``run.json``. Exit status: 0 when every
 gradient is equal within the tolerance, 1 when not, 2 on an error (a plan
 that cannot run, a rank that fails or times out).
 """
@@ -21,6 +23,7 @@ import argparse
 import json
 from pathlib import Path
 
+from schedsearch.cli._common import add_out_argument, add_retired_flag
 from schedsearch.errors import PlanError
 from schedsearch.runtime import (
     DEFAULT_TOLERANCE,
@@ -34,7 +37,10 @@ from schedsearch.runtime import (
     torch_check,
 )
 
-__all__ = ["add_parser", "run", "load_plan", "int_list"]
+__all__ = ["add_parser", "run", "load_plan", "int_list", "OUT_NAME"]
+
+#: the file ``--out DIR`` holds: the run's result (timings, losses, gradient check)
+OUT_NAME = "run.json"
 
 
 def int_list(text: str) -> list[int]:
@@ -69,7 +75,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="process start method (default fork)")
     p.add_argument("--seed", type=int, default=0, help="model and batch seed (default 0)")
     p.add_argument("--check-only", action="store_true", help="check the plan and stop (no torch needed)")
-    p.add_argument("--json", type=Path, metavar="FILE", help="write the result as JSON")
+    add_out_argument(p, f"the run's result as JSON ({OUT_NAME}; not with --check-only)")
+    add_retired_flag(p, "--json", f"--out DIR (writes DIR/{OUT_NAME}; --out '' writes nothing)")
     p.set_defaults(func=run)
     return p
 
@@ -133,8 +140,9 @@ def run(args: argparse.Namespace) -> int:
     for k, (loss, ref) in enumerate(zip(result.loss, result.reference_loss)):
         print(f"step {k}: loss {loss:.10g} (one-process reference {ref:.10g})")
     print(f"result: {result}")
-    if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result.to_dict(), indent=2))
-        print(f"wrote {args.json}")
+    if args.out:
+        target = Path(args.out) / OUT_NAME
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(result.to_dict(), indent=2))
+        print(f"wrote {target}")
     return 0 if result.grads_equal else 1

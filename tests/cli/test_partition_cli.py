@@ -11,8 +11,8 @@ from schedsearch.cli import main
 
 def test_dp_prints_split_loads_and_comparisons(dnn_data, capsys, tmp_path):
     path = dnn_data / "throughput-inputs" / "LayerGraphs" / "bert24_inference.json"
-    out_json = tmp_path / "split.json"
-    assert main(["partition", str(path), "--json", str(out_json)]) == 0
+    out_json = tmp_path / "split" / "partition.json"
+    assert main(["partition", str(path), "--out", str(tmp_path / "split")]) == 0
     out = capsys.readouterr().out
     assert "dp: max-load 17.7899 (optimal)" in out
     assert "accel0" in out and "communication" in out
@@ -83,7 +83,20 @@ def test_infeasible_splits_exit_non_zero_with_the_reason(method, extra, code, fr
 
 
 def test_infeasible_split_json_says_so(tmp_path, capsys):
-    out = tmp_path / "split.json"
-    assert main(["partition", str(SHIPPED), "--method", "met", "--memory-bytes", "1e9", "--json", str(out)]) == 1
+    out = tmp_path / "partition.json"
+    assert main(["partition", str(SHIPPED), "--method", "met", "--memory-bytes", "1e9", "--out", str(tmp_path)]) == 1
     data = json.loads(out.read_text())
     assert data["status"] == "infeasible" and "exceeds the limit" in data["problems"][0]
+
+
+def test_out_grammar_and_the_retired_json_flag(capsys):
+    from pathlib import Path
+
+    assert main(["partition", str(SHIPPED), "--out", ""]) == 0
+    assert not Path("out").exists() and "wrote" not in capsys.readouterr().out  # --out '' writes nothing
+    assert main(["partition", str(SHIPPED)]) == 0
+    assert [p.name for p in Path("out").iterdir()] == ["partition.json"]  # default --out out, a fixed plain name
+    with pytest.raises(SystemExit) as exc:
+        main(["partition", str(SHIPPED), "--json", "split.json"])
+    assert exc.value.code == 2
+    assert "--json is replaced by --out DIR (writes DIR/partition.json" in capsys.readouterr().err

@@ -40,6 +40,17 @@ def test_check_only_reads_and_checks_the_artifact(dualpipev_csv, capsys):
     assert "checks:" in out
 
 
+def test_run_writes_to_out_and_the_json_flag_is_retired(dualpipev_csv, capsys):
+    from pathlib import Path
+
+    assert main(["run", str(dualpipev_csv), "--check-only"]) == 0
+    assert not Path("out").exists()  # checking writes nothing
+    with pytest.raises(SystemExit) as exc:
+        main(["run", str(dualpipev_csv), "--json", "run.json"])
+    assert exc.value.code == 2
+    assert "--json is replaced by --out DIR (writes DIR/run.json; --out '' writes nothing)" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "args, fragment",
     [
@@ -88,7 +99,8 @@ def test_run_executes_the_artifact_and_writes_json(dualpipev_csv, tmp_path, caps
     pytest.importorskip("torch")
     path = dualpipev_csv
     out = tmp_path / "run.json"
-    assert main(["run", str(path), "--model", "mlp:8x16", "--processes", "4", "--steps", "2", "--json", str(out)]) == 0
+    assert main(["run", str(path), "--model", "mlp:8x16", "--processes", "4", "--steps", "2",
+                 "--out", str(tmp_path)]) == 0
     text = capsys.readouterr().out
     assert "gradients EQUAL" in text
     doc = json.loads(out.read_text())
