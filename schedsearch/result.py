@@ -147,8 +147,7 @@ class SearchResult:
     def proven_levels(self) -> int:
         """How many leading objective levels are proven (1 or 0 for a single objective)."""
         if not self.levels:
-            return int(self.status is Status.OPTIMAL or (
-                self.objective is not None and self.lower_bound is not None and self.lower_bound >= self.objective))
+            return int(self.status is Status.OPTIMAL)  # a met bound made the status OPTIMAL already
         count = 0
         for lv in self.levels:
             if not lv.proven:

@@ -16,6 +16,7 @@ kind letter, never a cut number. Transfers get a row per channel (``~``).
 
 from __future__ import annotations
 
+from schedsearch.export.labels import kind_and_stage
 from schedsearch.export.labels import task_label as _full_label
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule, TaskInstance, overlap_groups
@@ -67,16 +68,7 @@ def _short_labels(problem: Problem | None, block: str, microbatch: int) -> tuple
 def _group_label(problem: Problem | None, members: tuple[TaskInstance, ...], style: str) -> tuple[str, str]:
     """Members' labels joined by ``/`` and the micro-batches alone (``m7/m3``); an I and a W of one stage
     and micro-batch read as one B."""
-    info = []
-    for m in members:
-        kind, stage = m.block, None
-        if problem is not None:
-            try:
-                b = problem.graph.block(m.block)
-                kind, stage = b.kind, b.stage
-            except KeyError:
-                pass
-        info.append((kind, stage, m))
+    info = [(*kind_and_stage(problem, m.block, m.block), m) for m in members]
     parts: list[str] = []
     short: list[str] = []
     used: set[int] = set()

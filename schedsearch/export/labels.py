@@ -28,7 +28,7 @@ import attrs
 
 from schedsearch.problem import Problem
 
-__all__ = ["TaskStyle", "task_label", "task_style", "PALETTE", "KIND_HATCHES", "shade"]
+__all__ = ["TaskStyle", "kind_and_stage", "task_label", "task_style", "PALETTE", "KIND_HATCHES", "shade"]
 
 #: Colours cycled over micro-batches (or jobs): well apart, dark enough for white text.
 PALETTE = (
@@ -94,6 +94,22 @@ def _is_job_problem(problem: Problem | None) -> bool:
     if problem is None:
         return False
     return problem.num_microbatches == 1 and all(b.stage is None for b in problem.graph.blocks)
+
+
+def kind_and_stage(problem: Problem | None, block: str, default_kind: str) -> tuple[str, int | None]:
+    """A block's kind and stage from the problem; ``(default_kind, None)`` without a problem or for a block it lacks.
+
+    >>> from schedsearch.placements import vshape
+    >>> kind_and_stage(vshape(2, 1), "B1", "?"), kind_and_stage(None, "B1", "?")
+    (('B', 1), ('?', None))
+    """
+    if problem is not None:
+        try:
+            b = problem.graph.block(block)
+        except KeyError:
+            return default_kind, None
+        return b.kind, b.stage
+    return default_kind, None
 
 
 def task_label(problem: Problem | None, block: str, microbatch: int, *, separator: str = "·") -> str:

@@ -27,7 +27,7 @@ from typing import Any
 import attrs
 
 from schedsearch.errors import UnsupportedFeatureError
-from schedsearch.export.labels import KIND_HATCHES, OTHER_HATCH, TaskStyle, shade, task_style
+from schedsearch.export.labels import KIND_HATCHES, OTHER_HATCH, TaskStyle, kind_and_stage, shade, task_style
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule, overlap_groups
 
@@ -135,16 +135,7 @@ def chart_boxes(problem: Problem | None, schedule: Schedule) -> list[ChartBox]:
 
 def _group_parts(problem: Problem | None, members) -> list[tuple[int, tuple[tuple[str, int], ...]]]:
     """Bands of a group, forward first: (kind order, member keys); an I and a W of one stage and micro-batch are one."""
-    info = []
-    for m in members:
-        kind, stage = m.block[:1], None
-        if problem is not None:
-            try:
-                b = problem.graph.block(m.block)
-                kind, stage = b.kind, b.stage
-            except KeyError:
-                pass
-        info.append((kind, stage, m))
+    info = [(*kind_and_stage(problem, m.block, m.block[:1]), m) for m in members]
     parts: list[tuple[int, tuple[tuple[str, int], ...]]] = []
     used: set[int] = set()
     for i, (k, stage, m) in enumerate(info):

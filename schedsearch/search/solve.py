@@ -144,17 +144,15 @@ class _Portfolio:
         best = self.best
         return best is not None and best[0] <= self.bound
 
-    def offer(self, schedule: Schedule | None, engine: str) -> bool:
-        """Keep ``schedule`` when it is a valid plan of the problem; True when it improved the best."""
+    def offer(self, schedule: Schedule | None, engine: str) -> None:
+        """Keep ``schedule`` when it is a valid plan of the problem (reported when it improves the best)."""
         if schedule is None or validate(self.problem, schedule):
-            return False
+            return
         value = objective_value(schedule, self.problem.objective)
         before = self.best
         self.plans.append((value, schedule, engine))
-        improved = before is None or value < before[0]
-        if improved:
+        if before is None or value < before[0]:
             self.report(engine, value)
-        return improved
 
     def report(self, phase: str, incumbent: int | None = None) -> None:
         best = self.best
@@ -198,7 +196,7 @@ def _handcrafted(problem: Problem) -> list[tuple[Schedule, str]]:
     from schedsearch.handcrafted.zb_greedy import zb_greedy_all
 
     out: list[tuple[Schedule, str]] = []
-    for name, spec in SCHEDULES.items():
+    for spec in SCHEDULES.values():
         try:
             out.append((spec.generate(problem, dict(spec.defaults)), f"handcrafted {spec.title}"))
         except SchedSearchError:
@@ -562,9 +560,9 @@ def _memory_first(pf: _Portfolio, names: tuple[str, ...]) -> SearchResult:
     inner = _Portfolio(problem=with_capacities(pf.problem, chosen[0], cap_existing=True), options=pf.options,
                        deadline=pf.deadline, engines=pf.engines)
     inner.offer(chosen[1], chosen[2])
-    status = _time_level(inner)
+    _time_level(inner)  # cannot prove infeasibility: the chosen plan is one
     best = inner.best
-    assert best is not None  # the chosen plan is one
+    assert best is not None
     pf.phases.update({f"time {k}": v for k, v in inner.phases.items()})
     time_level = Level(name=names[1] if len(names) > 1 else "makespan", value=best[0],
                        bound=min(inner.bound, best[0]), engine=inner.bound_engine)
