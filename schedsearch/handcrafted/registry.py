@@ -52,6 +52,7 @@ from schedsearch.handcrafted.chimera import chimera as _chimera_schedule
 from schedsearch.handcrafted.classic import gpipe as _gpipe, interleaved_1f1b as _interleaved_1f1b
 from schedsearch.handcrafted.classic import one_f_one_b as _one_f_one_b
 from schedsearch.handcrafted.dualpipe import dualpipe as _dualpipe_schedule, dualpipev as _dualpipev_schedule
+from schedsearch.handcrafted.v_capped import v_half as _v_half, v_min as _v_min
 from schedsearch.handcrafted.zero_bubble import interleaved_zero_bubble as _interleaved_zb
 from schedsearch.handcrafted.zero_bubble import zb_h1 as _zb_h1, zb_v as _zb_v
 from schedsearch.placements import stages
@@ -237,6 +238,25 @@ _register(ScheduleSpec(
     formula_text={"makespan": "(6m+p-1)F", "bubble": "(p-1)F", "bubble_span": "0", "peak_memory": "2p"},
 ))
 _register(ScheduleSpec(
+    name="v-half", title="V-Half",
+    defaults={"devices": 4, "microbatches": 8, "forward": 1, "input_grad": 1, "weight_grad": 1},
+    build=lambda q: stages.vshape_chunks(q["devices"], q["microbatches"], forward=q["forward"],
+                                         input_grad=q["input_grad"], weight_grad=q["weight_grad"]),
+    generate=lambda pr, q: _v_half(pr),
+    formula=lambda q: {},
+    reference="Qi et al., Pipeline Parallelism with Controllable Memory (2024), V-Half; capped V greedy, cap p+2",
+))
+_register(ScheduleSpec(
+    name="v-min", title="V-Min",
+    defaults={"devices": 4, "microbatches": 8, "forward": 1, "input_grad": 1, "weight_grad": 1},
+    build=lambda q: stages.vshape_chunks(q["devices"], q["microbatches"], forward=q["forward"],
+                                         input_grad=q["input_grad"], weight_grad=q["weight_grad"]),
+    generate=lambda pr, q: _v_min(pr),
+    formula=lambda q: {},
+    reference="Qi et al., Pipeline Parallelism with Controllable Memory (2024), V-Min; capped V greedy, "
+              "cap 2 ceil((p+2)/3)",
+))
+_register(ScheduleSpec(
     name="chimera", title="Chimera",
     defaults={"devices": 4, "microbatches": 4, "forward": 1, "backward": 2},
     build=lambda q: stages.chimera(q["devices"], q["microbatches"], forward=q["forward"], backward=q["backward"]),
@@ -274,7 +294,7 @@ def schedule_names() -> tuple[str, ...]:
     --------
     >>> from schedsearch.handcrafted import schedule_names
     >>> schedule_names()
-    ('gpipe', '1f1b', 'interleaved', 'interleaved-zb', 'zb-h1', 'zb-v', 'chimera', 'dualpipe', 'dualpipev')
+    ('gpipe', '1f1b', 'interleaved', 'interleaved-zb', 'zb-h1', 'zb-v', 'v-half', 'v-min', 'chimera', 'dualpipe', 'dualpipev')
     """
     return tuple(SCHEDULES)
 

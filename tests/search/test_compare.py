@@ -21,6 +21,8 @@ SMALL = {
     "interleaved-zb": dict(devices=2, chunks=2, microbatches=4),
     "zb-h1": dict(devices=3, microbatches=4),
     "zb-v": dict(devices=2, microbatches=4),
+    "v-half": dict(devices=2, microbatches=4),
+    "v-min": dict(devices=3, microbatches=4),
     "chimera": dict(devices=4, microbatches=4),
     "dualpipe": dict(devices=4, microbatches=8),
     "dualpipev": dict(devices=2, microbatches=4),
