@@ -160,11 +160,19 @@ def _descendants(problem: Problem) -> dict[str, set[str]]:
     return out
 
 
-def _longest_from(problem: Problem, source: str) -> dict[str, int]:
+def _least_durations(problem: Problem) -> dict[str, int]:
+    """Each block's least duration over the micro-batches (and its options)."""
+    if not problem.duration_overrides:
+        return {b.name: b.min_duration for b in problem.graph.blocks}
+    return {b.name: min(_min_duration(problem, b.name, m) for m in range(problem.num_microbatches))
+            for b in problem.graph.blocks}
+
+
+def _longest_from(problem: Problem, source: str, least: dict[str, int] | None = None) -> dict[str, int]:
     """Least time from the start of ``source`` to the start of each descendant
     (same micro-batch): the longest path of durations and unavoidable transfers."""
-    least = {b.name: min(_min_duration(problem, b.name, m) for m in range(problem.num_microbatches))
-             for b in problem.graph.blocks}
+    if least is None:
+        least = _least_durations(problem)
     grouped = {(e.src, e.dst) for e in problem.graph.edges
                if any(e.src in ov.blocks and e.dst in ov.blocks for ov in problem.overlaps)}
     succ = problem.graph.successors()
@@ -200,6 +208,8 @@ def memory_idle(problem: Problem) -> dict[str, int]:
     blocks = problem.graph.blocks
     in_overlap = {b for ov in problem.overlaps for b in ov.blocks}
     descendants: dict[str, set[str]] | None = None
+    least_all: dict[str, int] | None = None
+    longest: dict[str, dict[str, int]] = {}
     n = problem.num_microbatches
     for d in problem.cluster.device_names:
         out[d] = 0
@@ -216,9 +226,15 @@ def memory_idle(problem: Problem) -> dict[str, int]:
             descendants = _descendants(problem)
         after_free = set().union(*(descendants[f.name] for f in frees))
         gap: int | None = None
+        if least_all is None:
+            least_all = _least_durations(problem)
         for f in frees:
-            reach = [_longest_from(problem, a.name)[f.name]
-                     for a in on if a.memory > 0 and f.name in descendants[a.name]]
+            reach = []
+            for a in on:
+                if a.memory > 0 and f.name in descendants[a.name]:
+                    if a.name not in longest:  # one longest-path pass per source block
+                        longest[a.name] = _longest_from(problem, a.name, least_all)
+                    reach.append(longest[a.name][f.name])
             g = max(reach, default=0)
             gap = g if gap is None else min(gap, g)
         if not gap:
