@@ -58,6 +58,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import time
 
 import attrs
 
@@ -332,13 +333,16 @@ def v_capped_orders(problem: Problem, cap: int | None, variant: VVariant) -> dic
         return None
 
 
-def v_capped(problem: Problem, cap: int | None = None, *, name: str = "capped V greedy") -> Schedule:
+def v_capped(problem: Problem, cap: int | None = None, *, name: str = "capped V greedy",
+             time_limit_s: float | None = None) -> Schedule:
     """The shortest schedule of the capped V greedy over :data:`V_VARIANTS`.
 
     ``cap`` is the activation cap of every device in the problem's memory
     units (chunk activations with the default deltas); a device's capacity,
     when smaller, is its cap; ``None`` with no capacity: uncapped. The
-    schedule is validated (the capacities included).
+    schedule is validated (the capacities included). With ``time_limit_s``
+    the variants are tried in order until that time has passed (at least
+    until one has a schedule).
 
     Raises
     ------
@@ -361,7 +365,10 @@ def v_capped(problem: Problem, cap: int | None = None, *, name: str = "capped V 
     """
     su = _Setup(problem, cap, name)
     best: tuple[int, int, dict[int, list[Act]]] | None = None
+    t0 = time.monotonic()
     for i, variant in enumerate(V_VARIANTS):
+        if best is not None and time_limit_s is not None and time.monotonic() - t0 >= time_limit_s:
+            break
         try:
             span, orders = _run(su, variant)
         except _NoProgress:

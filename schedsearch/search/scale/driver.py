@@ -55,6 +55,10 @@ TIES_AUTO_TASKS = 1000
 #: Time the exact search needs at least to be worth starting (model building included).
 _EXACT_MIN_S = 1.0
 
+#: Task instances the exact search can model and search per second of the time left; a larger
+#: problem skips it (the model alone would outgrow the limit and the memory, and find nothing better).
+_EXACT_TASKS_PER_S = 100
+
 
 def _usable(problem: Problem, search_problem: Problem, schedule: Schedule) -> Schedule | None:
     """``schedule`` as a schedule of ``search_problem`` (flattened if need be), or None.
@@ -140,13 +144,38 @@ def scale_search(
     run = _ScaleRun.start(problem, opts, reduce)
     for i, schedule in enumerate(opts.warm_starts):
         run.offer(_usable(problem, run.search_problem, schedule), f"warm start {i}")
+    _capped_v(run)
     _list_schedules(run, rules)
     if exact and (run.best is None or run.best[0] > run.bound) and not run.deadline.expired(_EXACT_MIN_S):
-        tie_list = _tie_list(run.search_problem, ties, periodic_window, period, extra_ties)
-        infeasible = _exact_search(run, tie_list)
-        if infeasible is not None:
-            return infeasible
+        left = run.deadline.left()
+        tasks = len(run.search_problem.tasks)
+        if left is not None and tasks > _EXACT_TASKS_PER_S * left:
+            run.note(f"exact search skipped: {tasks} task instances need about {tasks / _EXACT_TASKS_PER_S:.0f} s "
+                     f"to model and search, {left:.1f} s were left")
+        else:
+            tie_list = _tie_list(run.search_problem, ties, periodic_window, period, extra_ties)
+            infeasible = _exact_search(run, tie_list)
+            if infeasible is not None:
+                return infeasible
     return run.result()
+
+
+def _capped_v(run: _ScaleRun) -> None:
+    """On a two-chunk V placement with split backwards, the capped V greedy
+    (:func:`~schedsearch.handcrafted.v_capped.v_capped`) at the devices'
+    capacities, within a quarter of the time left; other problems: nothing."""
+    from schedsearch.errors import SchedSearchError
+    from schedsearch.handcrafted.v_capped import v_capped
+
+    if run.best is not None and run.best[0] <= run.bound:
+        return
+    t = run.deadline.elapsed
+    try:
+        schedule = v_capped(run.problem, None, time_limit_s=run.deadline.slice(0.25, floor_s=0.1))
+    except SchedSearchError:
+        return  # not a V placement (or no room for the greedy): the other phases handle it
+    run.stats["capped_v_s"] = run.deadline.elapsed - t
+    run.offer(_usable(run.problem, run.search_problem, schedule), "handcrafted capped V greedy")
 
 
 @attrs.define
@@ -177,6 +206,10 @@ class _ScaleRun:
                                  "num_tasks": len(problem.tasks)}
         return cls(problem=problem, search_problem=search_problem, opts=opts, deadline=deadline, reporter=reporter,
                    bound=bound, stats=stats, backend_name=opts.backend_name)
+
+    def note(self, text: str) -> None:
+        """Say in the result's ``stats["notes"]`` what the run left out and why."""
+        self.stats.setdefault("notes", []).append(text)
 
     def offer(self, schedule: Schedule | None, origin: str) -> None:
         """Keep ``schedule`` (found by ``origin``) when it beats the best plan so far."""
