@@ -22,6 +22,13 @@ disjoint device sets; it then costs the cheapest channel's transfer time.
 
 * average load: total minimal device-time (duration x devices occupied) over
   the number of devices, rounded up.
+* flow bound (:func:`flow_bounds`): a device waits for its neighbours'
+  throughput. The ``k``-th instance of a block to start on ``d`` cannot
+  start before some device upstream has done ``k`` instances of an ancestor
+  (and of that device's blocks before it), nor can the ``k``-th last end
+  later than what ``k`` instances of a descendant need downstream; these
+  per-rank releases and tails feed the preemptive one-device bound
+  (Jackson's schedule). Off when the problem declares overlaps.
 
 The bound is the maximum of these.
 
@@ -45,8 +52,9 @@ task joins at most one group.
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
 import attrs
@@ -62,6 +70,8 @@ __all__ = [
     "span_lower_bound",
     "objective_lower_bound",
     "memory_idle",
+    "flow_bounds",
+    "preemptive_one_device",
 ]
 
 
@@ -325,6 +335,136 @@ def device_bounds(problem: Problem) -> dict[str, int]:
     return out
 
 
+def preemptive_one_device(jobs: Sequence[tuple[int, int, int]]) -> int:
+    """Least makespan of jobs ``(release, duration, tail)`` on one device, preemption allowed.
+
+    Jackson's preemptive schedule (at every moment run the released job
+    with the longest tail) is optimal for this relaxation; its value is
+    ``max over sets S of (min release + total duration + min tail)`` and so
+    a lower bound on any schedule that runs the jobs one at a time after
+    their releases and leaves each its tail.
+
+    Examples
+    --------
+    Two jobs released at 0 and 1 with long tails, one long job without: the
+    long job is interrupted, the tails decide.
+
+    >>> from schedsearch.bounds.analytic import preemptive_one_device
+    >>> preemptive_one_device([(0, 10, 0), (1, 2, 5), (1, 2, 5)])
+    14
+    >>> preemptive_one_device([])
+    0
+    """
+    order = sorted(jobs)
+    ready: list[tuple[int, int]] = []  # (-tail, remaining duration)
+    t = best = i = 0
+    while i < len(order) or ready:
+        if not ready:
+            t = max(t, order[i][0])
+        while i < len(order) and order[i][0] <= t:
+            heapq.heappush(ready, (-order[i][2], order[i][1]))
+            i += 1
+        neg_tail, left = heapq.heappop(ready)
+        if i < len(order) and t + left > order[i][0]:
+            heapq.heappush(ready, (neg_tail, left - (order[i][0] - t)))
+            t = order[i][0]
+        else:
+            t += left
+            best = max(best, t - neg_tail)
+    return best
+
+
+def _lines_max(lines: Mapping[int, int], n: int) -> list[int]:
+    """``[max over lines of intercept + slope * k for k in 1..n]`` (lines: slope -> intercept)."""
+    kept: list[tuple[int, int]] = []
+    for slope in sorted(lines, reverse=True):  # a line below a steeper one at k = 1 never wins
+        if not kept or lines[slope] + slope > max(c + s for s, c in kept):
+            kept.append((slope, lines[slope]))
+    return [max(c + s * k for s, c in kept) for k in range(1, n + 1)]
+
+
+def flow_bounds(problem: Problem) -> dict[str, int]:
+    """Per device: the preemptive one-device bound with per-rank releases and tails from the other devices.
+
+    Valid when the problem declares no overlaps (every device then runs one
+    task at a time); otherwise every value is 0. For a block ``a`` fixed on
+    a device ``j`` (every option occupies ``j``), let ``A`` be ``a`` and its
+    ancestors fixed on ``j``: any ``k`` instances of ``a`` need their ``k``
+    instances of every block of ``A`` done on ``j`` first, one at a time, so
+    the last of them ends at least ``h + k x (durations of the blocks of A
+    whose head is >= h)`` for every head ``h`` of ``A``. Hence the ``k``-th
+    instance of a descendant ``b`` to start starts at least that plus the
+    longest path from ``a``'s end to ``b``'s start. Symmetrically the
+    ``k``-th last instance of ``b`` to end leaves at least the path to a
+    descendant ``c`` plus ``k`` instances of ``c`` and of its descendants
+    fixed on ``c``'s device plus the least tail among them. Instances of one
+    block on one device start and end in the same order, so the ``k``-th
+    to start is the ``(m - k + 1)``-th last to end; each device's tasks with
+    these releases and tails go to :func:`preemptive_one_device`. Durations
+    are the least over options and micro-batches, heads and tails the least
+    over micro-batches.
+
+    Examples
+    --------
+    A first stage of F = 3 feeds a second of F = 1 (both B = 1, 4
+    micro-batches): the second device gets a forward only every 3 units, so
+    its last forward starts at 12 at the earliest and the step cannot end
+    before 12 + F + B + B = 15, where the second device's own bound (wait
+    3, work 8, then B = 1 on the first) says 12:
+
+    >>> from schedsearch.bounds.analytic import device_bounds, flow_bounds
+    >>> from schedsearch.placements import vshape
+    >>> problem = vshape(2, 4, forward=[3, 1], backward=[1, 1])
+    >>> flow_bounds(problem), device_bounds(problem)
+    ({'d0': 16, 'd1': 15}, {'d0': 16, 'd1': 12})
+    """
+    out = {d: 0 for d in problem.cluster.device_names}
+    if problem.overlaps:
+        return out
+    n = problem.num_microbatches
+    heads, tails = heads_and_tails(problem)
+    blocks = problem.graph.blocks
+    fixed_on = {b.name: frozenset.intersection(*(frozenset(o.devices) for o in b.options)) for b in blocks}
+    least = {b.name: min(_min_duration(problem, b.name, m) for m in range(n)) for b in blocks}
+    head = {b.name: min(heads[(b.name, m)] for m in range(n)) for b in blocks}
+    tail = {b.name: min(tails[(b.name, m)] for m in range(n)) for b in blocks}
+    reach = {b.name: _longest_from(problem, b.name) for b in blocks}  # start of a -> start of its descendants
+    # per source block: lines (slope = work per instance, intercept = head or tail) of k instances' span
+    before: dict[str, dict[int, int]] = {}
+    after: dict[str, dict[int, int]] = {}
+    for a in fixed_on:
+        before[a], after[a] = {}, {}
+        for j in fixed_on[a]:
+            up = [x for x in fixed_on if j in fixed_on[x] and a in reach[x]]
+            for x in up:
+                slope = sum(least[y] for y in up if head[y] >= head[x])
+                before[a][slope] = max(before[a].get(slope, 0), head[x])
+            down = [y for y in reach[a] if j in fixed_on[y]]
+            for y in down:
+                slope = sum(least[z] for z in down if tail[z] >= tail[y])
+                after[a][slope] = max(after[a].get(slope, 0), tail[y])
+    for d in out:
+        jobs: list[tuple[int, int, int]] = []
+        for b in fixed_on:
+            if d not in fixed_on[b]:
+                continue
+            rel: dict[int, int] = {0: head[b]}
+            due: dict[int, int] = {0: tail[b]}
+            for a in fixed_on:
+                if b in reach[a]:
+                    gap = reach[a][b] - least[a]
+                    for slope, c in before[a].items():
+                        rel[slope] = max(rel.get(slope, c + gap), c + gap)
+                if a in reach[b]:
+                    gap = reach[b][a] - least[b]
+                    for slope, c in after[a].items():
+                        due[slope] = max(due.get(slope, c + gap), c + gap)
+            starts, ends = _lines_max(rel, n), _lines_max(due, n)
+            jobs += [(starts[k], least[b], ends[n - 1 - k]) for k in range(n)]
+        out[d] = preemptive_one_device(jobs)
+    return out
+
+
 def _average_load(problem: Problem) -> int:
     total = Fraction(0)
     savings = _savings(problem)
@@ -403,7 +543,7 @@ def objective_lower_bound(problem: Problem) -> AnalyticBound:
 
 
 def analytic_lower_bound(problem: Problem) -> AnalyticBound:
-    """Maximum of the critical path, the per-device bounds and the average load.
+    """Maximum of the critical path, the per-device bounds, the average load and the flow bounds.
 
     Cheap (linear in the problem's size, no solver), so every strategy
     starts from it; see :func:`~schedsearch.bounds.lower_bound` for the
@@ -424,4 +564,7 @@ def analytic_lower_bound(problem: Problem) -> AnalyticBound:
     parts["average_load"] = _average_load(problem)
     for d, v in device_bounds(problem).items():
         parts[f"device {d}"] = v
+    for d, v in flow_bounds(problem).items():
+        if v > parts[f"device {d}"]:
+            parts[f"flow {d}"] = v
     return AnalyticBound(value=max(parts.values()), parts=parts)
