@@ -72,3 +72,28 @@ def test_bad_input_is_named():
         v_capped(placements.vshape_chunks(2, 2), 2.5)
     with pytest.raises(InvalidProblemError, match="num_devices"):
         v_half_cap(0)
+
+
+def test_scale_search_starts_from_the_greedy_and_is_never_worse():
+    from schedsearch.search.scale import scale_search
+
+    problem = placements.vshape_chunks(4, 8, memory=5)
+    greedy = v_capped(problem)
+    result = scale_search(problem, time_limit_s=4, workers=1, seed=0)
+    assert validate(problem, result.schedule) == ()
+    assert result.objective <= greedy.makespan
+    assert result.lower_bound <= result.objective
+
+
+def test_scale_search_on_a_large_v_keeps_its_time_and_says_what_it_skipped():
+    import time
+
+    from schedsearch.search.scale import scale_search
+
+    problem = placements.vshape_chunks(8, 32, memory=9)
+    t0 = time.perf_counter()
+    result = scale_search(problem, time_limit_s=5, workers=1, seed=0)
+    assert time.perf_counter() - t0 < 5 * 1.1
+    assert result.engine == "handcrafted capped V greedy"
+    assert any("exact search skipped" in note for note in result.stats["notes"])
+    assert result.lower_bound <= result.objective
