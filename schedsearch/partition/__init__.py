@@ -59,8 +59,11 @@ from schedsearch.partition.result import PartitionResult
 from schedsearch.partition.slicegraph import partition_slicegraph, slice_order
 from schedsearch.partition.throughput_ip import (
     ThroughputBound,
+    block_bound,
     bottleneck_guess_mip,
+    certified_bound,
     exact_mip,
+    family_dp_incumbent,
     simple_bound,
     three_superblock_mip,
 )
@@ -86,13 +89,16 @@ __all__ = [
     "StagedProblem",
     "SplitCost",
     "ThroughputBound",
+    "block_bound",
     "bottleneck_guess_mip",
+    "certified_bound",
     "complete_split",
     "contiguous_ip",
     "contract",
     "enumerate_ideals",
     "evaluate_split",
     "exact_mip",
+    "family_dp_incumbent",
     "find_modules",
     "latency_ip",
     "latency_of_split",

@@ -263,6 +263,83 @@ def _cg_units(graph: OperatorGraph, cg: ContractedGraph) -> _Units:
     return _units(graph, cg.members)
 
 
+# ---------------------------------------------------------------- block bounds
+_FLOW_MARGIN = 1e-9  # relative margin taken off every flow value against rounding
+
+
+def _singleton_cost(units: _Units) -> list[float]:
+    """Accelerator load of every unit alone in its block (work + every group it touches)."""
+    out = list(units.accel)
+    for src, others, c in units.groups:
+        out[src] += c
+        for o in others:
+            out[o] += c
+    return out
+
+
+def _containing_block_bounds(
+    units: _Units, *, threshold: float = 0.0, only_max: bool = False, time_limit_s: float | None = None,
+) -> list[float]:
+    """Per unit ``v``: a lower bound on the accelerator load of any block holding ``v``.
+
+    The load of an accelerator block ``B`` is its work plus ``c_h`` for every
+    edge group ``h`` it cuts (``h`` meets ``B`` and is not inside it), a
+    hypergraph cut. ``min_{B containing v} work(B) + cut(B)``, with ``B``
+    any set of units (neither convex nor within the memory limit: a
+    relaxation), is a minimum s-t cut: ``s -> v`` uncuttable, ``u -> t`` of
+    capacity ``work(u)``, and per group two nodes ``in -> out`` of capacity
+    ``c_h`` with uncuttable arcs from every member to ``in`` and from
+    ``out`` to every member (a group costs ``c_h`` exactly when its members
+    lie on both sides). A feasible flow is a lower bound on that minimum,
+    so the value returned (the flow less a relative 1e-9) is sound whatever
+    the rounding of the flow algorithm.
+
+    Units whose singleton load (an upper bound on their minimum) is at most
+    ``threshold`` keep their work as bound, and so does every unit not
+    reached within ``time_limit_s``; with ``only_max``, units are taken in
+    decreasing singleton load and the search stops once no further unit can
+    raise the maximum. Every value is at least the unit's work.
+    """
+    import networkx as nx
+    from networkx.algorithms.flow import preflow_push
+
+    n = len(units.members)
+    bounds = list(units.accel)
+    upper = _singleton_cost(units)
+    if not units.groups:
+        return bounds
+    g = nx.DiGraph()
+    for i in range(n):
+        if units.accel[i] > 0:
+            g.add_edge(("u", i), "t", capacity=units.accel[i])
+        else:
+            g.add_node(("u", i))
+    for h, (src, others, c) in enumerate(units.groups):
+        g.add_edge(("in", h), ("out", h), capacity=c)
+        for m in (src, *others):
+            g.add_edge(("u", m), ("in", h))  # no capacity: uncuttable
+            g.add_edge(("out", h), ("u", m))
+    g.add_node("s")
+    g.add_node("t")
+    t0 = time.perf_counter()
+    best = max(bounds, default=0.0)
+    for v in sorted(range(n), key=lambda i: -upper[i]):
+        if upper[v] <= threshold or (only_max and upper[v] <= best):
+            break
+        if not units.accel_ok[v]:
+            continue
+        if time_limit_s is not None and time.perf_counter() - t0 > time_limit_s:
+            break
+        g.add_edge("s", ("u", v))
+        value = nx.maximum_flow_value(g, "s", "t", flow_func=preflow_push)
+        g.remove_edge("s", ("u", v))
+        value = value * (1.0 - _FLOW_MARGIN)
+        if value > bounds[v]:
+            bounds[v] = min(value, upper[v])
+        best = max(best, bounds[v])
+    return bounds
+
+
 # ---------------------------------------------------------------- non-contiguous max-load
 @attrs.frozen(kw_only=True)
 class _NonContigModel:
@@ -419,18 +496,43 @@ def _finish_maxload(
     split: Split | None,
     t0: float,
     stats: dict,
+    *,
+    incumbent: Split | None = None,
+    lower: float = 0.0,
+    relative_gap: float = 0.0,
 ) -> PartitionBound:
+    """Value recomputed from the split; the better of the IP's split and ``incumbent``.
+
+    ``lower`` is a lower bound proven outside the IP (it only raises the
+    IP's); the status becomes OPTIMAL when the bound meets the value within
+    ``relative_gap``.
+    """
     cost = evaluate_split(graph, split, devices) if split is not None else None
     if cost is not None and not cost.feasible:  # pragma: no cover - model bug guard
         raise InvalidOperatorGraphError(f"{method}: the IP returned an infeasible split: {cost.violations}")
+    if res.objective is not None and cost is not None:
+        stats["objective_vs_evaluated"] = abs(res.objective - cost.max_load)
+    if incumbent is not None:
+        inc_cost = evaluate_split(graph, incumbent, devices)
+        if inc_cost.feasible and (cost is None or inc_cost.max_load < cost.max_load):
+            split, cost = incumbent, inc_cost
+            stats["answer"] = "incumbent"
     value = cost.max_load if cost is not None else None
     bound = res.best_bound
+    if res.status is Status.INFEASIBLE:
+        bound = None  # no split at or below the incumbent's cap: nothing proven beyond `lower`
+    if lower > 0:
+        bound = lower if bound is None else max(bound, lower)
     if bound is not None and value is not None:
         bound = min(bound, value)
-    if res.objective is not None and value is not None:
-        stats["objective_vs_evaluated"] = abs(res.objective - value)
+    status = res.status
+    if value is not None:
+        if bound is not None and bound >= value * (1 - relative_gap) - 1e-12:
+            status = Status.OPTIMAL
+        elif status in (Status.TIMEOUT, Status.UNKNOWN, Status.INFEASIBLE):
+            status = Status.FEASIBLE
     return PartitionBound(
-        method=method, status=res.status, split=split, value=value, lower_bound=bound,
+        method=method, status=status, split=split, value=value, lower_bound=bound,
         wall_time_s=time.perf_counter() - t0, mip=res, cost=cost, stats=stats,
     )
 
@@ -533,9 +635,55 @@ class _ContigModel:
     num_slots: int
 
 
+def _closure_work(preds: Sequence[Sequence[int]], weight: Sequence[float]) -> tuple[list[float], list[float]]:
+    """Per unit: the weight of it and all its ancestors, and of it and all its descendants."""
+    n = len(preds)
+    anc = [0] * n
+    for v in range(n):  # units are in topological order
+        bits = 1 << v
+        for u in preds[v]:
+            bits |= anc[u]
+        anc[v] = bits
+    succs: list[list[int]] = [[] for _ in range(n)]
+    for v, ps in enumerate(preds):
+        for u in ps:
+            succs[u].append(v)
+    desc = [0] * n
+    for v in range(n - 1, -1, -1):
+        bits = 1 << v
+        for w in succs[v]:
+            bits |= desc[w]
+        desc[v] = bits
+
+    def total(bits: int) -> float:
+        out = []
+        while bits:
+            low = bits & -bits
+            out.append(weight[low.bit_length() - 1])
+            bits ^= low
+        return math.fsum(out)
+
+    return [total(b) for b in anc], [total(b) for b in desc]
+
+
 def _build_contiguous(
-    units: _Units, preds: Sequence[Sequence[int]], devices: DeviceLimits, name: str
+    units: _Units, preds: Sequence[Sequence[int]], devices: DeviceLimits, name: str,
+    *, block_bounds: Sequence[float] | None = None, lower: float = 0.0, upper: float | None = None,
 ) -> _ContigModel:
+    """The contiguous slot model.
+
+    ``block_bounds`` (per unit, from :func:`_containing_block_bounds`)
+    replace the unit's work in its ``unit bound`` row: the accelerator slot
+    holding unit ``v`` has load at least ``block_bounds[v]`` in every
+    split. ``lower`` is a proven lower bound on ``T``. ``upper`` is the
+    max-load of a known split: ``T`` is capped by it and unit ``v`` is kept
+    out of slot ``s`` when its ancestors (itself included) weigh more than
+    ``s + 1`` slots can hold at load ``upper``, or its descendants more than
+    ``S - s`` slots (weights are the lesser of accelerator and CPU latency,
+    so this holds whatever the slot kinds). Only splits with max-load above
+    ``upper`` are removed, so with the known split kept beside the model's
+    answer the optimum is unchanged.
+    """
     K, L = devices.num_accelerators, devices.num_cpus
     S = K + L
     n = len(units.members)
@@ -580,7 +728,20 @@ def _build_contiguous(
         for u in preds[v_]:
             for tt in range(S - 1):
                 m.add_le([(y[v_][tt], 1.0), (y[u][tt], -1.0)], 0.0)
-    t = m.new_continuous(0.0, name="T")
+    cap_t = upper * (1 + 1e-9) + 1e-12 if upper is not None and math.isfinite(upper) else math.inf
+    t = m.new_continuous(0.0, cap_t, name="T")
+    if lower > 0:
+        m.lb[t] = min(float(lower), cap_t)
+    if math.isfinite(cap_t):
+        weight = [min(units.accel[i] if units.accel_ok[i] and K else math.inf, units.cpu[i] if L else math.inf)
+                  for i in range(n)]
+        weight = [0.0 if math.isinf(w) else w for w in weight]
+        head, tail = _closure_work(preds, weight)
+        for i in range(n):
+            for s_ in range(S):
+                if head[i] > (s_ + 1) * cap_t or tail[i] > (S - s_) * cap_t:
+                    m.fix(xa[i][s_], 0.0)
+                    m.fix(xc[i][s_], 0.0)
     cut: dict[tuple[int, int], tuple[int, int]] = {}
     for s in range(S):
         if K == 0:
@@ -608,9 +769,11 @@ def _build_contiguous(
     if K == 0:
         for s in range(S):
             m.add_ge([(t, 1.0)] + [(xc[i][s], -units.cpu[i]) for i in range(n) if units.cpu[i]], 0.0)
-    # a unit's own latency on its slot never exceeds T (see the non-contiguous IP)
+    # a unit's own latency on its slot never exceeds T (see the non-contiguous IP);
+    # with block bounds, the load of any accelerator block holding it
     for i in range(n):
-        terms = [(xa[i][s], units.accel[i]) for s in range(S) if units.accel[i]]
+        acc = max(units.accel[i], block_bounds[i]) if block_bounds is not None else units.accel[i]
+        terms = [(xa[i][s], acc) for s in range(S) if acc]
         terms += [(xc[i][s], units.cpu[i]) for s in range(S) if units.cpu[i]]
         if terms:
             m.add_ge([(t, 1.0)] + [(v, -c) for v, c in terms], 0.0, f"unit bound[{i}]")
@@ -669,6 +832,8 @@ def contiguous_ip(
     *,
     incumbent: str | Split | None = "dpl",
     merge_trivial: bool = True,
+    strengthen: bool = True,
+    bound_time_s: float | None = None,
     options: MipOptions | None = None,
     **overrides: Any,
 ) -> PartitionBound:
@@ -682,6 +847,19 @@ def contiguous_ip(
     merge_trivial:
         The DP's contraction option (keep it equal to the DP's to compare
         optima).
+    strengthen:
+        Add the block bounds (a minimum cut per unit: the least load of
+        any accelerator block holding it, see
+        :func:`~schedsearch.partition.throughput_ip.block_bound`) to the
+        unit rows and to ``T``'s lower bound, cap ``T`` at the incumbent's
+        max-load and keep units out of slots their ancestors or
+        descendants cannot fit around at that load. Valid for every
+        device mix (no symmetry is broken); only splits worse than the
+        incumbent are cut off, and the incumbent is kept as an answer.
+        False builds the plain model.
+    bound_time_s:
+        Seconds for the block bounds (default: a tenth of the time limit,
+        at most 30 s); units not reached keep their work as bound.
 
     Other parameters as in :func:`noncontiguous_ip`.
 
@@ -699,7 +877,6 @@ def contiguous_ip(
     options = _options(options, overrides)
     cg = contract(graph, merge_trivial=merge_trivial)
     units = _cg_units(graph, cg)
-    model = _build_contiguous(units, cg.preds, devices, f"contiguous {graph.name}")
     stages = None
     if incumbent == "dpl":
         from schedsearch.partition.contract import linearize
@@ -712,7 +889,17 @@ def contiguous_ip(
             stages = [(k, [order[v] for v in vs]) for k, vs in sol.stages]
     elif isinstance(incumbent, Split):
         stages = _stages_of_split(units, incumbent)
-    if stages is not None:
+    elif incumbent is not None:
+        raise InvalidOperatorGraphError(
+            f"contiguous IP: 'incumbent' must be 'dpl', a Split or None, got {incumbent!r}")
+    inc_split, inc_value = _stages_split(units, stages, devices, graph)
+    lower, block_bounds, upper = 0.0, None, None
+    if strengthen:
+        upper = inc_value
+        lower, block_bounds = _contiguous_lower(units, devices, options, bound_time_s)
+    model = _build_contiguous(units, cg.preds, devices, f"contiguous {graph.name}",
+                              block_bounds=block_bounds, lower=lower, upper=upper)
+    if stages is not None and inc_split is not None:
         hint = _contig_hint(model, stages, devices)
         if hint is not None:
             model.mip.set_hint(hint)
@@ -735,8 +922,62 @@ def contiguous_ip(
             for u in us:
                 unit_slot[u] = slot
         split = _split_from_units(units, unit_slot, order)  # type: ignore[arg-type]
-    stats = {"supernodes": cg.num_nodes, "groups": len(units.groups), "mip": str(model.mip)}
-    return _finish_maxload("ip-contiguous", graph, devices, res, split, t0, stats)
+    stats = {"supernodes": cg.num_nodes, "groups": len(units.groups), "mip": str(model.mip),
+             "strengthened": strengthen, "lower_bound_before_mip": lower}
+    return _finish_maxload("ip-contiguous", graph, devices, res, split, t0, stats,
+                           incumbent=inc_split, lower=lower, relative_gap=options.relative_gap)
+
+
+def _stages_split(units: _Units, stages, devices: DeviceLimits, graph: OperatorGraph):
+    """The split of ordered ``(kind, units)`` stages and its max-load (None, None if unusable)."""
+    if stages is None:
+        return None, None
+    counters = {"accel": 0, "cpu": 0}
+    order: list[Slot] = []
+    unit_slot: list[Slot | None] = [None] * len(units.members)
+    for kind, us in stages:
+        slot = Slot(kind=kind, index=counters[kind])
+        counters[kind] += 1
+        order.append(slot)
+        for u in us:
+            unit_slot[u] = slot
+    if any(s is None for s in unit_slot) or counters["accel"] > devices.num_accelerators \
+            or counters["cpu"] > devices.num_cpus:
+        return None, None
+    split = _split_from_units(units, unit_slot, order)  # type: ignore[arg-type]
+    cost = evaluate_split(graph, split, devices)
+    return (split, cost.max_load) if cost.feasible else (None, None)
+
+
+def _contiguous_lower(units: _Units, devices: DeviceLimits, options: MipOptions,
+                      bound_time_s: float | None) -> tuple[float, list[float]]:
+    """A lower bound on the contiguous optimum and the per-unit block bounds."""
+    K, L = devices.num_accelerators, devices.num_cpus
+    n = len(units.members)
+    # every unit costs at least the lesser of its latencies on the kinds it may use
+    own = []
+    for i in range(n):
+        c = []
+        if K and units.accel_ok[i]:
+            c.append(units.accel[i])
+        if L:
+            c.append(units.cpu[i])
+        own.append(min(c) if c else math.inf)
+    lower = max(math.fsum(own) / max(1, K + L), max(own, default=0.0)) if all(map(math.isfinite, own)) else 0.0
+    if bound_time_s is None:
+        limit = options.time_limit_s
+        bound_time_s = 30.0 if limit is None else min(30.0, 0.1 * limit)
+    bounds = _containing_block_bounds(units, threshold=lower, time_limit_s=bound_time_s) if K else list(units.accel)
+    # the unit's own slot: an accelerator block (block bound) or a CPU (its CPU latency)
+    per_unit = []
+    for i in range(n):
+        c = []
+        if K and units.accel_ok[i]:
+            c.append(bounds[i])
+        if L:
+            c.append(units.cpu[i])
+        per_unit.append(min(c) if c else 0.0)
+    return max(lower, max(per_unit, default=0.0)), bounds
 
 
 def _chain_order(cg: ContractedGraph) -> list[int]:

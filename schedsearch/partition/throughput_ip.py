@@ -65,6 +65,7 @@ from schedsearch.partition.cost import SplitCost, evaluate_split
 from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload, Slot, Split
 from schedsearch.partition.partition_ip import (
     _build_contiguous,
+    _containing_block_bounds,
     _contig_hint,
     _split_from_units,
     _stages_of_split,
@@ -80,6 +81,9 @@ __all__ = [
     "three_superblock_mip",
     "bottleneck_guess_mip",
     "slicegraph_incumbent",
+    "block_bound",
+    "family_dp_incumbent",
+    "certified_bound",
 ]
 
 
@@ -209,6 +213,7 @@ def exact_mip(
     *,
     incumbent: str | Split | None = "slicegraph",
     max_accel_memory: float | None = None,
+    strengthen: bool = False,
     options: MipOptions | None = None,
     **overrides: Any,
 ) -> ThroughputBound:
@@ -216,6 +221,14 @@ def exact_mip(
 
     ``incumbent``: ``"slicegraph"`` (default: BRKGA with its default
     budget), a split, or None.
+
+    ``strengthen``: add the block bounds of :func:`block_bound` (per unit:
+    every block holding it has at least that load) to the unit rows and to
+    ``T``'s lower bound, cap ``T`` at the incumbent's max-load and keep
+    every unit out of the slots its ancestors or descendants cannot fit
+    around at that load (only splits worse than the incumbent are cut off;
+    the incumbent stays an answer). Valid for any graph and memory limit.
+    Off by default: the plain model of Archer et al.
 
     Examples
     --------
@@ -231,7 +244,14 @@ def exact_mip(
     mem = max_accel_memory
     g, devices, cg, units = _setup(graph, k, mem)
     inc = _resolve_incumbent(graph, k, devices.max_accel_memory, incumbent, options.seed)
-    model = _build_contiguous(units, cg.preds, devices, f"MTPP exact {g.name} k={k}")
+    lower, bounds, upper = 0.0, None, None
+    if strengthen:
+        _, upper, _ = _best(g, devices, [inc])
+        bounds = _containing_block_bounds(units, threshold=simple_bound(g, k),
+                                          time_limit_s=_bound_seconds(options))
+        lower = max(max(bounds, default=0.0), simple_bound(g, k))
+    model = _build_contiguous(units, cg.preds, devices, f"MTPP exact {g.name} k={k}",
+                              block_bounds=bounds, lower=lower, upper=upper)
     if inc is not None:
         stages = _stages_of_split(units, inc)
         if stages is not None:
@@ -249,17 +269,226 @@ def exact_mip(
             unit_slot.append(order[s])
         found = _split_from_units(units, unit_slot, order)
     split, value, cost = _best(g, devices, [found, inc])
-    bound = res.best_bound if res.best_bound is not None else simple_bound(g, k)
-    bound = max(bound, simple_bound(g, k))
+    bound = res.best_bound if res.best_bound is not None and res.status is not Status.INFEASIBLE else 0.0
+    bound = max(bound, simple_bound(g, k), lower)
     if value is not None:
         bound = min(bound, value)
     status = res.status
-    if value is not None and status in (Status.TIMEOUT, Status.UNKNOWN):
-        status = Status.FEASIBLE
+    if value is not None:
+        if bound >= value * (1 - options.relative_gap) - 1e-12:
+            status = Status.OPTIMAL
+        elif status in (Status.TIMEOUT, Status.UNKNOWN, Status.INFEASIBLE):
+            status = Status.FEASIBLE
     return ThroughputBound(
         method="exact", k=k, lower_bound=bound, best_split=split, best_value=value, status=status,
         wall_time_s=time.perf_counter() - t0, cost=cost, mips=(res,),
-        stats={"units": len(units.members), "mip": str(model.mip)},
+        stats={"units": len(units.members), "mip": str(model.mip), "strengthened": strengthen,
+               "lower_bound_before_mip": lower},
+    )
+
+
+def _bound_seconds(options: MipOptions) -> float:
+    limit = options.time_limit_s
+    return 30.0 if limit is None else min(30.0, 0.1 * limit)
+
+
+def block_bound(graph: OperatorGraph | PartitionWorkload, k: int, *, time_limit_s: float | None = None) -> float:
+    """:func:`simple_bound` raised by the least load of any block holding each unit.
+
+    For every unit ``v``, ``min`` over sets ``B`` holding ``v`` of work +
+    communication cut by ``B`` is a minimum cut (contiguity and the memory
+    limit are dropped, so it is a relaxation); the block of the optimal
+    partition that holds ``v`` costs at least that much. Units are taken in
+    decreasing singleton load until none can raise the maximum (or after
+    ``time_limit_s``, when the maximum so far is still a bound).
+
+    Examples
+    --------
+    A heavy layer sending 3 to each of two consumers: whatever holds it
+    either holds them too or pays the transfer.
+
+    >>> from schedsearch.partition import Operator, OperatorGraph, block_bound, simple_bound
+    >>> graph = OperatorGraph(operators=[Operator(id=0, accel_latency=6, output_cost=3.0),
+    ...                                  Operator(id=1, accel_latency=4), Operator(id=2, accel_latency=4)],
+    ...                       edges=[(0, 1), (0, 2)])
+    >>> simple_bound(graph, 3), round(block_bound(graph, 3), 6)  # 6 alone + 3 sent
+    (6.0, 9.0)
+    """
+    g, _, _, units = _setup(graph, k, None)
+    simple = simple_bound(g, k)
+    bounds = _containing_block_bounds(units, threshold=simple, only_max=True, time_limit_s=time_limit_s)
+    return max(simple, max(bounds, default=0.0))
+
+
+def _random_order(cg: ContractedGraph, rng, block_of: Sequence[int] | None = None) -> list[int]:
+    """A random topological order (blocks of ``block_of`` in their order, if given)."""
+    import heapq
+
+    succ = cg.succs()
+    indeg = [len(p) for p in cg.preds]
+    key = (lambda v: (block_of[v], rng.random())) if block_of is not None else (lambda v: (0, rng.random()))
+    ready = [(key(v), v) for v in range(cg.num_nodes) if indeg[v] == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, v = heapq.heappop(ready)
+        order.append(v)
+        for w in succ[v]:
+            indeg[w] -= 1
+            if indeg[w] == 0:
+                heapq.heappush(ready, (key(w), w))
+    return order
+
+
+def family_dp_incumbent(
+    graph: OperatorGraph | PartitionWorkload, k: int, *, max_accel_memory: float | None = None,
+    orders: int = 24, rounds: int = 8, time_limit_s: float | None = 20.0, seed: int = 0,
+) -> Split | None:
+    """A contiguous split from the exact DP over a sampled family of ideals.
+
+    Each round draws ``orders`` random topological orders of the units and
+    runs the DP of :mod:`schedsearch.partition.dp` on the union of their
+    prefixes (every ideal of the family is an ideal, so the answer is a
+    valid acyclic split). From the second round on, half the orders keep
+    the blocks of the best split so far in their order (so the family holds
+    its chain and the answer never gets worse) and shuffle inside them.
+    Stops after ``rounds`` rounds or ``time_limit_s`` seconds; None if no
+    split was feasible.
+
+    Examples
+    --------
+    >>> from schedsearch.partition import Operator, OperatorGraph, family_dp_incumbent
+    >>> from schedsearch.partition.cost import evaluate_split
+    >>> from schedsearch.partition.opgraph import DeviceLimits
+    >>> graph = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0)
+    ...                                  for i, t in enumerate([4, 2, 3, 3])], edges=[(0, 1), (1, 2), (2, 3)])
+    >>> split = family_dp_incumbent(graph, 2)
+    >>> evaluate_split(graph, split, DeviceLimits(num_accelerators=2, num_cpus=0)).max_load
+    7.0
+    """
+    import random
+
+    from schedsearch.partition.dp import _to_split, solve_contracted
+
+    t0 = time.perf_counter()
+    g, devices, cg, _ = _setup(graph, k, max_accel_memory)
+    rng = random.Random(seed)
+    n = cg.num_nodes
+    best = None
+    block_of = None
+    for r in range(rounds):
+        if time_limit_s is not None and r and time.perf_counter() - t0 > time_limit_s:
+            break
+        family = {0, (1 << n) - 1}
+        for j in range(orders):
+            order = _random_order(cg, rng, block_of if (block_of is not None and j % 2 == 0) else None)
+            bits = 0
+            for v in order:
+                bits |= 1 << v
+                family.add(bits)
+        if best is not None:
+            bits = 0
+            for _, vs in best.stages:
+                for v in vs:
+                    bits |= 1 << v
+                family.add(bits)
+        ub = best.max_load if best is not None else math.inf
+        sol = solve_contracted(cg, devices, upper_bound=ub, ideals=sorted(family))
+        if sol is not None and (best is None or sol.max_load < best.max_load):
+            best = sol
+            block_of = [0] * n
+            for b, (_, vs) in enumerate(best.stages):
+                for v in vs:
+                    block_of[v] = b
+    return None if best is None else _to_split(cg, best.stages)
+
+
+def certified_bound(
+    graph: OperatorGraph | PartitionWorkload,
+    k: int,
+    *,
+    time_limit_s: float = 60.0,
+    max_accel_memory: float | None = None,
+    ideal_limit: int = 20_000,
+    seed: int = 0,
+    options: MipOptions | None = None,
+    **overrides: Any,
+) -> ThroughputBound:
+    """Every bound and heuristic here within one time budget; the best of each.
+
+    In order: :func:`simple_bound` and :func:`block_bound`; the exact DP of
+    :func:`~schedsearch.partition.dp.partition_dp` (same units, no leaf
+    merge) where the DAG has at most ``ideal_limit`` ideals, which proves
+    the optimum outright; otherwise SliceGraph and
+    :func:`family_dp_incumbent` for the best partition, then the
+    strengthened :func:`exact_mip` for the time left (at least 5 s). The
+    lower bound is the largest proven, the partition the best found; its
+    value is recomputed from the partition. ``stats["sources"]`` says
+    which method gave each.
+
+    Examples
+    --------
+    >>> from schedsearch.partition import Operator, OperatorGraph, certified_bound
+    >>> graph = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0)
+    ...                                  for i, t in enumerate([4, 2, 3, 3])], edges=[(0, 1), (1, 2), (2, 3)])
+    >>> bound = certified_bound(graph, 3, time_limit_s=10)
+    >>> bound.status.value, bound.lower_bound, bound.best_value, bound.stats["sources"]["lower"]
+    ('OPTIMAL', 7.0, 7.0, 'dp')
+    """
+    from schedsearch.partition.dp import _to_split, solve_contracted
+    from schedsearch.partition.ideals import IdealLimitExceeded, enumerate_ideals
+
+    t0 = time.perf_counter()
+    options = _options(options, overrides)
+    g, devices, cg, units = _setup(graph, k, max_accel_memory)
+    lower = simple_bound(g, k)
+    sources = {"lower": "simple", "best": None}
+    blk = block_bound(g, k, time_limit_s=min(10.0, 0.15 * time_limit_s))
+    if blk > lower:
+        lower, sources["lower"] = blk, "block"
+    candidates: list[tuple[str, Split | None]] = []
+    try:
+        ideals = enumerate_ideals(cg.preds, limit=ideal_limit)
+    except IdealLimitExceeded:
+        ideals = None
+    mips: tuple[MipResult, ...] = ()
+    if ideals is not None:
+        sol = solve_contracted(cg, devices, ideals=ideals)
+        if sol is not None:
+            candidates.append(("dp", _to_split(cg, sol.stages)))
+            exact = _best(g, devices, [candidates[-1][1]])[1]
+            if exact is not None and exact > lower:
+                # the DP is exact: its optimum is a lower bound (recomputed from its split)
+                lower, sources["lower"] = min(exact, sol.max_load * (1 + 1e-12)), "dp"
+    if not candidates:
+        remaining = lambda: time_limit_s - (time.perf_counter() - t0)  # noqa: E731
+        candidates.append(("slicegraph", slicegraph_incumbent(g, k, max_accel_memory=devices.max_accel_memory,
+                                                              seed=seed)))
+        candidates.append(("family-dp", family_dp_incumbent(g, k, max_accel_memory=devices.max_accel_memory,
+                                                            time_limit_s=max(1.0, 0.25 * remaining()),
+                                                            seed=seed)))
+        inc = _best(g, devices, [c for _, c in candidates])[0]
+        ex = exact_mip(g, k, incumbent=inc, max_accel_memory=devices.max_accel_memory, strengthen=True,
+                       options=attrs.evolve(options, time_limit_s=max(5.0, remaining())))
+        mips = ex.mips
+        candidates.append(("exact-mip", ex.best_split))
+        if ex.lower_bound > lower:
+            lower, sources["lower"] = ex.lower_bound, "exact-mip"
+    split, value, cost = _best(g, devices, [c for _, c in candidates])
+    for name, c in candidates:
+        if c is split:
+            sources["best"] = name
+            break
+    if value is not None:
+        lower = min(lower, value)
+    proven = value is not None and lower >= value * (1 - options.relative_gap) - 1e-12
+    status = Status.OPTIMAL if proven else (Status.FEASIBLE if value is not None else Status.TIMEOUT)
+    return ThroughputBound(
+        method="certified", k=k, lower_bound=lower, best_split=split, best_value=value, status=status,
+        wall_time_s=time.perf_counter() - t0, cost=cost, mips=mips,
+        stats={"units": len(units.members), "sources": sources,
+               "ideals": None if ideals is None else len(ideals),
+               "candidates": {name: _best(g, devices, [c])[1] for name, c in candidates}},
     )
 
 
