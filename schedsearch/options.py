@@ -49,6 +49,8 @@ __all__ = [
     "MAX_SEED",
     "MAX_WORKERS",
     "DETERMINISTIC_UNITS_PER_S",
+    "DETERMINISTIC_WALL_GUARD",
+    "DETERMINISTIC_WALL_GUARD_S",
 ]
 
 #: Seeds every backend accepts: CP-SAT's ``random_seed`` is an int32 and Z3's
@@ -63,6 +65,15 @@ MAX_SEED = 2**31 - 1
 #: ``s * DETERMINISTIC_UNITS_PER_S`` units: a search its limit stops then
 #: takes about ``s`` seconds there, and the same point on every machine.
 DETERMINISTIC_UNITS_PER_S = 0.05
+
+#: In deterministic mode a solver search also stops after
+#: ``DETERMINISTIC_WALL_GUARD * s + DETERMINISTIC_WALL_GUARD_S`` wall-clock
+#: seconds for a budget of ``s``: a guard against a model whose work CP-SAT's
+#: deterministic time under-counts, or a machine far slower than one core.
+#: A search the guard stops is not reproducible; its result says so
+#: (``stats["wall_guard_hit"]``).
+DETERMINISTIC_WALL_GUARD = 5.0
+DETERMINISTIC_WALL_GUARD_S = 30.0
 
 #: Most parallel workers: CP-SAT starts one thread per worker (its parameter
 #: is an int32, but thousands of threads only exhaust the machine).

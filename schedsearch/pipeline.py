@@ -269,6 +269,20 @@ def _families(value: Any) -> tuple[str, ...]:
     return out
 
 
+def _sizes(value: Any) -> tuple[float, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        raise InvalidPipelineError(f"pipeline: 'microbatch_sizes' must be a list of numbers, got {value!r}")
+    out = []
+    for i, size in enumerate(value):
+        if isinstance(size, bool) or not isinstance(size, (int, float)) or not 0 < size < math.inf:
+            raise InvalidPipelineError(
+                f"pipeline: 'microbatch_sizes' entry {i} must be a positive number, got {size!r}")
+        out.append(float(size))
+    return tuple(out)
+
+
 def _budget(value: Any) -> int | None:
     return None if value is None else parse_bytes(value, "pipeline", "memory_budget_bytes")
 
@@ -303,6 +317,14 @@ class Pipeline:
     time_tolerance:
         Largest relative rounding error allowed on any stage time when the
         times become integers (default 1%).
+    microbatch_sizes:
+        Sizes of the micro-batches in order (samples or tokens; one per
+        micro-batch), when they differ: a batch of 30 in 4 micro-batches is
+        ``[8, 8, 7, 7]`` (how ``torch.tensor_split`` cuts it). The stage
+        times and activation bytes are those of the largest; a smaller
+        micro-batch's times scale with its size, while its activations are
+        counted at the largest size's (an upper bound: a plan that fits the
+        budget fits at run time). None: all the same size.
     name:
         Free text.
 
@@ -329,6 +351,7 @@ class Pipeline:
     partition: str = "fixed"
     fb_overlap_ms: float | None = None
     time_tolerance: float = 0.01
+    microbatch_sizes: tuple[float, ...] | None = attrs.field(default=None, converter=_sizes)
     name: str = ""
 
     def __attrs_post_init__(self) -> None:
@@ -353,6 +376,11 @@ class Pipeline:
         tol = self.time_tolerance
         if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < 0.5:
             raise InvalidPipelineError(f"pipeline: 'time_tolerance' must be in (0, 0.5), got {tol!r}")
+        if self.microbatch_sizes is not None and len(self.microbatch_sizes) != self.num_microbatches:
+            raise InvalidPipelineError(
+                f"pipeline: 'microbatch_sizes' must give one size per micro-batch ({self.num_microbatches}), "
+                f"got {len(self.microbatch_sizes)}"
+            )
         if self.memory_budget_bytes is not None:
             for s in self.stages:
                 if s.parameter_bytes > self.memory_budget_bytes:
@@ -366,8 +394,14 @@ class Pipeline:
         what = "layers" if self.partition == "dp" else "stages"
         return (
             f"pipeline{' ' + repr(self.name) if self.name else ''}: {self.num_ranks} ranks, {len(self.stages)} {what}, "
-            f"{self.num_microbatches} micro-batches, budget {budget}, families {', '.join(self.families)}"
+            f"{self.num_microbatches} micro-batches{self._sizes_text()}, budget {budget}, "
+            f"families {', '.join(self.families)}"
         )
+
+    def _sizes_text(self) -> str:
+        if self.size_ratios() is None:
+            return ""
+        return f" (sizes {min(self.microbatch_sizes):g} to {max(self.microbatch_sizes):g})"
 
     # ------------------------------------------------------------ files
     @classmethod
@@ -395,6 +429,8 @@ class Pipeline:
         if self.fb_overlap_ms is not None:
             out["fb_overlap_ms"] = self.fb_overlap_ms
         out["time_tolerance"] = self.time_tolerance
+        if self.microbatch_sizes is not None:
+            out["microbatch_sizes"] = [int(x) if x == int(x) else x for x in self.microbatch_sizes]
         p2p = self.p2p.to_dict()
         if p2p:
             out["p2p"] = p2p
@@ -515,6 +551,22 @@ class Pipeline:
                    stages=stages, partition=partition, **fields)
 
     # ------------------------------------------------------------ stages of a family
+    def size_ratios(self) -> tuple[float, ...] | None:
+        """Each micro-batch's size over the largest (the factor on its stage times), or None when all are equal.
+
+        Examples
+        --------
+        >>> from schedsearch import Pipeline
+        >>> Pipeline(num_ranks=1, num_microbatches=4, microbatch_sizes=[8, 8, 7, 7],
+        ...          stages=[{"forward_ms": 1.0, "backward_ms": 2.0}]).size_ratios()
+        (1.0, 1.0, 0.875, 0.875)
+        """
+        sizes = self.microbatch_sizes
+        if sizes is None or len(set(sizes)) == 1:
+            return None
+        top = max(sizes)
+        return tuple(s / top for s in sizes)
+
     def stages_for(self, num_stages: int) -> tuple[tuple[Stage, ...], tuple[tuple[int, ...], ...]] | None:
         """The stages when the model runs as ``num_stages`` stages, and the layers of each.
 

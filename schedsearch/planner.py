@@ -183,10 +183,37 @@ def build_problem(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Sta
     names = device_names(P)
     params = {names[r]: units.memory(sum(stages[s].parameter_bytes for pipe in pipes for s, d in enumerate(pipe)
                                          if d == r)) for r in range(P)}
-    problem = problem.with_(initial_memory={d: v for d, v in params.items() if v})
+    problem = problem.with_(initial_memory={d: v for d, v in params.items() if v},
+                            time_unit_s=units.time_unit_ms / 1e3, memory_unit_bytes=units.memory_unit_bytes,
+                            duration_overrides=_size_overrides(pipeline, candidate, problem, stages, units))
     if pipeline.p2p.free:
         return problem
     return _with_transfers(problem, pipeline, stages, units)
+
+
+_TIME_FIELD = {"F": "forward_ms", "B": "backward_ms", "I": "input_grad_ms", "W": "weight_grad_ms"}
+
+
+def _size_overrides(pipeline: Pipeline, candidate: Candidate, problem: Problem, stages: Sequence[Stage],
+                    units: Units) -> list[tuple[str, int, tuple[int, ...]]]:
+    """Durations of the micro-batches smaller than the largest: each block's stage time times the size ratio.
+
+    DualPipe's two pipelines carry the first and the second half of the
+    micro-batches (instance ``i`` of ``.up`` is micro-batch ``n/2 + i``).
+    """
+    ratios = pipeline.size_ratios()
+    if ratios is None:
+        return []
+    half = pipeline.num_microbatches // 2
+    out = []
+    for b in problem.graph.blocks:
+        offset = half if candidate.layout == "dualpipe" and b.name.endswith(".up") else 0
+        for m in range(problem.num_microbatches):
+            r = ratios[offset + m]
+            if r < 1.0:
+                ms = getattr(stages[b.stage], _TIME_FIELD[b.kind])
+                out.append((b.name, m, (units.ticks(ms * r),) * len(b.options)))
+    return out
 
 
 def _with_transfers(problem: Problem, pipeline: Pipeline, stages: Sequence[Stage], units: Units) -> Problem:
@@ -296,6 +323,9 @@ def _evaluate(task: _Task) -> _Outcome:
 
         note = f"the portfolio's handcrafted plans failed ({type(exc).__name__}: {exc}); searched without them"
         result = solve(problem, options=task.options, engines=[e for e in ENGINES if e != "handcrafted"])
+    if result.stats.get("wall_guard_hit"):
+        note = (note + "; " if note else "") + ("a deterministic search hit its wall-clock guard: this row may "
+                                                "differ on another run")
     row: dict[str, Any] = {"candidate": candidate, "status": result.status.value, "engine": result.engine,
                            "note": note}
     schedule = result.schedule
@@ -403,7 +433,7 @@ def plan(
     engine: Any = "local",
     workers: int | None = None,
     address: str | None = None,
-    deterministic: bool = True,
+    deterministic: bool = False,
     seed: int = 0,
 ) -> PlanResult:
     """Search every allowed schedule family for ``pipeline`` and rank the plans.
@@ -421,10 +451,16 @@ def plan(
     workers:
         Parallel candidates (default: one per CPU).
     deterministic, seed:
-        Each candidate's search is deterministic (one solver worker, fixed
-        seed, its share of the time read as deterministic time: see
-        :func:`~schedsearch.search.solve.solve`) by default, so that every
-        engine gives the same table, also when searches stop at their limit.
+        Each candidate's search runs one solver worker with a fixed seed.
+        By default its share of the time is wall-clock time, so ``plan``
+        ends within about ``time_limit_s``; a search stopped by its limit
+        may then find another plan on another run or engine. With
+        ``deterministic=True`` the share is read as deterministic time (the
+        solver's work count: see :class:`~schedsearch.options.SearchOptions`),
+        so every engine and every run gives the same table, also when
+        searches stop at their limit; the wall time then depends on the
+        machine (a guard of several times the share stops a runaway search,
+        and the row says so).
 
     Returns
     -------
@@ -450,8 +486,27 @@ def plan(
     executor = get_executor(engine, workers=workers, address=address)
     prepared = _prepare(pipeline, time_limit_s=time_limit_s, parallel=workers or getattr(executor, "workers", None),
                         deterministic=deterministic, seed=seed)
-    outcomes = executor.run(_evaluate, prepared.tasks, timeout_s=time_limit_s * 2 + 60)
+    outcomes = executor.run(_evaluate, prepared.tasks, timeout_s=_run_timeout([prepared], parallel=workers or getattr(
+        executor, "workers", None), deterministic=deterministic))
     return _finish(prepared, outcomes, executor.name, t0)
+
+
+def _run_timeout(prepared: Sequence[Any], *, parallel: int | None, deterministic: bool) -> float:
+    """Wall time an executor allows a batch of candidate searches before it reports the rest as timed out.
+
+    Each search stops at its share (wall-clock), or in deterministic mode at
+    its wall-clock guard; the batch runs ``parallel`` at a time. The margin
+    covers building problems, handcrafted schedules and start-up.
+    """
+    from schedsearch.encode.cpsat.model import wall_guard_s
+
+    tasks = [t for p in prepared if isinstance(p, _Prepared) for t in p.tasks]
+    if not tasks:
+        return 60.0
+    share = tasks[0].options.time_limit_s or 0.0
+    per_task = wall_guard_s(share) if deterministic else 1.5 * share
+    rounds = math.ceil(len(tasks) / max(1, parallel or 2))
+    return rounds * (per_task + 30.0) + 60.0
 
 
 @attrs.frozen(kw_only=True)
@@ -494,6 +549,10 @@ def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, d
         )
     if pipeline.fb_overlap_ms is not None:
         times["F&B pair"] = pipeline.fb_overlap_ms
+    ratios = sorted(set(pipeline.size_ratios() or ()))
+    for r in ratios:
+        if r < 1.0:  # a smaller micro-batch's times are rounded too
+            times.update({f"{k} at size ratio {r:.3g}": v * r for k, v in list(times.items()) if " at size ratio " not in k})
     if pipeline.memory_budget_bytes is not None:
         amounts.append(pipeline.memory_budget_bytes)
     units = choose_units(times, amounts, tolerance=pipeline.time_tolerance)
@@ -645,7 +704,7 @@ def plan_sweep(
     engine: Any = "local",
     workers: int | None = None,
     address: str | None = None,
-    deterministic: bool = True,
+    deterministic: bool = False,
     seed: int = 0,
 ) -> SweepResult:
     """:func:`plan` over a grid of micro-batch counts, memory budgets and family sets of one pipeline.
@@ -706,7 +765,8 @@ def plan_sweep(
         points.append(SweepPoint(num_microbatches=point.num_microbatches,
                                  memory_budget_bytes=point.memory_budget_bytes, families=point.families))
     tasks = [t for p in prepared if isinstance(p, _Prepared) for t in p.tasks]
-    outcomes = executor.run(_evaluate, tasks, timeout_s=(time_limit_s * 2 + 60) * max(1, len(grid)))
+    outcomes = executor.run(_evaluate, tasks, timeout_s=_run_timeout(prepared, parallel=parallel,
+                                                                       deterministic=deterministic))
     out: list[SweepPoint] = []
     k = 0
     for pt, p in zip(points, prepared):

@@ -104,7 +104,7 @@ _OVERLAP_FIELDS = ("blocks", "duration", "name", "same_microbatch")
 _OVERRIDE_FIELDS = ("block", "microbatch", "durations")
 _PROBLEM_FIELDS = (
     "format", "version", "name", "objective", "num_microbatches", "graph", "cluster", "initial_memory",
-    "releases", "fixed_orders", "duration_overrides", "overlaps",
+    "releases", "fixed_orders", "duration_overrides", "overlaps", "time_unit_s", "memory_unit_bytes",
 )
 
 
@@ -1101,6 +1101,12 @@ class Problem:
         Overlapped groups a schedule may use (see :class:`Overlap`); empty
         by default. A problem that declares some needs a backend with the
         ``"overlaps"`` feature to be searched exactly.
+    time_unit_s, memory_unit_bytes:
+        What one time unit and one memory unit are in seconds and bytes
+        (None: abstract units). They are data, not part of the search: every
+        export (trace, report, pictures, timelines) reads them to show real
+        times and sizes, and :func:`schedsearch.plan` and the profiler set
+        them.
 
     Examples
     --------
@@ -1137,6 +1143,8 @@ class Problem:
     objective: str = "makespan"
     name: str = ""
     overlaps: tuple[Overlap, ...] = attrs.field(converter=_overlaps, default=())
+    time_unit_s: float | None = None
+    memory_unit_bytes: float | None = None
     _override_index: dict[TaskKey, tuple[int, ...]] = attrs.field(
         init=False, repr=False, eq=False, hash=False, factory=dict
     )
@@ -1155,6 +1163,13 @@ class Problem:
             raise _err("problem", "objective", f"must be one of {OBJECTIVES}", self.objective)
         if not isinstance(self.name, str):
             raise _err("problem", "name", "must be a string", self.name)
+        for field in ("time_unit_s", "memory_unit_bytes"):
+            value = getattr(self, field)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+                raise _err("problem", field, "must be a positive finite number (or null)", value)
+            object.__setattr__(self, field, float(value))
         self._check_shapes()
         devices = {d.name: d for d in self.cluster.devices}
         seen_init: set[str] = set()
@@ -1412,6 +1427,8 @@ class Problem:
                 {"block": b, "microbatch": m, "durations": list(d)} for b, m, d in self.duration_overrides
             ],
             **({"overlaps": [o.to_dict() for o in self.overlaps]} if self.overlaps else {}),
+            **({"time_unit_s": self.time_unit_s} if self.time_unit_s is not None else {}),
+            **({"memory_unit_bytes": self.memory_unit_bytes} if self.memory_unit_bytes is not None else {}),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -1447,6 +1464,8 @@ class Problem:
             objective=d.get("objective", "makespan"),
             name=d.get("name", ""),
             overlaps=d.get("overlaps", ()),
+            time_unit_s=d.get("time_unit_s"),
+            memory_unit_bytes=d.get("memory_unit_bytes"),
         )
 
     @classmethod

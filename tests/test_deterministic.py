@@ -37,9 +37,11 @@ def test_deadline_spends_only_what_is_charged():
 
 
 def test_local_runs_stopped_by_the_limit_are_equal():
-    first = schedsearch.plan(_pipeline(), time_limit_s=2, engine=LocalExecutor(workers=2), workers=2)
+    first = schedsearch.plan(_pipeline(), time_limit_s=2, engine=LocalExecutor(workers=2), workers=2,
+                             deterministic=True)
     assert "FEASIBLE" in [r.status for r in first.rows]  # a search stopped at its limit, not proven
-    second = schedsearch.plan(_pipeline(), time_limit_s=2, engine=LocalExecutor(workers=1), workers=2)
+    second = schedsearch.plan(_pipeline(), time_limit_s=2, engine=LocalExecutor(workers=1), workers=2,
+                              deterministic=True)
     assert _table(second) == _table(first)
     assert second.schedule == first.schedule
 
@@ -48,10 +50,38 @@ def test_local_runs_stopped_by_the_limit_are_equal():
 def test_ray_equals_local_when_stopped_by_the_limit():
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'schedsearch[ray]')")
     try:
-        local = schedsearch.plan(_pipeline(), time_limit_s=2, workers=2)
-        on_ray = schedsearch.plan(_pipeline(), time_limit_s=2, engine=RayExecutor(num_cpus=2), workers=2)
+        local = schedsearch.plan(_pipeline(), time_limit_s=2, workers=2, deterministic=True)
+        on_ray = schedsearch.plan(_pipeline(), time_limit_s=2, engine=RayExecutor(num_cpus=2), workers=2,
+                                  deterministic=True)
         assert "FEASIBLE" in [r.status for r in local.rows]
         assert _table(on_ray) == _table(local)
         assert on_ray.schedule == local.schedule
     finally:
         ray.shutdown()
+
+
+def test_a_search_stopped_by_the_wall_clock_guard_says_so(monkeypatch):
+    """A deterministic search whose deterministic time runs slower than the calibration stops at its guard and
+    its result says it may differ on another run."""
+    import schedsearch.encode.cpsat.model as cpsat_model
+    from schedsearch.options import SearchOptions
+    from schedsearch.planner import _prepare, build_problem
+
+    monkeypatch.setattr(cpsat_model, "DETERMINISTIC_WALL_GUARD", 0.0)
+    monkeypatch.setattr(cpsat_model, "DETERMINISTIC_WALL_GUARD_S", 0.05)
+    pipeline = _pipeline()
+    prepared = _prepare(pipeline, time_limit_s=100, parallel=1, deterministic=True, seed=0)
+    candidate = next(c for c in prepared.runnable if c.split_backward)
+    problem = build_problem(pipeline, candidate, pipeline.stages, prepared.units)
+    result = schedsearch.solve(problem, engines=["exact"],
+                               options=SearchOptions(time_limit_s=100, deterministic=True, workers=1))
+    assert result.stats.get("wall_guard_hit") is True
+    assert result.wall_time_s < 30  # the guard, not the 100 s of deterministic time, stopped it
+
+
+def test_plan_honours_its_wall_clock_limit_by_default():
+    """Without deterministic mode each candidate's share is wall-clock time: the searches stop at their share."""
+    from schedsearch.planner import _prepare
+
+    prepared = _prepare(_pipeline(), time_limit_s=4, parallel=2, deterministic=False, seed=0)
+    assert all(not t.options.deterministic and t.options.time_limit_s == 4.0 for t in prepared.tasks)

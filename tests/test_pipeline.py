@@ -39,7 +39,7 @@ def test_byte_strings_and_fields():
 
 @pytest.mark.parametrize("suffix", [".toml", ".json"])
 def test_round_trip(tmp_path, suffix):
-    p = _pipeline()
+    p = _pipeline(microbatch_sizes=[8, 8, 7.5, 7])
     path = p.save(tmp_path / f"pipeline{suffix}")
     assert Pipeline.load(path) == p
     if suffix == ".toml":
@@ -62,6 +62,9 @@ def test_round_trip(tmp_path, suffix):
         ({"partition": "auto"}, "'partition' must be 'fixed' or 'dp'"),
         ({"time_tolerance": 0.0}, "'time_tolerance' must be in (0, 0.5)"),
         ({"fb_overlap_ms": 0.0}, "'fb_overlap_ms' must be > 0"),
+        ({"microbatch_sizes": [8, 8, 7]}, "'microbatch_sizes' must give one size per micro-batch (4), got 3"),
+        ({"microbatch_sizes": [8, 8, 0, 7]}, "'microbatch_sizes' entry 2 must be a positive number, got 0"),
+        ({"microbatch_sizes": "8,8,7,7"}, "'microbatch_sizes' must be a list of numbers"),
     ],
 )
 def test_errors_name_entity_field_value(changes, fragment):
@@ -133,3 +136,10 @@ def test_from_runtime_profile():
 
 def test_p2p_free_by_default():
     assert P2P().free and not P2P(time_ms=0.5).free
+
+
+def test_microbatch_sizes_scale_against_the_largest():
+    p = _pipeline(microbatch_sizes=[8, 8, 7, 6])
+    assert p.size_ratios() == (1.0, 1.0, 0.875, 0.75)
+    assert "(sizes 6 to 8)" in str(p)
+    assert _pipeline(microbatch_sizes=[4, 4, 4, 4]).size_ratios() is None

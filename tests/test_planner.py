@@ -116,3 +116,28 @@ def test_csv_loads_in_torch(tmp_path):
     stages = len(result.stages)
     stage_to_rank = schedules._validate_schedule(actions, 2, stages, 4)
     schedules._add_send_recv(actions, stage_to_rank=lambda s: stage_to_rank[s], num_stages=stages)
+
+
+@pytest.mark.parametrize("family", ["1f1b", "dualpipe"])
+def test_smaller_microbatches_take_proportionally_less_time(family):
+    """Micro-batches of 8, 8, 6, 4 samples: the smaller ones' blocks last 3/4 and 1/2 of the full ones', each
+    rounded within the tolerance; the plan is valid and no longer than with four full micro-batches."""
+    sizes = [8, 8, 6, 4]
+    uneven = _uniform(num_microbatches=4, families=[family], microbatch_sizes=sizes)
+    even = _uniform(num_microbatches=4, families=[family])
+    result = schedsearch.plan(uneven, time_limit_s=20, workers=1)
+    problem = result.problem
+    assert problem.time_unit_s == result.units.time_unit_ms / 1e3  # the units are data of the problem
+    half = uneven.num_microbatches // 2 if family == "dualpipe" else 0  # .up carries the second half
+    for block in problem.graph.blocks:
+        full = block.options[0].duration * result.units.time_unit_ms
+        for m in range(problem.num_microbatches):
+            real = m + (half if block.name.endswith(".up") else 0)
+            got = problem.durations(block.name, m)[0] * result.units.time_unit_ms
+            want = full * sizes[real] / 8
+            assert abs(got - want) <= 0.011 * want, (block.name, m, got, want)
+    assert not validate(problem, result.schedule)
+    alone = schedsearch.plan(even, time_limit_s=20, workers=1)
+    assert result.best.makespan_ms <= alone.best.makespan_ms
+    if result.best.status == "OPTIMAL" and alone.best.status == "OPTIMAL":
+        assert result.best.makespan_ms < alone.best.makespan_ms

@@ -40,8 +40,8 @@ def test_unknown_engine():
 
 
 def test_local_processes_equal_inline():
-    inline = schedsearch.plan(_pipeline(), time_limit_s=20, workers=1)
-    processes = schedsearch.plan(_pipeline(), time_limit_s=20, workers=2)
+    inline = schedsearch.plan(_pipeline(), time_limit_s=20, workers=1, deterministic=True)
+    processes = schedsearch.plan(_pipeline(), time_limit_s=20, workers=2, deterministic=True)
     assert _figures(processes) == _figures(inline)
     assert processes.schedule == inline.schedule
 
@@ -50,8 +50,8 @@ def test_local_processes_equal_inline():
 def test_ray_equals_local():
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'schedsearch[ray]')")
     try:
-        local = schedsearch.plan(_pipeline(), time_limit_s=20, workers=1)
-        on_ray = schedsearch.plan(_pipeline(), time_limit_s=20, engine=RayExecutor(num_cpus=2))
+        local = schedsearch.plan(_pipeline(), time_limit_s=20, workers=1, deterministic=True)
+        on_ray = schedsearch.plan(_pipeline(), time_limit_s=20, engine=RayExecutor(num_cpus=2), deterministic=True)
         assert on_ray.engine == "ray"
         assert _figures(on_ray) == _figures(local)
         assert on_ray.schedule == local.schedule

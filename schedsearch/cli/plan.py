@@ -24,11 +24,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def add_engine_arguments(p: argparse.ArgumentParser) -> None:
-    """--engine, --address, --workers: where the candidates run (plan and sweep)."""
+    """--engine, --address, --workers: where the candidates run (plan and sweep); --deterministic, --seed."""
     p.add_argument("--engine", choices=("local", "ray"), default="local",
                    help="where candidates run: local processes (default) or a Ray cluster")
     p.add_argument("--address", default=None, help="Ray cluster address to join (default: start Ray locally)")
     p.add_argument("--workers", type=int, default=None, help="candidates searched at once (default: one per CPU)")
+    p.add_argument("--deterministic", action="store_true",
+                   help="read each search's share of the time as solver work, so that every run and engine gives "
+                   "the same table (the wall time then depends on the machine)")
+    p.add_argument("--seed", type=int, default=0, help="the searches' random seed (default 0)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
     pipeline = Pipeline.load(args.pipeline)
     result = plan(pipeline, time_limit_s=args.time_limit, engine=args.engine, workers=args.workers,
-                  address=args.address)
+                  address=args.address, deterministic=args.deterministic, seed=args.seed)
     print(result.table())
     if args.out and result.best is not None:
         paths = result.write(args.out)

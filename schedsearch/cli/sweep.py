@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError:
             raise InvalidOptionsError(f"sweep: '--microbatches' must be integers, got {args.microbatches!r}") from None
     result = plan_sweep(pipeline, num_microbatches=counts, memory_budgets=args.budgets, families=args.families,
-                        time_limit_s=args.time_limit, engine=args.engine, workers=args.workers, address=args.address)
+                        time_limit_s=args.time_limit, engine=args.engine, workers=args.workers, address=args.address,
+                        deterministic=args.deterministic, seed=args.seed)
     print(result.combined() if args.combined else result.table())
     return 0 if any(pt.best is not None for pt in result.points) else 1

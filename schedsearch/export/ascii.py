@@ -197,9 +197,12 @@ def render_ascii(
                     row[i] = "~"
             lines.append(f"{c.rjust(cw)}: " + "".join(row))
     if legend:
-        note = f"1 char = {scale}/{cell} time unit" if scale > 1 else f"1 time unit = {cell} char"
+        unit_ms = None if problem is None or problem.time_unit_s is None else problem.time_unit_s * 1e3
+        unit = "time unit" if unit_ms is None else f"time unit ({unit_ms:.4g} ms)"
+        note = f"1 char = {scale}/{cell} {unit}" if scale > 1 else f"1 {unit} = {cell} char"
         staged = problem is None or any(b.stage is not None for b in problem.graph.blocks)
         naming = "Fm3 = forward of micro-batch 3; " if staged else ""
-        lines.append(f"(makespan {makespan}; {note}; {naming}'.' idle; '#' a task too short for its label; "
+        makespan_text = str(makespan) if unit_ms is None else f"{makespan} = {makespan * unit_ms:.6g} ms"
+        lines.append(f"(makespan {makespan_text}; {note}; {naming}'.' idle; '#' a task too short for its label; "
                      f"'~' transfer; 'a/b' overlapped group)")
     return "\n".join(lines)

@@ -31,7 +31,7 @@ def chrome_trace(
     problem: Problem | None,
     schedule: Schedule,
     *,
-    time_unit_us: float = 1000.0,
+    time_unit_us: float | None = None,
     name: str | None = None,
     marks: dict[tuple[str, int], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
@@ -40,7 +40,8 @@ def chrome_trace(
     Parameters
     ----------
     time_unit_us:
-        Microseconds per schedule time unit (default 1 ms per unit).
+        Microseconds per schedule time unit; default: the problem's
+        ``time_unit_s`` where it has one, else 1 ms per unit.
     marks:
         Extra ``args`` per task instance ``(block, micro-batch)`` (used to
         mark a repetend, for example).
@@ -58,6 +59,9 @@ def chrome_trace(
     >>> len(tasks), tasks[0]["name"], tasks[0]["ts"], tasks[0]["dur"]
     (8, 'F0·m0', 0.0, 1000.0)
     """
+    if time_unit_us is None:
+        unit_s = problem.time_unit_s if problem is not None else None
+        time_unit_us = 1000.0 if unit_s is None else unit_s * 1e6
     devices = list(problem.cluster.device_names) if problem is not None else list(schedule.devices)
     channels = sorted({tr.channel for tr in schedule.transfers})
     if problem is not None:

@@ -7,7 +7,8 @@ The report shows
   of one interval), coloured by micro-batch (a job shop's: by job), hatched
   by kind; hovering a rectangle shows the block, micro-batch, stage, start,
   end and duration (in the problem's time units, and in milliseconds when
-  the plan's metadata carries its units, as the planner's plans do);
+  the problem carries its units (``time_unit_s``) or the plan's metadata
+  does, as the planner's and the profiler's plans do);
 * per-device memory over time with the capacity as a dashed line (in
   memory units, and GiB when the units are known);
 * the metrics, the bound and the gap, the engine that found the plan and
@@ -41,9 +42,16 @@ __all__ = ["report_html", "write_report"]
 _TRANSFER = "#937860"
 
 
-def _units(meta: Mapping[str, Any] | None) -> dict[str, Any]:
+def _units(meta: Mapping[str, Any] | None, problem: Problem | None = None) -> dict[str, Any]:
+    """Real units: the metadata's where it gives them, else the problem's own (``time_unit_s``, ``memory_unit_bytes``)."""
     units = dict((meta or {}).get("units") or {})
-    return {"time_unit_ms": units.get("time_unit_ms"), "memory_unit_bytes": units.get("memory_unit_bytes")}
+    time_ms = units.get("time_unit_ms")
+    memory = units.get("memory_unit_bytes")
+    if time_ms is None and problem is not None and problem.time_unit_s is not None:
+        time_ms = problem.time_unit_s * 1e3
+    if memory is None and problem is not None and problem.memory_unit_bytes is not None:
+        memory = problem.memory_unit_bytes
+    return {"time_unit_ms": time_ms, "memory_unit_bytes": memory}
 
 
 def _data(problem: Problem, schedule: Schedule, units: Mapping[str, Any]) -> dict[str, Any]:
@@ -282,7 +290,7 @@ def report_html(
     (True, True, False)
     """
     meta = dict(meta or {})
-    units = _units(meta)
+    units = _units(meta, problem)
     if result is None:
         result = meta.get("result")
     if table is None:

@@ -169,7 +169,8 @@ def plot_schedule(
     are then the schedule's devices); ``title`` defaults to the schedule's
     or the problem's name; ``time_scale`` divides the time axis; ``width``
     is the figure's width in inches (default from the makespan);
-    ``show_labels=False`` draws no text in the boxes. Save the figure with
+    ``show_labels=False`` draws no text in the boxes. A problem with a
+    ``time_unit_s`` gets its time axis in milliseconds. Save the figure with
     ``figure.savefig(path)`` or use :func:`save_plot`.
 
     Examples
@@ -205,7 +206,16 @@ def plot_schedule(
     ax.set_yticklabels(rows)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlim(0, makespan / time_scale)
-    ax.set_xlabel("time" + (f" (1 unit = {time_scale} problem units)" if time_scale != 1 else ""))
+    unit_s = problem.time_unit_s if problem is not None else None
+    if unit_s is not None:
+        # the problem knows its unit: the axis reads milliseconds
+        from matplotlib.ticker import FuncFormatter
+
+        ms_per_tick = unit_s * 1e3 * time_scale
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: f"{x * ms_per_tick:.4g}"))
+        ax.set_xlabel(f"time (ms; 1 problem unit = {unit_s * 1e3:.4g} ms)")
+    else:
+        ax.set_xlabel("time" + (f" (1 unit = {time_scale} problem units)" if time_scale != 1 else ""))
     ax.set_title(title or schedule.name or (problem.name if problem is not None else ""), loc="left", fontsize=9)
     handles = _legend_handles(boxes, Patch)
     legend = ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=7, frameon=False,

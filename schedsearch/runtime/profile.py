@@ -208,15 +208,13 @@ class Profile:
         }
         if split_backward:
             kwargs.update(split_backward=True, input_grad=list(self.units("I")), weight_grad=list(self.units("W")))
-        unit = f"{self.time_unit_s:g} s"
         problem = stage_pipeline(
             list(stage_map),
             num_devices,
             num_microbatches,
-            name=name or f"profiled-{S}st-{num_devices}dev-m{num_microbatches} (time unit {unit}, "
-            f"memory unit {self.memory_unit_bytes} B)",
+            name=name or f"profiled-{S}st-{num_devices}dev-m{num_microbatches}",
             **kwargs,
-        )
+        ).with_(time_unit_s=self.time_unit_s, memory_unit_bytes=self.memory_unit_bytes)
         if microbatch_sizes is None or all(n == self.sizes[0] for n in microbatch_sizes):
             return problem
         overrides = []

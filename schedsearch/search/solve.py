@@ -61,7 +61,7 @@ Every plan returned has passed the validator against the user's problem.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -282,6 +282,13 @@ def _repetend(pf: _Portfolio, share: float) -> None:
     pf.timed("repetend", pf.deadline.elapsed - t)
 
 
+def _guard_hit(stats: Any) -> bool:
+    """Whether a deterministic solver search in ``stats`` (nested dicts of a result's stats) hit its wall-clock guard."""
+    if not isinstance(stats, Mapping):
+        return False
+    return bool(stats.get("wall_guard_hit")) or any(_guard_hit(v) for v in stats.values())
+
+
 def _exact(pf: _Portfolio) -> Status | None:
     """The exact search from the best plan; returns INFEASIBLE when it proved that no plan exists.
 
@@ -307,6 +314,8 @@ def _exact(pf: _Portfolio) -> Status | None:
         result = scale_search(pf.problem, rules=(), extra_ties=_mirror_ties(pf.problem), **common)
     pf.timed("exact", pf.deadline.elapsed - t)
     pf.deadline.charge(result.stats.get("deterministic_s", allotted or 0.0))
+    if _guard_hit(result.stats):
+        pf.stats["wall_guard_hit"] = True
     pf.stats["exact_status"] = result.stats.get("exact_status", result.status.value)
     if result.stats.get("ties"):
         pf.stats["exact_ties"] = result.stats["ties"]
@@ -426,6 +435,8 @@ def _walk_memory(pf: _Portfolio, time_cap: int | None, start: tuple[int, Schedul
                              seed=pf.options.seed, workers=pf.options.workers, deterministic=pf.options.deterministic,
                              backend=pf.options.solver_backend, backend_params=dict(pf.options.backend_params))
             pf.deadline.charge(result.stats.get("deterministic_s", allotted or 0.0))
+            if _guard_hit(result.stats):
+                pf.stats["wall_guard_hit"] = True
             if result.status is Status.INFEASIBLE:
                 bound = cap + 1  # no plan within the time cap at this capacity
                 break

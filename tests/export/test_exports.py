@@ -113,3 +113,33 @@ def test_bundle_skips_what_a_format_cannot_express(tmp_path):
     names = {p.name for p in write_bundle(rep.problem, rep.schedule, tmp_path, "chimera")}
     assert {"chimera.trace.json", "chimera.plan.json", "chimera.txt"} <= names
     assert "chimera.csv" not in names
+
+
+def test_every_export_reads_the_units_of_the_problem(tmp_path):
+    """A profiled problem at 100 us per unit: the trace, the report, the timeline and the picture show real
+    times from the problem's own units, with no flag; a JSON round trip keeps them."""
+    from schedsearch.export.html import report_html
+    from schedsearch.problem import Problem
+    from schedsearch.runtime.profile import Profile, StageProfile
+
+    rows = tuple(StageProfile(stage=s, microbatch_size=4, forward_s=0.001, backward_s=0.002, input_grad_s=0.001,
+                              weight_grad_s=0.001, activation_bytes=2048, parameter_bytes=0) for s in range(2))
+    prof = Profile(sizes=(4,), stages={4: rows}, repeats=1, time_unit_s=1e-4, memory_unit_bytes=1024)
+    problem = prof.to_problem(num_microbatches=2)
+    assert (problem.time_unit_s, problem.memory_unit_bytes) == (1e-4, 1024.0) and "unit" not in problem.name
+    again = Problem.from_json(problem.to_json())
+    assert again == problem and again.time_unit_s == 1e-4
+    from schedsearch.handcrafted import one_f_one_b
+
+    schedule = one_f_one_b(problem)
+    trace = chrome_trace(problem, schedule)
+    first = next(e for e in trace["traceEvents"] if e["ph"] == "X")
+    assert first["dur"] == pytest.approx(1000.0)  # 10 units of 100 us = 1 ms, not 10 ms
+    assert "1 time unit = 0.1 ms" in report_html(problem, schedule)
+    assert "(0.1 ms)" in render_ascii(problem, schedule)
+    pytest.importorskip("matplotlib")
+    from schedsearch.export import plot_schedule
+
+    assert "ms" in plot_schedule(problem, schedule).axes[0].get_xlabel()
+    with pytest.raises(Exception, match="'time_unit_s' must be a positive finite number"):
+        problem.with_(time_unit_s=0)

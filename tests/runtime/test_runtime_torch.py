@@ -23,6 +23,7 @@ from runtime_strategies import linearised_plans, shuffled_plans  # noqa: E402
 
 from schedsearch.errors import ExecutionError, InvalidProblemError, PlanError  # noqa: E402
 from schedsearch.handcrafted import reproduce  # noqa: E402
+from schedsearch.problem import Problem  # noqa: E402
 from schedsearch.runtime import (  # noqa: E402
     Workload,
     build_workload,
@@ -145,7 +146,10 @@ def test_profile_builds_a_problem_with_integer_figures_and_units():
     assert prof.stages[2][1].activation_bytes < prof.stages[4][1].activation_bytes
     problem = prof.to_problem(2, microbatch_sizes=[4, 2, 4], memory=3 * max(prof.memory_units()))
     assert problem.num_microbatches == 3
-    assert f"time unit {prof.time_unit_s:g} s" in problem.name
+    # the units are data of the problem (not of its name), and they survive JSON
+    assert "unit" not in problem.name
+    assert (problem.time_unit_s, problem.memory_unit_bytes) == (prof.time_unit_s, prof.memory_unit_bytes)
+    assert Problem.from_json(problem.to_json()) == problem
     b = problem.graph.block
     assert b("F0").options[0].duration == prof.units("F")[0]
     assert b("B1").options[0].duration == prof.units("B")[1]

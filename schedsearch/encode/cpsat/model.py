@@ -14,7 +14,12 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from schedsearch.encode.solve_options import SolveOptions
-from schedsearch.options import DETERMINISTIC_UNITS_PER_S, ProgressEvent
+from schedsearch.options import (
+    DETERMINISTIC_UNITS_PER_S,
+    DETERMINISTIC_WALL_GUARD,
+    DETERMINISTIC_WALL_GUARD_S,
+    ProgressEvent,
+)
 from schedsearch.encode.cpsat.constraints import (
     add_dependencies,
     add_groups,
@@ -206,6 +211,7 @@ class CpSatBackend:
             "num_transfers": len(st.transfers),
             "horizon": st.horizon,
             "solver_status": solver.status_name(code),
+            "wall_guard_hit": wall_guard_hit(solver, options.time_limit_s, options.deterministic),
         }
         if code == cp_model.MODEL_INVALID:
             raise SolverError(f"backend 'cpsat': the model is invalid ({model.validate()})")
@@ -239,15 +245,47 @@ class CpSatBackend:
         )
 
 
+def wall_guard_s(time_limit_s: float) -> float:
+    """The wall-clock guard of a deterministic search with a budget of ``time_limit_s`` seconds.
+
+    Examples
+    --------
+    >>> from schedsearch.encode.cpsat.model import wall_guard_s
+    >>> wall_guard_s(10)
+    80.0
+    """
+    return DETERMINISTIC_WALL_GUARD * float(time_limit_s) + DETERMINISTIC_WALL_GUARD_S
+
+
+def wall_guard_hit(solver: Any, time_limit_s: float | None, deterministic: bool) -> bool:
+    """Whether a deterministic search was stopped by its wall-clock guard (so its result is not reproducible).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> from schedsearch.encode.cpsat.model import wall_guard_hit
+    >>> wall_guard_hit(SimpleNamespace(wall_time=80.0), 10, deterministic=True)
+    True
+    >>> wall_guard_hit(SimpleNamespace(wall_time=80.0), 10, deterministic=False)
+    False
+    """
+    if not deterministic or time_limit_s is None:
+        return False
+    return solver.wall_time >= 0.999 * wall_guard_s(time_limit_s)
+
+
 def set_limits(params: Any, time_limit_s: float | None, deterministic: bool) -> None:
     """CP-SAT's limit for ``time_limit_s``: wall-clock seconds, or in deterministic mode deterministic time.
 
     In deterministic mode the budget is CP-SAT's deterministic time (its
     work count): ``max_deterministic_time = time_limit_s *``
-    :data:`~schedsearch.options.DETERMINISTIC_UNITS_PER_S` and no wall-clock limit, so a
-    search stopped by its limit stops at the same point on any machine and
-    under any load; the search is interleaved (one reproducible schedule of
-    its subsolvers).
+    :data:`~schedsearch.options.DETERMINISTIC_UNITS_PER_S`, so a search
+    stopped by its limit stops at the same point on any machine and under
+    any load; the search is interleaved (one reproducible schedule of its
+    subsolvers). A wall-clock guard (:func:`wall_guard_s`, several times the
+    budget) stops a search whose deterministic time runs far slower than
+    the calibration; such a stop is not reproducible (see
+    :func:`wall_guard_hit`).
 
     Examples
     --------
@@ -255,13 +293,14 @@ def set_limits(params: Any, time_limit_s: float | None, deterministic: bool) -> 
     >>> from schedsearch.encode.cpsat.model import set_limits
     >>> params = cp_model.CpSolver().parameters
     >>> set_limits(params, 20, deterministic=True)
-    >>> params.max_deterministic_time, params.max_time_in_seconds == float("inf"), params.interleave_search
-    (1.0, True, True)
+    >>> params.max_deterministic_time, params.max_time_in_seconds, params.interleave_search
+    (1.0, 130.0, True)
     """
     if deterministic:
         params.interleave_search = True
         if time_limit_s is not None:
             params.max_deterministic_time = float(time_limit_s) * DETERMINISTIC_UNITS_PER_S
+            params.max_time_in_seconds = wall_guard_s(time_limit_s)
     elif time_limit_s is not None:
         params.max_time_in_seconds = float(time_limit_s)
 

@@ -41,7 +41,7 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from schedsearch.bounds.analytic import critical_path
-from schedsearch.encode.cpsat.model import set_limits
+from schedsearch.encode.cpsat.model import set_limits, wall_guard_hit
 from schedsearch.encode.modulo import ModuloOptions, ModuloResult, modulo_memory_pairs
 from schedsearch.errors import SolverError
 from schedsearch.periodic import Repetend, RepetendTask
@@ -219,6 +219,7 @@ def solve_modulo(problem: Problem, options: ModuloOptions) -> ModuloResult:
         "branches": solver.num_branches,
         "conflicts": solver.num_conflicts,
         "solve_s": solver.wall_time,
+        "wall_guard_hit": wall_guard_hit(solver, options.time_limit_s, options.deterministic),
     }
     if code == cp_model.MODEL_INVALID:
         raise SolverError(f"backend 'cpsat': the modulo model is invalid ({model.validate()})")
