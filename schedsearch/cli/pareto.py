@@ -25,7 +25,7 @@ import argparse
 import json
 from pathlib import Path
 
-from schedsearch.cli._common import add_output_arguments, write_plan
+from schedsearch.cli._common import ProgressPrinter, add_output_arguments, write_plan
 from typing import Any
 
 import attrs
@@ -111,6 +111,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="limit of each step (one activation limit), seconds (default 10)")
     p.add_argument("--workers", type=int, default=2, help="search workers (default 2)")
     p.add_argument("--seed", type=int, default=0, help="search seed (default 0)")
+    p.add_argument("--deterministic", action="store_true",
+                   help="limits read as solver work: the same front on every run (wall time depends on the machine)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--json", action="store_true", help="print the points as JSON")
     add_output_arguments(p, formats=("json",), what="the points and every searched plan")
     p.set_defaults(func=run)
@@ -119,8 +122,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace) -> int:
     spec, rep = comparable(args.placement, args.devices, args.microbatches)
-    front = pareto(rep.problem, time_limit_s=args.time_limit, step_time_limit_s=args.step_time_limit,
-                   warm_starts=[rep.schedule], heuristic=list_heuristic(), workers=args.workers, seed=args.seed)
+    settings = dict(time_limit_s=args.time_limit, step_time_limit_s=args.step_time_limit, warm_starts=[rep.schedule],
+                    heuristic=list_heuristic(), workers=args.workers, seed=args.seed,
+                    deterministic=args.deterministic)
+    if args.quiet or args.json:
+        front = pareto(rep.problem, **settings)
+    else:
+        with ProgressPrinter() as printer:
+            front = pareto(rep.problem, progress=printer, **settings)
     rows = front_rows(spec, rep, front)
     payload = {"placement": spec.name, "devices": args.devices, "microbatches": args.microbatches,
                "stop_reason": front.stop_reason, "wall_time_s": front.wall_time_s, "points": rows}

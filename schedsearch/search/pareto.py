@@ -216,7 +216,7 @@ def pareto(
     _check_step_limit(step_time_limit_s)
     time_objective = "max_span" if "max_span" in objectives else "makespan"
     problem = problem.with_(objective=time_objective)
-    deadline = Deadline(opts.time_limit_s)
+    deadline = Deadline(opts.time_limit_s, deterministic=opts.deterministic)
     reporter = Reporter(opts.progress, deadline.t0)
     capacity = start_capacity
     search_problem = reduced_problem(problem) if reduce else problem
@@ -236,6 +236,7 @@ def pareto(
         limit = deadline.slice(1.0, cap_s=step_time_limit_s)
         result = _step(sub, opts.warm_starts, heuristic,
                        opts.replace(time_limit_s=limit, warm_starts=(), progress=reporter.relay(prefix=phase)))
+        deadline.charge(result.stats.get("deterministic_s", 0.0))
         if result.schedule is None:
             stop = "infeasible" if result.status is Status.INFEASIBLE else result.status.value.lower()
             break
@@ -386,7 +387,7 @@ def min_memory(
     ('OPTIMAL', 2, (1, 'INFEASIBLE', None, 'exact'))
     """
     opts = resolve_options(options, common, "min_memory")
-    deadline = Deadline(opts.time_limit_s)
+    deadline = Deadline(opts.time_limit_s, deterministic=opts.deterministic)
     reporter = Reporter(opts.progress, deadline.t0)
     capacity = start_capacity
     best: tuple[int, Schedule, str] | None = None
@@ -418,6 +419,7 @@ def min_memory(
             result = optimal(sub.with_(objective="feasibility"), upper_bound=target_makespan,
                              options=opts.replace(time_limit_s=deadline.slice(1.0), warm_starts=(),
                                                   progress=reporter.relay(incumbents=False, bounds=False, prefix=phase)))
+            deadline.charge(result.stats.get("deterministic_s", 0.0))
             steps.append((capacity, result.status.value, result.objective, "exact"))
             if result.schedule is None:
                 proof = f"exact search ({result.backend})" if result.status is Status.INFEASIBLE else ""

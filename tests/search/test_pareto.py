@@ -66,3 +66,27 @@ def test_min_memory_for_the_unbounded_optimum():
 def test_objectives_are_checked():
     with pytest.raises(ValueError, match="'objectives' must be"):
         pareto(vshape(2, 2), objectives=("makespan", "energy"))
+
+
+@pytest.mark.parametrize("limit, step, points", [
+    (4, 1, 1), pytest.param(20, 4, 4, marks=pytest.mark.slow)])
+def test_deterministic_fronts_are_equal_when_steps_stop_at_their_limit(limit, step, points):
+    """Deterministic mode: the walk's budget and each step's limit are solver work, so two runs give the same
+    front even where steps stop at their limit (uneven stage times make the steps hard)."""
+    from schedsearch.placements import stage_pipeline
+    from schedsearch.search.dualpipe import list_heuristic
+
+    problem = stage_pipeline([0, 1, 2, 3, 3, 2, 1, 0], 4, 8, forward=[1, 2, 1, 3, 2, 1, 2, 1],
+                             backward=[2, 3, 2, 4, 3, 2, 3, 2], forward_memory=[1] * 8)
+
+    def walk():
+        front = pareto(problem, time_limit_s=limit, step_time_limit_s=step, deterministic=True, workers=1,
+                       heuristic=list_heuristic())
+        for p in front:
+            assert not validate(with_capacities(problem, p.peak_memory), p.schedule)
+        return [(p.objective, p.peak_memory, p.how, p.status) for p in front], front.stop_reason
+
+    first, second = walk(), walk()
+    assert first == second
+    assert len(first[0]) >= points
+    assert any(status is not Status.OPTIMAL for *_, status in first[0]) or points == 1  # some step was cut
