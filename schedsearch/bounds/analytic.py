@@ -383,6 +383,26 @@ def _lines_max(lines: Mapping[int, int], n: int) -> list[int]:
     return [max(c + s * k for s, c in kept) for k in range(1, n + 1)]
 
 
+def _longest_paths(problem: Problem, least: Mapping[str, int]) -> dict[str, dict[str, int]]:
+    """Per block: the least time from its start to the start of each descendant (and 0 to itself),
+    by durations ``least`` and unavoidable transfers (no overlaps: every edge waits for its source)."""
+    order = problem.graph.topological_order()
+    position = {name: i for i, name in enumerate(order)}
+    step = {name: [(e.dst, least[name] + _unavoidable_transfer(problem, e.src, e.dst, e.size))
+                   for e in edges] for name, edges in problem.graph.successors().items()}
+    out: dict[str, dict[str, int]] = {}
+    for source in order:
+        dist = {source: 0}
+        for name in order[position[source]:]:
+            if name in dist:
+                here = dist[name]
+                for dst, length in step[name]:
+                    if dist.get(dst, -1) < here + length:
+                        dist[dst] = here + length
+        out[source] = dist
+    return out
+
+
 def flow_bounds(problem: Problem) -> dict[str, int]:
     """Per device: the preemptive one-device bound with per-rank releases and tails from the other devices.
 
@@ -425,10 +445,10 @@ def flow_bounds(problem: Problem) -> dict[str, int]:
     heads, tails = heads_and_tails(problem)
     blocks = problem.graph.blocks
     fixed_on = {b.name: frozenset.intersection(*(frozenset(o.devices) for o in b.options)) for b in blocks}
-    least = {b.name: min(_min_duration(problem, b.name, m) for m in range(n)) for b in blocks}
+    least = _least_durations(problem)
     head = {b.name: min(heads[(b.name, m)] for m in range(n)) for b in blocks}
     tail = {b.name: min(tails[(b.name, m)] for m in range(n)) for b in blocks}
-    reach = {b.name: _longest_from(problem, b.name) for b in blocks}  # start of a -> start of its descendants
+    reach = _longest_paths(problem, least)  # start of a -> start of each descendant
     # per source block: lines (slope = work per instance, intercept = head or tail) of k instances' span
     before: dict[str, dict[int, int]] = {}
     after: dict[str, dict[int, int]] = {}
