@@ -97,3 +97,13 @@ def test_scale_search_on_a_large_v_keeps_its_time_and_says_what_it_skipped():
     assert result.engine == "handcrafted capped V greedy"
     assert any("exact search skipped" in note for note in result.stats["notes"])
     assert result.lower_bound <= result.objective
+
+
+@pytest.mark.parametrize("p,m", [(4, 8), (5, 10), (8, 16)])
+def test_v_min_is_no_longer_than_the_tight_block_repeated(p, m):
+    # the tightest block (chain F down and up, I back, W at once) repeated every 6 = 2(F+I+W): the last
+    # micro-batch starts at 6(m-1) and its chain takes 2p + 2p + 1
+    problem = placements.vshape_chunks(p, m)
+    schedule = v_min(problem)
+    assert schedule.makespan <= 6 * (m - 1) + 4 * p + 1
+    assert max(metrics(problem, schedule).peak_memory.values()) <= v_min_cap(p)
