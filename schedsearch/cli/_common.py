@@ -203,7 +203,8 @@ def plain_name(text: str) -> str:
 
 def write_plan(problem: Problem, schedule, out_dir: str | None, stem: str, formats: tuple[str, ...], *,
                result: SearchResult | None = None, time_scale: int = 1, meta: dict | None = None,
-               labels: str = "kind", time_unit_us: float | None = None, stream: TextIO | None = None) -> list[Path]:
+               labels: str = "kind", time_unit_us: float | None = None, stream: TextIO | None = None,
+               front: Any = None) -> list[Path]:
     """Write ``schedule`` in each of ``formats`` under ``out_dir`` as ``{stem}.*``; return the paths.
 
     Nothing is written when ``out_dir`` is empty or None or there is no
@@ -214,7 +215,9 @@ def write_plan(problem: Problem, schedule, out_dir: str | None, stem: str, forma
     express the plan (``csv`` of two pipelines, a picture without
     matplotlib) is skipped with a note on ``stream``. ``labels`` is the
     text timeline's label style, ``time_unit_us`` the trace's microseconds
-    per time unit (None: the exporter's default).
+    per time unit (None: the exporter's default). The ``html`` report gets
+    the result (status, bound, gap, engines), ``meta`` (its ``table``: a
+    comparison) and ``front`` (a Pareto front, drawn as a plot).
     """
     import json
 
@@ -250,6 +253,8 @@ def write_plan(problem: Problem, schedule, out_dir: str | None, stem: str, forma
                 paths.append(export(problem, schedule, fmt, target, time_scale=time_scale))
             elif name == "txt":
                 paths.append(export(problem, schedule, fmt, target, labels=labels))
+            elif name == "html":
+                paths.append(export(problem, schedule, fmt, target, result=result, meta=meta, front=front))
             elif name == "trace" and time_unit_us is not None:
                 paths.append(export(problem, schedule, fmt, target, time_unit_us=time_unit_us))
             else:

@@ -138,7 +138,8 @@ def run(args: argparse.Namespace) -> int:
         out = Path(args.out)
         for row, point in zip(rows[1:], front):
             stem = f"{spec.name}-m{point.makespan}-a{row['peak_activations']}"
-            paths = write_plan(rep.problem, point.schedule, args.out, stem, args.formats, result=point)
+            paths = write_plan(rep.problem, point.schedule, args.out, stem, args.formats, result=point, front=front,
+                               meta={"table": rows})
             row["plan"] = str(paths[0]) if paths else None
             written += paths
         out.mkdir(parents=True, exist_ok=True)

@@ -91,9 +91,26 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def comparison_rows(comparison) -> list[dict]:
+    """The handcrafted schedule and the searched plan side by side (the report's comparison table)."""
+    rows = []
+    for name, m, status, bound in (
+        ("handcrafted", comparison.handcrafted_metrics, "-", None),
+        ("searched", comparison.searched_metrics, comparison.result.status.value, comparison.result.lower_bound),
+    ):
+        if m is None:
+            rows.append({"schedule": name, "status": status, "lower bound": bound})
+            continue
+        rows.append({"schedule": name, "status": status, "makespan": m.makespan, "bubble": m.bubble_global,
+                     "lower bound": bound, "peak memory": max(m.peak_memory.values(), default=0)})
+    return rows
+
+
 def write_plans(rep, comparison, out_dir: str, formats: tuple[str, ...]) -> list[Path]:
     """Write the handcrafted plan and, after ``--search``, the searched one (when it found one)."""
     meta = {"reproduce": rep.name, "params": dict(rep.params)}
+    if comparison is not None:
+        meta["table"] = comparison_rows(comparison)
     written = write_plan(rep.problem, rep.schedule, out_dir, rep.name, formats, time_scale=rep.time_scale, meta=meta)
     if comparison is not None and comparison.searched is not None:
         written += write_plan(comparison.searched_problem, comparison.searched, out_dir, f"{rep.name}-searched",

@@ -143,9 +143,10 @@ def _table_html(table: Sequence[Mapping[str, Any]]) -> str:
         return ""
     preferred = ["family", "status", "makespan_ms", "bubble_pct", "bound_ms", "gap", "peak_gib", "handcrafted",
                  "handcrafted_ms", "handcrafted_fits", "engine", "note"]
-    keys = [k for k in preferred if any(k in r for r in table)]
-    if not keys:
-        keys = [k for k in table[0] if not isinstance(table[0][k], Mapping)]
+    if any("family" in r for r in table):  # the planner's rows: their main columns
+        keys = [k for k in preferred if any(k in r for r in table)]
+    else:  # another comparison (reproduce --search, a Pareto walk): every plain column, in order
+        keys = list(dict.fromkeys(k for r in table for k, v in r.items() if not isinstance(v, Mapping)))
 
     def cell(v: Any) -> str:
         if isinstance(v, float):

@@ -130,3 +130,22 @@ def test_result_without_a_plan_shows_its_summary():
     result = schedsearch.SearchResult(status=schedsearch.Status.TIMEOUT, problem=problem)
     assert result._repr_html_() == "<pre>TIMEOUT, 0.00 s</pre>"
     assert export(problem, reproduce("1f1b", devices=2, microbatches=2).schedule, "html").startswith("<!DOCTYPE")
+
+
+def test_reports_written_by_reproduce_search_and_pareto_carry_their_comparison(tmp_path, capsys):
+    """reproduce --search: the searched plan's report has its status, bound and the handcrafted schedule beside
+    it; pareto: each point's report draws the front and lists the points."""
+    from schedsearch.cli import main
+
+    out = tmp_path / "rep"
+    assert main(["reproduce", "1f1b", "--devices", "2", "--microbatches", "3", "--search", "--time-limit", "20",
+                 "--out", str(out), "--format", "html"]) == 0
+    page = (out / "1f1b-searched.html").read_text()
+    table = page.split("<h2>Comparison</h2>")[1].split("</table>")[0]
+    assert "handcrafted" in table and "searched" in table and "OPTIMAL" in table and "lower bound" in table
+    assert "lower bound" in page.split("<h2>")[0]  # the summary names the bound too
+    front_dir = tmp_path / "front"
+    assert main(["pareto", "1f1b", "--devices", "2", "--microbatches", "3", "--time-limit", "20", "--quiet",
+                 "--out", str(front_dir), "--format", "html"]) == 0
+    pages = sorted(front_dir.glob("*.html"))
+    assert pages and all("Pareto front" in p.read_text() and "Comparison" in p.read_text() for p in pages)
