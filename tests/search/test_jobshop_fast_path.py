@@ -1,0 +1,82 @@
+"""The job-shop planner's fast path: the quick pass and the automatic redundant bounds."""
+
+from __future__ import annotations
+
+import pytest
+
+from schedsearch.loaders import flexible_jobshop_problem, jobshop_problem, read_jobshop
+from schedsearch.placements import vshape
+from schedsearch.result import Status
+from schedsearch.search import jobshop
+from schedsearch.validate import validate
+
+_COMMON = dict(time_limit_s=30, workers=2, seed=0)
+
+
+def _classic():
+    return jobshop_problem([[(0, 3), (1, 2), (2, 2)], [(1, 4), (0, 1), (2, 3)], [(2, 2), (0, 4), (1, 1)]], 3).problem
+
+
+def test_quick_pass_proves_an_easy_classic_instance(shared_data):
+    # ft06's optimum (55) meets its lower bound: the quick pass alone proves it
+    problem = read_jobshop(shared_data / "jsp" / "ft" / "ft06.txt").problem
+    fast = jobshop(problem, **_COMMON)
+    slow = jobshop(problem, quick_pass=False, **_COMMON)
+    assert fast.stats["quick"]["status"] == "OPTIMAL" and "exact" not in fast.stats
+    assert "quick" not in slow.stats
+    for result in (fast, slow):
+        assert result.status is Status.OPTIMAL
+        assert validate(problem, result.schedule) == ()
+    assert fast.objective == slow.objective == fast.lower_bound == 55
+
+
+def test_quick_pass_hands_over_when_it_proves_nothing(shared_data):
+    # la02's optimum (655) meets its lower bound, but the short quick pass rarely reaches it
+    problem = read_jobshop(shared_data / "jsp" / "la" / "la02.txt").problem
+    result = jobshop(problem, **_COMMON)
+    quick = result.stats["quick"]
+    assert quick["status"] in ("FEASIBLE", "OPTIMAL")
+    if quick["status"] == "FEASIBLE":
+        assert quick["lower_bound"] <= result.lower_bound and quick["makespan"] >= result.objective
+        assert result.stats["exact"]["status"] == "OPTIMAL"
+    assert result.status is Status.OPTIMAL and result.objective == result.lower_bound == 655
+    assert validate(problem, result.schedule) == ()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "runs"),
+    [
+        ({}, True),
+        ({"strong_disjunctive": True}, False),  # the caller chose the propagation
+        ({"strong_disjunctive": False}, False),
+        ({"backend_params": {"use_strong_propagation_in_disjunctive": True}}, False),
+        ({"quick_pass": False}, False),
+        ({"backend": "z3"}, False),
+        ({"time_limit_s": 0.5}, False),  # too little time for a pass that may prove nothing
+    ],
+)
+def test_quick_pass_runs_only_where_it_applies(kwargs, runs):
+    result = jobshop(_classic(), list_baseline=False, **{**_COMMON, **kwargs})
+    assert ("quick" in result.stats) is runs
+    assert result.status is Status.OPTIMAL and validate(_classic(), result.schedule) == ()
+
+
+def test_no_quick_pass_on_flexible_or_non_plain_problems():
+    flexible = flexible_jobshop_problem([[[(0, 3), (1, 4)], [(1, 2)]], [[(1, 4)], [(0, 1)]]], 2).problem
+    assert "quick" not in jobshop(flexible, list_baseline=False, **_COMMON).stats
+    assert "quick" not in jobshop(vshape(2, 2, memory=2), list_baseline=False, **_COMMON).stats
+
+
+def test_redundant_bounds_off_only_for_plain_job_shops():
+    flexible = flexible_jobshop_problem([[[(0, 3), (1, 4)], [(1, 2)]], [[(1, 4)], [(0, 1)]]], 2).problem
+    pipeline = vshape(2, 2, memory=2)
+    kwargs = dict(list_baseline=False, **_COMMON)
+    assert jobshop(_classic(), **kwargs).stats["redundant"] is False
+    assert jobshop(flexible, **kwargs).stats["redundant"] is False
+    assert jobshop(pipeline, **kwargs).stats["redundant"] is True
+    assert jobshop(flexible, redundant=True, **kwargs).stats["redundant"] is True
+    # implied constraints only: the same optimum either way
+    for problem in (_classic(), flexible, pipeline):
+        on = jobshop(problem, redundant=True, **kwargs)
+        off = jobshop(problem, redundant=False, **kwargs)
+        assert on.status is off.status is Status.OPTIMAL and on.objective == off.objective
