@@ -65,6 +65,7 @@ from schedsearch.partition.throughput_ip import (
     exact_mip,
     family_dp_incumbent,
     simple_bound,
+    subposet_bound,
     three_superblock_mip,
 )
 from schedsearch.partition.to_problem import (
@@ -120,6 +121,7 @@ __all__ = [
     "simple_bound",
     "slice_order",
     "solve_contracted",
+    "subposet_bound",
     "split_to_problem",
     "three_superblock_mip",
     "training_graph_from_forward",
