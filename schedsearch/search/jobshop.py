@@ -43,6 +43,8 @@ from typing import Any
 import attrs
 
 from schedsearch.bounds.analytic import analytic_lower_bound
+from schedsearch.bounds.schedule_bounds import lower_bound
+from schedsearch.encode import SolveOptions, solve
 from schedsearch.encode.backends import problem_features
 from schedsearch.errors import InvalidOptionsError
 from schedsearch.options import DETERMINISTIC_UNITS_PER_S, Deadline, Reporter, SearchOptions, resolve_options
@@ -166,7 +168,7 @@ def jobshop(
     """
     opts = resolve_options(options, common, "jobshop", renamed=_RENAMED)
     _check_knobs(coarse_share, coarsen_to)
-    run = _Run.start(problem, opts)
+    run = _Run.start(problem, opts, _plain_job_shop(problem))
     for i, schedule in enumerate(opts.checked_warm_starts(problem, "jobshop")):
         run.offer(schedule, f"warm start {i}")
     if list_baseline or list_baseline_only:
@@ -179,12 +181,11 @@ def jobshop(
     if run.incumbent is not None and run.incumbent[0].makespan <= run.bound:
         run.stats["skipped_exact"] = "the incumbent meets the analytic bound"
         return run.result(None)
-    plain = _plain_job_shop(problem)
     if redundant is None:
-        redundant = not plain
+        redundant = not run.plain
     run.stats["redundant"] = redundant
     coarsening = coarsen_to is not None and len(problem.graph.blocks) > coarsen_to
-    if quick_pass and plain and not coarsening:
+    if quick_pass and run.plain and not coarsening:
         proven = _quick_pass(run, sub, redundant)
         if proven is not None:
             return proven
@@ -227,16 +228,29 @@ class _Run:
     bound_engine: str = "analytic"
     #: the stronger no-overlap propagation was switched on by :func:`_exact_options` itself
     strong_auto: bool = False
+    #: a plain job shop (:func:`_plain_job_shop`): ``bound`` is the full
+    #: lower bound and the exact searches take it as theirs (:func:`_exact`)
+    plain: bool = False
 
     @classmethod
-    def start(cls, problem: Problem, opts: SearchOptions) -> _Run:
-        """The run's clock started and the analytic bound reported."""
+    def start(cls, problem: Problem, opts: SearchOptions, plain: bool = False) -> _Run:
+        """The run's clock started and the bound reported: the analytic
+        bound, or for a plain job shop the full lower bound of
+        :func:`~schedsearch.bounds.lower_bound` (with the assignment LP
+        when blocks have several options), computed once for every phase."""
         deadline = Deadline(opts.time_limit_s, deterministic=opts.deterministic)
         reporter = Reporter(opts.progress, deadline.t0)
-        bound = analytic_lower_bound(problem).value
+        stats: dict[str, Any] = {"blocks": len(problem.graph.blocks)}
+        if plain:
+            full = lower_bound(problem)
+            bound = full.value
+            stats["bound_parts"] = dict(full.parts)
+        else:
+            bound = analytic_lower_bound(problem).value
+        stats["analytic_bound"] = bound
         reporter.report("bound", bound=bound)
-        return cls(problem=problem, opts=opts, deadline=deadline, reporter=reporter, bound=bound,
-                   stats={"analytic_bound": bound, "blocks": len(problem.graph.blocks)})
+        return cls(problem=problem, opts=opts, deadline=deadline, reporter=reporter, bound=bound, stats=stats,
+                   plain=plain)
 
     def offer(self, schedule: Schedule | None, source: str) -> None:
         """Keep ``schedule`` (found by ``source``) when it beats the best plan so far."""
@@ -299,10 +313,10 @@ def _quick_pass(run: _Run, sub: SearchOptions, redundant: bool) -> SearchResult 
     params = {k: v for k, v in sub.backend_params.items() if k != _STRONG_DISJUNCTIVE}
     params["max_deterministic_time"] = min(params.get("max_deterministic_time", float("inf")),
                                            _QUICK_DET_S * DETERMINISTIC_UNITS_PER_S)
-    quick = optimal(
-        run.problem,
-        redundant=redundant,
-        options=sub.replace(
+    quick = _exact(
+        run,
+        redundant,
+        sub.replace(
             time_limit_s=_QUICK_S,
             backend_params=params,
             warm_starts=() if run.incumbent is None else (run.incumbent[0],),
@@ -371,10 +385,10 @@ def _exact_search(run: _Run, sub: SearchOptions, redundant: bool) -> SearchResul
     if left is not None and left < 0.1:
         run.stats["skipped_exact"] = "no time left"
         return run.result(None)
-    solved = optimal(
-        run.problem,
-        redundant=redundant,
-        options=sub.replace(
+    solved = _exact(
+        run,
+        redundant,
+        sub.replace(
             time_limit_s=left,
             warm_starts=() if run.incumbent is None else (run.incumbent[0],),
             progress=run.reporter.relay(),
@@ -392,6 +406,45 @@ def _exact_search(run: _Run, sub: SearchOptions, redundant: bool) -> SearchResul
     if solved.schedule is not None and (run.incumbent is None or solved.schedule.makespan < run.incumbent[0].makespan):
         run.incumbent = (solved.schedule, solved.engine)
     return run.result(solved)
+
+
+def _exact(run: _Run, redundant: bool, options: SearchOptions) -> SearchResult:
+    """One exact search of the run's problem with ``options`` (one warm start at most).
+
+    :func:`~schedsearch.search.optimal`, except for a plain job shop: its
+    full lower bound is the run's (:meth:`_Run.start`), so the backend is
+    called directly with it instead of computing it again (as
+    :func:`~schedsearch.search.optimal` does, the bound lets the search stop
+    at a plan that meets it, and it is merged into the result's bound by
+    :func:`~schedsearch.encode.solve`; a plain job shop has the makespan
+    objective and no ties, so no other part of
+    :func:`~schedsearch.search.optimal` applies).
+    """
+    if not run.plain:
+        return optimal(run.problem, redundant=redundant, options=options)
+    warm = options.warm_starts[0] if options.warm_starts else None
+    left = options.time_limit_s
+    result = solve(run.problem, options.solver_backend, SolveOptions(
+        time_limit_s=None if left is None else max(left, 1e-3),
+        seed=options.seed,
+        workers=options.workers,
+        deterministic=options.deterministic,
+        warm_start=warm,
+        redundant=redundant,
+        lower_bound=run.bound,
+        progress=options.progress,
+        log=options.log,
+        backend_params=dict(options.backend_params),
+    ))
+    engine = f"exact search ({result.backend})" if result.schedule is not None else ""
+    if warm is not None and result.schedule is None and result.status is not Status.INFEASIBLE:
+        # the solver found nothing within the limit: the warm start stands
+        engine = "warm start 0"
+        result = attrs.evolve(result, schedule=warm, objective=warm.makespan, status=Status.FEASIBLE)
+    bound_engine = ""
+    if result.lower_bound is not None and result.status is not Status.INFEASIBLE:
+        bound_engine = "analytic" if result.lower_bound <= run.bound else result.backend
+    return attrs.evolve(result, strategy="optimal", engine=engine, bound_engine=bound_engine, problem=run.problem)
 
 
 def _result(
