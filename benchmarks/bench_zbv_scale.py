@@ -69,6 +69,13 @@ def _run_side(tree: Path, pp: int, limit: float) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _commit(rev: str) -> str:
+    """The commit ``rev`` names (``.``: the working tree on top of HEAD)."""
+    out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD" if rev == "." else rev],
+                         capture_output=True, text=True)
+    return out.stdout.strip() + (" + working tree" if rev == "." else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="PP 8 and 16, 20 s each")
@@ -115,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     print_table(rows, ["PP", "m", "memory", "side", "status", "makespan", "bound", "gap_%", "wall_s", "limit_s",
                        "rss_mb", "engine"])
     write_results("zbv_scale_quick" if args.quick else "zbv_scale", rows, limit_s=limit,
-                  before_rev=None if args.no_before else args.before_rev, after_rev=args.after_rev)
+                  before_rev=None if args.no_before else _commit(args.before_rev), after_rev=_commit(args.after_rev))
     return 0
 
 
