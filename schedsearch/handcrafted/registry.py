@@ -170,6 +170,10 @@ def _dualpipe_formula(v_shape: bool) -> Callable[[Params], dict[str, Any]]:
 
 SCHEDULES: dict[str, ScheduleSpec] = {}
 
+#: Seconds V-Half and V-Min spend on their candidates (all of them up to about 8 devices and 32
+#: micro-batches; the first that fits at least): solve tries every registered schedule unbounded.
+_V_CANDIDATES_S = 3.0
+
 
 def _register(spec: ScheduleSpec) -> None:
     SCHEDULES[spec.name] = spec
@@ -242,7 +246,7 @@ _register(ScheduleSpec(
     defaults={"devices": 4, "microbatches": 8, "forward": 1, "input_grad": 1, "weight_grad": 1},
     build=lambda q: stages.vshape_chunks(q["devices"], q["microbatches"], forward=q["forward"],
                                          input_grad=q["input_grad"], weight_grad=q["weight_grad"]),
-    generate=lambda pr, q: _v_half(pr),
+    generate=lambda pr, q: _v_half(pr, time_limit_s=_V_CANDIDATES_S),
     formula=lambda q: {},
     reference="Qi et al., Pipeline Parallelism with Controllable Memory (2024), V-Half; capped V greedy, cap p+2",
 ))
@@ -251,7 +255,7 @@ _register(ScheduleSpec(
     defaults={"devices": 4, "microbatches": 8, "forward": 1, "input_grad": 1, "weight_grad": 1},
     build=lambda q: stages.vshape_chunks(q["devices"], q["microbatches"], forward=q["forward"],
                                          input_grad=q["input_grad"], weight_grad=q["weight_grad"]),
-    generate=lambda pr, q: _v_min(pr),
+    generate=lambda pr, q: _v_min(pr, time_limit_s=_V_CANDIDATES_S),
     formula=lambda q: {},
     reference="Qi et al., Pipeline Parallelism with Controllable Memory (2024), V-Min; capped V greedy, "
               "cap 2 ceil((p+2)/3)",

@@ -507,8 +507,8 @@ def v_capped(problem: Problem, cap: int | None = None, *, name: str = "capped V 
     return run_actions(su.view, best[2], name=f"{name} ({best[1]})")
 
 
-def v_half(problem: Problem) -> Schedule:
-    """V-Half: the capped V greedy at :func:`v_half_cap` (or the devices' capacity when smaller).
+def v_half(problem: Problem, *, time_limit_s: float | None = None) -> Schedule:
+    """V-Half: :func:`v_capped` at :func:`v_half_cap` (or the devices' capacity when smaller).
 
     Examples
     --------
@@ -518,11 +518,11 @@ def v_half(problem: Problem) -> Schedule:
     >>> max(metrics(problem, v_half(problem)).peak_memory.values()) <= 6
     True
     """
-    return v_capped(problem, v_half_cap(len(problem.cluster.devices)), name="V-Half")
+    return v_capped(problem, v_half_cap(len(problem.cluster.devices)), name="V-Half", time_limit_s=time_limit_s)
 
 
-def v_min(problem: Problem) -> Schedule:
-    """V-Min: the capped V greedy at :func:`v_min_cap` (or the devices' capacity when smaller).
+def v_min(problem: Problem, *, time_limit_s: float | None = None) -> Schedule:
+    """V-Min: :func:`v_capped` at :func:`v_min_cap` (or the devices' capacity when smaller).
 
     Examples
     --------
@@ -532,4 +532,4 @@ def v_min(problem: Problem) -> Schedule:
     >>> max(metrics(problem, v_min(problem)).peak_memory.values()) <= 4
     True
     """
-    return v_capped(problem, v_min_cap(len(problem.cluster.devices)), name="V-Min")
+    return v_capped(problem, v_min_cap(len(problem.cluster.devices)), name="V-Min", time_limit_s=time_limit_s)
