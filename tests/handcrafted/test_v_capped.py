@@ -79,7 +79,7 @@ def test_scale_search_starts_from_the_greedy_and_is_never_worse():
 
     problem = placements.vshape_chunks(4, 8, memory=5)
     greedy = v_capped(problem)
-    result = scale_search(problem, time_limit_s=4, workers=1, seed=0)
+    result = scale_search(problem, time_limit_s=2, workers=1, seed=0)
     assert validate(problem, result.schedule) == ()
     assert result.objective <= greedy.makespan
     assert result.lower_bound <= result.objective
