@@ -14,8 +14,7 @@ from schedsearch.validate import validate
 COSTS = [(1, 1, 1), (2, 2, 1), (1, 2, 1), (3, 1, 2)]
 
 
-@pytest.mark.parametrize("p", [2, 3, 4])
-@pytest.mark.parametrize("m", [1, 3, 8])
+@pytest.mark.parametrize("p,m", [(2, 1), (2, 5), (3, 3), (4, 1), (4, 6)])
 @pytest.mark.parametrize("costs", COSTS)
 def test_plans_validate_under_the_cap(p, m, costs):
     F, I, W = costs
@@ -29,7 +28,7 @@ def test_plans_validate_under_the_cap(p, m, costs):
         assert figures.makespan >= bound
 
 
-@pytest.mark.parametrize("p,m", [(2, 4), (4, 8), (3, 6)])
+@pytest.mark.parametrize("p,m", [(2, 4), (3, 6)])
 def test_a_problem_capacity_below_the_formula_cap_is_kept(p, m):
     problem = placements.vshape_chunks(p, m, memory=3)
     for generate in (v_half, v_min):
@@ -99,7 +98,7 @@ def test_scale_search_on_a_large_v_keeps_its_time_and_says_what_it_skipped():
     assert result.lower_bound <= result.objective
 
 
-@pytest.mark.parametrize("p,m", [(4, 8), (5, 10), (8, 16)])
+@pytest.mark.parametrize("p,m", [(4, 8), (5, 10)])
 def test_v_min_is_no_longer_than_the_tight_block_repeated(p, m):
     # the tightest block (chain F down and up, I back, W at once) repeated every 6 = 2(F+I+W): the last
     # micro-batch starts at 6(m-1) and its chain takes 2p + 2p + 1
