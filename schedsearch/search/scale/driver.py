@@ -25,8 +25,9 @@
    (:mod:`~schedsearch.search.scale.ties`: periodic micro-batches in the
    middle, mirror symmetry) to make large models tractable. Under ties the
    result is OPTIMAL only when it reaches the analytic bound. It is
-   skipped, and ``stats["notes"]`` says why, when the problem has more
-   task instances than it can model in the time left (100 a second), or
+   skipped, and ``stats["notes"]`` says why, when a plan is at hand and
+   the problem has more task instances than the search can model in the
+   time left (100 a second), or
    when it would be tied and the best plan is the capped V greedy's (a
    tied search cannot start from it).
 
@@ -65,7 +66,7 @@ _EXACT_MIN_S = 1.0
 _CAPPED_V = "handcrafted capped V greedy"
 
 #: Task instances the exact search can model and search per second of the time left; a larger
-#: problem skips it (the model alone would outgrow the limit and the memory, and find nothing better).
+#: problem with a plan at hand skips it (the model alone would outgrow the limit and the memory).
 _EXACT_TASKS_PER_S = 100
 
 
@@ -158,7 +159,7 @@ def scale_search(
     if exact and (run.best is None or run.best[0] > run.bound) and not run.deadline.expired(_EXACT_MIN_S):
         left = run.deadline.left()
         tasks = len(run.search_problem.tasks)
-        if left is not None and tasks > _EXACT_TASKS_PER_S * left:
+        if run.best is not None and left is not None and tasks > _EXACT_TASKS_PER_S * left:
             run.note(f"exact search skipped: {tasks} task instances need about {tasks / _EXACT_TASKS_PER_S:.0f} s "
                      f"to model and search, {left:.1f} s were left")
         else:
