@@ -444,7 +444,8 @@ def plan(
         The pipeline in milliseconds and bytes.
     time_limit_s:
         Wall time for the whole search; each candidate's search gets its
-        share (``time_limit_s * workers / candidates``).
+        share (``time_limit_s / ceil(candidates / workers)``: the rounds of
+        searches end within the limit).
     engine:
         ``"local"`` (worker processes here), ``"ray"`` (a Ray cluster;
         ``address`` to join one) or an executor of :mod:`schedsearch.sweep`.
@@ -525,8 +526,9 @@ def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, d
              seed: int) -> _Prepared:
     """Units, candidates that cannot fit (with why) and the search tasks of the others.
 
-    Each candidate's search gets ``time_limit_s * parallel / candidates``
-    seconds (``parallel``: candidates searched at once, default 2). Raises
+    Each candidate's search gets ``time_limit_s / ceil(candidates / parallel)``
+    seconds (``parallel``: candidates searched at once, default 2), so the
+    rounds of searches end within the limit. Raises
     :class:`~schedsearch.errors.NoFittingPlanError` when none can fit.
     """
     cands = candidates(pipeline)
@@ -576,7 +578,8 @@ def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, d
         raise NoFittingPlanError(
             "no schedule family fits: " + "; ".join(f"{r.family}: {r.note}" for r in rows)
         )
-    share = max(1.0, time_limit_s * min(len(runnable), parallel or 2) / len(runnable))
+    # the candidates run ``parallel`` at a time: ceil(n / parallel) rounds share the limit
+    share = max(1.0, time_limit_s / math.ceil(len(runnable) / max(1, parallel or 2)))
     options = SearchOptions(time_limit_s=share, deterministic=deterministic, seed=seed, workers=1)
     tasks = tuple(_Task(pipeline=pipeline, candidate=c, units=units, options=options) for c in runnable)
     return _Prepared(pipeline=pipeline, units=units, splits=splits, skipped=tuple(rows), runnable=tuple(runnable),

@@ -260,18 +260,25 @@ def wall_guard_s(time_limit_s: float) -> float:
 def wall_guard_hit(solver: Any, time_limit_s: float | None, deterministic: bool) -> bool:
     """Whether a deterministic search was stopped by its wall-clock guard (so its result is not reproducible).
 
+    It was when the search ended without a proof (neither optimal nor
+    infeasible) before it had used its deterministic time.
+
     Examples
     --------
     >>> from types import SimpleNamespace
     >>> from schedsearch.encode.cpsat.model import wall_guard_hit
-    >>> wall_guard_hit(SimpleNamespace(wall_time=80.0), 10, deterministic=True)
+    >>> stopped_early = SimpleNamespace(response_proto=SimpleNamespace(status=0, deterministic_time=0.2))
+    >>> wall_guard_hit(stopped_early, 10, deterministic=True)  # 0.2 of its 0.5 units used
     True
-    >>> wall_guard_hit(SimpleNamespace(wall_time=80.0), 10, deterministic=False)
+    >>> wall_guard_hit(stopped_early, 10, deterministic=False)
     False
     """
     if not deterministic or time_limit_s is None:
         return False
-    return solver.wall_time >= 0.999 * wall_guard_s(time_limit_s)
+    response = solver.response_proto
+    if response.status in (cp_model.OPTIMAL, cp_model.INFEASIBLE):
+        return False
+    return response.deterministic_time < 0.99 * float(time_limit_s) * DETERMINISTIC_UNITS_PER_S
 
 
 def set_limits(params: Any, time_limit_s: float | None, deterministic: bool) -> None:
