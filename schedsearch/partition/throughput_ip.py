@@ -441,6 +441,52 @@ def _sub_poset(cg: ContractedGraph, keep: Sequence[int]) -> ContractedGraph:
     )
 
 
+def _chain_ranking(cg: ContractedGraph, weight: Sequence[float], max_chains: int = 32) -> list[int]:
+    """Units ranked chain by chain: the heaviest chain of the order, then the heaviest of the rest, ...
+
+    A set made of ``w`` chains has at most ``prod (len + 1)`` ideals, so
+    prefixes of this ranking keep much more weight within an ideal limit
+    than a ranking by weight alone. After ``max_chains`` chains the rest
+    follow by decreasing weight.
+    """
+    n = cg.num_nodes
+    anc = [0] * n
+    for v in range(n):
+        bits = 0
+        for u in cg.preds[v]:
+            bits |= anc[u] | (1 << u)
+        anc[v] = bits
+    left = (1 << n) - 1
+    order: list[int] = []
+    for _ in range(max_chains):
+        if not left:
+            break
+        best = [-math.inf] * n
+        prev = [-1] * n
+        for v in range(n):
+            if not left >> v & 1:
+                continue
+            below = anc[v] & left
+            b, arg = 0.0, -1
+            while below:
+                low = below & -below
+                u = low.bit_length() - 1
+                if best[u] > b:
+                    b, arg = best[u], u
+                below ^= low
+            best[v], prev[v] = weight[v] + b, arg
+        v = max(range(n), key=lambda x: best[x])
+        chain = []
+        while v >= 0:
+            chain.append(v)
+            v = prev[v]
+        for v in reversed(chain):
+            order.append(v)
+            left &= ~(1 << v)
+    rest = [v for v in range(n) if left >> v & 1]
+    return order + sorted(rest, key=lambda v: (-weight[v], v))
+
+
 def subposet_bound(
     graph: OperatorGraph | PartitionWorkload,
     k: int,
@@ -452,9 +498,9 @@ def subposet_bound(
 ) -> float:
     """A lower bound from the exact DP on the heaviest units, the rest as fluid work.
 
-    Keep a set ``V'`` of units (by decreasing work plus incident
-    communication, as many as keep at most ``ideal_limit`` ideals) under
-    the order they inherit, with each hyperedge cut down to its anchors in
+    Keep a set ``V'`` of units (chain by chain, the heaviest chain of work
+    plus incident communication first, as many as keep at most
+    ``ideal_limit`` ideals) under the order they inherit, with each hyperedge cut down to its anchors in
     ``V'``. Any acyclic ``k``-split of the graph, restricted to ``V'``, is
     a chain of ideals of ``V'`` whose blocks cost no more than the
     original blocks less the work of their dropped units (a cut of the
@@ -479,6 +525,11 @@ def subposet_bound(
     >>> simple_bound(chain, 4), subposet_bound(chain, 4, upper=4.0) > 3.9  # the optimum is 4
     (2.0, True)
     """
+    return _subposet(graph, k, upper=upper, lower=lower, ideal_limit=ideal_limit, time_limit_s=time_limit_s)[0]
+
+
+def _subposet(graph, k, *, upper, lower, ideal_limit, time_limit_s) -> tuple[float, float]:
+    """:func:`subposet_bound` and the share of the work it dropped to fluid (1 if it ran none)."""
     import numpy as np
 
     from schedsearch.partition.contract import linearize
@@ -491,17 +542,17 @@ def subposet_bound(
     if upper is None:
         chain = solve_contracted(linearize(cg), devices)
         if chain is None:
-            return lo
+            return lo, 1.0
         upper = chain.max_load
     hi = float(upper)
     if not all(cg.accel_ok) or hi <= lo:
-        return lo
+        return lo, 1.0
     n = cg.num_nodes
     touch = [0.0] * n
     for anchors, c in cg.hyperedges:
         for a in anchors:
             touch[a] += c
-    ranked = sorted(range(n), key=lambda v: (-(cg.accel_latency[v] + touch[v]), v))
+    ranked = _chain_ranking(cg, [cg.accel_latency[v] + touch[v] for v in range(n)])
     # the largest prefix of the ranking within the ideal limit (bisection on its length)
     best_sub, best_ideals = None, None
     a, b = 1, n
@@ -515,9 +566,10 @@ def subposet_bound(
             continue
         best_sub, best_ideals, a = sub, ideals, m + 1
     if best_sub is None:
-        return lo
+        return lo, 1.0
     sub = best_sub
     dropped = math.fsum(cg.accel_latency) - math.fsum(sub.accel_latency)
+    share = dropped / max(math.fsum(cg.accel_latency), 1e-300)
     table = _IdealTable(sub, best_ideals, None)
     N, W = table.N, table.W
     alive = np.ones(N, dtype=bool)
@@ -532,7 +584,7 @@ def subposet_bound(
         keep = fcost <= cap
         pairs.append((cand[keep], fcost[keep]))
         if time_limit_s is not None and time.perf_counter() - t0 > time_limit_s:
-            return lo
+            return lo, share
 
     def feasible(T: float) -> bool:
         tol = T * (1 + 1e-9) + 1e-12
@@ -560,7 +612,7 @@ def subposet_bound(
             hi = mid
         else:
             lo = mid
-    return lo
+    return lo, share
 
 
 def certified_bound(
@@ -582,8 +634,9 @@ def certified_bound(
     the optimum outright; otherwise SliceGraph and
     :func:`family_dp_incumbent` for the best partition, :func:`subposet_bound`
     on 4,000, 16,000 then 64,000 ideals while more than a quarter of the
-    time is left, then the strengthened :func:`exact_mip` for the time
-    left (at least 5 s). The
+    time is left and the last run dropped at most a quarter of the work,
+    then, unless the bound already meets the best partition, the
+    strengthened :func:`exact_mip` for the time left (at least 5 s). The
     lower bound is the largest proven, the partition the best found; its
     value is recomputed from the partition. ``stats["sources"]`` says
     which method gave each.
@@ -630,20 +683,25 @@ def certified_bound(
                                                             time_limit_s=max(1.0, 0.25 * remaining()),
                                                             seed=seed)))
         inc, inc_value, _ = _best(g, devices, [c for _, c in candidates])
-        # the sub-poset DP on growing unit sets while half the time is left (each a bound on its own)
+        # the sub-poset DP on growing unit sets while a quarter of the time is left (each a bound on its
+        # own); a larger set only while the last one dropped at most a quarter of the work to fluid
+        # (beyond that the MIP makes better use of the time)
         for limit in (4_000, 16_000, 64_000):
-            if inc_value is None or remaining() < 0.5 * time_limit_s * 0.5 or lower >= inc_value:
+            if inc_value is None or remaining() < 0.25 * time_limit_s or lower >= inc_value:
                 break
-            sub = subposet_bound(g, k, upper=inc_value, lower=lower, ideal_limit=limit,
-                                 time_limit_s=max(1.0, remaining() - 0.25 * time_limit_s))
+            sub, share = _subposet(g, k, upper=inc_value, lower=lower, ideal_limit=limit,
+                                   time_limit_s=max(1.0, remaining() - 0.25 * time_limit_s))
             if sub > lower:
                 lower, sources["lower"] = sub, f"subposet-{limit}"
-        ex = exact_mip(g, k, incumbent=inc, max_accel_memory=devices.max_accel_memory, strengthen=True,
-                       lower_bound=lower, options=attrs.evolve(options, time_limit_s=max(5.0, remaining())))
-        mips = ex.mips
-        candidates.append(("exact-mip", ex.best_split))
-        if ex.lower_bound > lower:
-            lower, sources["lower"] = ex.lower_bound, "exact-mip"
+            if share > 0.25:
+                break
+        if inc_value is None or lower < inc_value * (1 - options.relative_gap):
+            ex = exact_mip(g, k, incumbent=inc, max_accel_memory=devices.max_accel_memory, strengthen=True,
+                           lower_bound=lower, options=attrs.evolve(options, time_limit_s=max(5.0, remaining())))
+            mips = ex.mips
+            candidates.append(("exact-mip", ex.best_split))
+            if ex.lower_bound > lower:
+                lower, sources["lower"] = ex.lower_bound, "exact-mip"
     split, value, cost = _best(g, devices, [c for _, c in candidates])
     for name, c in candidates:
         if c is split:
