@@ -56,8 +56,10 @@ per-device cap ``C`` on the activation level:
   device only waits when nothing it may run is ready). It uses the memory
   above V-Min's to start micro-batches earlier (V-Half).
 
-Candidates are compared by their as-soon-as-possible makespan (the first
-on ties: blocks, then greedy variants); the one kept is validated.
+Candidates are compared by their as-soon-as-possible makespan, the first
+kept on ties, in the order: the tightest block, the six greedy variants
+that win most often on small grids, the other blocks, the other variants;
+the one kept is validated.
 
 The caps of the named schedules, in chunk activations (``p`` devices; one
 1F1B activation of a whole device is two chunk activations):
@@ -453,8 +455,8 @@ def v_capped(problem: Problem, cap: int | None = None, *, name: str = "capped V 
     units (chunk activations with the default deltas); a device's capacity,
     when smaller, is its cap; ``None`` with no capacity: uncapped. The
     schedule is validated (the capacities included). With ``time_limit_s``
-    the candidates (blocks first) are tried in order until that time has
-    passed (at least until one fits).
+    the candidates are tried in order until that time has passed (at least
+    until one fits).
 
     Raises
     ------
@@ -479,25 +481,28 @@ def v_capped(problem: Problem, cap: int | None = None, *, name: str = "capped V 
     best: tuple[int, str, dict[int, list[Act]]] | None = None
     t0 = time.monotonic()
     period = max(sum(su.dur[k, s] for k in "FIW" for s in (r, 2 * su.p - 1 - r)) for r in range(su.p))
-    for stretch, hold in itertools.product(range(2), range(period + 1)):
+    blocks = [(stretch, hold) for stretch in range(2) for hold in range(period + 1)]
+    # the tightest block, the greedy variants that win most often, the other blocks, the other variants
+    candidates = [blocks[0], *V_VARIANTS[:6], *blocks[1:], *V_VARIANTS[6:]]
+    for cand in candidates:
         if best is not None and time_limit_s is not None and time.monotonic() - t0 >= time_limit_s:
             break
-        off = _block(su, period + stretch, hold)
-        orders = _block_orders(su, off, period + stretch) if off is not None else None
-        got = _evaluate(su, orders) if orders is not None else None
-        if got is None or any(c is not None and pk > c for pk, c in zip(got[1], su.caps)):
-            continue
-        if best is None or got[0] < best[0]:
-            best = (got[0], f"block, period {period + stretch}, hold {hold}", orders)
-    for variant in V_VARIANTS:
-        if best is not None and time_limit_s is not None and time.monotonic() - t0 >= time_limit_s:
-            break
-        try:
-            span, orders = _run(su, variant)
-        except _NoProgress:
-            continue
+        if isinstance(cand, VVariant):
+            try:
+                span, orders = _run(su, cand)
+            except _NoProgress:
+                continue
+            label = f"greedy {cand.priority}, W {cand.w_policy}, reserve {cand.reserve}"
+        else:
+            stretch, hold = cand
+            off = _block(su, period + stretch, hold)
+            orders = _block_orders(su, off, period + stretch) if off is not None else None
+            got = _evaluate(su, orders) if orders is not None else None
+            if got is None or any(c is not None and pk > c for pk, c in zip(got[1], su.caps)):
+                continue
+            span, label = got[0], f"block, period {period + stretch}, hold {hold}"
         if best is None or span < best[0]:
-            best = (span, f"greedy {variant.priority}, W {variant.w_policy}, reserve {variant.reserve}", orders)
+            best = (span, label, orders)
     if best is None:
         raise InvalidProblemError(
             f"{name}: no variant can go on under the cap {cap} (capacities "

@@ -179,7 +179,7 @@ def scale_search(
 def _capped_v(run: _ScaleRun) -> None:
     """On a two-chunk V placement with split backwards, the capped V greedy
     (:func:`~schedsearch.handcrafted.v_capped.v_capped`) at the devices'
-    capacities, within a quarter of the time left; other problems: nothing."""
+    capacities, within half the time left; other problems: nothing."""
     from schedsearch.errors import SchedSearchError
     from schedsearch.handcrafted.v_capped import v_capped
 
@@ -187,7 +187,7 @@ def _capped_v(run: _ScaleRun) -> None:
         return
     t = run.deadline.elapsed
     try:
-        schedule = v_capped(run.problem, None, time_limit_s=run.deadline.slice(0.25, floor_s=0.1))
+        schedule = v_capped(run.problem, None, time_limit_s=run.deadline.slice(0.5, floor_s=0.1))
     except SchedSearchError:
         return  # not a V placement (or no room for the greedy): the other phases handle it
     run.stats["capped_v_s"] = run.deadline.elapsed - t
