@@ -31,8 +31,10 @@ Pipeline (every phase stays within ``time_limit_s`` in total):
    the *refinement*, skipped with ``refine=False``).
 
 The best validated schedule wins. The lower bound is the original problem's
-(the analytic bound, or the quick pass's or exact search's proven bound): a coarse optimum is
-no bound on the original problem, since coarsening restricts it.
+(the analytic bound, for a plain job shop the full lower bound of
+:func:`~schedsearch.bounds.lower_bound`, or the quick pass's or exact
+search's proven bound): a coarse optimum is no bound on the original
+problem, since coarsening restricts it.
 """
 
 from __future__ import annotations
@@ -156,7 +158,9 @@ def jobshop(
         Strategy ``"jobshop"``; ``engine`` names what found the plan,
         ``bound_engine`` what proved the bound; ``stats`` holds each
         phase's makespan and time (``baseline``, ``quick``, ``coarse``,
-        ``expanded``, ``exact``), the analytic bound, the coarsening
+        ``expanded``, ``exact``), the starting bound (``analytic_bound``;
+        for a plain job shop the full lower bound, its parts in
+        ``bound_parts``), the coarsening
         figures and ``redundant`` (the value used).
 
     Examples
@@ -179,7 +183,7 @@ def jobshop(
         return run.result(None)
     sub = _exact_options(run, strong_disjunctive)
     if run.incumbent is not None and run.incumbent[0].makespan <= run.bound:
-        run.stats["skipped_exact"] = "the incumbent meets the analytic bound"
+        run.stats["skipped_exact"] = "the incumbent meets the lower bound"
         return run.result(None)
     if redundant is None:
         redundant = not run.plain

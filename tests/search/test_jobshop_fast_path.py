@@ -80,3 +80,18 @@ def test_redundant_bounds_off_only_for_plain_job_shops():
         on = jobshop(problem, redundant=True, **kwargs)
         off = jobshop(problem, redundant=False, **kwargs)
         assert on.status is off.status is Status.OPTIMAL and on.objective == off.objective
+
+
+def test_plain_job_shop_bound_is_computed_once_with_the_assignment_lp():
+    # four one-operation jobs, each 1 on m0 or 4 on m1: the analytic bound (average of the least work) is 2,
+    # the assignment LP's 3.2, rounded up to the optimum 4
+    from schedsearch.bounds.analytic import analytic_lower_bound
+
+    problem = flexible_jobshop_problem([[[(0, 1), (1, 4)]] for _ in range(4)], 2).problem
+    assert analytic_lower_bound(problem).value == 2
+    result = jobshop(problem, list_baseline=False, **_COMMON)
+    assert result.stats["analytic_bound"] == result.stats["bound_parts"]["assignment LP"] == 4
+    assert result.status is Status.OPTIMAL and result.objective == result.lower_bound == 4
+    assert result.bound_engine == "analytic" and validate(problem, result.schedule) == ()
+    # a problem that is no plain job shop keeps the analytic bound at the start
+    assert "bound_parts" not in jobshop(vshape(2, 2, memory=2), list_baseline=False, **_COMMON).stats
