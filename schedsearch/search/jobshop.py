@@ -129,8 +129,8 @@ def jobshop(
         As for :func:`~schedsearch.search.optimal`. None (default): off for
         a plain (flexible) job shop (one micro-batch, the makespan, every
         option on one device, no memory capacity, transfer, release, fixed
-        order or overlapped group: what the job-shop loaders build), on
-        otherwise. The redundant bounds are implied constraints: turning
+        order or overlapped group: what the job-shop loaders build) with
+        CP-SAT, on otherwise (Z3 was not measured without them). The redundant bounds are implied constraints: turning
         them off removes no schedule, so it changes the speed, never a
         result's claims. On plain job shops CP-SAT's own propagation of the
         job chains and machines finds what they say; measured, they slow
@@ -186,7 +186,7 @@ def jobshop(
         run.stats["skipped_exact"] = "the incumbent meets the lower bound"
         return run.result(None)
     if redundant is None:
-        redundant = not run.plain
+        redundant = not (run.plain and opts.backend_name == "cpsat")
     run.stats["redundant"] = redundant
     coarsening = coarsen_to is not None and len(problem.graph.blocks) > coarsen_to
     if quick_pass and run.plain and not coarsening:

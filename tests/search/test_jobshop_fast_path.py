@@ -75,6 +75,7 @@ def test_redundant_bounds_off_only_for_plain_job_shops():
     assert jobshop(flexible, **kwargs).stats["redundant"] is False
     assert jobshop(pipeline, **kwargs).stats["redundant"] is True
     assert jobshop(flexible, redundant=True, **kwargs).stats["redundant"] is True
+    assert jobshop(_classic(), backend="z3", **kwargs).stats["redundant"] is True
     # implied constraints only: the same optimum either way
     for problem in (_classic(), flexible, pipeline):
         on = jobshop(problem, redundant=True, **kwargs)
