@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default="gnmt,resnet50,vgg16")
     parser.add_argument("--ranks", default="4,8")
     parser.add_argument("--microbatches", default="32,128")
-    parser.add_argument("--name", default="real_profiles", help="results file name")
+    parser.add_argument("--name", default=None, help="results file name (default real_profiles, quick: real_profiles_quick)")
     args = parser.parse_args(argv)
     limit = args.time_limit if args.time_limit is not None else (10.0 if args.quick else 60.0)
     if args.quick:
@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     print_table([_shown(r) for r in rows], COLUMNS)
     within = sum(1 for r in rows if r["proven"] or r["gap %"] <= 2.0)
     print(f"\n{within} of {len(rows)} rows proven or within 2% of their bound ({limit:g} s per row)")
-    write_results(args.name, rows, time_limit_s=limit, weight_grad_share=0.5, memory_cap=None)
+    write_results(args.name or ("real_profiles_quick" if args.quick else "real_profiles"), rows, time_limit_s=limit, weight_grad_share=0.5, memory_cap=None)
     return 0
 
 
