@@ -72,8 +72,8 @@ DETERMINISTIC_UNITS_PER_S = 0.05
 #: deterministic time under-counts, or a machine far slower than one core.
 #: A search the guard stops is not reproducible; its result says so
 #: (``stats["wall_guard_hit"]``).
-DETERMINISTIC_WALL_GUARD = 5.0
-DETERMINISTIC_WALL_GUARD_S = 30.0
+DETERMINISTIC_WALL_GUARD = 10.0
+DETERMINISTIC_WALL_GUARD_S = 60.0
 
 #: Most parallel workers: CP-SAT starts one thread per worker (its parameter
 #: is an int32, but thousands of threads only exhaust the machine).

@@ -252,7 +252,7 @@ def wall_guard_s(time_limit_s: float) -> float:
     --------
     >>> from schedsearch.encode.cpsat.model import wall_guard_s
     >>> wall_guard_s(10)
-    80.0
+    160.0
     """
     return DETERMINISTIC_WALL_GUARD * float(time_limit_s) + DETERMINISTIC_WALL_GUARD_S
 
@@ -301,7 +301,7 @@ def set_limits(params: Any, time_limit_s: float | None, deterministic: bool) -> 
     >>> params = cp_model.CpSolver().parameters
     >>> set_limits(params, 20, deterministic=True)
     >>> params.max_deterministic_time, params.max_time_in_seconds, params.interleave_search
-    (1.0, 130.0, True)
+    (1.0, 260.0, True)
     """
     if deterministic:
         params.interleave_search = True
