@@ -677,17 +677,19 @@ def certified_bound(
                 lower, sources["lower"] = min(exact, sol.max_load * (1 + 1e-12)), "dp"
     if not candidates:
         remaining = lambda: time_limit_s - (time.perf_counter() - t0)  # noqa: E731
+        met = lambda value: value is not None and lower >= value * (1 - options.relative_gap)  # noqa: E731
         candidates.append(("slicegraph", slicegraph_incumbent(g, k, max_accel_memory=devices.max_accel_memory,
                                                               seed=seed)))
-        candidates.append(("family-dp", family_dp_incumbent(g, k, max_accel_memory=devices.max_accel_memory,
-                                                            time_limit_s=max(1.0, 0.25 * remaining()),
-                                                            seed=seed)))
+        if not met(_best(g, devices, [candidates[-1][1]])[1]):
+            candidates.append(("family-dp", family_dp_incumbent(g, k, max_accel_memory=devices.max_accel_memory,
+                                                                time_limit_s=max(1.0, 0.25 * remaining()),
+                                                                seed=seed)))
         inc, inc_value, _ = _best(g, devices, [c for _, c in candidates])
         # the sub-poset DP on growing unit sets while a quarter of the time is left (each a bound on its
         # own); a larger set only while the last one dropped at most a quarter of the work to fluid
         # (beyond that the MIP makes better use of the time)
         for limit in (4_000, 16_000, 64_000):
-            if inc_value is None or remaining() < 0.25 * time_limit_s or lower >= inc_value:
+            if inc_value is None or remaining() < 0.25 * time_limit_s or met(inc_value):
                 break
             sub, share = _subposet(g, k, upper=inc_value, lower=lower, ideal_limit=limit,
                                    time_limit_s=max(1.0, remaining() - 0.25 * time_limit_s))
@@ -695,7 +697,7 @@ def certified_bound(
                 lower, sources["lower"] = sub, f"subposet-{limit}"
             if share > 0.25:
                 break
-        if inc_value is None or lower < inc_value * (1 - options.relative_gap):
+        if not met(inc_value):
             ex = exact_mip(g, k, incumbent=inc, max_accel_memory=devices.max_accel_memory, strengthen=True,
                            lower_bound=lower, options=attrs.evolve(options, time_limit_s=max(5.0, remaining())))
             mips = ex.mips
