@@ -56,8 +56,8 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
-from networkx.utils import UnionFind
 
+from schedsearch._union_find import UnionFind
 from schedsearch.bounds.analytic import heads_and_tails, memory_idle
 from schedsearch.problem import Channel, Problem, TaskKey
 from schedsearch.schedule import Schedule, TaskInstance, Transfer

@@ -1,27 +1,69 @@
-"""Search strategies: they build sub-problems and hand them to a backend."""
+"""Search strategies: they build sub-problems and hand them to a backend.
 
-from schedsearch.search.coarsen import Coarsening as Coarsening, coarsen as coarsen
-from schedsearch.search.list_scheduling import (
-    HEFT_RULES as HEFT_RULES,
-    PIPELINE_RULES as PIPELINE_RULES,
-    PipelineRule as PipelineRule,
-    best_list_schedule as best_list_schedule,
-    heft as heft,
-    list_plan as list_plan,
-    list_schedule as list_schedule,
-)
-from schedsearch.search.jobshop import jobshop as jobshop, transfer_overlap as transfer_overlap
-from schedsearch.search.optimal import optimal as optimal
-from schedsearch.search.pareto import (
-    MemoryWalk as MemoryWalk,
-    ParetoFront as ParetoFront,
-    ParetoPoint as ParetoPoint,
-    min_memory as min_memory,
-    pareto as pareto,
-)
-from schedsearch.search.repetend import RepetendResult as RepetendResult, repetend as repetend
-from schedsearch.search.scale import scale_search as scale_search
-from schedsearch.search.solve import solve as solve
+The names below are loaded on first use, so importing one strategy (say
+``schedsearch.search.jobshop``) does not import the others and what they
+depend on. Several strategies share their module's name (``jobshop``,
+``pareto``, ``solve``...): the package's attribute is the function, as
+``from schedsearch.search import jobshop`` expects, also after the module
+itself was imported.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import Any
+
+#: public name -> the module (under schedsearch.search) that defines it
+_WHERE = {
+    "Coarsening": "coarsen",
+    "coarsen": "coarsen",
+    "HEFT_RULES": "list_scheduling",
+    "PIPELINE_RULES": "list_scheduling",
+    "PipelineRule": "list_scheduling",
+    "best_list_schedule": "list_scheduling",
+    "heft": "list_scheduling",
+    "list_plan": "list_scheduling",
+    "list_schedule": "list_scheduling",
+    "jobshop": "jobshop",
+    "transfer_overlap": "jobshop",
+    "optimal": "optimal",
+    "MemoryWalk": "pareto",
+    "ParetoFront": "pareto",
+    "ParetoPoint": "pareto",
+    "min_memory": "pareto",
+    "pareto": "pareto",
+    "RepetendResult": "repetend",
+    "repetend": "repetend",
+    "scale_search": "scale",
+    "solve": "solve",
+}
+
+
+class _SearchPackage(types.ModuleType):
+    """The package: a submodule named like a public function does not replace the function's name."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _WHERE and isinstance(value, types.ModuleType):
+            return  # the import system binding the submodule: the name stays the function's
+        super().__setattr__(name, value)
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'schedsearch.search' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"schedsearch.search.{where}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))
+
+
+sys.modules[__name__].__class__ = _SearchPackage
 
 __all__ = [
     "HEFT_RULES",

@@ -98,8 +98,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Union
 
 import attrs
-from networkx.utils import UnionFind
 
+from schedsearch._union_find import UnionFind
 from schedsearch.bounds.analytic import objective_lower_bound
 from schedsearch.errors import UnsupportedFeatureError
 from schedsearch.problem import Edge, Problem, TaskKey
