@@ -11,7 +11,36 @@ device, as much as 1F1B) by letting fewer micro-batches be in flight on
 each device: *V-Half* about half of 1F1B's, *V-Min* about a third, at the
 price of a few bubbles.
 
-:func:`v_capped` keeps the shortest of two constructions that fit the cap.
+:func:`v_capped` keeps the shortest of three constructions that fit the cap.
+
+**Stable pattern, squeezed** (the paper's own greedy, :func:`v_stable_pattern`).
+On a grid of unit slots, device ``s`` (of ``p``) runs micro-batch ``k``'s
+chunk-0 forward, chunk-1 forward, chunk-1 ``I`` and chunk-0 ``I`` at four
+fixed slots plus ``6k``. V-Min: with ``d = 2`` when ``3 | p`` (else 0),
+slots ``s``, ``2p - s - 1``, ``2p + d + s``, ``4p + d - s - 1``; V-Half:
+with ``d = 3`` when ``p`` is even (else 0), slots ``2s``, ``3p - s - 2``,
+``3p + d + 2s - 1``, ``6p + d - s - 2``. The W's go into the free slots
+after their ``I`` (each ``I`` adds one pending ``W``, each free slot takes
+one, leftovers take the slots after the end); the cap is the largest
+device peak of these lists. A squeeze then walks every task in slot order
+(ties by device, type, micro-batch) and moves it to the earliest free
+slot of its device after its inputs at which the device's peak stays
+within the cap, in the warm-up (until device 0's first chunk-0 ``I``) and
+the cool-down (from the last micro-batch's chunk-0 forward); the steady
+state stays. It runs once with the W's in the lists, once without them
+(their places then follow from the ``I``'s, chunk-1 ``W`` first), and the
+W's are put in again by chunk. The devices' slot orders are timed as soon
+as possible with the real durations. With unit times this gives the
+published figures (V-Half 53, 101, 113, 209 for ``p, m`` = 4, 8; 4, 16;
+8, 16; 8, 32 at peaks 6 and 10; V-Min 59, 107, 123, 219 at 4 and 8; with
+F / I / W = 2 / 2 / 1 on 4 devices and 8 micro-batches V-Half 95 at 6,
+V-Min 117 at 4); on those rows the makespan and the longest device span
+(first forward's start to last ``W``'s end) coincide. For even ``p >= 4``
+and ``m >= 2p`` V-Half's unit-time makespan is the paper's closed form
+``6(m - 1) + 3p - 1``; for odd ``p`` (where its pattern has no ``d``) and
+``p <= 2`` it is 2-4 units longer, at a peak of ``p + 1``. The pattern is
+not always shorter than the other constructions (V-Min's often is not,
+nor either pattern with a forward three times the ``I``).
 
 **Building block, repeated** (the paper's construction). One micro-batch's
 block gives each (kind, stage) an offset: the forwards down and up the V,
@@ -57,7 +86,8 @@ per-device cap ``C`` on the activation level:
   above V-Min's to start micro-batches earlier (V-Half).
 
 Candidates are compared by their as-soon-as-possible makespan, the first
-kept on ties, in the order: the tightest block, the six greedy variants
+kept on ties, in the order: the V-Half and V-Min stable patterns (kept
+when their peaks fit the cap), the tightest block, the six greedy variants
 that win most often on small grids, the other blocks, the other variants;
 the one kept is validated.
 
@@ -70,10 +100,10 @@ The caps of the named schedules, in chunk activations (``p`` devices; one
 
 Both are lowered to a device's capacity when the problem sets a smaller
 one. For ``p = 4`` and ``p = 8`` they are the peaks the public greedy of
-the paper's authors reaches (6 and 4; 10 and 8). The schedules are this
-module's own constructions, not a transcription of that code: with unit
-times V-Min's makespans equal the published ones, V-Half's are a few
-units longer (the benchmark ``vhalf`` prints both).
+the paper's authors reaches (6 and 4; 10 and 8), and the peaks the
+stable patterns reach for even ``p``. The code is this module's own,
+written from the paper's description; the benchmark ``vhalf`` prints the
+published figures next to the computed ones.
 """
 
 from __future__ import annotations
@@ -91,7 +121,8 @@ from schedsearch.placements.stages import stage_mapping
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
 
-__all__ = ["VVariant", "V_VARIANTS", "v_half_cap", "v_min_cap", "v_capped", "v_half", "v_min", "v_capped_orders"]
+__all__ = ["VVariant", "V_VARIANTS", "V_PATTERNS", "v_half_cap", "v_min_cap", "v_capped", "v_half", "v_min",
+           "v_capped_orders", "v_stable_pattern"]
 
 
 @attrs.frozen
@@ -428,6 +459,198 @@ def _evaluate(su: _Setup, orders: dict[int, list[Act]]) -> tuple[int, list[int]]
     return last, peak
 
 
+# --- the stable pattern, squeezed (the paper's own construction) -------------------------------------
+
+#: The task types of a device in the stable pattern, in their tie order: chunk-0 forward (stage ``r``),
+#: chunk-1 forward (stage ``2p - 1 - r``), chunk-1 input gradient, chunk-0 input gradient, then weight
+#: gradients (``"W"`` before they are told apart by chunk, ``"W1"`` / ``"W0"`` after).
+_PTYPES = ("F0", "F1", "I1", "I0", "W", "W1", "W0")
+_PRANK = {t: i for i, t in enumerate(_PTYPES)}
+
+#: The stable patterns :func:`v_stable_pattern` knows.
+V_PATTERNS = ("half", "min")
+
+
+def _pattern_slots(p: int, pattern: str) -> list[dict[str, int]]:
+    """Per device, the unit slot of micro-batch 0's four F / I tasks in a period of 6 slots."""
+    if pattern == "min":
+        d = 2 if p % 3 == 0 else 0
+        return [{"F0": s, "F1": 2 * p - s - 1, "I1": 2 * p + d + s, "I0": 4 * p + d - s - 1} for s in range(p)]
+    d = 3 if p % 2 == 0 else 0
+    return [{"F0": 2 * s, "F1": 3 * p - s - 2, "I1": 3 * p + d + 2 * s - 1, "I0": 6 * p + d - s - 2}
+            for s in range(p)]
+
+
+def _put_w(grid: dict[int, tuple[str, int]], split: bool) -> dict[int, tuple[str, int]]:
+    """``grid`` (slot -> (type, micro-batch), F and I only) with its W's put in.
+
+    Walking the slots in time order, each I adds a pending W and each slot
+    without a task takes one (the oldest); W's left at the end take the
+    following slots. With ``split`` a W belongs to its I's chunk and an empty
+    slot takes a pending chunk-1 W before a chunk-0 one.
+    """
+    out = dict(grid)
+    pending: dict[str, list[int]] = {"W1": [], "W0": []} if split else {"W": []}
+    count = dict.fromkeys(pending, 0)
+    last = max(grid, default=-1)
+    t = 0
+    while t <= last or any(pending.values()):
+        task = grid.get(t)
+        if task is not None:
+            if task[0][0] == "I":
+                key = "W" + task[0][1] if split else "W"
+                pending[key].append(count[key])
+                count[key] += 1
+        elif any(pending.values()):
+            key = ("W1" if pending["W1"] else "W0") if split else "W"
+            out[t] = (key, pending[key].pop(0))
+        t += 1
+    return out
+
+
+def _grid_peak(grid: dict[int, tuple[str, int]], delta: dict[str, int], base: int) -> int:
+    """The peak level of a device's slot list (W's in it) from ``base``."""
+    level = peak = base
+    for t in sorted(grid):
+        level += delta[grid[t][0]]
+        peak = max(peak, level)
+    return peak
+
+
+def _squeeze(p: int, m: int, grids: list[dict[int, tuple[str, int]]], caps: list[int],
+             deltas: list[dict[str, int]], base: list[int], with_w: bool) -> None:
+    """Move tasks to earlier slots (in place), in increasing slot order, ties by device, type, micro-batch.
+
+    Phase 0 runs until device 0's first chunk-0 ``I``; phase 1 (the steady
+    state, nothing moves) until the last micro-batch's chunk-0 forward;
+    phase 2 (the cool-down) to the end. In phase 2, and in phase 0 when the
+    W's are in the lists, a task moves to the earliest free slot of its
+    device after its inputs' slots (the flow's previous task, the same
+    device's previous type of the micro-batch, the same type's previous
+    micro-batch; the ``k``-th W after the device's ``k``-th I) at which the
+    device's peak stays within its cap (without W's in the lists, the peak
+    of the lists with W's put in by chunk); else it stays.
+    """
+    pos: dict[tuple[int, str, int], int] = {}
+    for r, g in enumerate(grids):
+        for t, (typ, k) in g.items():
+            pos[r, typ, k] = t
+    order = sorted(pos, key=lambda key: (pos[key], key[0], _PRANK[key[1]], key[2]))
+
+    def fits(r: int) -> bool:
+        g = grids[r] if with_w else _put_w(grids[r], True)
+        return _grid_peak(g, deltas[r], base[r]) <= caps[r]
+
+    phase = 0
+    for key in order:
+        r, typ, k = key
+        cur = pos[key]
+        if phase == 0 and r == 0 and typ == "I0":
+            phase = 1
+        if typ == "F0" and k == m - 1:
+            phase = 2
+        if phase == 1 or (phase == 0 and not with_w):
+            continue
+        deps = [(r, typ, k - 1)] if k else []
+        if typ == "F0" and r > 0:
+            deps.append((r - 1, "F0", k))
+        elif typ == "F1":
+            deps += [(r, "F0", k)] + ([(r + 1, "F1", k)] if r < p - 1 else [])
+        elif typ == "I1":
+            deps += [(r, "F1", k)] + ([(r - 1, "I1", k)] if r > 0 else [])
+        elif typ == "I0":
+            deps += [(r, "I1", k)] + ([(r + 1, "I0", k)] if r < p - 1 else [])
+        earliest = max((pos[d] + 1 for d in deps), default=0)
+        g = grids[r]
+        if typ == "W":
+            i_slots = sorted(t for t, (ty, _) in g.items() if ty[0] == "I")
+            earliest = max(earliest, i_slots[k] + 1)
+        # a W moved earlier never raises a peak; an I does only without W's in the lists
+        check = typ[0] == "F" or not with_w
+        for x in range(earliest, cur):
+            if x in g:
+                continue
+            g[x] = g.pop(cur)
+            if check and not fits(r):
+                g[cur] = g.pop(x)
+                continue
+            pos[key] = x
+            break
+
+
+def _pattern_orders(su: _Setup, pattern: str) -> dict[int, list[Act]] | None:
+    """Each device's order from the stable pattern squeezed (module docstring), or None when its slots clash."""
+    p, m = su.p, su.m
+    grids: list[dict[int, tuple[str, int]]] = []
+    for r, slots in enumerate(_pattern_slots(p, pattern)):
+        g: dict[int, tuple[str, int]] = {}
+        for typ, t0 in slots.items():
+            for k in range(m):
+                if t0 + 6 * k in g:
+                    return None
+                g[t0 + 6 * k] = (typ, k)
+        grids.append(g)
+    deltas = []
+    for r in range(p):
+        a, b = r, 2 * p - 1 - r
+        deltas.append({"F0": su.mem["F", a], "F1": su.mem["F", b], "I0": 0, "I1": 0, "W0": su.mem["W", a],
+                       "W1": su.mem["W", b]})
+    # the unsplit W of the first squeeze frees one chunk-0 or chunk-1 activation: count the smaller release
+    for dl in deltas:
+        dl["W"] = max(dl["W0"], dl["W1"])
+    with_w = [_put_w(g, False) for g in grids]
+    cap = max(_grid_peak(g, deltas[r], su.init[r]) for r, g in enumerate(with_w))
+    caps = [cap] * p
+    _squeeze(p, m, with_w, caps, deltas, su.init, True)
+    bare = [{t: v for t, v in g.items() if v[0] != "W"} for g in with_w]
+    _squeeze(p, m, bare, caps, deltas, su.init, False)
+    orders: dict[int, list[Act]] = {}
+    for r, g in enumerate(bare):
+        full = _put_w(g, True)
+        orders[r] = [Act(full[t][0][0], r if full[t][0][1] == "0" else 2 * p - 1 - r, full[t][1])
+                     for t in sorted(full)]
+    return orders
+
+
+def v_stable_pattern(problem: Problem, pattern: str = "half") -> Schedule:
+    """V-Half (``"half"``) or V-Min (``"min"``) as the paper builds them: the stable pattern, squeezed.
+
+    Each device repeats micro-batch 0's four F / I slots every 6 unit
+    slots (the paper's stable pattern), its W's go into the free slots
+    after their I's, the warm-up and cool-down are squeezed into earlier
+    free slots under the pattern's own peak, and the orders are timed as
+    soon as possible with the problem's durations (module docstring). The
+    peak is the plan's own (about ``p + 2`` chunk activations for
+    ``"half"``, ``2p / 3`` for ``"min"``); the schedule is validated
+    against the problem (its capacities included).
+
+    Raises
+    ------
+    InvalidProblemError
+        The problem is not a V placement of two chunks with split
+        backwards, or ``pattern`` is not one of :data:`V_PATTERNS`.
+
+    Examples
+    --------
+    The published V-Half figure for 4 devices, 8 micro-batches, unit times
+    (53 at a peak of 6 chunk activations):
+
+    >>> from schedsearch import metrics, placements
+    >>> from schedsearch.handcrafted.v_capped import v_stable_pattern
+    >>> problem = placements.vshape_chunks(4, 8)
+    >>> schedule = v_stable_pattern(problem, "half")
+    >>> schedule.makespan, max(metrics(problem, schedule).peak_memory.values())
+    (53, 6)
+    """
+    if pattern not in V_PATTERNS:
+        raise InvalidProblemError(f"V stable pattern: 'pattern' must be one of {V_PATTERNS}, got {pattern!r}")
+    su = _Setup(problem, None, "V stable pattern")
+    orders = _pattern_orders(su, pattern)
+    if orders is None:  # pragma: no cover - the two patterns have distinct slots modulo 6 for every p
+        raise InvalidProblemError(f"V stable pattern: the {pattern!r} pattern's slots clash for p = {su.p}")
+    return run_actions(su.view, orders, name=f"V-{pattern.capitalize()} (stable pattern)")
+
+
 def v_capped_orders(problem: Problem, cap: int | None, variant: VVariant) -> dict[int, list[Act]] | None:
     """Each device's order of actions (by cluster rank) under one variant, or
     None when the cap leaves the greedy no move.
@@ -483,11 +706,17 @@ def v_capped(problem: Problem, cap: int | None = None, *, name: str = "capped V 
     period = max(sum(su.dur[k, s] for k in "FIW" for s in (r, 2 * su.p - 1 - r)) for r in range(su.p))
     blocks = [(stretch, hold) for stretch in range(2) for hold in range(period + 1)]
     # the tightest block, the greedy variants that win most often, the other blocks, the other variants
-    candidates = [blocks[0], *V_VARIANTS[:6], *blocks[1:], *V_VARIANTS[6:]]
+    candidates = [*V_PATTERNS, blocks[0], *V_VARIANTS[:6], *blocks[1:], *V_VARIANTS[6:]]
     for cand in candidates:
         if best is not None and time_limit_s is not None and time.monotonic() - t0 >= time_limit_s:
             break
-        if isinstance(cand, VVariant):
+        if isinstance(cand, str):
+            orders = _pattern_orders(su, cand)
+            got = _evaluate(su, orders) if orders is not None else None
+            if got is None or any(c is not None and pk > c for pk, c in zip(got[1], su.caps)):
+                continue
+            span, label = got[0], f"stable pattern {cand!r}, squeezed"
+        elif isinstance(cand, VVariant):
             try:
                 span, orders = _run(su, cand)
             except _NoProgress:
