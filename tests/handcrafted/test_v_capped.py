@@ -106,3 +106,87 @@ def test_v_min_is_no_longer_than_the_tight_block_repeated(p, m):
     schedule = v_min(problem)
     assert schedule.makespan <= 6 * (m - 1) + 4 * p + 1
     assert max(metrics(problem, schedule).peak_memory.values()) <= v_min_cap(p)
+
+
+# --- the stable pattern, squeezed (the paper's construction) ----------------------------------------------
+
+from schedsearch.handcrafted import pipeline_view, run_actions  # noqa: E402
+from schedsearch.handcrafted.v_capped import V_VARIANTS, v_capped_orders, v_stable_pattern  # noqa: E402
+
+
+def _peak(problem, schedule):
+    return max(metrics(problem, schedule).peak_memory.values())
+
+
+@pytest.mark.parametrize("p,m", [(1, 3), (2, 1), (2, 5), (3, 4), (4, 2), (4, 9), (5, 7), (6, 12)])
+@pytest.mark.parametrize("costs", COSTS)
+def test_stable_pattern_validates_under_its_own_peak(p, m, costs):
+    F, I, W = costs
+    for pattern, named in (("half", v_half_cap(p)), ("min", v_min_cap(p))):
+        free = v_stable_pattern(placements.vshape_chunks(p, m, forward=F, input_grad=I, weight_grad=W), pattern)
+        cap = _peak(placements.vshape_chunks(p, m), free)
+        assert cap <= named  # the pattern's own peak is within the named cap
+        problem = placements.vshape_chunks(p, m, forward=F, input_grad=I, weight_grad=W, memory=cap)
+        schedule = v_stable_pattern(problem, pattern)
+        assert validate(problem, schedule) == ()  # the capacity (its own peak) included
+        assert schedule.makespan == free.makespan
+        assert schedule.makespan >= objective_lower_bound(problem).value
+
+
+def _greedy_best(problem, cap):
+    view = pipeline_view(problem)
+    spans = [run_actions(view, orders, name="greedy").makespan
+             for orders in (v_capped_orders(problem, cap, v) for v in V_VARIANTS) if orders is not None]
+    return min(spans)
+
+
+@pytest.mark.parametrize("p,m", [(2, 4), (3, 6), (4, 8), (5, 10), (6, 12), (4, 5)])
+def test_v_half_pattern_never_above_the_greedy_at_its_peak_unit_times(p, m):
+    problem = placements.vshape_chunks(p, m)
+    pattern = v_stable_pattern(problem, "half")
+    cap = _peak(problem, pattern)
+    assert pattern.makespan <= _greedy_best(problem, cap)
+    # v_capped keeps the shortest candidate: never above the pattern nor the greedy at that cap
+    assert v_capped(problem, cap).makespan <= pattern.makespan
+
+
+@pytest.mark.parametrize("p,m", [(2, 4), (4, 8), (5, 5)])
+@pytest.mark.parametrize("costs", [(2, 2, 1), (3, 1, 2)])
+def test_v_capped_never_above_either_construction(p, m, costs):
+    F, I, W = costs
+    problem = placements.vshape_chunks(p, m, forward=F, input_grad=I, weight_grad=W)
+    for pattern in ("half", "min"):
+        cap = _peak(problem, v_stable_pattern(problem, pattern))
+        best = v_capped(problem, cap)
+        assert validate(placements.vshape_chunks(p, m, forward=F, input_grad=I, weight_grad=W, memory=cap),
+                        best) == ()
+        assert best.makespan <= min(v_stable_pattern(problem, pattern).makespan, _greedy_best(problem, cap))
+
+
+@pytest.mark.parametrize("p", [4, 6, 8])
+def test_v_half_meets_the_papers_closed_form_for_even_p(p):
+    # Qi et al. 2024: V-Half with unit times takes 6(m - 1) + 3p - 1 when m >= 2p, at a peak of p + 2
+    for m in (2 * p, 2 * p + 1, 3 * p):
+        problem = placements.vshape_chunks(p, m)
+        schedule = v_stable_pattern(problem, "half")
+        assert schedule.makespan == 6 * (m - 1) + 3 * p - 1
+        assert _peak(problem, schedule) == v_half_cap(p)
+
+
+@pytest.mark.parametrize("p,m,costs,half,low", [
+    # the published greedy's figures (makespan; the peaks are the named caps)
+    (4, 8, (1, 1, 1), 53, 59), (4, 16, (1, 1, 1), 101, 107), (8, 16, (1, 1, 1), 113, 123),
+    (4, 8, (2, 2, 1), 95, 117),
+])
+def test_the_published_figures_are_reached(p, m, costs, half, low):
+    F, I, W = costs
+    problem = placements.vshape_chunks(p, m, forward=F, input_grad=I, weight_grad=W)
+    for pattern, figure, cap in (("half", half, v_half_cap(p)), ("min", low, v_min_cap(p))):
+        schedule = v_stable_pattern(problem, pattern)
+        assert (schedule.makespan, _peak(problem, schedule)) == (figure, cap)
+    assert v_half(problem).makespan <= half and v_min(problem).makespan <= low
+
+
+def test_bad_pattern_is_named():
+    with pytest.raises(InvalidProblemError, match="'pattern' must be one of"):
+        v_stable_pattern(placements.vshape_chunks(2, 2), "third")
