@@ -231,11 +231,16 @@ _register(ScheduleSpec(
     reference="Qi et al., Zero Bubble Pipeline Parallelism (2024)",
     formula_text={"makespan": "m(F+I+W)+(p-1)(F+I-W)", "bubble": "(p-1)(F+I-W)", "peak_memory": "min(p, m)"},
 ))
+def _v_chunks(q: Params) -> Problem:
+    """The V placement of the zero-bubble V schedules (ZB-V, V-Half, V-Min): two chunks per device, split backward."""
+    return stages.vshape_chunks(q["devices"], q["microbatches"], forward=q["forward"], input_grad=q["input_grad"],
+                                weight_grad=q["weight_grad"])
+
+
 _register(ScheduleSpec(
     name="zb-v", title="ZB-V",
     defaults={"devices": 4, "microbatches": 8, "forward": 1, "input_grad": 1, "weight_grad": 1},
-    build=lambda q: stages.vshape_chunks(q["devices"], q["microbatches"], forward=q["forward"],
-                                         input_grad=q["input_grad"], weight_grad=q["weight_grad"]),
+    build=_v_chunks,
     generate=lambda pr, q: _zb_v(pr),
     formula=_zbv_formula,
     reference="Qi et al., Pipeline Parallelism with Controllable Memory (2024)",
@@ -244,8 +249,7 @@ _register(ScheduleSpec(
 _register(ScheduleSpec(
     name="v-half", title="V-Half",
     defaults={"devices": 4, "microbatches": 8, "forward": 1, "input_grad": 1, "weight_grad": 1},
-    build=lambda q: stages.vshape_chunks(q["devices"], q["microbatches"], forward=q["forward"],
-                                         input_grad=q["input_grad"], weight_grad=q["weight_grad"]),
+    build=_v_chunks,
     generate=lambda pr, q: _v_half(pr, time_limit_s=_V_CANDIDATES_S),
     formula=lambda q: {},
     reference="Qi et al., Pipeline Parallelism with Controllable Memory (2024), V-Half; capped V greedy, cap p+2",
@@ -253,8 +257,7 @@ _register(ScheduleSpec(
 _register(ScheduleSpec(
     name="v-min", title="V-Min",
     defaults={"devices": 4, "microbatches": 8, "forward": 1, "input_grad": 1, "weight_grad": 1},
-    build=lambda q: stages.vshape_chunks(q["devices"], q["microbatches"], forward=q["forward"],
-                                         input_grad=q["input_grad"], weight_grad=q["weight_grad"]),
+    build=_v_chunks,
     generate=lambda pr, q: _v_min(pr, time_limit_s=_V_CANDIDATES_S),
     formula=lambda q: {},
     reference="Qi et al., Pipeline Parallelism with Controllable Memory (2024), V-Min; capped V greedy, "
