@@ -912,15 +912,7 @@ def contiguous_ip(
         for i in range(len(units.members)):
             best = max(range(S), key=lambda s: max(vals[model.xa[i][s]], vals[model.xc[i][s]]))
             stage_units[best][1].append(i)
-        counters = {"accel": 0, "cpu": 0}
-        order: list[Slot] = []
-        unit_slot: list[Slot | None] = [None] * len(units.members)
-        for kind, us in stage_units:
-            slot = Slot(kind=kind, index=counters[kind])
-            counters[kind] += 1
-            order.append(slot)
-            for u in us:
-                unit_slot[u] = slot
+        unit_slot, order, _ = _slots_of(units, stage_units)
         split = _split_from_units(units, unit_slot, order)  # type: ignore[arg-type]
     stats = {"supernodes": cg.num_nodes, "groups": len(units.groups), "mip": str(model.mip),
              "strengthened": strengthen, "lower_bound_before_mip": lower}
@@ -928,10 +920,8 @@ def contiguous_ip(
                            incumbent=inc_split, lower=lower, relative_gap=options.relative_gap)
 
 
-def _stages_split(units: _Units, stages, devices: DeviceLimits, graph: OperatorGraph):
-    """The split of ordered ``(kind, units)`` stages and its max-load (None, None if unusable)."""
-    if stages is None:
-        return None, None
+def _slots_of(units: _Units, stages) -> tuple[list[Slot | None], list[Slot], dict[str, int]]:
+    """Each unit's slot, the slots in order and the slots used per kind, of ordered ``(kind, units)`` stages."""
     counters = {"accel": 0, "cpu": 0}
     order: list[Slot] = []
     unit_slot: list[Slot | None] = [None] * len(units.members)
@@ -941,6 +931,14 @@ def _stages_split(units: _Units, stages, devices: DeviceLimits, graph: OperatorG
         order.append(slot)
         for u in us:
             unit_slot[u] = slot
+    return unit_slot, order, counters
+
+
+def _stages_split(units: _Units, stages, devices: DeviceLimits, graph: OperatorGraph):
+    """The split of ordered ``(kind, units)`` stages and its max-load (None, None if unusable)."""
+    if stages is None:
+        return None, None
+    unit_slot, order, counters = _slots_of(units, stages)
     if any(s is None for s in unit_slot) or counters["accel"] > devices.num_accelerators \
             or counters["cpu"] > devices.num_cpus:
         return None, None
