@@ -5,8 +5,16 @@ mapping; per chunk F +1 at its start, I 0, W -1 at its start). For each
 size and cost triple, and each named cap (V-Half ``p + 2``, V-Min
 ``2 ceil((p + 2) / 3)`` chunk activations):
 
+* ``before``: :func:`~schedsearch.handcrafted.v_capped.v_capped` at the cap
+  without the stable patterns (``stable_patterns=False``: the blocks and
+  the greedy variants only), its makespan;
+* ``pattern``: :func:`~schedsearch.handcrafted.v_capped.v_stable_pattern`
+  (the paper's stable pattern, squeezed; V-Half's for the V-Half row,
+  V-Min's for the V-Min row) with no cap: its makespan, its own peak and
+  its longest device span (first forward's start to last W's end);
 * ``greedy``: :func:`~schedsearch.handcrafted.v_capped.v_capped` at the cap
-  (the library's V-Half / V-Min), its makespan, peak and time;
+  (the library's V-Half / V-Min, the patterns included), its makespan, peak
+  and time;
 * ``search``: :func:`~schedsearch.search.scale.scale_search` on the problem
   with that cap as every device's capacity, its makespan, lower bound, gap
   and status;
@@ -33,7 +41,7 @@ if __package__ in (None, ""):  # run as a script
 
 from benchmarks._common import print_table, write_results
 from schedsearch import metrics
-from schedsearch.handcrafted.v_capped import v_capped, v_half_cap, v_min_cap
+from schedsearch.handcrafted.v_capped import v_capped, v_half_cap, v_min_cap, v_stable_pattern
 from schedsearch.placements import vshape_chunks
 from schedsearch.search.scale import scale_search
 
@@ -54,6 +62,16 @@ FULL = list(PUBLISHED) + [(8, 16, (2, 2, 1)), (16, 32, (1, 1, 1)), (16, 64, (1, 
 def _problem(p: int, m: int, costs: tuple[int, int, int], memory: int | None = None):
     F, I, W = costs
     return vshape_chunks(p, m, forward=F, input_grad=I, weight_grad=W, memory=memory)
+
+
+def _device_span(schedule):
+    """The longest device span: on each device, its first start to its last end."""
+    first, last = {}, {}
+    for task in schedule.tasks:
+        for d in task.devices:
+            first[d] = min(first.get(d, task.start), task.start)
+            last[d] = max(last.get(d, task.end), task.end)
+    return max(last[d] - first[d] for d in first)
 
 
 def _search(p, m, costs, cap, limit):
@@ -90,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
         half_makespan = None
         for k, (label, cap) in enumerate((("V-Half", v_half_cap(p)), ("V-Min", v_min_cap(p)))):
             problem = _problem(p, m, costs)
+            before = v_capped(problem, cap, stable_patterns=False)
+            pattern = v_stable_pattern(problem, "half" if k == 0 else "min")
+            pattern_peak = max(metrics(problem, pattern).peak_memory.values())
             t0 = time.perf_counter()
             greedy = v_capped(problem, cap)
             greedy_s = time.perf_counter() - t0
@@ -103,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append({
                 "p": p, "m": m, "F/I/W": "/".join(map(str, costs)), "schedule": label, "cap": cap,
                 "published": f"{published[k][0]} @ {published[k][1]}" if published else None,
-                "greedy": greedy.makespan, "greedy_peak": peak, "greedy_s": round(greedy_s, 2),
+                "before": before.makespan, "pattern": f"{pattern.makespan} @ {pattern_peak}",
+                "pattern_span": _device_span(pattern), "greedy": greedy.makespan, "greedy_peak": peak, "greedy_s": round(greedy_s, 2),
                 "search": result.objective, "bound": result.lower_bound, "gap_%": gap,
                 "status": result.status.value, "search_s": round(search_s, 1),
                 "search<=greedy": result.objective is not None and result.objective <= greedy.makespan,

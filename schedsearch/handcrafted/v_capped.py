@@ -671,15 +671,16 @@ def v_capped_orders(problem: Problem, cap: int | None, variant: VVariant) -> dic
 
 
 def v_capped(problem: Problem, cap: int | None = None, *, name: str = "capped V greedy",
-             time_limit_s: float | None = None) -> Schedule:
-    """The shortest schedule of the building blocks and the greedy variants under the cap (module docstring).
+             time_limit_s: float | None = None, stable_patterns: bool = True) -> Schedule:
+    """The shortest schedule of the stable patterns, the building blocks and the greedy variants under the cap.
 
     ``cap`` is the activation cap of every device in the problem's memory
     units (chunk activations with the default deltas); a device's capacity,
     when smaller, is its cap; ``None`` with no capacity: uncapped. The
     schedule is validated (the capacities included). With ``time_limit_s``
     the candidates are tried in order until that time has passed (at least
-    until one fits).
+    until one fits). ``stable_patterns=False`` leaves out the two stable
+    patterns (the blocks and the greedy only).
 
     Raises
     ------
@@ -706,7 +707,7 @@ def v_capped(problem: Problem, cap: int | None = None, *, name: str = "capped V 
     period = max(sum(su.dur[k, s] for k in "FIW" for s in (r, 2 * su.p - 1 - r)) for r in range(su.p))
     blocks = [(stretch, hold) for stretch in range(2) for hold in range(period + 1)]
     # the tightest block, the greedy variants that win most often, the other blocks, the other variants
-    candidates = [*V_PATTERNS, blocks[0], *V_VARIANTS[:6], *blocks[1:], *V_VARIANTS[6:]]
+    candidates = [*(V_PATTERNS if stable_patterns else ()), blocks[0], *V_VARIANTS[:6], *blocks[1:], *V_VARIANTS[6:]]
     for cand in candidates:
         if best is not None and time_limit_s is not None and time.monotonic() - t0 >= time_limit_s:
             break

@@ -161,6 +161,7 @@ def test_v_capped_never_above_either_construction(p, m, costs):
         assert validate(placements.vshape_chunks(p, m, forward=F, input_grad=I, weight_grad=W, memory=cap),
                         best) == ()
         assert best.makespan <= min(v_stable_pattern(problem, pattern).makespan, _greedy_best(problem, cap))
+        assert best.makespan <= v_capped(problem, cap, stable_patterns=False).makespan
 
 
 @pytest.mark.parametrize("p", [4, 6, 8])
