@@ -585,14 +585,26 @@ class _Walk:
         self.chosen, self.best_rate = min(found, key=lambda c: c[1])[0], rate
 
     def proven(self, max_fold: int) -> bool:
-        """Whether every (fold, period) of a lower rate than the best was refuted."""
+        """Whether every (fold, period) of a lower rate than the best was refuted.
+
+        The pairs are those with ``k`` in ``1..max_fold``, ``P`` in
+        ``k * work_bound .. k * hi`` and ``rate_bound <= P / k < best_rate``;
+        per fold they are one range of ``P``, counted before it is walked
+        (a fine time unit makes the ranges long, and a range longer than
+        the refuted pairs cannot be covered).
+        """
+        if self.best_rate is None:
+            return False
         rates = self.rates
-        return self.best_rate is not None and all(
-            (k, P) in self.refuted
-            for k in range(1, max_fold + 1)
-            for P in range(k * rates.work_bound, k * rates.hi + 1)
-            if rates.rate_bound <= Fraction(P, k) < self.best_rate
-        )
+        work, rate, refuted = rates.work_bound, rates.rate_bound, self.refuted
+        for k in range(1, max_fold + 1):
+            lo = max(k * work, math.ceil(k * rate))
+            hi = min(k * rates.hi, math.ceil(k * self.best_rate) - 1)
+            if hi < lo:
+                continue
+            if hi - lo + 1 > len(refuted) or any((k, P) not in refuted for P in range(lo, hi + 1)):
+                return False
+        return True
 
 
 def _out_of_time(search: _Search) -> bool:

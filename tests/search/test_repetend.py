@@ -12,6 +12,8 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from schedsearch.errors import UnsupportedFeatureError
 from schedsearch.periodic import check_repetend
@@ -137,3 +139,23 @@ def test_z3_as_prover_settles_what_the_quick_slice_leaves_open() -> None:
     assert validate(problem, result.schedule) == ()
     with pytest.raises(ValueError, match="'prover'"):
         repetend(problem, prover="gurobi")
+
+
+@settings(max_examples=200, deadline=None)
+@given(work=st.integers(1, 6), memory=st.fractions(0, 8), hi=st.integers(1, 20), best=st.fractions(1, 25),
+       max_fold=st.integers(1, 3), refuted=st.sets(st.tuples(st.integers(1, 3), st.integers(1, 60)), max_size=40))
+def test_proven_walks_only_the_pairs_below_the_best_rate(work, memory, hi, best, max_fold, refuted):
+    """The walk's proof check equals its definition: every (fold k, period P) with k <= max_fold,
+    k * work <= P <= k * hi and rate bound <= P / k < best was refuted."""
+    from fractions import Fraction
+
+    from schedsearch.placements import vshape
+    from schedsearch.search.repetend import _Rates, _Walk
+
+    hi = max(hi, work)
+    rates = _Rates(problem=vshape(2, 2), work={"d0": work}, memory_bound=memory, hi=hi)
+    walk = _Walk(rates=rates, repetend_size=None, best_rate=best, refuted=set(refuted))
+    rate = max(Fraction(work), memory)
+    expected = all((k, P) in refuted for k in range(1, max_fold + 1) for P in range(k * work, k * hi + 1)
+                   if rate <= Fraction(P, k) < best)
+    assert walk.proven(max_fold) == expected
