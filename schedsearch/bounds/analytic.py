@@ -202,10 +202,13 @@ def memory_idle(problem: Problem) -> dict[str, int]:
     On a device ``d`` with a capacity, whose tasks are all fixed on it and
     in no declared overlap: until the first task that frees memory (a
     negative delta) starts, the level only rises, so the tasks run there
-    allocate at most ``capacity - initial`` in total. Their work is at most
-    the fractional knapsack ``W`` of the allocating blocks that do not
-    depend on a free on ``d`` (by duration per unit allocated), plus every
-    task of a zero-delta block that does not depend on such a free. The
+    allocate at most ``capacity - initial`` in total. Their work (each task
+    counted with its least duration over its options, as the device bound
+    counts it) is at most the fractional knapsack ``W`` of the allocating
+    blocks that do not depend on a free on ``d`` (by duration per unit
+    allocated; a block's duration is the largest over its micro-batches,
+    since any of them may run early), plus every task of a zero-delta
+    block that does not depend on such a free. The
     first free starts at least ``G`` after the device's first start,
     where ``G`` is, over the freeing blocks, the least of the longest path
     from an allocating block on ``d`` it depends on to it. So the device
@@ -249,10 +252,14 @@ def memory_idle(problem: Problem) -> dict[str, int]:
             gap = g if gap is None else min(gap, g)
         if not gap:
             continue
-        least = {b.name: min(_min_duration(problem, b.name, m) for m in range(n)) for b in on}
-        free_work = sum(least[b.name] * n for b in on if b.memory == 0 and b.name not in after_free)
+        # the work that may run before the first free is bounded from above: each instance counts with its
+        # own least duration (what the device bound counts), and a block's instances in the knapsack with the
+        # largest of those (any of its micro-batches may be the ones run early)
+        free_work = sum(_min_duration(problem, b.name, m) for b in on if b.memory == 0 and b.name not in after_free
+                        for m in range(n))
         room = cap - problem.initial_memory_of(d)
-        items = sorted(((least[b.name], b.memory) for b in on if b.memory > 0 and b.name not in after_free),
+        top = {b.name: max(_min_duration(problem, b.name, m) for m in range(n)) for b in on if b.memory > 0}
+        items = sorted(((top[b.name], b.memory) for b in on if b.memory > 0 and b.name not in after_free),
                        key=lambda x: -x[0] / x[1])
         work = 0.0
         for duration, delta in items:

@@ -3,7 +3,8 @@ triples that split an allocation over several frees."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pipeline_strategies import pipeline_problems
 from schedsearch.bounds import analytic_lower_bound, span_lower_bound
@@ -90,3 +91,74 @@ def test_group_savings_keep_the_device_bound():
     assert r.status is Status.OPTIMAL and bound.value <= r.objective
     # without the declarations the bound is the plain one: 1 + 3 * 8
     assert analytic_lower_bound(p.with_(overlaps=())).value == 25
+
+
+def test_forced_idle_counts_a_lengthened_microbatch_at_its_length():
+    """Regression: a micro-batch whose forward lasts longer (a duration override) may be the one run before the
+    first free; the forced idle counted every forward at its shortest and the bound said 11 where a plan of 10
+    exists."""
+    from schedsearch import Block, Cluster, Device, Graph, Problem, Schedule, TaskInstance
+    from schedsearch.validate import validate
+
+    problem = Problem(
+        graph=Graph(blocks=[Block(name="F0", options=[("d0", 1)], memory=1),
+                            Block(name="F1", options=[("d1", 1)], memory=1),
+                            Block(name="B1", kind="B", options=[("d1", 1)], memory=-1),
+                            Block(name="B0", kind="B", options=[("d0", 2)], memory=-2)],
+                    edges=[("F0", "F1"), ("F1", "B1"), ("B1", "B0")]),
+        num_microbatches=3,
+        cluster=Cluster(devices=[Device(name="d0", memory=3), Device(name="d1")]),
+        initial_memory={"d0": 1},
+        duration_overrides=[("F0", 2, (2,))],
+    )
+    run = [("F0", 1, "d0", 0, 1), ("F0", 2, "d0", 1, 3), ("F1", 1, "d1", 1, 2), ("B1", 1, "d1", 2, 3),
+           ("B0", 1, "d0", 3, 5), ("F1", 2, "d1", 3, 4), ("B1", 2, "d1", 4, 5), ("F0", 0, "d0", 5, 6),
+           ("B0", 2, "d0", 6, 8), ("F1", 0, "d1", 6, 7), ("B1", 0, "d1", 7, 8), ("B0", 0, "d0", 8, 10)]
+    schedule = Schedule(tasks=[TaskInstance(block=b, microbatch=m, devices=(d,), start=s, end=e)
+                               for b, m, d, s, e in run])
+    assert not validate(problem, schedule) and schedule.makespan == 10
+    assert analytic_lower_bound(problem).value <= 10
+    assert span_lower_bound(problem.with_(objective="max_span")).value <= 10
+    assert optimal(problem, **LIMIT).objective == 10
+
+
+@st.composite
+def _lengthened_pipelines(draw):
+    """Forward-backward chains over 2-3 devices with a tight capacity (and memory already held) on some devices,
+    where some task instances last longer than their block says."""
+    from schedsearch import Block, Cluster, Device, Graph, Problem
+
+    D = draw(st.integers(2, 3))
+    n = draw(st.integers(2, 4))
+    dur = lambda: draw(st.integers(1, 3))  # noqa: E731
+    act = [draw(st.integers(1, 2)) for _ in range(D)]
+    blocks = [Block(name=f"F{i}", options=[(f"d{i}", dur())], memory=act[i]) for i in range(D)]
+    blocks += [Block(name=f"B{i}", kind="B", options=[(f"d{i}", dur())], memory=-act[i]) for i in range(D)]
+    chain = [f"F{i}" for i in range(D)] + [f"B{i}" for i in reversed(range(D))]
+    devices, initial = [], {}
+    for i in range(D):
+        held = draw(st.integers(0, 2))
+        room = draw(st.one_of(st.none(), st.integers(act[i], 3 * act[i])))
+        devices.append(Device(name=f"d{i}", memory=None if room is None else held + room))
+        if held:
+            initial[f"d{i}"] = held
+    picks = draw(st.lists(st.tuples(st.integers(0, 2 * D - 1), st.integers(0, n - 1), st.integers(1, 3)),
+                          min_size=1, max_size=3, unique_by=lambda x: x[:2]))
+    overrides = [(blocks[i].name, m, (blocks[i].options[0].duration + extra,)) for i, m, extra in picks]
+    return Problem(graph=Graph(blocks=blocks, edges=list(zip(chain, chain[1:]))), num_microbatches=n,
+                   cluster=Cluster(devices=devices), initial_memory=initial, duration_overrides=overrides)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(_lengthened_pipelines())
+def test_bounds_with_lengthened_microbatches_never_exceed_an_optimum_proven_without_them(problem):
+    """CP-SAT on the plain model, told no bound, proves the optimum; the analytic bounds stay below it."""
+    from schedsearch.encode import SolveOptions
+    from schedsearch.encode import solve as solve_model
+
+    for objective, bound in (("makespan", analytic_lower_bound), ("max_span", span_lower_bound)):
+        target = problem.with_(objective=objective)
+        result = solve_model(target, "cpsat", SolveOptions(time_limit_s=10, workers=1, seed=0, redundant=False,
+                                                            symmetry_breaking=False))
+        if result.status is Status.OPTIMAL:
+            assert bound(target).value <= result.objective, (objective, memory_idle(target))
