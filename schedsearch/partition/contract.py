@@ -20,10 +20,13 @@ the number of ideals matches their published counts:
 4. **Trivial leaves** (optional, on by default). A forward supernode with
    zero latency (both kinds, < 1e-6), zero backward latency, no edge to or
    from a backward supernode and exactly one edge to a forward supernode is
-   merged into that neighbour, repeatedly. This only restricts the splits
-   (the leaf must share its neighbour's device), so the optimum can only
-   grow, and only where the best split would have separated a zero-latency
-   operator from its single neighbour; the reference optima use it.
+   merged into that neighbour, repeatedly. This restricts the splits (the
+   leaf must share its neighbour's device) without losing an optimum where
+   memory is unlimited: apart from its neighbour, a leaf with no work only
+   adds communication. Under a memory limit a leaf that holds memory may
+   have to go elsewhere, so ``memory_limited=True`` keeps those apart (the
+   partitioners pass it whenever the devices have a memory limit). The
+   reference optima use the merge.
 
 Communication is kept on the *original* edges: an operator ``s`` with output
 cost ``c_s`` defines the hyperedge ``A_s`` = anchors of ``s`` and of its
@@ -147,11 +150,13 @@ def _sccs(nodes: list, succ: dict) -> list[list]:
     return comps
 
 
-def contract(graph: OperatorGraph, *, merge_trivial: bool = True) -> ContractedGraph:
+def contract(graph: OperatorGraph, *, merge_trivial: bool = True, memory_limited: bool = False) -> ContractedGraph:
     """Contract ``graph`` into forward supernodes (see the module docstring).
 
     The DPs split supernodes, so a backward operator always goes with its
-    forward partner and a colocation class stays whole.
+    forward partner and a colocation class stays whole. ``memory_limited``:
+    the devices have a memory limit, so trivial leaves that hold memory stay
+    apart (step 4 of the module docstring).
 
     Examples
     --------
@@ -214,8 +219,10 @@ def contract(graph: OperatorGraph, *, merge_trivial: bool = True) -> ContractedG
         fwd_acc: dict = defaultdict(float)
         fwd_cpu: dict = defaultdict(float)
         bwd_lat: dict = defaultdict(float)
+        held: dict = defaultdict(float)
         for op in ops:
             c = cls[op.id]
+            held[c] += op.size
             if op.is_backward:
                 bwd_lat[c] += op.accel_latency + op.cpu_latency
             else:
@@ -247,6 +254,7 @@ def contract(graph: OperatorGraph, *, merge_trivial: bool = True) -> ContractedG
                 and c not in has_bwd_nbr
                 and len(fwd_nbrs[c]) == 1
                 and bwd_lat[c] < _EPS
+                and not (memory_limited and held[c] > 0)
             ):
                 merges.append((c, fwd_nbrs[c][0]))
         if not merges:

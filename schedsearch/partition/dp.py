@@ -406,7 +406,7 @@ def partition_dpl(
     """
     t0 = time.perf_counter()
     graph, devices = _resolve(graph, devices)
-    cg = contract(graph, merge_trivial=merge_trivial)
+    cg = contract(graph, merge_trivial=merge_trivial, memory_limited=devices.max_accel_memory is not None)
     chain = linearize(cg, list(order) if order is not None else None)
     sol = solve_contracted(chain, devices)
     if sol is None:
@@ -463,7 +463,7 @@ def partition_dp(
     """
     t0 = time.perf_counter()
     graph, devices = _resolve(graph, devices)
-    cg = contract(graph, merge_trivial=merge_trivial)
+    cg = contract(graph, merge_trivial=merge_trivial, memory_limited=devices.max_accel_memory is not None)
     ideals = enumerate_ideals(cg.preds, limit=ideal_limit)
     if upper_bound is None:
         if len(ideals) <= _SMALL_LATTICE * (cg.num_nodes + 1):

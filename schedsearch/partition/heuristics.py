@@ -232,7 +232,8 @@ def _device_order(tr: LoadTracker) -> list[int]:
 
 def _prepare(graph, devices, merge_trivial):
     graph, devices = _resolve(graph, devices)
-    return graph, devices, contract(graph, merge_trivial=merge_trivial)
+    return graph, devices, contract(graph, merge_trivial=merge_trivial,
+                                    memory_limited=devices.max_accel_memory is not None)
 
 
 def partition_met(graph: OperatorGraph | PartitionWorkload, devices: DeviceLimits | None = None,

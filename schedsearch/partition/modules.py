@@ -197,7 +197,7 @@ def partition_modules(
     """
     t0 = time.perf_counter()
     graph, devices = _resolve(graph, devices)
-    cg = contract(graph, merge_trivial=merge_trivial)
+    cg = contract(graph, merge_trivial=merge_trivial, memory_limited=devices.max_accel_memory is not None)
     modules = find_modules(cg, channels=channels)
     boundaries, linearised = module_boundaries(cg, modules, module_ideal_limit=module_ideal_limit)
     # upper bound for pruning: one chain of boundaries (modules in order, each in

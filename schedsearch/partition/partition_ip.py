@@ -875,7 +875,7 @@ def contiguous_ip(
     t0 = time.perf_counter()
     graph, devices = _resolve(graph, devices)
     options = _options(options, overrides)
-    cg = contract(graph, merge_trivial=merge_trivial)
+    cg = contract(graph, merge_trivial=merge_trivial, memory_limited=devices.max_accel_memory is not None)
     units = _cg_units(graph, cg)
     stages = None
     if incumbent == "dpl":

@@ -354,7 +354,7 @@ def partition_slicegraph(
         raise InvalidOperatorGraphError(
             f"slicegraph: 'search' must be 'brkga', 'random' or 'dfs', got {search!r}"
         )
-    cg = contract(graph, merge_trivial=merge_trivial)
+    cg = contract(graph, merge_trivial=merge_trivial, memory_limited=devices.max_accel_memory is not None)
     rng = random.Random(seed)
     base = _evaluate(cg, kahn_dfs_order(cg), devices)
     best = base

@@ -204,3 +204,60 @@ def test_latency_ip_bounds_the_expert_and_greedy_on_bert_l3():
     assert res.lower_bound <= res.value + 1e-6
     # the reference greedy reached 416.204 here; the IP's split must not be worse than the all-CPU one
     assert res.value <= latency_of_split(wl, Split(stages=[(Slot(kind="cpu", index=0), wl.graph.ids)]))
+
+
+def _contiguous_brute_force(graph, devices):
+    """The least max-load of any split whose quotient is acyclic (every assignment of operators to the accelerators,
+    priced by the independent evaluator), or None."""
+    import itertools
+
+    from schedsearch.partition import Slot, Split, evaluate_split
+
+    ops = [op.id for op in graph.operators]
+    best = None
+    for assignment in itertools.product(range(devices.num_accelerators), repeat=len(ops)):
+        succ = {d: set() for d in range(devices.num_accelerators)}
+        for a, b in graph.edges:
+            if assignment[a] != assignment[b]:
+                succ[assignment[a]].add(assignment[b])
+        seen, order = set(), []
+
+        def visit(d, stack=()):
+            if d in stack:
+                return False
+            if d in seen:
+                return True
+            ok = all(visit(e, stack + (d,)) for e in succ[d])
+            seen.add(d)
+            return ok
+
+        if not all(visit(d) for d in succ):
+            continue
+        split = Split.from_assignment({i: Slot(kind="accel", index=assignment[i]) for i in ops})
+        cost = evaluate_split(graph, split, devices)
+        if cost.feasible and (best is None or cost.max_load < best):
+            best = cost.max_load
+    return best
+
+
+@pytest.mark.parametrize("lat, out, size, edges, k, memory", [
+    # two zero-latency leaves that hold memory: merged into their neighbours, nothing fits (was: INFEASIBLE)
+    ([2, 3, 1, 2, 0, 0], [1, 0, 1, 0, 1, 1], [3, 1, 0, 0, 3, 1], [(0, 1), (1, 2), (1, 4), (2, 3), (5, 3)], 2, 4.0),
+    # the same with three devices: merged, the best fitting split costs 9 (was: OPTIMAL 9; 8 exists)
+    ([5, 2, 5, 4, 0, 0], [2, 2, 1, 0, 1, 1], [3, 3, 3, 2, 3, 2], [(0, 5), (1, 2), (2, 3), (2, 4)], 3, 8.0),
+])
+def test_zero_latency_leaves_holding_memory_stay_apart_under_a_memory_limit(lat, out, size, edges, k, memory):
+    from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, partition_dp
+    from schedsearch.partition.partition_ip import contiguous_ip
+
+    ops = [Operator(id=i, accel_latency=float(lat[i]), output_cost=float(out[i]), size=float(size[i]))
+           for i in range(len(lat))]
+    graph = OperatorGraph(operators=ops, edges=edges)
+    devices = DeviceLimits(num_accelerators=k, max_accel_memory=memory)
+    truth = _contiguous_brute_force(graph, devices)
+    assert truth is not None
+    for strengthen in (True, False):
+        result = contiguous_ip(graph, devices, strengthen=strengthen, time_limit_s=20)
+        assert result.status.value == "OPTIMAL" and result.value == pytest.approx(truth)
+        assert result.lower_bound <= truth + 1e-6
+    assert partition_dp(graph, devices).max_load == pytest.approx(truth)
