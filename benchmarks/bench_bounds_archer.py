@@ -108,14 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     real = [w for w in args.real.split(",") if w]
     if args.quick:
         ks, n_random, limit, real = [2, 4], 2, 5.0, real[:1]
-    graphs = []
-    for w in real:
-        path = DATA / f"{w}.json"
-        if path.is_file():
-            graphs.append(("real", accel_only(read_dnn_partitioning(path).graph)))
-    rng = random.Random(2024)
-    for s in range(n_random):
-        graphs.append(("random", random_dag(rng.randint(50, 200), seed=s)))
+    graphs = _graphs(real, n_random)
     rows = []
     for kind, g in graphs:
         for k in ks:
