@@ -184,6 +184,33 @@ class PipelineView:
         return stages[act.stage]
 
 
+def check_v_mapping(view: PipelineView, what: str, hint: str = "") -> int:
+    """The number of devices ``p`` of a V placement (2 stages per device in the ``'v'`` mapping), or the error naming it.
+
+    Examples
+    --------
+    >>> from schedsearch.handcrafted.actions import check_v_mapping, pipeline_view
+    >>> from schedsearch.placements import vshape, vshape_chunks
+    >>> check_v_mapping(pipeline_view(vshape_chunks(4, 8)), "ZB-V")
+    4
+    >>> check_v_mapping(pipeline_view(vshape(2, 4)), "ZB-V")
+    Traceback (most recent call last):
+    ...
+    schedsearch.errors.InvalidProblemError: ZB-V: needs 2 stages per device in the 'v' mapping ([0, 1, 1, 0]), got device ranks [0, 1]
+    """
+    from schedsearch.placements.stages import stage_mapping
+
+    p = len(view.problem.cluster.devices)
+    mapping = view.mapping()
+    want = stage_mapping("v", p, 2 * p)
+    if len(mapping) != 2 * p or tuple(mapping) != want:
+        raise InvalidProblemError(
+            f"{what}: needs 2 stages per device in the 'v' mapping ({list(want)}), got device ranks {list(mapping)}"
+            + (f" ({hint})" if hint else "")
+        )
+    return p
+
+
 def pipeline_view(problem: Problem) -> PipelineView:
     """Read the pipelines of a problem built by :mod:`schedsearch.placements`.
 

@@ -39,8 +39,7 @@ from __future__ import annotations
 from collections import deque
 
 from schedsearch.errors import InvalidProblemError
-from schedsearch.handcrafted.actions import Act, Action, Pair, pipeline_view, run_actions
-from schedsearch.placements.stages import stage_mapping
+from schedsearch.handcrafted.actions import check_v_mapping, Act, Action, Pair, pipeline_view, run_actions
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
 
@@ -199,13 +198,7 @@ def dualpipev(problem: Problem) -> Schedule:
     view = pipeline_view(problem)
     if list(view.pipelines) != [""]:
         raise InvalidProblemError(f"DualPipeV: needs a single pipeline, got pipelines {sorted(view.pipelines)}")
-    p = len(problem.cluster.devices)
-    mapping = view.mapping()
-    if len(mapping) != 2 * p or tuple(mapping) != stage_mapping("v", p, 2 * p):
-        raise InvalidProblemError(
-            f"DualPipeV: needs 2 stages per device in the 'v' mapping ({list(stage_mapping('v', p, 2 * p))}), "
-            f"got device ranks {list(mapping)}"
-        )
+    p = check_v_mapping(view, "DualPipeV")
     m = problem.num_microbatches
     if m < 2 * p:
         raise InvalidProblemError(

@@ -116,8 +116,7 @@ import time
 import attrs
 
 from schedsearch.errors import InvalidProblemError
-from schedsearch.handcrafted.actions import Act, pipeline_view, run_actions
-from schedsearch.placements.stages import stage_mapping
+from schedsearch.handcrafted.actions import check_v_mapping, Act, pipeline_view, run_actions
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
 
@@ -192,13 +191,7 @@ class _Setup:
             raise InvalidProblemError(f"{what}: needs a single pipeline, got pipelines {sorted(view.pipelines)}")
         if not view.split:
             raise InvalidProblemError(f"{what}: needs backwards split into I and W (placements.vshape_chunks)")
-        p = len(problem.cluster.devices)
-        mapping = view.mapping()
-        if len(mapping) != 2 * p or tuple(mapping) != stage_mapping("v", p, 2 * p):
-            raise InvalidProblemError(
-                f"{what}: needs 2 stages per device in the 'v' mapping ({list(stage_mapping('v', p, 2 * p))}), "
-                f"got device ranks {list(mapping)} (build it with placements.vshape_chunks)"
-            )
+        p = check_v_mapping(view, what, "build it with placements.vshape_chunks")
         if problem.duration_overrides or problem.releases or problem.fixed_orders:
             raise InvalidProblemError(
                 f"{what}: needs alike micro-batches (no duration overrides, releases or fixed orders)"

@@ -27,9 +27,8 @@ from __future__ import annotations
 from collections import deque
 
 from schedsearch.errors import InvalidProblemError
-from schedsearch.handcrafted.actions import Act, Action, PipelineView, pipeline_view, run_actions
+from schedsearch.handcrafted.actions import check_v_mapping, Act, Action, PipelineView, pipeline_view, run_actions
 from schedsearch.handcrafted.classic import _one_stage_per_device, _single, check_interleaved, megatron_order
-from schedsearch.placements.stages import stage_mapping
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
 
@@ -153,13 +152,7 @@ def zb_v(problem: Problem) -> Schedule:
     view = pipeline_view(problem)
     _single(view, "ZB-V")
     _need_split(view, "ZB-V")
-    mapping = view.mapping()
-    p = len(problem.cluster.devices)
-    if len(mapping) != 2 * p or tuple(mapping) != stage_mapping("v", p, 2 * p):
-        raise InvalidProblemError(
-            f"ZB-V: needs 2 stages per device in the 'v' mapping ({list(stage_mapping('v', p, 2 * p))}), "
-            f"got device ranks {list(mapping)} (build it with placements.vshape_chunks)"
-        )
+    p = check_v_mapping(view, "ZB-V", "build it with placements.vshape_chunks")
     m = problem.num_microbatches
     n = max(2 * p - 1, m)
     orders = {}
