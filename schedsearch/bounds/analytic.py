@@ -20,6 +20,10 @@ disjoint device sets; it then costs the cheapest channel's transfer time.
 
       makespan >= min head + sum of durations + forced idle + min tail
 
+  where ``min tail`` may be replaced by the time that must follow the
+  device's last allocation less the most work that can still run on the
+  device after it (:func:`memory_tails`), when that is larger.
+
 * average load: total minimal device-time (duration x devices occupied) over
   the number of devices, rounded up.
 * flow bound (:func:`flow_bounds`): a device waits for its neighbours'
@@ -53,6 +57,7 @@ task joins at most one group.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
@@ -70,6 +75,7 @@ __all__ = [
     "span_lower_bound",
     "objective_lower_bound",
     "memory_idle",
+    "memory_tails",
     "flow_bounds",
     "preemptive_one_device",
 ]
@@ -207,15 +213,22 @@ def memory_idle(problem: Problem) -> dict[str, int]:
     counts it) is at most the fractional knapsack ``W`` of the allocating
     blocks that do not depend on a free on ``d`` (by duration per unit
     allocated; a block's duration is the largest over its micro-batches,
-    since any of them may run early), plus every task of a zero-delta
-    block that does not depend on such a free. The
-    first free starts at least ``G`` after the device's first start,
-    where ``G`` is, over the freeing blocks, the least of the longest path
-    from an allocating block on ``d`` it depends on to it. So the device
-    idles at least ``G - W`` before its first free. (ZB-H1-style pipelines
-    with forwards allocating 2 and input and weight gradients freeing 1
-    each: the first stage waits a whole round trip for its first input
-    gradient and can fill only ``capacity / 2`` forwards of it.)
+    since any of them may run early), plus the zero-delta tasks that do
+    not depend on such a free. The first free starts at least ``G`` after
+    the device's first start ``s``, where ``G`` is, over the freeing
+    blocks, the least of the longest path from an allocating block on
+    ``d`` it depends on to it. A zero-delta task that depends on an
+    allocating block of ``d`` cannot start before that path allows, so
+    only what fits of it in ``[s, s + G)`` counts (:func:`_window_work`);
+    the others count whole. So the device idles at least ``G - W - Z``
+    before its first free, ``Z`` that zero-delta work. (ZB-H1-style
+    pipelines with forwards allocating 2 and input and weight gradients
+    freeing 1 each: the first stage waits a whole round trip for its
+    first input gradient and can fill only ``capacity / 2`` forwards of
+    it. On the V placement with ``p`` devices and unit times at ``p + 1``
+    chunk activations, the middle device starts at ``p - 1``, waits
+    ``2p + 1`` for its first ``W``, fills it with ``p + 1`` forwards and
+    one ``I``, and so idles ``p - 1`` more: ``6m + 2p - 2`` in all.)
     """
     out: dict[str, int] = {}
     blocks = problem.graph.blocks
@@ -255,8 +268,7 @@ def memory_idle(problem: Problem) -> dict[str, int]:
         # the work that may run before the first free is bounded from above: each instance counts with its
         # own least duration (what the device bound counts), and a block's instances in the knapsack with the
         # largest of those (any of its micro-batches may be the ones run early)
-        free_work = sum(_min_duration(problem, b.name, m) for b in on if b.memory == 0 and b.name not in after_free
-                        for m in range(n))
+        free_work = _window_work(problem, on, after_free, gap, longest, least_all, descendants)
         room = cap - problem.initial_memory_of(d)
         top = {b.name: max(_min_duration(problem, b.name, m) for m in range(n)) for b in on if b.memory > 0}
         items = sorted(((top[b.name], b.memory) for b in on if b.memory > 0 and b.name not in after_free),
@@ -270,6 +282,142 @@ def memory_idle(problem: Problem) -> dict[str, int]:
                 break
         out[d] = max(0, gap - free_work - math.floor(work))
     return out
+
+
+def memory_tails(problem: Problem) -> dict[str, int]:
+    """Per device: the least time the makespan runs past the device's work because of its last allocation.
+
+    On a device ``d`` with a capacity ``C`` whose tasks are all fixed on
+    it, in no declared overlap and at least one time unit long, let ``y``
+    be the start of the last allocating task (positive delta) on ``d``.
+    Every task after it frees memory or holds none; the frees after ``y``
+    release at most ``level(y) - L_end <= C - L_end`` (``L_end`` the level
+    after every task: the initial memory plus all deltas). A zero-delta
+    task after ``y`` has every freeing descendant on ``d`` of its
+    micro-batch after ``y`` too, so it counts against one of them. The
+    work ``R`` run after ``y`` is then at most a fractional knapsack: each
+    freeing block weighs its release and is worth its duration plus the
+    durations of the zero-delta blocks charged to it (each charged to one
+    freeing descendant; the least knapsack over the ways to charge them);
+    zero-delta blocks without a freeing descendant on ``d`` count whole.
+    Durations in it are each block's largest least duration over its
+    micro-batches.
+
+    When all allocations together exceed ``C`` less the initial memory,
+    some free starts before ``y``, so the idle :func:`memory_idle` forces
+    before the first free lies before ``y``, and with the device's first
+    start ``s``::
+
+        makespan >= y + (end of the last allocation to the end)
+                 >= s + forced idle + work - R + least tail of an allocating block
+
+    (the duration of the last allocation cancels). This value is
+    ``least allocating tail - R``; the device bound takes the larger of it
+    and the least tail of all the device's tasks. 0 where the conditions
+    fail. (V placement, ``p`` devices, unit times, ``p + 1`` chunk
+    activations: after the middle device's last forward, ``p + 1`` weight
+    gradients and their ``p + 1`` input gradients at most remain, while
+    ``3p - 1`` must follow that forward: the bound gains ``p - 3``.)
+    """
+    out = {d: 0 for d in problem.cluster.device_names}
+    n = problem.num_microbatches
+    in_overlap = {b for ov in problem.overlaps for b in ov.blocks}
+    blocks = problem.graph.blocks
+    tails: dict[TaskKey, int] | None = None
+    descendants: dict[str, set[str]] | None = None
+    for d in problem.cluster.device_names:
+        cap = problem.capacity(d)
+        on = [b for b in blocks if d in b.devices]
+        if cap is None or not on:
+            continue
+        if any(not (b.is_fixed and d in b.options[0].devices) or b.name in in_overlap for b in on):
+            continue
+        top = {b.name: max(_min_duration(problem, b.name, m) for m in range(n)) for b in on}
+        if any(_min_duration(problem, b.name, m) < 1 for b in on for m in range(n)):
+            continue
+        allocs = [b for b in on if b.memory > 0]
+        frees = [b for b in on if b.memory < 0]
+        init = problem.initial_memory_of(d)
+        if not allocs or n * sum(b.memory for b in allocs) <= cap - init:
+            continue
+        room = cap - (init + n * sum(b.memory for b in on))
+        if room < 0:
+            continue
+        if descendants is None:
+            descendants = _descendants(problem)
+            tails = heads_and_tails(problem)[1]
+        assert tails is not None
+        loose = 0
+        choices: list[tuple[int, list[str]]] = []
+        for z in on:
+            if z.memory != 0:
+                continue
+            targets = [f.name for f in frees if f.name in descendants[z.name]]
+            if targets:
+                choices.append((top[z.name], targets))
+            else:
+                loose += n * top[z.name]
+        combos = 1
+        for _, targets in choices:
+            combos *= len(targets)
+        if combos > 256:  # too many ways: charge each to its first freeing descendant (still an upper bound)
+            choices = [(w, targets[:1]) for w, targets in choices]
+        best: float | None = None
+        for pick in itertools.product(*(targets for _, targets in choices)):
+            worth = {f.name: top[f.name] for f in frees}
+            for (w, _), f in zip(choices, pick):
+                worth[f] += w
+            left, work = room, 0.0
+            for f in sorted(frees, key=lambda f: -worth[f.name] / -f.memory):
+                take = min(n, left / -f.memory)
+                work += take * worth[f.name]
+                left -= take * -f.memory
+                if left <= 0:
+                    break
+            best = work if best is None else min(best, work)
+        rem = loose + math.floor(best or 0)
+        least_alloc_tail = min(tails[(a.name, m)] for a in allocs for m in range(n))
+        out[d] = max(0, least_alloc_tail - rem)
+    return out
+
+
+def _window_work(problem: Problem, on: list, after_free: set[str], gap: int, longest: dict[str, dict[str, int]],
+                 least: dict[str, int], descendants: dict[str, set[str]]) -> int:
+    """Most work of zero-delta tasks on a device in the window ``[s, s + gap)``
+    after its first start ``s`` (see :func:`memory_idle`).
+
+    A zero-delta block ``b`` that depends on an allocating block ``a`` of
+    the device (same micro-batch) starts each instance at least ``L(a ->
+    b)`` after the start of ``a``'s instance, so at least ``L_b`` (the
+    largest such path) after ``s``. All these tasks run one at a time, so
+    those with ``L_b >= l`` fit at most ``gap - l`` work into the window:
+    taken from the largest ``L_b`` down, the running total is capped by
+    each ``gap - L_b`` (a preemptive one-machine schedule with releases
+    ``L_b`` is the most that fits). The other zero-delta blocks count
+    with all their instances.
+    """
+    n = problem.num_microbatches
+    loose = 0
+    timed: list[tuple[int, int]] = []
+    for b in on:
+        if b.memory != 0 or b.name in after_free:
+            continue
+        work = sum(_min_duration(problem, b.name, m) for m in range(n))
+        release = None
+        for a in on:
+            if a.memory > 0 and b.name in descendants[a.name]:
+                if a.name not in longest:
+                    longest[a.name] = _longest_from(problem, a.name, least)
+                r = longest[a.name][b.name]
+                release = r if release is None else max(release, r)
+        if release is None:
+            loose += work
+        else:
+            timed.append((release, work))
+    fitted = 0
+    for release, work in sorted(timed, reverse=True):
+        fitted = min(fitted + work, max(0, gap - release))
+    return loose + fitted
 
 
 def _savings(problem: Problem) -> dict[TaskKey, Fraction]:
@@ -324,6 +472,7 @@ def device_bounds(problem: Problem) -> dict[str, int]:
     """
     heads, tails = heads_and_tails(problem)
     idle = memory_idle(problem)
+    after = memory_tails(problem)
     savings = _savings(problem)
     out: dict[str, int] = {}
     for d in problem.cluster.device_names:
@@ -338,7 +487,7 @@ def device_bounds(problem: Problem) -> dict[str, int]:
             continue
         work = sum(_min_duration(problem, *k) for k in keys)
         work -= math.floor(sum(savings.get(k, Fraction(0)) for k in keys))
-        out[d] = min(heads[k] for k in keys) + work + idle[d] + min(tails[k] for k in keys)
+        out[d] = min(heads[k] for k in keys) + work + idle[d] + max(min(tails[k] for k in keys), after[d])
     return out
 
 

@@ -21,7 +21,9 @@ Both backends encode the same constraint families, in this order:
    transfer time per edge and groups that survive renumbering allow it;
    else one block, :func:`microbatch_order_applies`);
 8. redundant device bounds (optional): ``makespan >= first start on d +
-   mandatory work on d + forced idle + least tail`` (and, for the
+   mandatory work on d + forced idle + least tail`` (the least tail
+   replaced by :func:`~schedsearch.bounds.analytic.memory_tails` when
+   larger) (and, for the
    ``"max_span"`` objective, ``span(d) >= mandatory work + forced idle``;
    the idle a device's memory forces on it is
    :func:`~schedsearch.bounds.analytic.memory_idle`);
@@ -58,7 +60,7 @@ from typing import Any
 import attrs
 
 from schedsearch._union_find import UnionFind
-from schedsearch.bounds.analytic import heads_and_tails, memory_idle
+from schedsearch.bounds.analytic import heads_and_tails, memory_idle, memory_tails
 from schedsearch.problem import Channel, Problem, TaskKey
 from schedsearch.schedule import Schedule, TaskInstance, Transfer
 
@@ -159,6 +161,9 @@ class TaskStructure:
     internal: dict[tuple[int, int], tuple[int, ...]] = attrs.field(factory=dict)
     #: per device: idle its memory forces on it (:func:`~schedsearch.bounds.analytic.memory_idle`)
     forced_idle: dict[str, int] = attrs.field(factory=dict)
+    #: per device: least time the makespan runs past its work after its last allocation
+    #: (:func:`~schedsearch.bounds.analytic.memory_tails`); replaces the least tail when larger
+    forced_tail: dict[str, int] = attrs.field(factory=dict)
 
     def device_work_bound(self, tasks: tuple[int, ...]) -> int:
         """A lower bound on the time a device needs for ``tasks`` run one at a time.
@@ -485,6 +490,7 @@ def build_structure(problem: Problem, symmetry_breaking: bool = True) -> TaskStr
         task_groups=task_groups,
         internal=internal,
         forced_idle=memory_idle(problem) if capacities else {},
+        forced_tail=memory_tails(problem) if capacities else {},
     )
 
 

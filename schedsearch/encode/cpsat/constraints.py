@@ -159,7 +159,11 @@ def add_redundant_bounds(model: cp_model.CpModel, st: TaskStructure, var: Variab
     (:meth:`~schedsearch.encode.structure.TaskStructure.device_work_bound`);
     the forced idle (:func:`~schedsearch.bounds.analytic.memory_idle`) is
     only nonzero on devices whose tasks are all fixed there and in no
-    overlap. These are the same formulas as the analytic bound; the
+    overlap; so is the forced tail
+    (:func:`~schedsearch.bounds.analytic.memory_tails`: the time that must
+    follow the device's last allocation less the most work that can still
+    run there), which replaces the least tail when larger. These are the
+    same formulas as the analytic bound; the
     oracle campaign (``tests/test_oracle_campaign.py``) checks them with
     ``redundant`` on and off.
     """
@@ -173,7 +177,7 @@ def add_redundant_bounds(model: cp_model.CpModel, st: TaskStructure, var: Variab
             model.add(var.spans[d][2] >= work)
         if len(tasks) < 2:
             continue
-        least_tail = min(st.tasks[t].tail for t in tasks)
+        least_tail = max(min(st.tasks[t].tail for t in tasks), st.forced_tail.get(d, 0))
         first = model.new_int_var(0, st.horizon, f"first[{d}]")
         model.add_min_equality(first, [var.tasks[t].start for t in tasks])
         var.first_start[d] = (first, tasks)

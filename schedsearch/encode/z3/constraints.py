@@ -179,7 +179,7 @@ def add_redundant_bounds(solver: z3.Solver, st: TaskStructure, var: Variables) -
             solver.add(var.spans[d] >= work)
         if len(tasks) < 2:
             continue
-        least_tail = min(st.tasks[t].tail for t in tasks)
+        least_tail = max(min(st.tasks[t].tail for t in tasks), st.forced_tail.get(d, 0))
         first = z3.Int(f"first[{d}]")
         solver.add([first <= var.tasks[t].start for t in tasks])
         solver.add(z3.Or([first == var.tasks[t].start for t in tasks]))
