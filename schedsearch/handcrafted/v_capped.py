@@ -108,6 +108,7 @@ published figures next to the computed ones.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import itertools
 import math
@@ -120,7 +121,7 @@ from schedsearch.handcrafted.actions import check_v_mapping, Act, pipeline_view,
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
 
-__all__ = ["VVariant", "V_VARIANTS", "V_PATTERNS", "v_half_cap", "v_min_cap", "v_capped", "v_half", "v_min",
+__all__ = ["VVariant", "V_VARIANTS", "V_PATTERNS", "V_TURNS", "v_half_cap", "v_min_cap", "v_capped", "v_half", "v_min",
            "v_capped_orders", "v_stable_pattern"]
 
 
@@ -474,6 +475,28 @@ def _pattern_slots(p: int, pattern: str) -> list[dict[str, int]]:
             for s in range(p)]
 
 
+#: Turn delays of the V-Min-spaced patterns :func:`v_capped` tries under a cap (first-leg forward to
+#: second-leg forward on the last device, second-leg forward to its ``I`` on device 0, chunk-1 ``I`` to
+#: chunk-0 ``I`` on the last device), the ones most often shortest on unit times at ``p + 1`` first.
+V_TURNS = ((5, 3, 3), (3, 5, 3), (5, 5, 5), (1, 3, 5), (1, 5, 1), (3, 5, 5), (5, 3, 5), (3, 1, 5), (5, 1, 3),
+           (3, 3, 1), (1, 1, 1), (1, 1, 3), (3, 3, 3), (5, 5, 3), (1, 5, 5), (3, 5, 1), (5, 5, 1), (1, 3, 1),
+           (1, 3, 3), (3, 1, 3), (3, 3, 5), (1, 5, 3), (5, 1, 1), (5, 1, 5), (5, 3, 1), (3, 1, 1), (1, 1, 5))
+
+
+def _turn_slots(p: int, turns: tuple[int, int, int]) -> list[dict[str, int]] | None:
+    """V-Min's spacing (one slot per stage along the V) with the given turn delays, or None when two of a
+    device's four slots meet modulo 6."""
+    d1, d2, d3 = turns
+    out = []
+    for s in range(p):
+        slots = {"F0": s, "F1": 2 * p - 2 + d1 - s, "I1": 2 * p - 2 + d1 + d2 + s,
+                 "I0": 4 * p - 4 + d1 + d2 + d3 - s}
+        if len({t % 6 for t in slots.values()}) < 4:
+            return None
+        out.append(slots)
+    return out
+
+
 def _put_w(grid: dict[int, tuple[str, int]], split: bool) -> dict[int, tuple[str, int]]:
     """``grid`` (slot -> (type, micro-batch), F and I only) with its W's put in.
 
@@ -511,7 +534,7 @@ def _grid_peak(grid: dict[int, tuple[str, int]], delta: dict[str, int], base: in
 
 
 def _squeeze(p: int, m: int, grids: list[dict[int, tuple[str, int]]], caps: list[int],
-             deltas: list[dict[str, int]], base: list[int], with_w: bool) -> None:
+             deltas: list[dict[str, int]], base: list[int], with_w: bool, steady: bool = False) -> None:
     """Move tasks to earlier slots (in place), in increasing slot order, ties by device, type, micro-batch.
 
     Phase 0 runs until device 0's first chunk-0 ``I``; phase 1 (the steady
@@ -522,7 +545,11 @@ def _squeeze(p: int, m: int, grids: list[dict[int, tuple[str, int]]], caps: list
     device's previous type of the micro-batch, the same type's previous
     micro-batch; the ``k``-th W after the device's ``k``-th I) at which the
     device's peak stays within its cap (without W's in the lists, the peak
-    of the lists with W's put in by chunk); else it stays.
+    of the lists with W's put in by chunk); else it stays. With ``steady``
+    the tasks of phase 1 move too (when the W's are in the lists).
+
+    With the W's in the lists a move changes the level only between the
+    two slots, so the check reads the level there (kept per slot).
     """
     pos: dict[tuple[int, str, int], int] = {}
     for r, g in enumerate(grids):
@@ -530,9 +557,49 @@ def _squeeze(p: int, m: int, grids: list[dict[int, tuple[str, int]]], caps: list
             pos[r, typ, k] = t
     order = sorted(pos, key=lambda key: (pos[key], key[0], _PRANK[key[1]], key[2]))
 
-    def fits(r: int) -> bool:
-        g = grids[r] if with_w else _put_w(grids[r], True)
-        return _grid_peak(g, deltas[r], base[r]) <= caps[r]
+    # without the W's in the lists: the lists' W's put in by chunk (:func:`_put_w`) and the level are
+    # scanned from a checkpoint, as a move at slot x changes nothing before x
+    marks: dict[int, tuple[int, tuple[list[int], list[int]], dict[str, int], int, int]] = {}
+
+    def scan(r: int, t: int, pending: dict[str, list[int]], count: dict[str, int], level: int, peak: int,
+             stop: int | None) -> tuple[int, dict[str, list[int]], dict[str, int], int, int]:
+        g, dl = grids[r], deltas[r]
+        last = max(g, default=-1)
+        while (t < stop) if stop is not None else (t <= last or pending["W1"] or pending["W0"]):
+            task = g.get(t)
+            if task is not None:
+                level += dl[task[0]]
+                if task[0][0] == "I":
+                    key = "W" + task[0][1]
+                    pending[key].append(count[key])
+                    count[key] += 1
+            elif pending["W1"] or pending["W0"]:
+                key = "W1" if pending["W1"] else "W0"
+                pending[key].pop(0)
+                level += dl[key]
+            peak = max(peak, level)
+            t += 1
+        return t, pending, count, level, peak
+
+    def fits(r: int, x: int) -> bool:
+        mark = marks.get(r)
+        if mark is None or mark[0] > x:
+            _, pend, cnt, lvl, pk = scan(r, 0, {"W1": [], "W0": []}, {"W1": 0, "W0": 0}, base[r], base[r], x)
+            mark = marks[r] = (x, (pend["W1"], pend["W0"]), cnt, lvl, pk)
+        c, (w1, w0), cnt, lvl, pk = mark
+        return scan(r, c, {"W1": list(w1), "W0": list(w0)}, dict(cnt), lvl, pk, None)[4] <= caps[r]
+
+    # per device, the slots of its I's in time order (the k-th W goes after the k-th I)
+    i_slots = [sorted(t for t, (ty, _) in g.items() if ty[0] == "I") for g in grids]
+    levels: list[list[int]] = []
+    if with_w:  # the level after each slot, per device (slots past the list's end keep the last level)
+        for r, g in enumerate(grids):
+            lv, run = [], base[r]
+            for t in range(max(g, default=-1) + 1):
+                if t in g:
+                    run += deltas[r][g[t][0]]
+                lv.append(run)
+            levels.append(lv)
 
     phase = 0
     for key in order:
@@ -542,7 +609,7 @@ def _squeeze(p: int, m: int, grids: list[dict[int, tuple[str, int]]], caps: list
             phase = 1
         if typ == "F0" and k == m - 1:
             phase = 2
-        if phase == 1 or (phase == 0 and not with_w):
+        if (phase == 1 and not (steady and with_w)) or (phase == 0 and not with_w):
             continue
         deps = [(r, typ, k - 1)] if k else []
         if typ == "F0" and r > 0:
@@ -556,26 +623,54 @@ def _squeeze(p: int, m: int, grids: list[dict[int, tuple[str, int]]], caps: list
         earliest = max((pos[d] + 1 for d in deps), default=0)
         g = grids[r]
         if typ == "W":
-            i_slots = sorted(t for t, (ty, _) in g.items() if ty[0] == "I")
-            earliest = max(earliest, i_slots[k] + 1)
-        # a W moved earlier never raises a peak; an I does only without W's in the lists
-        check = typ[0] == "F" or not with_w
+            earliest = max(earliest, i_slots[r][k] + 1)
+        if with_w:
+            # moved from cur to x, the task's delta counts in the slots x .. cur - 1 too
+            delta, lv = deltas[r][typ], levels[r]
+            for x in range(earliest, cur):
+                if x in g or (delta > 0 and max(lv[x:cur]) + delta > caps[r]):
+                    continue
+                g[x] = g.pop(cur)
+                for y in range(x, cur):
+                    lv[y] += delta
+                pos[key] = x
+                if typ[0] == "I":
+                    _move_slot(i_slots[r], cur, x)
+                break
+            continue
+        # without the W's in the lists, moving an I moves W's: the peak is checked on the whole list
         for x in range(earliest, cur):
             if x in g:
                 continue
             g[x] = g.pop(cur)
-            if check and not fits(r):
+            if not fits(r, x):
                 g[cur] = g.pop(x)
                 continue
             pos[key] = x
+            if typ[0] == "I":
+                _move_slot(i_slots[r], cur, x)
             break
 
 
-def _pattern_orders(su: _Setup, pattern: str) -> dict[int, list[Act]] | None:
-    """Each device's order from the stable pattern squeezed (module docstring), or None when its slots clash."""
+def _move_slot(slots: list[int], old: int, new: int) -> None:
+    """Replace ``old`` by ``new`` in the sorted list ``slots``."""
+    del slots[bisect.bisect_left(slots, old)]
+    bisect.insort(slots, new)
+
+
+def _pattern_orders(su: _Setup, pattern: str | list[dict[str, int]],
+                    cap: int | None = None) -> dict[int, list[Act]] | None:
+    """Each device's order from a stable pattern squeezed (module docstring), or None when its slots clash
+    or its own peak exceeds ``cap``.
+
+    ``pattern`` is a name of :data:`V_PATTERNS` or the slots themselves
+    (:func:`_turn_slots`). The squeeze keeps every device within the
+    pattern's own peak, or within ``cap`` when that is larger (the warm-up
+    and cool-down then use the room the steady state leaves).
+    """
     p, m = su.p, su.m
     grids: list[dict[int, tuple[str, int]]] = []
-    for r, slots in enumerate(_pattern_slots(p, pattern)):
+    for r, slots in enumerate(_pattern_slots(p, pattern) if isinstance(pattern, str) else pattern):
         g: dict[int, tuple[str, int]] = {}
         for typ, t0 in slots.items():
             for k in range(m):
@@ -592,9 +687,11 @@ def _pattern_orders(su: _Setup, pattern: str) -> dict[int, list[Act]] | None:
     for dl in deltas:
         dl["W"] = max(dl["W0"], dl["W1"])
     with_w = [_put_w(g, False) for g in grids]
-    cap = max(_grid_peak(g, deltas[r], su.init[r]) for r, g in enumerate(with_w))
-    caps = [cap] * p
-    _squeeze(p, m, with_w, caps, deltas, su.init, True)
+    own = max(_grid_peak(g, deltas[r], su.init[r]) for r, g in enumerate(with_w))
+    if cap is not None and own > cap:
+        return None
+    caps = [own if cap is None else cap] * p
+    _squeeze(p, m, with_w, caps, deltas, su.init, True, steady=not isinstance(pattern, str))
     bare = [{t: v for t, v in g.items() if v[0] != "W"} for g in with_w]
     _squeeze(p, m, bare, caps, deltas, su.init, False)
     orders: dict[int, list[Act]] = {}
@@ -700,16 +797,25 @@ def v_capped(problem: Problem, cap: int | None = None, *, name: str = "capped V 
     period = max(sum(su.dur[k, s] for k in "FIW" for s in (r, 2 * su.p - 1 - r)) for r in range(su.p))
     blocks = [(stretch, hold) for stretch in range(2) for hold in range(period + 1)]
     # the tightest block, the greedy variants that win most often, the other blocks, the other variants
-    candidates = [*(V_PATTERNS if stable_patterns else ()), blocks[0], *V_VARIANTS[:6], *blocks[1:], *V_VARIANTS[6:]]
+    # under one cap on every device, the V-Min-spaced patterns with turn delays squeezed into the room above
+    # their own peak come first: at p + 1 chunk activations they are the shortest
+    low = min((c for c in su.caps if c is not None), default=None)
+    turns = [t for t in V_TURNS if low is not None and stable_patterns and _turn_slots(su.p, t) is not None]
+    candidates = [*turns, *(V_PATTERNS if stable_patterns else ()), blocks[0], *V_VARIANTS[:6], *blocks[1:],
+                  *V_VARIANTS[6:]]
     for cand in candidates:
         if best is not None and time_limit_s is not None and time.monotonic() - t0 >= time_limit_s:
             break
-        if isinstance(cand, str):
-            orders = _pattern_orders(su, cand)
+        if isinstance(cand, str) or (isinstance(cand, tuple) and len(cand) == 3):
+            slots = cand if isinstance(cand, str) else _turn_slots(su.p, cand)
+            assert slots is not None
+            orders = _pattern_orders(su, slots, None if isinstance(cand, str) else low)
             got = _evaluate(su, orders) if orders is not None else None
             if got is None or any(c is not None and pk > c for pk, c in zip(got[1], su.caps)):
                 continue
-            span, label = got[0], f"stable pattern {cand!r}, squeezed"
+            span = got[0]
+            label = (f"stable pattern {cand!r}, squeezed" if isinstance(cand, str) else
+                     f"V-Min-spaced pattern, turns {cand}, squeezed under {low}")
         elif isinstance(cand, VVariant):
             try:
                 span, orders = _run(su, cand)
