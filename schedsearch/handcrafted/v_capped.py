@@ -11,7 +11,7 @@ device, as much as 1F1B) by letting fewer micro-batches be in flight on
 each device: *V-Half* about half of 1F1B's, *V-Min* about a third, at the
 price of a few bubbles.
 
-:func:`v_capped` keeps the shortest of three constructions that fit the cap.
+:func:`v_capped` keeps the shortest of four constructions that fit the cap.
 
 **Stable pattern, squeezed** (the paper's own greedy, :func:`v_stable_pattern`).
 On a grid of unit slots, device ``s`` (of ``p``) runs micro-batch ``k``'s
@@ -41,6 +41,20 @@ and ``m >= 2p`` V-Half's unit-time makespan is the paper's closed form
 ``p <= 2`` it is 2-4 units longer, at a peak of ``p + 1``. The pattern is
 not always shorter than the other constructions (V-Min's often is not,
 nor either pattern with a forward three times the ``I``).
+
+**V-Min-spaced patterns with turn delays, squeezed under the cap.**
+V-Min's spacing (one slot per stage along the V) with delays ``t1``,
+``t2``, ``t3`` at its three turns: slots ``s``, ``2p - 2 + t1 - s``,
+``2p - 2 + t1 + t2 + s``, ``4p - 4 + t1 + t2 + t3 - s`` (V-Min is ``1, 1 +
+d, 1``), for the delays of :data:`V_TURNS` whose four slots are distinct
+modulo 6 on every device. Their steady state holds about ``2p / 3`` chunk
+activations; the squeeze moves every task, the steady state's too, into
+the room the cap leaves above that (a W into the earliest free slot after
+its ``I``, a forward only where the level stays within the cap). With
+unit times at ``p + 1`` chunk activations this lands within 1% of the
+lower bound ``6m + 3p - 4`` for ``p`` from 4 to 64 and ``m = 4p`` (the
+benchmark ``zbv_scale``); V-Half's pattern needs ``p + 2`` there. They are
+tried first when the devices have a cap.
 
 **Building block, repeated** (the paper's construction). One micro-batch's
 block gives each (kind, stage) an offset: the forwards down and up the V,
@@ -86,8 +100,9 @@ per-device cap ``C`` on the activation level:
   above V-Min's to start micro-batches earlier (V-Half).
 
 Candidates are compared by their as-soon-as-possible makespan, the first
-kept on ties, in the order: the V-Half and V-Min stable patterns (kept
-when their peaks fit the cap), the tightest block, the six greedy variants
+kept on ties, in the order: under a cap the turn-delay patterns, the
+V-Half and V-Min stable patterns (kept when their peaks fit the cap), the
+tightest block, the six greedy variants
 that win most often on small grids, the other blocks, the other variants;
 the one kept is validated.
 
@@ -768,9 +783,11 @@ def v_capped(problem: Problem, cap: int | None = None, *, name: str = "capped V 
     units (chunk activations with the default deltas); a device's capacity,
     when smaller, is its cap; ``None`` with no capacity: uncapped. The
     schedule is validated (the capacities included). With ``time_limit_s``
-    the candidates are tried in order until that time has passed (at least
-    until one fits). ``stable_patterns=False`` leaves out the two stable
-    patterns (the blocks and the greedy only).
+    the candidates are tried in order while the next one, taking as long
+    as the longest so far, would end within it (at least until one fits).
+    ``stable_patterns=False`` leaves out the stable patterns (the two
+    named ones and the V-Min-spaced ones with turn delays; the blocks and
+    the greedy only).
 
     Raises
     ------
@@ -803,8 +820,14 @@ def v_capped(problem: Problem, cap: int | None = None, *, name: str = "capped V 
     turns = [t for t in V_TURNS if low is not None and stable_patterns and _turn_slots(su.p, t) is not None]
     candidates = [*turns, *(V_PATTERNS if stable_patterns else ()), blocks[0], *V_VARIANTS[:6], *blocks[1:],
                   *V_VARIANTS[6:]]
+    # the longest candidate so far: with a limit, the next one is not started when it would end past it
+    longest, started = 0.0, None
     for cand in candidates:
-        if best is not None and time_limit_s is not None and time.monotonic() - t0 >= time_limit_s:
+        now = time.monotonic()
+        if started is not None:
+            longest = max(longest, now - started)
+        started = now
+        if best is not None and time_limit_s is not None and now - t0 + longest >= time_limit_s:
             break
         if isinstance(cand, str) or (isinstance(cand, tuple) and len(cand) == 3):
             slots = cand if isinstance(cand, str) else _turn_slots(su.p, cand)

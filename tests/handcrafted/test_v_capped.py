@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from schedsearch import metrics, placements
-from schedsearch.bounds.analytic import objective_lower_bound
+from schedsearch.bounds.analytic import analytic_lower_bound, objective_lower_bound
 from schedsearch.errors import InvalidProblemError
 from schedsearch.handcrafted import reproduce, zb_v
-from schedsearch.handcrafted.v_capped import v_capped, v_half, v_half_cap, v_min, v_min_cap
+from schedsearch.handcrafted.v_capped import V_TURNS, _turn_slots, v_capped, v_half, v_half_cap, v_min, v_min_cap
 from schedsearch.validate import validate
 
 COSTS = [(1, 1, 1), (2, 2, 1), (1, 2, 1), (3, 1, 2)]
@@ -191,3 +191,29 @@ def test_the_published_figures_are_reached(p, m, costs, half, low):
 def test_bad_pattern_is_named():
     with pytest.raises(InvalidProblemError, match="'pattern' must be one of"):
         v_stable_pattern(placements.vshape_chunks(2, 2), "third")
+
+
+@pytest.mark.parametrize("p", range(2, 20))
+def test_turn_patterns_keep_their_four_slots_apart(p):
+    # every device's four slots distinct modulo 6, and each flow's chain in order along the V
+    for turns in V_TURNS:
+        slots = _turn_slots(p, turns)
+        if slots is None:
+            continue
+        for s, sl in enumerate(slots):
+            assert len({t % 6 for t in sl.values()}) == 4
+            assert sl["F0"] < sl["F1"] < sl["I1"] < sl["I0"]
+            if s:
+                assert slots[s - 1]["F0"] < sl["F0"] and slots[s - 1]["F1"] > sl["F1"]
+                assert slots[s - 1]["I1"] < sl["I1"] and slots[s - 1]["I0"] > sl["I0"]
+
+
+@pytest.mark.parametrize("p", [4, 6, 8, 12])
+def test_at_p_plus_one_the_plan_is_within_one_percent_of_the_bound(p):
+    # unit times, m = 4p, p + 1 chunk activations (below V-Half's p + 2): the bound is 6m + 3p - 4
+    problem = placements.vshape_chunks(p, 4 * p, memory=p + 1)
+    schedule = v_capped(problem)
+    assert not validate(problem, schedule)
+    assert max(metrics(problem, schedule).peak_memory.values()) <= p + 1
+    bound = analytic_lower_bound(problem).value
+    assert bound <= schedule.makespan <= 1.01 * bound
