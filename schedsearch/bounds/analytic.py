@@ -202,6 +202,22 @@ def _longest_from(problem: Problem, source: str, least: dict[str, int] | None = 
     return dist
 
 
+def _capped_devices(problem: Problem) -> list[tuple[str, int, list]]:
+    """The devices the memory bounds apply to, each with its capacity and blocks: a capacity, and every
+    block on the device fixed there and in no declared overlap."""
+    in_overlap = {b for ov in problem.overlaps for b in ov.blocks}
+    out = []
+    for d in problem.cluster.device_names:
+        cap = problem.capacity(d)
+        on = [b for b in problem.graph.blocks if d in b.devices]
+        if cap is None or not on:
+            continue
+        if any(not (b.is_fixed and d in b.options[0].devices) or b.name in in_overlap for b in on):
+            continue
+        out.append((d, cap, on))
+    return out
+
+
 def memory_idle(problem: Problem) -> dict[str, int]:
     """Idle time each device's memory capacity forces on it before its first free.
 
@@ -228,23 +244,15 @@ def memory_idle(problem: Problem) -> dict[str, int]:
     it. On the V placement with ``p`` devices and unit times at ``p + 1``
     chunk activations, the middle device starts at ``p - 1``, waits
     ``2p + 1`` for its first ``W``, fills it with ``p + 1`` forwards and
-    one ``I``, and so idles ``p - 1`` more: ``6m + 2p - 2`` in all.)
+    one ``I``, and so idles ``p - 1`` more: ``6m + 2p - 2`` in all, and
+    ``6m + 3p - 4`` with the tail of :func:`memory_tails`.)
     """
-    out: dict[str, int] = {}
-    blocks = problem.graph.blocks
-    in_overlap = {b for ov in problem.overlaps for b in ov.blocks}
+    out = {d: 0 for d in problem.cluster.device_names}
     descendants: dict[str, set[str]] | None = None
     least_all: dict[str, int] | None = None
     longest: dict[str, dict[str, int]] = {}
     n = problem.num_microbatches
-    for d in problem.cluster.device_names:
-        out[d] = 0
-        cap = problem.capacity(d)
-        on = [b for b in blocks if d in b.devices]
-        if cap is None or not on:
-            continue
-        if any(not (b.is_fixed and d in b.options[0].devices) or b.name in in_overlap for b in on):
-            continue
+    for d, cap, on in _capped_devices(problem):
         frees = [b for b in on if b.memory < 0]
         if not frees:
             continue
@@ -317,21 +325,22 @@ def memory_tails(problem: Problem) -> dict[str, int]:
     fail. (V placement, ``p`` devices, unit times, ``p + 1`` chunk
     activations: after the middle device's last forward, ``p + 1`` weight
     gradients and their ``p + 1`` input gradients at most remain, while
-    ``3p - 1`` must follow that forward: the bound gains ``p - 3``.)
+    ``3p`` must follow that forward's end: the tail is ``p - 2``, and the
+    bound ``6m + 3p - 4``, the optimum CP-SAT proves for ``p`` = 4, 5, 6
+    and 8.)
+
+    Examples
+    --------
+    >>> from schedsearch.bounds.analytic import memory_tails
+    >>> from schedsearch.placements import vshape_chunks
+    >>> memory_tails(vshape_chunks(4, 16, memory=5))["d3"]
+    2
     """
     out = {d: 0 for d in problem.cluster.device_names}
     n = problem.num_microbatches
-    in_overlap = {b for ov in problem.overlaps for b in ov.blocks}
-    blocks = problem.graph.blocks
     tails: dict[TaskKey, int] | None = None
     descendants: dict[str, set[str]] | None = None
-    for d in problem.cluster.device_names:
-        cap = problem.capacity(d)
-        on = [b for b in blocks if d in b.devices]
-        if cap is None or not on:
-            continue
-        if any(not (b.is_fixed and d in b.options[0].devices) or b.name in in_overlap for b in on):
-            continue
+    for d, cap, on in _capped_devices(problem):
         top = {b.name: max(_min_duration(problem, b.name, m) for m in range(n)) for b in on}
         if any(_min_duration(problem, b.name, m) < 1 for b in on for m in range(n)):
             continue
@@ -465,10 +474,11 @@ def device_bounds(problem: Problem) -> dict[str, int]:
     >>> device_bounds(vshape(4, 8))
     {'d0': 24, 'd1': 27, 'd2': 30, 'd3': 33}
 
-    Memory for two activations forces idle time on every device:
+    Memory for two activations forces idle time before the first free
+    and a tail after the last forward (when at most two backwards remain):
 
     >>> device_bounds(vshape(4, 8, memory=2))
-    {'d0': 32, 'd1': 32, 'd2': 32, 'd3': 33}
+    {'d0': 39, 'd1': 36, 'd2': 33, 'd3': 33}
     """
     heads, tails = heads_and_tails(problem)
     idle = memory_idle(problem)
