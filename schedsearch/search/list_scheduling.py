@@ -312,6 +312,7 @@ def heft(
     *,
     rules: Sequence[str] = HEFT_RULES,
     insertion: bool = True,
+    bound: tuple[int, str] | None = None,
 ) -> SearchResult:
     """The best list schedule over several HEFT rules, as a search result.
 
@@ -320,7 +321,8 @@ def heft(
     blocked by memory, or INFEASIBLE when fixed orders and edges form a
     cycle. ``engine`` names the winning rule, ``stats["makespans"]`` gives
     each rule's makespan (None when blocked) and ``stats["rule"]`` the
-    winner.
+    winner. ``bound``: a lower bound of the problem's objective the caller
+    has already proved, and what proved it, in place of the analytic one.
 
     Examples
     --------
@@ -348,6 +350,7 @@ def heft(
         problem, best[0] if best else None, strategy="heft",
         engine=f"list scheduling (HEFT, {best[1]})" if best else "",
         stats={"makespans": makespans, "rule": best[1] if best else None}, wall_time_s=time.perf_counter() - t0,
+        bound=bound,
     )
 
 
@@ -406,24 +409,29 @@ def heuristic_result(
     stats: Mapping[str, object],
     wall_time_s: float,
     infeasible: bool = False,
+    bound: tuple[int, str] | None = None,
 ) -> SearchResult:
     """A heuristic's plan as a :class:`~schedsearch.result.SearchResult`.
 
     With a (validated) ``schedule``: FEASIBLE, its objective and the
-    analytic lower bound of the problem's objective, OPTIMAL when the plan
-    meets the bound. Without: UNKNOWN (a heuristic proves nothing), or
-    INFEASIBLE when the caller proved that no plan exists (``infeasible``).
+    analytic lower bound of the problem's objective (or ``bound``, a
+    proved bound and what proved it, when the caller has one), OPTIMAL
+    when the plan meets the bound. Without: UNKNOWN (a heuristic proves
+    nothing), or INFEASIBLE when the caller proved that no plan exists
+    (``infeasible``).
     """
     name = "max_span" if problem.objective == "max_span" else "makespan"
     stats = dict(stats)
     if infeasible:
         return SearchResult(status=Status.INFEASIBLE, wall_time_s=wall_time_s, stats=stats, strategy=strategy,
                             objective_name=name, bound_engine="precedence check", problem=problem)
-    bound = objective_lower_bound(problem).value
-    stats["analytic_bound"] = bound
+    if bound is None:
+        bound = (objective_lower_bound(problem).value, "analytic")
+        stats["analytic_bound"] = bound[0]
+    bound, bound_engine = bound
     if schedule is None:
         return SearchResult(status=Status.UNKNOWN, lower_bound=bound, wall_time_s=wall_time_s, stats=stats,
-                            strategy=strategy, objective_name=name, bound_engine="analytic", problem=problem)
+                            strategy=strategy, objective_name=name, bound_engine=bound_engine, problem=problem)
     value = objective_value(schedule, problem.objective)
     return SearchResult(
         status=Status.FEASIBLE,  # OPTIMAL when the bound meets it (SearchResult's rule)
@@ -435,7 +443,7 @@ def heuristic_result(
         strategy=strategy,
         objective_name=name,
         engine=engine,
-        bound_engine="analytic",
+        bound_engine=bound_engine,
         problem=problem,
     )
 
