@@ -184,24 +184,6 @@ def _least_durations(problem: Problem) -> dict[str, int]:
             for b in problem.graph.blocks}
 
 
-def _longest_from(problem: Problem, source: str, least: dict[str, int] | None = None) -> dict[str, int]:
-    """Least time from the start of ``source`` to the start of each descendant
-    (same micro-batch): the longest path of durations and unavoidable transfers."""
-    if least is None:
-        least = _least_durations(problem)
-    grouped = {(e.src, e.dst) for e in problem.graph.edges
-               if any(e.src in ov.blocks and e.dst in ov.blocks for ov in problem.overlaps)}
-    succ = problem.graph.successors()
-    dist = {source: 0}
-    for name in problem.graph.topological_order():
-        if name not in dist:
-            continue
-        for e in succ[name]:
-            step = 0 if (e.src, e.dst) in grouped else least[name] + _unavoidable_transfer(problem, e.src, e.dst, e.size)
-            dist[e.dst] = max(dist.get(e.dst, 0), dist[name] + step)
-    return dist
-
-
 def _capped_devices(problem: Problem) -> list[tuple[str, int, list]]:
     """The devices the memory bounds apply to, each with its capacity and blocks: a capacity, and every
     block on the device fixed there and in no declared overlap."""
@@ -248,35 +230,27 @@ def memory_idle(problem: Problem) -> dict[str, int]:
     ``6m + 3p - 4`` with the tail of :func:`memory_tails`.)
     """
     out = {d: 0 for d in problem.cluster.device_names}
-    descendants: dict[str, set[str]] | None = None
-    least_all: dict[str, int] | None = None
-    longest: dict[str, dict[str, int]] = {}
+    capped = [(d, cap, on) for d, cap, on in _capped_devices(problem) if any(b.memory < 0 for b in on)]
+    if not capped:
+        return out
+    descendants = _descendants(problem)
+    # one longest-path pass per allocating block of these devices
+    longest = _longest_paths(problem, _least_durations(problem),
+                             [b.name for _, _, on in capped for b in on if b.memory > 0])
     n = problem.num_microbatches
-    for d, cap, on in _capped_devices(problem):
+    for d, cap, on in capped:
         frees = [b for b in on if b.memory < 0]
-        if not frees:
-            continue
-        if descendants is None:
-            descendants = _descendants(problem)
         after_free = set().union(*(descendants[f.name] for f in frees))
         gap: int | None = None
-        if least_all is None:
-            least_all = _least_durations(problem)
         for f in frees:
-            reach = []
-            for a in on:
-                if a.memory > 0 and f.name in descendants[a.name]:
-                    if a.name not in longest:  # one longest-path pass per source block
-                        longest[a.name] = _longest_from(problem, a.name, least_all)
-                    reach.append(longest[a.name][f.name])
-            g = max(reach, default=0)
+            g = max((longest[a.name][f.name] for a in on if a.memory > 0 and f.name in longest[a.name]), default=0)
             gap = g if gap is None else min(gap, g)
         if not gap:
             continue
         # the work that may run before the first free is bounded from above: each instance counts with its
         # own least duration (what the device bound counts), and a block's instances in the knapsack with the
         # largest of those (any of its micro-batches may be the ones run early)
-        free_work = _window_work(problem, on, after_free, gap, longest, least_all, descendants)
+        free_work = _window_work(problem, on, after_free, gap, longest)
         room = cap - problem.initial_memory_of(d)
         top = {b.name: max(_min_duration(problem, b.name, m) for m in range(n)) for b in on if b.memory > 0}
         items = sorted(((top[b.name], b.memory) for b in on if b.memory > 0 and b.name not in after_free),
@@ -336,9 +310,13 @@ def memory_tails(problem: Problem) -> dict[str, int]:
     >>> memory_tails(vshape_chunks(4, 16, memory=5))["d3"]
     2
     """
+    return _memory_tails(problem, None)
+
+
+def _memory_tails(problem: Problem, tails: Mapping[TaskKey, int] | None) -> dict[str, int]:
+    """:func:`memory_tails`, with the tails of :func:`heads_and_tails` when the caller has them."""
     out = {d: 0 for d in problem.cluster.device_names}
     n = problem.num_microbatches
-    tails: dict[TaskKey, int] | None = None
     descendants: dict[str, set[str]] | None = None
     for d, cap, on in _capped_devices(problem):
         top = {b.name: max(_min_duration(problem, b.name, m) for m in range(n)) for b in on}
@@ -354,8 +332,8 @@ def memory_tails(problem: Problem) -> dict[str, int]:
             continue
         if descendants is None:
             descendants = _descendants(problem)
+        if tails is None:
             tails = heads_and_tails(problem)[1]
-        assert tails is not None
         loose = 0
         choices: list[tuple[int, list[str]]] = []
         for z in on:
@@ -390,8 +368,8 @@ def memory_tails(problem: Problem) -> dict[str, int]:
     return out
 
 
-def _window_work(problem: Problem, on: list, after_free: set[str], gap: int, longest: dict[str, dict[str, int]],
-                 least: dict[str, int], descendants: dict[str, set[str]]) -> int:
+def _window_work(problem: Problem, on: list, after_free: set[str], gap: int,
+                 longest: Mapping[str, Mapping[str, int]]) -> int:
     """Most work of zero-delta tasks on a device in the window ``[s, s + gap)``
     after its first start ``s`` (see :func:`memory_idle`).
 
@@ -412,13 +390,8 @@ def _window_work(problem: Problem, on: list, after_free: set[str], gap: int, lon
         if b.memory != 0 or b.name in after_free:
             continue
         work = sum(_min_duration(problem, b.name, m) for m in range(n))
-        release = None
-        for a in on:
-            if a.memory > 0 and b.name in descendants[a.name]:
-                if a.name not in longest:
-                    longest[a.name] = _longest_from(problem, a.name, least)
-                r = longest[a.name][b.name]
-                release = r if release is None else max(release, r)
+        release = max((longest[a.name][b.name] for a in on if a.memory > 0 and b.name in longest[a.name]),
+                      default=None)
         if release is None:
             loose += work
         else:
@@ -482,7 +455,7 @@ def device_bounds(problem: Problem) -> dict[str, int]:
     """
     heads, tails = heads_and_tails(problem)
     idle = memory_idle(problem)
-    after = memory_tails(problem)
+    after = _memory_tails(problem, tails)
     savings = _savings(problem)
     out: dict[str, int] = {}
     for d in problem.cluster.device_names:
@@ -549,15 +522,20 @@ def _lines_max(lines: Mapping[int, int], n: int) -> list[int]:
     return [max(c + s * k for s, c in kept) for k in range(1, n + 1)]
 
 
-def _longest_paths(problem: Problem, least: Mapping[str, int]) -> dict[str, dict[str, int]]:
-    """Per block: the least time from its start to the start of each descendant (and 0 to itself),
-    by durations ``least`` and unavoidable transfers (no overlaps: every edge waits for its source)."""
+def _longest_paths(problem: Problem, least: Mapping[str, int],
+                   sources: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
+    """Per source block (default: every block): the least time from its start to the start of each
+    descendant of the same micro-batch (and 0 to itself), the longest path of durations ``least`` and
+    unavoidable transfers; an edge inside a declared overlap counts 0 (the group may run both together)."""
     order = problem.graph.topological_order()
     position = {name: i for i, name in enumerate(order)}
-    step = {name: [(e.dst, least[name] + _unavoidable_transfer(problem, e.src, e.dst, e.size))
-                   for e in edges] for name, edges in problem.graph.successors().items()}
+    grouped = {(e.src, e.dst) for e in problem.graph.edges
+               if any(e.src in ov.blocks and e.dst in ov.blocks for ov in problem.overlaps)}
+    step = {name: [(e.dst, 0 if (e.src, e.dst) in grouped
+                    else least[name] + _unavoidable_transfer(problem, e.src, e.dst, e.size)) for e in edges]
+            for name, edges in problem.graph.successors().items()}
     out: dict[str, dict[str, int]] = {}
-    for source in order:
+    for source in order if sources is None else dict.fromkeys(sources):
         dist = {source: 0}
         for name in order[position[source]:]:
             if name in dist:

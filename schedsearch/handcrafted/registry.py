@@ -175,6 +175,10 @@ SCHEDULES: dict[str, ScheduleSpec] = {}
 _V_CANDIDATES_S = 3.0
 
 
+#: The parameters of the zero-bubble schedules (split backwards), with their defaults.
+_ZB_DEFAULTS = {"devices": 4, "microbatches": 8, "forward": 1, "input_grad": 1, "weight_grad": 1}
+
+
 def _register(spec: ScheduleSpec) -> None:
     SCHEDULES[spec.name] = spec
 
@@ -223,7 +227,7 @@ _register(ScheduleSpec(
 ))
 _register(ScheduleSpec(
     name="zb-h1", title="ZB-H1 (ZB1P)",
-    defaults={"devices": 4, "microbatches": 8, "forward": 1, "input_grad": 1, "weight_grad": 1},
+    defaults=dict(_ZB_DEFAULTS),
     build=lambda q: stages.zero_bubble(q["devices"], q["microbatches"], forward=q["forward"],
                                        input_grad=q["input_grad"], weight_grad=q["weight_grad"]),
     generate=lambda pr, q: _zb_h1(pr),
@@ -239,30 +243,25 @@ def _v_chunks(q: Params) -> Problem:
 
 _register(ScheduleSpec(
     name="zb-v", title="ZB-V",
-    defaults={"devices": 4, "microbatches": 8, "forward": 1, "input_grad": 1, "weight_grad": 1},
+    defaults=dict(_ZB_DEFAULTS),
     build=_v_chunks,
     generate=lambda pr, q: _zb_v(pr),
     formula=_zbv_formula,
     reference="Qi et al., Pipeline Parallelism with Controllable Memory (2024)",
     formula_text={"makespan": "(6m+p-1)F", "bubble": "(p-1)F", "bubble_span": "0", "peak_memory": "2p"},
 ))
-_register(ScheduleSpec(
-    name="v-half", title="V-Half",
-    defaults={"devices": 4, "microbatches": 8, "forward": 1, "input_grad": 1, "weight_grad": 1},
-    build=_v_chunks,
-    generate=lambda pr, q: _v_half(pr, time_limit_s=_V_CANDIDATES_S),
-    formula=lambda q: {},
-    reference="Qi et al., Pipeline Parallelism with Controllable Memory (2024), V-Half; capped V greedy, cap p+2",
-))
-_register(ScheduleSpec(
-    name="v-min", title="V-Min",
-    defaults={"devices": 4, "microbatches": 8, "forward": 1, "input_grad": 1, "weight_grad": 1},
-    build=_v_chunks,
-    generate=lambda pr, q: _v_min(pr, time_limit_s=_V_CANDIDATES_S),
-    formula=lambda q: {},
-    reference="Qi et al., Pipeline Parallelism with Controllable Memory (2024), V-Min; capped V greedy, "
-              "cap 2 ceil((p+2)/3)",
-))
+for _name, _title, _capped, _cap in (("v-half", "V-Half", _v_half, "p+2"),
+                                      ("v-min", "V-Min", _v_min, "2 ceil((p+2)/3)")):
+    _register(ScheduleSpec(
+        name=_name, title=_title,
+        defaults=dict(_ZB_DEFAULTS),
+        build=_v_chunks,
+        generate=lambda pr, q, capped=_capped: capped(pr, time_limit_s=_V_CANDIDATES_S),
+        formula=lambda q: {},
+        reference=f"Qi et al., Pipeline Parallelism with Controllable Memory (2024), {_title}; capped V greedy, "
+                  f"cap {_cap}",
+    ))
+del _name, _title, _capped, _cap
 _register(ScheduleSpec(
     name="chimera", title="Chimera",
     defaults={"devices": 4, "microbatches": 4, "forward": 1, "backward": 2},

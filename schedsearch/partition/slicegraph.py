@@ -40,7 +40,8 @@ import heapq
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import attrs
 import numpy as np
@@ -214,10 +215,15 @@ def slice_order(
 
 def priority_order(cg: ContractedGraph, keys: Sequence[float]) -> list[int]:
     """Kahn's algorithm taking, among free supernodes, the one of highest key."""
-    n = cg.num_nodes
+    return kahn_order(cg, lambda v: -keys[v])
+
+
+def kahn_order(cg: ContractedGraph, key: Callable[[int], Any]) -> list[int]:
+    """Kahn's algorithm taking, among free supernodes, the one of least ``key`` (called once per
+    supernode, when it becomes free; ties by index)."""
     succ = cg.succs()
     indeg = [len(p) for p in cg.preds]
-    heap = [(-keys[v], v) for v in range(n) if indeg[v] == 0]
+    heap = [(key(v), v) for v in range(cg.num_nodes) if indeg[v] == 0]
     heapq.heapify(heap)
     order = []
     while heap:
@@ -226,7 +232,7 @@ def priority_order(cg: ContractedGraph, keys: Sequence[float]) -> list[int]:
         for w in succ[v]:
             indeg[w] -= 1
             if indeg[w] == 0:
-                heapq.heappush(heap, (-keys[w], w))
+                heapq.heappush(heap, (key(w), w))
     return order
 
 

@@ -328,22 +328,10 @@ def block_bound(graph: OperatorGraph | PartitionWorkload, k: int, *, time_limit_
 
 def _random_order(cg: ContractedGraph, rng, block_of: Sequence[int] | None = None) -> list[int]:
     """A random topological order (blocks of ``block_of`` in their order, if given)."""
-    import heapq
+    from schedsearch.partition.slicegraph import kahn_order
 
-    succ = cg.succs()
-    indeg = [len(p) for p in cg.preds]
-    key = (lambda v: (block_of[v], rng.random())) if block_of is not None else (lambda v: (0, rng.random()))
-    ready = [(key(v), v) for v in range(cg.num_nodes) if indeg[v] == 0]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        _, v = heapq.heappop(ready)
-        order.append(v)
-        for w in succ[v]:
-            indeg[w] -= 1
-            if indeg[w] == 0:
-                heapq.heappush(ready, (key(w), w))
-    return order
+    return kahn_order(cg, (lambda v: (block_of[v], rng.random())) if block_of is not None
+                      else (lambda v: (0, rng.random())))
 
 
 def family_dp_incumbent(
