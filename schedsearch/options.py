@@ -26,6 +26,7 @@ schedsearch.errors.InvalidOptionsError: optimal: unknown option 'time_limt_s'; t
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
 import time
@@ -44,6 +45,12 @@ __all__ = [
     "ProgressEvent",
     "SearchOptions",
     "resolve_options",
+    "Rule",
+    "check_option",
+    "check_options",
+    "PARTITION_RULES",
+    "check_partition_options",
+    "backend_names",
     "Deadline",
     "Reporter",
     "MAX_SEED",
@@ -152,8 +159,31 @@ def check_callable(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
         raise options_error(inst, attribute.name, "a callable or None", value)
 
 
+def backend_names() -> tuple[str, ...]:
+    """The backend names every strategy accepts: ``"auto"`` and the registry's
+    (:data:`schedsearch.encode.backends.BACKENDS`)."""
+    from schedsearch.encode.backends import BACKENDS
+
+    return ("auto", *BACKENDS)
+
+
+def did_you_mean(value: Any, names: Iterable[str]) -> str:
+    """``" (did you mean 'x'?)"`` for the names closest to a misspelt ``value``, or ``""``."""
+    if not isinstance(value, str):
+        return ""
+    close = difflib.get_close_matches(value, list(names), n=2, cutoff=0.5)
+    if not close:
+        return ""
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)"
+
+
 def _check_backend(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
     if isinstance(value, str):
+        names = backend_names()
+        if value not in names:
+            raise options_error(inst, attribute.name,
+                                f"one of {', '.join(repr(n) for n in names)} or a backend object"
+                                f"{did_you_mean(value, names)}", value)
         return
     if not (hasattr(value, "name") and hasattr(value, "solve")):
         raise options_error(inst, attribute.name, "a backend name ('auto', 'cpsat', 'z3') or a backend object", value)
@@ -277,19 +307,233 @@ class SearchOptions:
 _FIELDS = frozenset(f.name for f in attrs.fields(SearchOptions))
 
 
+@attrs.frozen
+class Rule:
+    """What one option of an entry point must be.
+
+    ``allowed`` says it in words (the error message's ``must be ...``),
+    ``test`` tells whether a value is one, ``names`` are the valid names of
+    a choice (the message suggests the closest ones to a misspelt value).
+    The constructors below make the usual rules.
+
+    Examples
+    --------
+    >>> from schedsearch.options import Rule, check_option
+    >>> check_option("repetend", "completion", "bets", Rule.choice(("best", "solved", "truncated")))
+    Traceback (most recent call last):
+    ...
+    schedsearch.errors.InvalidOptionsError: repetend: 'completion' must be one of 'best', 'solved', 'truncated' (did you mean 'best'?), got 'bets'
+    """
+
+    allowed: str
+    test: Callable[[Any], bool]
+    names: tuple[str, ...] = ()
+
+    @classmethod
+    def integer(cls, minimum: int | None = None, maximum: int | None = None, *, none: bool = False) -> Rule:
+        """An int (not a bool) in ``minimum .. maximum``; None too with ``none``."""
+        if minimum is not None and maximum is not None:
+            words = f"an integer in {minimum}..{maximum}"
+        elif minimum is not None:
+            words = f"an integer >= {minimum}"
+        elif maximum is not None:
+            words = f"an integer <= {maximum}"
+        else:
+            words = "an integer"
+
+        def test(v: Any) -> bool:
+            return (isinstance(v, numbers.Integral) and not isinstance(v, bool)
+                    and (minimum is None or v >= minimum) and (maximum is None or v <= maximum))
+
+        return cls._maybe_none(words, test, none)
+
+    @classmethod
+    def number(cls, minimum: float | None = None, maximum: float | None = None, *, above: float | None = None,
+               none: bool = False) -> Rule:
+        """A finite real number (not a bool) ``>= minimum`` (or ``> above``), ``<= maximum``; None too with ``none``."""
+        low = f"({above}" if above is not None else f"[{minimum}" if minimum is not None else None
+        if low is not None and maximum is not None:
+            words = f"a number in {low}, {maximum}]"
+        elif low is not None:
+            words = f"a number {'>' if above is not None else '>='} {low[1:]}"
+        elif maximum is not None:
+            words = f"a number <= {maximum}"
+        else:
+            words = "a finite number"
+
+        def test(v: Any) -> bool:
+            return (isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
+                    and (above is None or v > above) and (minimum is None or v >= minimum)
+                    and (maximum is None or v <= maximum))
+
+        return cls._maybe_none(words, test, none)
+
+    @classmethod
+    def boolean(cls, *, none: bool = False) -> Rule:
+        """True or False; None too with ``none``."""
+        return cls._maybe_none("True or False", lambda v: isinstance(v, bool), none)
+
+    @classmethod
+    def choice(cls, names: Iterable[str], *, none: bool = False) -> Rule:
+        """One of ``names``; None too with ``none``."""
+        names = tuple(names)
+        rule = cls._maybe_none(f"one of {', '.join(repr(n) for n in names)}",
+                               lambda v: isinstance(v, str) and v in names, none)
+        return attrs.evolve(rule, names=names)
+
+    @classmethod
+    def backend(cls, *, none: bool = False) -> Rule:
+        """A backend: a name of :func:`backend_names` or an object with ``name`` and ``solve``."""
+        names = backend_names()
+
+        def test(v: Any) -> bool:
+            return v in names if isinstance(v, str) else hasattr(v, "name") and hasattr(v, "solve")
+
+        rule = cls._maybe_none(f"one of {', '.join(repr(n) for n in names)} or a backend object", test, none)
+        return attrs.evolve(rule, names=names)
+
+    @classmethod
+    def instance(cls, types: type | tuple[type, ...], what: str, *, none: bool = False) -> Rule:
+        """An instance of ``types`` (``what`` names it in the message); None too with ``none``."""
+        return cls._maybe_none(what, lambda v: isinstance(v, types) and not isinstance(v, bool), none)
+
+    @classmethod
+    def sequence(cls, types: type | tuple[type, ...], what: str) -> Rule:
+        """A list or tuple (possibly empty) of instances of ``types``, ``what`` naming it."""
+        return cls(what, lambda v: isinstance(v, (list, tuple)) and all(isinstance(x, types) for x in v))
+
+    @classmethod
+    def ties(cls) -> Rule:
+        """Start-time ties: a list or tuple of ``((block, micro-batch), (block, micro-batch), offset)``."""
+        def task(t: Any) -> bool:
+            return (isinstance(t, (list, tuple)) and len(t) == 2 and isinstance(t[0], str)
+                    and isinstance(t[1], int) and not isinstance(t[1], bool))
+
+        def test(v: Any) -> bool:
+            return isinstance(v, (list, tuple)) and all(
+                isinstance(t, (list, tuple)) and len(t) == 3 and task(t[0]) and task(t[1])
+                and isinstance(t[2], int) and not isinstance(t[2], bool) for t in v)
+
+        return cls("a list of ((block, micro-batch), (block, micro-batch), offset) ties", test)
+
+    @classmethod
+    def function(cls, *, none: bool = True) -> Rule:
+        """A callable; None too with ``none`` (the default)."""
+        return cls._maybe_none("a callable", callable, none)
+
+    @classmethod
+    def _maybe_none(cls, words: str, test: Callable[[Any], bool], none: bool) -> Rule:
+        if not none:
+            return cls(words, test)
+        return cls(f"{words}, or None", lambda v: v is None or test(v))
+
+
+def check_option(where: str, name: str, value: Any, rule: Rule) -> None:
+    """Raise :class:`~schedsearch.errors.InvalidOptionsError` ``<where>: '<name>' must be <allowed>, got <value>``
+    when ``value`` breaks ``rule`` (a misspelt name gets the closest valid ones suggested)."""
+    try:
+        ok = bool(rule.test(value))
+    except Exception:  # a value so odd that the test itself fails (an unhashable choice, say)
+        ok = False
+    if not ok:
+        text = repr(value)
+        if len(text) > 80:
+            text = text[:77] + "..."
+        raise InvalidOptionsError(f"{where}: {name!r} must be {rule.allowed}{did_you_mean(value, rule.names)}, "
+                                  f"got {text}")
+
+
+def check_options(where: str, own: Mapping[str, tuple[Any, Rule]]) -> None:
+    """:func:`check_option` on every ``name: (value, rule)`` of ``own``, in order."""
+    for name, (value, rule) in own.items():
+        check_option(where, name, value, rule)
+
+
+#: The options of the partitioners (:mod:`schedsearch.partition`), by name: a
+#: name means the same in every partitioner that takes it.
+PARTITION_RULES: dict[str, Rule] = {
+    "seed": Rule.integer(),
+    "time_limit_s": Rule.number(above=0, none=True),
+    "search": Rule.choice(("brkga", "random", "dfs")),
+    "restarts": Rule.integer(0),
+    "population": Rule.integer(1),
+    "generations": Rule.integer(0),
+    "iterations": Rule.integer(0),
+    "start_temperature": Rule.number(above=0),
+    "end_temperature": Rule.number(above=0),
+    "neighbour_bias": Rule.number(0, 1),
+    "acyclic": Rule.boolean(),
+    "merge_trivial": Rule.boolean(),
+    "upper_bound": Rule.number(0, none=True),
+    "ideal_limit": Rule.integer(1, none=True),
+    "module_ideal_limit": Rule.integer(1),
+    "channels": Rule.integer(1),
+    "order": Rule("a list of operator ids, or None",
+                  lambda v: v is None or (isinstance(v, (list, tuple)) and all(
+                      isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in v))),
+}
+
+
+def check_partition_options(where: str, options: Mapping[str, Any], accepted: Iterable[str] | None = None) -> None:
+    """The door of the partitioners: every option of ``options`` checked against :data:`PARTITION_RULES`.
+
+    ``accepted`` (default: the names of ``options``) are the option names
+    the partitioner ``where`` takes; another name raises
+    :class:`~schedsearch.errors.InvalidOptionsError` with the closest ones
+    suggested, as does a value that breaks its rule.
+
+    Examples
+    --------
+    >>> check_partition_options("partition_slicegraph", {"restarts": -1})
+    Traceback (most recent call last):
+    ...
+    schedsearch.errors.InvalidOptionsError: partition_slicegraph: 'restarts' must be an integer >= 0, got -1
+    """
+    names = tuple(options if accepted is None else accepted)
+    for name, value in options.items():
+        if name not in names:
+            raise InvalidOptionsError(f"{where}: unknown option {name!r}{did_you_mean(name, names)}; "
+                                      f"it takes {', '.join(sorted(names)) or 'no options'}")
+        rule = PARTITION_RULES.get(name)
+        if rule is not None:
+            check_option(where, name, value, rule)
+
+
 def resolve_options(options: SearchOptions | None, overrides: Mapping[str, Any], where: str,
-                    renamed: Mapping[str, str] | None = None, **defaults: Any) -> SearchOptions:
-    """``options`` with the keyword ``overrides`` applied, checked.
+                    renamed: Mapping[str, str] | None = None, own: Mapping[str, tuple[Any, Rule]] | None = None,
+                    registry: bool = True, **defaults: Any) -> SearchOptions:
+    """``options`` with the keyword ``overrides`` applied, checked: the door of every strategy.
+
+    Every public strategy calls it first, before any work, so that a bad
+    option raises :class:`~schedsearch.errors.InvalidOptionsError` naming
+    ``where``, the option and the value, and nothing has run yet.
 
     ``defaults`` are the strategy's own defaults for fields neither
     ``options`` nor ``overrides`` set (for example a longer time limit).
     ``warm_start`` is accepted as a synonym of ``warm_starts``. An unknown
-    keyword raises :class:`~schedsearch.errors.InvalidOptionsError` naming
-    it and ``where``; ``renamed`` maps former knob names of the strategy to
-    their present ones, so the error can point to the right one.
+    keyword raises naming it; ``renamed`` maps former knob names of the
+    strategy to their present ones, so the error can point to the right
+    one. ``own`` holds the strategy's own knobs, ``name: (value, rule)``
+    (:class:`Rule`), each checked. A backend name must be one of
+    :func:`backend_names` (the closest are suggested) and, for a strategy
+    that solves through the backend registry (``registry``), the
+    ``backend_params`` must be parameters that backend takes.
     """
+    check_options(where, own or {})
     if options is not None and not isinstance(options, SearchOptions):
         raise InvalidOptionsError(f"{where}: 'options' must be a SearchOptions, got {options!r:.80}")
+    resolved = _resolve(options, overrides, where, renamed, defaults)
+    if registry and resolved.backend_params and isinstance(resolved.backend, str):
+        from schedsearch.encode.backends import backend_params_error
+
+        why = backend_params_error(resolved.backend_name, resolved.backend_params)
+        if why is not None:
+            raise InvalidOptionsError(f"{where}: 'backend_params': {why}")
+    return resolved
+
+
+def _resolve(options: SearchOptions | None, overrides: Mapping[str, Any], where: str,
+             renamed: Mapping[str, str] | None, defaults: Mapping[str, Any]) -> SearchOptions:
     changes = dict(overrides)
     if "warm_start" in changes:
         if "warm_starts" in changes:
@@ -307,10 +551,13 @@ def resolve_options(options: SearchOptions | None, overrides: Mapping[str, Any],
             f"{where}: unknown option{'s' if len(unknown) > 1 else ''} "
             f"{', '.join(repr(u) for u in unknown)}; the common options are {known}"
         )
-    if options is None:
-        base = {k: v for k, v in defaults.items() if k not in changes}
-        return SearchOptions(**base, **changes)
-    return attrs.evolve(options, **changes) if changes else options
+    try:
+        if options is None:
+            base = {k: v for k, v in defaults.items() if k not in changes}
+            return SearchOptions(**base, **changes)
+        return attrs.evolve(options, **changes) if changes else options
+    except InvalidOptionsError as error:
+        raise InvalidOptionsError(f"{where}: {error}") from None
 
 
 class Deadline:

@@ -38,7 +38,7 @@ from typing import Any
 import attrs
 
 from schedsearch.errors import InvalidPipelineError, NoFittingPlanError, SchedSearchError
-from schedsearch.options import SearchOptions
+from schedsearch.options import MAX_SEED, Rule, SearchOptions, check_options
 from schedsearch.pipeline import FAMILIES, Pipeline, Stage
 from schedsearch.placements import chain_pipelines, device_names, stage_mapping
 from schedsearch.rewrite import with_capacities
@@ -483,6 +483,11 @@ def plan(
     """
     from schedsearch.sweep import get_executor
 
+    check_options("plan", {
+        "time_limit_s": (time_limit_s, Rule.number(above=0)), "workers": (workers, Rule.integer(1, none=True)),
+        "address": (address, Rule.instance(str, "an address string", none=True)),
+        "deterministic": (deterministic, Rule.boolean()), "seed": (seed, Rule.integer(0, MAX_SEED)),
+    })
     t0 = time.perf_counter()
     executor = get_executor(engine, workers=workers, address=address)
     prepared = _prepare(pipeline, time_limit_s=time_limit_s, parallel=workers or getattr(executor, "workers", None),
@@ -744,6 +749,11 @@ def plan_sweep(
     """
     from schedsearch.sweep import get_executor
 
+    check_options("plan", {
+        "time_limit_s": (time_limit_s, Rule.number(above=0)), "workers": (workers, Rule.integer(1, none=True)),
+        "address": (address, Rule.instance(str, "an address string", none=True)),
+        "deterministic": (deterministic, Rule.boolean()), "seed": (seed, Rule.integer(0, MAX_SEED)),
+    })
     t0 = time.perf_counter()
     executor = get_executor(engine, workers=workers, address=address)
     grid = [(m, b, f) for m in _grid_values("num_microbatches", num_microbatches, pipeline.num_microbatches)

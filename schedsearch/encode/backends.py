@@ -35,6 +35,7 @@ __all__ = [
     "get_backend",
     "available_backends",
     "problem_features",
+    "backend_params_error",
     "solve",
 ]
 
@@ -100,6 +101,27 @@ def load_registered(name: str, registry: Mapping[str, str]) -> Any:
             f"backend {name!r} needs a solver package that is not installed ({exc}); "
             f"try one of {sorted(set(registry) - {name})}"
         ) from exc
+
+
+def backend_params_error(name: str, params: Mapping[str, Any]) -> str | None:
+    """Why the backend called ``name`` would refuse ``params`` (its ``backend_params``), or None.
+
+    Asks the backend's own ``params_error`` (a backend without one takes
+    any). CP-SAT: every name must be a ``SatParameters`` field and its
+    value of the field's type. Z3: every undotted name must be a solver
+    parameter (Z3 itself ignores unknown ones silently). Called by the
+    strategies' door (:func:`~schedsearch.options.resolve_options`), before
+    any work; it loads the backend's solver package.
+
+    Examples
+    --------
+    >>> backend_params_error("cpsat", {"num_search_worker": 2})
+    "'num_search_worker' is not a CP-SAT parameter (did you mean 'num_search_workers' or 'num_workers'?)"
+    >>> backend_params_error("cpsat", {"linearization_level": 2}) is None
+    True
+    """
+    check = getattr(get_backend(name), "params_error", None)
+    return None if check is None else check(params)
 
 
 def problem_features(problem: Problem) -> frozenset[str]:

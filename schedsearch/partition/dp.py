@@ -60,6 +60,7 @@ import attrs
 import numpy as np
 
 from schedsearch.errors import InvalidOperatorGraphError
+from schedsearch.options import check_partition_options
 from schedsearch.partition.contract import ContractedGraph, contract, linearize
 from schedsearch.partition.cost import evaluate_split
 from schedsearch.partition.ideals import (
@@ -404,6 +405,7 @@ def partition_dpl(
     >>> result.max_load, result.stats["ideals"]  # the 5 prefixes of 4 supernodes
     (7.0, 5)
     """
+    check_partition_options("partition_dpl", {"order": order, "merge_trivial": merge_trivial})
     t0 = time.perf_counter()
     graph, devices = _resolve(graph, devices)
     cg = contract(graph, merge_trivial=merge_trivial, memory_limited=devices.max_accel_memory is not None)
@@ -461,6 +463,8 @@ def partition_dp(
     >>> result.max_load, result.optimal, [(str(slot), ops) for slot, ops in result.split.stages]
     (7.0, True, [('accel0', (0, 1)), ('accel1', (2, 3))])
     """
+    check_partition_options("partition_dp", {"upper_bound": upper_bound, "merge_trivial": merge_trivial,
+                                             "ideal_limit": ideal_limit})
     t0 = time.perf_counter()
     graph, devices = _resolve(graph, devices)
     cg = contract(graph, merge_trivial=merge_trivial, memory_limited=devices.max_accel_memory is not None)

@@ -48,6 +48,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from schedsearch.errors import InvalidOperatorGraphError
+from schedsearch.options import check_partition_options
 from schedsearch.partition.contract import ContractedGraph, contract
 from schedsearch.partition.cost import evaluate_split
 from schedsearch.partition.dp import _resolve
@@ -253,6 +254,7 @@ def partition_met(graph: OperatorGraph | PartitionWorkload, devices: DeviceLimit
     >>> result.max_load, [(str(slot), ops) for slot, ops in result.split.stages]
     (12.0, [('accel0', (0, 1, 2, 3))])
     """
+    check_partition_options("partition_met", {"merge_trivial": merge_trivial})
     t0 = time.perf_counter()
     graph, devices, cg = _prepare(graph, devices, merge_trivial)
     k, l = devices.num_accelerators, devices.num_cpus
@@ -312,6 +314,7 @@ def partition_greedy(graph: OperatorGraph | PartitionWorkload, devices: DeviceLi
     >>> result.max_load, [(str(slot), ops) for slot, ops in result.split.stages]
     (7.0, [('accel0', (0,)), ('accel1', (1,)), ('accel2', (2, 3))])
     """
+    check_partition_options("partition_greedy", {"merge_trivial": merge_trivial})
     t0 = time.perf_counter()
     graph, devices, cg = _prepare(graph, devices, merge_trivial)
     tr = _greedy_assign(cg, devices)
@@ -368,6 +371,7 @@ def partition_heft(graph: OperatorGraph | PartitionWorkload, devices: DeviceLimi
     >>> result.max_load, result.stats["makespan"]
     (12.0, 12.0)
     """
+    check_partition_options("partition_heft", {"merge_trivial": merge_trivial})
     t0 = time.perf_counter()
     graph, devices, cg = _prepare(graph, devices, merge_trivial)
     k, l = devices.num_accelerators, devices.num_cpus
@@ -485,6 +489,10 @@ def partition_annealing(
     >>> result.method, result.feasible, result.max_load <= 8.0
     ('annealing', True, True)
     """
+    check_partition_options("partition_annealing", {
+        "iterations": iterations, "seed": seed, "start_temperature": start_temperature,
+        "end_temperature": end_temperature, "acyclic": acyclic, "merge_trivial": merge_trivial,
+        "time_limit_s": time_limit_s})
     t0 = time.perf_counter()
     graph, devices, cg = _prepare(graph, devices, merge_trivial)
     rng = random.Random(seed)
@@ -547,6 +555,9 @@ def partition_evolutionary(
     >>> result.method, result.feasible, result.max_load <= 8.0
     ('evolutionary', True, True)
     """
+    check_partition_options("partition_evolutionary", {
+        "generations": generations, "seed": seed, "neighbour_bias": neighbour_bias, "acyclic": acyclic,
+        "merge_trivial": merge_trivial, "time_limit_s": time_limit_s})
     t0 = time.perf_counter()
     graph, devices, cg = _prepare(graph, devices, merge_trivial)
     rng = random.Random(seed)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
-from schedsearch.errors import InvalidOperatorGraphError
+from schedsearch.options import Rule, check_option, check_partition_options
 from schedsearch.partition.dp import partition_dp, partition_dpl
 from schedsearch.partition.heuristics import (
     partition_annealing,
@@ -45,7 +46,9 @@ def partition(
     """Split ``graph`` with the named method (see :data:`METHODS`).
 
     ``options`` go to the method. The command line and the benchmarks pick
-    partitioners by name through it.
+    partitioners by name through it. A method or option name the method
+    does not know, or an option out of its range, raises
+    :class:`~schedsearch.errors.InvalidOptionsError` before any work.
 
     Examples
     --------
@@ -57,10 +60,8 @@ def partition(
     >>> partition(graph, DeviceLimits(num_accelerators=2), method="slicegraph", seed=3).max_load
     7.0
     """
-    try:
-        fn = METHODS[method]
-    except KeyError:
-        raise InvalidOperatorGraphError(
-            f"partition: unknown method {method!r}; choose one of {', '.join(sorted(METHODS))}"
-        ) from None
+    check_option("partition", "method", method, Rule.choice(sorted(METHODS)))
+    fn = METHODS[method]
+    accepted = [name for name, p in inspect.signature(fn).parameters.items() if p.kind is p.KEYWORD_ONLY]
+    check_partition_options(f"partition (method {method!r})", options, accepted)
     return fn(graph, devices, **options)

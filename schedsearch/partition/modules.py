@@ -45,6 +45,7 @@ import math
 import time
 
 from schedsearch.errors import InvalidOperatorGraphError
+from schedsearch.options import check_partition_options
 from schedsearch.partition.contract import ContractedGraph, _sccs, contract, linearize
 from schedsearch.partition.dp import _finish, _resolve, solve_contracted
 from schedsearch.partition.ideals import IdealLimitExceeded, enumerate_ideals
@@ -195,6 +196,8 @@ def partition_modules(
     >>> result.max_load, [(str(slot), ops) for slot, ops in result.split.stages]
     (7.0, [('accel0', (0, 1)), ('accel1', (2, 3))])
     """
+    check_partition_options("partition_modules", {"channels": channels, "module_ideal_limit": module_ideal_limit,
+                                                  "merge_trivial": merge_trivial})
     t0 = time.perf_counter()
     graph, devices = _resolve(graph, devices)
     cg = contract(graph, merge_trivial=merge_trivial, memory_limited=devices.max_accel_memory is not None)

@@ -47,6 +47,7 @@ import attrs
 import numpy as np
 
 from schedsearch.errors import InvalidOperatorGraphError
+from schedsearch.options import check_partition_options
 from schedsearch.partition.contract import ContractedGraph, contract
 from schedsearch.partition.dp import ContiguousSolution, _finish, _resolve
 from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload
@@ -354,12 +355,11 @@ def partition_slicegraph(
     >>> result.max_load, [(str(slot), ops) for slot, ops in result.split.stages]
     (7.0, [('accel0', (0, 1)), ('accel1', (2, 3))])
     """
+    check_partition_options("partition_slicegraph", {
+        "search": search, "restarts": restarts, "population": population, "generations": generations, "seed": seed,
+        "time_limit_s": time_limit_s, "merge_trivial": merge_trivial})
     t0 = time.perf_counter()
     graph, devices = _resolve(graph, devices)
-    if search not in ("brkga", "random", "dfs"):
-        raise InvalidOperatorGraphError(
-            f"slicegraph: 'search' must be 'brkga', 'random' or 'dfs', got {search!r}"
-        )
     cg = contract(graph, merge_trivial=merge_trivial, memory_limited=devices.max_accel_memory is not None)
     rng = random.Random(seed)
     base = _evaluate(cg, kahn_dfs_order(cg), devices)

@@ -53,10 +53,10 @@ from typing import Any
 
 import attrs
 
-from schedsearch.bounds.mip import DEFAULT_SOLVER, MipModel, MipOptions, MipResult, solve_mip
+from schedsearch.bounds.mip import DEFAULT_SOLVER, SOLVERS, MipModel, MipOptions, MipResult, solve_mip
 from schedsearch.bounds.schedule_bounds import ScheduleBound, lower_bound
 from schedsearch.errors import InvalidOptionsError, UnsupportedFeatureError
-from schedsearch.options import Deadline, Reporter, SearchOptions, resolve_options
+from schedsearch.options import Deadline, Reporter, Rule, SearchOptions, resolve_options
 from schedsearch.problem import Channel, Problem, TaskKey
 from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import Schedule, TaskInstance, Transfer
@@ -191,7 +191,10 @@ def diviml(
     >>> result.status.value, result.objective, result.lower_bound
     ('OPTIMAL', 4, 4)
     """
-    opts = resolve_options(options, common, "diviml")
+    opts = resolve_options(options, common, "diviml", registry=False, own={
+        "solver": (solver, Rule.choice(SOLVERS)), "relative_gap": (relative_gap, Rule.number(0)),
+        "threads": (threads, Rule.integer(1)), "pass_hint": (pass_hint, Rule.boolean(none=True)),
+    })
     _check_common(opts)
     deadline = Deadline(opts.time_limit_s)
     reporter = Reporter(opts.progress, deadline.t0)

@@ -48,8 +48,7 @@ from schedsearch.bounds.analytic import analytic_lower_bound
 from schedsearch.bounds.schedule_bounds import lower_bound
 from schedsearch.encode import SolveOptions, solve
 from schedsearch.encode.backends import problem_features
-from schedsearch.errors import InvalidOptionsError
-from schedsearch.options import DETERMINISTIC_UNITS_PER_S, Deadline, Reporter, SearchOptions, resolve_options
+from schedsearch.options import DETERMINISTIC_UNITS_PER_S, Deadline, Reporter, Rule, SearchOptions, resolve_options
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import Schedule
@@ -170,8 +169,14 @@ def jobshop(
     >>> jobshop(p, time_limit_s=10).objective
     6
     """
-    opts = resolve_options(options, common, "jobshop", renamed=_RENAMED)
-    _check_knobs(coarse_share, coarsen_to)
+    opts = resolve_options(options, common, "jobshop", renamed=_RENAMED, own={
+        "list_baseline": (list_baseline, Rule.boolean()), "list_baseline_only": (list_baseline_only, Rule.boolean()),
+        "coarsen_to": (coarsen_to, Rule.integer(1, none=True)),
+        "coarsen_options": (coarsen_options, _COARSEN_OPTIONS),
+        "coarse_share": (coarse_share, Rule.number(maximum=1, above=0)), "refine": (refine, Rule.boolean()),
+        "strong_disjunctive": (strong_disjunctive, Rule.boolean(none=True)),
+        "redundant": (redundant, Rule.boolean(none=True)), "quick_pass": (quick_pass, Rule.boolean()),
+    })
     run = _Run.start(problem, opts, _plain_job_shop(problem))
     for i, schedule in enumerate(opts.checked_warm_starts(problem, "jobshop")):
         run.offer(schedule, f"warm start {i}")
@@ -209,12 +214,12 @@ def _plain_job_shop(problem: Problem) -> bool:
             and problem_features(problem) <= {"flexible_options"})
 
 
-def _check_knobs(coarse_share: float, coarsen_to: int | None) -> None:
-    """Raise :class:`~schedsearch.errors.InvalidOptionsError` naming a knob of :func:`jobshop` out of range."""
-    if not 0 < coarse_share <= 1:
-        raise InvalidOptionsError(f"jobshop: 'coarse_share' must be in (0, 1], got {coarse_share!r}")
-    if coarsen_to is not None and (isinstance(coarsen_to, bool) or not isinstance(coarsen_to, int) or coarsen_to < 1):
-        raise InvalidOptionsError(f"jobshop: 'coarsen_to' must be an integer >= 1 or None, got {coarsen_to!r}")
+#: ``coarsen_options``: keywords of :func:`~schedsearch.search.coarsen.coarsen`
+_COARSEN_OPTIONS = Rule(
+    "None or a mapping of coarsen()'s keywords (max_duration, max_memory, strict_factor, non_adjacent)",
+    lambda v: v is None or (isinstance(v, Mapping) and set(v) <= {"max_duration", "max_memory", "strict_factor",
+                                                                   "non_adjacent"}),
+)
 
 
 @attrs.define

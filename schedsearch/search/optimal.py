@@ -21,7 +21,7 @@ import attrs
 from schedsearch.bounds.analytic import objective_lower_bound
 from schedsearch.bounds.schedule_bounds import lower_bound
 from schedsearch.encode import SolveOptions, solve
-from schedsearch.options import Deadline, Reporter, SearchOptions, resolve_options
+from schedsearch.options import Deadline, Reporter, Rule, SearchOptions, resolve_options
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import Schedule, objective_value
@@ -76,7 +76,9 @@ def optimal(
     >>> result.status.value, result.objective
     ('OPTIMAL', 9)
     """
-    opts = resolve_options(options, common, "optimal")
+    opts = resolve_options(options, common, "optimal", own={
+        "symmetry_breaking": (symmetry_breaking, Rule.boolean()), "redundant": (redundant, Rule.boolean()),
+        "upper_bound": (upper_bound, Rule.integer(0, none=True)), "ties": (ties, Rule.ties())})
     deadline = Deadline(opts.time_limit_s, deterministic=opts.deterministic)
     reporter = Reporter(opts.progress, deadline.t0)
     bound = lower_bound(problem) if problem.objective == "makespan" else objective_lower_bound(problem)

@@ -34,7 +34,7 @@ import attrs
 
 from schedsearch.bounds.analytic import objective_lower_bound
 from schedsearch.errors import InvalidOptionsError, InvalidProblemError
-from schedsearch.options import Deadline, Reporter, SearchOptions, resolve_options
+from schedsearch.options import Deadline, Reporter, Rule, SearchOptions, resolve_options
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
 from schedsearch.rewrite import reduced_problem, with_capacities
@@ -207,7 +207,11 @@ def pareto(
     >>> [(p.objective, p.peak_memory, p.how) for p in front]
     [(12, 2, 'proven'), (18, 1, 'proven')]
     """
-    opts = resolve_options(options, common, "pareto")
+    opts = resolve_options(options, common, "pareto", own={
+        "max_points": (max_points, Rule.integer(1)), "start_capacity": (start_capacity, Rule.integer(0, none=True)),
+        "step_time_limit_s": (step_time_limit_s, Rule.number(above=0, none=True)),
+        "heuristic": (heuristic, Rule.function()), "reduce": (reduce, Rule.boolean()),
+    })
     if len(objectives) != 2 or set(objectives) not in ({"makespan", "peak_memory"}, {"max_span", "peak_memory"}):
         raise InvalidOptionsError(
             f"pareto: 'objectives' must be ('makespan', 'peak_memory') or ('max_span', 'peak_memory'), "
@@ -386,7 +390,11 @@ def min_memory(
     >>> walk.status.value, walk.objective, walk.steps[-1]
     ('OPTIMAL', 2, (1, 'INFEASIBLE', None, 'exact'))
     """
-    opts = resolve_options(options, common, "min_memory")
+    opts = resolve_options(options, common, "min_memory", own={
+        "target_makespan": (target_makespan, Rule.integer(1)),
+        "start_capacity": (start_capacity, Rule.integer(0, none=True)),
+        "heuristic": (heuristic, Rule.function()), "reduce": (reduce, Rule.boolean()),
+    })
     deadline = Deadline(opts.time_limit_s, deterministic=opts.deterministic)
     reporter = Reporter(opts.progress, deadline.t0)
     capacity = start_capacity

@@ -97,7 +97,7 @@ from schedsearch.encode.modulo import (
     solve_modulo,
 )
 from schedsearch.errors import InvalidOptionsError, UnsupportedFeatureError, ValidationFailedError
-from schedsearch.options import Deadline, Reporter, SearchOptions, resolve_options
+from schedsearch.options import Deadline, Reporter, Rule, SearchOptions, resolve_options
 from schedsearch.periodic import (
     PeriodicSchedule,
     Repetend,
@@ -281,11 +281,6 @@ def _check_supported(problem: Problem) -> None:
             )
 
 
-def _check_int(name: str, value: Any, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidOptionsError(f"repetend: {name!r} must be an integer >= {minimum}, got {value!r}")
-
-
 def _valid_for(periodic: PeriodicSchedule, sizes: list[int]) -> bool:
     for n in sorted(set(sizes)):
         if validate(periodic.problem_for(n), periodic.unroll(n)):
@@ -452,7 +447,17 @@ def repetend(
     >>> result.period, result.objective
     (3, 33)
     """
-    opts = resolve_options(options, common, "repetend")
+    opts = resolve_options(options, common, "repetend", own={
+        "repetend_size": (repetend_size, Rule.integer(1, none=True)), "max_fold": (max_fold, Rule.integer(1)),
+        "max_period": (max_period, Rule.integer(1, none=True)),
+        "fold_time_limit_s": (fold_time_limit_s, Rule.number(above=0)),
+        "completion_time_limit_s": (completion_time_limit_s, Rule.number(above=0, none=True)),
+        "memory_encoding": (memory_encoding, Rule.choice(("auto", *MODULO_MEMORY_ENCODINGS))),
+        "prover": (prover, Rule(f"one of {', '.join(map(repr, MODULO_BACKENDS))}, a backend object or None",
+                                lambda v: v is None or v in MODULO_BACKENDS if isinstance(v, (str, type(None)))
+                                else hasattr(v, "name"), tuple(MODULO_BACKENDS))),
+        "candidates": (candidates, Rule.integer(1)), "completion": (completion, Rule.choice(COMPLETIONS)),
+    })
     if opts.warm_starts:
         raise InvalidOptionsError(
             f"repetend: 'warm_starts' ({len(opts.warm_starts)} given) are not used: a repetend is built from its "
@@ -460,8 +465,6 @@ def repetend(
         )
     t0 = Deadline(opts.time_limit_s).t0
     _check_supported(problem)
-    _check_knobs(completion=completion, candidates=candidates, max_fold=max_fold, memory_encoding=memory_encoding,
-                 prover=prover, repetend_size=repetend_size, max_period=max_period)
     search = _new_search(problem, opts, t0, memory_encoding=memory_encoding,
                          completion_time_limit_s=completion_time_limit_s, prover=prover)
     rates = _rates(problem, max_period)
@@ -484,25 +487,6 @@ def repetend(
     if chosen is None:
         return _without_repetend(search, walk, bound, stats, t0)
     return _with_repetend(search, walk, chosen, completion, bound, stats, t0, proven=walk.proven(max_fold))
-
-
-def _check_knobs(*, completion: str, candidates: int, max_fold: int, memory_encoding: str,
-                 prover: str | Backend | None, repetend_size: int | None, max_period: int | None) -> None:
-    """Raise :class:`~schedsearch.errors.InvalidOptionsError` naming a knob of :func:`repetend` out of range."""
-    if completion not in COMPLETIONS:
-        raise InvalidOptionsError(f"repetend: 'completion' must be one of {COMPLETIONS}, got {completion!r}")
-    _check_int("candidates", candidates, 1)
-    _check_int("max_fold", max_fold, 1)
-    if memory_encoding != "auto" and memory_encoding not in MODULO_MEMORY_ENCODINGS:
-        raise InvalidOptionsError(
-            f"repetend: 'memory_encoding' must be 'auto' or one of {MODULO_MEMORY_ENCODINGS}, got {memory_encoding!r}"
-        )
-    if isinstance(prover, str) and prover not in MODULO_BACKENDS:
-        raise InvalidOptionsError(f"repetend: 'prover' must be one of {sorted(MODULO_BACKENDS)}, got {prover!r}")
-    if repetend_size is not None:
-        _check_int("repetend_size", repetend_size, 1)
-    if max_period is not None:
-        _check_int("max_period", max_period, 1)
 
 
 def _new_search(problem: Problem, opts: SearchOptions, t0: float, *, memory_encoding: str,

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 
 from opgraph_strategies import brute_force_contiguous, device_limits, operator_graphs
-from schedsearch.errors import InvalidOperatorGraphError
+from schedsearch.errors import InvalidOperatorGraphError, InvalidOptionsError
 from schedsearch.partition import evaluate_split, partition_dp
 from schedsearch.partition.contract import contract
 from schedsearch.partition.opgraph import DeviceLimits, Slot
@@ -99,7 +99,7 @@ def test_random_restarts(load_workload):
     r = partition_slicegraph(w, search="random", restarts=5, seed=0)
     assert r.stats["orders_evaluated"] == 6
     assert r.max_load >= partition_dp(w).max_load - 1e-9
-    with pytest.raises(InvalidOperatorGraphError, match="'search' must be"):
+    with pytest.raises(InvalidOptionsError, match="partition_slicegraph: 'search' must be one of"):
         partition_slicegraph(w, search="tabu")
 
 

@@ -143,7 +143,7 @@ def test_transfer_overlap_by_hand():
 
 def test_bad_arguments():
     p = _two_chains(None)
-    with pytest.raises(ValueError, match="'coarse_share' must be in"):
+    with pytest.raises(ValueError, match=r"'coarse_share' must be a number in \(0, 1\]"):
         jobshop(p, coarse_share=0)
     with pytest.raises(ValueError, match="'coarsen_to' must be an integer >= 1"):
         jobshop(p, coarsen_to=0)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from ortools.sat.python import cp_model
@@ -19,6 +20,7 @@ from schedsearch.options import (
     DETERMINISTIC_WALL_GUARD,
     DETERMINISTIC_WALL_GUARD_S,
     ProgressEvent,
+    did_you_mean,
 )
 from schedsearch.encode.cpsat.constraints import (
     add_dependencies,
@@ -193,6 +195,22 @@ class CpSatBackend:
         {"flexible_options", "multi_device", "transfers", "memory", "workspace", "releases", "fixed_orders",
          "overlaps"}
     )
+
+    @staticmethod
+    def params_error(params: Mapping[str, Any]) -> str | None:
+        """Why CP-SAT would refuse ``params`` (``backend_params``): a name that is
+        not a ``SatParameters`` field, or a value of the wrong type; None if it takes them."""
+        from ortools.sat import sat_parameters_pb2
+
+        fields = sat_parameters_pb2.SatParameters.DESCRIPTOR.fields_by_name
+        for key, value in params.items():
+            if key not in fields:
+                return f"{key!r} is not a CP-SAT parameter{did_you_mean(key, fields)}"
+            try:
+                setattr(sat_parameters_pb2.SatParameters(), key, value)
+            except (TypeError, ValueError, AttributeError) as exc:
+                return f"CP-SAT's {key!r} cannot be {value!r:.80} ({exc})"
+        return None
 
     def solve(self, problem: Problem, options: SolveOptions) -> SearchResult:
         t0 = time.perf_counter()

@@ -12,12 +12,13 @@ end) and the interval ``[lower, best - 1]`` is halved until it is empty
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import z3
 
 from schedsearch.encode.solve_options import SolveOptions
-from schedsearch.options import ProgressEvent
+from schedsearch.options import ProgressEvent, did_you_mean
 from schedsearch.encode.structure import TaskStructure, build_structure
 from schedsearch.encode.z3.constraints import (
     add_dependencies,
@@ -112,6 +113,18 @@ class Z3Backend:
         {"flexible_options", "multi_device", "transfers", "memory", "workspace", "releases", "fixed_orders",
          "overlaps"}
     )
+
+    @staticmethod
+    def params_error(params: Mapping[str, Any]) -> str | None:
+        """Why Z3 would refuse ``params`` (``backend_params``): an undotted name that is
+        not a solver parameter (Z3 ignores those silently); dotted module parameters
+        (``smt.random_seed``) are left to Z3. None if it takes them."""
+        descrs = z3.Solver().param_descrs()
+        names = {descrs.get_name(i) for i in range(descrs.size())}
+        for key in params:
+            if "." not in key and key not in names:
+                return f"{key!r} is not a Z3 solver parameter{did_you_mean(key, names)}"
+        return None
 
     def solve(self, problem: Problem, options: SolveOptions) -> SearchResult:
         t0 = time.perf_counter()

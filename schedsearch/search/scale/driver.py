@@ -44,7 +44,7 @@ from typing import Any
 import attrs
 
 from schedsearch.bounds.analytic import objective_lower_bound
-from schedsearch.options import Deadline, Reporter, SearchOptions, resolve_options
+from schedsearch.options import Deadline, Reporter, Rule, SearchOptions, resolve_options
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
 from schedsearch.rewrite import flatten_overlaps, reduced_problem
@@ -84,6 +84,12 @@ def _usable(problem: Problem, search_problem: Problem, schedule: Schedule) -> Sc
         if flat is not None and not validate(search_problem, flat):
             return flat
     return None
+
+
+#: ``periodic_window``: fractions ``(a, b)`` of the micro-batches, ``0 <= a < b <= 1``
+_WINDOW = Rule("a pair (a, b) of numbers with 0 <= a < b <= 1",
+               lambda v: isinstance(v, (list, tuple)) and len(v) == 2
+               and all(Rule.number(0, 1).test(x) for x in v) and v[0] < v[1])
 
 
 def scale_search(
@@ -150,7 +156,13 @@ def scale_search(
     >>> result.status.value, result.objective, result.engine, result.bound_engine
     ('OPTIMAL', 33, 'list scheduling (I > F > W, ...)', 'analytic')
     """
-    opts = resolve_options(options, common, "scale_search", time_limit_s=300.0)
+    opts = resolve_options(options, common, "scale_search", own={
+        "rules": (rules, Rule.sequence(PipelineRule, "a list of PipelineRule")), "exact": (exact, Rule.boolean()),
+        "ties": (ties, Rule("'auto', 'periodic', None or a list of ties",
+                            lambda v: v in ("auto", "periodic", None) or Rule.ties().test(v), ("auto", "periodic"))),
+        "periodic_window": (periodic_window, _WINDOW), "period": (period, Rule.integer(1, none=True)),
+        "extra_ties": (extra_ties, Rule.ties()), "reduce": (reduce, Rule.boolean()),
+    }, time_limit_s=300.0)
     run = _ScaleRun.start(problem, opts, reduce)
     for i, schedule in enumerate(opts.warm_starts):
         run.offer(_usable(problem, run.search_problem, schedule), f"warm start {i}")
