@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-all bench docs clean
+.PHONY: demo test test-all bench check docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,10 @@ docs: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m benchmarks
+
+# the benchmark gate: a quick, reproducible subset of every benchmark against benchmarks/results/check.json
+check: $(STAMP)
+	$(PY) -m benchmarks check
 
 clean:
 	rm -rf $(VENV) build site *.egg-info

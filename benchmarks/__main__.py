@@ -1,7 +1,9 @@
 """Run every benchmark module (``python -m benchmarks [NAME ...]``).
 
 A benchmark is a module ``benchmarks/bench_*.py`` with a ``main(argv)``
-function. With names, only the matching modules run; flags after the names
+function. ``python -m benchmarks check`` runs the benchmark gate instead
+(:mod:`benchmarks.check`: a quick, reproducible subset of every benchmark
+against the recorded figures). With names, only the matching modules run; flags after the names
 (``python -m benchmarks vhalf --quick``) go to each of them.
 """
 
@@ -15,6 +17,10 @@ from pathlib import Path
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["check"]:  # the benchmark gate (benchmarks/check.py)
+        from benchmarks.check import main as check
+
+        return check(argv[1:])
     # names select modules; everything from the first flag on goes to each selected module
     first_flag = next((i for i, a in enumerate(argv) if a.startswith("-")), len(argv))
     selectors, flags = argv[:first_flag], argv[first_flag:]
