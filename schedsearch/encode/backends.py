@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import attrs
 
 from schedsearch.encode.solve_options import SolveOptions
-from schedsearch.errors import UnsoundBoundWarning, UnsupportedFeatureError
+from schedsearch.errors import InvalidOptionsError, UnsoundBoundWarning, UnsupportedFeatureError
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import objective_value
@@ -81,7 +81,10 @@ def get_backend(name: str | Backend) -> Backend:
     if not isinstance(name, str):
         return name
     if name not in BACKENDS:
-        raise ValueError(f"backend: unknown name {name!r}; choose one of {sorted(BACKENDS)}")
+        from schedsearch.options import did_you_mean
+
+        raise InvalidOptionsError(f"backend: unknown name {name!r}{did_you_mean(name, BACKENDS)}; "
+                                  f"choose one of {sorted(BACKENDS)}")
     return load_registered(name, BACKENDS)()
 
 

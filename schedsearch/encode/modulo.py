@@ -18,13 +18,14 @@ from typing import Any
 import attrs
 
 from schedsearch.encode.backends import Backend, load_registered, problem_features
-from schedsearch.errors import UnsupportedFeatureError, ValidationFailedError
+from schedsearch.errors import InvalidOptionsError, UnsupportedFeatureError, ValidationFailedError
 from schedsearch.options import (
     check_boolean,
     check_params,
     check_seed,
     check_time_limit,
     check_workers,
+    did_you_mean,
     options_error,
 )
 from schedsearch.problem import Problem
@@ -56,7 +57,7 @@ def _at_least_one(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
 
 def _non_negative(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"ModuloOptions: {attribute.name!r} must be an integer >= 0, got {value!r}")
+        raise options_error(inst, attribute.name, "an integer >= 0", value)
 
 
 def _forbidden(value: Any) -> tuple[tuple[tuple[str, int], ...], ...]:
@@ -133,12 +134,9 @@ class ModuloOptions:
 
     def __attrs_post_init__(self) -> None:
         if self.objective not in MODULO_OBJECTIVES:
-            raise ValueError(f"ModuloOptions: 'objective' must be one of {MODULO_OBJECTIVES}, got {self.objective!r}")
+            raise options_error(self, "objective", f"one of {MODULO_OBJECTIVES}", self.objective)
         if self.memory_encoding not in MODULO_MEMORY_ENCODINGS:
-            raise ValueError(
-                f"ModuloOptions: 'memory_encoding' must be one of {MODULO_MEMORY_ENCODINGS}, "
-                f"got {self.memory_encoding!r}"
-            )
+            raise options_error(self, "memory_encoding", f"one of {MODULO_MEMORY_ENCODINGS}", self.memory_encoding)
 
 
 @attrs.frozen(kw_only=True)
@@ -208,7 +206,8 @@ def solve_modulo(problem: Problem, backend: str | Backend, options: ModuloOption
     name = backend if isinstance(backend, str) else str(backend.name)
     fn = None if isinstance(backend, str) else getattr(backend, "solve_modulo", None)
     if fn is None and name not in MODULO_BACKENDS:
-        raise ValueError(f"backend: unknown name {name!r} for modulo scheduling; choose one of {sorted(MODULO_BACKENDS)}")
+        raise InvalidOptionsError(f"backend: unknown name {name!r} for modulo scheduling"
+                                  f"{did_you_mean(name, MODULO_BACKENDS)}; choose one of {sorted(MODULO_BACKENDS)}")
     why = modulo_support_error(problem)
     if why is not None:
         raise UnsupportedFeatureError(f"modulo scheduling cannot express problem {problem.name!r}: {why}; use optimal()")
