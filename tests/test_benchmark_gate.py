@@ -40,7 +40,8 @@ def test_every_case_runs_its_searches_in_deterministic_mode():
 
 @pytest.mark.parametrize("kind,recorded,now,expected", [
     ("lower", 33, 33, "ok"), ("lower", 33, 34, "REGRESSED"), ("lower", 33, 32, "better"),
-    ("lower", 33, None, "REGRESSED"), ("lower", None, 40, "better"), ("lower", 27.918568, 27.918568 * (1 + 1e-12), "ok"),
+    ("lower", 33, None, "REGRESSED"), ("lower", None, 40, "better"),
+    ("lower", 27.918568, 27.918568 * (1 + 1e-12), "ok"),
     ("higher", 30, 29, "REGRESSED"), ("higher", 30, 31, "better"), ("higher", 30, None, "REGRESSED"),
     ("proof", True, False, "REGRESSED"), ("proof", False, True, "better"), ("proof", True, True, "ok"),
     ("work", 1000, 2500, "ok"), ("work", 1000, 2000 + 500 + 1, "REGRESSED"), ("work", 1000, 10, "better"),
@@ -51,7 +52,8 @@ def test_the_verdict_of_one_figure(kind, recorded, now, expected):
 
 def test_a_case_that_no_longer_runs_or_loses_a_figure_regresses():
     recorded = {"a": {"x": {"kind": "lower", "value": 5}}, "b": {"y": {"kind": "proof", "value": True}}}
-    rows = check.compare(recorded, {"a": {}, "b": {}}, {"a": "IdealLimitExceeded: more than 2000000 ideals"}, ["a", "b"])
+    errors = {"a": "IdealLimitExceeded: more than 2000000 ideals"}
+    rows = check.compare(recorded, {"a": {}, "b": {}}, errors, ["a", "b"])
     verdicts = {(r["case"], r["figure"]): r["verdict"] for r in rows}
     assert verdicts == {("a", "(run)"): "REGRESSED", ("b", "y"): "REGRESSED"}
 
