@@ -70,14 +70,14 @@ class Recorder:
 
 #: entry name -> a call of it on a small problem with the given keywords
 STRATEGIES: dict[str, Callable[..., Any]] = {
-    "solve": lambda **kw: solve(SMALL, **kw),
-    "optimal": lambda **kw: optimal(SMALL, **kw),
-    "scale_search": lambda **kw: scale_search(SMALL, **kw),
-    "jobshop": lambda **kw: jobshop(SMALL, **kw),
-    "repetend": lambda **kw: repetend(SMALL, **kw),
-    "pareto": lambda **kw: pareto(SMALL, **kw),
-    "min_memory": lambda **kw: min_memory(SMALL, kw.pop("target_makespan", 15), **kw),
-    "diviml": lambda **kw: diviml(SMALL, **kw),
+    "solve": lambda **kw: solve(kw.pop("problem", SMALL), **kw),
+    "optimal": lambda **kw: optimal(kw.pop("problem", SMALL), **kw),
+    "scale_search": lambda **kw: scale_search(kw.pop("problem", SMALL), **kw),
+    "jobshop": lambda **kw: jobshop(kw.pop("problem", SMALL), **kw),
+    "repetend": lambda **kw: repetend(kw.pop("problem", SMALL), **kw),
+    "pareto": lambda **kw: pareto(kw.pop("problem", SMALL), **kw),
+    "min_memory": lambda **kw: min_memory(kw.pop("problem", SMALL), kw.pop("target_makespan", 15), **kw),
+    "diviml": lambda **kw: diviml(kw.pop("problem", SMALL), **kw),
 }
 
 #: (entry, bad keywords, fragment of the message after "<entry>: ")
@@ -97,6 +97,7 @@ BAD_STRATEGY_OPTIONS = [
      "'backend_params': 'randomseed' is not a Z3 solver parameter (did you mean 'random_seed'?)"),
     ("optimal", {"backend_params": {"num_workers": "two"}}, "'backend_params': CP-SAT's 'num_workers' cannot be 'two'"),
     ("solve", {"objective": "makespam"}, "'objective' must be one of"),
+    *[(name, {"problem": "vshape-2x4"}, "'problem' must be a Problem, got 'vshape-2x4'") for name in STRATEGIES],
     ("solve", {"objective": ("makespan", "max_span")}, "'objective' may hold one time objective"),
     ("solve", {"engines": ("list", "exactt")}, "'engines' must be a non-empty subset"),
     ("optimal", {"upper_bound": -1}, "'upper_bound' must be an integer >= 0, or None, got -1"),

@@ -192,6 +192,7 @@ def diviml(
     ('OPTIMAL', 4, 4)
     """
     opts = resolve_options(options, common, "diviml", registry=False, own={
+        "problem": (problem, Rule.instance(Problem, "a Problem")),
         "solver": (solver, Rule.choice(SOLVERS)), "relative_gap": (relative_gap, Rule.number(0)),
         "threads": (threads, Rule.integer(1)), "pass_hint": (pass_hint, Rule.boolean(none=True)),
     })

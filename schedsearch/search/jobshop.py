@@ -170,6 +170,7 @@ def jobshop(
     6
     """
     opts = resolve_options(options, common, "jobshop", renamed=_RENAMED, own={
+        "problem": (problem, Rule.instance(Problem, "a Problem")),
         "list_baseline": (list_baseline, Rule.boolean()), "list_baseline_only": (list_baseline_only, Rule.boolean()),
         "coarsen_to": (coarsen_to, Rule.integer(1, none=True)),
         "coarsen_options": (coarsen_options, _COARSEN_OPTIONS),

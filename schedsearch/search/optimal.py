@@ -77,6 +77,7 @@ def optimal(
     ('OPTIMAL', 9)
     """
     opts = resolve_options(options, common, "optimal", own={
+        "problem": (problem, Rule.instance(Problem, "a Problem")),
         "symmetry_breaking": (symmetry_breaking, Rule.boolean()), "redundant": (redundant, Rule.boolean()),
         "upper_bound": (upper_bound, Rule.integer(0, none=True)), "ties": (ties, Rule.ties())})
     deadline = Deadline(opts.time_limit_s, deterministic=opts.deterministic)

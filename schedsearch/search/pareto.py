@@ -208,6 +208,7 @@ def pareto(
     [(12, 2, 'proven'), (18, 1, 'proven')]
     """
     opts = resolve_options(options, common, "pareto", own={
+        "problem": (problem, Rule.instance(Problem, "a Problem")),
         "max_points": (max_points, Rule.integer(1)), "start_capacity": (start_capacity, Rule.integer(0, none=True)),
         "step_time_limit_s": (step_time_limit_s, Rule.number(above=0, none=True)),
         "heuristic": (heuristic, Rule.function()), "reduce": (reduce, Rule.boolean()),
@@ -391,6 +392,7 @@ def min_memory(
     ('OPTIMAL', 2, (1, 'INFEASIBLE', None, 'exact'))
     """
     opts = resolve_options(options, common, "min_memory", own={
+        "problem": (problem, Rule.instance(Problem, "a Problem")),
         "target_makespan": (target_makespan, Rule.integer(1)),
         "start_capacity": (start_capacity, Rule.integer(0, none=True)),
         "heuristic": (heuristic, Rule.function()), "reduce": (reduce, Rule.boolean()),

@@ -448,6 +448,7 @@ def repetend(
     (3, 33)
     """
     opts = resolve_options(options, common, "repetend", own={
+        "problem": (problem, Rule.instance(Problem, "a Problem")),
         "repetend_size": (repetend_size, Rule.integer(1, none=True)), "max_fold": (max_fold, Rule.integer(1)),
         "max_period": (max_period, Rule.integer(1, none=True)),
         "fold_time_limit_s": (fold_time_limit_s, Rule.number(above=0)),

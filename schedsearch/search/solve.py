@@ -67,7 +67,7 @@ from typing import Any
 import attrs
 
 from schedsearch.errors import InvalidOptionsError, InvalidProblemError, SchedSearchError
-from schedsearch.options import Deadline, SearchOptions, resolve_options
+from schedsearch.options import Deadline, Rule, SearchOptions, resolve_options
 from schedsearch.problem import Problem
 from schedsearch.result import Level, SearchResult, Status
 from schedsearch.rewrite import reduced_problem, with_capacities
@@ -528,7 +528,7 @@ def solve(
     >>> result.status.value, result.objective, result.levels[1].value
     ('OPTIMAL', 33, 4)
     """
-    opts = resolve_options(options, common, "solve")
+    opts = resolve_options(options, common, "solve", own={"problem": (problem, Rule.instance(Problem, "a Problem"))})
     names = _objectives(problem, objective)
     unknown = sorted(set(engines) - set(ENGINES))
     if unknown or not engines:

@@ -157,6 +157,7 @@ def scale_search(
     ('OPTIMAL', 33, 'list scheduling (I > F > W, ...)', 'analytic')
     """
     opts = resolve_options(options, common, "scale_search", own={
+        "problem": (problem, Rule.instance(Problem, "a Problem")),
         "rules": (rules, Rule.sequence(PipelineRule, "a list of PipelineRule")), "exact": (exact, Rule.boolean()),
         "ties": (ties, Rule("'auto', 'periodic', None or a list of ties",
                             lambda v: v in ("auto", "periodic", None) or Rule.ties().test(v), ("auto", "periodic"))),
