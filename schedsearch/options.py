@@ -161,14 +161,27 @@ def check_callable(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
 
 def backend_names() -> tuple[str, ...]:
     """The backend names every strategy accepts: ``"auto"`` and the registry's
-    (:data:`schedsearch.encode.backends.BACKENDS`)."""
+    (:data:`schedsearch.encode.backends.BACKENDS`).
+
+    Examples
+    --------
+    >>> from schedsearch.options import backend_names
+    >>> backend_names()
+    ('auto', 'cpsat', 'z3')
+    """
     from schedsearch.encode.backends import BACKENDS
 
     return ("auto", *BACKENDS)
 
 
 def did_you_mean(value: Any, names: Iterable[str]) -> str:
-    """``" (did you mean 'x'?)"`` for the names closest to a misspelt ``value``, or ``""``."""
+    """``" (did you mean 'x'?)"`` for the names closest to a misspelt ``value``, or ``""``.
+
+    Examples
+    --------
+    >>> did_you_mean("cpsatt", ["cpsat", "z3"]), did_you_mean("gurobi", ["cpsat", "z3"])
+    (" (did you mean 'cpsat'?)", '')
+    """
     if not isinstance(value, str):
         return ""
     close = difflib.get_close_matches(value, list(names), n=2, cutoff=0.5)
@@ -430,7 +443,17 @@ class Rule:
 
 def check_option(where: str, name: str, value: Any, rule: Rule) -> None:
     """Raise :class:`~schedsearch.errors.InvalidOptionsError` ``<where>: '<name>' must be <allowed>, got <value>``
-    when ``value`` breaks ``rule`` (a misspelt name gets the closest valid ones suggested)."""
+    when ``value`` breaks ``rule`` (a misspelt name gets the closest valid ones suggested).
+
+    Examples
+    --------
+    >>> from schedsearch.options import Rule, check_option
+    >>> check_option("pareto", "max_points", 50, Rule.integer(1))  # fine: nothing happens
+    >>> check_option("pareto", "max_points", 0, Rule.integer(1))
+    Traceback (most recent call last):
+    ...
+    schedsearch.errors.InvalidOptionsError: pareto: 'max_points' must be an integer >= 1, got 0
+    """
     try:
         ok = bool(rule.test(value))
     except Exception:  # a value so odd that the test itself fails (an unhashable choice, say)
@@ -444,7 +467,16 @@ def check_option(where: str, name: str, value: Any, rule: Rule) -> None:
 
 
 def check_options(where: str, own: Mapping[str, tuple[Any, Rule]]) -> None:
-    """:func:`check_option` on every ``name: (value, rule)`` of ``own``, in order."""
+    """:func:`check_option` on every ``name: (value, rule)`` of ``own``, in order.
+
+    Examples
+    --------
+    >>> from schedsearch.options import Rule, check_options
+    >>> check_options("plan", {"workers": (2, Rule.integer(1, none=True)), "seed": (-1, Rule.integer(0))})
+    Traceback (most recent call last):
+    ...
+    schedsearch.errors.InvalidOptionsError: plan: 'seed' must be an integer >= 0, got -1
+    """
     for name, (value, rule) in own.items():
         check_option(where, name, value, rule)
 
