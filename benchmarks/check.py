@@ -624,7 +624,9 @@ def main(argv: list[str] | None = None) -> int:
     shown = rows if args.all_rows else [r for r in rows if r["verdict"] != "ok"]
     print()
     if shown:
-        print_table(shown, ["case", "figure", "kind", "recorded", "now", "verdict", "wall_s"])
+        exact = [{k: f"{v:.10g}" if isinstance(v, float) and k in ("recorded", "now") else v for k, v in r.items()}
+                 for r in shown]  # the figures in full: a max-load may differ in its sixth digit
+        print_table(exact, ["case", "figure", "kind", "recorded", "now", "verdict", "wall_s"])
         print()
     counts = {v: sum(r["verdict"] == v for r in rows) for v in ("ok", "better", "new", "skipped", "REGRESSED")}
     print(f"{len(rows)} figures of {len(names)} cases: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n)
