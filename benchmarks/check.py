@@ -616,7 +616,14 @@ def main(argv: list[str] | None = None) -> int:
     if not args.baseline.is_file():
         print(f"no record at {args.baseline}: run with --record first", file=sys.stderr)
         return 2
-    recorded = json.loads(args.baseline.read_text())["cases"]
+    record = json.loads(args.baseline.read_text())
+    recorded = record["cases"]
+    here = machine()
+    for solver in ("ortools", "z3", "python"):
+        then = record.get("machine", {}).get(solver)
+        if then != here.get(solver):
+            print(f"note: the record was made with {solver} {then}, this run has {here.get(solver)}: a solver's "
+                  f"work counts (and, past its limits, its answers) may differ; record again if so")
     rows = compare(recorded, figures, errors, names)
     for row in rows:
         row["wall_s"] = round(walls.get(row["case"], 0.0), 1)
