@@ -50,6 +50,7 @@ __all__ = [
     "check_options",
     "PARTITION_RULES",
     "check_partition_options",
+    "check_keywords",
     "backend_names",
     "Deadline",
     "Reporter",
@@ -504,6 +505,41 @@ PARTITION_RULES: dict[str, Rule] = {
                   lambda v: v is None or (isinstance(v, (list, tuple)) and all(
                       isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in v))),
 }
+
+
+def check_keywords(where: str, fn: Callable[..., Any], keywords: Mapping[str, Any], what: str) -> None:
+    """Check that ``fn`` takes every name of ``keywords`` (passed on to it later, after other work).
+
+    A name ``fn`` does not take raises
+    :class:`~schedsearch.errors.InvalidOptionsError` naming ``what`` and
+    suggesting the closest names. A strategy of :mod:`schedsearch.search`
+    takes its own parameters and the common options (:class:`SearchOptions`'
+    fields); another callable with ``**kwargs`` takes any name.
+
+    Examples
+    --------
+    >>> from schedsearch.options import check_keywords
+    >>> def search(problem, *, time_limit_s=10.0):
+    ...     return None
+    >>> check_keywords("partition_and_schedule", search, {"time_limt_s": 5}, "search option")
+    Traceback (most recent call last):
+    ...
+    schedsearch.errors.InvalidOptionsError: partition_and_schedule: unknown search option 'time_limt_s' (did you mean 'time_limit_s'?)
+    """
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # a callable without a signature: nothing to check against
+        return
+    names = {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        if not str(getattr(fn, "__module__", "")).startswith("schedsearch.search"):
+            return
+        names |= _FIELDS | {"warm_start", "options"}
+    for name in keywords:
+        if name not in names:
+            raise InvalidOptionsError(f"{where}: unknown {what} {name!r}{did_you_mean(name, names)}")
 
 
 def check_partition_options(where: str, options: Mapping[str, Any], accepted: Iterable[str] | None = None) -> None:

@@ -38,6 +38,7 @@ from schedsearch.partition import (
     partition_heft,
     partition_met,
     partition_modules,
+    partition_and_schedule,
     partition_slicegraph,
 )
 from schedsearch.placements import vshape
@@ -241,6 +242,9 @@ def test_a_bad_plan_option_is_refused_before_any_work(bad, fragment, monkeypatch
 # -------------------------------------------------------------------------------------- partitioners
 
 
+#: a good call of partition_and_schedule, less the graph and the devices
+GOOD_PIPELINE = {"search": optimal, "num_microbatches": 4, "time_unit": 1.0}
+
 GRAPH = OperatorGraph(operators=[Operator(id=i, accel_latency=t, output_cost=1.0) for i, t in enumerate([4, 2, 3, 3])],
                       edges=[(0, 1), (1, 2), (2, 3)])
 DEVICES = DeviceLimits(num_accelerators=2)
@@ -270,11 +274,25 @@ BAD_PARTITION_OPTIONS = [
     (partition, {"method": "dp", "ideal_limt": 10}, "partition (method 'dp'): unknown option 'ideal_limt' "
                                                     "(did you mean 'ideal_limit'?)"),
     (partition, {"method": "slicegraph", "restarts": -1}, "partition (method 'slicegraph'): 'restarts' must be"),
+    *[(lambda graph, devices, **kw: partition_and_schedule(graph, devices, **{**GOOD_PIPELINE, **kw}), bad, fragment)
+      for bad, fragment in [
+          ({"num_microbatches": 0}, "partition_and_schedule: 'num_microbatches' must be an integer >= 1, got 0"),
+          ({"search": None}, "partition_and_schedule: 'search' must be a callable, got None"),
+          ({"method": "dpp"}, "partition_and_schedule: 'method' must be one of 'annealing', 'dp'"),
+          ({"partition_options": {"ideal_limit": 0}}, "partition_and_schedule (method 'dp'): 'ideal_limit' must be"),
+          ({"resolution": 0}, "partition_and_schedule: 'resolution' must be an integer >= 1, got 0"),
+          ({"time_unit": -1.0}, "partition_and_schedule: 'time_unit' must be a number > 0, or None, got -1.0"),
+          ({"time_limt_s": 5}, "partition_and_schedule: unknown search option 'time_limt_s' "
+                               "(did you mean 'time_limit_s'"),
+          ({"symetry_breaking": False}, "unknown search option 'symetry_breaking' "
+                                        "(did you mean 'symmetry_breaking'?)"),
+      ]],
 ]
 
 
 @pytest.mark.parametrize("entry,bad,fragment", BAD_PARTITION_OPTIONS,
-                         ids=[f"{e.__name__}-{'-'.join(b)}" for e, b, _ in BAD_PARTITION_OPTIONS])
+                         ids=[f"{getattr(e, '__name__', 'partition_and_schedule')}-{'-'.join(b)}"
+                              for e, b, _ in BAD_PARTITION_OPTIONS])
 def test_a_bad_partitioner_option_is_refused_before_any_work(entry, bad, fragment, monkeypatch):
     # every partitioner starts by resolving its graph and devices: record that first step
     resolved: list[Any] = []
@@ -294,3 +312,6 @@ def test_a_bad_partitioner_option_is_refused_before_any_work(entry, bad, fragmen
 def test_good_partitioner_options_pass_the_door():
     assert partition(GRAPH, DEVICES, method="dp", ideal_limit=100).max_load == 7.0
     assert partition(GRAPH, DEVICES, method="slicegraph", search="random", restarts=3, seed=1).max_load == 7.0
+    # its example: 4 x 6 + 1 + 6 = 31, proven
+    result = partition_and_schedule(GRAPH, DEVICES, **GOOD_PIPELINE, time_limit_s=30, workers=1, deterministic=True)
+    assert result.search.objective == 31

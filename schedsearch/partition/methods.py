@@ -61,7 +61,10 @@ def partition(
     7.0
     """
     check_option("partition", "method", method, Rule.choice(sorted(METHODS)))
-    fn = METHODS[method]
-    accepted = [name for name, p in inspect.signature(fn).parameters.items() if p.kind is p.KEYWORD_ONLY]
-    check_partition_options(f"partition (method {method!r})", options, accepted)
-    return fn(graph, devices, **options)
+    check_partition_options(f"partition (method {method!r})", options, method_options(method))
+    return METHODS[method](graph, devices, **options)
+
+
+def method_options(method: str) -> list[str]:
+    """The option names the partitioner ``METHODS[method]`` takes (its keyword-only parameters)."""
+    return [name for name, p in inspect.signature(METHODS[method]).parameters.items() if p.kind is p.KEYWORD_ONLY]

@@ -45,6 +45,7 @@ from typing import Any
 import attrs
 
 from schedsearch.errors import InvalidOperatorGraphError
+from schedsearch.options import Rule, check_keywords, check_options, check_partition_options
 from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload, Slot, Split
 from schedsearch.partition.result import PartitionResult
 from schedsearch.problem import Block, Channel, Cluster, Device, Edge, Graph, Option, Problem
@@ -319,8 +320,19 @@ def partition_and_schedule(
     >>> pipeline.search.status.value, pipeline.search.objective
     ('OPTIMAL', 31)
     """
-    from schedsearch.partition.methods import partition
+    from schedsearch.partition.methods import METHODS, method_options, partition
 
+    check_options("partition_and_schedule", {
+        "search": (search, Rule.function(none=False)), "num_microbatches": (num_microbatches, Rule.integer(1)),
+        "method": (method, Rule.choice(sorted(METHODS))),
+        "partition_options": (partition_options, Rule.instance(Mapping, "a mapping of the method's options",
+                                                               none=True)),
+        "time_unit": (time_unit, Rule.number(above=0, none=True)), "resolution": (resolution, Rule.integer(1)),
+        "max_in_flight": (max_in_flight, Rule.integer(1, none=True)),
+    })
+    check_partition_options(f"partition_and_schedule (method {method!r})", dict(partition_options or {}),
+                            method_options(method))
+    check_keywords("partition_and_schedule", search, search_options, "search option")
     if isinstance(workload, PartitionWorkload):
         graph, devices = workload.graph, devices if devices is not None else workload.devices
     else:
