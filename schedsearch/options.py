@@ -52,6 +52,7 @@ __all__ = [
     "check_partition_options",
     "check_keywords",
     "backend_names",
+    "did_you_mean",
     "Deadline",
     "Reporter",
     "MAX_SEED",
@@ -393,17 +394,6 @@ class Rule:
         names = tuple(names)
         rule = cls._maybe_none(f"one of {', '.join(repr(n) for n in names)}",
                                lambda v: isinstance(v, str) and v in names, none)
-        return attrs.evolve(rule, names=names)
-
-    @classmethod
-    def backend(cls, *, none: bool = False) -> Rule:
-        """A backend: a name of :func:`backend_names` or an object with ``name`` and ``solve``."""
-        names = backend_names()
-
-        def test(v: Any) -> bool:
-            return v in names if isinstance(v, str) else hasattr(v, "name") and hasattr(v, "solve")
-
-        rule = cls._maybe_none(f"one of {', '.join(repr(n) for n in names)} or a backend object", test, none)
         return attrs.evolve(rule, names=names)
 
     @classmethod
