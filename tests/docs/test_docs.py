@@ -1,27 +1,366 @@
-"""The docs site: it builds with warnings as errors, and every ```python example in its pages runs."""
+"""The documentation runs as written: every command and snippet of README.md and docs/*.md, from a clean folder.
+
+Each page's fenced blocks run in order, in a fresh temporary folder that holds
+nothing but what the page has written so far:
+
+* a ```sh block line by line: ``schedsearch ARGS`` through the command's own
+  entry point (``schedsearch.cli.main``) in this process; ``python ...`` and
+  ``pytest ...`` in a child interpreter that imports this checkout's package
+  (and nothing else of the checkout); every command must exit 0;
+* a ```python block with ``exec``, in a fresh namespace (a snippet stands on
+  its own; files it writes stay for the next blocks).
+
+A block that does not run says so where the reader sees it: a ```text fence
+(output, layouts; also ```toml / ```json data), or a marker on the line
+above a sh or python block, ``<!-- not run: REASON -->`` (installs, the
+whole test suite). Two more markers:
+
+* ``<!-- from a clone: models/ examples/ -->``: the reader runs this block
+  in a clone's root folder; the named paths of the repository are copied
+  into the folder first (the package itself never is);
+* ``<!-- slow: REASON -->``: the block runs only in the complete run
+  (``-m slow``, :func:`test_page_runs_complete`); the blocks after it must
+  not need what it writes (the default run checks that).
+
+:func:`test_every_block_is_run_or_marked` checks that every fence says its
+language, that every sh/python block either runs (only commands this module
+knows how to run) or carries ``not run``, and that no marker dangles. The
+site builds with warnings as errors.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
+import time
+import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = sorted((ROOT / "docs").glob("*.md"))
-EXAMPLE = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
+PAGES: tuple[Path, ...] = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
+
+#: fence languages that run
+SHELL = frozenset({"sh", "bash", "shell"})
+PYTHON = frozenset({"python", "py"})
+#: fence languages that never run: output samples, layouts, data files
+INERT = frozenset({"text", "toml", "json", "yaml", "csv"})
+
+#: how long one child command may take before the test fails (a hang, not a slow doc)
+CHILD_TIMEOUT_S = 600
+
+_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`\s]*)[^`]*$")
+_COMMENT = re.compile(r"^\s*<!--(?P<body>.*?)-->\s*$")
+_MARKER = re.compile(r"^\s*(?P<kind>not run|slow|from a clone)\s*:\s*(?P<text>.*?)\s*$")
+_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
-def _examples() -> list[tuple[str, str]]:
-    return [(f"{page.name}#{k}", code) for page in PAGES for k, code in enumerate(EXAMPLE.findall(page.read_text()))]
+@dataclass
+class Block:
+    """One fenced block of a page: where it starts (1-based line of its first code line), its language,
+    its code and the markers on the lines above it."""
+
+    page: Path
+    line: int
+    lang: str
+    code: str
+    markers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def where(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+    @property
+    def runs(self) -> bool:
+        return self.lang in SHELL | PYTHON and "not run" not in self.markers
+
+    @property
+    def slow(self) -> bool:
+        return "slow" in self.markers
+
+    @property
+    def clone_paths(self) -> list[str]:
+        return self.markers.get("from a clone", "").split()
 
 
-@pytest.mark.parametrize("where,code", _examples(), ids=[w for w, _ in _examples()])
-def test_page_example_runs(where, code, tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)  # an example that writes files writes them here
-    exec(compile(code, where, "exec"), {"__name__": "__docs__"})
+@dataclass
+class Page:
+    path: Path
+    blocks: list[Block]
+    problems: list[str]  # what the parser found wrong: dangling or unknown markers, unclosed fences
+
+
+def parse_page(path: Path) -> Page:
+    """The fenced blocks of a markdown page, with their markers (HTML comments on the lines just above)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    rel = path.relative_to(ROOT)
+    blocks: list[Block] = []
+    problems: list[str] = []
+    pending: dict[str, str] = {}
+    pending_line = 0
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        comment = _COMMENT.match(line)
+        fence = _FENCE.match(line)
+        if comment:
+            marker = _MARKER.match(comment["body"])
+            if marker:
+                kind, text = marker["kind"], marker["text"]
+                if not text:
+                    problems.append(f"{rel}:{i + 1}: marker '{kind}:' needs a reason or, for 'from a clone', paths")
+                if kind in pending:
+                    problems.append(f"{rel}:{i + 1}: marker '{kind}' given twice for one block")
+                pending[kind] = text
+                pending_line = pending_line or i + 1
+            elif re.match(r"^\s*(not[ -]?run|slow|from a clone|clone)\b", comment["body"], re.IGNORECASE):
+                problems.append(f"{rel}:{i + 1}: malformed marker {line.strip()!r} (write 'not run: REASON', "
+                                "'slow: REASON' or 'from a clone: PATHS')")
+            i += 1
+            continue
+        if fence:
+            indent, mark, lang = len(fence["indent"]), fence["fence"], fence["info"].lower()
+            close = re.compile(rf"^[ \t]*{re.escape(mark[0])}{{{len(mark)},}}[ \t]*$")
+            j = i + 1
+            while j < len(lines) and not close.match(lines[j]):
+                j += 1
+            if j == len(lines):
+                problems.append(f"{rel}:{i + 1}: fence never closed")
+            code = "\n".join(text[indent:] if text[:indent].strip() == "" else text for text in lines[i + 1:j])
+            blocks.append(Block(page=path, line=i + 2, lang=lang, code=code + "\n", markers=pending))
+            pending, pending_line = {}, 0
+            i = j + 1
+            continue
+        if line.strip() and pending:
+            problems.append(f"{rel}:{pending_line}: marker {sorted(pending)} is not followed by a fenced block")
+            pending, pending_line = {}, 0
+        i += 1
+    if pending:
+        problems.append(f"{rel}:{pending_line}: marker {sorted(pending)} is not followed by a fenced block")
+    return Page(path=path, blocks=blocks, problems=problems)
+
+
+def shell_commands(block: Block) -> list[tuple[int, list[str]]]:
+    """The commands of a sh block: ``(line, argv)``, comments dropped, ``\\`` continuations joined."""
+    commands: list[tuple[int, list[str]]] = []
+    pending, start = "", 0
+    for k, text in enumerate(block.code.splitlines()):
+        if not pending:
+            start = block.line + k
+        if text.rstrip().endswith("\\"):
+            pending += text.rstrip()[:-1] + " "
+            continue
+        argv = shlex.split(pending + text, comments=True)
+        pending = ""
+        if argv:
+            commands.append((start, argv))
+    if pending.strip():
+        commands.append((start, shlex.split(pending, comments=True)))
+    return commands
+
+
+def _strip_env(argv: list[str]) -> tuple[dict[str, str], list[str]]:
+    env = {}
+    while argv and _ENV.match(argv[0]):
+        name, _, value = argv[0].partition("=")
+        env[name] = value
+        argv = argv[1:]
+    return env, argv
+
+
+def unrunnable(argv: list[str]) -> str | None:
+    """Why this module cannot run the command (None: it can)."""
+    _, argv = _strip_env(argv)
+    if not argv:
+        return "an assignment alone"
+    if any(tok in {"|", "||", "&&", ";", ">", ">>", "<", "&"} for tok in argv):
+        return "a pipe, a list or a redirection"
+    head = argv[0]
+    if head == "schedsearch" or head == "pytest":
+        return None
+    if head in {"python", "python3"}:
+        if len(argv) >= 3 and argv[1] == "-m" and argv[2] == "pip":
+            return "an install"
+        if len(argv) >= 2 and (argv[1] == "-m" or argv[1].endswith(".py")):
+            return None
+        return "python without a script or -m MODULE"
+    return f"{head!r} is not a command this test runs"
+
+
+def check_page(page: Page) -> list[str]:
+    """Everything that is neither run nor marked, or marked wrongly, on a page."""
+    problems = list(page.problems)
+    for block in page.blocks:
+        if not block.lang:
+            problems.append(f"{block.where}: a fence without a language (```sh, ```python, or ```text for "
+                            "output and layouts)")
+            continue
+        if block.lang not in SHELL | PYTHON | INERT:
+            problems.append(f"{block.where}: fence language {block.lang!r} is neither run ({sorted(SHELL | PYTHON)})"
+                            f" nor inert ({sorted(INERT)})")
+        if block.lang not in SHELL | PYTHON and block.markers:
+            problems.append(f"{block.where}: markers {sorted(block.markers)} on a ```{block.lang} block, which "
+                            "never runs")
+        if block.runs and block.lang in SHELL:
+            for line, argv in shell_commands(block):
+                why = unrunnable(argv)
+                if why:
+                    problems.append(f"{block.where.rsplit(':', 1)[0]}:{line}: {shlex.join(argv)!r}: {why}; mark "
+                                    "the block '<!-- not run: REASON -->' if it is not meant to run")
+        for rel in block.clone_paths:
+            if not (ROOT / rel).exists() or ".." in Path(rel).parts or Path(rel).is_absolute():
+                problems.append(f"{block.where}: 'from a clone' names {rel!r}, which is not a path of the "
+                                "repository")
+            elif Path(rel).parts[0] == "schedsearch":
+                problems.append(f"{block.where}: 'from a clone' never copies the package; it is installed")
+    return problems
+
+
+# ----------------------------------------------------------------------------------------------- running
+
+
+@pytest.fixture(scope="session")
+def package_path(tmp_path_factory) -> Path:
+    """A folder holding only this checkout's package (a link): the child interpreters' PYTHONPATH, so they
+    run this code and see no other folder of the checkout (``examples``, ``benchmarks``) by accident."""
+    folder = tmp_path_factory.mktemp("package")
+    (folder / "schedsearch").symlink_to(ROOT / "schedsearch", target_is_directory=True)
+    return folder
+
+
+def _child_env(package_path: Path, extra: dict[str, str]) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(package_path), *filter(None, [env.get("PYTHONPATH")])])
+    env.setdefault("MPLBACKEND", "Agg")
+    env.pop("PYTEST_ADDOPTS", None)
+    env.update(extra)
+    return env
+
+
+def _tail(text: str, lines: int = 40) -> str:
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def run_command(where: str, argv: list[str], folder: Path, package_path: Path) -> float:
+    """Run one documented command in ``folder``; fail the test unless it exits 0. Returns its seconds."""
+    env, argv = _strip_env(argv)
+    t0 = time.perf_counter()
+    if argv[0] == "schedsearch" and not env:
+        from schedsearch.cli import main
+
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(argv[1:])
+            except SystemExit as exc:  # argparse: a bad flag, --help
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        output = out.getvalue() + err.getvalue()
+    else:
+        if argv[0] == "schedsearch":
+            argv = [sys.executable, "-m", "schedsearch", *argv[1:]]
+        elif argv[0] == "pytest":
+            argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *argv[1:]]
+        else:
+            argv = [sys.executable, *argv[1:]]
+        try:
+            run = subprocess.run(argv, cwd=folder, env=_child_env(package_path, env), capture_output=True, text=True,
+                                 timeout=CHILD_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"{where}: {shlex.join(argv)} ran longer than {CHILD_TIMEOUT_S} s")
+        code, output = run.returncode, run.stdout + run.stderr
+    if code != 0:
+        pytest.fail(f"{where}: `{shlex.join(argv)}` exited {code}:\n{_tail(output)}", pytrace=False)
+    return time.perf_counter() - t0
+
+
+def run_python(block: Block) -> float:
+    t0 = time.perf_counter()
+    # line numbers of the traceback are the page's
+    code = compile("\n" * (block.line - 1) + block.code, str(block.page), "exec")
+    try:
+        exec(code, {"__name__": "__main__"})
+    except Exception:
+        pytest.fail(f"{block.where}: the python block fails:\n{_tail(traceback.format_exc())}", pytrace=False)
+    return time.perf_counter() - t0
+
+
+def run_page(page: Page, folder: Path, package_path: Path, monkeypatch, *, slow: bool,
+             timings: list[tuple[str, float]]) -> None:
+    """Run every block of ``page`` that runs, in order, in ``folder``; ``slow`` blocks only when asked.
+    Appends each command's or snippet's seconds to ``timings``."""
+    monkeypatch.chdir(folder)
+    for block in page.blocks:
+        if not block.runs or block.slow and not slow:
+            continue
+        for rel in block.clone_paths:
+            source, target = ROOT / rel, folder / rel
+            if target.exists():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if source.is_dir():
+                shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.local.json"))
+            else:
+                shutil.copy2(source, target)
+        if block.lang in PYTHON:
+            timings.append((block.where, run_python(block)))
+        else:
+            for line, argv in shell_commands(block):
+                where = f"{block.where.rsplit(':', 1)[0]}:{line}"
+                timings.append((f"{where} {shlex.join(argv)}", run_command(where, argv, folder, package_path)))
+
+
+_PARSED = {path: parse_page(path) for path in PAGES}
+
+
+def _page_id(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def test_every_block_is_run_or_marked():
+    problems = [problem for page in _PARSED.values() for problem in check_page(page)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_pages_have_blocks_that_run():
+    """The parser sees the pages' blocks (a broken fence pattern would make every other test pass vacuously)."""
+    runs = {path.name: sum(block.runs for block in page.blocks) for path, page in _PARSED.items()}
+    assert runs["README.md"] >= 4 and runs["index.md"] >= 3, runs
+
+
+@pytest.mark.parametrize("path", [p for p in PAGES if any(b.runs for b in _PARSED[p].blocks)], ids=_page_id)
+def test_page_runs(path, tmp_path, package_path, monkeypatch, capsys):
+    """Every block of the page that runs, except the ``slow`` ones, in order from an empty folder."""
+    page = _PARSED[path]
+    if problems := check_page(page):
+        pytest.fail("\n".join(problems), pytrace=False)
+    folder = tmp_path / "reader"  # a folder whose name shadows nothing
+    folder.mkdir()
+    timings: list[tuple[str, float]] = []
+    try:
+        run_page(page, folder, package_path, monkeypatch, slow=False, timings=timings)
+    finally:
+        if os.environ.get("SCHEDSEARCH_DOCS_TIMINGS"):  # what each command costs the default run
+            with capsys.disabled():
+                for where, seconds in timings:
+                    print(f"\n{seconds:7.2f} s  {where}", end="")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", [p for p in PAGES if any(b.runs and b.slow for b in _PARSED[p].blocks)],
+                         ids=_page_id)
+def test_page_runs_complete(path, tmp_path, package_path, monkeypatch):
+    """Every block of the page that runs, the ``slow`` ones included."""
+    folder = tmp_path / "reader"
+    folder.mkdir()
+    run_page(_PARSED[path], folder, package_path, monkeypatch, slow=True, timings=[])
 
 
 def test_site_builds_strict(tmp_path):
