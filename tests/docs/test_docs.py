@@ -31,6 +31,7 @@ site builds with warnings as errors.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import re
@@ -63,6 +64,10 @@ _MARKER = re.compile(r"^\s*(?P<kind>not run|slow|from a clone)\s*:\s*(?P<text>.*
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
+def _rel(path: Path) -> Path:
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else Path(path.name)
+
+
 @dataclass
 class Block:
     """One fenced block of a page: where it starts (1-based line of its first code line), its language,
@@ -76,7 +81,7 @@ class Block:
 
     @property
     def where(self) -> str:
-        return f"{self.page.relative_to(ROOT)}:{self.line}"
+        return f"{_rel(self.page)}:{self.line}"
 
     @property
     def runs(self) -> bool:
@@ -96,22 +101,25 @@ class Page:
     path: Path
     blocks: list[Block]
     problems: list[str]  # what the parser found wrong: dangling or unknown markers, unclosed fences
+    prose: str = ""  # the page without its fenced blocks and HTML comments (blank lines in their place)
 
 
 def parse_page(path: Path) -> Page:
     """The fenced blocks of a markdown page, with their markers (HTML comments on the lines just above)."""
     lines = path.read_text(encoding="utf-8").splitlines()
-    rel = path.relative_to(ROOT)
+    rel = _rel(path)
     blocks: list[Block] = []
     problems: list[str] = []
     pending: dict[str, str] = {}
     pending_line = 0
+    prose = list(lines)
     i = 0
     while i < len(lines):
         line = lines[i]
         comment = _COMMENT.match(line)
         fence = _FENCE.match(line)
         if comment:
+            prose[i] = ""
             marker = _MARKER.match(comment["body"])
             if marker:
                 kind, text = marker["kind"], marker["text"]
@@ -137,6 +145,7 @@ def parse_page(path: Path) -> Page:
             code = "\n".join(text[indent:] if text[:indent].strip() == "" else text for text in lines[i + 1:j])
             blocks.append(Block(page=path, line=i + 2, lang=lang, code=code + "\n", markers=pending))
             pending, pending_line = {}, 0
+            prose[i:j + 1] = [""] * (min(j, len(lines) - 1) + 1 - i)
             i = j + 1
             continue
         if line.strip() and pending:
@@ -145,7 +154,7 @@ def parse_page(path: Path) -> Page:
         i += 1
     if pending:
         problems.append(f"{rel}:{pending_line}: marker {sorted(pending)} is not followed by a fenced block")
-    return Page(path=path, blocks=blocks, problems=problems)
+    return Page(path=path, blocks=blocks, problems=problems, prose="\n".join(prose))
 
 
 def shell_commands(block: Block) -> list[tuple[int, list[str]]]:
@@ -222,6 +231,87 @@ def check_page(page: Page) -> list[str]:
             elif Path(rel).parts[0] == "schedsearch":
                 problems.append(f"{block.where}: 'from a clone' never copies the package; it is installed")
     return problems
+
+
+# -------------------------------------------------------------------------------- commands in the prose
+
+#: an inline code span (line breaks allowed, as a wrapped paragraph has, but no blank line)
+_SPAN = re.compile(r"(?<!`)`(?P<code>(?:[^`\n]|\n(?![ \t]*\n))+)`(?!`)")
+#: a file operand: a relative path with a suffix
+_FILE = re.compile(r"^[\w.-][\w./-]*\.(json|toml|txt|csv|py)$")
+
+
+def _placeholder(token: str) -> bool:
+    """``FILE``, ``NAME``, ``FILE.json``, ``dp|dpl|...``: a word the reader replaces."""
+    stem = token.split(".")[0]
+    return "|" in token or "..." in token or (len(stem) > 1 and stem.isupper() and stem.isalpha())
+
+
+def inline_commands(page: Page) -> list[tuple[int, list[str]]]:
+    """The commands written in the page's prose as inline code: ``(line, argv)``."""
+    commands = []
+    for match in _SPAN.finditer(page.prose):
+        try:
+            argv = shlex.split(match["code"])
+        except ValueError:
+            continue
+        if len(argv) >= 2 and argv[0] in {"schedsearch", "pytest"} or argv[:1] == ["python"] and len(argv) >= 2 and (
+                argv[1].endswith(".py") or argv[1:3] == ["-m", "benchmarks"]):
+            commands.append((page.prose.count("\n", 0, match.start()) + 1, argv))
+    return commands
+
+
+@functools.cache
+def _cli_parser():
+    from schedsearch.cli import build_parser
+
+    return build_parser()
+
+
+def check_inline_command(page: Page, argv: list[str]) -> str | None:
+    """What is wrong with a command of the prose: a subcommand, flag or value the CLI does not take, a script or
+    benchmark that does not exist, a file that is neither in the repository nor written by a block of the page.
+    Placeholders (``FILE``, ``a|b``) and bare references (``schedsearch sweep``, ``search --problem``) are
+    checked as far as they go."""
+    import argparse
+
+    written = "\n".join(block.code for block in page.blocks if block.runs)
+    for token in argv[1:]:
+        named = re.search(rf"(?<![\w./-]){re.escape(token)}(?![\w/-])", written)  # as a path, not a part of one
+        if _FILE.match(token) and not _placeholder(token) and not (ROOT / token).exists() and not named:
+            return f"{token!r} is neither a file of the repository nor one a block of the page writes"
+    if argv[0] == "python":
+        if argv[1] == "-m":
+            return None if (ROOT / "benchmarks" / f"bench_{argv[3]}.py").is_file() or len(argv) < 4 else (
+                f"no benchmark {argv[3]!r}")
+        return None if (ROOT / argv[1]).is_file() else f"no script {argv[1]!r}"
+    if argv[0] == "pytest":
+        return None if (ROOT / argv[1]).exists() else f"no test file {argv[1]!r}"
+    parser = _cli_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    if argv[1].startswith("-"):
+        name, sub = None, parser
+    elif argv[1] in commands:
+        name, sub = argv[1], commands[argv[1]]
+    elif _placeholder(argv[1]):
+        return None
+    else:
+        return f"no command {argv[1]!r}"
+    flags = {flag for action in sub._actions for flag in action.option_strings}
+    for token in argv[2 if name else 1:]:
+        flag = token.split("=")[0]
+        if token.startswith("--") and flag not in flags:
+            return f"{name or 'schedsearch'} takes no {flag}"
+    if any(_placeholder(token) for token in argv) or len(argv) == 2 or argv[-1].startswith("--"):
+        return None  # a form or a reference, not a command to run as it is
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            parser.parse_args(argv[1:])
+        except SystemExit as exc:
+            if exc.code:
+                return f"the command line does not parse: {err.getvalue().strip().splitlines()[-1]}"
+    return None
 
 
 # ----------------------------------------------------------------------------------------------- running
@@ -321,7 +411,7 @@ _PARSED = {path: parse_page(path) for path in PAGES}
 
 
 def _page_id(path: Path) -> str:
-    return str(path.relative_to(ROOT))
+    return str(_rel(path))
 
 
 def test_every_block_is_run_or_marked():
@@ -329,10 +419,24 @@ def test_every_block_is_run_or_marked():
     assert not problems, "\n".join(problems)
 
 
+def test_commands_in_the_prose_are_real():
+    """Commands quoted inline in a paragraph do not run, but what they name exists: the subcommand, its flags
+    and values, the script, the benchmark, and any file they read (in the repository, or written by a block of
+    the same page)."""
+    problems = []
+    for page in _PARSED.values():
+        for line, argv in inline_commands(page):
+            if why := check_inline_command(page, argv):
+                problems.append(f"{_rel(page.path)}:{line}: `{shlex.join(argv)}`: {why}")
+    assert not problems, "\n".join(problems)
+
+
 def test_the_pages_have_blocks_that_run():
     """The parser sees the pages' blocks (a broken fence pattern would make every other test pass vacuously)."""
     runs = {path.name: sum(block.runs for block in page.blocks) for path, page in _PARSED.items()}
     assert runs["README.md"] >= 4 and runs["index.md"] >= 3, runs
+    inline = {path.name: len(inline_commands(page)) for path, page in _PARSED.items()}
+    assert inline["README.md"] >= 5, inline
 
 
 @pytest.mark.parametrize("path", [p for p in PAGES if any(b.runs for b in _PARSED[p].blocks)], ids=_page_id)
@@ -369,3 +473,78 @@ def test_site_builds_strict(tmp_path):
                           "--site-dir", str(tmp_path / "site")], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "site" / "cli" / "index.html").is_file()
+
+
+# ------------------------------------------------------------------------------------ the harness itself
+
+_BAD_PAGE = """# A page
+
+<!-- not run: -->
+
+```sh
+make demo
+```
+
+```
+loose output
+```
+
+<!-- slow: dangles -->
+
+Some prose, and `schedsearch search --placement zb-x` and `schedsearch bound missing.json` inline.
+
+<!-- not-run because -->
+
+```sh
+schedsearch demo | head
+```
+"""
+
+
+def test_the_checks_catch_what_is_neither_run_nor_marked(tmp_path):
+    path = tmp_path / "page.md"
+    path.write_text(_BAD_PAGE)
+    page = parse_page(path)
+    found = "\n".join(check_page(page))
+    assert "page.md:3: marker 'not run:' needs a reason" in found
+    assert "page.md:10: a fence without a language" in found
+    assert "page.md:13: marker ['slow'] is not followed by a fenced block" in found
+    assert "page.md:17: malformed marker" in found
+    assert re.search(r"page.md:20: .*head.*: a pipe", found)
+    assert "make demo" not in found  # marked (without a reason, which is reported)
+    inline = {argv[1]: check_inline_command(page, argv) for _, argv in inline_commands(page)}
+    assert "does not parse" in inline["search"] and "invalid choice: 'zb-x'" in inline["search"]
+    assert "'missing.json' is neither a file of the repository" in inline["bound"]
+
+
+def test_a_page_runs_in_order_and_a_failing_command_fails_it(tmp_path, package_path, monkeypatch):
+    path = tmp_path / "page.md"
+    path.write_text("""```python
+from pathlib import Path
+Path("note.txt").write_text("written")
+```
+
+<!-- slow: the complete run only -->
+
+```python
+raise AssertionError("a slow block ran in the default run")
+```
+
+<!-- from a clone: models/jobshop/ft06.txt -->
+
+```sh
+schedsearch jobshop models/jobshop/ft06.txt --quiet --baseline-only --out ''
+schedsearch validate note.txt note.txt
+```
+""")
+    page = parse_page(path)
+    assert check_page(page) == []
+    folder = tmp_path / "reader"
+    folder.mkdir()
+    timings: list[tuple[str, float]] = []
+    with pytest.raises(pytest.fail.Exception, match=r"page.md:16: `schedsearch validate note.txt note.txt` exited 2"):
+        run_page(page, folder, package_path, monkeypatch, slow=False, timings=timings)
+    assert [where.split()[0] for where, _ in timings] == ["page.md:2", "page.md:15"]  # the slow block skipped
+    assert (folder / "note.txt").read_text() == "written"
+    assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()) == [
+        "models/jobshop/ft06.txt", "note.txt"]  # only what the marker names was copied
