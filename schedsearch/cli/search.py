@@ -3,7 +3,8 @@
 Every placement the library builds is a ``--placement``; durations take one
 value for every stage or a per-stage list (``--forward 2,2,3,3`` on 4 stages;
 a placement has one stage per device, two with ``dualpipev``, and
-``--chunks`` per device with ``interleaved`` and ``zb-v``), and
+``--chunks`` per device with ``interleaved`` and ``zb-v``; ``tessel-m``,
+``-nn`` and ``-k`` take one value), and
 ``--memory`` is the activation capacity per device (a forward holds one
 activation until its backward frees it). A flag the placement does not take
 is an error naming it.
@@ -121,7 +122,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--microbatches", type=int, default=8, help="number of micro-batches (default: 8)")
     p.add_argument("--memory", type=int, default=None, metavar="ACTIVATIONS",
                    help="activation capacity per device, in activations (default: unbounded)")
-    p.add_argument("--forward", type=per_stage, metavar="T[,T...]", help="forward time per stage (default: 1)")
+    p.add_argument("--forward", type=per_stage, metavar="T[,T...]",
+                   help="forward time, one for every stage or one per stage (default: 1)")
     p.add_argument("--backward", type=per_stage, metavar="T[,T...]",
                    help="full backward time per stage (default: 2; 0 = inference for vshape and bidirectional)")
     p.add_argument("--input-grad", type=per_stage, metavar="T[,T...]", help="input-gradient (I) time per stage")
