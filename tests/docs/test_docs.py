@@ -24,8 +24,15 @@ whole test suite). Two more markers:
 
 :func:`test_every_block_is_run_or_marked` checks that every fence says its
 language, that every sh/python block either runs (only commands this module
-knows how to run) or carries ``not run``, and that no marker dangles. The
-site builds with warnings as errors.
+knows how to run) or carries ``not run``, and that no marker dangles.
+Commands quoted inline in the prose (``schedsearch jobshop DAG.json ...``)
+do not run; :func:`test_commands_in_the_prose_are_real` checks that what
+they name exists: subcommands, flags and values, scripts, benchmarks, and
+the files they read (in the repository, or written by a block of the page;
+a file the reader supplies is written as a placeholder, ``FILE.json``).
+The site builds with warnings as errors.
+
+``SCHEDSEARCH_DOCS_TIMINGS=1`` prints what each command and snippet costs.
 """
 
 from __future__ import annotations
