@@ -417,6 +417,13 @@ def run_page(page: Page, folder: Path, package_path: Path, monkeypatch, *, slow:
 _PARSED = {path: parse_page(path) for path in PAGES}
 
 
+def _needs_pictures(page: Page) -> None:
+    """A page that draws (png, svg, plot_schedule) needs the plot extra: skip without it, except on CI."""
+    draws = any(block.runs and re.search(r"\b(png|svg)\b|plot_schedule|save_plot", block.code) for block in page.blocks)
+    if draws and not os.environ.get("CI"):
+        pytest.importorskip("matplotlib", reason="the plot extra is not installed (python -m pip install -e '.[plot]')")
+
+
 def _page_id(path: Path) -> str:
     return str(_rel(path))
 
@@ -452,6 +459,7 @@ def test_page_runs(path, tmp_path, package_path, monkeypatch, capsys):
     page = _PARSED[path]
     if problems := check_page(page):
         pytest.fail("\n".join(problems), pytrace=False)
+    _needs_pictures(page)
     folder = tmp_path / "reader"  # a folder whose name shadows nothing
     folder.mkdir()
     timings: list[tuple[str, float]] = []
@@ -469,6 +477,7 @@ def test_page_runs(path, tmp_path, package_path, monkeypatch, capsys):
                          ids=_page_id)
 def test_page_runs_complete(path, tmp_path, package_path, monkeypatch):
     """Every block of the page that runs, the ``slow`` ones included."""
+    _needs_pictures(_PARSED[path])
     folder = tmp_path / "reader"
     folder.mkdir()
     run_page(_PARSED[path], folder, package_path, monkeypatch, slow=True, timings=[])
