@@ -40,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import itertools
 import os
 import re
 import shlex
@@ -288,9 +289,12 @@ def check_inline_command(page: Page, argv: list[str]) -> str | None:
         if _FILE.match(token) and not _placeholder(token) and not (ROOT / token).exists() and not named:
             return f"{token!r} is neither a file of the repository nor one a block of the page writes"
     if argv[0] == "python":
-        if argv[1] == "-m":
-            return None if (ROOT / "benchmarks" / f"bench_{argv[3]}.py").is_file() or len(argv) < 4 else (
-                f"no benchmark {argv[3]!r}")
+        if argv[1] == "-m":  # python -m benchmarks NAME ...: a name selects the benchmarks whose name holds it
+            names = [module.stem for module in (ROOT / "benchmarks").glob("*.py")]
+            for selector in itertools.takewhile(lambda a: not a.startswith("-"), argv[3:]):
+                if not _placeholder(selector) and not any(selector in name for name in names):
+                    return f"no benchmark {selector!r} in benchmarks/"
+            return None
         return None if (ROOT / argv[1]).is_file() else f"no script {argv[1]!r}"
     if argv[0] == "pytest":
         return None if (ROOT / argv[1]).exists() else f"no test file {argv[1]!r}"
@@ -507,7 +511,8 @@ loose output
 
 <!-- slow: dangles -->
 
-Some prose, and `schedsearch search --placement zb-x` and `schedsearch bound missing.json` inline.
+Some prose, and `schedsearch search --placement zb-x` and `schedsearch bound missing.json` inline,
+`python -m benchmarks no_such_benchmark` and `python -m benchmarks optimal`.
 
 <!-- not-run because -->
 
@@ -525,12 +530,15 @@ def test_the_checks_catch_what_is_neither_run_nor_marked(tmp_path):
     assert "page.md:3: marker 'not run:' needs a reason" in found
     assert "page.md:10: a fence without a language" in found
     assert "page.md:13: marker ['slow'] is not followed by a fenced block" in found
-    assert "page.md:17: malformed marker" in found
-    assert re.search(r"page.md:20: .*head.*: a pipe", found)
+    assert "page.md:18: malformed marker" in found
+    assert re.search(r"page.md:21: .*head.*: a pipe", found)
     assert "make demo" not in found  # marked (without a reason, which is reported)
-    inline = {argv[1]: check_inline_command(page, argv) for _, argv in inline_commands(page)}
+    inline = {argv[-1] if argv[0] == "python" else argv[1]: check_inline_command(page, argv)
+              for _, argv in inline_commands(page)}
     assert "does not parse" in inline["search"] and "invalid choice: 'zb-x'" in inline["search"]
     assert "'missing.json' is neither a file of the repository" in inline["bound"]
+    assert inline["no_such_benchmark"] == "no benchmark 'no_such_benchmark' in benchmarks/"
+    assert inline["optimal"] is None
 
 
 def test_a_page_runs_in_order_and_a_failing_command_fails_it(tmp_path, package_path, monkeypatch):
