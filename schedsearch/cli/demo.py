@@ -18,10 +18,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Builds a V-shape (1F1B placement) problem, searches it time-optimally with CP-SAT and "
         "Z3 under a memory limit, and prints the schedule, its metrics and the proof.",
     )
-    p.add_argument("--devices", type=int, default=4)
-    p.add_argument("--microbatches", type=int, default=8)
-    p.add_argument("--memory", type=int, default=4, help="activation capacity per device (default: 4)")
-    p.add_argument("--time-limit", type=float, default=60.0)
+    p.add_argument("--devices", type=int, default=4, metavar="N",
+                   help="devices, one pipeline stage each (default: 4)")
+    p.add_argument("--microbatches", type=int, default=8, metavar="N", help="micro-batches (default: 8)")
+    p.add_argument("--memory", type=int, default=4, metavar="ACTIVATIONS",
+                   help="activation capacity per device: a forward holds one until its backward (default: 4)")
+    p.add_argument("--time-limit", type=float, default=60.0, metavar="SECONDS",
+                   help="wall-clock limit of each backend's search (default: 60)")
     p.set_defaults(func=run)
 
 

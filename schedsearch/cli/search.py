@@ -1,7 +1,10 @@
 """``schedsearch search``: build a placement (or load a problem) and search it.
 
 Every placement the library builds is a ``--placement``; durations take one
-value for every stage or a per-stage list (``--forward 2,2,3,3``), and
+value for every stage or a per-stage list (``--forward 2,2,3,3`` on 4 stages;
+a placement has one stage per device, two with ``dualpipev``, and
+``--chunks`` per device with ``interleaved`` and ``zb-v``; ``tessel-m``,
+``-nn`` and ``-k`` take one value), and
 ``--memory`` is the activation capacity per device (a forward holds one
 activation until its backward frees it). A flag the placement does not take
 is an error naming it.
@@ -10,6 +13,7 @@ is an error naming it.
 from __future__ import annotations
 
 import argparse
+import functools
 import inspect
 from collections.abc import Callable
 
@@ -22,7 +26,7 @@ from schedsearch.cli._common import (
     print_result,
     write_plan,
 )
-from schedsearch.errors import InvalidOptionsError
+from schedsearch.errors import InvalidOptionsError, InvalidProblemError
 from schedsearch.placements import (
     bidirectional,
     chimera,
@@ -41,6 +45,7 @@ from schedsearch.placements import (
 from schedsearch.problem import Problem
 
 
+@functools.wraps(interleaved)  # its signature is interleaved's: the flags it takes are read from it
 def _interleaved(num_devices: int, num_microbatches: int, *, num_chunks: int = 2, **kwargs) -> Problem:
     return interleaved(num_devices, num_chunks, num_microbatches, **kwargs)
 
@@ -117,7 +122,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--microbatches", type=int, default=8, help="number of micro-batches (default: 8)")
     p.add_argument("--memory", type=int, default=None, metavar="ACTIVATIONS",
                    help="activation capacity per device, in activations (default: unbounded)")
-    p.add_argument("--forward", type=per_stage, metavar="T[,T...]", help="forward time per stage (default: 1)")
+    p.add_argument("--forward", type=per_stage, metavar="T[,T...]",
+                   help="forward time, one for every stage or one per stage (default: 1)")
     p.add_argument("--backward", type=per_stage, metavar="T[,T...]",
                    help="full backward time per stage (default: 2; 0 = inference for vshape and bidirectional)")
     p.add_argument("--input-grad", type=per_stage, metavar="T[,T...]", help="input-gradient (I) time per stage")
@@ -152,7 +158,18 @@ def build_problem(args: argparse.Namespace) -> Problem:
         kwargs[kw] = value
     if kwargs.get("backward") == 0 and args.placement in ("vshape", "1f1b", "bidirectional"):
         kwargs["backward"] = None  # inference: forward blocks only
-    return builder(args.devices, args.microbatches, **kwargs)
+    try:
+        return builder(args.devices, args.microbatches, **kwargs)
+    except InvalidProblemError as exc:
+        lists = [flag for flag, value in given.items() if isinstance(value, tuple)]
+        if not lists:
+            raise
+        # the builder names its keywords; the reader typed flags
+        message = str(exc).removeprefix("placement: ")
+        for flag in lists:
+            message = message.replace(repr(_FLAGS[flag]), flag)
+        shape = f"{args.devices} devices" + (f" x {kwargs.get('num_chunks', 2)} chunks" if "num_chunks" in params else "")
+        raise InvalidOptionsError(f"placement {args.placement!r} ({shape}): {message}") from None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -71,7 +71,8 @@ def _per_stage(name: str, value: IntOrSeq | None, num_stages: int, minimum: int 
         values = list(value)
         if len(values) != num_stages:
             raise InvalidProblemError(
-                f"placement: {name!r} must give one value per stage ({num_stages}), got {len(values)}: {values}"
+                f"placement: {name!r} must be one value for every stage or one value per stage "
+                f"({num_stages} stages), got {len(values)} values: {values}"
             )
     for s, v in enumerate(values):
         if v is None:

@@ -83,6 +83,17 @@ def test_progress_printer_shows_a_change_made_before_the_delay():
     assert len(lines) == 1 and "bound: incumbent -  bound 30" in lines[0]
 
 
+def test_every_option_of_every_command_explains_itself():
+    import argparse
+
+    from schedsearch.cli import build_parser
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    silent = [f"{name} {action.option_strings[0] if action.option_strings else action.dest}"
+              for name, parser in commands.items() for action in parser._actions if not action.help]
+    assert not silent, f"options without help: {silent}"  # argparse.SUPPRESS (a retired flag) is a help
+
+
 def test_help_lists_subcommands(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])

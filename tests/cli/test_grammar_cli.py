@@ -38,6 +38,22 @@ def test_search_per_stage_times_and_unknown_flag(capsys):
     assert "placement 'zb-h1' takes no --backward" in err and "--input-grad" in err
 
 
+def test_search_per_stage_lists_count_every_stage_of_the_placement(capsys):
+    # zb-v on 2 devices x 2 chunks: stages 0..3 on d0, d1, d1, d0; one micro-batch runs them in a chain
+    assert main(["search", "--placement", "zb-v", "--devices", "2", "--microbatches", "1", "--forward", "1,2,3,4",
+                 "--quiet", "--out", ""]) == 0
+    out = capsys.readouterr().out
+    assert "makespan 15" in out  # forwards 1+2+3+4, the 4 I's in a chain (1 each), then stage 0's W (1)
+    # interleaved takes the durations of interleaved() (its wrapper's own signature hides them)
+    assert main(["search", "--placement", "interleaved", "--devices", "2", "--microbatches", "1",
+                 "--forward", "1,1,1,1", "--backward", "2", "--quiet", "--out", ""]) == 0
+    assert "makespan 12" in capsys.readouterr().out
+    assert main(["search", "--placement", "zb-v", "--forward", "2,2,3,3", "--quiet", "--out", ""]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "placement 'zb-v' (4 devices x 2 chunks)" in err
+    assert "--forward must be one value for every stage or one value per stage (8 stages), got 4 values" in err
+
+
 def test_search_formats_and_plain_file_names(tmp_path, capsys):
     from schedsearch.placements import vshape
 
