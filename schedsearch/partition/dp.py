@@ -554,10 +554,11 @@ def _leaves_under_a_memory_limit(
     try:
         ideals = enumerate_ideals(apart.preds, limit=ideal_limit)
     except IdealLimitExceeded as exc:
-        above = "no split" if high is None else f"{high.max_load:.6g}"
+        above = "no split fits" if high is None else f"the optimum is at most {high.max_load:.6g}"
         raise IdealLimitExceeded(
-            f"operator graph {graph.name!r}: {exc}; with the zero-latency leaves merged, the optimum is at "
-            f"least {low.max_load:.6g} (their memory not counted) and at most {above} (counted)"
+            f"operator graph {graph.name!r}: {exc} (zero-latency leaves that hold memory kept apart); with them "
+            f"merged, the optimum is at least {low.max_load:.6g} (their memory not counted) and, their memory "
+            f"counted, {above}"
         ) from None
     ub = high.max_load if high is not None else _default_bound(apart, devices, ideals)
     sol = _solve_or_retry(apart, devices, ub, ideals)
