@@ -27,8 +27,9 @@ the number of ideals matches their published counts:
    memory is unlimited: apart from its neighbour, a leaf with no work only
    adds communication. Under a memory limit a leaf that holds memory may
    have to go elsewhere, so ``memory_limited=True`` keeps those apart (the
-   partitioners pass it whenever the devices have a memory limit). The
-   reference optima use the merge.
+   partitioners pass it whenever the devices have a memory limit, except the
+   exact DP, which merges them where a bound proves it loses nothing; see
+   below). The reference optima use the merge.
 
    ``count_leaf_memory=False`` merges every trivial leaf but leaves the
    memory of the merged leaves out of their supernode's ``size``: a
