@@ -20,13 +20,30 @@ the number of ideals matches their published counts:
 4. **Trivial leaves** (optional, on by default). A forward supernode with
    zero latency (both kinds, < 1e-6), zero backward latency, no edge to or
    from a backward supernode and exactly one edge to a forward supernode is
-   merged into that neighbour, repeatedly. This restricts the splits (the
+   merged into that neighbour, repeatedly, unless the leaf holds an operator
+   unsupported on accelerators and the neighbour does not (the neighbour may
+   need an accelerator the leaf cannot use). This restricts the splits (the
    leaf must share its neighbour's device) without losing an optimum where
    memory is unlimited: apart from its neighbour, a leaf with no work only
    adds communication. Under a memory limit a leaf that holds memory may
    have to go elsewhere, so ``memory_limited=True`` keeps those apart (the
-   partitioners pass it whenever the devices have a memory limit). The
-   reference optima use the merge.
+   partitioners pass it whenever the devices have a memory limit, except the
+   exact DP, which merges them where a bound proves it loses nothing; see
+   below). The reference optima use the merge.
+
+   ``count_leaf_memory=False`` merges every trivial leaf but leaves the
+   memory of the merged leaves out of their supernode's ``size``: a
+   *relaxation* under a memory limit. Moving a trivial leaf onto its
+   neighbour's device keeps any contiguous split contiguous (the leaf's only
+   edge is to that neighbour, so the ideals of the split stay ideals with the
+   leaf taken out or put in) and raises no load (the leaf has no latency and
+   every hyperedge through it also holds the neighbour, so no device newly
+   pays for one); with the leaf's memory not counted, it also raises no device's
+   memory. So every feasible split of the graph maps to a split of the
+   relaxed contraction that is no worse, and the relaxed optimum is a lower
+   bound (up to the latencies below 1e-6 that the merge treats as none); a
+   relaxed optimum whose split fits with the memory counted is the optimum
+   (see :func:`schedsearch.partition.dp.partition_dp`).
 
 Communication is kept on the *original* edges: an operator ``s`` with output
 cost ``c_s`` defines the hyperedge ``A_s`` = anchors of ``s`` and of its
@@ -150,13 +167,16 @@ def _sccs(nodes: list, succ: dict) -> list[list]:
     return comps
 
 
-def contract(graph: OperatorGraph, *, merge_trivial: bool = True, memory_limited: bool = False) -> ContractedGraph:
+def contract(graph: OperatorGraph, *, merge_trivial: bool = True, memory_limited: bool = False,
+             count_leaf_memory: bool = True) -> ContractedGraph:
     """Contract ``graph`` into forward supernodes (see the module docstring).
 
     The DPs split supernodes, so a backward operator always goes with its
     forward partner and a colocation class stays whole. ``memory_limited``:
     the devices have a memory limit, so trivial leaves that hold memory stay
-    apart (step 4 of the module docstring).
+    apart (step 4 of the module docstring). ``count_leaf_memory=False``: the
+    memory of the merged trivial leaves is left out of ``size`` (the
+    relaxation of step 4; only meaningful with ``memory_limited=False``).
 
     Examples
     --------
@@ -214,15 +234,19 @@ def contract(graph: OperatorGraph, *, merge_trivial: bool = True, memory_limited
 
     # 4. trivial zero-latency leaves
     lat_f = {op.id: (op.accel_latency, op.cpu_latency) for op in ops}
+    leaf_ops: set[int] = set()  # operators of merged leaves (their memory is left out if not count_leaf_memory)
     while merge_trivial:
         cls = classes()
         fwd_acc: dict = defaultdict(float)
         fwd_cpu: dict = defaultdict(float)
         bwd_lat: dict = defaultdict(float)
         held: dict = defaultdict(float)
+        cpu_only: set = set()
         for op in ops:
             c = cls[op.id]
             held[c] += op.size
+            if not op.supported_on_accel:
+                cpu_only.add(c)
             if op.is_backward:
                 bwd_lat[c] += op.accel_latency + op.cpu_latency
             else:
@@ -255,10 +279,13 @@ def contract(graph: OperatorGraph, *, merge_trivial: bool = True, memory_limited
                 and len(fwd_nbrs[c]) == 1
                 and bwd_lat[c] < _EPS
                 and not (memory_limited and held[c] > 0)
+                and (c not in cpu_only or fwd_nbrs[c][0] in cpu_only)
             ):
                 merges.append((c, fwd_nbrs[c][0]))
         if not merges:
             break
+        leaves = {c for c, _ in merges}
+        leaf_ops.update(oid for oid, c in cls.items() if c in leaves)
         for c, other in merges:
             uf.union(c, other)
 
@@ -307,7 +334,8 @@ def contract(graph: OperatorGraph, *, merge_trivial: bool = True, memory_limited
         members[i].append(op.id)
         acc[i] += op.accel_latency
         cpu[i] += op.cpu_latency
-        size[i] += op.size
+        if count_leaf_memory or op.id not in leaf_ops:
+            size[i] += op.size
         ok[i] = ok[i] and op.supported_on_accel
     preds = [sorted(number[u] for u in preds_k[k]) for k in sorted(number, key=number.get)]
     hyper: Counter = Counter()

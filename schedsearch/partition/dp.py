@@ -48,6 +48,14 @@ How it is made fast (the reference C++ code stores every pair ``J`` of
 
 All pruning uses only bounds valid for every solution of max-load at most
 ``U``, so the result is exact.
+
+Zero-latency leaves under a memory limit: merging them into their neighbour
+(as the reference does) may lose the splits that put their memory elsewhere,
+and keeping them apart multiplies the ideals (GNMT: from 17,914 to more than
+two million). :func:`partition_dp` merges them and runs the DP twice on the
+merged lattice, with their memory left out (a lower bound) and counted (a
+split of the graph); it keeps them apart only when neither the lower bound's
+split fits nor the two optima meet.
 """
 
 from __future__ import annotations
@@ -64,6 +72,7 @@ from schedsearch.options import check_partition_options
 from schedsearch.partition.contract import ContractedGraph, contract, linearize
 from schedsearch.partition.cost import evaluate_split
 from schedsearch.partition.ideals import (
+    IdealLimitExceeded,
     column_sums,
     enumerate_ideals,
     ideals_to_words,
@@ -412,10 +421,7 @@ def partition_dpl(
     chain = linearize(cg, list(order) if order is not None else None)
     sol = solve_contracted(chain, devices)
     if sol is None:
-        raise InvalidOperatorGraphError(
-            f"operator graph {graph.name!r}: no feasible split on {devices.num_accelerators} "
-            f"accelerators and {devices.num_cpus} CPUs (memory limit or unsupported operators)"
-        )
+        raise _no_split(graph, devices)
     return _finish("dpl", graph, devices, chain, sol, t0, optimal=False)
 
 
@@ -441,7 +447,13 @@ def partition_dp(
         ``math.inf`` disables pruning.
     merge_trivial:
         Merge zero-latency leaves into their neighbour (as the reference
-        code does; the ideal counts it reports are with this on).
+        code does; the ideal counts it reports are with this on). Under a
+        memory limit, leaves that hold memory are merged only where that
+        provably loses no split: the DP runs on the merged graph with their
+        memory left out (a lower bound) and, if that optimum does not fit
+        with it counted, with it counted (an upper bound); only when the two
+        differ do those leaves stay apart and the DP run on the larger
+        lattice (see ``_leaves_under_a_memory_limit``).
     ideal_limit:
         Refuse DAGs with more ideals than this (clear error, not a hang).
 
@@ -449,7 +461,9 @@ def partition_dp(
     -------
     PartitionResult
         ``optimal=True``; ``max_load`` from the DP, ``cost`` from the
-        independent evaluator (they agree to rounding).
+        independent evaluator (they agree to rounding). Where merged leaves
+        hold memory under a limit, ``stats["leaf_memory"]`` says how the
+        optimum was proven.
 
     Examples
     --------
@@ -467,24 +481,100 @@ def partition_dp(
                                              "ideal_limit": ideal_limit})
     t0 = time.perf_counter()
     graph, devices = _resolve(graph, devices)
-    cg = contract(graph, merge_trivial=merge_trivial, memory_limited=devices.max_accel_memory is not None)
+    cg = contract(graph, merge_trivial=merge_trivial)
+    if merge_trivial and devices.max_accel_memory is not None:
+        relaxed = contract(graph, count_leaf_memory=False)
+        if relaxed.size != cg.size:  # some merged leaf holds memory
+            return _leaves_under_a_memory_limit(graph, devices, cg, relaxed, upper_bound, ideal_limit, t0)
     ideals = enumerate_ideals(cg.preds, limit=ideal_limit)
-    if upper_bound is None:
-        if len(ideals) <= _SMALL_LATTICE * (cg.num_nodes + 1):
-            # barely more ideals than a chain: the bound would cost what it saves
-            ub = _INF
-        else:
-            # no feasible chain split (memory, unsupported operators): search unpruned
-            fallback = solve_contracted(linearize(cg), devices)
-            ub = fallback.max_load if fallback is not None else _INF
-    else:
-        ub = upper_bound
+    ub = _default_bound(cg, devices, ideals) if upper_bound is None else upper_bound
+    sol = _solve_or_retry(cg, devices, ub, ideals)
+    if sol is None:
+        raise _no_split(graph, devices)
+    return _finish("dp", graph, devices, cg, sol, t0, optimal=True, upper_bound=ub)
+
+
+def _no_split(graph: OperatorGraph, devices: DeviceLimits) -> InvalidOperatorGraphError:
+    return InvalidOperatorGraphError(
+        f"operator graph {graph.name!r}: no feasible split on {devices.num_accelerators} "
+        f"accelerators and {devices.num_cpus} CPUs (memory limit or unsupported operators)"
+    )
+
+
+def _default_bound(cg: ContractedGraph, devices: DeviceLimits, ideals: Sequence[int]) -> float:
+    """The DPL optimum, the pruning bound of :func:`partition_dp` (inf where it does not pay)."""
+    if len(ideals) <= _SMALL_LATTICE * (cg.num_nodes + 1):
+        # barely more ideals than a chain: the bound would cost what it saves
+        return _INF
+    # no feasible chain split (memory, unsupported operators): search unpruned
+    chain = solve_contracted(linearize(cg), devices)
+    return chain.max_load if chain is not None else _INF
+
+
+def _solve_or_retry(cg: ContractedGraph, devices: DeviceLimits, ub: float,
+                    ideals: Sequence[int]) -> ContiguousSolution | None:
+    """The DP pruned by ``ub``, again unpruned if nothing is within ``ub`` (a bound below the optimum)."""
     sol = solve_contracted(cg, devices, upper_bound=ub, ideals=ideals)
     if sol is None and math.isfinite(ub):
         sol = solve_contracted(cg, devices, ideals=ideals)
+    return sol
+
+
+def _leaves_under_a_memory_limit(
+    graph: OperatorGraph,
+    devices: DeviceLimits,
+    merged: ContractedGraph,
+    relaxed: ContractedGraph,
+    upper_bound: float | None,
+    ideal_limit: int | None,
+    t0: float,
+) -> PartitionResult:
+    """The exact DP when merged trivial leaves hold memory under a memory limit.
+
+    ``merged`` is the contraction with every trivial leaf merged into its
+    neighbour and its memory counted there (a *restriction*: each of its
+    splits is a split of the graph), ``relaxed`` the same with the leaves'
+    memory left out (a *relaxation*: its optimum is a lower bound, see step 4
+    of :mod:`schedsearch.partition.contract`). They share their supernodes
+    and ideals, so the two DPs cost what the merged DP costs. The optimum is
+    proven when
+
+    1. the relaxed optimum's split fits the memory limit with the leaves'
+       memory counted (checked by the independent evaluator): it is a split
+       of the graph at the lower bound; or else
+    2. the restricted optimum equals the relaxed one.
+
+    Otherwise the leaves that hold memory stay apart
+    (``contract(memory_limited=True)``) and the DP runs on that larger
+    lattice, pruned by the restricted optimum; if it has more than
+    ``ideal_limit`` ideals, the error names the two bounds.
+    """
+    ideals = enumerate_ideals(merged.preds, limit=ideal_limit)
+    # the DPL on the restriction is a split of the graph: a bound for both DPs
+    ub = _default_bound(merged, devices, ideals) if upper_bound is None else upper_bound
+    low = _solve_or_retry(relaxed, devices, ub, ideals)
+    if low is None:  # not even the relaxation has a split
+        raise _no_split(graph, devices)
+    if evaluate_split(graph, _to_split(merged, low.stages), devices).feasible:
+        return _finish("dp", graph, devices, merged, low, t0, optimal=True, upper_bound=ub,
+                       leaf_memory="relaxed optimum fits")
+    high = _solve_or_retry(merged, devices, ub, ideals)
+    if high is not None and high.max_load <= low.max_load:
+        return _finish("dp", graph, devices, merged, high, t0, optimal=True, upper_bound=ub,
+                       leaf_memory="restricted optimum = relaxed optimum")
+    apart = contract(graph, memory_limited=True)
+    try:
+        ideals = enumerate_ideals(apart.preds, limit=ideal_limit)
+    except IdealLimitExceeded as exc:
+        above = "no split fits" if high is None else f"the optimum is at most {high.max_load:.6g}"
+        raise IdealLimitExceeded(
+            f"operator graph {graph.name!r}: {exc} (zero-latency leaves that hold memory kept apart); with them "
+            f"merged, the optimum is at least {low.max_load:.6g} (their memory not counted) and, their memory "
+            f"counted, {above}"
+        ) from None
+    ub = high.max_load if high is not None else _default_bound(apart, devices, ideals)
+    sol = _solve_or_retry(apart, devices, ub, ideals)
     if sol is None:
-        raise InvalidOperatorGraphError(
-            f"operator graph {graph.name!r}: no feasible split on {devices.num_accelerators} "
-            f"accelerators and {devices.num_cpus} CPUs (memory limit or unsupported operators)"
-        )
-    return _finish("dp", graph, devices, cg, sol, t0, optimal=True, upper_bound=ub)
+        raise _no_split(graph, devices)
+    return _finish("dp", graph, devices, apart, sol, t0, optimal=True, upper_bound=ub,
+                   leaf_memory="leaves apart")

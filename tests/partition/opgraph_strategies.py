@@ -108,3 +108,42 @@ def brute_force_contiguous(graph: OperatorGraph, devices: DeviceLimits) -> float
         if cost.feasible:
             best = min(best, cost.max_load)
     return best
+
+
+@st.composite
+def graphs_with_trivial_leaves(draw, max_forward: int = 4, max_leaves: int = 2) -> OperatorGraph:
+    """A small operator graph with zero-latency leaves that hold memory.
+
+    Each leaf has no latency of either kind and one edge, to or from an
+    operator drawn before it (a forward operator or an earlier leaf, so
+    leaves of leaves merge step by step); it has a size, an output cost and
+    may be unsupported on accelerators.
+    """
+    base = draw(operator_graphs(max_forward=max_forward, unsupported=True))
+    ops = list(base.operators)
+    edges = list(base.edges)
+    anchors = [op.id for op in ops if not op.is_backward]
+    next_id = max(op.id for op in ops) + 1
+    for _ in range(draw(st.integers(1, max_leaves))):
+        leaf = next_id
+        next_id += 1
+        ops.append(Operator(
+            id=leaf, name=f"leaf{leaf}", accel_latency=0.0, cpu_latency=0.0,
+            size=float(draw(st.integers(0, 4))), output_cost=float(draw(st.integers(0, 3))),
+            supported_on_accel=draw(st.integers(0, 5)) > 0,
+        ))
+        other = draw(st.sampled_from(anchors))
+        edges.append((leaf, other) if draw(st.booleans()) else (other, leaf))
+        anchors.append(leaf)
+    return OperatorGraph(operators=ops, edges=edges, name="leaves")
+
+
+@st.composite
+def memory_limits(draw, graph: OperatorGraph, max_accel: int = 3) -> DeviceLimits:
+    """Devices whose memory limit is between the largest operator and all of the graph's memory (a CPU
+    where some operator needs one)."""
+    sizes = [op.size for op in graph.operators]
+    k = draw(st.integers(1, max_accel))
+    l = draw(st.integers(0, 1)) if all(op.supported_on_accel for op in graph.operators) else 1
+    mem = float(draw(st.integers(int(max(sizes)), int(max(sum(sizes), 1)))))
+    return DeviceLimits(num_accelerators=k, num_cpus=l, max_accel_memory=mem)
