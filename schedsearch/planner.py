@@ -38,12 +38,13 @@ from typing import Any
 
 import attrs
 
+from schedsearch._json import short_repr
 from schedsearch.errors import InvalidPipelineError, InvalidProblemError, NoFittingPlanError, SchedSearchError
 from schedsearch.options import SearchOptions
 from schedsearch.pipeline import FAMILIES, Pipeline, Stage
 from schedsearch.placements import chain_pipelines, device_names, stage_mapping
 from schedsearch.rewrite import with_capacities
-from schedsearch.problem import Channel, Cluster, Edge, Graph, Problem
+from schedsearch.problem import MAX_INT, MAX_TOTAL, Channel, Cluster, Edge, Graph, Problem
 from schedsearch.schedule import Schedule, metrics, overlap_groups
 from schedsearch.units import GIB, Units, choose_units
 from schedsearch.validate import validate
@@ -355,7 +356,7 @@ def retime_ms(schedule: Schedule, times: RealTimes) -> Fraction:
         if t.group_key is None:
             node_of[t.key] = ("task", t.key)
             length[("task", t.key)] = times.task[t.key]
-    preds: dict[Any, list[tuple[Any, Fraction]]] = {n: [] for n in length}
+    preds: dict[Any, list[Any]] = {n: [] for n in length}
     rank: dict[Any, tuple[int, int]] = {}
     for t in schedule.tasks:
         rank[node_of[t.key]] = (t.start, 1)
@@ -363,7 +364,7 @@ def retime_ms(schedule: Schedule, times: RealTimes) -> Fraction:
     for tr in schedule.transfers:
         node = ("transfer", tr.key)
         length[node] = times.edge[(tr.src, tr.dst)]
-        preds[node] = [(node_of[(tr.src, tr.microbatch)], Fraction(0))]
+        preds[node] = [node_of[(tr.src, tr.microbatch)]]
         rank[node] = (tr.start, 0)
     for e in times.problem.graph.edges:
         for m in range(times.problem.num_microbatches):
@@ -371,7 +372,7 @@ def retime_ms(schedule: Schedule, times: RealTimes) -> Fraction:
             if u == v:  # inside one overlapped group: the group's own order
                 continue
             tr = transfer_of.get((e.src, e.dst, m))
-            preds[v].append((("transfer", tr.key), Fraction(0)) if tr is not None else (u, Fraction(0)))
+            preds[v].append(("transfer", tr.key) if tr is not None else u)
     sequences: dict[str, list[Any]] = {}
     for t in schedule.tasks:
         for d in t.devices:
@@ -381,12 +382,14 @@ def retime_ms(schedule: Schedule, times: RealTimes) -> Fraction:
     for seq in sequences.values():
         nodes = list(dict.fromkeys(n for _, n in sorted(seq, key=lambda x: (x[0], rank[x[1]]))))
         for a, b in zip(nodes, nodes[1:]):
-            preds[b].append((a, Fraction(0)))
-    end: dict[Any, Fraction] = {}
+            preds[b].append(a)
+    scale = math.lcm(*{x.denominator for x in length.values()})  # whole numbers: exact and fast
+    size = {n: int(x * scale) for n, x in length.items()}
+    end: dict[Any, int] = {}
     for node in sorted(length, key=lambda n: rank[n]):
-        start = max((end[p] for p, _ in preds[node]), default=Fraction(0))
-        end[node] = start + length[node]
-    return max(end.values(), default=Fraction(0))
+        start = max((end[p] for p in preds[node]), default=0)
+        end[node] = start + size[node]
+    return Fraction(max(end.values(), default=0), scale)
 
 
 def _down(value: Fraction) -> float:
@@ -543,31 +546,19 @@ def _evaluate(task: _Task) -> _Outcome:
     if result.stats.get("wall_guard_hit"):
         note = (note + "; " if note else "") + ("a deterministic search hit its wall-clock guard: this row may "
                                                 "differ on another run")
-    row: dict[str, Any] = {"candidate": candidate, "status": result.status.value, "engine": result.engine,
-                           "note": note}
+    notes = [note] if note else []
+    row: dict[str, Any] = {"candidate": candidate, "status": result.status.value, "engine": result.engine}
     # every figure in ms is of the real times: the plan's order re-timed, a bound on the real problem
     times = real_times(pipeline, candidate, stages, problem, units)
     bound = real_bound_ms(pipeline, candidate, stages, units, times, result.lower_bound)
     if bound is not None:
         row["bound_ms"] = _down(bound)
     schedule = result.schedule
+    real = None
     if schedule is not None:
         violations = validate(problem, schedule)
         assert not violations, f"{candidate.label}: the search returned an invalid plan: {violations[:3]}"
-        fig = metrics(problem, schedule)
         real = retime_ms(schedule, times)
-        row.update(makespan_ms=float(real), bubble_pct=round(100 * fig.bubble_global / fig.makespan, 2),
-                   peak_gib=_gibs(units, problem, schedule), peak_proven=result.proven_levels >= 2)
-        if bound is not None:
-            row["gap"] = float((real - bound) / real) if real else 0.0
-            met = bound >= real
-            if met and result.status.value != "OPTIMAL":
-                row["status"] = "OPTIMAL"
-            elif not met and result.status.value == "OPTIMAL":
-                row["status"] = "FEASIBLE"
-                row["note"] = (note + "; " if note else "") + (
-                    f"optimal for the times rounded to {units.time_unit_ms:g} ms units; with the real times "
-                    f"within {100 * row['gap']:.2f}% of the bound")
     hand = None
     name = candidate.handcrafted_name()
     if name is not None:
@@ -575,13 +566,34 @@ def _evaluate(task: _Task) -> _Outcome:
         try:
             hand = _handcrafted(candidate, with_capacities(problem, None))
         except Exception as exc:  # a published schedule's precondition not met: say which
-            row["note"] = (note + "; " if note else "") + f"{name} not applicable: {type(exc).__name__}: {exc}"
+            notes.append(f"{name} not applicable: {type(exc).__name__}: {exc}")
         else:
             broken = validate(problem, hand)
             other = [v for v in broken if "memory" not in str(v).lower()]
             assert not other, f"{name}: the handcrafted schedule breaks more than memory: {other[:3]}"
-            row.update(handcrafted_ms=float(retime_ms(hand, times)), handcrafted_peak_gib=_gibs(units, problem, hand),
+            hand_real = retime_ms(hand, times)
+            row.update(handcrafted_ms=float(hand_real), handcrafted_peak_gib=_gibs(units, problem, hand),
                        handcrafted_fits=not broken)
+            if not broken and (real is None or hand_real < real):  # the search had nothing better in time
+                notes.append(f"the search found {'no plan' if real is None else 'no better plan'} in time: "
+                             f"the plan is {name}'s")
+                schedule, real = hand, hand_real
+                if result.status.value in ("TIMEOUT", "OPTIMAL"):
+                    row["status"] = "FEASIBLE"
+    if schedule is not None:
+        fig = metrics(problem, schedule)
+        row.update(makespan_ms=float(real), bubble_pct=round(100 * fig.bubble_global / fig.makespan, 2),
+                   peak_gib=_gibs(units, problem, schedule),
+                   peak_proven=result.proven_levels >= 2 and schedule is result.schedule)
+        if bound is not None:
+            row["gap"] = float((real - bound) / real) if real else 0.0
+            if bound >= real:
+                row["status"] = "OPTIMAL"
+            elif row["status"] == "OPTIMAL":
+                row["status"] = "FEASIBLE"
+                notes.append(f"optimal for the times rounded to {units.time_unit_ms:g} ms units; with the real "
+                             f"times within {100 * row['gap']:.2f}% of the bound")
+    row["note"] = "; ".join(notes)
     row["wall_time_s"] = round(time.perf_counter() - t0, 3)
     return _Outcome(row=PlanRow(**row), schedule=schedule, handcrafted=hand)
 
@@ -696,8 +708,18 @@ def plan(
     Returns
     -------
     PlanResult
-        Raises :class:`~schedsearch.errors.NoFittingPlanError` when no
-        candidate can fit the budget, saying per family why.
+        Its ``best`` is never None: :class:`~schedsearch.errors.NoFittingPlanError`
+        is raised when no candidate can fit the budget (before any search,
+        saying per family why) or none has a plan after the search (a row
+        whose search found nothing in time keeps its handcrafted schedule
+        when that fits). A bad value of the pipeline or of these arguments
+        raises :class:`~schedsearch.errors.InvalidPipelineError` before any
+        search.
+
+    Every figure in milliseconds is of the pipeline's own (unrounded)
+    times: a row's makespan is its plan's order re-timed with them
+    (:func:`retime_ms`), its bound a bound on every plan with them
+    (:func:`real_bound_ms`), and ``OPTIMAL`` means the two meet.
 
     Examples
     --------
@@ -713,13 +735,40 @@ def plan(
     """
     from schedsearch.sweep import get_executor
 
+    _check_arguments("plan", pipeline, time_limit_s=time_limit_s, workers=workers, address=address,
+                     deterministic=deterministic, seed=seed)
     t0 = time.perf_counter()
     executor = get_executor(engine, workers=workers, address=address)
     prepared = _prepare(pipeline, time_limit_s=time_limit_s, parallel=workers or getattr(executor, "workers", None),
                         deterministic=deterministic, seed=seed)
     outcomes = executor.run(_evaluate, prepared.tasks, timeout_s=_run_timeout([prepared], parallel=workers or getattr(
         executor, "workers", None), deterministic=deterministic))
-    return _finish(prepared, outcomes, executor.name, t0)
+    result = _finish(prepared, outcomes, executor.name, t0)
+    if result.best is None:
+        raise NoFittingPlanError(
+            f"{pipeline}: no candidate has a plan within the budget after the search: " + "; ".join(
+                f"{r.family}: {r.status}{' (' + r.note + ')' if r.note else ''}" for r in result.rows))
+    return result
+
+
+def _check_arguments(where: str, pipeline: Any, *, time_limit_s: Any, workers: Any, address: Any,
+                     deterministic: Any, seed: Any) -> None:
+    """Refuse a bad argument of :func:`plan` or :func:`plan_sweep` in one line, before any work."""
+    if not isinstance(pipeline, Pipeline):
+        raise InvalidPipelineError(f"{where}: 'pipeline' must be a Pipeline (Pipeline.load or Pipeline.from_dict "
+                                   f"read one), got {type(pipeline).__name__}")
+    if (isinstance(time_limit_s, bool) or not isinstance(time_limit_s, (int, float))
+            or not 0 < time_limit_s <= 10**7 or time_limit_s != time_limit_s):
+        raise InvalidPipelineError(f"{where}: 'time_limit_s' must be a number of seconds in (0, 1e7], got "
+                                   f"{short_repr(time_limit_s)}")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 4096):
+        raise InvalidPipelineError(f"{where}: 'workers' must be None or an integer from 1 to 4096, got {short_repr(workers)}")
+    if address is not None and not isinstance(address, str):
+        raise InvalidPipelineError(f"{where}: 'address' must be None or a string, got {type(address).__name__}")
+    if not isinstance(deterministic, bool):
+        raise InvalidPipelineError(f"{where}: 'deterministic' must be True or False, got {short_repr(deterministic)}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
+        raise InvalidPipelineError(f"{where}: 'seed' must be an integer from 0 to 2**31 - 1, got {short_repr(seed)}")
 
 
 def _run_timeout(prepared: Sequence[Any], *, parallel: int | None, deterministic: bool) -> float:
@@ -787,7 +836,10 @@ def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, d
             times.update({f"{k} at size ratio {r:.3g}": v * r for k, v in list(times.items()) if " at size ratio " not in k})
     if pipeline.memory_budget_bytes is not None:
         amounts.append(pipeline.memory_budget_bytes)
+    if not any(t > 0 for t in times.values()):
+        raise InvalidPipelineError(f"{pipeline}: every stage time is 0 ms: nothing to schedule")
     units = choose_units(times, amounts, tolerance=pipeline.time_tolerance)
+    _check_range(pipeline, times, amounts, units)
     rows: list[PlanRow] = []
     runnable: list[Candidate] = []
     for c in cands:
@@ -795,15 +847,31 @@ def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, d
         why = _why_not(pipeline, c, None if split is None else split[0])
         if not why and pipeline.memory_budget_bytes is not None:
             rank, params, acts, need = _memory_need(pipeline, c, split[0])
-            if units.memory(params) + units.memory(acts) > units.capacity(pipeline.memory_budget_bytes):
+            if need > pipeline.memory_budget_bytes:  # exact bytes: an exact fit fits
                 copies = " (two parameter copies)" if c.family == "dualpipe" else ""
-                why = (f"rank {rank} holds its parameters{copies} ({params / GIB:.3g} GiB) and one micro-batch's "
-                       f"activations of its stages ({acts / GIB:.3g} GiB) at once in any {c.label} plan: "
-                       f"{need / GIB:.3g} GiB > budget {pipeline.memory_budget_bytes / GIB:.3g} GiB")
+                why = (f"rank {rank} holds its parameters{copies} ({_bytes(params)}) and one micro-batch's "
+                       f"activations of its stages ({_bytes(acts)}) at once in any {c.label} plan: "
+                       f"{_bytes(need)} > budget {_bytes(pipeline.memory_budget_bytes)}")
+            elif units.memory(params) + units.memory(acts) > units.capacity(pipeline.memory_budget_bytes):
+                units = _exact_memory_unit(pipeline, amounts, units)
+                if units.memory(params) + units.memory(acts) > units.capacity(pipeline.memory_budget_bytes):
+                    why = (f"rank {rank} needs {_bytes(need)} at once in any {c.label} plan, within the budget "
+                           f"{_bytes(pipeline.memory_budget_bytes)} by less than the memory unit "
+                           f"({_bytes(units.memory_unit_bytes)}), and no exact unit keeps the amounts in range")
         if why:
             rows.append(PlanRow(candidate=c, status="skipped", note=why, handcrafted=c.handcrafted_name()))
         else:
             runnable.append(c)
+    kept = []
+    for c in runnable:  # what the schedule model refuses is said here, before any search
+        try:
+            build_problem(pipeline, c, splits[c][0], units)
+        except InvalidProblemError as exc:
+            rows.append(PlanRow(candidate=c, status="skipped", handcrafted=c.handcrafted_name(),
+                                note=f"the schedule model refuses its integer problem: {exc}"))
+        else:
+            kept.append(c)
+    runnable = kept
     if not runnable:
         raise NoFittingPlanError(
             "no schedule family fits: " + "; ".join(f"{r.family}: {r.note}" for r in rows)
@@ -814,6 +882,60 @@ def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, d
     tasks = tuple(_Task(pipeline=pipeline, candidate=c, units=units, options=options) for c in runnable)
     return _Prepared(pipeline=pipeline, units=units, splits=splits, skipped=tuple(rows), runnable=tuple(runnable),
                      tasks=tasks)
+
+
+def _bytes(amount: int) -> str:
+    """A byte amount, exactly: ``"1.5 GiB"``, ``"1073741825 B"``."""
+    for name, size in (("TiB", 2**40), ("GiB", GIB), ("MiB", 2**20), ("KiB", 2**10)):
+        text = f"{amount / size:.6g}"
+        if amount >= size and Fraction(text) * size == amount:
+            return f"{text} {name}"
+    return f"{amount} B"
+
+
+def _exact_memory_unit(pipeline: Pipeline, amounts: Sequence[int], units: Units) -> Units:
+    """``units`` with the largest memory unit dividing every amount (none rounded), when the budget stays in range.
+
+    An amount rounded up to whole units can refuse a plan that fits in
+    bytes; with a unit dividing every activation and parameter amount the
+    integer memory is the byte memory (the budget rounded down loses nothing).
+    """
+    unit = 0
+    for a in amounts:
+        unit = math.gcd(unit, a)
+    budget = pipeline.memory_budget_bytes or 0
+    if unit == 0 or unit >= units.memory_unit_bytes or budget // unit > MAX_INT:
+        return units
+    return attrs.evolve(units, memory_unit_bytes=unit, max_memory_error=0.0)
+
+
+def _check_range(pipeline: Pipeline, times: dict[str, float], amounts: Sequence[int], units: Units) -> None:
+    """Refuse, before any search, times and amounts whose integers leave the schedule model's range.
+
+    Every time in units and every memory amount in units is at most
+    :data:`~schedsearch.problem.MAX_INT`; the longest run (every
+    micro-batch's blocks one after the other) and the largest memory total
+    at most :data:`~schedsearch.problem.MAX_TOTAL`.
+    """
+    positive = {k: v for k, v in times.items() if v > 0}
+    name = max(positive, key=lambda k: positive[k])
+    longest, shortest = positive[name], min(positive.values())
+    if longest / units.time_unit_ms > MAX_INT:
+        raise InvalidPipelineError(
+            f"{pipeline}: the times range from {shortest:g} ms to {longest:g} ms ({name}): on the time unit "
+            f"{units.time_unit_ms:g} ms that keeps each within the tolerance {pipeline.time_tolerance:g}, the "
+            f"longest is {longest / units.time_unit_ms:.3g} units, beyond the schedule model's 2**40")
+    total = 4 * pipeline.num_microbatches * math.fsum(positive.values()) / units.time_unit_ms
+    if total > MAX_TOTAL:
+        raise InvalidPipelineError(
+            f"{pipeline}: {pipeline.num_microbatches} micro-batches of these times run {total:.3g} time units of "
+            f"{units.time_unit_ms:g} ms one after the other, beyond the schedule model's 2**61")
+    largest = max(amounts, default=0)
+    if -(-largest // units.memory_unit_bytes) > MAX_INT:
+        raise InvalidPipelineError(
+            f"{pipeline}: the memory amounts range from {_bytes(min(a for a in amounts if a > 0))} to "
+            f"{_bytes(largest)}: on the memory unit {_bytes(units.memory_unit_bytes)} the largest is beyond the "
+            f"schedule model's 2**40 units")
 
 
 def _finish(prepared: _Prepared, outcomes: Sequence[Any], engine: str, t0: float) -> PlanResult:
@@ -974,6 +1096,8 @@ def plan_sweep(
     """
     from schedsearch.sweep import get_executor
 
+    _check_arguments("plan_sweep", pipeline, time_limit_s=time_limit_s, workers=workers, address=address,
+                     deterministic=deterministic, seed=seed)
     t0 = time.perf_counter()
     executor = get_executor(engine, workers=workers, address=address)
     grid = [(m, b, f) for m in _grid_values("num_microbatches", num_microbatches, pipeline.num_microbatches)
