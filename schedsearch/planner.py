@@ -20,7 +20,9 @@ planner
    (makespan, then the worst rank's peak memory) and the handcrafted schedule
    of the same family on the same problem, through one executor
    (:mod:`schedsearch.sweep`: local processes or Ray);
-5. returns a :class:`PlanResult`: the ranked table and the best plan.
+5. returns a :class:`PlanResult`: the ranked table and the best plan, every
+   figure in milliseconds of the unrounded times (:func:`retime_ms`,
+   :func:`real_bound_ms`).
 
 Memory is held as a real runtime holds it: an activation is freed when the
 block that frees it ends (``free_at_end``); parameters are the ranks'
@@ -49,8 +51,8 @@ from schedsearch.schedule import Schedule, metrics, overlap_groups
 from schedsearch.units import GIB, Units, choose_units
 from schedsearch.validate import validate
 
-__all__ = ["Candidate", "PlanRow", "PlanResult", "SweepPoint", "SweepResult", "candidates", "build_problem", "plan",
-           "plan_sweep"]
+__all__ = ["Candidate", "PlanRow", "PlanResult", "RealTimes", "SweepPoint", "SweepResult", "candidates", "build_problem",
+           "exact_ms", "plan", "plan_sweep", "real_bound_ms", "real_times", "retime_ms"]
 
 
 @attrs.frozen(kw_only=True)
@@ -469,12 +471,18 @@ def _handcrafted(candidate: Candidate, problem: Problem) -> Schedule:
 class PlanRow:
     """One line of the plan table (times in ms, memory in GiB per rank, peak including parameters).
 
-    ``status`` is the search's status (``OPTIMAL``, ``FEASIBLE``,
-    ``INFEASIBLE``, ``TIMEOUT``), ``"skipped"`` (with ``note`` saying why) or
-    ``"failed"``/``"timeout"`` from the executor. ``bubble_pct`` is the
-    global bubble (makespan minus busy time, worst rank) over the makespan.
-    ``handcrafted_*`` are the published schedule of the same family on the
-    same problem; ``handcrafted_fits`` says whether it stays within the budget.
+    ``status`` is ``OPTIMAL`` when ``bound_ms`` meets ``makespan_ms``,
+    ``FEASIBLE`` for another plan, the search's ``INFEASIBLE`` or
+    ``TIMEOUT`` without one, ``"skipped"`` (with ``note`` saying why) or
+    ``"failed"``/``"timeout"`` from the executor. ``makespan_ms``,
+    ``handcrafted_ms`` and ``bound_ms`` are of the pipeline's unrounded
+    times (:func:`retime_ms`, :func:`real_bound_ms`). The plan is the
+    search's, or the handcrafted one when that fits and the search had
+    nothing better in time (``note`` says so). ``bubble_pct`` is the
+    global bubble (makespan minus busy time, worst rank) over the makespan,
+    in the integer problem. ``handcrafted_*`` are the published schedule of
+    the same family on the same problem; ``handcrafted_fits`` says whether
+    it stays within the budget.
     """
 
     candidate: Candidate
