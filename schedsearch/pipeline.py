@@ -659,15 +659,20 @@ def _toml_value(value: Any) -> str:
     raise TypeError(f"cannot write {value!r} as TOML")
 
 
+def _sum_ms(values: Sequence[float]) -> float:
+    """The sum of times as written (decimals, exactly), as the nearest float: 0.1 + 0.2 is 0.3."""
+    return float(sum(Fraction(repr(v)) for v in values))
+
+
 def _merge(layers: Sequence[Stage], group: Sequence[int], index: int) -> Stage:
     split = all(layers[i].has_split for i in group)
     first, last = layers[group[0]].name, layers[group[-1]].name
     return Stage(
         name=f"stage{index} ({first}..{last})" if len(group) > 1 else f"stage{index} ({first})",
-        forward_ms=math.fsum(layers[i].forward_ms for i in group),
-        backward_ms=math.fsum(layers[i].backward_ms for i in group),
-        input_grad_ms=math.fsum(layers[i].input_grad_ms for i in group) if split else None,
-        weight_grad_ms=math.fsum(layers[i].weight_grad_ms for i in group) if split else None,
+        forward_ms=_sum_ms([layers[i].forward_ms for i in group]),
+        backward_ms=_sum_ms([layers[i].backward_ms for i in group]),
+        input_grad_ms=_sum_ms([layers[i].input_grad_ms for i in group]) if split else None,
+        weight_grad_ms=_sum_ms([layers[i].weight_grad_ms for i in group]) if split else None,
         activation_bytes=sum(layers[i].activation_bytes for i in group),
         parameter_bytes=sum(layers[i].parameter_bytes for i in group),
     )

@@ -912,7 +912,7 @@ def _exact_memory_unit(pipeline: Pipeline, amounts: Sequence[int], units: Units)
     for a in amounts:
         unit = math.gcd(unit, a)
     budget = pipeline.memory_budget_bytes or 0
-    if unit == 0 or unit >= units.memory_unit_bytes or budget // unit > MAX_INT:
+    if unit == 0 or unit >= units.memory_unit_bytes or max(budget, *amounts) // unit > MAX_INT:
         return units
     return attrs.evolve(units, memory_unit_bytes=unit, max_memory_error=0.0)
 
