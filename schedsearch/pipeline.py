@@ -501,13 +501,18 @@ class Pipeline:
         """Read a pipeline from a ``.toml`` or ``.json`` file."""
         path = Path(path)
         try:
-            text = path.read_text()
+            text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise InvalidPipelineError(f"pipeline file {str(path)!r}: cannot read it ({exc.strerror})") from None
+        except UnicodeDecodeError as exc:
+            raise InvalidPipelineError(f"pipeline file {str(path)!r}: not UTF-8 text ({exc.reason} at byte "
+                                       f"{exc.start})") from None
         try:
             document = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
         except (ValueError, tomllib.TOMLDecodeError) as exc:
             raise InvalidPipelineError(f"pipeline file {str(path)!r}: not valid {path.suffix[1:] or 'TOML'}: {exc}") from None
+        except RecursionError:
+            raise InvalidPipelineError(f"pipeline file {str(path)!r}: nested too deeply to read") from None
         return cls.from_dict(document)
 
     def save(self, path: str | Path) -> Path:

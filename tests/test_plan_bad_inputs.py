@@ -207,6 +207,20 @@ def test_toml_text_is_refused_with_one_line(case, tmp_path, capsys, no_local_sea
     assert err.count("\n") == 1 and fragment.lower() in err.lower(), err
 
 
+@pytest.mark.parametrize("name, data, fragment", [
+    ("binary.json", b"\xff\xfe\x00{", "not UTF-8"),
+    ("deep.json", b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+    ("list.json", b"[1, 2]", "must be a table of fields"),
+    ("bad.json", b"{num_ranks: 2}", "not valid json"),
+])
+def test_unreadable_files_are_refused_with_one_line(name, data, fragment, tmp_path, capsys, no_local_search):
+    path = tmp_path / name
+    path.write_bytes(data)
+    assert main(["plan", str(path), "--out", ""]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and fragment in err, err
+
+
 GOOD = Pipeline.from_dict(BASE)
 ARGUMENTS = [
     ("time limit 0", {"time_limit_s": 0}, "'time_limit_s'"),
