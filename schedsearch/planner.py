@@ -946,6 +946,28 @@ def _check_range(pipeline: Pipeline, times: dict[str, float], amounts: Sequence[
             f"schedule model's 2**40 units")
 
 
+def _handcrafted_outcome(prepared: _Prepared, row: PlanRow) -> _Outcome | None:
+    """``row`` with its handcrafted schedule as the plan, when that applies and fits the budget (else None)."""
+    c, pipeline, units = row.candidate, prepared.pipeline, prepared.units
+    stages = prepared.splits[c][0]
+    problem = build_problem(pipeline, c, stages, units)
+    try:
+        hand = _handcrafted(c, with_capacities(problem, None))
+    except Exception:  # a published schedule's precondition not met: the row stays as it is
+        return None
+    if validate(problem, hand):
+        return None
+    real = retime_ms(hand, real_times(pipeline, c, stages, problem, units))
+    fig = metrics(problem, hand)
+    peaks = _gibs(units, problem, hand)
+    note = f"{row.note}; " if row.note else ""
+    return _Outcome(row=attrs.evolve(row, status="FEASIBLE", makespan_ms=float(real), handcrafted_ms=float(real),
+                                     bubble_pct=round(100 * fig.bubble_global / fig.makespan, 2), peak_gib=peaks,
+                                     handcrafted_peak_gib=peaks, handcrafted_fits=True,
+                                     note=f"{note}the search returned nothing: the plan is {row.handcrafted}'s"),
+                    schedule=hand, handcrafted=hand)
+
+
 def _finish(prepared: _Prepared, outcomes: Sequence[Any], engine: str, t0: float) -> PlanResult:
     """The ranked table and the best plan from the executor's outcomes of ``prepared.tasks``."""
     pipeline, units = prepared.pipeline, prepared.units
@@ -957,6 +979,14 @@ def _finish(prepared: _Prepared, outcomes: Sequence[Any], engine: str, t0: float
             found[o.value.row] = o.value
         else:
             rows.append(PlanRow(candidate=c, status=o.status, note=o.error, handcrafted=c.handcrafted_name()))
+    if all(r.makespan_ms is None for r in rows):
+        # no search returned a plan (stopped by the executor): the handcrafted plans that fit, run here
+        for i, r in enumerate(rows):
+            if r.status in ("failed", "timeout") and r.handcrafted is not None:
+                outcome = _handcrafted_outcome(prepared, r)
+                if outcome is not None:
+                    rows[i] = outcome.row
+                    found[outcome.row] = outcome
     ordered = sorted((r for r in rows if r.makespan_ms is not None), key=_rank_key)
     ordered += [r for r in rows if r.makespan_ms is None]
     best = ordered[0] if ordered and ordered[0].makespan_ms is not None else None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -212,3 +213,29 @@ def test_overlapped_groups_and_transfers_are_retimed_with_their_real_time(family
     assert result.best.bound_ms <= result.best.makespan_ms
     if family.startswith("dualpipe"):
         assert any(t.overlap for t in result.schedule.tasks)
+
+
+class TimesOut:
+    """An executor whose every search is stopped before it returns."""
+
+    name = "stopped"
+    workers = 1
+
+    def run(self, fn, tasks, timeout_s=None):
+        from schedsearch.sweep import TaskOutcome
+
+        return [TaskOutcome(status="timeout", error="stopped at the time limit") for _ in tasks]
+
+
+def test_the_fitting_handcrafted_plan_is_returned_when_no_search_returns():
+    stage = {"forward_ms": 1.0, "backward_ms": 2.0, "activation_bytes": "1 GiB", "parameter_bytes": "1 GiB"}
+    pipeline = Pipeline(num_ranks=2, num_microbatches=6, memory_budget_bytes="4 GiB", families=["1f1b"],
+                        stages=[stage] * 2)
+    result = schedsearch.plan(pipeline, time_limit_s=5, engine=TimesOut())
+    assert result.best.family == "1F1B" and result.best.status == "FEASIBLE"
+    assert result.best.makespan_ms == 21.0 == float(retime_ms(result))  # (m + p - 1)(F + B)
+    assert "the plan is 1F1B's" in result.best.note
+    assert not schedsearch.validate(result.problem, result.schedule)
+    # a budget the handcrafted plan does not fit: nothing to return, a named error
+    with pytest.raises(schedsearch.errors.NoFittingPlanError, match="no candidate has a plan"):
+        schedsearch.plan(attrs.evolve(pipeline, memory_budget_bytes="2.5 GiB"), time_limit_s=5, engine=TimesOut())
