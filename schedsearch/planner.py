@@ -21,8 +21,7 @@ planner
    of the same family on the same problem, through one executor
    (:mod:`schedsearch.sweep`: local processes or Ray);
 5. returns a :class:`PlanResult`: the ranked table and the best plan, every
-   figure in milliseconds of the unrounded times (:func:`retime_ms`,
-   :func:`real_bound_ms`).
+   figure in milliseconds of the unrounded times (:mod:`schedsearch.real_ms`).
 
 Memory is held as a real runtime holds it: an activation is freed when the
 block that frees it ends (``free_at_end``); parameters are the ranks'
@@ -47,12 +46,13 @@ from schedsearch.pipeline import FAMILIES, Pipeline, Stage
 from schedsearch.placements import chain_pipelines, device_names, stage_mapping
 from schedsearch.rewrite import with_capacities
 from schedsearch.problem import MAX_INT, MAX_TOTAL, Channel, Cluster, Edge, Graph, Problem
-from schedsearch.schedule import Schedule, metrics, overlap_groups
+from schedsearch.real_ms import RealTimes, float_below, real_bound_ms, real_times, retime_ms
+from schedsearch.schedule import Schedule, metrics
 from schedsearch.units import GIB, Units, choose_units
 from schedsearch.validate import validate
 
-__all__ = ["Candidate", "PlanRow", "PlanResult", "RealTimes", "SweepPoint", "SweepResult", "candidates", "build_problem",
-           "exact_ms", "plan", "plan_sweep", "real_bound_ms", "real_times", "retime_ms"]
+__all__ = ["Candidate", "PlanRow", "PlanResult", "SweepPoint", "SweepResult", "candidates", "build_problem", "plan",
+           "plan_sweep"]
 
 
 @attrs.frozen(kw_only=True)
@@ -254,152 +254,6 @@ def _with_transfers(problem: Problem, pipeline: Pipeline, stages: Sequence[Stage
                          cluster=Cluster(devices=problem.cluster.devices, channels=channels))
 
 
-# ------------------------------------------------------------ the plan in real milliseconds
-def exact_ms(value: float) -> Fraction:
-    """A time as the user wrote it: the shortest decimal that reads back as ``value``, as an exact fraction.
-
-    Examples
-    --------
-    >>> from schedsearch.planner import exact_ms
-    >>> exact_ms(0.995), exact_ms(2.0)
-    (Fraction(199, 200), Fraction(2, 1))
-    """
-    return Fraction(repr(float(value)))
-
-
-@attrs.frozen(kw_only=True)
-class RealTimes:
-    """The unrounded times of one candidate's integer problem, in milliseconds (exact fractions).
-
-    ``task`` gives each task instance's time (the stage time, times the
-    micro-batch's size ratio), ``group`` each overlapped group's own time
-    by its tag and members (``"F&B"``: ``fb_overlap_ms``; ``"B"``: the
-    stage's full backward) and ``edge`` each edge's transfer time (0 when
-    the ranks are the same or transfers are free). :meth:`scale` is the
-    largest ratio of a rounded time (in ms) to its real one.
-    """
-
-    problem: Problem
-    unit_ms: Fraction
-    task: dict[tuple[str, int], Fraction]
-    edge: dict[tuple[str, str], Fraction]
-    overlap: dict[frozenset[str], Fraction]
-
-    def group(self, members: Sequence[tuple[str, int]]) -> Fraction:
-        """An overlapped group's real time: its own, or its longest member's when that is longer."""
-        own = self.overlap[frozenset(b for b, _ in members)]
-        return max([own] + [self.task[k] for k in members])
-
-    def scale(self) -> Fraction:
-        """The largest (rounded time in ms) / (real time) over every time of the problem (at least 1)."""
-        out = Fraction(1)
-        pairs = [(self.problem.durations(b, m)[0], t) for (b, m), t in self.task.items()]
-        pairs += [(ov.duration, self.overlap[ov.key]) for ov in self.problem.overlaps]
-        pairs += [(e.size, self.edge[(e.src, e.dst)]) for e in self.problem.graph.edges]
-        for ticks, real in pairs:
-            if ticks and real:
-                out = max(out, ticks * self.unit_ms / real)
-            elif ticks:  # a time the integers hold and reality does not: no scale bounds it
-                raise AssertionError(f"a real time of 0 ms became {ticks} time units")
-        return out
-
-
-def real_times(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage], problem: Problem,
-               units: Units) -> RealTimes:
-    """The unrounded times of ``problem`` (built by :func:`build_problem` for ``candidate`` and ``stages``)."""
-    sizes = pipeline.microbatch_sizes
-    top = None if sizes is None else max(exact_ms(s) for s in sizes)
-    half = pipeline.num_microbatches // 2
-    task: dict[tuple[str, int], Fraction] = {}
-    for b in problem.graph.blocks:
-        ms = exact_ms(getattr(stages[b.stage], _TIME_FIELD[b.kind]))
-        offset = half if candidate.layout == "dualpipe" and b.name.endswith(".up") else 0
-        for m in range(problem.num_microbatches):
-            task[(b.name, m)] = ms if top is None else ms * exact_ms(sizes[offset + m]) / top
-    overlap: dict[frozenset[str], Fraction] = {}
-    for ov in problem.overlaps:
-        if ov.name == "F&B":
-            overlap[ov.key] = exact_ms(pipeline.fb_overlap_ms)
-        elif ov.name == "B":
-            overlap[ov.key] = exact_ms(stages[problem.graph.block(ov.blocks[0]).stage].backward_ms)
-        else:
-            raise AssertionError(f"{candidate.label}: no real time for the overlapped group {ov.name!r}")
-    device_of = {b.name: b.options[0].devices[0] for b in problem.graph.blocks}
-    edge: dict[tuple[str, str], Fraction] = {}
-    for e in problem.graph.edges:
-        real = Fraction(0)
-        if e.size:
-            sender = problem.graph.block(e.src if e.src.startswith("F") else e.dst).stage
-            real = exact_ms(pipeline.p2p.transfer_ms(stages[sender].activation_bytes))
-        elif device_of[e.src] != device_of[e.dst] and not pipeline.p2p.free:
-            sender = problem.graph.block(e.src if e.src.startswith("F") else e.dst).stage
-            assert pipeline.p2p.transfer_ms(stages[sender].activation_bytes) == 0, "a transfer rounded to 0"
-        edge[(e.src, e.dst)] = real
-    return RealTimes(problem=problem, unit_ms=exact_ms(units.time_unit_ms), task=task, edge=edge, overlap=overlap)
-
-
-def retime_ms(schedule: Schedule, times: RealTimes) -> Fraction:
-    """The makespan in real milliseconds of ``schedule``'s order: each device's and each channel's sequence
-    and every dependency kept, every task (overlapped group) and transfer started as soon as possible
-    with its real time.
-
-    The order is the schedule's: tasks by start on each device, transfers by start on each channel.
-    Memory follows: each device runs the same sequence, so its level passes through the same values
-    (amounts in the integer problem are rounded up, its budget down: the bytes fit).
-    """
-    groups = overlap_groups(schedule)
-    node_of: dict[tuple[str, int], Any] = {}
-    length: dict[Any, Fraction] = {}
-    for key, members in groups.items():
-        for t in members:
-            node_of[t.key] = ("group", key)
-        length[("group", key)] = times.group([t.key for t in members])
-    for t in schedule.tasks:
-        if t.group_key is None:
-            node_of[t.key] = ("task", t.key)
-            length[("task", t.key)] = times.task[t.key]
-    preds: dict[Any, list[Any]] = {n: [] for n in length}
-    rank: dict[Any, tuple[int, int]] = {}
-    for t in schedule.tasks:
-        rank[node_of[t.key]] = (t.start, 1)
-    transfer_of = {tr.key: tr for tr in schedule.transfers}
-    for tr in schedule.transfers:
-        node = ("transfer", tr.key)
-        length[node] = times.edge[(tr.src, tr.dst)]
-        preds[node] = [node_of[(tr.src, tr.microbatch)]]
-        rank[node] = (tr.start, 0)
-    for e in times.problem.graph.edges:
-        for m in range(times.problem.num_microbatches):
-            u, v = node_of[(e.src, m)], node_of[(e.dst, m)]
-            if u == v:  # inside one overlapped group: the group's own order
-                continue
-            tr = transfer_of.get((e.src, e.dst, m))
-            preds[v].append(("transfer", tr.key) if tr is not None else u)
-    sequences: dict[str, list[Any]] = {}
-    for t in schedule.tasks:
-        for d in t.devices:
-            sequences.setdefault(d, []).append((t.start, node_of[t.key]))
-    for tr in schedule.transfers:
-        sequences.setdefault("channel " + tr.channel, []).append((tr.start, ("transfer", tr.key)))
-    for seq in sequences.values():
-        nodes = list(dict.fromkeys(n for _, n in sorted(seq, key=lambda x: (x[0], rank[x[1]]))))
-        for a, b in zip(nodes, nodes[1:]):
-            preds[b].append(a)
-    scale = math.lcm(*{x.denominator for x in length.values()})  # whole numbers: exact and fast
-    size = {n: int(x * scale) for n, x in length.items()}
-    end: dict[Any, int] = {}
-    for node in sorted(length, key=lambda n: rank[n]):
-        start = max((end[p] for p in preds[node]), default=0)
-        end[node] = start + size[node]
-    return Fraction(max(end.values(), default=0), scale)
-
-
-def _down(value: Fraction) -> float:
-    """The largest float <= ``value`` (a bound shown must not exceed the exact one)."""
-    out = float(value)
-    return math.nextafter(out, -math.inf) if out > value else out
-
-
 def memory_exact(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage], units: Units) -> bool:
     """True when every memory amount of the candidate's problem is a whole number of memory units.
 
@@ -416,44 +270,18 @@ def memory_exact(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stag
     return all(a % units.memory_unit_bytes == 0 for a in amounts)
 
 
-def real_bound_ms(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage], units: Units,
-                  times: RealTimes, bound_ticks: int | None) -> Fraction | None:
-    """A lower bound, in real milliseconds, on every plan of the candidate with the unrounded times and bytes.
-
-    ``bound_ticks`` is a proven lower bound of the integer problem
-    (:func:`build_problem`). Let ``c`` be the largest ratio of a rounded time
-    (in ms) to its real time (:meth:`RealTimes.scale`, at least 1). Take any
-    plan of the real problem and keep its order (each device's and each
-    channel's sequence, its overlapped groups) but give every task, group and
-    transfer its rounded time, each started as soon as possible: every time
-    grew by a factor of at most ``c``, so every start, which is a longest
-    path through the order, did too, and the makespan is at most ``c`` times
-    the real one; the starts are whole units. Each device runs the same
-    sequence, so its memory passes through the same levels. When the
-    integer problem counts memory exactly (:func:`memory_exact`), that
-    re-timed plan is a plan of the integer problem, so
-    ``bound_ticks <= c x real makespan / unit``: ``bound_ticks x unit / c``
-    bounds every real plan. Otherwise the integer problem's memory is
-    stricter than the bytes (amounts rounded up, budget down), and the bound
-    is taken instead from :func:`~schedsearch.bounds.lower_bound` of the
-    problem with the memory rounded the other way (amounts down, budget
-    up; every plan in bytes fits it), or with no budget if its constructor
-    refuses it. With the times 0.995 and 1.99 ms on a 1 ms unit, ``c`` is
-    1/0.995 and a bound of 15 units reads 14.925 ms.
-    """
+def _real_bound(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage], units: Units, times: RealTimes,
+                bound_ticks: int | None) -> Fraction | None:
+    """:func:`~schedsearch.real_ms.real_bound_ms` of the candidate: the search's bound when memory counts
+    exactly (:func:`memory_exact`), else the bound of the problem with memory rounded the other way (with no
+    budget when its constructor refuses it)."""
     if memory_exact(pipeline, candidate, stages, units):
-        if bound_ticks is None:
-            return None
-        ticks = bound_ticks
-    else:
-        from schedsearch.bounds import lower_bound
-
-        try:
-            relaxed = build_problem(pipeline, candidate, stages, units, relaxed_memory=True)
-        except InvalidProblemError:
-            relaxed = with_capacities(build_problem(pipeline, candidate, stages, units), None)
-        ticks = lower_bound(relaxed).value
-    return ticks * times.unit_ms / times.scale()
+        return real_bound_ms(times, bound_ticks)
+    try:
+        relaxed = build_problem(pipeline, candidate, stages, units, relaxed_memory=True)
+    except InvalidProblemError:
+        relaxed = with_capacities(build_problem(pipeline, candidate, stages, units), None)
+    return real_bound_ms(times, bound_ticks, relaxed)
 
 
 def _handcrafted(candidate: Candidate, problem: Problem) -> Schedule:
@@ -476,9 +304,9 @@ class PlanRow:
     ``TIMEOUT`` without one, ``"skipped"`` (with ``note`` saying why) or
     ``"failed"``/``"timeout"`` from the executor. ``makespan_ms``,
     ``handcrafted_ms`` and ``bound_ms`` are of the pipeline's unrounded
-    times (:func:`retime_ms`, :func:`real_bound_ms`). The plan is the
-    search's, or the handcrafted one when that fits and the search had
-    nothing better in time (``note`` says so). ``bubble_pct`` is the
+    times (:mod:`schedsearch.real_ms`). The plan is the search's, or the
+    handcrafted one when that fits and the search had nothing better in
+    time (``note`` says so). ``bubble_pct`` is the
     global bubble (makespan minus busy time, worst rank) over the makespan,
     in the integer problem. ``handcrafted_*`` are the published schedule of
     the same family on the same problem; ``handcrafted_fits`` says whether
@@ -558,9 +386,9 @@ def _evaluate(task: _Task) -> _Outcome:
     row: dict[str, Any] = {"candidate": candidate, "status": result.status.value, "engine": result.engine}
     # every figure in ms is of the real times: the plan's order re-timed, a bound on the real problem
     times = real_times(pipeline, candidate, stages, problem, units)
-    bound = real_bound_ms(pipeline, candidate, stages, units, times, result.lower_bound)
+    bound = _real_bound(pipeline, candidate, stages, units, times, result.lower_bound)
     if bound is not None:
-        row["bound_ms"] = _down(bound)
+        row["bound_ms"] = float_below(bound)
     schedule = result.schedule
     real = None
     if schedule is not None:
@@ -726,8 +554,8 @@ def plan(
 
     Every figure in milliseconds is of the pipeline's own (unrounded)
     times: a row's makespan is its plan's order re-timed with them
-    (:func:`retime_ms`), its bound a bound on every plan with them
-    (:func:`real_bound_ms`), and ``OPTIMAL`` means the two meet.
+    (:func:`~schedsearch.real_ms.retime_ms`), its bound a bound on every plan with them
+    (:func:`~schedsearch.real_ms.real_bound_ms`), and ``OPTIMAL`` means the two meet.
 
     Examples
     --------
