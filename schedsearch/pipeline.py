@@ -30,13 +30,16 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from schedsearch._json import short_repr
 from schedsearch.errors import InvalidPipelineError
-from schedsearch.problem import MAX_MICROBATCHES
+from schedsearch.problem import MAX_INT, MAX_MICROBATCHES, MAX_TOTAL
+
+if TYPE_CHECKING:
+    from schedsearch.units import Units
 
 __all__ = [
     "FAMILIES",
@@ -646,6 +649,81 @@ class Pipeline:
             return None
         groups = split_layers(self.stages, num_stages)
         return tuple(_merge(self.stages, g, k) for k, g in enumerate(groups)), groups
+
+
+# ------------------------------------------------------------ checks of plan()'s input
+def check_plan_arguments(where: str, pipeline: Any, *, time_limit_s: Any, workers: Any, address: Any,
+                     deterministic: Any, seed: Any) -> None:
+    """Refuse a bad argument of :func:`plan` or :func:`plan_sweep` in one line, before any work."""
+    if not isinstance(pipeline, Pipeline):
+        raise InvalidPipelineError(f"{where}: 'pipeline' must be a Pipeline (Pipeline.load or Pipeline.from_dict "
+                                   f"read one), got {type(pipeline).__name__}")
+    if (isinstance(time_limit_s, bool) or not isinstance(time_limit_s, (int, float))
+            or not 0 < time_limit_s <= 10**7 or time_limit_s != time_limit_s):
+        raise InvalidPipelineError(f"{where}: 'time_limit_s' must be a number of seconds in (0, 1e7], got "
+                                   f"{short_repr(time_limit_s)}")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 4096):
+        raise InvalidPipelineError(f"{where}: 'workers' must be None or an integer from 1 to 4096, got {short_repr(workers)}")
+    if address is not None and not isinstance(address, str):
+        raise InvalidPipelineError(f"{where}: 'address' must be None or a string, got {type(address).__name__}")
+    if not isinstance(deterministic, bool):
+        raise InvalidPipelineError(f"{where}: 'deterministic' must be True or False, got {short_repr(deterministic)}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
+        raise InvalidPipelineError(f"{where}: 'seed' must be an integer from 0 to 2**31 - 1, got {short_repr(seed)}")
+
+
+def exact_bytes(amount: int) -> str:
+    """A byte amount, exactly: ``"1.5 GiB"``, ``"1073741825 B"``."""
+    for name, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        text = f"{amount / size:.6g}"
+        if amount >= size and Fraction(text) * size == amount:
+            return f"{text} {name}"
+    return f"{amount} B"
+
+
+def exact_memory_unit(pipeline: Pipeline, amounts: Sequence[int], units: Units) -> Units:
+    """``units`` with the largest memory unit dividing every amount (none rounded), when the budget stays in range.
+
+    An amount rounded up to whole units can refuse a plan that fits in
+    bytes; with a unit dividing every activation and parameter amount the
+    integer memory is the byte memory (the budget rounded down loses nothing).
+    """
+    unit = 0
+    for a in amounts:
+        unit = math.gcd(unit, a)
+    budget = pipeline.memory_budget_bytes or 0
+    if unit == 0 or unit >= units.memory_unit_bytes or max(budget, *amounts) // unit > MAX_INT:
+        return units
+    return attrs.evolve(units, memory_unit_bytes=unit, max_memory_error=0.0)
+
+
+def check_integer_range(pipeline: Pipeline, times: dict[str, float], amounts: Sequence[int], units: Units) -> None:
+    """Refuse, before any search, times and amounts whose integers leave the schedule model's range.
+
+    Every time in units and every memory amount in units is at most
+    :data:`~schedsearch.problem.MAX_INT`; the longest run (every
+    micro-batch's blocks one after the other) and the largest memory total
+    at most :data:`~schedsearch.problem.MAX_TOTAL`.
+    """
+    positive = {k: v for k, v in times.items() if v > 0}
+    name = max(positive, key=lambda k: positive[k])
+    longest, shortest = positive[name], min(positive.values())
+    if longest / units.time_unit_ms > MAX_INT:
+        raise InvalidPipelineError(
+            f"{pipeline}: the times range from {shortest:g} ms to {longest:g} ms ({name}): on the time unit "
+            f"{units.time_unit_ms:g} ms that keeps each within the tolerance {pipeline.time_tolerance:g}, the "
+            f"longest is {longest / units.time_unit_ms:.3g} units, beyond the schedule model's 2**40")
+    total = 4 * pipeline.num_microbatches * math.fsum(positive.values()) / units.time_unit_ms
+    if total > MAX_TOTAL:
+        raise InvalidPipelineError(
+            f"{pipeline}: {pipeline.num_microbatches} micro-batches of these times run {total:.3g} time units of "
+            f"{units.time_unit_ms:g} ms one after the other, beyond the schedule model's 2**61")
+    largest = max(amounts, default=0)
+    if -(-largest // units.memory_unit_bytes) > MAX_INT:
+        raise InvalidPipelineError(
+            f"{pipeline}: the memory amounts range from {exact_bytes(min(a for a in amounts if a > 0))} to "
+            f"{exact_bytes(largest)}: on the memory unit {exact_bytes(units.memory_unit_bytes)} the largest is beyond the "
+            f"schedule model's 2**40 units")
 
 
 def _gib(amount: int) -> str:

@@ -39,13 +39,13 @@ from typing import Any
 
 import attrs
 
-from schedsearch._json import short_repr
 from schedsearch.errors import InvalidPipelineError, InvalidProblemError, NoFittingPlanError, SchedSearchError
 from schedsearch.options import SearchOptions
-from schedsearch.pipeline import FAMILIES, Pipeline, Stage
+from schedsearch.pipeline import (FAMILIES, Pipeline, Stage, check_integer_range, check_plan_arguments,
+                                  exact_bytes, exact_memory_unit)
 from schedsearch.placements import chain_pipelines, device_names, stage_mapping
 from schedsearch.rewrite import with_capacities
-from schedsearch.problem import MAX_INT, MAX_TOTAL, Channel, Cluster, Edge, Graph, Problem
+from schedsearch.problem import Channel, Cluster, Edge, Graph, Problem
 from schedsearch.real_ms import RealTimes, float_below, real_bound_ms, real_times, retime_ms
 from schedsearch.schedule import Schedule, metrics
 from schedsearch.units import GIB, Units, choose_units
@@ -571,7 +571,7 @@ def plan(
     """
     from schedsearch.sweep import get_executor
 
-    _check_arguments("plan", pipeline, time_limit_s=time_limit_s, workers=workers, address=address,
+    check_plan_arguments("plan", pipeline, time_limit_s=time_limit_s, workers=workers, address=address,
                      deterministic=deterministic, seed=seed)
     t0 = time.perf_counter()
     executor = get_executor(engine, workers=workers, address=address)
@@ -585,26 +585,6 @@ def plan(
             f"{pipeline}: no candidate has a plan within the budget after the search: " + "; ".join(
                 f"{r.family}: {r.status}{' (' + r.note + ')' if r.note else ''}" for r in result.rows))
     return result
-
-
-def _check_arguments(where: str, pipeline: Any, *, time_limit_s: Any, workers: Any, address: Any,
-                     deterministic: Any, seed: Any) -> None:
-    """Refuse a bad argument of :func:`plan` or :func:`plan_sweep` in one line, before any work."""
-    if not isinstance(pipeline, Pipeline):
-        raise InvalidPipelineError(f"{where}: 'pipeline' must be a Pipeline (Pipeline.load or Pipeline.from_dict "
-                                   f"read one), got {type(pipeline).__name__}")
-    if (isinstance(time_limit_s, bool) or not isinstance(time_limit_s, (int, float))
-            or not 0 < time_limit_s <= 10**7 or time_limit_s != time_limit_s):
-        raise InvalidPipelineError(f"{where}: 'time_limit_s' must be a number of seconds in (0, 1e7], got "
-                                   f"{short_repr(time_limit_s)}")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 4096):
-        raise InvalidPipelineError(f"{where}: 'workers' must be None or an integer from 1 to 4096, got {short_repr(workers)}")
-    if address is not None and not isinstance(address, str):
-        raise InvalidPipelineError(f"{where}: 'address' must be None or a string, got {type(address).__name__}")
-    if not isinstance(deterministic, bool):
-        raise InvalidPipelineError(f"{where}: 'deterministic' must be True or False, got {short_repr(deterministic)}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
-        raise InvalidPipelineError(f"{where}: 'seed' must be an integer from 0 to 2**31 - 1, got {short_repr(seed)}")
 
 
 def _run_timeout(prepared: Sequence[Any], *, parallel: int | None, deterministic: bool) -> float:
@@ -675,7 +655,7 @@ def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, d
     if not any(t > 0 for t in times.values()):
         raise InvalidPipelineError(f"{pipeline}: every stage time is 0 ms: nothing to schedule")
     units = choose_units(times, amounts, tolerance=pipeline.time_tolerance)
-    _check_range(pipeline, times, amounts, units)
+    check_integer_range(pipeline, times, amounts, units)
     rows: list[PlanRow] = []
     runnable: list[Candidate] = []
     for c in cands:
@@ -685,15 +665,15 @@ def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, d
             rank, params, acts, need = _memory_need(pipeline, c, split[0])
             if need > pipeline.memory_budget_bytes:  # exact bytes: an exact fit fits
                 copies = " (two parameter copies)" if c.family == "dualpipe" else ""
-                why = (f"rank {rank} holds its parameters{copies} ({_bytes(params)}) and one micro-batch's "
-                       f"activations of its stages ({_bytes(acts)}) at once in any {c.label} plan: "
-                       f"{_bytes(need)} > budget {_bytes(pipeline.memory_budget_bytes)}")
+                why = (f"rank {rank} holds its parameters{copies} ({exact_bytes(params)}) and one micro-batch's "
+                       f"activations of its stages ({exact_bytes(acts)}) at once in any {c.label} plan: "
+                       f"{exact_bytes(need)} > budget {exact_bytes(pipeline.memory_budget_bytes)}")
             elif units.memory(params) + units.memory(acts) > units.capacity(pipeline.memory_budget_bytes):
-                units = _exact_memory_unit(pipeline, amounts, units)
+                units = exact_memory_unit(pipeline, amounts, units)
                 if units.memory(params) + units.memory(acts) > units.capacity(pipeline.memory_budget_bytes):
-                    why = (f"rank {rank} needs {_bytes(need)} at once in any {c.label} plan, within the budget "
-                           f"{_bytes(pipeline.memory_budget_bytes)} by less than the memory unit "
-                           f"({_bytes(units.memory_unit_bytes)}), and no exact unit keeps the amounts in range")
+                    why = (f"rank {rank} needs {exact_bytes(need)} at once in any {c.label} plan, within the budget "
+                           f"{exact_bytes(pipeline.memory_budget_bytes)} by less than the memory unit "
+                           f"({exact_bytes(units.memory_unit_bytes)}), and no exact unit keeps the amounts in range")
         if why:
             rows.append(PlanRow(candidate=c, status="skipped", note=why, handcrafted=c.handcrafted_name()))
         else:
@@ -718,60 +698,6 @@ def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, d
     tasks = tuple(_Task(pipeline=pipeline, candidate=c, units=units, options=options) for c in runnable)
     return _Prepared(pipeline=pipeline, units=units, splits=splits, skipped=tuple(rows), runnable=tuple(runnable),
                      tasks=tasks)
-
-
-def _bytes(amount: int) -> str:
-    """A byte amount, exactly: ``"1.5 GiB"``, ``"1073741825 B"``."""
-    for name, size in (("TiB", 2**40), ("GiB", GIB), ("MiB", 2**20), ("KiB", 2**10)):
-        text = f"{amount / size:.6g}"
-        if amount >= size and Fraction(text) * size == amount:
-            return f"{text} {name}"
-    return f"{amount} B"
-
-
-def _exact_memory_unit(pipeline: Pipeline, amounts: Sequence[int], units: Units) -> Units:
-    """``units`` with the largest memory unit dividing every amount (none rounded), when the budget stays in range.
-
-    An amount rounded up to whole units can refuse a plan that fits in
-    bytes; with a unit dividing every activation and parameter amount the
-    integer memory is the byte memory (the budget rounded down loses nothing).
-    """
-    unit = 0
-    for a in amounts:
-        unit = math.gcd(unit, a)
-    budget = pipeline.memory_budget_bytes or 0
-    if unit == 0 or unit >= units.memory_unit_bytes or max(budget, *amounts) // unit > MAX_INT:
-        return units
-    return attrs.evolve(units, memory_unit_bytes=unit, max_memory_error=0.0)
-
-
-def _check_range(pipeline: Pipeline, times: dict[str, float], amounts: Sequence[int], units: Units) -> None:
-    """Refuse, before any search, times and amounts whose integers leave the schedule model's range.
-
-    Every time in units and every memory amount in units is at most
-    :data:`~schedsearch.problem.MAX_INT`; the longest run (every
-    micro-batch's blocks one after the other) and the largest memory total
-    at most :data:`~schedsearch.problem.MAX_TOTAL`.
-    """
-    positive = {k: v for k, v in times.items() if v > 0}
-    name = max(positive, key=lambda k: positive[k])
-    longest, shortest = positive[name], min(positive.values())
-    if longest / units.time_unit_ms > MAX_INT:
-        raise InvalidPipelineError(
-            f"{pipeline}: the times range from {shortest:g} ms to {longest:g} ms ({name}): on the time unit "
-            f"{units.time_unit_ms:g} ms that keeps each within the tolerance {pipeline.time_tolerance:g}, the "
-            f"longest is {longest / units.time_unit_ms:.3g} units, beyond the schedule model's 2**40")
-    total = 4 * pipeline.num_microbatches * math.fsum(positive.values()) / units.time_unit_ms
-    if total > MAX_TOTAL:
-        raise InvalidPipelineError(
-            f"{pipeline}: {pipeline.num_microbatches} micro-batches of these times run {total:.3g} time units of "
-            f"{units.time_unit_ms:g} ms one after the other, beyond the schedule model's 2**61")
-    largest = max(amounts, default=0)
-    if -(-largest // units.memory_unit_bytes) > MAX_INT:
-        raise InvalidPipelineError(
-            f"{pipeline}: the memory amounts range from {_bytes(min(a for a in amounts if a > 0))} to "
-            f"{_bytes(largest)}: on the memory unit {_bytes(units.memory_unit_bytes)} the largest is beyond the "
-            f"schedule model's 2**40 units")
 
 
 def _handcrafted_outcome(prepared: _Prepared, row: PlanRow) -> _Outcome | None:
@@ -962,7 +888,7 @@ def plan_sweep(
     """
     from schedsearch.sweep import get_executor
 
-    _check_arguments("plan_sweep", pipeline, time_limit_s=time_limit_s, workers=workers, address=address,
+    check_plan_arguments("plan_sweep", pipeline, time_limit_s=time_limit_s, workers=workers, address=address,
                      deterministic=deterministic, seed=seed)
     t0 = time.perf_counter()
     executor = get_executor(engine, workers=workers, address=address)
