@@ -701,9 +701,11 @@ def check_integer_range(pipeline: Pipeline, times: dict[str, float], amounts: Se
     """Refuse, before any search, times and amounts whose integers leave the schedule model's range.
 
     Every time in units and every memory amount in units is at most
-    :data:`~schedsearch.problem.MAX_INT`; the longest run (every
-    micro-batch's blocks one after the other) and the largest memory total
-    at most :data:`~schedsearch.problem.MAX_TOTAL`.
+    :data:`~schedsearch.problem.MAX_INT`, and the longest run (every
+    micro-batch's blocks one after the other) at most
+    :data:`~schedsearch.problem.MAX_TOTAL`. Whatever else the schedule
+    model refuses, :func:`~schedsearch.planner.plan` says per candidate
+    before the search.
     """
     positive = {k: v for k, v in times.items() if v > 0}
     name = max(positive, key=lambda k: positive[k])

@@ -572,7 +572,7 @@ def plan(
     from schedsearch.sweep import get_executor
 
     check_plan_arguments("plan", pipeline, time_limit_s=time_limit_s, workers=workers, address=address,
-                     deterministic=deterministic, seed=seed)
+                         deterministic=deterministic, seed=seed)
     t0 = time.perf_counter()
     executor = get_executor(engine, workers=workers, address=address)
     prepared = _prepare(pipeline, time_limit_s=time_limit_s, parallel=workers or getattr(executor, "workers", None),
@@ -889,7 +889,7 @@ def plan_sweep(
     from schedsearch.sweep import get_executor
 
     check_plan_arguments("plan_sweep", pipeline, time_limit_s=time_limit_s, workers=workers, address=address,
-                     deterministic=deterministic, seed=seed)
+                         deterministic=deterministic, seed=seed)
     t0 = time.perf_counter()
     executor = get_executor(engine, workers=workers, address=address)
     grid = [(m, b, f) for m in _grid_values("num_microbatches", num_microbatches, pipeline.num_microbatches)
