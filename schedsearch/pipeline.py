@@ -28,12 +28,18 @@ import math
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from schedsearch._json import short_repr
 from schedsearch.errors import InvalidPipelineError
+from schedsearch.problem import MAX_INT, MAX_MICROBATCHES, MAX_TOTAL
+
+if TYPE_CHECKING:
+    from schedsearch.units import Units
 
 __all__ = [
     "FAMILIES",
@@ -53,6 +59,14 @@ __all__ = [
 #: ``"dualpipe"`` (two opposite pipelines: two parameter copies per rank).
 FAMILIES = ("1f1b", "interleaved", "zb-v", "dualpipev", "dualpipe")
 
+#: Largest byte amount a description may give (1 EiB).
+MAX_BYTES = 2**60
+#: Largest time in milliseconds (about 31 years).
+MAX_MS = 1e12
+#: Smallest relative rounding tolerance on the times: tighter ones need time units so fine that
+#: the integers outgrow the model's range for ordinary ratios of times, and no profile is that precise.
+MIN_TIME_TOLERANCE = 1e-6
+
 _UNITS = {
     "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
     "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
@@ -71,24 +85,26 @@ def parse_bytes(value: Any, where: str = "pipeline", field: str = "bytes") -> in
     >>> parse_bytes("-1 GiB", "stage 'embed'", "activation_bytes")
     Traceback (most recent call last):
     ...
-    schedsearch.errors.InvalidPipelineError: stage 'embed': 'activation_bytes' must be a byte amount >= 0 (an integer or a string such as "80 GiB"), got '-1 GiB'
+    schedsearch.errors.InvalidPipelineError: stage 'embed': 'activation_bytes' must be a byte amount from 0 to 2**60 (an integer or a string such as "80 GiB"), got '-1 GiB'
     """
-    amount: float | None = None
+    amount: Fraction | None = None
     if isinstance(value, bool):
         amount = None
-    elif isinstance(value, (int, float)):
-        amount = float(value)
-    elif isinstance(value, str):
+    elif isinstance(value, int):
+        amount = Fraction(value)
+    elif isinstance(value, float):
+        amount = Fraction(repr(value)) if math.isfinite(value) else None
+    elif isinstance(value, str) and len(value) <= 64:
         match = _BYTES.match(value)
         unit = match.group(2).lower() if match else ""
-        if match and (unit in _UNITS or unit == ""):
-            amount = float(match.group(1)) * _UNITS.get(unit, 1)
-    if amount is None or not math.isfinite(amount) or amount < 0:
+        if match and (unit in _UNITS or unit == "") and len(match.group(1)) <= 32:
+            amount = Fraction(match.group(1)) * _UNITS.get(unit, 1)
+    if amount is None or amount < 0 or amount > MAX_BYTES:
         raise InvalidPipelineError(
-            f"{where}: {field!r} must be a byte amount >= 0 (an integer or a string such as \"80 GiB\"), "
-            f"got {value!r}"
+            f"{where}: {field!r} must be a byte amount from 0 to 2**60 (an integer or a string such as "
+            f"\"80 GiB\"), got {short_repr(value)}"
         )
-    return int(round(amount))
+    return round(amount)
 
 
 def format_bytes(amount: int) -> str | int:
@@ -106,12 +122,31 @@ def format_bytes(amount: int) -> str | int:
     return amount
 
 
+def _number(value: Any) -> float | None:
+    """``value`` as a finite float, or None when it is not a number (a bool, a string, NaN, inf, 10**400)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        out = float(value)
+    except OverflowError:
+        return None
+    return out if math.isfinite(out) else None
+
+
 def _time(where: str, field: str, value: Any, optional: bool = False) -> float | None:
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise InvalidPipelineError(f"{where}: {field!r} must be a time in milliseconds >= 0, got {value!r}")
-    return float(value)
+    number = _number(value)
+    if number is None or number < 0 or number > MAX_MS:
+        raise InvalidPipelineError(
+            f"{where}: {field!r} must be a time in milliseconds from 0 to 1e12, got {short_repr(value)}")
+    return number
+
+
+def _name(where: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise InvalidPipelineError(f"{where}: 'name' must be a string, got {short_repr(value)}")
+    return value
 
 
 @attrs.frozen(kw_only=True)
@@ -133,7 +168,7 @@ class Stage:
     >>> Stage(name="block1", forward_ms=-1.0, backward_ms=3.0)
     Traceback (most recent call last):
     ...
-    schedsearch.errors.InvalidPipelineError: stage 'block1': 'forward_ms' must be a time in milliseconds >= 0, got -1.0
+    schedsearch.errors.InvalidPipelineError: stage 'block1': 'forward_ms' must be a time in milliseconds from 0 to 1e12, got -1.0
     """
 
     name: str = ""
@@ -145,7 +180,7 @@ class Stage:
     parameter_bytes: int = attrs.field(default=0)
 
     def __attrs_post_init__(self) -> None:
-        where = f"stage {self.name!r}"
+        where = f"stage {_name('stage', self.name)!r}"
         for field in ("forward_ms", "backward_ms"):
             object.__setattr__(self, field, _time(where, field, getattr(self, field)))
         for field in ("input_grad_ms", "weight_grad_ms"):
@@ -231,18 +266,21 @@ class P2P:
 
 def _stages(value: Any) -> tuple[Stage, ...]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        raise InvalidPipelineError(f"pipeline: 'stages' must be a list of stages, got {value!r}")
+        raise InvalidPipelineError(f"pipeline: 'stages' must be a list of stages, got {short_repr(value)}")
     out = []
     for i, item in enumerate(value):
         if isinstance(item, Stage):
             out.append(item)
         elif isinstance(item, Mapping):
-            unknown = sorted(set(item) - {f.name for f in attrs.fields(Stage)})
+            unknown = sorted(set(item) - {f.name for f in attrs.fields(Stage)}, key=repr)
             if unknown:
-                raise InvalidPipelineError(f"pipeline: stage {i}: unknown field(s) {unknown}")
+                raise InvalidPipelineError(f"pipeline: stage {i}: unknown field(s) {short_repr(unknown)}")
+            missing = [f for f in ("forward_ms", "backward_ms") if f not in item]
+            if missing:
+                raise InvalidPipelineError(f"pipeline: stage {i}: missing field(s) {missing}")
             out.append(Stage(**{"name": f"s{i}", **item}))
         else:
-            raise InvalidPipelineError(f"pipeline: stage {i} must be a table of fields, got {item!r}")
+            raise InvalidPipelineError(f"pipeline: stage {i} must be a table of fields, got {short_repr(item)}")
     return tuple(out)
 
 
@@ -250,22 +288,30 @@ def _p2p(value: Any) -> P2P:
     if isinstance(value, P2P):
         return value
     if isinstance(value, Mapping):
-        unknown = sorted(set(value) - {f.name for f in attrs.fields(P2P)})
+        unknown = sorted(set(value) - {f.name for f in attrs.fields(P2P)}, key=repr)
         if unknown:
-            raise InvalidPipelineError(f"pipeline: 'p2p': unknown field(s) {unknown}")
+            raise InvalidPipelineError(f"pipeline: 'p2p': unknown field(s) {short_repr(unknown)}")
         return P2P(**value)
-    raise InvalidPipelineError(f"pipeline: 'p2p' must be a table (latency_ms, bandwidth_bytes_per_s or time_ms), got {value!r}")
+    raise InvalidPipelineError(
+        f"pipeline: 'p2p' must be a table (latency_ms, bandwidth_bytes_per_s or time_ms), got {short_repr(value)}")
 
 
 def _families(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [value]
+    if not isinstance(value, (list, tuple)):
+        raise InvalidPipelineError(
+            f"pipeline: 'families' must be a family name or a list of them, got {short_repr(value)}")
     out = tuple(value)
     for f in out:
-        if f not in FAMILIES:
-            raise InvalidPipelineError(f"pipeline: 'families' entry must be one of {list(FAMILIES)}, got {f!r}")
+        if not isinstance(f, str) or f not in FAMILIES:
+            raise InvalidPipelineError(
+                f"pipeline: 'families' entry must be one of {list(FAMILIES)}, got {short_repr(f)}")
     if not out:
         raise InvalidPipelineError("pipeline: 'families' must name at least one family, got []")
+    twice = sorted({f for f in out if out.count(f) > 1})
+    if twice:
+        raise InvalidPipelineError(f"pipeline: 'families' names {twice[0]!r} more than once")
     return out
 
 
@@ -273,13 +319,14 @@ def _sizes(value: Any) -> tuple[float, ...] | None:
     if value is None:
         return None
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
-        raise InvalidPipelineError(f"pipeline: 'microbatch_sizes' must be a list of numbers, got {value!r}")
+        raise InvalidPipelineError(f"pipeline: 'microbatch_sizes' must be a list of numbers, got {short_repr(value)}")
     out = []
     for i, size in enumerate(value):
-        if isinstance(size, bool) or not isinstance(size, (int, float)) or not 0 < size < math.inf:
+        number = _number(size)
+        if number is None or not number > 0:
             raise InvalidPipelineError(
-                f"pipeline: 'microbatch_sizes' entry {i} must be a positive number, got {size!r}")
-        out.append(float(size))
+                f"pipeline: 'microbatch_sizes' entry {i} must be a positive number, got {short_repr(size)}")
+        out.append(number)
     return tuple(out)
 
 
@@ -355,14 +402,20 @@ class Pipeline:
     name: str = ""
 
     def __attrs_post_init__(self) -> None:
+        _name("pipeline", self.name)
+        if not self.stages:
+            raise InvalidPipelineError("pipeline: 'stages' must hold at least one stage, got []")
         for field in ("num_ranks", "num_microbatches"):
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidPipelineError(f"pipeline: {field!r} must be an integer >= 1, got {value!r}")
-        if not self.stages:
-            raise InvalidPipelineError("pipeline: 'stages' must hold at least one stage, got []")
-        if self.partition not in ("fixed", "dp"):
-            raise InvalidPipelineError(f"pipeline: 'partition' must be 'fixed' or 'dp', got {self.partition!r}")
+                raise InvalidPipelineError(f"pipeline: {field!r} must be an integer >= 1, got {short_repr(value)}")
+        if self.num_microbatches > MAX_MICROBATCHES:
+            raise InvalidPipelineError(
+                f"pipeline: 'num_microbatches' must be at most {MAX_MICROBATCHES:,} (the schedule model's "
+                f"limit), got {short_repr(self.num_microbatches)}")
+        if not isinstance(self.partition, str) or self.partition not in ("fixed", "dp"):
+            raise InvalidPipelineError(
+                f"pipeline: 'partition' must be 'fixed' or 'dp', got {short_repr(self.partition)}")
         if self.partition == "fixed":
             for s in self.stages:
                 if s.forward_ms <= 0 or s.backward_ms <= 0:
@@ -370,17 +423,26 @@ class Pipeline:
                     raise InvalidPipelineError(
                         f"stage {s.name!r}: {field!r} must be > 0 for a stage, got {getattr(s, field)!r}"
                     )
+        if self.num_ranks > len(self.stages):  # every family gives each rank at least one stage
+            raise InvalidPipelineError(
+                f"pipeline: 'num_ranks' must be at most the number of stages or layers ({len(self.stages)}): "
+                f"each rank holds one at least, got {short_repr(self.num_ranks)}")
         object.__setattr__(self, "fb_overlap_ms", _time("pipeline", "fb_overlap_ms", self.fb_overlap_ms, True))
         if self.fb_overlap_ms == 0:
             raise InvalidPipelineError("pipeline: 'fb_overlap_ms' must be > 0 (or absent), got 0.0")
-        tol = self.time_tolerance
-        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < 0.5:
-            raise InvalidPipelineError(f"pipeline: 'time_tolerance' must be in (0, 0.5), got {tol!r}")
+        tol = _number(self.time_tolerance)
+        if tol is None or not MIN_TIME_TOLERANCE <= tol < 0.5:
+            raise InvalidPipelineError(
+                f"pipeline: 'time_tolerance' must be in [{MIN_TIME_TOLERANCE:g}, 0.5), got {short_repr(self.time_tolerance)}")
         if self.microbatch_sizes is not None and len(self.microbatch_sizes) != self.num_microbatches:
             raise InvalidPipelineError(
                 f"pipeline: 'microbatch_sizes' must give one size per micro-batch ({self.num_microbatches}), "
                 f"got {len(self.microbatch_sizes)}"
             )
+        if self.size_ratios() is not None and min(self.size_ratios()) < MIN_TIME_TOLERANCE:
+            raise InvalidPipelineError(
+                f"pipeline: 'microbatch_sizes' range from {min(self.microbatch_sizes):g} to "
+                f"{max(self.microbatch_sizes):g}: a ratio beyond {1 / MIN_TIME_TOLERANCE:g}")
         if self.memory_budget_bytes is not None:
             for s in self.stages:
                 if s.parameter_bytes > self.memory_budget_bytes:
@@ -408,11 +470,11 @@ class Pipeline:
     def from_dict(cls, document: Mapping[str, Any]) -> Pipeline:
         """A pipeline from a mapping of its fields (what :meth:`to_dict` gives)."""
         if not isinstance(document, Mapping):
-            raise InvalidPipelineError(f"pipeline: the description must be a table of fields, got {document!r}")
+            raise InvalidPipelineError(f"pipeline: the description must be a table of fields, got {short_repr(document)}")
         known = {f.name for f in attrs.fields(cls)}
-        unknown = sorted(set(document) - known)
+        unknown = sorted(set(document) - known, key=repr)
         if unknown:
-            raise InvalidPipelineError(f"pipeline: unknown field(s) {unknown}; known: {sorted(known)}")
+            raise InvalidPipelineError(f"pipeline: unknown field(s) {short_repr(unknown)}; known: {sorted(known)}")
         missing = sorted({"num_ranks", "stages", "num_microbatches"} - set(document))
         if missing:
             raise InvalidPipelineError(f"pipeline: missing field(s) {missing}")
@@ -442,13 +504,18 @@ class Pipeline:
         """Read a pipeline from a ``.toml`` or ``.json`` file."""
         path = Path(path)
         try:
-            text = path.read_text()
+            text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise InvalidPipelineError(f"pipeline file {str(path)!r}: cannot read it ({exc.strerror})") from None
+        except UnicodeDecodeError as exc:
+            raise InvalidPipelineError(f"pipeline file {str(path)!r}: not UTF-8 text ({exc.reason} at byte "
+                                       f"{exc.start})") from None
         try:
             document = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
         except (ValueError, tomllib.TOMLDecodeError) as exc:
             raise InvalidPipelineError(f"pipeline file {str(path)!r}: not valid {path.suffix[1:] or 'TOML'}: {exc}") from None
+        except RecursionError:
+            raise InvalidPipelineError(f"pipeline file {str(path)!r}: nested too deeply to read") from None
         return cls.from_dict(document)
 
     def save(self, path: str | Path) -> Path:
@@ -584,6 +651,73 @@ class Pipeline:
         return tuple(_merge(self.stages, g, k) for k, g in enumerate(groups)), groups
 
 
+# ------------------------------------------------------------ checks of plan()'s input
+def check_plan_arguments(where: str, pipeline: Any) -> None:
+    """Refuse a ``pipeline`` argument of :func:`plan` or :func:`plan_sweep` that is not a :class:`Pipeline`.
+
+    The other arguments are options, checked by :func:`schedsearch.options.check_options`.
+    """
+    if not isinstance(pipeline, Pipeline):
+        raise InvalidPipelineError(f"{where}: 'pipeline' must be a Pipeline (Pipeline.load or Pipeline.from_dict "
+                                   f"read one), got {type(pipeline).__name__}")
+
+
+def exact_bytes(amount: int) -> str:
+    """A byte amount, exactly: ``"1.5 GiB"``, ``"1073741825 B"``."""
+    for name, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        text = f"{amount / size:.6g}"
+        if amount >= size and Fraction(text) * size == amount:
+            return f"{text} {name}"
+    return f"{amount} B"
+
+
+def exact_memory_unit(pipeline: Pipeline, amounts: Sequence[int], units: Units) -> Units:
+    """``units`` with the largest memory unit dividing every amount (none rounded), when the budget stays in range.
+
+    An amount rounded up to whole units can refuse a plan that fits in
+    bytes; with a unit dividing every activation and parameter amount the
+    integer memory is the byte memory (the budget rounded down loses nothing).
+    """
+    unit = 0
+    for a in amounts:
+        unit = math.gcd(unit, a)
+    budget = pipeline.memory_budget_bytes or 0
+    if unit == 0 or unit >= units.memory_unit_bytes or max(budget, *amounts) // unit > MAX_INT:
+        return units
+    return attrs.evolve(units, memory_unit_bytes=unit, max_memory_error=0.0)
+
+
+def check_integer_range(pipeline: Pipeline, times: dict[str, float], amounts: Sequence[int], units: Units) -> None:
+    """Refuse, before any search, times and amounts whose integers leave the schedule model's range.
+
+    Every time in units and every memory amount in units is at most
+    :data:`~schedsearch.problem.MAX_INT`, and the longest run (every
+    micro-batch's blocks one after the other) at most
+    :data:`~schedsearch.problem.MAX_TOTAL`. Whatever else the schedule
+    model refuses, :func:`~schedsearch.planner.plan` says per candidate
+    before the search.
+    """
+    positive = {k: v for k, v in times.items() if v > 0}
+    name = max(positive, key=lambda k: positive[k])
+    longest, shortest = positive[name], min(positive.values())
+    if longest / units.time_unit_ms > MAX_INT:
+        raise InvalidPipelineError(
+            f"{pipeline}: the times range from {shortest:g} ms to {longest:g} ms ({name}): on the time unit "
+            f"{units.time_unit_ms:g} ms that keeps each within the tolerance {pipeline.time_tolerance:g}, the "
+            f"longest is {longest / units.time_unit_ms:.3g} units, beyond the schedule model's 2**40")
+    total = 4 * pipeline.num_microbatches * math.fsum(positive.values()) / units.time_unit_ms
+    if total > MAX_TOTAL:
+        raise InvalidPipelineError(
+            f"{pipeline}: {pipeline.num_microbatches} micro-batches of these times run {total:.3g} time units of "
+            f"{units.time_unit_ms:g} ms one after the other, beyond the schedule model's 2**61")
+    largest = max(amounts, default=0)
+    if -(-largest // units.memory_unit_bytes) > MAX_INT:
+        raise InvalidPipelineError(
+            f"{pipeline}: the memory amounts range from {exact_bytes(min(a for a in amounts if a > 0))} to "
+            f"{exact_bytes(largest)}: on the memory unit {exact_bytes(units.memory_unit_bytes)} the largest is beyond the "
+            f"schedule model's 2**40 units")
+
+
 def _gib(amount: int) -> str:
     return f"{amount / 2**30:.3g} GiB"
 
@@ -600,15 +734,20 @@ def _toml_value(value: Any) -> str:
     raise TypeError(f"cannot write {value!r} as TOML")
 
 
+def _sum_ms(values: Sequence[float]) -> float:
+    """The sum of times as written (decimals, exactly), as the nearest float: 0.1 + 0.2 is 0.3."""
+    return float(sum(Fraction(repr(v)) for v in values))
+
+
 def _merge(layers: Sequence[Stage], group: Sequence[int], index: int) -> Stage:
     split = all(layers[i].has_split for i in group)
     first, last = layers[group[0]].name, layers[group[-1]].name
     return Stage(
         name=f"stage{index} ({first}..{last})" if len(group) > 1 else f"stage{index} ({first})",
-        forward_ms=math.fsum(layers[i].forward_ms for i in group),
-        backward_ms=math.fsum(layers[i].backward_ms for i in group),
-        input_grad_ms=math.fsum(layers[i].input_grad_ms for i in group) if split else None,
-        weight_grad_ms=math.fsum(layers[i].weight_grad_ms for i in group) if split else None,
+        forward_ms=_sum_ms([layers[i].forward_ms for i in group]),
+        backward_ms=_sum_ms([layers[i].backward_ms for i in group]),
+        input_grad_ms=_sum_ms([layers[i].input_grad_ms for i in group]) if split else None,
+        weight_grad_ms=_sum_ms([layers[i].weight_grad_ms for i in group]) if split else None,
         activation_bytes=sum(layers[i].activation_bytes for i in group),
         parameter_bytes=sum(layers[i].parameter_bytes for i in group),
     )

@@ -20,7 +20,8 @@ planner
    (makespan, then the worst rank's peak memory) and the handcrafted schedule
    of the same family on the same problem, through one executor
    (:mod:`schedsearch.sweep`: local processes or Ray);
-5. returns a :class:`PlanResult`: the ranked table and the best plan.
+5. returns a :class:`PlanResult`: the ranked table and the best plan, every
+   figure in milliseconds of the unrounded times (:mod:`schedsearch.real_ms`).
 
 Memory is held as a real runtime holds it: an activation is freed when the
 block that frees it ends (``free_at_end``); parameters are the ranks'
@@ -32,17 +33,20 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from schedsearch.errors import InvalidPipelineError, NoFittingPlanError, SchedSearchError
+from schedsearch.errors import InvalidPipelineError, InvalidProblemError, NoFittingPlanError, SchedSearchError
 from schedsearch.options import MAX_SEED, Rule, SearchOptions, check_options
-from schedsearch.pipeline import FAMILIES, Pipeline, Stage
+from schedsearch.pipeline import (FAMILIES, Pipeline, Stage, check_integer_range, check_plan_arguments,
+                                  exact_bytes, exact_memory_unit)
 from schedsearch.placements import chain_pipelines, device_names, stage_mapping
 from schedsearch.rewrite import with_capacities
 from schedsearch.problem import Channel, Cluster, Edge, Graph, Problem
+from schedsearch.real_ms import RealTimes, float_below, real_bound_ms, real_times, retime_ms
 from schedsearch.schedule import Schedule, metrics
 from schedsearch.units import GIB, Units, choose_units
 from schedsearch.validate import validate
@@ -130,6 +134,14 @@ def _why_not(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage] |
         return f"needs {n} stages, the description gives {len(pipeline.stages)} {what}"
     if candidate.split_backward and not all(s.has_split for s in stages):
         return "needs input_grad_ms and weight_grad_ms for every stage (split backward)"
+    fields = ("forward_ms", "input_grad_ms", "weight_grad_ms") if candidate.split_backward else ("forward_ms",)
+    if candidate.family in ("dualpipe", "dualpipev") or not candidate.split_backward:
+        fields += ("backward_ms",)
+    for k, s in enumerate(stages):
+        zero = next((f for f in fields if getattr(s, f) == 0), None)
+        if zero is not None:
+            return (f"stage {k} ({s.name}) has {zero} = 0: the schedule model's blocks last at least one time "
+                    f"unit, so a zero time cannot be kept (give it a positive time)")
     if candidate.family == "dualpipe" and (P % 2 or m % 2):
         return f"needs an even number of ranks and of micro-batches, got {P} ranks, {m} micro-batches"
     if candidate.family == "dualpipev" and m < 2 * P:
@@ -154,20 +166,26 @@ def _memory_need(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stag
     return worst
 
 
-def build_problem(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage], units: Units) -> Problem:
+def build_problem(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage], units: Units, *,
+                  relaxed_memory: bool = False) -> Problem:
     """The integer problem of one candidate: durations in ``units`` time units, memory in memory units.
 
     Activations are allocated by the forward and freed when the backward
     (or the weight gradient) ends; each rank starts with its parameters and
     may hold at most the budget. Transfers between stages on different ranks
-    cost ``pipeline.p2p`` for the sending stage's activation bytes.
+    cost ``pipeline.p2p`` for the sending stage's activation bytes. Memory
+    amounts are rounded up and the budget down (a plan that fits in units
+    fits in bytes); with ``relaxed_memory`` the other way round (amounts
+    down, budget up: every plan that fits in bytes fits in units, the
+    problem whose bounds hold for the bytes).
     """
     P = pipeline.num_ranks
     pipes, suffixes = _pipelines(candidate, P)
+    amount = units.capacity if relaxed_memory else units.memory
     kwargs: dict[str, Any] = {
         "forward": [units.ticks(s.forward_ms) for s in stages],
         "backward": [units.ticks(s.backward_ms) for s in stages],
-        "forward_memory": [units.memory(s.activation_bytes) for s in stages],
+        "forward_memory": [amount(s.activation_bytes) for s in stages],
     }
     if candidate.split_backward:
         kwargs.update(split_backward=True, input_grad=[units.ticks(s.input_grad_ms) for s in stages],
@@ -176,12 +194,13 @@ def build_problem(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Sta
             kwargs["full_backward"] = True
             if candidate.overlap:
                 kwargs["overlap_forward_backward"] = units.ticks(pipeline.fb_overlap_ms)
-    budget = None if pipeline.memory_budget_bytes is None else units.capacity(pipeline.memory_budget_bytes)
+    budget = None if pipeline.memory_budget_bytes is None else (units.memory if relaxed_memory else units.capacity)(
+        pipeline.memory_budget_bytes)
     m = pipeline.num_microbatches // 2 if candidate.layout == "dualpipe" else pipeline.num_microbatches
     problem = chain_pipelines(pipes, P, m, memory=budget, free_at_end=True, suffixes=suffixes,
                               name=f"{pipeline.name or 'pipeline'} {candidate.label}", **kwargs)
     names = device_names(P)
-    params = {names[r]: units.memory(sum(stages[s].parameter_bytes for pipe in pipes for s, d in enumerate(pipe)
+    params = {names[r]: amount(sum(stages[s].parameter_bytes for pipe in pipes for s, d in enumerate(pipe)
                                          if d == r)) for r in range(P)}
     problem = problem.with_(initial_memory={d: v for d, v in params.items() if v},
                             time_unit_s=units.time_unit_ms / 1e3, memory_unit_bytes=units.memory_unit_bytes,
@@ -225,13 +244,44 @@ def _with_transfers(problem: Problem, pipeline: Pipeline, stages: Sequence[Stage
         size = 0
         if a != b:
             sender = stage_of[e.src] if e.src.startswith("F") else stage_of[e.dst]
-            size = units.ticks_or_zero(pipeline.p2p.transfer_ms(stages[sender].activation_bytes))
+            ms = pipeline.p2p.transfer_ms(stages[sender].activation_bytes)
+            size = units.ticks(ms) if ms > 0 else 0  # a positive time is at least one unit, as chosen
             if size:
                 pairs.add(tuple(sorted((a, b))))
         edges.append(Edge(src=e.src, dst=e.dst, size=size))
     channels = [Channel(name=f"{a}-{b}", endpoints=(a, b)) for a, b in sorted(pairs)]
     return problem.with_(graph=Graph(blocks=problem.graph.blocks, edges=edges),
                          cluster=Cluster(devices=problem.cluster.devices, channels=channels))
+
+
+def memory_exact(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage], units: Units) -> bool:
+    """True when every memory amount of the candidate's problem is a whole number of memory units.
+
+    Then the integer problem's memory is the byte problem's: a level of
+    whole units is within ``floor(budget / unit)`` units exactly when its
+    bytes are within the budget.
+    """
+    if pipeline.memory_budget_bytes is None:
+        return True
+    pipes, _ = _pipelines(candidate, pipeline.num_ranks)
+    amounts = [s.activation_bytes for s in stages]
+    amounts += [sum(stages[s].parameter_bytes for pipe in pipes for s, d in enumerate(pipe) if d == r)
+                for r in range(pipeline.num_ranks)]
+    return all(a % units.memory_unit_bytes == 0 for a in amounts)
+
+
+def _real_bound(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage], units: Units, times: RealTimes,
+                bound_ticks: int | None) -> Fraction | None:
+    """:func:`~schedsearch.real_ms.real_bound_ms` of the candidate: the search's bound when memory counts
+    exactly (:func:`memory_exact`), else the bound of the problem with memory rounded the other way (with no
+    budget when its constructor refuses it)."""
+    if memory_exact(pipeline, candidate, stages, units):
+        return real_bound_ms(times, bound_ticks)
+    try:
+        relaxed = build_problem(pipeline, candidate, stages, units, relaxed_memory=True)
+    except InvalidProblemError:
+        relaxed = with_capacities(build_problem(pipeline, candidate, stages, units), None)
+    return real_bound_ms(times, bound_ticks, relaxed)
 
 
 def _handcrafted(candidate: Candidate, problem: Problem) -> Schedule:
@@ -249,12 +299,18 @@ def _handcrafted(candidate: Candidate, problem: Problem) -> Schedule:
 class PlanRow:
     """One line of the plan table (times in ms, memory in GiB per rank, peak including parameters).
 
-    ``status`` is the search's status (``OPTIMAL``, ``FEASIBLE``,
-    ``INFEASIBLE``, ``TIMEOUT``), ``"skipped"`` (with ``note`` saying why) or
-    ``"failed"``/``"timeout"`` from the executor. ``bubble_pct`` is the
-    global bubble (makespan minus busy time, worst rank) over the makespan.
-    ``handcrafted_*`` are the published schedule of the same family on the
-    same problem; ``handcrafted_fits`` says whether it stays within the budget.
+    ``status`` is ``OPTIMAL`` when ``bound_ms`` meets ``makespan_ms``,
+    ``FEASIBLE`` for another plan, the search's ``INFEASIBLE`` or
+    ``TIMEOUT`` without one, ``"skipped"`` (with ``note`` saying why) or
+    ``"failed"``/``"timeout"`` from the executor. ``makespan_ms``,
+    ``handcrafted_ms`` and ``bound_ms`` are of the pipeline's unrounded
+    times (:mod:`schedsearch.real_ms`). The plan is the search's, or the
+    handcrafted one when that fits and the search had nothing better in
+    time (``note`` says so). ``bubble_pct`` is the
+    global bubble (makespan minus busy time, worst rank) over the makespan,
+    in the integer problem. ``handcrafted_*`` are the published schedule of
+    the same family on the same problem; ``handcrafted_fits`` says whether
+    it stays within the budget.
     """
 
     candidate: Candidate
@@ -326,18 +382,19 @@ def _evaluate(task: _Task) -> _Outcome:
     if result.stats.get("wall_guard_hit"):
         note = (note + "; " if note else "") + ("a deterministic search hit its wall-clock guard: this row may "
                                                 "differ on another run")
-    row: dict[str, Any] = {"candidate": candidate, "status": result.status.value, "engine": result.engine,
-                           "note": note}
+    notes = [note] if note else []
+    row: dict[str, Any] = {"candidate": candidate, "status": result.status.value, "engine": result.engine}
+    # every figure in ms is of the real times: the plan's order re-timed, a bound on the real problem
+    times = real_times(pipeline, candidate, stages, problem, units)
+    bound = _real_bound(pipeline, candidate, stages, units, times, result.lower_bound)
+    if bound is not None:
+        row["bound_ms"] = float_below(bound)
     schedule = result.schedule
+    real = None
     if schedule is not None:
         violations = validate(problem, schedule)
         assert not violations, f"{candidate.label}: the search returned an invalid plan: {violations[:3]}"
-        fig = metrics(problem, schedule)
-        row.update(makespan_ms=units.ms(fig.makespan), bubble_pct=round(100 * fig.bubble_global / fig.makespan, 2),
-                   peak_gib=_gibs(units, problem, schedule),
-                   gap=result.gap, peak_proven=result.proven_levels >= 2)
-    if result.lower_bound is not None:
-        row["bound_ms"] = units.ms(result.lower_bound)
+        real = retime_ms(schedule, times)
     hand = None
     name = candidate.handcrafted_name()
     if name is not None:
@@ -345,13 +402,34 @@ def _evaluate(task: _Task) -> _Outcome:
         try:
             hand = _handcrafted(candidate, with_capacities(problem, None))
         except Exception as exc:  # a published schedule's precondition not met: say which
-            row["note"] = (note + "; " if note else "") + f"{name} not applicable: {type(exc).__name__}: {exc}"
+            notes.append(f"{name} not applicable: {type(exc).__name__}: {exc}")
         else:
             broken = validate(problem, hand)
             other = [v for v in broken if "memory" not in str(v).lower()]
             assert not other, f"{name}: the handcrafted schedule breaks more than memory: {other[:3]}"
-            row.update(handcrafted_ms=units.ms(hand.makespan), handcrafted_peak_gib=_gibs(units, problem, hand),
+            hand_real = retime_ms(hand, times)
+            row.update(handcrafted_ms=float(hand_real), handcrafted_peak_gib=_gibs(units, problem, hand),
                        handcrafted_fits=not broken)
+            if not broken and (real is None or hand_real < real):  # the search had nothing better in time
+                notes.append(f"the search found {'no plan' if real is None else 'no better plan'} in time: "
+                             f"the plan is {name}'s")
+                schedule, real = hand, hand_real
+                if result.status.value in ("TIMEOUT", "OPTIMAL"):
+                    row["status"] = "FEASIBLE"
+    if schedule is not None:
+        fig = metrics(problem, schedule)
+        row.update(makespan_ms=float(real), bubble_pct=round(100 * fig.bubble_global / fig.makespan, 2),
+                   peak_gib=_gibs(units, problem, schedule),
+                   peak_proven=result.proven_levels >= 2 and schedule is result.schedule)
+        if bound is not None:
+            row["gap"] = float((real - bound) / real) if real else 0.0
+            if bound >= real:
+                row["status"] = "OPTIMAL"
+            elif row["status"] == "OPTIMAL":
+                row["status"] = "FEASIBLE"
+                notes.append(f"optimal for the times rounded to {units.time_unit_ms:g} ms units; with the real "
+                             f"times within {100 * row['gap']:.2f}% of the bound")
+    row["note"] = "; ".join(notes)
     row["wall_time_s"] = round(time.perf_counter() - t0, 3)
     return _Outcome(row=PlanRow(**row), schedule=schedule, handcrafted=hand)
 
@@ -466,8 +544,18 @@ def plan(
     Returns
     -------
     PlanResult
-        Raises :class:`~schedsearch.errors.NoFittingPlanError` when no
-        candidate can fit the budget, saying per family why.
+        Its ``best`` is never None: :class:`~schedsearch.errors.NoFittingPlanError`
+        is raised when no candidate can fit the budget (before any search,
+        saying per family why) or none has a plan after the search (a row
+        whose search found nothing in time keeps its handcrafted schedule
+        when that fits). A bad value of the pipeline or of these arguments
+        raises :class:`~schedsearch.errors.InvalidPipelineError` before any
+        search.
+
+    Every figure in milliseconds is of the pipeline's own (unrounded)
+    times: a row's makespan is its plan's order re-timed with them
+    (:func:`~schedsearch.real_ms.retime_ms`), its bound a bound on every plan with them
+    (:func:`~schedsearch.real_ms.real_bound_ms`), and ``OPTIMAL`` means the two meet.
 
     Examples
     --------
@@ -483,8 +571,10 @@ def plan(
     """
     from schedsearch.sweep import get_executor
 
+    check_plan_arguments("plan", pipeline)
     check_options("plan", {
-        "time_limit_s": (time_limit_s, Rule.number(above=0)), "workers": (workers, Rule.integer(1, none=True)),
+        "time_limit_s": (time_limit_s, Rule.number(maximum=10**7, above=0)),
+        "workers": (workers, Rule.integer(1, 4096, none=True)),
         "address": (address, Rule.instance(str, "an address string", none=True)),
         "deterministic": (deterministic, Rule.boolean()), "seed": (seed, Rule.integer(0, MAX_SEED)),
     })
@@ -494,7 +584,12 @@ def plan(
                         deterministic=deterministic, seed=seed)
     outcomes = executor.run(_evaluate, prepared.tasks, timeout_s=_run_timeout([prepared], parallel=workers or getattr(
         executor, "workers", None), deterministic=deterministic))
-    return _finish(prepared, outcomes, executor.name, t0)
+    result = _finish(prepared, outcomes, executor.name, t0)
+    if result.best is None:
+        raise NoFittingPlanError(
+            f"{pipeline}: no candidate has a plan within the budget after the search: " + "; ".join(
+                f"{r.family}: {r.status}{' (' + r.note + ')' if r.note else ''}" for r in result.rows))
+    return result
 
 
 def _run_timeout(prepared: Sequence[Any], *, parallel: int | None, deterministic: bool) -> float:
@@ -562,7 +657,10 @@ def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, d
             times.update({f"{k} at size ratio {r:.3g}": v * r for k, v in list(times.items()) if " at size ratio " not in k})
     if pipeline.memory_budget_bytes is not None:
         amounts.append(pipeline.memory_budget_bytes)
+    if not any(t > 0 for t in times.values()):
+        raise InvalidPipelineError(f"{pipeline}: every stage time is 0 ms: nothing to schedule")
     units = choose_units(times, amounts, tolerance=pipeline.time_tolerance)
+    check_integer_range(pipeline, times, amounts, units)
     rows: list[PlanRow] = []
     runnable: list[Candidate] = []
     for c in cands:
@@ -570,15 +668,31 @@ def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, d
         why = _why_not(pipeline, c, None if split is None else split[0])
         if not why and pipeline.memory_budget_bytes is not None:
             rank, params, acts, need = _memory_need(pipeline, c, split[0])
-            if units.memory(params) + units.memory(acts) > units.capacity(pipeline.memory_budget_bytes):
+            if need > pipeline.memory_budget_bytes:  # exact bytes: an exact fit fits
                 copies = " (two parameter copies)" if c.family == "dualpipe" else ""
-                why = (f"rank {rank} holds its parameters{copies} ({params / GIB:.3g} GiB) and one micro-batch's "
-                       f"activations of its stages ({acts / GIB:.3g} GiB) at once in any {c.label} plan: "
-                       f"{need / GIB:.3g} GiB > budget {pipeline.memory_budget_bytes / GIB:.3g} GiB")
+                why = (f"rank {rank} holds its parameters{copies} ({exact_bytes(params)}) and one micro-batch's "
+                       f"activations of its stages ({exact_bytes(acts)}) at once in any {c.label} plan: "
+                       f"{exact_bytes(need)} > budget {exact_bytes(pipeline.memory_budget_bytes)}")
+            elif units.memory(params) + units.memory(acts) > units.capacity(pipeline.memory_budget_bytes):
+                units = exact_memory_unit(pipeline, amounts, units)
+                if units.memory(params) + units.memory(acts) > units.capacity(pipeline.memory_budget_bytes):
+                    why = (f"rank {rank} needs {exact_bytes(need)} at once in any {c.label} plan, within the budget "
+                           f"{exact_bytes(pipeline.memory_budget_bytes)} by less than the memory unit "
+                           f"({exact_bytes(units.memory_unit_bytes)}), and no exact unit keeps the amounts in range")
         if why:
             rows.append(PlanRow(candidate=c, status="skipped", note=why, handcrafted=c.handcrafted_name()))
         else:
             runnable.append(c)
+    kept = []
+    for c in runnable:  # what the schedule model refuses is said here, before any search
+        try:
+            build_problem(pipeline, c, splits[c][0], units)
+        except InvalidProblemError as exc:
+            rows.append(PlanRow(candidate=c, status="skipped", handcrafted=c.handcrafted_name(),
+                                note=f"the schedule model refuses its integer problem: {exc}"))
+        else:
+            kept.append(c)
+    runnable = kept
     if not runnable:
         raise NoFittingPlanError(
             "no schedule family fits: " + "; ".join(f"{r.family}: {r.note}" for r in rows)
@@ -589,6 +703,28 @@ def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, d
     tasks = tuple(_Task(pipeline=pipeline, candidate=c, units=units, options=options) for c in runnable)
     return _Prepared(pipeline=pipeline, units=units, splits=splits, skipped=tuple(rows), runnable=tuple(runnable),
                      tasks=tasks)
+
+
+def _handcrafted_outcome(prepared: _Prepared, row: PlanRow) -> _Outcome | None:
+    """``row`` with its handcrafted schedule as the plan, when that applies and fits the budget (else None)."""
+    c, pipeline, units = row.candidate, prepared.pipeline, prepared.units
+    stages = prepared.splits[c][0]
+    problem = build_problem(pipeline, c, stages, units)
+    try:
+        hand = _handcrafted(c, with_capacities(problem, None))
+    except Exception:  # a published schedule's precondition not met: the row stays as it is
+        return None
+    if validate(problem, hand):
+        return None
+    real = retime_ms(hand, real_times(pipeline, c, stages, problem, units))
+    fig = metrics(problem, hand)
+    peaks = _gibs(units, problem, hand)
+    note = f"{row.note}; " if row.note else ""
+    return _Outcome(row=attrs.evolve(row, status="FEASIBLE", makespan_ms=float(real), handcrafted_ms=float(real),
+                                     bubble_pct=round(100 * fig.bubble_global / fig.makespan, 2), peak_gib=peaks,
+                                     handcrafted_peak_gib=peaks, handcrafted_fits=True,
+                                     note=f"{note}the search returned nothing: the plan is {row.handcrafted}'s"),
+                    schedule=hand, handcrafted=hand)
 
 
 def _finish(prepared: _Prepared, outcomes: Sequence[Any], engine: str, t0: float) -> PlanResult:
@@ -602,6 +738,14 @@ def _finish(prepared: _Prepared, outcomes: Sequence[Any], engine: str, t0: float
             found[o.value.row] = o.value
         else:
             rows.append(PlanRow(candidate=c, status=o.status, note=o.error, handcrafted=c.handcrafted_name()))
+    if all(r.makespan_ms is None for r in rows):
+        # no search returned a plan (stopped by the executor): the handcrafted plans that fit, run here
+        for i, r in enumerate(rows):
+            if r.status in ("failed", "timeout") and r.handcrafted is not None:
+                outcome = _handcrafted_outcome(prepared, r)
+                if outcome is not None:
+                    rows[i] = outcome.row
+                    found[outcome.row] = outcome
     ordered = sorted((r for r in rows if r.makespan_ms is not None), key=_rank_key)
     ordered += [r for r in rows if r.makespan_ms is None]
     best = ordered[0] if ordered and ordered[0].makespan_ms is not None else None
@@ -749,8 +893,10 @@ def plan_sweep(
     """
     from schedsearch.sweep import get_executor
 
-    check_options("plan", {
-        "time_limit_s": (time_limit_s, Rule.number(above=0)), "workers": (workers, Rule.integer(1, none=True)),
+    check_plan_arguments("plan_sweep", pipeline)
+    check_options("plan_sweep", {
+        "time_limit_s": (time_limit_s, Rule.number(maximum=10**7, above=0)),
+        "workers": (workers, Rule.integer(1, 4096, none=True)),
         "address": (address, Rule.instance(str, "an address string", none=True)),
         "deterministic": (deterministic, Rule.boolean()), "seed": (seed, Rule.integer(0, MAX_SEED)),
     })

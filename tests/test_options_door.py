@@ -211,8 +211,8 @@ PIPELINE = Pipeline(num_ranks=2, num_microbatches=4, memory_budget_bytes="6 GiB"
                              "activation_bytes": "1 GiB", "parameter_bytes": "1 GiB"}] * 2)
 
 BAD_PLAN_OPTIONS = [
-    ({"time_limit_s": 0}, "'time_limit_s' must be a number > 0, got 0"),
-    ({"workers": 0}, "'workers' must be an integer >= 1, or None, got 0"),
+    ({"time_limit_s": 0}, "'time_limit_s' must be a number in (0, "),
+    ({"workers": 0}, "'workers' must be an integer in 1..4096, or None, got 0"),
     ({"seed": -1}, "'seed' must be an integer in 0.."),
     ({"deterministic": 1}, "'deterministic' must be True or False, got 1"),
     ({"address": 6379}, "'address' must be an address string, or None, got 6379"),

@@ -60,7 +60,7 @@ def test_round_trip(tmp_path, suffix):
         ({"stages": [{"name": "x", "forward_ms": 1.0, "backward_ms": 1.0, "colour": 1}]}, "unknown field(s) ['colour']"),
         ({"p2p": {"time_ms": 1.0, "latency_ms": 1.0}}, "p2p: give either 'time_ms'"),
         ({"partition": "auto"}, "'partition' must be 'fixed' or 'dp'"),
-        ({"time_tolerance": 0.0}, "'time_tolerance' must be in (0, 0.5)"),
+        ({"time_tolerance": 0.0}, "'time_tolerance' must be in [1e-06, 0.5)"),
         ({"fb_overlap_ms": 0.0}, "'fb_overlap_ms' must be > 0"),
         ({"microbatch_sizes": [8, 8, 7]}, "'microbatch_sizes' must give one size per micro-batch (4), got 3"),
         ({"microbatch_sizes": [8, 8, 0, 7]}, "'microbatch_sizes' entry 2 must be a positive number, got 0"),

@@ -627,7 +627,9 @@ def certified_bound(
     strengthened :func:`exact_mip` for the time left (at least 5 s). The
     lower bound is the largest proven, the partition the best found; its
     value is recomputed from the partition. ``stats["sources"]`` says
-    which method gave each.
+    which method gave each. When the exact DP runs and finds no split within
+    ``max_accel_memory``, no partition exists: the status is ``INFEASIBLE``
+    at once (lower bound ``inf``, no partition).
 
     Examples
     --------
@@ -657,12 +659,19 @@ def certified_bound(
     mips: tuple[MipResult, ...] = ()
     if ideals is not None:
         sol = solve_contracted(cg, devices, ideals=ideals)
-        if sol is not None:
-            candidates.append(("dp", _to_split(cg, sol.stages)))
-            exact = _best(g, devices, [candidates[-1][1]])[1]
-            if exact is not None and exact > lower:
-                # the DP is exact: its optimum is a lower bound (recomputed from its split)
-                lower, sources["lower"] = min(exact, sol.max_load * (1 + 1e-12)), "dp"
+        if sol is None:
+            # the exact DP over every ideal found no split within the memory: no partition exists
+            return ThroughputBound(
+                method="certified", k=k, lower_bound=math.inf, best_split=None, best_value=None,
+                status=Status.INFEASIBLE, wall_time_s=time.perf_counter() - t0,
+                stats={"units": len(units.members), "sources": {"lower": "dp", "best": None},
+                       "ideals": len(ideals), "candidates": {}},
+            )
+        candidates.append(("dp", _to_split(cg, sol.stages)))
+        exact = _best(g, devices, [candidates[-1][1]])[1]
+        if exact is not None and exact > lower:
+            # the DP is exact: its optimum is a lower bound (recomputed from its split)
+            lower, sources["lower"] = min(exact, sol.max_load * (1 + 1e-12)), "dp"
     if not candidates:
         remaining = lambda: time_limit_s - (time.perf_counter() - t0)  # noqa: E731
         met = lambda value: value is not None and lower >= value * (1 - options.relative_gap)  # noqa: E731

@@ -222,3 +222,21 @@ def test_strengthening_keeps_the_contiguous_optimum_with_cpus_and_memory():
     assert plain.value == pytest.approx(opt) and strong.value == pytest.approx(opt)
     assert strong.status is Status.OPTIMAL and strong.lower_bound <= opt + 1e-6
     assert strong.stats["lower_bound_before_mip"] <= opt + 1e-6
+
+
+@settings(max_examples=40, deadline=None)
+@given(small_graphs(max_ops=5), st.integers(2, 3), st.sampled_from([0.0, 1.0, 2.0, 3.0]))
+def test_certified_bound_says_infeasible_exactly_when_no_partition_fits(graph, k, memory):
+    """Against the brute force over every assignment: INFEASIBLE at once when no split fits the memory."""
+    from schedsearch.partition.throughput_ip import certified_bound
+
+    opt = brute_force_optimum(graph, k, memory)
+    cert = certified_bound(graph, k, max_accel_memory=memory, time_limit_s=30)
+    if math.isinf(opt):
+        assert cert.status is Status.INFEASIBLE
+        assert cert.best_split is None and cert.best_value is None and math.isinf(cert.lower_bound)
+        assert cert.stats["sources"]["lower"] == "dp"
+    else:
+        assert cert.status is not Status.INFEASIBLE
+        assert cert.lower_bound <= opt + 1e-6 * max(1.0, opt)
+        assert cert.best_value >= opt - 1e-6 * max(1.0, opt)
