@@ -7,7 +7,7 @@ problem without them. Those rewrites live here, once, below every solver:
 
 * :func:`with_capacities` -- the problem under other memory capacities (one
   for every device, or some devices by name; replacing the capacities or
-  capping them);
+  capping them), and :func:`resolved_capacities`, the capacities it sets;
 * :func:`overlaps_redundant` / :func:`reduced_problem` -- whether the
   overlap declarations can shorten anything, and the problem without them
   when they cannot;
@@ -31,7 +31,7 @@ from schedsearch.problem import Cluster, Problem
 from schedsearch.schedule import Schedule, TaskInstance, overlap_groups
 from schedsearch.validate import validate
 
-__all__ = ["with_capacities", "overlaps_redundant", "reduced_problem", "flatten_overlaps", "regroup_overlaps"]
+__all__ = ["with_capacities", "resolved_capacities", "overlaps_redundant", "reduced_problem", "flatten_overlaps", "regroup_overlaps"]
 
 
 def with_capacities(
@@ -64,8 +64,10 @@ def with_capacities(
     InvalidProblemError
         ``capacities`` names a device the problem does not have, or a
         capacity is not an integer >= 0 (from the device's own check), or
-        some block no longer fits on any device it may run on (from the
-        problem's own check).
+        no order fits the capacities (the problem's own check,
+        :meth:`~schedsearch.problem.Problem.memory_refusal`: a device's
+        initial memory over its capacity, or a block that does not fit even
+        after every free that may run before it).
 
     Examples
     --------
@@ -77,6 +79,30 @@ def with_capacities(
     [4, 4]
     >>> [d.memory for d in with_capacities(p, {"d1": None}).cluster.devices]
     [4, None]
+    """
+    wanted = resolved_capacities(problem, capacities, cap_existing=cap_existing)
+    devices = [attrs.evolve(d, memory=wanted[d.name]) for d in problem.cluster.devices]
+    return problem.with_(cluster=Cluster(devices=devices, channels=problem.cluster.channels))
+
+
+def resolved_capacities(
+    problem: Problem,
+    capacities: int | None | Mapping[str, int | None],
+    *,
+    cap_existing: bool = False,
+) -> dict[str, int | None]:
+    """Every device's capacity in :func:`with_capacities` ``(problem, capacities, cap_existing=...)``.
+
+    Raises :class:`~schedsearch.errors.InvalidProblemError` for unknown
+    devices and capacities that are not integers >= 0, as
+    :func:`with_capacities` does. Searches that walk capacities ask
+    :meth:`~schedsearch.problem.Problem.memory_refusal` about these before
+    building the problem under them: a refusal there is a proof that no
+    order fits.
+
+    >>> from schedsearch.placements import vshape
+    >>> resolved_capacities(vshape(2, 4, memory=4), {"d1": 2})
+    {'d0': 4, 'd1': 2}
     """
     names = problem.cluster.device_names
     if isinstance(capacities, Mapping):
@@ -94,11 +120,11 @@ def with_capacities(
             return given
         return own if given is None else min(own, given)
 
-    devices = [
-        attrs.evolve(d, memory=capacity(d.memory, wanted[d.name])) if d.name in wanted else d
-        for d in problem.cluster.devices
-    ]
-    return problem.with_(cluster=Cluster(devices=devices, channels=problem.cluster.channels))
+    out = {d.name: capacity(d.memory, wanted[d.name]) if d.name in wanted else d.memory
+           for d in problem.cluster.devices}
+    for d in problem.cluster.devices:
+        attrs.evolve(d, memory=out[d.name])  # the device's own check of a capacity
+    return out
 
 
 def overlaps_redundant(problem: Problem) -> bool:

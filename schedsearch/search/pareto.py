@@ -10,7 +10,10 @@ memory is kept and counts against it):
   without a solver) and measures the peak ``P <= M`` of
   the schedule it found; since ``T*`` does not increase with ``M``,
   ``T*(P) = T*(M)``, so the next capacity to try is ``P - 1``. The walk stops
-  when the capacity no longer fits a block or the problem becomes infeasible.
+  when a search proves the capacity infeasible, or when
+  :meth:`~schedsearch.problem.Problem.memory_refusal` proves that no order
+  fits it (a necessary condition of the memory semantics: the initial memory,
+  or a block that does not fit even after every free that may come first).
   A point ``(T, P)`` is *proven* non-dominated when ``T`` was proven optimal
   under capacity ``P`` and the next step proved that capacity ``P - 1``
   needs a longer makespan (or is infeasible).
@@ -33,11 +36,11 @@ from typing import Any, overload
 import attrs
 
 from schedsearch.bounds.analytic import objective_lower_bound
-from schedsearch.errors import InvalidOptionsError, InvalidProblemError
+from schedsearch.errors import InvalidOptionsError
 from schedsearch.options import Deadline, Reporter, SearchOptions, resolve_options
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
-from schedsearch.rewrite import reduced_problem, with_capacities
+from schedsearch.rewrite import reduced_problem, resolved_capacities, with_capacities
 from schedsearch.schedule import Schedule, objective_value, peak_memory
 from schedsearch.search.optimal import optimal
 from schedsearch.validate import validate
@@ -104,15 +107,17 @@ class ParetoFront(Sequence[ParetoPoint]):
 
     ``front[i]``, ``len(front)`` and ``for point in front`` work as on a
     tuple (``points`` is that tuple); ``stop_reason`` says why the walk
-    stopped (``"infeasible"``, ``"capacity C does not fit a block"``,
+    stopped (``"infeasible"``, ``"capacity C holds no plan: <why>"``,
     ``"time limit"``, ``"max_points"``, ...).
 
     Examples
     --------
     >>> from schedsearch.placements import vshape
     >>> front = pareto(vshape(2, 3), time_limit_s=10)
-    >>> len(front), [(p.objective, p.peak_memory) for p in front], front.stop_reason
-    (2, [(12, 2), (18, 1)], 'capacity 0 does not fit a block')
+    >>> len(front), [(p.objective, p.peak_memory) for p in front]
+    (2, [(12, 2), (18, 1)])
+    >>> front.stop_reason.split(":")[0]
+    'capacity 0 holds no plan'
     """
 
     points: tuple[ParetoPoint, ...] = attrs.field(converter=tuple)
@@ -226,11 +231,11 @@ def pareto(
         if deadline.expired():
             stop = "time limit"
             break
-        try:
-            sub = with_capacities(search_problem, capacity)
-        except InvalidProblemError:
-            stop = f"capacity {capacity} does not fit a block"
+        refusal = _refusal(search_problem, capacity)
+        if refusal is not None:
+            stop = f"capacity {capacity} holds no plan: {refusal}"
             break
+        sub = with_capacities(search_problem, capacity)
         phase = f"pareto capacity {'unbounded' if capacity is None else capacity}"
         reporter.reset(phase)
         limit = deadline.slice(1.0, cap_s=step_time_limit_s)
@@ -255,11 +260,19 @@ def pareto(
             continue  # the same point twice
         nxt = found[i + 1] if i + 1 < len(found) else None
         next_proven = (
-            stop == "infeasible" or stop.startswith("capacity") if nxt is None
+            stop in ("infeasible", "peak memory 0") or stop.startswith("capacity") if nxt is None
             else nxt[3].status is Status.OPTIMAL and nxt[0] > value
         )
         points.append(_point(problem, result, peak, cap, result.status is Status.OPTIMAL and bool(next_proven)))
     return ParetoFront(points=points, stop_reason=stop, wall_time_s=deadline.elapsed)
+
+
+def _refusal(problem: Problem, capacity: int | None) -> str | None:
+    """Why no order of ``problem`` fits the uniform ``capacity``
+    (:meth:`~schedsearch.problem.Problem.memory_refusal`, a proof), or None."""
+    if capacity is None:
+        return None
+    return problem.memory_refusal(resolved_capacities(problem, capacity))
 
 
 def _check_step_limit(value: Any) -> None:
@@ -316,7 +329,7 @@ class MemoryWalk(SearchResult):
     reach the target (then the status is OPTIMAL); ``problem`` is the
     problem under that capacity. ``steps`` lists ``(capacity, status,
     makespan, how)`` with ``how`` in ``"heuristic"``, ``"warm start"``,
-    ``"exact"``.
+    ``"exact"``, ``"capacity check"``.
 
     Examples
     --------
@@ -367,7 +380,9 @@ def min_memory(
     is an exact feasibility search restricted to makespans ``<=
     target_makespan``; a step that ends without an answer (TIMEOUT) stops
     the walk unproven, an INFEASIBLE one proves the last capacity found
-    minimal. ``reduce`` drops overlap declarations that cannot help (see
+    minimal, and so does a capacity no order fits
+    (:meth:`~schedsearch.problem.Problem.memory_refusal`, step ``how``
+    ``"capacity check"``). ``reduce`` drops overlap declarations that cannot help (see
     :func:`~schedsearch.rewrite.overlaps_redundant`).
 
     ``options`` / ``common`` are the common settings
@@ -397,11 +412,13 @@ def min_memory(
     warm = list(opts.warm_starts)
     search_problem = reduced_problem(problem) if reduce else problem
     while True:
-        try:
-            sub = with_capacities(search_problem, capacity)
-        except InvalidProblemError:
-            proof = "block sizes"  # a smaller capacity cannot even hold one block
+        refusal = _refusal(search_problem, capacity)
+        if refusal is not None:
+            # no order fits this capacity, nor any smaller one (Problem.memory_refusal's proof)
+            steps.append((capacity, Status.INFEASIBLE.value, None, "capacity check"))
+            proof = "capacity check"
             break
+        sub = with_capacities(search_problem, capacity)
         if deadline.expired():
             stopped = Status.TIMEOUT
             break
