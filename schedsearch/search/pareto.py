@@ -329,7 +329,7 @@ class MemoryWalk(SearchResult):
     reach the target (then the status is OPTIMAL); ``problem`` is the
     problem under that capacity. ``steps`` lists ``(capacity, status,
     makespan, how)`` with ``how`` in ``"heuristic"``, ``"warm start"``,
-    ``"exact"``, ``"capacity check"``.
+    ``"exact"``, ``"capacity check"``, ``"analytic bound"``.
 
     Examples
     --------
@@ -380,9 +380,10 @@ def min_memory(
     is an exact feasibility search restricted to makespans ``<=
     target_makespan``; a step that ends without an answer (TIMEOUT) stops
     the walk unproven, an INFEASIBLE one proves the last capacity found
-    minimal, and so does a capacity no order fits
+    minimal, and so do a capacity no order fits
     (:meth:`~schedsearch.problem.Problem.memory_refusal`, step ``how``
-    ``"capacity check"``). ``reduce`` drops overlap declarations that cannot help (see
+    ``"capacity check"``) and an analytic lower bound above the target
+    (``"analytic bound"``; a smaller capacity only raises it). ``reduce`` drops overlap declarations that cannot help (see
     :func:`~schedsearch.rewrite.overlaps_redundant`).
 
     ``options`` / ``common`` are the common settings
@@ -432,6 +433,11 @@ def min_memory(
         elif given is not None:
             steps.append((capacity, Status.FEASIBLE.value, given.makespan, "warm start"))
             schedule, engine = given, "warm start"
+        elif objective_lower_bound(sub.with_(objective="makespan")).value > target_makespan:
+            # no plan of this capacity (nor of a smaller one) is that short
+            steps.append((capacity, Status.INFEASIBLE.value, None, "analytic bound"))
+            proof = "analytic bound"
+            break
         else:
             result = optimal(sub.with_(objective="feasibility"), upper_bound=target_makespan,
                              options=opts.replace(time_limit_s=deadline.slice(1.0), warm_starts=(),
