@@ -1335,8 +1335,11 @@ class Problem:
 
         With an edge ``b0 -> b1`` the free comes after the allocation:
 
-        >>> p.with_(graph=Graph(blocks=p.graph.blocks, edges=[("b0", "b1")])).memory_refusal({"d0": 2})
-        "block 'b0': 'memory' + 'workspace' = 1 does not fit on any device it may run on, even after every free that may run before it (capacities {'d0': 2}, initial memory {'d0': 2}, frees that may come first {'d0': 0})"
+        >>> print(p.with_(graph=Graph(blocks=p.graph.blocks, edges=[("b0", "b1")])).memory_refusal({"d0": 2}))
+        ... # doctest: +NORMALIZE_WHITESPACE
+        block 'b0': 'memory' + 'workspace' = 1 does not fit on any device it may run on, even after every
+        free that may run before it (capacities {'d0': 2}, initial memory {'d0': 2}, frees that may come
+        first {'d0': 0})
         """
         caps = {d.name: d.memory for d in self.cluster.devices}
         if capacities is not None:
@@ -1376,11 +1379,12 @@ class Problem:
                      for d in b.devices}
             if fits(first):
                 continue
+            on = sorted(b.devices)
             return (
                 f"block {b.name!r}: 'memory' + 'workspace' = {alone} does not fit on any device it may run on, "
-                f"even after every free that may run before it (capacities { {d: caps[d] for d in sorted(b.devices)} }, "
-                f"initial memory { {d: init.get(d, 0) for d in sorted(b.devices)} }, frees that may come first "
-                f"{ {d: first[d] for d in sorted(b.devices)} })"
+                f"even after every free that may run before it (capacities { {d: caps[d] for d in on} }, "
+                f"initial memory { {d: init.get(d, 0) for d in on} }, frees that may come first "
+                f"{ {d: first[d] for d in on} })"
             )
         return None
 

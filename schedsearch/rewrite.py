@@ -31,7 +31,8 @@ from schedsearch.problem import Cluster, Problem
 from schedsearch.schedule import Schedule, TaskInstance, overlap_groups
 from schedsearch.validate import validate
 
-__all__ = ["with_capacities", "resolved_capacities", "overlaps_redundant", "reduced_problem", "flatten_overlaps", "regroup_overlaps"]
+__all__ = ["with_capacities", "resolved_capacities", "overlaps_redundant", "reduced_problem", "flatten_overlaps",
+           "regroup_overlaps"]
 
 
 def with_capacities(

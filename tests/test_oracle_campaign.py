@@ -12,6 +12,17 @@ Problems per run: 200 in the ``ci`` profile, 5,000 in ``thorough``
 builders up to 16 task instances (1F1B, zero bubble, interleaved, V,
 Chimera, DualPipe and DualPipeV with their groups, Tessel's shapes): 100 and
 2,000.
+
+The memory level (below): the constructor's refusals
+(:meth:`~schedsearch.problem.Problem.memory_refusal`), every ``pareto``
+point, every ``min_memory`` answer and both orders of ``solve``'s levels
+against the oracle's least peaks and exact front
+(:func:`~schedsearch.testing.oracle.least_peak`,
+:func:`~schedsearch.testing.oracle.exact_front`), with peaks recomputed
+from the semantics by brute force; on random DAGs with frees that may come
+before allocations, initial memory 0..2 and tight capacities, and on
+pipelines: 40 and 40 problems in ``ci``, 1,000 and 1,000 in ``thorough``.
+``pytest -s`` prints what was checked.
 """
 
 from __future__ import annotations
