@@ -21,7 +21,7 @@ against the oracle's least peaks and exact front
 :func:`~schedsearch.testing.oracle.exact_front`), with peaks recomputed
 from the semantics by brute force; on random DAGs with frees that may come
 before allocations, initial memory 0..2 and tight capacities, and on
-pipelines: 40 and 40 problems in ``ci``, 1,000 and 1,000 in ``thorough``.
+pipelines: 40 and 30 problems in ``ci``, 1,000 and 500 in ``thorough``.
 ``pytest -s`` prints what was checked.
 """
 
@@ -121,6 +121,7 @@ def test_pipeline_claims_agree_with_the_oracle(problem):
 # --------------------------------------------------------------------------
 
 MEMORY_EXAMPLES = {"thorough": 1000, "dev": 20}.get(PROFILE, 40)
+PIPELINE_MEMORY_EXAMPLES = {"thorough": 500, "dev": 10}.get(PROFILE, 30)
 MEMORY_ORACLE = dict(max_tasks=8, node_limit=200_000)
 #: what the memory campaign checked (printed at the end of the module with ``-s``)
 TALLY = Counter()
@@ -265,18 +266,18 @@ def check_solve(problem, names):
             claim(level.value == truth, f"{what}: {level.name} proven {level.value}, the least is {truth}")
 
 
-MEMORY_SETTINGS = settings(max_examples=MEMORY_EXAMPLES, deadline=None, derandomize=PROFILE != "thorough",
-                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                                  HealthCheck.filter_too_much])
+SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 
 
-@MEMORY_SETTINGS
+@settings(max_examples=MEMORY_EXAMPLES, deadline=None, derandomize=PROFILE != "thorough",
+          suppress_health_check=SLOW_OK)
 @given(memory_problems(), st.data())
 def test_memory_claims_agree_with_the_oracle(drawn, data):
     check_memory_claims(*drawn, data)
 
 
-@MEMORY_SETTINGS
+@settings(max_examples=PIPELINE_MEMORY_EXAMPLES, deadline=None, derandomize=PROFILE != "thorough",
+          suppress_health_check=SLOW_OK)
 @given(memory_problems(pipeline_problems(max_tasks=8, max_microbatches=3)), st.data())
 def test_pipeline_memory_claims_agree_with_the_oracle(drawn, data):
     check_memory_claims(*drawn, data)
@@ -308,9 +309,19 @@ def memory_claims(problem, caps, data):
     target = data.draw(st.integers(times[0] - 1, times[-1] + 1)) if times else 1
     for t in {times[0] if times else 1, target}:
         check_min_memory(problem, t)
-    # both orders of solve's levels under the drawn capacities
+    # under the drawn capacities: the encoders and the bounds, then both orders of solve's levels
     if refusal is None:
         capped = with_capacities(problem, caps)
+        truth = exact_optimum(capped, **MEMORY_ORACLE).value
+        if truth is not None:
+            claim(objective_lower_bound(capped).value <= truth, "analytic bound")
+            if capped.objective == "makespan":
+                claim(lower_bound(capped).value <= truth, "best bound")
+        for backend in ("cpsat", "z3"):
+            result = optimal(capped, backend=backend, **LIMIT)
+            TALLY[f"optimal {backend}"] += 1
+            TALLY["claims checked"] += 1
+            assert_claims_agree(capped, truth, result, f"{backend} under tight capacities")
         check_solve(capped, ("makespan", "peak_memory"))
         check_solve(capped, ("peak_memory", "makespan"))
 

@@ -395,12 +395,13 @@ def min_memory(
     Examples
     --------
     1F1B's least makespan on 2 devices, 3 micro-batches (12) needs two
-    activations on the first device, and one is proven too few:
+    activations on the first device, and one is proven too few (by the
+    analytic bound: one activation runs the micro-batches one by one):
 
     >>> from schedsearch.placements import vshape
     >>> walk = min_memory(vshape(2, 3), 12, time_limit_s=10)
     >>> walk.status.value, walk.objective, walk.steps[-1]
-    ('OPTIMAL', 2, (1, 'INFEASIBLE', None, 'exact'))
+    ('OPTIMAL', 2, (1, 'INFEASIBLE', None, 'analytic bound'))
     """
     opts = resolve_options(options, common, "min_memory")
     deadline = Deadline(opts.time_limit_s, deterministic=opts.deterministic)
