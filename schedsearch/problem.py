@@ -1302,19 +1302,22 @@ class Problem:
         * the level starts at the initial memory, so a device's initial
           memory above its capacity is over it from the start;
         * let ``k`` be the first instance (least start) of a block ``b``.
-          At its start the level on each device ``d`` of its option holds
-          the initial memory, ``max(memory, 0) + workspace`` of ``b``
-          (``k``'s own delta, the other instances' frees are counted next,
-          and ``k`` runs at least one time unit) and the deltas of every
-          other instance started by then, which add up to no less than the
-          frees (negative deltas) of all instances that may run on ``d``
-          and can start that early. An instance of a block reachable from
-          ``b`` by edges cannot: it starts after its own instance of ``b``
-          ends, so after ``k`` starts (edges between two blocks of one
-          declared overlap are left out: a group may run them together).
-          Releases and fixed orders are ignored, and only make this level
-          larger. So ``b`` needs an option whose every device has
-          ``initial + max(memory, 0) + workspace + those frees <= capacity``.
+          At its start the level on each device ``d`` of its option is the
+          initial memory, plus ``k``'s delta and workspace (``k`` runs at
+          least one time unit), plus the deltas and held workspace of the
+          other instances started by then. Those add up to no less than the
+          frees (negative deltas) of all the other instances that may run
+          on ``d`` and may start that early; the frees of ``b``'s other
+          instances among them, ``k``'s delta and those frees add up to
+          ``max(memory, 0)`` plus the frees of every instance of ``b``.
+          An instance of a block reachable from ``b`` by edges cannot start
+          that early: it starts after its own instance of ``b`` ends, so
+          after ``k`` starts (edges between two blocks of one declared
+          overlap are left out: a group may run them together). Releases
+          and fixed orders are ignored: they only make the level larger.
+          So ``b`` needs an option whose every device has ``initial +
+          max(memory, 0) + workspace + the frees that may come first <=
+          capacity``.
 
         Examples
         --------
@@ -1343,6 +1346,13 @@ class Problem:
         """
         caps = {d.name: d.memory for d in self.cluster.devices}
         if capacities is not None:
+            if not isinstance(capacities, Mapping):
+                raise _err("memory_refusal", "capacities", "must map device names to capacities", capacities)
+            for d, cap in capacities.items():
+                if d not in caps:
+                    raise _err("memory_refusal", "capacities", "names an unknown device", d)
+                if cap is not None:
+                    _check_int(f"memory_refusal: device {d!r}", "capacity", cap, 0)
             caps.update(capacities)
         init = dict(self.initial_memory)
         for d, cap in caps.items():
