@@ -1287,7 +1287,8 @@ class Problem:
                     if d not in devices:
                         raise _err(f"block {b.name!r}: option {i}", "devices", "names an unknown device", d)
 
-    def memory_refusal(self, capacities: Mapping[str, int | None] | None = None) -> str | None:
+    def memory_refusal(self, capacities: Mapping[str, int | None] | None = None, *,
+                       overlaps: bool = True) -> str | None:
         """Why no schedule keeps memory within ``capacities``, or None when this check finds no reason.
 
         ``capacities`` maps device names to capacities (None: unbounded);
@@ -1295,6 +1296,9 @@ class Problem:
         own). The constructor raises with this reason for the problem's own
         capacities; searches that walk capacities down (the Pareto front,
         the least capacity) call it for the capacity they are about to try.
+        ``overlaps=False`` answers for the problem without its overlap
+        declarations (what :func:`~schedsearch.rewrite.reduced_problem`
+        asks before dropping them).
 
         It is a necessary condition of the memory semantics (see the class
         docstring), so a reason is a proof that no order fits:
@@ -1376,7 +1380,7 @@ class Problem:
             if fits({}):  # fits with no free before it (the common case: no graph walk)
                 continue
             if successors is None:
-                successors = self._hard_successors()
+                successors = self._hard_successors(overlaps)
             later: set[str] = set()
             stack = [b.name]
             while stack:
@@ -1398,12 +1402,13 @@ class Problem:
             )
         return None
 
-    def _hard_successors(self) -> dict[str, list[str]]:
-        """Successors along edges that force a later start (every edge but those between two blocks
-        of one declared overlap, which a group may run together)."""
+    def _hard_successors(self, overlaps: bool = True) -> dict[str, list[str]]:
+        """Successors along edges that force a later start (every edge but, with ``overlaps``, those
+        between two blocks of one declared overlap, which a group may run together)."""
         out: dict[str, list[str]] = {b.name: [] for b in self.graph.blocks}
+        declared = self.overlaps if overlaps else ()
         for e in self.graph.edges:
-            if not any(e.src in ov.blocks and e.dst in ov.blocks for ov in self.overlaps):
+            if not any(e.src in ov.blocks and e.dst in ov.blocks for ov in declared):
                 out[e.src].append(e.dst)
         return out
 

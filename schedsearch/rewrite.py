@@ -160,8 +160,17 @@ def overlaps_redundant(problem: Problem) -> bool:
 
 def reduced_problem(problem: Problem) -> Problem:
     """The problem without its overlap declarations when they are redundant
-    (:func:`overlaps_redundant`), else ``problem`` itself."""
-    return problem.with_(overlaps=()) if overlaps_redundant(problem) else problem
+    (:func:`overlaps_redundant`), else ``problem`` itself.
+
+    ``problem`` itself too when no order of the problem without them fits
+    its capacities (:meth:`~schedsearch.problem.Problem.memory_refusal`
+    with ``overlaps=False``: a group may run a free with the block it
+    follows, flattened it may not), so the searches settle it on the
+    problem as given.
+    """
+    if not overlaps_redundant(problem) or problem.memory_refusal(overlaps=False) is not None:
+        return problem
+    return problem.with_(overlaps=())
 
 
 def flatten_overlaps(problem: Problem, schedule: Schedule) -> Schedule | None:

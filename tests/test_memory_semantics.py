@@ -87,3 +87,16 @@ def test_the_peak_counts_the_initial_memory_under_a_free_at_time_zero():
     plan = run("b0")
     assert memory_profile(p, plan) == {"d0": [(0, 0)]}  # the level after the events at time 0
     assert peak_memory(p, plan) == {"d0": 1}  # the level started at 1
+
+
+def test_redundant_overlaps_are_kept_when_the_problem_without_them_fits_no_order():
+    # DualPipeV on one device: F0's group with the W1 that frees makes capacity 0 pass the
+    # constructor's check; without the groups W1 comes after F0, so the declarations stay
+    from schedsearch.placements import dualpipev
+    from schedsearch.rewrite import overlaps_redundant, reduced_problem
+
+    p = with_capacities(dualpipev(1, 1), 0)
+    assert overlaps_redundant(p) and p.memory_refusal(overlaps=False) is not None
+    assert reduced_problem(p) is p
+    assert exact_optimum(p).value is None
+    assert reduced_problem(dualpipev(1, 1)).overlaps == ()
