@@ -132,10 +132,15 @@ def overlaps_redundant(problem: Problem) -> bool:
     """True when the problem's overlap declarations cannot improve any schedule.
 
     That holds when every declared overlap lasts at least its members'
-    longest durations added up, and no dependency inside it runs from a
+    longest durations added up, no dependency inside it runs from a
     member that allocates memory to one that does not (so running the
     non-allocating members first, then the others, respects the group's
-    internal order). Then flattening a group into its members, run one
+    internal order), and in that order no member's workspace outweighs the
+    frees still to come: with ``L`` the level before the group (within the
+    capacity), member ``i`` runs flattened at ``L + delta_1 + ... +
+    delta_i + workspace_i``, which must be at most ``L`` or the group's own
+    level ``L + every delta + every workspace``. Then flattening a group
+    into its members, run one
     after the other inside its interval (:func:`flatten_overlaps`), keeps
     every dependency, never raises the memory level, and leaves the device
     busy over the same interval: the optimal makespan, device spans and
@@ -146,6 +151,7 @@ def overlaps_redundant(problem: Problem) -> bool:
         return False
     blocks = problem.graph.by_name()
     edges = {(e.src, e.dst) for e in problem.graph.edges}
+    position = {name: i for i, name in enumerate(problem.graph.topological_order())}
     n = problem.num_microbatches
     for ov in problem.overlaps:
         longest = sum(max(problem.durations(b, m)[0] for m in range(n)) for b in ov.blocks)
@@ -155,6 +161,15 @@ def overlaps_redundant(problem: Problem) -> bool:
             for v in ov.blocks:
                 if (u, v) in edges and blocks[u].memory > 0 >= blocks[v].memory:
                     return False
+        # flattened in flatten_overlaps' order, member i runs at L + the deltas up to i + its workspace,
+        # which must stay within L or the group's own level L + every delta + every workspace
+        order = [blocks[b] for b in sorted(ov.blocks, key=lambda b: (blocks[b].memory > 0, position[b]))]
+        group = sum(b.memory + b.workspace for b in order)
+        so_far = 0
+        for b in order:
+            so_far += b.memory
+            if so_far + b.workspace > max(0, group):
+                return False
     return True
 
 

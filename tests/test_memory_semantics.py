@@ -100,3 +100,23 @@ def test_redundant_overlaps_are_kept_when_the_problem_without_them_fits_no_order
     assert reduced_problem(p) is p
     assert exact_optimum(p).value is None
     assert reduced_problem(dualpipev(1, 1)).overlaps == ()
+
+
+def test_a_workspace_before_a_free_inside_a_group_keeps_the_declaration():
+    # b holds 5 while it runs and c frees 3 after it: as a group the level is 3 + 5 - 3 = 5, flattened
+    # b alone reaches 8; the problem without the group fits capacity 5 in no order (x must come first
+    # to let y free, and x does not fit), so the declaration is not redundant
+    from schedsearch.problem import Overlap
+    from schedsearch.rewrite import overlaps_redundant
+    from schedsearch.search import min_memory, pareto
+    from schedsearch.testing.oracle import exact_front
+
+    p = one_device([block("b", 0, workspace=5), block("c", -3), block("x", 3), block("y", -3)],
+                   edges=[("b", "c"), ("x", "y")], capacity=5, initial=3,
+                   overlaps=[Overlap(blocks=("b", "c"), duration=2)])
+    assert not overlaps_redundant(p)
+    assert exact_optimum(p).value == 4 and exact_optimum(p.with_(overlaps=())).value is None
+    assert exact_front(p) == ((4, 5),)
+    assert [(q.objective, q.peak_memory) for q in pareto(p, time_limit_s=30)] == [(4, 5)]
+    walk = min_memory(p, 4, time_limit_s=30)
+    assert walk.objective == 5 and walk.lower_bound in (None, 5)
