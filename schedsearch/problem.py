@@ -9,10 +9,13 @@ Conventions
   *options* each name the tuple of devices it occupies **at the same time** and
   its duration there. One option = fixed placement; several = the solver
   chooses; a multi-device option = a tensor-parallel / full-shard block.
-* Memory: a block's ``memory`` delta takes effect at its start, on every
-  device of the chosen option; ``workspace`` is transient memory held on each
-  of those devices from start to end. The running level on a device, plus its
-  initial memory, never exceeds the device's capacity.
+* Memory (one semantics, followed by every check, metric, encoder, bound,
+  the validator and the test oracle; see :class:`Problem`): the level on a
+  device starts at its initial memory; a block's ``memory`` delta takes
+  effect at its start, on every device of the chosen option; ``workspace``
+  is transient memory held on each of those devices from start to end. The
+  level never exceeds the device's capacity; the peak is the highest level
+  at any instant, initial memory included.
 * A dependency edge ``src -> dst`` of one micro-batch may carry a transfer
   ``size``. The transfer is paid only when the two ends run on different
   devices (for multi-device options: when their device sets are disjoint); it
@@ -1108,6 +1111,27 @@ class Problem:
         times and sizes, and :func:`schedsearch.plan` and the profiler set
         them.
 
+    Memory
+    ------
+    On each device the level starts at its initial memory and changes at
+    each task's start: by the block's ``memory`` delta, plus its
+    ``workspace``, which is given back at the task's end. At an instant
+    ``t`` it is::
+
+        initial + sum(memory of the tasks there with start <= t)
+                + sum(workspace of the tasks there with start <= t < end)
+
+    (a group's members all count at the group's start, their workspace
+    over the group). It never exceeds the device's capacity, and the
+    initial memory alone counts: a capacity below it holds no plan. A
+    schedule's peak on a device is the highest level at any instant,
+    initial memory included, so never below it; a plan of peak ``P`` fits
+    capacity ``P``. Frees may come first: a block whose activation needs
+    more than the capacity less the initial memory may still run after
+    other blocks free memory. The constructor refuses only what no order
+    can fit (:meth:`memory_refusal`); whether a capacity can be met is
+    otherwise a question for a search or a proven bound.
+
     Examples
     --------
     A forward on ``d0``, its backward on ``d1``, a 4-unit activation sent
@@ -1153,7 +1177,9 @@ class Problem:
     def __attrs_post_init__(self) -> None:
         # Every check below runs in time linear in the size of the problem
         # (blocks, options, edges, devices, channels, releases, orders,
-        # overrides, overlaps); nothing is enumerated per micro-batch.
+        # overrides, overlaps); nothing is enumerated per micro-batch. The
+        # memory check walks the graph below a block only for a block that
+        # does not fit with no free before it.
         _check_int("problem", "num_microbatches", self.num_microbatches, 1, MAX_MICROBATCHES)
         if not isinstance(self.graph, Graph):
             raise _err("problem", "graph", "must be a Graph", type(self.graph).__name__)
@@ -1180,17 +1206,15 @@ class Problem:
                 raise _err("problem", "initial_memory", "names a device twice", dev)
             seen_init.add(dev)
             _check_int(f"initial memory of device {dev!r}", "amount", amount, 0)
-            cap = devices[dev].memory
-            if cap is not None and amount > cap:
-                raise InvalidProblemError(
-                    f"device {dev!r}: 'initial_memory' {amount} exceeds its capacity {cap}"
-                )
         blocks = self.graph.by_name()
         self._check_options(blocks, devices)
         transfers = self._check_channels(blocks)
         self._check_tasks(blocks)
         self._check_overlaps(blocks)
         self._check_totals(transfers)
+        refusal = self.memory_refusal()
+        if refusal is not None:
+            raise InvalidProblemError(refusal)
         object.__setattr__(self, "_override_index", {(b, m): d for b, m, d in self.duration_overrides})
         rel: dict[TaskKey, int] = {}
         for r in self.releases:
@@ -1257,26 +1281,136 @@ class Problem:
             )
 
     def _check_options(self, blocks: dict[str, Block], devices: dict[str, Device]) -> None:
-        init = dict(self.initial_memory)
         for b in self.graph.blocks:
-            fits = False
-            need = max(b.memory, 0) + b.workspace
             for i, o in enumerate(b.options):
                 for d in o.devices:
                     if d not in devices:
                         raise _err(f"block {b.name!r}: option {i}", "devices", "names an unknown device", d)
-                if all(
-                    devices[d].memory is None or init.get(d, 0) + need <= devices[d].memory
-                    for d in o.devices
-                ):
-                    fits = True
-            if not fits:
-                caps = {d: devices[d].memory for o in b.options for d in o.devices}
-                raise InvalidProblemError(
-                    f"block {b.name!r}: 'memory' + 'workspace' = {need} does not fit on any device "
-                    f"it may run on (capacities {caps}, initial memory "
-                    f"{ {d: init.get(d, 0) for d in caps} })"
-                )
+
+    def memory_refusal(self, capacities: Mapping[str, int | None] | None = None, *,
+                       overlaps: bool = True) -> str | None:
+        """Why no schedule keeps memory within ``capacities``, or None when this check finds no reason.
+
+        ``capacities`` maps device names to capacities (None: unbounded);
+        the devices it leaves out keep their own (default: every device its
+        own). The constructor raises with this reason for the problem's own
+        capacities; searches that walk capacities down (the Pareto front,
+        the least capacity) call it for the capacity they are about to try.
+        ``overlaps=False`` answers for the problem without its overlap
+        declarations (what :func:`~schedsearch.rewrite.reduced_problem`
+        asks before dropping them).
+
+        It is a necessary condition of the memory semantics (see the class
+        docstring), so a reason is a proof that no order fits:
+
+        * the level starts at the initial memory, so a device's initial
+          memory above its capacity is over it from the start;
+        * let ``k`` be the first instance (least start) of a block ``b``.
+          At its start the level on each device ``d`` of its option is the
+          initial memory, plus ``k``'s delta and workspace (``k`` runs at
+          least one time unit), plus the deltas and held workspace of the
+          other instances started by then. Those add up to no less than the
+          frees (negative deltas) of all the other instances that may run
+          on ``d`` and may start that early; the frees of ``b``'s other
+          instances among them, ``k``'s delta and those frees add up to
+          ``max(memory, 0)`` plus the frees of every instance of ``b``.
+          An instance of a block reachable from ``b`` by edges cannot start
+          that early: it starts after its own instance of ``b`` ends, so
+          after ``k`` starts (edges between two blocks of one declared
+          overlap are left out: a group may run them together). Releases
+          and fixed orders are ignored: they only make the level larger.
+          So ``b`` needs an option whose every device has ``initial +
+          max(memory, 0) + workspace + the frees that may come first <=
+          capacity``.
+
+        Examples
+        --------
+        One device holding 2 at the start; ``b1`` frees 1 and ``b0``
+        allocates 1, no edge: running ``b1`` first keeps the level at 2, so
+        capacity 2 is not refused, capacity 1 is (the initial memory alone
+        is over it):
+
+        >>> from schedsearch import Block, Cluster, Device, Graph, Problem
+        >>> p = Problem(graph=Graph(blocks=[Block(name="b0", options=[("d0", 1)], memory=1),
+        ...                                 Block(name="b1", options=[("d0", 1)], memory=-1)]),
+        ...             num_microbatches=1, cluster=Cluster(devices=[Device(name="d0", memory=4)]),
+        ...             initial_memory={"d0": 2})
+        >>> p.memory_refusal({"d0": 2}) is None
+        True
+        >>> p.memory_refusal({"d0": 1})
+        "device 'd0': 'initial_memory' 2 exceeds its capacity 1"
+
+        With an edge ``b0 -> b1`` the free comes after the allocation:
+
+        >>> print(p.with_(graph=Graph(blocks=p.graph.blocks, edges=[("b0", "b1")])).memory_refusal({"d0": 2}))
+        ... # doctest: +NORMALIZE_WHITESPACE
+        block 'b0': 'memory' + 'workspace' = 1 does not fit on any device it may run on, even after every
+        free that may run before it (capacities {'d0': 2}, initial memory {'d0': 2}, frees that may come
+        first {'d0': 0})
+        """
+        caps = {d.name: d.memory for d in self.cluster.devices}
+        if capacities is not None:
+            if not isinstance(capacities, Mapping):
+                raise _err("memory_refusal", "capacities", "must map device names to capacities", capacities)
+            for d, cap in capacities.items():
+                if d not in caps:
+                    raise _err("memory_refusal", "capacities", "names an unknown device", d)
+                if cap is not None:
+                    _check_int(f"memory_refusal: device {d!r}", "capacity", cap, 0)
+            caps.update(capacities)
+        init = dict(self.initial_memory)
+        for d, cap in caps.items():
+            if cap is not None and init.get(d, 0) > cap:
+                return f"device {d!r}: 'initial_memory' {init[d]} exceeds its capacity {cap}"
+        n = self.num_microbatches
+        frees: dict[str, int] = {}  # per device: the frees of every instance that may run there (<= 0)
+        for b in self.graph.blocks:
+            if b.memory < 0:
+                for d in b.devices:
+                    frees[d] = frees.get(d, 0) + n * b.memory
+        successors: dict[str, list[str]] | None = None
+        blocks = self.graph.by_name()
+        for b in self.graph.blocks:
+            alone = max(b.memory, 0) + b.workspace
+
+            def fits(extra: Mapping[str, int], need: int = alone) -> bool:
+                return any(all(caps[d] is None or init.get(d, 0) + need + extra.get(d, 0) <= caps[d]
+                               for d in o.devices) for o in b.options)
+
+            if fits({}):  # fits with no free before it (the common case: no graph walk)
+                continue
+            if successors is None:
+                successors = self._hard_successors(overlaps)
+            later: set[str] = set()
+            stack = [b.name]
+            while stack:
+                for nxt in successors[stack.pop()]:
+                    if nxt not in later:
+                        later.add(nxt)
+                        stack.append(nxt)
+            first = {d: frees.get(d, 0) - sum(n * blocks[c].memory for c in later
+                                              if blocks[c].memory < 0 and d in blocks[c].devices)
+                     for d in b.devices}
+            if fits(first):
+                continue
+            on = sorted(b.devices)
+            return (
+                f"block {b.name!r}: 'memory' + 'workspace' = {alone} does not fit on any device it may run on, "
+                f"even after every free that may run before it (capacities { {d: caps[d] for d in on} }, "
+                f"initial memory { {d: init.get(d, 0) for d in on} }, frees that may come first "
+                f"{ {d: first[d] for d in on} })"
+            )
+        return None
+
+    def _hard_successors(self, overlaps: bool = True) -> dict[str, list[str]]:
+        """Successors along edges that force a later start (every edge but, with ``overlaps``, those
+        between two blocks of one declared overlap, which a group may run together)."""
+        out: dict[str, list[str]] = {b.name: [] for b in self.graph.blocks}
+        declared = self.overlaps if overlaps else ()
+        for e in self.graph.edges:
+            if not any(e.src in ov.blocks and e.dst in ov.blocks for ov in declared):
+                out[e.src].append(e.dst)
+        return out
 
     def _check_channels(self, blocks: dict[str, Block]) -> dict[tuple[str, str], int]:
         """Every transfer has a channel; returns the longest time of each edge's transfer."""

@@ -7,7 +7,7 @@ problem without them. Those rewrites live here, once, below every solver:
 
 * :func:`with_capacities` -- the problem under other memory capacities (one
   for every device, or some devices by name; replacing the capacities or
-  capping them);
+  capping them), and :func:`resolved_capacities`, the capacities it sets;
 * :func:`overlaps_redundant` / :func:`reduced_problem` -- whether the
   overlap declarations can shorten anything, and the problem without them
   when they cannot;
@@ -31,7 +31,8 @@ from schedsearch.problem import Cluster, Problem
 from schedsearch.schedule import Schedule, TaskInstance, overlap_groups
 from schedsearch.validate import validate
 
-__all__ = ["with_capacities", "overlaps_redundant", "reduced_problem", "flatten_overlaps", "regroup_overlaps"]
+__all__ = ["with_capacities", "resolved_capacities", "overlaps_redundant", "reduced_problem", "flatten_overlaps",
+           "regroup_overlaps"]
 
 
 def with_capacities(
@@ -64,8 +65,10 @@ def with_capacities(
     InvalidProblemError
         ``capacities`` names a device the problem does not have, or a
         capacity is not an integer >= 0 (from the device's own check), or
-        some block no longer fits on any device it may run on (from the
-        problem's own check).
+        no order fits the capacities (the problem's own check,
+        :meth:`~schedsearch.problem.Problem.memory_refusal`: a device's
+        initial memory over its capacity, or a block that does not fit even
+        after every free that may run before it).
 
     Examples
     --------
@@ -77,6 +80,30 @@ def with_capacities(
     [4, 4]
     >>> [d.memory for d in with_capacities(p, {"d1": None}).cluster.devices]
     [4, None]
+    """
+    wanted = resolved_capacities(problem, capacities, cap_existing=cap_existing)
+    devices = [attrs.evolve(d, memory=wanted[d.name]) for d in problem.cluster.devices]
+    return problem.with_(cluster=Cluster(devices=devices, channels=problem.cluster.channels))
+
+
+def resolved_capacities(
+    problem: Problem,
+    capacities: int | None | Mapping[str, int | None],
+    *,
+    cap_existing: bool = False,
+) -> dict[str, int | None]:
+    """Every device's capacity in :func:`with_capacities` ``(problem, capacities, cap_existing=...)``.
+
+    Raises :class:`~schedsearch.errors.InvalidProblemError` for unknown
+    devices and capacities that are not integers >= 0, as
+    :func:`with_capacities` does. Searches that walk capacities ask
+    :meth:`~schedsearch.problem.Problem.memory_refusal` about these before
+    building the problem under them: a refusal there is a proof that no
+    order fits.
+
+    >>> from schedsearch.placements import vshape
+    >>> resolved_capacities(vshape(2, 4, memory=4), {"d1": 2})
+    {'d0': 4, 'd1': 2}
     """
     names = problem.cluster.device_names
     if isinstance(capacities, Mapping):
@@ -94,21 +121,26 @@ def with_capacities(
             return given
         return own if given is None else min(own, given)
 
-    devices = [
-        attrs.evolve(d, memory=capacity(d.memory, wanted[d.name])) if d.name in wanted else d
-        for d in problem.cluster.devices
-    ]
-    return problem.with_(cluster=Cluster(devices=devices, channels=problem.cluster.channels))
+    out = {d.name: capacity(d.memory, wanted[d.name]) if d.name in wanted else d.memory
+           for d in problem.cluster.devices}
+    for d in problem.cluster.devices:
+        attrs.evolve(d, memory=out[d.name])  # the device's own check of a capacity
+    return out
 
 
 def overlaps_redundant(problem: Problem) -> bool:
     """True when the problem's overlap declarations cannot improve any schedule.
 
     That holds when every declared overlap lasts at least its members'
-    longest durations added up, and no dependency inside it runs from a
+    longest durations added up, no dependency inside it runs from a
     member that allocates memory to one that does not (so running the
     non-allocating members first, then the others, respects the group's
-    internal order). Then flattening a group into its members, run one
+    internal order), and in that order no member's workspace outweighs the
+    frees still to come: with ``L`` the level before the group (within the
+    capacity), member ``i`` runs flattened at ``L + delta_1 + ... +
+    delta_i + workspace_i``, which must be at most ``L`` or the group's own
+    level ``L + every delta + every workspace``. Then flattening a group
+    into its members, run one
     after the other inside its interval (:func:`flatten_overlaps`), keeps
     every dependency, never raises the memory level, and leaves the device
     busy over the same interval: the optimal makespan, device spans and
@@ -119,6 +151,7 @@ def overlaps_redundant(problem: Problem) -> bool:
         return False
     blocks = problem.graph.by_name()
     edges = {(e.src, e.dst) for e in problem.graph.edges}
+    position = {name: i for i, name in enumerate(problem.graph.topological_order())}
     n = problem.num_microbatches
     for ov in problem.overlaps:
         longest = sum(max(problem.durations(b, m)[0] for m in range(n)) for b in ov.blocks)
@@ -128,13 +161,31 @@ def overlaps_redundant(problem: Problem) -> bool:
             for v in ov.blocks:
                 if (u, v) in edges and blocks[u].memory > 0 >= blocks[v].memory:
                     return False
+        # flattened in flatten_overlaps' order, member i runs at L + the deltas up to i + its workspace,
+        # which must stay within L or the group's own level L + every delta + every workspace
+        order = [blocks[b] for b in sorted(ov.blocks, key=lambda b: (blocks[b].memory > 0, position[b]))]
+        group = sum(b.memory + b.workspace for b in order)
+        so_far = 0
+        for b in order:
+            so_far += b.memory
+            if so_far + b.workspace > max(0, group):
+                return False
     return True
 
 
 def reduced_problem(problem: Problem) -> Problem:
     """The problem without its overlap declarations when they are redundant
-    (:func:`overlaps_redundant`), else ``problem`` itself."""
-    return problem.with_(overlaps=()) if overlaps_redundant(problem) else problem
+    (:func:`overlaps_redundant`), else ``problem`` itself.
+
+    ``problem`` itself too when no order of the problem without them fits
+    its capacities (:meth:`~schedsearch.problem.Problem.memory_refusal`
+    with ``overlaps=False``: a group may run a free with the block it
+    follows, flattened it may not), so the searches settle it on the
+    problem as given.
+    """
+    if not overlaps_redundant(problem) or problem.memory_refusal(overlaps=False) is not None:
+        return problem
+    return problem.with_(overlaps=())
 
 
 def flatten_overlaps(problem: Problem, schedule: Schedule) -> Schedule | None:

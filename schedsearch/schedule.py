@@ -413,9 +413,12 @@ def memory_profile(problem: Problem, schedule: Schedule) -> dict[str, list[tuple
 
     Returns, per device of the problem's cluster, the list of ``(time,
     level)`` steps: the level holds from ``time`` until the next step. The
-    first step is ``(0, initial memory)``. Memory deltas apply at a task's
-    start; workspace is held over ``[start, end)``. Tasks naming unknown
-    blocks are ignored (the validator reports them).
+    first step is ``(0, level after the events at time 0)``: the initial
+    memory when nothing starts at 0 (the level starts at the initial memory
+    before any event; :func:`peak_memory` counts it). Memory deltas apply at
+    a task's start; workspace is held over ``[start, end)`` (see
+    :class:`~schedsearch.problem.Problem`). Tasks naming unknown blocks are
+    ignored (the validator reports them).
     """
     events: dict[str, dict[int, int]] = {d: {} for d in problem.cluster.device_names}
     blocks = problem.graph.by_name()
@@ -443,8 +446,20 @@ def memory_profile(problem: Problem, schedule: Schedule) -> dict[str, list[tuple
 
 
 def peak_memory(problem: Problem, schedule: Schedule) -> dict[str, int]:
-    """Peak memory level per device, initial memory included."""
-    return {d: max(level for _, level in steps) for d, steps in memory_profile(problem, schedule).items()}
+    """Peak memory level per device: the highest level at any instant, initial memory included.
+
+    The level starts at the initial memory, so the peak is never below it,
+    even when a task that frees memory starts at time 0:
+
+    >>> from schedsearch import Block, Cluster, Device, Graph, Problem
+    >>> p = Problem(graph=Graph(blocks=[Block(name="b0", options=[("d0", 1)], memory=-1)]),
+    ...             num_microbatches=1, cluster=Cluster(devices=[Device(name="d0")]), initial_memory={"d0": 1})
+    >>> peak_memory(p, Schedule(tasks=[TaskInstance(block="b0", microbatch=0, devices=("d0",), start=0, end=1)]))
+    {'d0': 1}
+    """
+    names = set(problem.cluster.device_names)
+    return {d: max([problem.initial_memory_of(d) if d in names else 0] + [level for _, level in steps])
+            for d, steps in memory_profile(problem, schedule).items()}
 
 
 def bubble(schedule: Schedule, definition: str = "global", devices: Iterable[str] | None = None) -> int:

@@ -35,7 +35,7 @@ from typing import Any
 
 from schedsearch.export.labels import shade, task_style
 from schedsearch.problem import Problem
-from schedsearch.schedule import Schedule, memory_profile, metrics
+from schedsearch.schedule import Schedule, memory_profile, metrics, peak_memory
 
 __all__ = ["report_html", "write_report"]
 
@@ -85,7 +85,8 @@ def _data(problem: Problem, schedule: Schedule, units: Mapping[str, Any]) -> dic
                   "label": f"{tr.src}->{tr.dst}·m{tr.microbatch}", "microbatch": tr.microbatch}
                  for tr in schedule.transfers if tr.end > tr.start]
     profile = memory_profile(problem, schedule)
-    memory = [{"device": d, "steps": profile.get(d, [(0, 0)]),
+    peaks = peak_memory(problem, schedule)  # initial memory included, even under a free at time 0
+    memory = [{"device": d, "steps": profile.get(d, [(0, 0)]), "peak": peaks.get(d, 0),
                "capacity": next(dev.memory for dev in problem.cluster.devices if dev.name == d)} for d in devices]
     return {"rows": rows, "tasks": tasks, "transfers": transfers, "memory": memory, "makespan": schedule.makespan,
             "expected": sum(len(t.devices) for t in schedule.tasks), "num_tasks": len(schedule.tasks),
@@ -227,7 +228,7 @@ try{
  D.memory.forEach(function(dev){var top=0;dev.steps.forEach(function(s){top=Math.max(top,s[1]);});
   if(dev.capacity!==null)top=Math.max(top,dev.capacity);top=Math.max(top,1);
   var MH=90,s=el('svg',{width:W,height:MH+22,'class':'mem'},mb),sy=MH/top;
-  el('text',{x:4,y:16},s).textContent=dev.device+' (peak '+m(Math.max.apply(null,dev.steps.map(function(q){return q[1];})))+')';
+  el('text',{x:4,y:16},s).textContent=dev.device+' (peak '+m(dev.peak)+')';
   var pts=[];dev.steps.forEach(function(q,i){var nx=i+1<dev.steps.length?dev.steps[i+1][0]:D.makespan;
    pts.push((L+q[0]*sx)+','+(MH+4-q[1]*sy));pts.push((L+nx*sx)+','+(MH+4-q[1]*sy));});
   el('polyline',{points:pts.join(' '),fill:'none',stroke:'#1f77b4','stroke-width':1.5,'class':'mem-line'},s);

@@ -10,7 +10,10 @@ memory is kept and counts against it):
   without a solver) and measures the peak ``P <= M`` of
   the schedule it found; since ``T*`` does not increase with ``M``,
   ``T*(P) = T*(M)``, so the next capacity to try is ``P - 1``. The walk stops
-  when the capacity no longer fits a block or the problem becomes infeasible.
+  when a search proves the capacity infeasible, or when
+  :meth:`~schedsearch.problem.Problem.memory_refusal` proves that no order
+  fits it (a necessary condition of the memory semantics: the initial memory,
+  or a block that does not fit even after every free that may come first).
   A point ``(T, P)`` is *proven* non-dominated when ``T`` was proven optimal
   under capacity ``P`` and the next step proved that capacity ``P - 1``
   needs a longer makespan (or is infeasible).
@@ -33,11 +36,11 @@ from typing import Any, overload
 import attrs
 
 from schedsearch.bounds.analytic import objective_lower_bound
-from schedsearch.errors import InvalidOptionsError, InvalidProblemError
+from schedsearch.errors import InvalidOptionsError
 from schedsearch.options import Deadline, Reporter, Rule, SearchOptions, resolve_options
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
-from schedsearch.rewrite import reduced_problem, with_capacities
+from schedsearch.rewrite import reduced_problem, resolved_capacities, with_capacities
 from schedsearch.schedule import Schedule, objective_value, peak_memory
 from schedsearch.search.optimal import optimal
 from schedsearch.validate import validate
@@ -104,15 +107,17 @@ class ParetoFront(Sequence[ParetoPoint]):
 
     ``front[i]``, ``len(front)`` and ``for point in front`` work as on a
     tuple (``points`` is that tuple); ``stop_reason`` says why the walk
-    stopped (``"infeasible"``, ``"capacity C does not fit a block"``,
+    stopped (``"infeasible"``, ``"capacity C holds no plan: <why>"``,
     ``"time limit"``, ``"max_points"``, ...).
 
     Examples
     --------
     >>> from schedsearch.placements import vshape
     >>> front = pareto(vshape(2, 3), time_limit_s=10)
-    >>> len(front), [(p.objective, p.peak_memory) for p in front], front.stop_reason
-    (2, [(12, 2), (18, 1)], 'capacity 0 does not fit a block')
+    >>> len(front), [(p.objective, p.peak_memory) for p in front]
+    (2, [(12, 2), (18, 1)])
+    >>> front.stop_reason.split(":")[0]
+    'capacity 0 holds no plan'
     """
 
     points: tuple[ParetoPoint, ...] = attrs.field(converter=tuple)
@@ -231,11 +236,11 @@ def pareto(
         if deadline.expired():
             stop = "time limit"
             break
-        try:
-            sub = with_capacities(search_problem, capacity)
-        except InvalidProblemError:
-            stop = f"capacity {capacity} does not fit a block"
+        refusal = _refusal(search_problem, capacity)
+        if refusal is not None:
+            stop = f"capacity {capacity} holds no plan: {refusal}"
             break
+        sub = with_capacities(search_problem, capacity)
         phase = f"pareto capacity {'unbounded' if capacity is None else capacity}"
         reporter.reset(phase)
         limit = deadline.slice(1.0, cap_s=step_time_limit_s)
@@ -260,11 +265,19 @@ def pareto(
             continue  # the same point twice
         nxt = found[i + 1] if i + 1 < len(found) else None
         next_proven = (
-            stop == "infeasible" or stop.startswith("capacity") if nxt is None
+            stop in ("infeasible", "peak memory 0") or stop.startswith("capacity") if nxt is None
             else nxt[3].status is Status.OPTIMAL and nxt[0] > value
         )
         points.append(_point(problem, result, peak, cap, result.status is Status.OPTIMAL and bool(next_proven)))
     return ParetoFront(points=points, stop_reason=stop, wall_time_s=deadline.elapsed)
+
+
+def _refusal(problem: Problem, capacity: int | None) -> str | None:
+    """Why no order of ``problem`` fits the uniform ``capacity``
+    (:meth:`~schedsearch.problem.Problem.memory_refusal`, a proof), or None."""
+    if capacity is None:
+        return None
+    return problem.memory_refusal(resolved_capacities(problem, capacity))
 
 
 def _check_step_limit(value: Any) -> None:
@@ -321,7 +334,7 @@ class MemoryWalk(SearchResult):
     reach the target (then the status is OPTIMAL); ``problem`` is the
     problem under that capacity. ``steps`` lists ``(capacity, status,
     makespan, how)`` with ``how`` in ``"heuristic"``, ``"warm start"``,
-    ``"exact"``.
+    ``"exact"``, ``"capacity check"``, ``"analytic bound"``.
 
     Examples
     --------
@@ -372,7 +385,10 @@ def min_memory(
     is an exact feasibility search restricted to makespans ``<=
     target_makespan``; a step that ends without an answer (TIMEOUT) stops
     the walk unproven, an INFEASIBLE one proves the last capacity found
-    minimal. ``reduce`` drops overlap declarations that cannot help (see
+    minimal, and so do a capacity no order fits
+    (:meth:`~schedsearch.problem.Problem.memory_refusal`, step ``how``
+    ``"capacity check"``) and an analytic lower bound above the target
+    (``"analytic bound"``; a smaller capacity only raises it). ``reduce`` drops overlap declarations that cannot help (see
     :func:`~schedsearch.rewrite.overlaps_redundant`).
 
     ``options`` / ``common`` are the common settings
@@ -384,12 +400,13 @@ def min_memory(
     Examples
     --------
     1F1B's least makespan on 2 devices, 3 micro-batches (12) needs two
-    activations on the first device, and one is proven too few:
+    activations on the first device, and one is proven too few (by the
+    analytic bound: one activation runs the micro-batches one by one):
 
     >>> from schedsearch.placements import vshape
     >>> walk = min_memory(vshape(2, 3), 12, time_limit_s=10)
     >>> walk.status.value, walk.objective, walk.steps[-1]
-    ('OPTIMAL', 2, (1, 'INFEASIBLE', None, 'exact'))
+    ('OPTIMAL', 2, (1, 'INFEASIBLE', None, 'analytic bound'))
     """
     opts = resolve_options(options, common, "min_memory", own={
         "problem": (problem, Rule.instance(Problem, "a Problem")),
@@ -407,11 +424,13 @@ def min_memory(
     warm = list(opts.warm_starts)
     search_problem = reduced_problem(problem) if reduce else problem
     while True:
-        try:
-            sub = with_capacities(search_problem, capacity)
-        except InvalidProblemError:
-            proof = "block sizes"  # a smaller capacity cannot even hold one block
+        refusal = _refusal(search_problem, capacity)
+        if refusal is not None:
+            # no order fits this capacity, nor any smaller one (Problem.memory_refusal's proof)
+            steps.append((capacity, Status.INFEASIBLE.value, None, "capacity check"))
+            proof = "capacity check"
             break
+        sub = with_capacities(search_problem, capacity)
         if deadline.expired():
             stopped = Status.TIMEOUT
             break
@@ -425,6 +444,11 @@ def min_memory(
         elif given is not None:
             steps.append((capacity, Status.FEASIBLE.value, given.makespan, "warm start"))
             schedule, engine = given, "warm start"
+        elif objective_lower_bound(sub.with_(objective="makespan")).value > target_makespan:
+            # no plan of this capacity (nor of a smaller one) is that short
+            steps.append((capacity, Status.INFEASIBLE.value, None, "analytic bound"))
+            proof = "analytic bound"
+            break
         else:
             result = optimal(sub.with_(objective="feasibility"), upper_bound=target_makespan,
                              options=opts.replace(time_limit_s=deadline.slice(1.0), warm_starts=(),

@@ -27,7 +27,6 @@ from __future__ import annotations
 import attrs
 
 from schedsearch.encode import Backend, SolveOptions, solve
-from schedsearch.errors import InvalidProblemError
 from schedsearch.periodic import PeriodicSchedule, Repetend
 from schedsearch.problem import Block, Cluster, Device, Edge, Graph, Problem
 from schedsearch.result import SearchResult, Status
@@ -91,7 +90,9 @@ def part_problem(
 
     ``level`` is the memory on each device when the part starts. Returns
     None when ``keys`` is empty, or when a block cannot fit beside that
-    level at all (the part is infeasible).
+    level even after every free that may come first
+    (:meth:`~schedsearch.problem.Problem.memory_refusal`: the part is
+    infeasible).
     """
     if not keys:
         return None
@@ -130,18 +131,19 @@ def part_problem(
             devices.append(dev)
             if amount:
                 initial[dev.name] = amount
-    try:
-        sub = Problem(
-            graph=Graph(blocks=blocks, edges=edges),
-            num_microbatches=1,
-            cluster=Cluster(devices=devices, channels=problem.cluster.channels),
-            initial_memory=initial,
-            fixed_orders=orders,
-            objective=objective,
-            name=f"{problem.name or 'problem'} {name}",
-        )
-    except InvalidProblemError:
+    # built unbounded, then asked whether any order fits the capacities (a proof when it says no)
+    sub = Problem(
+        graph=Graph(blocks=blocks, edges=edges),
+        num_microbatches=1,
+        cluster=Cluster(devices=[attrs.evolve(d, memory=None) for d in devices], channels=problem.cluster.channels),
+        initial_memory=initial,
+        fixed_orders=orders,
+        objective=objective,
+        name=f"{problem.name or 'problem'} {name}",
+    )
+    if sub.memory_refusal({d.name: d.memory for d in devices}) is not None:
         return None
+    sub = sub.with_(cluster=Cluster(devices=devices, channels=problem.cluster.channels))
     return sub, {v: k for k, v in names.items()}
 
 

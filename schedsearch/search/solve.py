@@ -53,8 +53,10 @@ once the time level is proven: the least peak among the plans of that
 time, then a downward walk of capacities, each step answered by a list
 schedule or (on models small enough to build whole) an exact feasibility
 search with the time at most the first level's value; a step proven
-infeasible proves the level. ``objective=("peak_memory", "makespan")``
-walks the capacity first and then minimises the time under it.
+infeasible proves the level, and so does a capacity no order fits
+(:meth:`~schedsearch.problem.Problem.memory_refusal`).
+``objective=("peak_memory", "makespan")`` walks the capacity first and then
+minimises the time under it.
 
 Every plan returned has passed the validator against the user's problem.
 """
@@ -70,7 +72,7 @@ from schedsearch.errors import InvalidOptionsError, InvalidProblemError, SchedSe
 from schedsearch.options import Deadline, Rule, SearchOptions, resolve_options
 from schedsearch.problem import Problem
 from schedsearch.result import Level, SearchResult, Status
-from schedsearch.rewrite import reduced_problem, with_capacities
+from schedsearch.rewrite import reduced_problem, resolved_capacities, with_capacities
 from schedsearch.schedule import Schedule, objective_value, peak_memory
 from schedsearch.validate import validate
 
@@ -398,11 +400,14 @@ def _time_level(pf: _Portfolio) -> Status | None:
 
 
 def _walk_memory(pf: _Portfolio, time_cap: int | None, start: tuple[int, Schedule, str] | None
-                 ) -> tuple[tuple[int, Schedule, str] | None, int | None]:
+                 ) -> tuple[tuple[int, Schedule, str] | None, int | None, str]:
     """Least worst-device peak among plans whose time objective is at most ``time_cap``.
 
-    Returns the best (peak, schedule, engine) and the proven lower bound of
-    the peak (None when no step was proven).
+    Returns the best (peak, schedule, engine), the proven lower bound of
+    the peak (None when no step was proven) and what proved it: an exact
+    search that found no plan within ``time_cap`` under the next capacity,
+    or :meth:`~schedsearch.problem.Problem.memory_refusal` (no order fits
+    it), never a constructor's error.
     """
     from schedsearch.search.optimal import optimal
 
@@ -410,15 +415,16 @@ def _walk_memory(pf: _Portfolio, time_cap: int | None, start: tuple[int, Schedul
     t0 = pf.deadline.elapsed
     best = start
     bound: int | None = None
+    engine = ""
     while best is not None and not pf.deadline.expired(0.2):
         cap = best[0] - 1
         if cap < 0:
-            bound = 0
+            bound, engine = 0, "capacity check"  # capacities are >= 0
             break
-        try:
-            sub = with_capacities(problem, cap, cap_existing=True)
-        except InvalidProblemError:
-            break  # a block no longer fits as the model states it; no proof claimed
+        if problem.memory_refusal(resolved_capacities(problem, cap, cap_existing=True)) is not None:
+            bound, engine = cap + 1, "capacity check"  # no order fits (Problem.memory_refusal's proof)
+            break
+        sub = with_capacities(problem, cap, cap_existing=True)
         pf.report(f"peak memory {cap}")
         found: Schedule | None = None
         how = ""
@@ -438,7 +444,7 @@ def _walk_memory(pf: _Portfolio, time_cap: int | None, start: tuple[int, Schedul
             if _guard_hit(result.stats):
                 pf.stats["wall_guard_hit"] = True
             if result.status is Status.INFEASIBLE:
-                bound = cap + 1  # no plan within the time cap at this capacity
+                bound, engine = cap + 1, f"exact search ({pf.options.backend_name})"  # none within the time cap
                 break
             if result.schedule is None:
                 break  # timed out: the level stays unproven
@@ -450,7 +456,7 @@ def _walk_memory(pf: _Portfolio, time_cap: int | None, start: tuple[int, Schedul
             break  # pragma: no cover - every engine validates; kept as a guard on the claim
         best = (_peak(problem, found), found, how)
     pf.timed("peak memory", pf.deadline.elapsed - t0)
-    return best, bound
+    return best, bound, engine
 
 
 def _result(pf: _Portfolio, names: tuple[str, ...], status: Status | None, levels: list[Level],
@@ -550,10 +556,9 @@ def solve(
     # the memory level, among plans of the first level's value
     ties = [(_peak(work, s), s, e) for v, s, e in pf.plans if v <= best[0]]
     start = min(ties, key=lambda x: x[0])
-    chosen, peak_bound = _walk_memory(pf, best[0], start) if first.proven else (start, None)
+    chosen, peak_bound, peak_engine = _walk_memory(pf, best[0], start) if first.proven else (start, None, "")
     assert chosen is not None
-    second = Level(name="peak_memory", value=chosen[0], bound=peak_bound,
-                   engine=f"exact search ({opts.backend_name})" if peak_bound is not None else "")
+    second = Level(name="peak_memory", value=chosen[0], bound=peak_bound, engine=peak_engine)
     return _result(pf, names, None, [first, second], (best[0], chosen[1], chosen[2]))
 
 
@@ -563,10 +568,9 @@ def _memory_first(pf: _Portfolio, names: tuple[str, ...]) -> SearchResult:
     if status is Status.INFEASIBLE or pf.best is None:
         return _result(pf, names, status, [Level(name="peak_memory", value=None)], None)
     start = min(((_peak(pf.problem, s), s, e) for _, s, e in pf.plans), key=lambda x: x[0])
-    chosen, peak_bound = _walk_memory(pf, None, start)
+    chosen, peak_bound, peak_engine = _walk_memory(pf, None, start)
     assert chosen is not None
-    peak_level = Level(name="peak_memory", value=chosen[0], bound=peak_bound,
-                       engine=f"exact search ({pf.options.backend_name})" if peak_bound is not None else "")
+    peak_level = Level(name="peak_memory", value=chosen[0], bound=peak_bound, engine=peak_engine)
     # the time level under the least peak found
     inner = _Portfolio(problem=with_capacities(pf.problem, chosen[0], cap_existing=True), options=pf.options,
                        deadline=pf.deadline, engines=pf.engines)

@@ -13,8 +13,9 @@ bounds and want to test them the way schedsearch tests itself (see
 * **checks** (no hypothesis needed): :func:`assert_valid`,
   :func:`assert_result_consistent`, :func:`assert_optimal`,
   :func:`assert_bound_sound`, :func:`assert_never_worse`;
-* **oracle**: :func:`exact_optimum`, the brute-force optimum of tiny problems
-  (:mod:`schedsearch.testing.oracle`);
+* **oracle**: :func:`exact_optimum`, the brute-force optimum of tiny problems,
+  :func:`least_peak` and :func:`exact_front`, their least peak memory and
+  their exact time-memory front (:mod:`schedsearch.testing.oracle`);
 * **generators**: :func:`serial_schedule` (a valid plan from any priority
   order) and the mutations (:mod:`schedsearch.testing.mutations`);
 * **pytest plugin** (:mod:`schedsearch.testing.plugin`, loaded
@@ -50,6 +51,8 @@ _EXPORTS = {
     "describe_schedule": "checks",
     # oracle
     "exact_optimum": "oracle",
+    "least_peak": "oracle",
+    "exact_front": "oracle",
     "OracleResult": "oracle",
     "OracleTooLarge": "oracle",
     # generators

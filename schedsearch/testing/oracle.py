@@ -26,7 +26,11 @@ Semantics (the specification)
 * Fixed orders: consecutive ``a, b`` of a sequence: ``start(b) >= end(a)``.
 * Memory on a device ``d`` with a capacity, at every time ``t``:
   ``initial(d) + sum(memory of tasks on d with start <= t) + sum(workspace of
-  tasks on d with start <= t < end) <= capacity``.
+  tasks on d with start <= t < end) <= capacity``; the level starts at the
+  initial memory, so ``initial(d) <= capacity`` too. A plan's peak on ``d`` is
+  the highest level at any instant, initial memory included: a plan of
+  worst-device peak ``P`` is exactly a plan under the uniform capacity ``P``
+  (:func:`least_peak`, :func:`exact_front`).
 * Overlapped groups: one instance of each block of an :class:`Overlap` (any
   micro-batches, except that the blocks of each ``same_microbatch`` set come
   from one micro-batch) may run as a group: same start, on the members' common
@@ -187,7 +191,7 @@ Exceeding ``max_tasks`` task instances or ``node_limit`` search nodes raises
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from itertools import product
 
@@ -197,7 +201,7 @@ from schedsearch.errors import SchedSearchError
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule, TaskInstance, Transfer
 
-__all__ = ["OracleResult", "OracleTooLarge", "exact_optimum"]
+__all__ = ["OracleResult", "OracleTooLarge", "exact_optimum", "least_peak", "exact_front"]
 
 _OBJECTIVES = ("makespan", "max_span", "feasibility")
 # the memo is only a shortcut: stop remembering beyond these sizes
@@ -322,11 +326,13 @@ class _Item:
 class _Model:
     """The problem flattened to integer indices."""
 
-    def __init__(self, problem: Problem) -> None:
+    def __init__(self, problem: Problem, capacities: dict[str, int | None] | None = None) -> None:
         self.problem = problem
         self.device_names = problem.cluster.device_names
         dev = {d: i for i, d in enumerate(self.device_names)}
-        self.capacity = tuple(problem.capacity(d) for d in self.device_names)
+        caps = {d: problem.capacity(d) for d in self.device_names}
+        caps.update(capacities or {})
+        self.capacity = tuple(caps[d] for d in self.device_names)
         self.initial = tuple(problem.initial_memory_of(d) for d in self.device_names)
         self.channels = problem.cluster.channels
         n_mb = problem.num_microbatches
@@ -827,6 +833,7 @@ def exact_optimum(
     objective: str | None = None,
     max_tasks: int = 10,
     node_limit: int = 2_000_000,
+    capacities: Mapping[str, int | None] | None = None,
 ) -> OracleResult:
     """The exact optimum of a tiny problem by exhaustive search (see the module docstring).
 
@@ -836,6 +843,13 @@ def exact_optimum(
     problem has more than ``max_tasks`` task instances or the search needs
     more than ``node_limit`` nodes; it never returns a value from a partial
     search.
+
+    ``capacities`` (device name -> capacity, None = unbounded) replaces the
+    capacities of the devices it names for this search only, without
+    building another :class:`~schedsearch.problem.Problem`: any capacity
+    may be asked about, including ones the problem's constructor refuses
+    (the answer is then None). A device whose initial memory is above its
+    capacity holds no plan (the level starts at the initial memory).
 
     Examples
     --------
@@ -861,7 +875,12 @@ def exact_optimum(
     n_tasks = len(problem.graph.blocks) * problem.num_microbatches
     if n_tasks > max_tasks:
         raise OracleTooLarge(f"exact_optimum: {n_tasks} task instances exceed 'max_tasks' = {max_tasks}")
-    model = _Model(problem)
+    unknown = sorted(set(capacities or {}) - set(problem.cluster.device_names))
+    if unknown:
+        raise ValueError(f"exact_optimum: 'capacities' names unknown devices {unknown}")
+    model = _Model(problem, dict(capacities or {}))
+    if any(cap is not None and init > cap for cap, init in zip(model.capacity, model.initial)):
+        return OracleResult(value=None, schedule=None, nodes=0)
     search = _Search(model, "makespan", node_limit)
     search.run()
     if objective == "max_span" and search.best_state is not None:
@@ -873,3 +892,124 @@ def exact_optimum(
         spans.run()
         search = spans
     return OracleResult(value=search.best, schedule=search.witness(), nodes=search.nodes)
+
+
+# --------------------------------------------------------------------------
+# The memory level: least peaks and the exact time-memory front
+# --------------------------------------------------------------------------
+
+
+def _uniform(problem: Problem, capacity: int, cap_existing: bool) -> dict[str, int | None]:
+    """Every device at ``capacity``, or (``cap_existing``) its own capacity capped at it."""
+    out: dict[str, int | None] = {}
+    for d in problem.cluster.device_names:
+        own = problem.capacity(d)
+        out[d] = own if cap_existing and own is not None and own < capacity else capacity
+    return out
+
+
+def _peak_range(problem: Problem) -> tuple[int, int]:
+    """Least and largest worst-device peak any plan can have.
+
+    The level starts at the initial memory, so no peak is below the largest
+    initial memory; no level exceeds a device's initial memory plus every
+    positive delta and workspace of every instance that may run there.
+    """
+    n = problem.num_microbatches
+    low = high = 0
+    for d in problem.cluster.device_names:
+        init = problem.initial_memory_of(d)
+        rise = sum(n * (max(b.memory, 0) + b.workspace) for b in problem.graph.blocks
+                   if any(d in o.devices for o in b.options))
+        low, high = max(low, init), max(high, init + rise)
+    return low, high
+
+
+def least_peak(
+    problem: Problem,
+    within: int | None = None,
+    *,
+    objective: str | None = None,
+    cap_existing: bool = False,
+    max_tasks: int = 10,
+    node_limit: int = 2_000_000,
+) -> int | None:
+    """The least worst-device peak among plans whose objective is at most ``within``, by brute force.
+
+    The peak of a device is the highest level at any instant, initial
+    memory included (module docstring), so a plan of worst-device peak
+    ``P`` is a plan under the uniform capacity ``P`` and the other way
+    round: the answer is the least uniform capacity under which
+    :func:`exact_optimum` finds a plan of objective ``<= within`` (any
+    plan when ``within`` is None). The problem's own capacities are
+    replaced by it, or with ``cap_existing`` only capped by it (a device
+    keeps the smaller). None when no capacity reaches ``within``.
+    Feasibility within ``within`` only grows with the capacity, so the
+    least one is found by bisection between the largest initial memory and
+    the capacity at which no device can bind.
+
+    Examples
+    --------
+    One device holding 2, a block freeing 1 and one allocating 1: freeing
+    first keeps the level at 2.
+
+    >>> from schedsearch import Block, Cluster, Device, Graph, Problem
+    >>> p = Problem(graph=Graph(blocks=[Block(name="b0", options=[("d0", 1)], memory=1),
+    ...                                 Block(name="b1", options=[("d0", 1)], memory=-1)]),
+    ...             num_microbatches=1, cluster=Cluster(devices=[Device(name="d0")]), initial_memory={"d0": 2})
+    >>> least_peak(p), least_peak(p, within=1)
+    (2, None)
+    """
+    low, high = _peak_range(problem)
+
+    def reaches(capacity: int) -> bool:
+        value = exact_optimum(problem, objective=objective, max_tasks=max_tasks, node_limit=node_limit,
+                              capacities=_uniform(problem, capacity, cap_existing)).value
+        return value is not None and (within is None or value <= within)
+
+    if not reaches(high):
+        return None
+    while low < high:
+        mid = (low + high) // 2
+        if reaches(mid):
+            high = mid
+        else:
+            low = mid + 1
+    return low
+
+
+def exact_front(
+    problem: Problem,
+    *,
+    objective: str | None = None,
+    max_tasks: int = 10,
+    node_limit: int = 2_000_000,
+) -> tuple[tuple[int, int], ...]:
+    """The exact (objective, worst-device peak) Pareto front of a tiny problem, by brute force.
+
+    Every device gets one uniform capacity (the problem's own are
+    ignored). Points come by decreasing peak: the least objective ``T`` with
+    no capacity, the least peak ``P`` reaching ``T`` (:func:`least_peak`),
+    then the least objective under capacity ``P - 1``, and so on until no
+    plan fits. Each point is non-dominated: no plan has a smaller objective
+    at its peak or less, and every smaller peak needs a larger objective.
+
+    Examples
+    --------
+    >>> from schedsearch.placements import vshape
+    >>> exact_front(vshape(2, 3), max_tasks=12)  # 1F1B: two activations, or one at a time
+    ((12, 2), (18, 1))
+    """
+    limits = dict(objective=objective, max_tasks=max_tasks, node_limit=node_limit)
+    low, high = _peak_range(problem)
+    points: list[tuple[int, int]] = []
+    capacity = high
+    while capacity >= low:
+        value = exact_optimum(problem, capacities=_uniform(problem, capacity, False), **limits).value
+        if value is None:
+            break
+        peak = least_peak(problem, value, **limits)
+        assert peak is not None and peak <= capacity
+        points.append((value, peak))
+        capacity = peak - 1
+    return tuple(points)
