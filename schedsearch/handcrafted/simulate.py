@@ -190,9 +190,10 @@ def _resolve_orders(problem: Problem, orders: Mapping[str, Sequence[Entry]]) -> 
     its devices' orders, and a task instance in no order.
     """
     actions, sequences = _number_actions(problem, orders)
+    on_device = {d: set(seq) for d, seq in sequences.items()}
     for eid, action in enumerate(actions):
         for d in action.devices:
-            if eid not in sequences.get(d, ()):
+            if eid not in on_device.get(d, ()):
                 raise InvalidScheduleError(
                     f"orders: {entry_label(action.entry)} runs on {list(action.devices)} but is missing from the "
                     f"order of device {d!r}"
@@ -224,6 +225,7 @@ def _number_actions(
         if dev not in devices:
             raise InvalidScheduleError(f"orders: device {dev!r} is not in the problem's cluster {sorted(devices)}")
         ids: list[int] = []
+        listed: set[int] = set()
         for entry in seq:
             members = _members(entry)
             ident = entry if isinstance(entry, Group) else members[0]
@@ -239,9 +241,10 @@ def _number_actions(
                 raise InvalidScheduleError(
                     f"orders: {entry_label(entry)} is listed on device {dev!r} but runs on {list(actions[eid].devices)}"
                 )
-            if eid in ids:
+            if eid in listed:
                 raise InvalidScheduleError(f"orders: {entry_label(entry)} appears twice on device {dev!r}")
             ids.append(eid)
+            listed.add(eid)
         sequences[dev] = tuple(ids)
     return actions, sequences
 
