@@ -839,11 +839,17 @@ class _NonDelayRun:
         self.key_of = {(b.name, m): rule.key(b.kind, b.stage, m) for b in graph.blocks for m in range(self.n)}
         self.waiting = {(b.name, m): len(preds[b.name]) for b in graph.blocks for m in range(self.n)}
         self.ready_at: dict[TaskKey, int] = {task: problem.release_of(*task) for task in self.waiting}
-        self.pool: dict[str, list[TaskKey]] = {d: [] for d in self.devices}
+        # each device's ready tasks, one heap per block (the tasks of a block share their devices and
+        # memory, so they can start or not alike), ranked by (rule key, order of arrival in the pool);
+        # tasks whose data or release is still to come wait in ``later`` by the time they become ready
+        self.pool: dict[str, dict[str, list[tuple[tuple[int, int, int], int, TaskKey]]]] = {d: {} for d in self.devices}
+        self.later: list[tuple[int, int, str, TaskKey]] = []
+        self.arrivals = itertools.count()
+        self.t = 0
         for task, count in self.waiting.items():
             if count == 0:
                 for d in self.devs_of[task[0]]:
-                    self.pool[d].append(task)
+                    self._join_pool(d, task)
         self.scheduled: set[TaskKey] = set()
         self.placed: list[TaskInstance] = []
         self.transfers: list[Transfer] = []
@@ -851,7 +857,14 @@ class _NonDelayRun:
         self.running: list[tuple[int, int, TaskKey]] = []  # (end, tiebreak, task)
         self.counter = itertools.count()
         self.remaining = len(self.waiting)
-        self.t = 0
+
+    def _join_pool(self, d: str, task: TaskKey, arrival: int | None = None) -> None:
+        """``task`` (its predecessors done) joins ``d``'s pool: ready now, or waiting in ``later``."""
+        arrival = next(self.arrivals) if arrival is None else arrival
+        if self.ready_at[task] > self.t:
+            heapq.heappush(self.later, (self.ready_at[task], arrival, d, task))
+        else:
+            heapq.heappush(self.pool[d].setdefault(task[0], []), (self.key_of[task], arrival, task))
 
     def start_what_fits(self) -> None:
         """Start work on every free device, best-ranked first, until nothing more can start now."""
@@ -876,10 +889,14 @@ class _NonDelayRun:
     def advance(self) -> bool:
         """Move the clock to the next end or release; False when none is to come (a deadlock)."""
         upcoming = [self.running[0][0]] if self.running else []
-        upcoming += [self.ready_at[task] for d in self.devices for task in self.pool[d] if self.ready_at[task] > self.t]
+        if self.later:
+            upcoming.append(self.later[0][0])
         if not upcoming:
             return False
         self.t = min(upcoming)  # every event still to come lies after t
+        while self.later and self.later[0][0] <= self.t:
+            _, arrival, d, task = heapq.heappop(self.later)
+            self._join_pool(d, task, arrival)
         return True
 
     def finish_ended(self) -> None:
@@ -913,18 +930,19 @@ class _NonDelayRun:
         self.ready_at[nxt] = max(self.ready_at[nxt], arrive)
         if self.waiting[nxt] == 0:
             for d in self.devs_of[e.dst]:
-                self.pool[d].append(nxt)
+                self._join_pool(d, nxt)
 
     def _best_ready(self, d: str) -> TaskKey | None:
         """The best-ranked task of ``d``'s pool that can start now (ready, devices free, fits in memory)."""
         best = None
-        for task in self.pool[d]:
-            if self.ready_at[task] > self.t or any(self.free[e] > self.t for e in self.devs_of[task[0]]) \
-                    or not self._fits([task]):
+        for block, heap in self.pool[d].items():
+            while heap and heap[0][2] in self.scheduled:
+                heapq.heappop(heap)  # started already (from another of its devices' pools)
+            if not heap or any(self.free[e] > self.t for e in self.devs_of[block]) or not self._fits([heap[0][2]]):
                 continue
-            if best is None or self.key_of[task] < self.key_of[best]:
-                best = task
-        return best
+            if best is None or heap[0] < best:
+                best = heap[0]
+        return None if best is None else best[2]
 
     def _fits(self, members: list[TaskKey]) -> bool:
         """Whether ``members`` (on one device set) start within every capacity."""
@@ -976,9 +994,7 @@ class _NonDelayRun:
         for task in members:
             b = self.blocks[task[0]]
             for e in self.devs_of[task[0]]:
-                if task in self.pool[e]:
-                    self.pool[e].remove(task)
-                self.level[e] += b.memory + b.workspace
+                self.level[e] += b.memory + b.workspace  # it leaves the pools when next seen there (scheduled)
             self.scheduled.add(task)
             self.placed.append(TaskInstance(block=task[0], microbatch=task[1], devices=self.devs_of[task[0]],
                                             start=t, end=t + duration, overlap=tag))
