@@ -102,6 +102,7 @@ import attrs
 from schedsearch._union_find import UnionFind
 from schedsearch.bounds.analytic import objective_lower_bound
 from schedsearch.errors import UnsupportedFeatureError
+from schedsearch.options import Deadline
 from schedsearch.problem import Edge, Problem, TaskKey
 from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import Schedule, TaskInstance, Transfer, objective_value
@@ -209,6 +210,7 @@ def list_plan(
     insertion: bool = True,
     form_groups: bool = False,
     name: str = "",
+    deadline: Deadline | None = None,
 ) -> Schedule | None:
     """One list schedule of ``problem`` under ``rule`` (validated), or None when memory blocks it.
 
@@ -237,6 +239,10 @@ def list_plan(
         ranks first; members wait only for dependencies outside the group.
     name:
         The plan's name (pipeline rules name it after the rule by default).
+    deadline:
+        Pipeline rules only: the caller's clock; the simulation stops and
+        returns None once it has expired (checked every few hundred
+        events, so a large problem does not outrun its caller's limit).
 
     Raises ``ValueError`` for an unknown rule or a knob of the other family,
     and for HEFT rules a ``ValueError`` when fixed orders and edges form a
@@ -254,7 +260,9 @@ def list_plan(
     """
     if isinstance(rule, PipelineRule):
         _check_pipeline_knobs(rule, priority, insertion)
-        return _pipeline_plan(problem, rule, form_groups=form_groups, name=name)
+        return _pipeline_plan(problem, rule, form_groups=form_groups, name=name, deadline=deadline)
+    if deadline is not None:
+        raise ValueError("list_plan: 'deadline' applies to pipeline rules only")
     _check_heft_knobs(rule, priority, form_groups)
     graph = _TaskGraph(problem)
     schedule = _heft_plan(graph, _given_priorities(graph, rule, priority), insertion)
@@ -799,11 +807,19 @@ def _group_templates(problem: Problem) -> dict[str, list[_GroupTemplate]]:
     return out
 
 
-def _pipeline_plan(problem: Problem, rule: PipelineRule, *, form_groups: bool, name: str) -> Schedule | None:
-    """The non-delay list schedule under ``rule`` (validated), or None when memory deadlocks."""
+def _pipeline_plan(problem: Problem, rule: PipelineRule, *, form_groups: bool, name: str,
+                   deadline: Deadline | None = None) -> Schedule | None:
+    """The non-delay list schedule under ``rule`` (validated), or None when memory deadlocks
+    or ``deadline`` expires."""
     _check_pipeline(problem)
+    if deadline is not None and deadline.expired():
+        return None
     run = _NonDelayRun(problem, rule, _group_templates(problem) if form_groups else {})
-    while run.remaining:
+    for events in itertools.count():
+        if not run.remaining:
+            break
+        if deadline is not None and events % _CLOCK_EVERY == _CLOCK_EVERY - 1 and deadline.expired():
+            return None
         run.start_what_fits()
         if not run.remaining:
             break
@@ -813,6 +829,10 @@ def _pipeline_plan(problem: Problem, rule: PipelineRule, *, form_groups: bool, n
     schedule = Schedule(tasks=run.placed, transfers=run.transfers, name=name or f"list schedule ({rule})")
     assert_valid(problem, schedule, "list schedule")
     return schedule
+
+
+#: Events of a list simulation between two looks at the caller's clock.
+_CLOCK_EVERY = 256
 
 
 class _NonDelayRun:
