@@ -1,0 +1,66 @@
+"""solve at scale: the constructions run at every size, and every phase heeds the clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from schedsearch import Status, solve
+from schedsearch.options import Deadline
+from schedsearch.placements import vshape, vshape_chunks
+from schedsearch.search.list_scheduling import PIPELINE_RULES, list_plan
+from schedsearch.validate import validate
+
+
+def _one_f_one_b_makespan(ranks: int, microbatches: int, forward: int = 1, backward: int = 2) -> int:
+    # the published 1F1B formula (m + p - 1)(F + B), the least makespan of this placement
+    return (microbatches + ranks - 1) * (forward + backward)
+
+
+@pytest.mark.parametrize("ranks", [8, pytest.param(32, marks=pytest.mark.slow)])
+def test_a_construction_proves_1f1b_at_1024_microbatches(ranks):
+    # above the exact model's size (16,384 / 65,536 task instances) the constructions still run first and
+    # one meets the bound; nothing else needs to run
+    problem = vshape(ranks, 1024)
+    result = solve(problem, objective="makespan", time_limit_s=120, workers=1)
+    assert result.status is Status.OPTIMAL
+    assert result.objective == result.lower_bound == _one_f_one_b_makespan(ranks, 1024)
+    assert result.engine.startswith("handcrafted")
+    assert "list" not in result.stats["phases_s"] and "exact" not in result.stats["phases_s"]
+    assert not validate(problem, result.schedule)
+
+
+def test_the_memory_level_starts_from_the_least_peak_construction():
+    # GPipe meets the time bound first, but holds every micro-batch's activation; 1F1B holds at most
+    # p of them on a device, so the memory level starts from 1F1B's peak (at most the ranks)
+    problem = vshape(8, 256)
+    result = solve(problem, time_limit_s=60, workers=1, engines=("handcrafted",))
+    assert result.levels[0].value == _one_f_one_b_makespan(8, 256)
+    assert result.levels[1].value <= 8
+
+
+def test_list_scheduling_stops_at_an_expired_deadline():
+    problem = vshape_chunks(4, 16)
+    spent = Deadline(1.0, deterministic=True)
+    spent.charge(2.0)  # expired without any wall-clock time passing
+    assert list_plan(problem, PIPELINE_RULES[0], deadline=spent) is None
+    assert list_plan(problem, PIPELINE_RULES[0], deadline=Deadline(None)) is not None
+
+
+def test_an_expired_clock_returns_the_first_construction_without_searching(monkeypatch):
+    # uneven stages: 1F1B (39) stays above the bound (38), so without the clock the list schedules and the
+    # exact search would run; with every deadline expired the call returns 1F1B's plan at once
+    import schedsearch.search.scale.driver as driver
+
+    problem = vshape(4, 8, forward=[1, 3, 1, 1], backward=[2, 1, 2, 2])
+    monkeypatch.setattr(Deadline, "left", lambda self: -1.0)
+
+    def no_list_plan(*args, **kwargs):
+        raise AssertionError("list scheduling ran after the deadline")
+
+    monkeypatch.setattr(driver, "list_plan", no_list_plan)
+    result = solve(problem, objective="makespan", time_limit_s=30, workers=1)
+    assert result.status is Status.FEASIBLE
+    assert result.engine.startswith("handcrafted")
+    assert result.lower_bound == 38 and result.objective > 38
+    assert not validate(problem, result.schedule)
+    assert set(result.stats["phases_s"]) <= {"bound", "handcrafted"}
