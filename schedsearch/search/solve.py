@@ -11,20 +11,19 @@ The time level (makespan, or the longest device span):
    forced idle, memory), with the assignment LP where blocks choose among
    options and the model is small.
 3. **Handcrafted plans**: every published schedule whose placement matches
-   the problem (1F1B, interleaved, ZB-H1, ZB-V, Chimera, DualPipe,
-   DualPipeV, the zero-bubble greedy, ...), kept only when the validator
-   accepts it (memory limits included). Nothing needs naming: the placement
-   is read off the problem. They are also the memory level's candidates
-   (1F1B's peak among plans of the same makespan).
+   the problem (the zero-bubble greedy first, then 1F1B, interleaved, ZB-H1,
+   ZB-V, Chimera, DualPipe, DualPipeV, ...), at every size (they are linear
+   in the task instances), kept only when the validator accepts it (memory
+   limits included). Nothing needs naming: the placement is read off the
+   problem. The first that matches runs whatever the clock says; each
+   later one only when the time left covers it at the slowest rate seen.
+   One that meets the bound ends the time level (when a memory level
+   follows, the others still run: they are its candidates, e.g. 1F1B's
+   peak among plans of GPipe's makespan).
 4. **List schedules**: the pipeline priority rules
    (:mod:`~schedsearch.search.list_scheduling`, on the problem with its
-   redundant overlap declarations dropped) and, where those do not apply,
-   HEFT's rules.
-
-   On models too large to build whole (more than
-   :data:`~schedsearch.search.scale.driver.TIES_AUTO_TASKS` task instances)
-   the list schedules come first (they compute the analytic bound as they
-   go, and often meet it), and the constructions run only when they did not.
+   redundant overlap declarations dropped; each simulation checks the
+   clock) and, where those do not apply, HEFT's rules.
 5. **Repetend**: where the problem is periodic (fixed placements, no
    transfers, identical micro-batches) and has enough micro-batches for a
    steady state to pay off, :func:`~schedsearch.search.repetend` with half
@@ -37,7 +36,9 @@ The time level (makespan, or the longest device span):
    they restrict the search, so a plan found under them is proven only by
    the bound); the solver's bound joins the analytic one.
 
-It stops as soon as a plan meets the proven bound.
+It stops as soon as a plan meets the proven bound. Every phase checks the
+clock; the exact search is skipped (``stats["notes"]`` says so) when the
+problem has more task instances than it can model in the time left.
 
 In deterministic mode (``deterministic=True``) every limit is reproducible:
 the solver searches run under deterministic-time limits (CP-SAT's
@@ -243,7 +244,8 @@ def _handcrafted_plans(pf: _Portfolio) -> None:
         if pf.closed and not pf.memory_level:
             break
         left = pf.deadline.left()
-        if pf.best is not None and left is not None and rate * tasks > left:
+        # (a wall-clock estimate: not in deterministic mode, where every construction runs)
+        if pf.best is not None and left is not None and not pf.options.deterministic and rate * tasks > left:
             pf.note(f"handcrafted {name} skipped: it would need about {rate * tasks:.1f} s, {max(left, 0):.1f} s "
                     f"were left")
             continue

@@ -64,3 +64,20 @@ def test_an_expired_clock_returns_the_first_construction_without_searching(monke
     assert result.lower_bound == 38 and result.objective > 38
     assert not validate(problem, result.schedule)
     assert set(result.stats["phases_s"]) <= {"bound", "handcrafted"}
+
+
+def test_the_zero_bubble_greedy_runs_first_and_its_plan_at_the_bound_ends_the_call():
+    # one stage per rank, F / I / W = 18 / 18 / 9, memory +1 / 0 / -1, 4 activations per rank: the greedy's
+    # plan meets the analytic bound, so no list schedule or search runs
+    from schedsearch.placements import zero_bubble
+
+    problem = zero_bubble(4, 12, forward=18, input_grad=18, weight_grad=9, forward_memory=1, input_grad_memory=0,
+                          weight_grad_memory=-1, memory=4)
+    events = []
+    result = solve(problem, objective="makespan", time_limit_s=60, workers=1, progress=events.append)
+    assert result.status is Status.OPTIMAL and result.objective == result.lower_bound
+    assert result.engine.startswith("handcrafted zero-bubble greedy")
+    first_plan = next(e for e in events if e.incumbent is not None)
+    assert first_plan.phase.startswith("handcrafted zero-bubble greedy")
+    assert set(result.stats["phases_s"]) <= {"bound", "handcrafted"}
+    assert not validate(problem, result.schedule)
