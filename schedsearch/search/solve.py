@@ -16,7 +16,8 @@ The time level (makespan, or the longest device span):
    in the task instances), kept only when the validator accepts it (memory
    limits included). Nothing needs naming: the placement is read off the
    problem. The first that matches runs whatever the clock says; each
-   later one only when the time left covers it at the slowest rate seen.
+   later one only when half the time left covers it at the slowest rate
+   seen.
    One that meets the bound ends the time level (when a memory level
    follows, the others still run: they are its candidates, e.g. 1F1B's
    peak among plans of GPipe's makespan).
@@ -234,7 +235,7 @@ def _handcrafted_plans(pf: _Portfolio) -> None:
 
     They are linear in the task instances, so they run at every size; the
     first that matches runs whatever the clock says (the call then has a
-    plan), each later one only when the time left covers it at the
+    plan), each later one only when half the time left covers it at the
     slowest rate (seconds per task instance) seen so far.
     """
     t = pf.deadline.elapsed
@@ -244,8 +245,9 @@ def _handcrafted_plans(pf: _Portfolio) -> None:
         if pf.closed and not pf.memory_level:
             break
         left = pf.deadline.left()
-        # (a wall-clock estimate: not in deterministic mode, where every construction runs)
-        if pf.best is not None and left is not None and not pf.options.deterministic and rate * tasks > left:
+        # half the time left at most, the rest is the list schedules' and the search's (a wall-clock estimate:
+        # not in deterministic mode, where every construction runs)
+        if pf.best is not None and left is not None and not pf.options.deterministic and rate * tasks > left / 2:
             pf.note(f"handcrafted {name} skipped: it would need about {rate * tasks:.1f} s, {max(left, 0):.1f} s "
                     f"were left")
             continue
