@@ -54,9 +54,9 @@ import attrs
 from schedsearch.errors import InvalidProblemError
 from schedsearch.handcrafted.actions import Act, pipeline_view, run_actions
 from schedsearch.problem import Problem
-from schedsearch.schedule import Schedule, max_span
+from schedsearch.schedule import Schedule
 
-__all__ = ["GreedyVariant", "GREEDY_VARIANTS", "zb_greedy", "zb_greedy_orders", "zb_greedy_all"]
+__all__ = ["GreedyVariant", "GREEDY_VARIANTS", "zb_greedy", "zb_greedy_orders", "zb_greedy_all", "zb_greedy_best"]
 
 
 @attrs.frozen
@@ -146,6 +146,11 @@ class _Builder:
     # -- one run ------------------------------------------------------------
 
     def run(self, variant: GreedyVariant) -> dict[int, list[Act]]:
+        return self.run_timed(variant)[0]
+
+    def run_timed(self, variant: GreedyVariant) -> tuple[dict[int, list[Act]], int, int]:
+        """Each device's order (by cluster rank), and the makespan and longest device span of the
+        as-soon-as-possible schedule of those orders (the times the builder placed the actions at)."""
         st = [_Stage(cost=c, mem=mm, cap=cap, level=init) for c, mm, cap, init in self.template]
         ends: dict[tuple[str, int, int], int] = {}
         S, m = self.S, self.m
@@ -279,7 +284,11 @@ class _Builder:
             while deferred(s):
                 place(s, "W")
         ranks = self.problem.cluster.device_names
-        return {ranks.index(self.devices[s]): st[s].order for s in range(S)}
+        orders = {ranks.index(self.devices[s]): st[s].order for s in range(S)}
+        firsts = [ends[("F", s, 0)] - st[s].cost["F"] for s in range(S)]
+        makespan = max(x.clock for x in st) - min(firsts)
+        span = max(x.clock - first for x, first in zip(st, firsts))
+        return orders, makespan, span
 
 
 def zb_greedy_orders(problem: Problem, variant: GreedyVariant) -> dict[int, list[Act]] | None:
@@ -290,6 +299,35 @@ def zb_greedy_orders(problem: Problem, variant: GreedyVariant) -> dict[int, list
         return _Builder(problem).run(variant)
     except (_NoRoom, _OutOfOrder):
         return None
+
+
+def _figures(builder: _Builder) -> dict[GreedyVariant, tuple[dict[int, list[Act]], int, int]]:
+    """Per variant that fits: its orders, makespan and longest span (from the builder's own times)."""
+    out = {}
+    for variant in GREEDY_VARIANTS:
+        try:
+            out[variant] = builder.run_timed(variant)
+        except (_NoRoom, _OutOfOrder):
+            continue
+    return out
+
+
+def zb_greedy_best(problem: Problem) -> dict[GreedyVariant, Schedule]:
+    """The variant of least longest span and the variant of least makespan (the first in
+    :data:`GREEDY_VARIANTS` on ties; one entry when they are the same), each simulated and validated.
+
+    The variants are ranked by the times the builder gives its actions (the
+    as-soon-as-possible times of its orders), so only the chosen ones go
+    through the simulator and the validator. Empty when no variant fits.
+    """
+    builder = _Builder(problem)
+    figures = _figures(builder)
+    if not figures:
+        return {}
+    by_span = min(figures, key=lambda v: figures[v][2])
+    by_makespan = min(figures, key=lambda v: figures[v][1])
+    return {v: run_actions(builder.view, figures[v][0], name=f"zero-bubble greedy ({v})")
+            for v in dict.fromkeys((by_span, by_makespan))}
 
 
 def zb_greedy_all(problem: Problem) -> dict[GreedyVariant, Schedule | None]:
@@ -313,10 +351,7 @@ def zb_greedy(problem: Problem) -> Schedule:
     any single pipeline, one stage per device, backward split into ``I``
     and ``W``). The schedule is validated (memory capacities included).
     """
-    best: Schedule | None = None
-    for schedule in zb_greedy_all(problem).values():
-        if schedule is not None and (best is None or max_span(schedule) < max_span(best)):
-            best = schedule
+    best = next(iter(zb_greedy_best(problem).values()), None)  # the least longest span comes first
     if best is None:
         caps = {d.name: d.memory for d in problem.cluster.devices}
         raise InvalidProblemError(

@@ -212,11 +212,11 @@ def _handcrafted(problem: Problem) -> Iterator[tuple[Callable[[], Iterable[tuple
     not the construction's.
     """
     from schedsearch.handcrafted.registry import SCHEDULES
-    from schedsearch.handcrafted.zb_greedy import zb_greedy_all
+    from schedsearch.handcrafted.zb_greedy import zb_greedy_best
 
     def greedy() -> Iterable[tuple[Schedule, str]]:
         return [(schedule, f"handcrafted zero-bubble greedy ({variant})")
-                for variant, schedule in zb_greedy_all(problem).items() if schedule is not None]
+                for variant, schedule in zb_greedy_best(problem).items()]
 
     yield greedy, "zero-bubble greedy"
     for spec in SCHEDULES.values():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from schedsearch.errors import InvalidProblemError
-from schedsearch.handcrafted.zb_greedy import GREEDY_VARIANTS, zb_greedy, zb_greedy_all
+from schedsearch.handcrafted.zb_greedy import GREEDY_VARIANTS, zb_greedy, zb_greedy_all, zb_greedy_best
 from schedsearch.placements import dualpipe, zero_bubble
 from schedsearch.result import Status
 from schedsearch.schedule import max_span, peak_memory
@@ -82,3 +82,23 @@ def test_uneven_stage_times_give_no_schedule_rather_than_an_error():
                           weight_grad=[1, 18, 2, 19, 7, 19, 15, 6], memory=16)
     for schedule in zb_greedy_all(problem).values():
         assert schedule is None or not validate(problem, schedule)
+
+
+@pytest.mark.parametrize("problem", [
+    build(4, 12, 5, 6, 4, 10), build(8, 24, 1, 1, 1, 16),
+    zero_bubble(4, 24, forward=18, input_grad=18, weight_grad=9, forward_memory=1, weight_grad_memory=-1, memory=8),
+    zero_bubble(8, 11, forward=[14, 2, 10, 5, 7, 2, 10, 3], input_grad=[3, 10, 10, 6, 14, 19, 9, 5],
+                weight_grad=[1, 18, 2, 19, 7, 19, 15, 6], memory=16),
+], ids=["ref-5-6-4", "ref-unit", "18-18-9", "uneven"])
+def test_the_best_variants_are_chosen_by_the_simulated_figures(problem):
+    # zb_greedy_best ranks the variants by the builder's own times and simulates only the chosen ones:
+    # they must be the best of all eight simulated schedules (checked by the simulator and max_span)
+    every = {v: s for v, s in zb_greedy_all(problem).items() if s is not None}
+    best = zb_greedy_best(problem)
+    assert set(best) <= set(every)
+    assert len(best) >= 1 or not every
+    if every:
+        by_span = min(every, key=lambda v: max_span(every[v]))
+        by_makespan = min(every, key=lambda v: every[v].makespan)
+        assert list(best) == list(dict.fromkeys((by_span, by_makespan)))
+        assert zb_greedy(problem).tasks == every[by_span].tasks
