@@ -102,3 +102,37 @@ def test_the_best_variants_are_chosen_by_the_simulated_figures(problem):
         by_makespan = min(every, key=lambda v: every[v].makespan)
         assert list(best) == list(dict.fromkeys((by_span, by_makespan)))
         assert zb_greedy(problem).tasks == every[by_span].tasks
+
+
+def _with_communication(problem, time_per_unit):
+    """``problem`` with a 1-unit transfer on every edge between devices, over one directed channel each way."""
+    import attrs
+
+    from schedsearch import Channel
+
+    graph = problem.graph
+    devices = {b.name: b.options[0].devices for b in graph.blocks}
+    edges = [attrs.evolve(e, size=1) if devices[e.src] != devices[e.dst] else e for e in graph.edges]
+    names = problem.cluster.device_names
+    channels = [Channel(name=f"{a}-{b}", endpoints=(a, b), time_per_unit=time_per_unit, directed=True)
+                for i in range(len(names) - 1) for a, b in ((names[i], names[i + 1]), (names[i + 1], names[i]))]
+    return problem.with_(graph=attrs.evolve(graph, edges=edges), cluster=attrs.evolve(problem.cluster,
+                                                                                       channels=channels))
+
+
+# (p, m, memory cap) -> (longest stage span, makespan) of the public scheduler with F / B / W = 18 / 18 / 9,
+# memory +1 at F, 0 at B, -1 at W and a communication time of 1 (as measured with the reference implementation)
+REFERENCE_COMM = [((4, 24, 8), (1131, 1137)), ((8, 48, 16), (2291, 2293)), ((4, 12, 4), (633, 633)),
+                  ((8, 24, 16), (1211, 1213))]
+
+
+@pytest.mark.parametrize("setting, expected", REFERENCE_COMM, ids=[str(s) for s, _ in REFERENCE_COMM])
+def test_reproduces_the_public_greedy_with_communication_time(setting, expected):
+    p, m, cap = setting
+    problem = _with_communication(zero_bubble(p, m, forward=18, input_grad=18, weight_grad=9, forward_memory=1,
+                                              weight_grad_memory=-1, memory=cap), 1)
+    schedule = zb_greedy(problem)
+    assert not validate(problem, schedule)
+    assert schedule.transfers  # the activations and gradients do cross the channels
+    best = zb_greedy_best(problem)
+    assert (max_span(schedule), min(s.makespan for s in best.values())) == expected

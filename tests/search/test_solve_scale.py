@@ -81,3 +81,25 @@ def test_the_zero_bubble_greedy_runs_first_and_its_plan_at_the_bound_ends_the_ca
     assert first_plan.phase.startswith("handcrafted zero-bubble greedy")
     assert set(result.stats["phases_s"]) <= {"bound", "handcrafted"}
     assert not validate(problem, result.schedule)
+
+
+def test_with_communication_time_the_greedy_still_runs_first_and_proves_the_plan():
+    # the setting where the search alone ended above the bound (p = 4, m = 24, cap 8, communication 1)
+    import attrs
+
+    from schedsearch import Channel
+    from schedsearch.placements import zero_bubble
+
+    base = zero_bubble(4, 24, forward=18, input_grad=18, weight_grad=9, forward_memory=1, input_grad_memory=0,
+                       weight_grad_memory=-1, memory=8)
+    devices = {b.name: b.options[0].devices for b in base.graph.blocks}
+    edges = [attrs.evolve(e, size=1) if devices[e.src] != devices[e.dst] else e for e in base.graph.edges]
+    names = base.cluster.device_names
+    channels = [Channel(name=f"{a}-{b}", endpoints=(a, b), directed=True)
+                for i in range(3) for a, b in ((names[i], names[i + 1]), (names[i + 1], names[i]))]
+    problem = base.with_(graph=attrs.evolve(base.graph, edges=edges),
+                         cluster=attrs.evolve(base.cluster, channels=channels))
+    result = solve(problem, objective="makespan", time_limit_s=60, workers=1)
+    assert result.status is Status.OPTIMAL and result.objective == result.lower_bound
+    assert result.engine.startswith("handcrafted zero-bubble greedy")
+    assert not validate(problem, result.schedule)
