@@ -3,7 +3,9 @@
 Configurations (the ones the zero-bubble repository's figures were recorded
 on): one stage per rank (ZB-H1 placement), F / I / W = 18 / 18 / 9, memory
 per micro-batch +1 at F, 0 at I, -1 at W, every rank capped at ``p`` or
-``2p``, ``p`` in {4, 8}, ``m`` in {12, 24, 48}. Per configuration:
+``2p``, ``p`` in {4, 8}, ``m`` in {12, 24, 48}, communication time 0 and 1
+(``comm``: every edge between ranks carries 1 unit over a directed channel
+each way of that time per unit). Per configuration:
 
 * ``greedy``: :func:`~schedsearch.handcrafted.zb_greedy.zb_greedy` (the
   library's own implementation of the paper's heuristic, eight variants,
@@ -16,11 +18,10 @@ per micro-batch +1 at F, 0 at I, -1 at W, every rank capped at ``p`` or
 * ``repo`` (with ``--zb-repo PATH``, a checkout of
   sail-sg/zero-bubble-pipeline-parallelism outside this repository): its
   ``Graph.build_graph`` + ``initial_solution`` run live in a child process
-  (its two modules loaded by path; nothing of it is copied here), with
-  communication time 0 (what the library's placement models) and 1 (the
-  setting of its recorded figures): its time, its objective (the longest
-  stage span, last W end minus first F start) and the makespan of its
-  completion times.
+  (its two modules loaded by path; nothing of it is copied here) at the
+  row's communication time: its time, its objective (the longest stage
+  span, last W end minus first F start), the makespan of its completion
+  times, and whether the library's greedy gives the same two figures.
 
 The repository's scheduler, like the library's greedy, ranks plans by the
 longest stage span; a training step's wall time (what torchtitan's runtime
@@ -34,6 +35,8 @@ from __future__ import annotations
 
 import argparse
 import json
+
+import attrs
 import os
 import subprocess
 import sys
@@ -45,7 +48,7 @@ if __package__ in (None, ""):  # run as a script
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import print_table, write_results
-from schedsearch import solve
+from schedsearch import Channel, solve
 from schedsearch.bounds.analytic import objective_lower_bound
 from schedsearch.handcrafted.zb_greedy import zb_greedy
 from schedsearch.placements import zero_bubble
@@ -88,9 +91,22 @@ def _repo(root: str, p: int, m: int, cap: int, comm: float) -> dict[str, Any]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _row(p: int, m: int, cap: int, limit: float, root: str | None) -> dict[str, Any]:
+def _problem(p: int, m: int, cap: int, comm: int):
     problem = zero_bubble(p, m, forward=F, input_grad=I, weight_grad=W, forward_memory=1, input_grad_memory=0,
                           weight_grad_memory=-1, memory=cap)
+    if not comm:
+        return problem
+    devices = {b.name: b.options[0].devices for b in problem.graph.blocks}
+    edges = [attrs.evolve(e, size=1) if devices[e.src] != devices[e.dst] else e for e in problem.graph.edges]
+    names = problem.cluster.device_names
+    channels = [Channel(name=f"{a}-{b}", endpoints=(a, b), time_per_unit=comm, directed=True)
+                for i in range(p - 1) for a, b in ((names[i], names[i + 1]), (names[i + 1], names[i]))]
+    return problem.with_(graph=attrs.evolve(problem.graph, edges=edges),
+                         cluster=attrs.evolve(problem.cluster, channels=channels))
+
+
+def _row(p: int, m: int, cap: int, comm: int, limit: float, root: str | None) -> dict[str, Any]:
+    problem = _problem(p, m, cap, comm)
     t0 = time.perf_counter()
     greedy = zb_greedy(problem)
     greedy_ms = 1000 * (time.perf_counter() - t0)
@@ -100,7 +116,7 @@ def _row(p: int, m: int, cap: int, limit: float, root: str | None) -> dict[str, 
                    progress=lambda e: e.incumbent is not None and events.append((e.elapsed_s, e.incumbent)))
     wall = time.perf_counter() - t0
     row: dict[str, Any] = {
-        "p": p, "m": m, "cap": cap,
+        "comm": comm, "p": p, "m": m, "cap": cap,
         "greedy_ms": round(greedy_ms, 1), "greedy_span": max_span(greedy), "greedy_makespan": greedy.makespan,
         "span_bound": objective_lower_bound(problem.with_(objective="max_span")).value,
         "makespan_bound": result.lower_bound,
@@ -110,13 +126,11 @@ def _row(p: int, m: int, cap: int, limit: float, root: str | None) -> dict[str, 
         "solve_engine": result.engine,
     }
     if root:
-        for comm in (0, 1):
-            got = _repo(root, p, m, cap, comm)
-            row[f"repo_c{comm}_ms"] = got.get("ms")
-            row[f"repo_c{comm}_span"] = got.get("span")
-            row[f"repo_c{comm}_makespan"] = got.get("makespan")
-            if "error" in got:
-                row[f"repo_c{comm}_error"] = got["error"]
+        got = _repo(root, p, m, cap, comm)
+        row.update(repo_ms=got.get("ms"), repo_span=got.get("span"), repo_makespan=got.get("makespan"))
+        if "error" in got:
+            row["repo_error"] = got["error"]
+        row["same_as_repo"] = (row["greedy_span"], row["greedy_makespan"]) == (got.get("span"), got.get("makespan"))
     return row
 
 
@@ -127,17 +141,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--zb-repo", default=None, help="a checkout of the zero-bubble repository (run live)")
     args = parser.parse_args(argv)
     rows = []
-    for p in (4,) if args.quick else (4, 8):
-        for m in (12, 24, 48):
-            for cap in (p, 2 * p):
-                rows.append(_row(p, m, cap, args.limit, args.zb_repo))
-                print_table(rows[-1:])
+    for comm in (0, 1):
+        for p in (4,) if args.quick else (4, 8):
+            for m in (12, 24, 48):
+                for cap in (p, 2 * p):
+                    rows.append(_row(p, m, cap, comm, args.limit, args.zb_repo))
+                    print_table(rows[-1:])
     print()
-    columns = ["p", "m", "cap", "greedy_ms", "greedy_span", "greedy_makespan", "span_bound", "makespan_bound",
+    columns = ["comm", "p", "m", "cap", "greedy_ms", "greedy_span", "greedy_makespan", "span_bound", "makespan_bound",
                "solve_first_s", "solve_first", "solve", "solve_status", "solve_s"]
     if args.zb_repo:
-        columns += ["repo_c0_ms", "repo_c0_span", "repo_c0_makespan", "repo_c1_ms", "repo_c1_span",
-                    "repo_c1_makespan"]
+        columns += ["repo_ms", "repo_span", "repo_makespan", "same_as_repo"]
     print_table(rows, columns)
     write_results("zb_auto_quick" if args.quick else "zb_auto", rows, limit_s=args.limit,
                   load_average=os.getloadavg()[0], repo_run_live=bool(args.zb_repo))
