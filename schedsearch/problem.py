@@ -1173,6 +1173,9 @@ class Problem:
         init=False, repr=False, eq=False, hash=False, factory=dict
     )
     _release_index: dict[TaskKey, int] = attrs.field(init=False, repr=False, eq=False, hash=False, factory=dict)
+    _option_durations: dict[str, tuple[int, ...]] = attrs.field(
+        init=False, repr=False, eq=False, hash=False, factory=dict
+    )
 
     def __attrs_post_init__(self) -> None:
         # Every check below runs in time linear in the size of the problem
@@ -1216,6 +1219,8 @@ class Problem:
         if refusal is not None:
             raise InvalidProblemError(refusal)
         object.__setattr__(self, "_override_index", {(b, m): d for b, m, d in self.duration_overrides})
+        object.__setattr__(self, "_option_durations",
+                           {b.name: tuple(o.duration for o in b.options) for b in self.graph.blocks})
         rel: dict[TaskKey, int] = {}
         for r in self.releases:
             rel[(r.block, r.microbatch)] = max(rel.get((r.block, r.microbatch), 0), r.time)
@@ -1514,10 +1519,10 @@ class Problem:
 
     def durations(self, block: str, microbatch: int) -> tuple[int, ...]:
         """Durations of each option of a task instance (overrides applied)."""
-        found = self._override_index.get((block, microbatch))
+        found = self._override_index.get((block, microbatch)) or self._option_durations.get(block)
         if found is not None:
             return found
-        return tuple(o.duration for o in self.graph.block(block).options)
+        return tuple(o.duration for o in self.graph.block(block).options)  # an unknown block: the graph says so
 
     def release_of(self, block: str, microbatch: int) -> int:
         return self._release_index.get((block, microbatch), 0)

@@ -40,6 +40,7 @@ Rules checked (violation ``kind`` in brackets):
 
 from __future__ import annotations
 
+import weakref
 from collections import defaultdict
 
 import attrs
@@ -119,6 +120,9 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
     ...     print(violation)
     [dependency] edge 'F0' -> 'F1', micro-batch 0: 'F1' starts at 0 before 'F0' ends at 1
     """
+    last = _LAST_VALID[0]
+    if last is not None and last[0]() is problem and last[1]() is schedule:
+        return ()  # the very objects just found valid (both are frozen): a plan is checked once
     placed, option, out = _check_tasks(problem, schedule)
     out += _missing_tasks(problem, placed)
     groups, found = _check_groups(problem, placed, option)
@@ -130,7 +134,14 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
     out += _channel_overlaps(transfers)
     out += _memory_excursions(problem, placed)
     out += _fixed_orders(problem, placed)
+    if not out:
+        _LAST_VALID[0] = (weakref.ref(problem), weakref.ref(schedule))
     return tuple(out)
+
+
+#: The last (problem, schedule) pair found valid, held weakly: a construction validates its plan and the
+#: portfolio offering it asks again about the same two objects.
+_LAST_VALID: list[tuple[weakref.ref, weakref.ref] | None] = [None]
 
 
 #: A declared group's key (tag, member blocks, start) -> its Overlap.

@@ -128,9 +128,11 @@ def heads_and_tails(problem: Problem) -> tuple[dict[TaskKey, int], dict[TaskKey,
         for e in problem.graph.edges
         if any(e.src in ov.blocks and e.dst in ov.blocks for ov in problem.overlaps)
     }
+    # without releases or duration overrides every micro-batch has the same heads and tails
+    alike = not problem.releases and not problem.duration_overrides
     heads: dict[TaskKey, int] = {}
     tails: dict[TaskKey, int] = {}
-    for m in range(problem.num_microbatches):
+    for m in range(1 if alike else problem.num_microbatches):
         for b in order:
             h = problem.release_of(b, m)
             for e in preds[b]:
@@ -147,6 +149,9 @@ def heads_and_tails(problem: Problem) -> tuple[dict[TaskKey, int], dict[TaskKey,
                 else:
                     t = max(t, delay[(e.src, e.dst)] + _min_duration(problem, e.dst, m) + tails[(e.dst, m)])
             tails[(b, m)] = t
+    if alike:
+        heads = {(b, m): heads[(b, 0)] for m in range(problem.num_microbatches) for b in order}
+        tails = {(b, m): tails[(b, 0)] for m in range(problem.num_microbatches) for b in order}
     return heads, tails
 
 
@@ -469,7 +474,8 @@ def device_bounds(problem: Problem) -> dict[str, int]:
             out[d] = 0
             continue
         work = sum(_min_duration(problem, *k) for k in keys)
-        work -= math.floor(sum(savings.get(k, Fraction(0)) for k in keys))
+        if savings:
+            work -= math.floor(sum((savings[k] for k in keys if k in savings), Fraction(0)))
         out[d] = min(heads[k] for k in keys) + work + idle[d] + max(min(tails[k] for k in keys), after[d])
     return out
 
@@ -630,14 +636,17 @@ def flow_bounds(problem: Problem) -> dict[str, int]:
 
 
 def _average_load(problem: Problem) -> int:
-    total = Fraction(0)
-    savings = _savings(problem)
+    work = 0
     for b in problem.graph.blocks:
-        for m in range(problem.num_microbatches):
-            durations = problem.durations(b.name, m)
-            total += min(d * len(o.devices) for d, o in zip(durations, b.options))
-            total -= savings.get((b.name, m), Fraction(0)) * len(b.options[0].devices)
-    return math.ceil(total / len(problem.cluster.devices))
+        sizes = [len(o.devices) for o in b.options]
+        if problem.duration_overrides:
+            work += sum(min(d * k for d, k in zip(problem.durations(b.name, m), sizes))
+                        for m in range(problem.num_microbatches))
+        else:
+            work += problem.num_microbatches * min(o.duration * k for o, k in zip(b.options, sizes))
+    blocks = problem.graph.by_name()
+    saved = sum((s * len(blocks[b].options[0].devices) for (b, _), s in _savings(problem).items()), Fraction(0))
+    return math.ceil((work - saved) / len(problem.cluster.devices))
 
 
 @attrs.frozen(kw_only=True)

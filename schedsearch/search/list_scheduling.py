@@ -102,6 +102,7 @@ import attrs
 from schedsearch._union_find import UnionFind
 from schedsearch.bounds.analytic import objective_lower_bound
 from schedsearch.errors import UnsupportedFeatureError
+from schedsearch.options import Deadline
 from schedsearch.problem import Edge, Problem, TaskKey
 from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import Schedule, TaskInstance, Transfer, objective_value
@@ -209,6 +210,7 @@ def list_plan(
     insertion: bool = True,
     form_groups: bool = False,
     name: str = "",
+    deadline: Deadline | None = None,
 ) -> Schedule | None:
     """One list schedule of ``problem`` under ``rule`` (validated), or None when memory blocks it.
 
@@ -237,6 +239,10 @@ def list_plan(
         ranks first; members wait only for dependencies outside the group.
     name:
         The plan's name (pipeline rules name it after the rule by default).
+    deadline:
+        Pipeline rules only: the caller's clock; the simulation stops and
+        returns None once it has expired (checked every few hundred
+        events, so a large problem does not outrun its caller's limit).
 
     Raises ``ValueError`` for an unknown rule or a knob of the other family,
     and for HEFT rules a ``ValueError`` when fixed orders and edges form a
@@ -254,7 +260,9 @@ def list_plan(
     """
     if isinstance(rule, PipelineRule):
         _check_pipeline_knobs(rule, priority, insertion)
-        return _pipeline_plan(problem, rule, form_groups=form_groups, name=name)
+        return _pipeline_plan(problem, rule, form_groups=form_groups, name=name, deadline=deadline)
+    if deadline is not None:
+        raise ValueError("list_plan: 'deadline' applies to pipeline rules only")
     _check_heft_knobs(rule, priority, form_groups)
     graph = _TaskGraph(problem)
     schedule = _heft_plan(graph, _given_priorities(graph, rule, priority), insertion)
@@ -799,11 +807,19 @@ def _group_templates(problem: Problem) -> dict[str, list[_GroupTemplate]]:
     return out
 
 
-def _pipeline_plan(problem: Problem, rule: PipelineRule, *, form_groups: bool, name: str) -> Schedule | None:
-    """The non-delay list schedule under ``rule`` (validated), or None when memory deadlocks."""
+def _pipeline_plan(problem: Problem, rule: PipelineRule, *, form_groups: bool, name: str,
+                   deadline: Deadline | None = None) -> Schedule | None:
+    """The non-delay list schedule under ``rule`` (validated), or None when memory deadlocks
+    or ``deadline`` expires."""
     _check_pipeline(problem)
+    if deadline is not None and deadline.expired():
+        return None
     run = _NonDelayRun(problem, rule, _group_templates(problem) if form_groups else {})
-    while run.remaining:
+    for events in itertools.count():
+        if not run.remaining:
+            break
+        if deadline is not None and events % _CLOCK_EVERY == _CLOCK_EVERY - 1 and deadline.expired():
+            return None
         run.start_what_fits()
         if not run.remaining:
             break
@@ -813,6 +829,10 @@ def _pipeline_plan(problem: Problem, rule: PipelineRule, *, form_groups: bool, n
     schedule = Schedule(tasks=run.placed, transfers=run.transfers, name=name or f"list schedule ({rule})")
     assert_valid(problem, schedule, "list schedule")
     return schedule
+
+
+#: Events of a list simulation between two looks at the caller's clock.
+_CLOCK_EVERY = 256
 
 
 class _NonDelayRun:
@@ -839,11 +859,17 @@ class _NonDelayRun:
         self.key_of = {(b.name, m): rule.key(b.kind, b.stage, m) for b in graph.blocks for m in range(self.n)}
         self.waiting = {(b.name, m): len(preds[b.name]) for b in graph.blocks for m in range(self.n)}
         self.ready_at: dict[TaskKey, int] = {task: problem.release_of(*task) for task in self.waiting}
-        self.pool: dict[str, list[TaskKey]] = {d: [] for d in self.devices}
+        # each device's ready tasks, one heap per block (the tasks of a block share their devices and
+        # memory, so they can start or not alike), ranked by (rule key, order of arrival in the pool);
+        # tasks whose data or release is still to come wait in ``later`` by the time they become ready
+        self.pool: dict[str, dict[str, list[tuple[tuple[int, int, int], int, TaskKey]]]] = {d: {} for d in self.devices}
+        self.later: list[tuple[int, int, str, TaskKey]] = []
+        self.arrivals = itertools.count()
+        self.t = 0
         for task, count in self.waiting.items():
             if count == 0:
                 for d in self.devs_of[task[0]]:
-                    self.pool[d].append(task)
+                    self._join_pool(d, task)
         self.scheduled: set[TaskKey] = set()
         self.placed: list[TaskInstance] = []
         self.transfers: list[Transfer] = []
@@ -851,7 +877,14 @@ class _NonDelayRun:
         self.running: list[tuple[int, int, TaskKey]] = []  # (end, tiebreak, task)
         self.counter = itertools.count()
         self.remaining = len(self.waiting)
-        self.t = 0
+
+    def _join_pool(self, d: str, task: TaskKey, arrival: int | None = None) -> None:
+        """``task`` (its predecessors done) joins ``d``'s pool: ready now, or waiting in ``later``."""
+        arrival = next(self.arrivals) if arrival is None else arrival
+        if self.ready_at[task] > self.t:
+            heapq.heappush(self.later, (self.ready_at[task], arrival, d, task))
+        else:
+            heapq.heappush(self.pool[d].setdefault(task[0], []), (self.key_of[task], arrival, task))
 
     def start_what_fits(self) -> None:
         """Start work on every free device, best-ranked first, until nothing more can start now."""
@@ -876,10 +909,14 @@ class _NonDelayRun:
     def advance(self) -> bool:
         """Move the clock to the next end or release; False when none is to come (a deadlock)."""
         upcoming = [self.running[0][0]] if self.running else []
-        upcoming += [self.ready_at[task] for d in self.devices for task in self.pool[d] if self.ready_at[task] > self.t]
+        if self.later:
+            upcoming.append(self.later[0][0])
         if not upcoming:
             return False
         self.t = min(upcoming)  # every event still to come lies after t
+        while self.later and self.later[0][0] <= self.t:
+            _, arrival, d, task = heapq.heappop(self.later)
+            self._join_pool(d, task, arrival)
         return True
 
     def finish_ended(self) -> None:
@@ -913,18 +950,19 @@ class _NonDelayRun:
         self.ready_at[nxt] = max(self.ready_at[nxt], arrive)
         if self.waiting[nxt] == 0:
             for d in self.devs_of[e.dst]:
-                self.pool[d].append(nxt)
+                self._join_pool(d, nxt)
 
     def _best_ready(self, d: str) -> TaskKey | None:
         """The best-ranked task of ``d``'s pool that can start now (ready, devices free, fits in memory)."""
         best = None
-        for task in self.pool[d]:
-            if self.ready_at[task] > self.t or any(self.free[e] > self.t for e in self.devs_of[task[0]]) \
-                    or not self._fits([task]):
+        for block, heap in self.pool[d].items():
+            while heap and heap[0][2] in self.scheduled:
+                heapq.heappop(heap)  # started already (from another of its devices' pools)
+            if not heap or any(self.free[e] > self.t for e in self.devs_of[block]) or not self._fits([heap[0][2]]):
                 continue
-            if best is None or self.key_of[task] < self.key_of[best]:
-                best = task
-        return best
+            if best is None or heap[0] < best:
+                best = heap[0]
+        return None if best is None else best[2]
 
     def _fits(self, members: list[TaskKey]) -> bool:
         """Whether ``members`` (on one device set) start within every capacity."""
@@ -976,9 +1014,7 @@ class _NonDelayRun:
         for task in members:
             b = self.blocks[task[0]]
             for e in self.devs_of[task[0]]:
-                if task in self.pool[e]:
-                    self.pool[e].remove(task)
-                self.level[e] += b.memory + b.workspace
+                self.level[e] += b.memory + b.workspace  # it leaves the pools when next seen there (scheduled)
             self.scheduled.add(task)
             self.placed.append(TaskInstance(block=task[0], microbatch=task[1], devices=self.devs_of[task[0]],
                                             start=t, end=t + duration, overlap=tag))

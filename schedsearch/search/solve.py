@@ -11,20 +11,20 @@ The time level (makespan, or the longest device span):
    forced idle, memory), with the assignment LP where blocks choose among
    options and the model is small.
 3. **Handcrafted plans**: every published schedule whose placement matches
-   the problem (1F1B, interleaved, ZB-H1, ZB-V, Chimera, DualPipe,
-   DualPipeV, the zero-bubble greedy, ...), kept only when the validator
-   accepts it (memory limits included). Nothing needs naming: the placement
-   is read off the problem. They are also the memory level's candidates
-   (1F1B's peak among plans of the same makespan).
+   the problem (the zero-bubble greedy first, then 1F1B, interleaved, ZB-H1,
+   ZB-V, Chimera, DualPipe, DualPipeV, ...), at every size (they are linear
+   in the task instances), kept only when the validator accepts it (memory
+   limits included). Nothing needs naming: the placement is read off the
+   problem. The first that matches runs whatever the clock says; each
+   later one only when half the time left covers it at the slowest rate
+   seen.
+   One that meets the bound ends the time level (when a memory level
+   follows, the others still run: they are its candidates, e.g. 1F1B's
+   peak among plans of GPipe's makespan).
 4. **List schedules**: the pipeline priority rules
    (:mod:`~schedsearch.search.list_scheduling`, on the problem with its
-   redundant overlap declarations dropped) and, where those do not apply,
-   HEFT's rules.
-
-   On models too large to build whole (more than
-   :data:`~schedsearch.search.scale.driver.TIES_AUTO_TASKS` task instances)
-   the list schedules come first (they compute the analytic bound as they
-   go, and often meet it), and the constructions run only when they did not.
+   redundant overlap declarations dropped; each simulation checks the
+   clock) and, where those do not apply, HEFT's rules.
 5. **Repetend**: where the problem is periodic (fixed placements, no
    transfers, identical micro-batches) and has enough micro-batches for a
    steady state to pay off, :func:`~schedsearch.search.repetend` with half
@@ -37,7 +37,9 @@ The time level (makespan, or the longest device span):
    they restrict the search, so a plan found under them is proven only by
    the bound); the solver's bound joins the analytic one.
 
-It stops as soon as a plan meets the proven bound.
+It stops as soon as a plan meets the proven bound. Every phase checks the
+clock; the exact search is skipped (``stats["notes"]`` says so) when the
+problem has more task instances than it can model in the time left.
 
 In deterministic mode (``deterministic=True``) every limit is reproducible:
 the solver searches run under deterministic-time limits (CP-SAT's
@@ -63,7 +65,7 @@ Every plan returned has passed the validator against the user's problem.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -130,6 +132,9 @@ class _Portfolio:
     options: SearchOptions
     deadline: Deadline
     engines: frozenset[str]
+    #: whether a memory level follows the time level (then every construction runs: one that meets the
+    #: time bound may still hold more memory than another, e.g. GPipe and 1F1B)
+    memory_level: bool = False
     #: every valid plan found: (objective value, schedule, engine)
     plans: list[tuple[int, Schedule, str]] = attrs.field(factory=list)
     bound: int = 0
@@ -146,9 +151,13 @@ class _Portfolio:
         best = self.best
         return best is not None and best[0] <= self.bound
 
-    def offer(self, schedule: Schedule | None, engine: str) -> None:
-        """Keep ``schedule`` when it is a valid plan of the problem (reported when it improves the best)."""
-        if schedule is None or validate(self.problem, schedule):
+    def offer(self, schedule: Schedule | None, engine: str, validated: bool = False) -> None:
+        """Keep ``schedule`` when it is a valid plan of the problem (reported when it improves the best).
+
+        ``validated``: the engine has already passed it through the
+        validator against this very problem (it is validated once).
+        """
+        if schedule is None or (not validated and validate(self.problem, schedule)):
             return
         value = objective_value(schedule, self.problem.objective)
         before = self.best
@@ -160,6 +169,10 @@ class _Portfolio:
         best = self.best
         inc = incumbent if incumbent is not None else (best[0] if best else None)
         self.options.report(phase, inc, self.bound or None, self.deadline.t0)
+
+    def note(self, text: str) -> None:
+        """Say in the result's ``stats["notes"]`` what the call left out and why."""
+        self.stats.setdefault("notes", []).append(text)
 
     def timed(self, phase: str, seconds: float) -> None:
         self.phases[phase] = self.phases.get(phase, 0.0) + seconds
@@ -192,24 +205,25 @@ def _time_bound(problem: Problem) -> tuple[int, str]:
     return value, engine
 
 
-def _handcrafted(problem: Problem) -> list[tuple[Schedule, str]]:
-    """Every handcrafted schedule whose placement matches ``problem`` (not yet validated)."""
-    from schedsearch.handcrafted.registry import SCHEDULES
-    from schedsearch.handcrafted.zb_greedy import zb_greedy_all
+def _handcrafted(problem: Problem) -> Iterator[tuple[Callable[[], Iterable[tuple[Schedule, str]]], str]]:
+    """Every handcrafted construction that may match ``problem``, the zero-bubble greedy first.
 
-    out: list[tuple[Schedule, str]] = []
+    Yields (build, name): ``build()`` gives its schedules (not yet
+    validated) with the engine names they are offered under, or raises
+    :class:`~schedsearch.errors.SchedSearchError` when the placement is
+    not the construction's.
+    """
+    from schedsearch.handcrafted.registry import SCHEDULES
+    from schedsearch.handcrafted.zb_greedy import zb_greedy_best
+
+    def greedy() -> Iterable[tuple[Schedule, str]]:
+        return [(schedule, f"handcrafted zero-bubble greedy ({variant})")
+                for variant, schedule in zb_greedy_best(problem).items()]
+
+    yield greedy, "zero-bubble greedy"
     for spec in SCHEDULES.values():
-        try:
-            out.append((spec.generate(problem, dict(spec.defaults)), f"handcrafted {spec.title}"))
-        except SchedSearchError:
-            continue  # the placement is not this schedule's
-    try:
-        for variant, schedule in zb_greedy_all(problem).items():
-            if schedule is not None:
-                out.append((schedule, f"handcrafted zero-bubble greedy ({variant})"))
-    except SchedSearchError:
-        pass
-    return out
+        yield (lambda spec=spec: [(spec.generate(problem, dict(spec.defaults)), f"handcrafted {spec.title}")]), \
+            spec.title
 
 
 def _warm_starts(pf: _Portfolio) -> None:
@@ -218,9 +232,35 @@ def _warm_starts(pf: _Portfolio) -> None:
 
 
 def _handcrafted_plans(pf: _Portfolio) -> None:
+    """Every construction whose placement matches, until one meets the bound (all of them when a memory
+    level follows).
+
+    They are linear in the task instances, so they run at every size; the
+    first that matches runs whatever the clock says (the call then has a
+    plan), each later one only when half the time left covers it at the
+    slowest rate (seconds per task instance) seen so far.
+    """
     t = pf.deadline.elapsed
-    for schedule, engine in _handcrafted(pf.problem):
-        pf.offer(schedule, engine)
+    tasks = max(1, len(pf.problem.tasks))
+    rate = 0.0  # seconds per task instance of the slowest construction so far
+    for build, name in _handcrafted(pf.problem):
+        if pf.closed and not pf.memory_level:
+            break
+        left = pf.deadline.left()
+        # half the time left at most, the rest is the list schedules' and the search's (a wall-clock estimate:
+        # not in deterministic mode, where every construction runs)
+        if pf.best is not None and left is not None and not pf.options.deterministic and rate * tasks > left / 2:
+            pf.note(f"handcrafted {name} skipped: it would need about {rate * tasks:.1f} s, {max(left, 0):.1f} s "
+                    f"were left")
+            continue
+        start = pf.deadline.elapsed
+        try:
+            plans = build()
+        except SchedSearchError:
+            continue  # the placement is not this construction's
+        for schedule, engine in plans:
+            pf.offer(schedule, engine)
+        rate = max(rate, (pf.deadline.elapsed - start) / tasks)
     pf.timed("handcrafted", pf.deadline.elapsed - t)
 
 
@@ -231,7 +271,10 @@ def _known_plans(pf: _Portfolio) -> None:
 
 
 def _list_plans(problem: Problem, pf: _Portfolio, share: float) -> list[tuple[Schedule, str]]:
-    """List schedules of ``problem``: the pipeline rules where they apply, and HEFT's rules."""
+    """List schedules of ``problem``: the pipeline rules where they apply, and HEFT's rules.
+
+    Every plan returned has passed the validator against ``problem``.
+    """
     from schedsearch.errors import UnsupportedFeatureError
     from schedsearch.search.list_scheduling import heft
     from schedsearch.search.scale import scale_search
@@ -259,7 +302,7 @@ def _list_plans(problem: Problem, pf: _Portfolio, share: float) -> list[tuple[Sc
 def _list_schedules(pf: _Portfolio) -> None:
     t = pf.deadline.elapsed
     for schedule, engine in _list_plans(pf.problem, pf, 1.0):
-        pf.offer(schedule, engine)
+        pf.offer(schedule, engine, validated=True)
     pf.timed("list", pf.deadline.elapsed - t)
 
 
@@ -302,10 +345,17 @@ def _exact(pf: _Portfolio) -> Status | None:
     """
     from schedsearch.search.jobshop import jobshop
     from schedsearch.search.scale import scale_search
+    from schedsearch.search.scale.driver import _EXACT_TASKS_PER_S
 
     t = pf.deadline.elapsed
     best = pf.best
     allotted = pf.deadline.left()
+    tasks = len(pf.problem.tasks)
+    if best is not None and allotted is not None and tasks > _EXACT_TASKS_PER_S * allotted:
+        # the same rule as the scale search's, decided before it would build and check anything
+        pf.note(f"exact search skipped: {tasks} task instances need about {tasks / _EXACT_TASKS_PER_S:.0f} s "
+                f"to model and search, {allotted:.1f} s were left")
+        return None
     common = dict(warm_starts=[best[1]] if best else [], time_limit_s=allotted, seed=pf.options.seed,
                   workers=pf.options.workers, backend=pf.options.solver_backend,
                   deterministic=pf.options.deterministic, backend_params=dict(pf.options.backend_params),
@@ -367,26 +417,15 @@ def _bound(pf: _Portfolio) -> None:
 def _time_level(pf: _Portfolio) -> Status | None:
     """Run the time level's phases; returns INFEASIBLE when that was proven."""
     _warm_starts(pf)
-    small = _small(pf.problem)
-    if small:
-        # small models: the bound, then the handcrafted plans (a few milliseconds
-        # each; they often meet the bound, and they are candidates for the memory
-        # level too: 1F1B's peak among plans of the same makespan), then the list
-        # schedules
-        _bound(pf)
-        if "handcrafted" in pf.engines and not pf.deadline.expired():
-            _handcrafted_plans(pf)
-        if "list" in pf.engines and not pf.closed:
-            _list_schedules(pf)
-    else:
-        # large models: the list schedules first (they compute the analytic bound
-        # as they go and often meet it); the constructions only when they did not
-        if "list" in pf.engines:
-            _list_schedules(pf)
-        if not pf.closed:
-            _bound(pf)
-        if "handcrafted" in pf.engines and not pf.closed and not pf.deadline.expired():
-            _handcrafted_plans(pf)
+    # the bound, then the handcrafted plans at every size (linear in the task
+    # instances; they often meet the bound, and they are candidates for the
+    # memory level too: 1F1B's peak among plans of the same makespan), then the
+    # list schedules
+    _bound(pf)
+    if "handcrafted" in pf.engines:
+        _handcrafted_plans(pf)
+    if "list" in pf.engines and not pf.closed and not pf.deadline.expired():
+        _list_schedules(pf)
     if pf.closed or pf.deadline.expired():
         return None
     # the repetend search cuts its inner searches by wall-clock slices: not in deterministic mode
@@ -542,7 +581,7 @@ def solve(
     time_name = next((n for n in names if n != "peak_memory"), "makespan")
     work = problem if problem.objective == time_name else problem.with_(objective=time_name)
     pf = _Portfolio(problem=work, options=opts, deadline=Deadline(opts.time_limit_s, deterministic=opts.deterministic),
-                    engines=frozenset(engines))
+                    engines=frozenset(engines), memory_level="peak_memory" in names)
     if names[0] == "peak_memory":
         return _memory_first(pf, names)
     status = _time_level(pf)

@@ -300,7 +300,7 @@ def _list_schedules(run: _ScaleRun, rules: Sequence[PipelineRule]) -> None:
             tried += 1
             engine = f"list scheduling ({rule}{', pairs formed' if form_groups else ''})"
             run.reporter.report(engine)
-            run.offer(list_plan(search_problem, rule, form_groups=form_groups), engine)
+            run.offer(list_plan(search_problem, rule, form_groups=form_groups, deadline=run.deadline), engine)
     run.stats["list_rules_tried"] = tried
     run.stats["list_s"] = run.deadline.elapsed - t_list
 

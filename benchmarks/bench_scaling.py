@@ -1,0 +1,152 @@
+"""``solve`` at scale: the 1F1B and V placements, 8-64 ranks, 64-1024 micro-batches, against a time limit.
+
+Rows: ``vshape(PP, m)`` (1F1B's placement, F = 1, B = 2) and
+``vshape_chunks(PP, m)`` (the V placement, two chunks per rank, F = I = W
+= 1), both without memory capacities, for ``PP`` in 8-64 and ``m`` in
+64-1024 (up to 393,216 task instances). Each row runs
+``solve(objective="makespan", time_limit_s=LIMIT, workers=1)`` in its own
+process (its peak RSS is that process's), once per side, the two sides of
+a row one after the other (interleaved, so both see the same load):
+
+* ``before``: the library at ``--before-rev`` (default: the commit before
+  this work), checked out into a temporary git worktree;
+* ``after``: the library at ``--after-rev`` (default ``HEAD``; ``.`` for
+  this working tree as it is).
+
+Per row and side: the makespan, the proven bound and the gap, the status,
+what found the plan, the wall time, whether the limit was honoured
+(wall <= 1.1 x limit) and the peak RSS. Goals: 1F1B's rows proven at the
+bound well within the limit (its construction meets it), every row within
+the limit. Quote ratios: the machine may be loaded.
+
+Run: ``python -m benchmarks scaling`` or ``python benchmarks/bench_scaling.py
+[--quick] [--ranks 8 64] [--microbatches 64 1024] [--limit 30] [--before-rev REV]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._common import print_table, write_results
+
+REPO = Path(__file__).resolve().parents[1]
+#: The last commit before this work: the "before" side.
+BEFORE_REV = "aa3c600"
+
+_CHILD = r"""
+import json, resource, sys, time
+t0 = time.perf_counter()
+from schedsearch import placements
+from schedsearch.search.solve import solve
+kind, pp, m, limit = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+problem = placements.vshape(pp, m) if kind == "1F1B" else placements.vshape_chunks(pp, m)
+t0 = time.perf_counter()
+result = solve(problem, objective="makespan", time_limit_s=limit, seed=0, workers=1)
+wall = time.perf_counter() - t0
+print(json.dumps({
+    "tasks": len(problem.tasks), "status": result.status.value, "makespan": result.objective,
+    "bound": result.lower_bound, "engine": result.engine, "wall_s": round(wall, 2),
+    "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    "notes": result.stats.get("notes", []),
+}))
+"""
+
+
+def _run_side(tree: Path, kind: str, pp: int, m: int, limit: float) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    kill = limit * 10 + 120
+    try:
+        out = subprocess.run([sys.executable, "-c", _CHILD, kind, str(pp), str(m), str(limit)], env=env,
+                             cwd=str(tree), capture_output=True, text=True, timeout=kill)
+    except subprocess.TimeoutExpired:
+        return {"status": "KILLED", "wall_s": kill}
+    if out.returncode:
+        return {"status": "ERROR", "error": (out.stderr.strip().splitlines() or [""])[-1]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _commit(rev: str) -> str:
+    """The commit ``rev`` names (``.``: the working tree on top of HEAD)."""
+    out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD" if rev == "." else rev],
+                         capture_output=True, text=True)
+    return out.stdout.strip() + (" + working tree" if rev == "." else "")
+
+
+def _load() -> float:
+    return round(os.getloadavg()[0], 1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="8 and 32 ranks, 64 and 1024 micro-batches, 10 s")
+    parser.add_argument("--ranks", type=int, nargs="*", default=None)
+    parser.add_argument("--microbatches", type=int, nargs="*", default=None)
+    parser.add_argument("--placements", nargs="*", default=["1F1B", "V"], choices=["1F1B", "V"])
+    parser.add_argument("--limit", type=float, default=None, help="time limit per row and side (s)")
+    parser.add_argument("--before-rev", default=BEFORE_REV)
+    parser.add_argument("--after-rev", default="HEAD", help="the 'after' side ('.': this working tree as it is)")
+    parser.add_argument("--no-before", action="store_true", help="measure the after side only")
+    parser.add_argument("--name", default=None, help="results file name (default scaling / scaling_quick)")
+    args = parser.parse_args(argv)
+    ranks = args.ranks or ([8, 32] if args.quick else [8, 16, 32, 64])
+    mbs = args.microbatches or ([64, 1024] if args.quick else [64, 256, 1024])
+    limit = args.limit or (10.0 if args.quick else 30.0)
+    tmp = Path(tempfile.mkdtemp(prefix="scaling-"))
+    trees: list[Path] = []
+
+    def checkout(rev: str, name: str) -> Path:
+        if rev == ".":
+            return REPO
+        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tmp / name), rev],
+                       check=True, capture_output=True)
+        trees.append(tmp / name)
+        return tmp / name
+
+    rows = []
+    try:
+        sides = {} if args.no_before else {"before": checkout(args.before_rev, "before")}
+        sides["after"] = checkout(args.after_rev, "after")
+        for kind in args.placements:
+            for pp in ranks:
+                for m in mbs:
+                    for side, tree in sides.items():  # interleaved: both sides of a row one after the other
+                        load = _load()
+                        got = _run_side(tree, kind, pp, m, limit)
+                        mk, lb, wall = got.get("makespan"), got.get("bound"), got.get("wall_s")
+                        rows.append({
+                            "placement": kind, "PP": pp, "m": m, "tasks": got.get("tasks"), "side": side,
+                            "status": got.get("status"), "makespan": mk, "bound": lb,
+                            "gap_%": round(100 * (mk - lb) / lb, 2) if mk is not None and lb else None,
+                            "wall_s": wall, "limit_s": limit,
+                            "in_limit": wall is not None and wall <= 1.1 * limit,
+                            "rss_mb": got.get("rss_mb"), "engine": got.get("engine"), "load": load,
+                            "notes": "; ".join(got.get("notes", [])) or got.get("error"),
+                        })
+                        print_table(rows[-1:], ["placement", "PP", "m", "tasks", "side", "status", "makespan",
+                                                "bound", "gap_%", "wall_s", "in_limit", "rss_mb", "load",
+                                                "engine"])
+    finally:
+        for tree in trees:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+    print()
+    print_table(rows, ["placement", "PP", "m", "tasks", "side", "status", "makespan", "bound", "gap_%", "wall_s",
+                       "limit_s", "in_limit", "rss_mb", "load", "engine"])
+    name = args.name or ("scaling_quick" if args.quick else "scaling")
+    write_results(name, rows, limit_s=limit, before_rev=None if args.no_before else _commit(args.before_rev),
+                  after_rev=_commit(args.after_rev))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
