@@ -487,7 +487,9 @@ PARTITION_RULES: dict[str, Rule] = {
     "neighbour_bias": Rule.number(0, 1),
     "acyclic": Rule.boolean(),
     "merge_trivial": Rule.boolean(),
-    "upper_bound": Rule.number(0, none=True),
+    "upper_bound": Rule("a number >= 0 (math.inf: no pruning), or None",
+                        lambda v: v is None or (isinstance(v, numbers.Real) and not isinstance(v, bool)
+                                                and not math.isnan(v) and v >= 0)),
     "ideal_limit": Rule.integer(1, none=True),
     "module_ideal_limit": Rule.integer(1),
     "channels": Rule.integer(1),

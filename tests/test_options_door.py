@@ -251,7 +251,7 @@ DEVICES = DeviceLimits(num_accelerators=2)
 
 BAD_PARTITION_OPTIONS = [
     (partition_dp, {"ideal_limit": 0}, "partition_dp: 'ideal_limit' must be an integer >= 1, or None, got 0"),
-    (partition_dp, {"upper_bound": float("nan")}, "partition_dp: 'upper_bound' must be a number >= 0, or None"),
+    (partition_dp, {"upper_bound": float("nan")}, "partition_dp: 'upper_bound' must be a number >= 0"),
     (partition_dpl, {"order": "0123"}, "partition_dpl: 'order' must be a list of operator ids, or None"),
     (partition_dpl, {"merge_trivial": "yes"}, "partition_dpl: 'merge_trivial' must be True or False"),
     (partition_slicegraph, {"search": "brkgaa"}, "partition_slicegraph: 'search' must be one of 'brkga', 'random', "
