@@ -47,8 +47,14 @@ from schedsearch.schedule import Schedule, metrics
 from schedsearch.units import GIB, Units, choose_units
 from schedsearch.validate import validate
 
-__all__ = ["Candidate", "PlanRow", "PlanResult", "SweepPoint", "SweepResult", "candidates", "build_problem", "plan",
-           "plan_sweep"]
+__all__ = ["RUNTIMES", "Candidate", "PlanRow", "PlanResult", "SweepPoint", "SweepResult", "candidates", "build_problem",
+           "plan", "plan_sweep", "runtime_gap"]
+
+#: The runtimes a plan can be made for: name -> what it is.
+RUNTIMES = {
+    "torch": "torch's CSV runtime (torch.distributed.pipelining, as torchtitan runs it)",
+    "any": "no runtime in particular: the best plan of every family, whether a runtime can execute it or not",
+}
 
 
 @attrs.frozen(kw_only=True)
@@ -95,6 +101,24 @@ class Candidate:
             ("interleaved", False): "interleaved 1F1B", ("interleaved", True): "interleaved ZB",
             ("zb-v", True): "ZB-V", ("dualpipev", True): "DualPipeV", ("dualpipe", True): "DualPipe",
         }.get((self.family, self.split_backward))
+
+
+def runtime_gap(candidate: Candidate, runtime: str) -> str:
+    """Why ``runtime`` (a key of :data:`RUNTIMES`) cannot execute plans of ``candidate``, in a user's terms; "" when it can.
+
+    Examples
+    --------
+    >>> from schedsearch.planner import Candidate, runtime_gap
+    >>> runtime_gap(Candidate(family="dualpipe", split_backward=True), "torch")
+    "needs two copies of every stage's parameters; torch's CSV runtime holds one"
+    >>> runtime_gap(Candidate(family="zb-v", chunks=2, split_backward=True), "torch")
+    ''
+    """
+    if runtime not in RUNTIMES:
+        raise InvalidPipelineError(f"plan: runtime must be one of {sorted(RUNTIMES)}, got {runtime!r}")
+    if runtime == "torch" and candidate.layout == "dualpipe":
+        return "needs two copies of every stage's parameters; torch's CSV runtime holds one"
+    return ""
 
 
 def candidates(pipeline: Pipeline) -> list[Candidate]:
@@ -362,7 +386,9 @@ class PlanResult:
 
     ``rows`` are ranked: plans first by makespan then worst-rank peak memory,
     then the candidates without a plan. ``best`` is the first row with a
-    plan (None when no candidate fitted in time); ``problem`` and
+    plan that ``runtime`` (a key of :data:`RUNTIMES`) can execute (None when
+    none fitted in time); a better plan it cannot execute stays in ``rows``
+    with the reason in its note. ``problem`` and
     ``schedule`` are its integer problem and validated schedule, ``stages``
     its stages and ``layers`` the layers (or given stages) each holds;
     ``units`` say how the integers read in milliseconds and bytes.
@@ -378,6 +404,7 @@ class PlanResult:
     layers: tuple[tuple[int, ...], ...] = ()
     engine: str = "local"
     wall_time_s: float = 0.0
+    runtime: str = "torch"
 
     def table(self) -> str:
         """The ranked table as text."""
@@ -408,16 +435,25 @@ class PlanResult:
             "units": self.units.to_dict(),
             "pipeline": self.pipeline.to_dict(),
             "family": best.family if best else None,
+            "runtime": self.runtime,
             "candidate": attrs.asdict(best.candidate) if best else None,
             "layers_per_stage": [list(g) for g in self.layers],
             "table": [r.to_dict() for r in self.rows],
         }
 
-    def write(self, out_dir: str | Path) -> dict[str, Path]:
-        """Write the best plan: CSV, torchtitan TOML, Perfetto trace, Gantt PNG (when matplotlib is installed), plan JSON, table."""
+    def write(self, out_dir: str | Path, *, microbatch_size: int | None = None) -> dict[str, Path]:
+        """Write the best plan; return the paths by kind (see :func:`~schedsearch.export.torchtitan.write_plan_outputs`).
+
+        ``schedule.csv``, ``torchtitan.args`` and ``train.sh`` (torch's CSV
+        runtime under torchtitan), ``trace.json``, ``gantt.png`` (with
+        matplotlib), ``plan.json`` and ``plan.txt``; ``plan.txt`` ends with
+        why any of them was not written. ``microbatch_size``: samples per
+        micro-batch for torchtitan's batch settings (default: the
+        description's ``microbatch_sizes`` when all equal, else 1).
+        """
         from schedsearch.export.torchtitan import write_plan_outputs
 
-        return write_plan_outputs(self, out_dir)
+        return write_plan_outputs(self, out_dir, microbatch_size=microbatch_size)
 
 
 def _rank_key(row: PlanRow) -> tuple:
@@ -435,6 +471,7 @@ def plan(
     address: str | None = None,
     deterministic: bool = False,
     seed: int = 0,
+    runtime: str = "torch",
 ) -> PlanResult:
     """Search every allowed schedule family for ``pipeline`` and rank the plans.
 
@@ -462,6 +499,12 @@ def plan(
         searches stop at their limit; the wall time then depends on the
         machine (a guard of several times the share stops a runaway search,
         and the row says so).
+    runtime:
+        What the plan is for (a key of :data:`RUNTIMES`): ``"torch"``
+        (default: torch's CSV runtime, as torchtitan runs it) makes ``best``
+        the best plan it can execute, while a better plan it cannot (DualPipe's
+        two parameter copies) stays in the table with the reason;
+        ``"any"``: the best plan of every family.
 
     Returns
     -------
@@ -484,9 +527,10 @@ def plan(
     from schedsearch.sweep import get_executor
 
     t0 = time.perf_counter()
+    runtime_gap(Candidate(family="1f1b"), runtime)  # an unknown runtime fails before any work
     executor = get_executor(engine, workers=workers, address=address)
     prepared = _prepare(pipeline, time_limit_s=time_limit_s, parallel=workers or getattr(executor, "workers", None),
-                        deterministic=deterministic, seed=seed)
+                        deterministic=deterministic, seed=seed, runtime=runtime)
     outcomes = executor.run(_evaluate, prepared.tasks, timeout_s=_run_timeout([prepared], parallel=workers or getattr(
         executor, "workers", None), deterministic=deterministic))
     return _finish(prepared, outcomes, executor.name, t0)
@@ -520,10 +564,11 @@ class _Prepared:
     skipped: tuple[PlanRow, ...]
     runnable: tuple[Candidate, ...]
     tasks: tuple[_Task, ...]
+    runtime: str = "torch"
 
 
 def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, deterministic: bool,
-             seed: int) -> _Prepared:
+             seed: int, runtime: str = "torch") -> _Prepared:
     """Units, candidates that cannot fit (with why) and the search tasks of the others.
 
     Each candidate's search gets ``time_limit_s / ceil(candidates / parallel)``
@@ -583,7 +628,7 @@ def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, d
     options = SearchOptions(time_limit_s=share, deterministic=deterministic, seed=seed, workers=1)
     tasks = tuple(_Task(pipeline=pipeline, candidate=c, units=units, options=options) for c in runnable)
     return _Prepared(pipeline=pipeline, units=units, splits=splits, skipped=tuple(rows), runnable=tuple(runnable),
-                     tasks=tasks)
+                     tasks=tasks, runtime=runtime)
 
 
 def _finish(prepared: _Prepared, outcomes: Sequence[Any], engine: str, t0: float) -> PlanResult:
@@ -599,7 +644,8 @@ def _finish(prepared: _Prepared, outcomes: Sequence[Any], engine: str, t0: float
             rows.append(PlanRow(candidate=c, status=o.status, note=o.error, handcrafted=c.handcrafted_name()))
     ordered = sorted((r for r in rows if r.makespan_ms is not None), key=_rank_key)
     ordered += [r for r in rows if r.makespan_ms is None]
-    best = ordered[0] if ordered and ordered[0].makespan_ms is not None else None
+    best = next((r for r in ordered if r.makespan_ms is not None and not runtime_gap(r.candidate, prepared.runtime)),
+                None)
     problem = schedule = None
     stages: tuple[Stage, ...] = ()
     layers: tuple[tuple[int, ...], ...] = ()
@@ -608,9 +654,21 @@ def _finish(prepared: _Prepared, outcomes: Sequence[Any], engine: str, t0: float
         problem = build_problem(pipeline, best.candidate, stages, units)
         schedule = found[best].schedule
         assert not validate(problem, schedule)
+    ordered = [_with_runtime_note(r, prepared.runtime, best) for r in ordered]
+    best = next((r for r in ordered if best is not None and r.candidate == best.candidate), None)
     return PlanResult(pipeline=pipeline, units=units, rows=tuple(ordered), best=best, problem=problem,
                       schedule=schedule, stages=stages, layers=layers, engine=engine,
-                      wall_time_s=round(time.perf_counter() - t0, 3))
+                      wall_time_s=round(time.perf_counter() - t0, 3), runtime=prepared.runtime)
+
+
+def _with_runtime_note(row: PlanRow, runtime: str, best: PlanRow | None) -> PlanRow:
+    """``row`` with why the runtime cannot execute it, when it has a plan the runtime cannot run."""
+    why = runtime_gap(row.candidate, runtime) if row.makespan_ms is not None else ""
+    if not why:
+        return row
+    written = "no plan of another family was found" if best is None else f"the plan written is {best.family}"
+    note = f"not the plan written: {why} ({written})"
+    return attrs.evolve(row, note=f"{row.note}; {note}" if row.note else note)
 
 
 @attrs.frozen(kw_only=True)
