@@ -114,11 +114,15 @@ def runtime_gap(candidate: Candidate, runtime: str) -> str:
     >>> runtime_gap(Candidate(family="zb-v", chunks=2, split_backward=True), "torch")
     ''
     """
-    if runtime not in RUNTIMES:
-        raise InvalidPipelineError(f"plan: runtime must be one of {sorted(RUNTIMES)}, got {runtime!r}")
+    _check_runtime(runtime)
     if runtime == "torch" and candidate.layout == "dualpipe":
         return "needs two copies of every stage's parameters; torch's CSV runtime holds one"
     return ""
+
+
+def _check_runtime(runtime: str) -> None:
+    if runtime not in RUNTIMES:
+        raise InvalidPipelineError(f"plan: runtime must be one of {sorted(RUNTIMES)}, got {runtime!r}")
 
 
 def candidates(pipeline: Pipeline) -> list[Candidate]:
@@ -527,7 +531,7 @@ def plan(
     from schedsearch.sweep import get_executor
 
     t0 = time.perf_counter()
-    runtime_gap(Candidate(family="1f1b"), runtime)  # an unknown runtime fails before any work
+    _check_runtime(runtime)
     executor = get_executor(engine, workers=workers, address=address)
     prepared = _prepare(pipeline, time_limit_s=time_limit_s, parallel=workers or getattr(executor, "workers", None),
                         deterministic=deterministic, seed=seed, runtime=runtime)
@@ -767,11 +771,12 @@ def plan_sweep(
     address: str | None = None,
     deterministic: bool = False,
     seed: int = 0,
+    runtime: str = "torch",
 ) -> SweepResult:
     """:func:`plan` over a grid of micro-batch counts, memory budgets and family sets of one pipeline.
 
     Every candidate of every grid point runs through one executor call
-    (``engine`` as in :func:`plan`), so the points are searched in parallel;
+    (``engine`` and ``runtime`` as in :func:`plan`), so the points are searched in parallel;
     each point's candidates share ``time_limit_s`` as in :func:`plan`, and a
     point's table equals ``plan`` of that point with the same ``workers``.
     A point that cannot be planned (no family fits, a value the description
@@ -803,6 +808,7 @@ def plan_sweep(
     from schedsearch.sweep import get_executor
 
     t0 = time.perf_counter()
+    _check_runtime(runtime)
     executor = get_executor(engine, workers=workers, address=address)
     grid = [(m, b, f) for m in _grid_values("num_microbatches", num_microbatches, pipeline.num_microbatches)
             for b in _grid_values("memory_budgets", memory_budgets, pipeline.memory_budget_bytes)
@@ -820,7 +826,7 @@ def plan_sweep(
             continue
         try:
             prepared.append(_prepare(point, time_limit_s=time_limit_s, parallel=parallel,
-                                     deterministic=deterministic, seed=seed))
+                                     deterministic=deterministic, seed=seed, runtime=runtime))
         except SchedSearchError as exc:
             prepared.append(str(exc))
         points.append(SweepPoint(num_microbatches=point.num_microbatches,
