@@ -128,6 +128,10 @@ def test_microbatch_size_sets_the_real_batch(tmp_path):
     lines = result.write(tmp_path, microbatch_size=3)["torchtitan"].read_text().splitlines()
     assert "--parallelism.pipeline_parallel_microbatch_size=3" in lines
     assert "--training.local_batch_size=12" in lines
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(schedsearch.errors.InvalidOptionsError, match="microbatch_size must be a positive integer"):
+            result.write(tmp_path / "bad", microbatch_size=bad)
+        assert not (tmp_path / "bad").exists()
 
 
 def test_uneven_microbatches_write_no_torchtitan_args(tmp_path):

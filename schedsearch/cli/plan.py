@@ -46,9 +46,9 @@ def add_engine_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from schedsearch.planner import RUNTIMES, plan
 
-    pipeline = Pipeline.load(args.pipeline)
     if args.microbatch_size is not None and args.microbatch_size < 1:
         raise SchedSearchError(f"plan: --microbatch-size must be a positive integer, got {args.microbatch_size}")
+    pipeline = Pipeline.load(args.pipeline)
     result = plan(pipeline, time_limit_s=args.time_limit, engine=args.engine, workers=args.workers,
                   address=args.address, deterministic=args.deterministic, seed=args.seed, runtime=args.runtime)
     print(result.table())

@@ -60,7 +60,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from schedsearch.errors import FormatError, SchedSearchError, UnsupportedFeatureError
+from schedsearch.errors import FormatError, InvalidOptionsError, SchedSearchError, UnsupportedFeatureError
 
 __all__ = ["TORCHTITAN_VERSION", "TORCH_VERSION", "not_written", "torchtitan_overrides", "torchtitan_schedule_name",
            "torchtitan_split", "train_script", "write_plan_outputs"]
@@ -154,10 +154,16 @@ def _microbatch_size(pipeline: Any, microbatch_size: int | None) -> int:
             "torchtitan cuts the per-rank batch into equal micro-batches of pipeline_parallel_microbatch_size; "
             f"the description's micro-batches differ in size ({', '.join(f'{s:g}' for s in sizes)})")
     if microbatch_size is None:
-        microbatch_size = int(sizes[0]) if sizes is not None and float(sizes[0]).is_integer() else 1
-    if isinstance(microbatch_size, bool) or not isinstance(microbatch_size, int) or microbatch_size < 1:
-        raise FormatError(f"torchtitan: microbatch_size must be a positive integer, got {microbatch_size!r}")
+        return int(sizes[0]) if sizes is not None and float(sizes[0]).is_integer() else 1
+    _check_microbatch_size(microbatch_size)
     return microbatch_size
+
+
+def _check_microbatch_size(microbatch_size: Any) -> None:
+    if microbatch_size is not None and (isinstance(microbatch_size, bool) or not isinstance(microbatch_size, int)
+                                        or microbatch_size < 1):
+        raise InvalidOptionsError(f"torchtitan settings: microbatch_size must be a positive integer (samples per "
+                                  f"micro-batch), got {microbatch_size!r}")
 
 
 def torchtitan_overrides(result: Any, csv_path: str | Path, *, microbatch_size: int | None = None) -> list[list[str]]:
@@ -268,6 +274,7 @@ def write_plan_outputs(result: Any, out_dir: str | Path, *, microbatch_size: int
     from schedsearch.export.json import write_json
     from schedsearch.export.torch_csv import write_torch_csv
 
+    _check_microbatch_size(microbatch_size)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths: dict[str, Path] = {}

@@ -36,3 +36,8 @@ def test_plan_command_names_what_it_did_not_write(tmp_path, capsys):
 def test_sample_pipeline_loads():
     pipeline = Pipeline.load(ROOT / "models" / "pipeline.toml")
     assert pipeline.num_ranks == 4 and pipeline.partition == "dp" and pipeline.memory_budget_bytes == 24 * 2**30
+
+
+def test_plan_command_rejects_a_bad_microbatch_size_before_any_work(tmp_path, capsys):
+    assert main(["plan", str(tmp_path / "missing.toml"), "--microbatch-size", "0"]) == 2
+    assert "--microbatch-size must be a positive integer, got 0" in capsys.readouterr().err
