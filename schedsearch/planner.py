@@ -672,7 +672,7 @@ def _with_runtime_note(row: PlanRow, runtime: str, best: PlanRow | None) -> Plan
         return row
     written = "no plan of another family was found" if best is None else f"the plan written is {best.family}"
     note = f"not the plan written: {why} ({written})"
-    return attrs.evolve(row, note=f"{row.note}; {note}" if row.note else note)
+    return attrs.evolve(row, note=f"{note}; {row.note}" if row.note else note)
 
 
 @attrs.frozen(kw_only=True)
