@@ -188,10 +188,10 @@ def torchtitan_overrides(result: Any, csv_path: str | Path, *, microbatch_size: 
     --parallelism.pipeline_parallel_schedule_csv=/plans/schedule.csv
     --parallelism.pipeline_parallel_microbatch_size=2
     --training.local_batch_size=8
-    --training.disable_cuda_graphs
     --parallelism.pipeline_parallel_layers_per_stage=2
     --parallelism.pipeline_parallel_first_stage_less_layers=1
     --parallelism.pipeline_parallel_last_stage_less_layers=1
+    --training.disable_cuda_graphs
     """
     best = result.best
     if best is None:
@@ -210,13 +210,14 @@ def torchtitan_overrides(result: Any, csv_path: str | Path, *, microbatch_size: 
         [f"--parallelism.pipeline_parallel_schedule_csv={Path(csv_path).resolve()}"],
         [f"--parallelism.pipeline_parallel_microbatch_size={mbs}"],
         [f"--training.local_batch_size={m * mbs}"],
-        ["--training.disable_cuda_graphs"],
     ]
     split = torchtitan_split([list(g) for g in result.layers])
     if split[0].startswith("--parallelism.module_fqns_per_model_part"):
         words.append(split)
     else:
         words += [[w] for w in split]
+    # a flag after module_fqns_per_model_part ends its list of values (else a subcommand would join it)
+    words.append(["--training.disable_cuda_graphs"])
     if cand.split_backward:
         # torchtitan's selective checkpointing allows one backward per region, a split backward runs two;
         # a subcommand ends the options, so it goes last

@@ -5,7 +5,8 @@ installs them in a separate environment); skipped without torchtitan unless
 ``SCHEDSEARCH_REQUIRE_TORCHTITAN=1``, when its absence fails the run.
 
 For a loop plan (1F1B, 2 ranks), an interleaved plan (interleaved zero
-bubble, 2 ranks) and a V plan (ZB-V, 3 ranks), ``plan`` writes
+bubble, 2 ranks) and V plans (ZB-V, 3 ranks; 2 ranks with stages of
+uneven layer counts, written as ``module_fqns_per_model_part``), ``plan`` writes
 ``schedule.csv`` and ``torchtitan.args`` for a description of torchtitan's
 ``llama3`` debug model (6 transformer layers). ``titan_worker.py`` runs under
 ``torchrun`` on gloo/CPU: torchtitan's ``ConfigManager`` parses the args,
@@ -74,7 +75,10 @@ def test_split_overrides_give_the_plans_stages_in_torchtitan(num_layers: int, nu
 
     for groups in _compositions(num_layers, num_stages):
         words = torchtitan_split(groups)
-        config = ConfigManager().parse_args(["--module", "llama3", "--config", "llama3_debugmodel", *words])
+        # in the order torchtitan.args writes them: the split, a flag, the checkpointing subcommand last
+        config = ConfigManager().parse_args(["--module", "llama3", "--config", "llama3_debugmodel", *words,
+                                             "--training.disable_cuda_graphs", "activation_checkpoint:none"])
+        assert config.activation_checkpoint is None and config.training.disable_cuda_graphs
         par = config.parallelism
         if par.module_fqns_per_model_part is not None:
             got = par.module_fqns_per_model_part
@@ -89,12 +93,16 @@ def test_split_overrides_give_the_plans_stages_in_torchtitan(num_layers: int, nu
         assert got == _modules(groups), (groups, words)
 
 
-def _pipeline(num_ranks: int, num_microbatches: int, family: str, split: bool) -> schedsearch.Pipeline:
-    stage = {"forward_ms": 1.0, "backward_ms": 2.0}
-    if split:
-        stage.update(input_grad_ms=1.0, weight_grad_ms=1.0)
+def _pipeline(num_ranks: int, num_microbatches: int, family: str, split: bool,
+              scale: tuple[float, ...]) -> schedsearch.Pipeline:
+    stages = []
+    for i, x in enumerate(scale):
+        stage = {"name": f"layer{i}", "forward_ms": x, "backward_ms": 2.0 * x}
+        if split:
+            stage.update(input_grad_ms=x, weight_grad_ms=x)
+        stages.append(stage)
     return schedsearch.Pipeline(num_ranks=num_ranks, num_microbatches=num_microbatches, families=[family],
-                                partition="dp", stages=[{"name": f"layer{i}", **stage} for i in range(NUM_LAYERS)])
+                                partition="dp", stages=stages)
 
 
 def _run(cmd: list[str], log: Path, timeout_s: float) -> None:
@@ -111,23 +119,30 @@ def _run(cmd: list[str], log: Path, timeout_s: float) -> None:
         pytest.fail(f"torchrun failed (exit {rc}): {shlex.join(cmd)}\n" + log.read_text()[-6000:])
 
 
-# (family of the description, ranks, micro-batches, split backward, family the plan must be, torchtitan's built-in)
+EVEN = (1.0,) * NUM_LAYERS
+ENDS_HEAVY = (1.0, 1.0, 2.0, 2.0, 1.0, 1.0)  # 4 stages of 2, 1, 1, 2 layers: torchtitan's rule cannot give them
+# (family of the description, ranks, micro-batches, split backward, layer times, family the plan must be,
+#  torchtitan's built-in schedule of that family, whether the split is written as module_fqns_per_model_part)
 CASES = [
-    ("1f1b", 2, 4, False, "1F1B", "1F1B"),
-    ("interleaved", 2, 4, True, "interleaved ZB", "InterleavedZeroBubble"),
-    ("zb-v", 3, 6, True, "ZB-V", "ZBVZeroBubble"),
+    ("1f1b", 2, 4, False, EVEN, "1F1B", "1F1B", False),
+    ("interleaved", 2, 4, True, EVEN, "interleaved ZB", "InterleavedZeroBubble", False),
+    ("zb-v", 3, 6, True, EVEN, "ZB-V", "ZBVZeroBubble", False),
+    ("zb-v", 2, 4, True, ENDS_HEAVY, "ZB-V", "ZBVZeroBubble", True),
 ]
 
 
-@pytest.mark.parametrize("family,ranks,microbatches,split,expect,reference", CASES,
-                         ids=[c[4] for c in CASES])
+@pytest.mark.parametrize("family,ranks,microbatches,split,scale,expect,reference,fqns", CASES,
+                         ids=[f"{c[5]}-{c[1]}ranks{'-fqns' if c[7] else ''}" for c in CASES])
 def test_torchtitan_runs_the_plan_with_its_builtin_schedules_gradients(
-        tmp_path: Path, family: str, ranks: int, microbatches: int, split: bool, expect: str, reference: str) -> None:
-    result = schedsearch.plan(_pipeline(ranks, microbatches, family, split), time_limit_s=30, workers=1,
+        tmp_path: Path, family: str, ranks: int, microbatches: int, split: bool, scale: tuple[float, ...],
+        expect: str, reference: str, fqns: bool) -> None:
+    result = schedsearch.plan(_pipeline(ranks, microbatches, family, split, scale), time_limit_s=30, workers=1,
                               deterministic=True)
     assert result.best is not None and result.best.family.startswith(expect), result.table()
     paths = result.write(tmp_path / "plan")
     assert {"csv", "torchtitan", "train"} <= set(paths), paths
+    args = paths["torchtitan"].read_text()
+    assert ("--parallelism.module_fqns_per_model_part" in args) == fqns, args
     out = tmp_path / "ranks"
     out.mkdir()
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}",
