@@ -197,3 +197,16 @@ def test_smaller_microbatches_take_proportionally_less_time(family):
     assert result.best.makespan_ms <= alone.best.makespan_ms
     if result.best.status == "OPTIMAL" and alone.best.status == "OPTIMAL":
         assert result.best.makespan_ms < alone.best.makespan_ms
+
+
+def test_a_plan_for_any_runtime_says_why_torch_files_are_missing(tmp_path):
+    from schedsearch.export.torchtitan import not_written
+
+    result = schedsearch.plan(_uniform(families=["dualpipe"], stages=2, num_microbatches=4), time_limit_s=30,
+                              workers=1, runtime="any")
+    assert result.best.family.startswith("DualPipe")
+    paths = result.write(tmp_path)
+    assert not {"csv", "torchtitan", "train"} & set(paths) and {"trace", "json", "table"} <= set(paths)
+    assert not_written(paths["table"])[0] == (
+        f"schedule.csv, torchtitan.args, train.sh: {result.best.family} needs two copies of every stage's "
+        "parameters; torch's CSV runtime holds one")

@@ -284,12 +284,18 @@ def write_plan_outputs(result: Any, out_dir: str | Path, *, microbatch_size: int
     if result.best is None:
         (out / "plan.txt").write_text(text + "\n")
         return {"table": out / "plan.txt"}
+    from schedsearch.planner import runtime_gap
+
     problem, schedule, units = result.problem, result.schedule, result.units
     meta = result.metadata()
+    gap = runtime_gap(result.best.candidate, "torch")
     try:
+        if gap:
+            raise FormatError(gap)
         paths["csv"] = write_torch_csv(problem, schedule, out / "schedule.csv")
     except SchedSearchError as exc:
-        notes.append(f"schedule.csv, torchtitan.args, train.sh: {result.best.family} cannot be written as torch's "
+        notes.append(f"schedule.csv, torchtitan.args, train.sh: {result.best.family} {exc}" if gap else
+                     f"schedule.csv, torchtitan.args, train.sh: {result.best.family} cannot be written as torch's "
                      f"CSV: {exc}")
     else:
         try:
