@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-all bench check docs clean
+.PHONY: demo test test-all test-integration bench check docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,20 @@ test: $(STAMP)
 test-all: $(STAMP)
 	HYPOTHESIS_PROFILE=thorough $(PY) -m pytest -q -m "slow or not slow"
 
+# torchtitan (the client the plans are written for) in its own environment: the versions the
+# hand-off is checked with; the CPU build of torch suffices.
+TITAN_VENV ?= .venv-titan
+TITAN_STAMP := $(TITAN_VENV)/.installed
+
+$(TITAN_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(TITAN_VENV)
+	$(TITAN_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(TITAN_VENV)/bin/python -m pip install --quiet 'torch==2.13.0' 'torchtitan==0.3.0' triton -e '.[test]'
+	touch $(TITAN_STAMP)
+
+test-integration: $(TITAN_STAMP)
+	SCHEDSEARCH_REQUIRE_TORCHTITAN=1 $(TITAN_VENV)/bin/python -m pytest -q -s -m integration tests/integration
+
 docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict --site-dir site
 
@@ -32,4 +46,4 @@ check: $(STAMP)
 	$(PY) -m benchmarks check
 
 clean:
-	rm -rf $(VENV) build site *.egg-info
+	rm -rf $(VENV) $(TITAN_VENV) build site *.egg-info

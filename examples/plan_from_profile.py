@@ -1,4 +1,4 @@
-"""Plan from a profile: a PipeDream profile -> 4 and 8 ranks -> the best plan -> torch CSV + torchtitan settings.
+"""Plan from a profile: a PipeDream profile -> 4 and 8 ranks -> the best plan -> torch CSV + torchtitan overrides.
 
 Run: ``python examples/plan_from_profile.py [--profile models/pipedream/gnmt/graph.txt --ranks 4,8
 --microbatches 16 --budget "2 GiB" --time-limit 30 --out out/plan]``
@@ -42,11 +42,12 @@ def main(argv: list[str] | None = None) -> int:
             paths = result.write(Path(args.out) / f"ranks-{ranks}")
             print("wrote", ", ".join(str(p) for p in paths.values()))
         else:
-            from schedsearch.export.torchtitan import torchtitan_settings
+            from schedsearch.export.torchtitan import torchtitan_overrides
             from schedsearch.export.torch_csv import to_torch_csv
 
             print(to_torch_csv(result.problem, result.schedule).splitlines()[0][:100], "...")
-            print(torchtitan_settings(result))
+            for words in torchtitan_overrides(result, "schedule.csv"):
+                print(" ".join(words))
         print()
     return 0
 

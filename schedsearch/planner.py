@@ -51,8 +51,14 @@ from schedsearch.schedule import Schedule, metrics
 from schedsearch.units import GIB, Units, choose_units
 from schedsearch.validate import validate
 
-__all__ = ["Candidate", "PlanRow", "PlanResult", "SweepPoint", "SweepResult", "candidates", "build_problem", "plan",
-           "plan_sweep"]
+__all__ = ["RUNTIMES", "Candidate", "PlanRow", "PlanResult", "SweepPoint", "SweepResult", "candidates", "build_problem",
+           "plan", "plan_sweep", "runtime_gap"]
+
+#: The runtimes a plan can be made for: name -> what it is.
+RUNTIMES = {
+    "torch": "torch's CSV runtime (torch.distributed.pipelining, as torchtitan runs it)",
+    "any": "no runtime in particular: the best plan of every family, whether a runtime can execute it or not",
+}
 
 
 @attrs.frozen(kw_only=True)
@@ -99,6 +105,28 @@ class Candidate:
             ("interleaved", False): "interleaved 1F1B", ("interleaved", True): "interleaved ZB",
             ("zb-v", True): "ZB-V", ("dualpipev", True): "DualPipeV", ("dualpipe", True): "DualPipe",
         }.get((self.family, self.split_backward))
+
+
+def runtime_gap(candidate: Candidate, runtime: str) -> str:
+    """Why ``runtime`` (a key of :data:`RUNTIMES`) cannot execute plans of ``candidate``, in a user's terms; "" when it can.
+
+    Examples
+    --------
+    >>> from schedsearch.planner import Candidate, runtime_gap
+    >>> runtime_gap(Candidate(family="dualpipe", split_backward=True), "torch")
+    "needs two copies of every stage's parameters; torch's CSV runtime holds one"
+    >>> runtime_gap(Candidate(family="zb-v", chunks=2, split_backward=True), "torch")
+    ''
+    """
+    _check_runtime(runtime)
+    if runtime == "torch" and candidate.layout == "dualpipe":
+        return "needs two copies of every stage's parameters; torch's CSV runtime holds one"
+    return ""
+
+
+def _check_runtime(runtime: str) -> None:
+    if runtime not in RUNTIMES:
+        raise InvalidPipelineError(f"plan: runtime must be one of {sorted(RUNTIMES)}, got {runtime!r}")
 
 
 def candidates(pipeline: Pipeline) -> list[Candidate]:
@@ -440,7 +468,9 @@ class PlanResult:
 
     ``rows`` are ranked: plans first by makespan then worst-rank peak memory,
     then the candidates without a plan. ``best`` is the first row with a
-    plan (None when no candidate fitted in time); ``problem`` and
+    plan that ``runtime`` (a key of :data:`RUNTIMES`) can execute (None when
+    none fitted in time); a better plan it cannot execute stays in ``rows``
+    with the reason in its note. ``problem`` and
     ``schedule`` are its integer problem and validated schedule, ``stages``
     its stages and ``layers`` the layers (or given stages) each holds;
     ``units`` say how the integers read in milliseconds and bytes.
@@ -456,6 +486,7 @@ class PlanResult:
     layers: tuple[tuple[int, ...], ...] = ()
     engine: str = "local"
     wall_time_s: float = 0.0
+    runtime: str = "torch"
 
     def table(self) -> str:
         """The ranked table as text."""
@@ -486,16 +517,25 @@ class PlanResult:
             "units": self.units.to_dict(),
             "pipeline": self.pipeline.to_dict(),
             "family": best.family if best else None,
+            "runtime": self.runtime,
             "candidate": attrs.asdict(best.candidate) if best else None,
             "layers_per_stage": [list(g) for g in self.layers],
             "table": [r.to_dict() for r in self.rows],
         }
 
-    def write(self, out_dir: str | Path) -> dict[str, Path]:
-        """Write the best plan: CSV, torchtitan TOML, Perfetto trace, Gantt PNG (when matplotlib is installed), plan JSON, table."""
+    def write(self, out_dir: str | Path, *, microbatch_size: int | None = None) -> dict[str, Path]:
+        """Write the best plan; return the paths by kind (see :func:`~schedsearch.export.torchtitan.write_plan_outputs`).
+
+        ``schedule.csv``, ``torchtitan.args`` and ``train.sh`` (torch's CSV
+        runtime under torchtitan), ``trace.json``, ``gantt.png`` (with
+        matplotlib), ``plan.json`` and ``plan.txt``; ``plan.txt`` ends with
+        why any of them was not written. ``microbatch_size``: samples per
+        micro-batch for torchtitan's batch settings (default: the
+        description's ``microbatch_sizes`` when all equal, else 1).
+        """
         from schedsearch.export.torchtitan import write_plan_outputs
 
-        return write_plan_outputs(self, out_dir)
+        return write_plan_outputs(self, out_dir, microbatch_size=microbatch_size)
 
 
 def _rank_key(row: PlanRow) -> tuple:
@@ -513,6 +553,7 @@ def plan(
     address: str | None = None,
     deterministic: bool = False,
     seed: int = 0,
+    runtime: str = "torch",
 ) -> PlanResult:
     """Search every allowed schedule family for ``pipeline`` and rank the plans.
 
@@ -540,6 +581,12 @@ def plan(
         searches stop at their limit; the wall time then depends on the
         machine (a guard of several times the share stops a runaway search,
         and the row says so).
+    runtime:
+        What the plan is for (a key of :data:`RUNTIMES`): ``"torch"``
+        (default: torch's CSV runtime, as torchtitan runs it) makes ``best``
+        the best plan it can execute, while a better plan it cannot (DualPipe's
+        two parameter copies) stays in the table with the reason;
+        ``"any"``: the best plan of every family.
 
     Returns
     -------
@@ -579,9 +626,10 @@ def plan(
         "deterministic": (deterministic, Rule.boolean()), "seed": (seed, Rule.integer(0, MAX_SEED)),
     })
     t0 = time.perf_counter()
+    _check_runtime(runtime)
     executor = get_executor(engine, workers=workers, address=address)
     prepared = _prepare(pipeline, time_limit_s=time_limit_s, parallel=workers or getattr(executor, "workers", None),
-                        deterministic=deterministic, seed=seed)
+                        deterministic=deterministic, seed=seed, runtime=runtime)
     outcomes = executor.run(_evaluate, prepared.tasks, timeout_s=_run_timeout([prepared], parallel=workers or getattr(
         executor, "workers", None), deterministic=deterministic))
     result = _finish(prepared, outcomes, executor.name, t0)
@@ -620,10 +668,11 @@ class _Prepared:
     skipped: tuple[PlanRow, ...]
     runnable: tuple[Candidate, ...]
     tasks: tuple[_Task, ...]
+    runtime: str = "torch"
 
 
 def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, deterministic: bool,
-             seed: int) -> _Prepared:
+             seed: int, runtime: str = "torch") -> _Prepared:
     """Units, candidates that cannot fit (with why) and the search tasks of the others.
 
     Each candidate's search gets ``time_limit_s / ceil(candidates / parallel)``
@@ -702,7 +751,7 @@ def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, d
     options = SearchOptions(time_limit_s=share, deterministic=deterministic, seed=seed, workers=1)
     tasks = tuple(_Task(pipeline=pipeline, candidate=c, units=units, options=options) for c in runnable)
     return _Prepared(pipeline=pipeline, units=units, splits=splits, skipped=tuple(rows), runnable=tuple(runnable),
-                     tasks=tasks)
+                     tasks=tasks, runtime=runtime)
 
 
 def _handcrafted_outcome(prepared: _Prepared, row: PlanRow) -> _Outcome | None:
@@ -748,7 +797,8 @@ def _finish(prepared: _Prepared, outcomes: Sequence[Any], engine: str, t0: float
                     found[outcome.row] = outcome
     ordered = sorted((r for r in rows if r.makespan_ms is not None), key=_rank_key)
     ordered += [r for r in rows if r.makespan_ms is None]
-    best = ordered[0] if ordered and ordered[0].makespan_ms is not None else None
+    best = next((r for r in ordered if r.makespan_ms is not None and not runtime_gap(r.candidate, prepared.runtime)),
+                None)
     problem = schedule = None
     stages: tuple[Stage, ...] = ()
     layers: tuple[tuple[int, ...], ...] = ()
@@ -757,9 +807,21 @@ def _finish(prepared: _Prepared, outcomes: Sequence[Any], engine: str, t0: float
         problem = build_problem(pipeline, best.candidate, stages, units)
         schedule = found[best].schedule
         assert not validate(problem, schedule)
+    ordered = [_with_runtime_note(r, prepared.runtime, best) for r in ordered]
+    best = next((r for r in ordered if best is not None and r.candidate == best.candidate), None)
     return PlanResult(pipeline=pipeline, units=units, rows=tuple(ordered), best=best, problem=problem,
                       schedule=schedule, stages=stages, layers=layers, engine=engine,
-                      wall_time_s=round(time.perf_counter() - t0, 3))
+                      wall_time_s=round(time.perf_counter() - t0, 3), runtime=prepared.runtime)
+
+
+def _with_runtime_note(row: PlanRow, runtime: str, best: PlanRow | None) -> PlanRow:
+    """``row`` with why the runtime cannot execute it, when it has a plan the runtime cannot run."""
+    why = runtime_gap(row.candidate, runtime) if row.makespan_ms is not None else ""
+    if not why:
+        return row
+    written = "no plan of another family was found" if best is None else f"the plan written is {best.family}"
+    note = f"not the plan written: {why} ({written})"
+    return attrs.evolve(row, note=f"{note}; {row.note}" if row.note else note)
 
 
 @attrs.frozen(kw_only=True)
@@ -858,11 +920,12 @@ def plan_sweep(
     address: str | None = None,
     deterministic: bool = False,
     seed: int = 0,
+    runtime: str = "torch",
 ) -> SweepResult:
     """:func:`plan` over a grid of micro-batch counts, memory budgets and family sets of one pipeline.
 
     Every candidate of every grid point runs through one executor call
-    (``engine`` as in :func:`plan`), so the points are searched in parallel;
+    (``engine`` and ``runtime`` as in :func:`plan`), so the points are searched in parallel;
     each point's candidates share ``time_limit_s`` as in :func:`plan`, and a
     point's table equals ``plan`` of that point with the same ``workers``.
     A point that cannot be planned (no family fits, a value the description
@@ -901,6 +964,7 @@ def plan_sweep(
         "deterministic": (deterministic, Rule.boolean()), "seed": (seed, Rule.integer(0, MAX_SEED)),
     })
     t0 = time.perf_counter()
+    _check_runtime(runtime)
     executor = get_executor(engine, workers=workers, address=address)
     grid = [(m, b, f) for m in _grid_values("num_microbatches", num_microbatches, pipeline.num_microbatches)
             for b in _grid_values("memory_budgets", memory_budgets, pipeline.memory_budget_bytes)
@@ -918,7 +982,7 @@ def plan_sweep(
             continue
         try:
             prepared.append(_prepare(point, time_limit_s=time_limit_s, parallel=parallel,
-                                     deterministic=deterministic, seed=seed))
+                                     deterministic=deterministic, seed=seed, runtime=runtime))
         except SchedSearchError as exc:
             prepared.append(str(exc))
         points.append(SweepPoint(num_microbatches=point.num_microbatches,

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
+import attrs
 import pytest
 
 import schedsearch
@@ -98,11 +101,63 @@ def test_outputs(tmp_path):
     assert "units" not in result.problem.name
     trace = json.loads(paths["trace"].read_text())
     assert trace["otherData"]["units"]["memory_unit_bytes"] == result.units.memory_unit_bytes
-    toml = paths["torchtitan"].read_text()
-    assert 'pipeline_parallel_schedule_csv = "schedule.csv"' in toml and "pipeline_parallel_degree = 2" in toml
-    import tomllib
+    assert {"train"} <= set(paths) and os.access(paths["train"], os.X_OK)
+    lines = paths["torchtitan"].read_text().splitlines()
+    args = dict(line.split("=", 1) for line in lines if "=" in line and " " not in line)
+    assert args["--parallelism.pipeline_parallel_degree"] == "2"
+    assert Path(args["--parallelism.pipeline_parallel_schedule_csv"]) == paths["csv"].resolve()
+    assert "--training.disable_cuda_graphs" in lines
+    stages_per_rank = len(result.stages) // 2
+    layout = result.best.candidate.layout
+    assert args["--parallelism.pipeline_parallel_schedule"] == (
+        "ZBVZeroBubble" if layout == "v" else "PipelineScheduleSingle" if stages_per_rank == 1
+        else "PipelineScheduleMulti")
+    m, mbs = 4, int(args["--parallelism.pipeline_parallel_microbatch_size"])
+    assert int(args["--training.local_batch_size"]) == m * mbs
+    assert ("activation_checkpoint:none" in lines) == result.best.candidate.split_backward
+    if "activation_checkpoint:none" in lines:
+        assert lines[-1] == "activation_checkpoint:none"  # a subcommand ends torchtitan's options
+    script = paths["train"].read_text()
+    assert "-m torchtitan.train" in script and f"--nproc_per_node=2" in script
+    for line in lines:
+        assert line in script
 
-    assert tomllib.loads(toml)["parallelism"]["pipeline_parallel_degree"] == 2
+
+def test_microbatch_size_sets_the_real_batch(tmp_path):
+    result = schedsearch.plan(_uniform(families=["1f1b"], stages=2, num_microbatches=4), time_limit_s=30, workers=1)
+    lines = result.write(tmp_path, microbatch_size=3)["torchtitan"].read_text().splitlines()
+    assert "--parallelism.pipeline_parallel_microbatch_size=3" in lines
+    assert "--training.local_batch_size=12" in lines
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(schedsearch.errors.InvalidOptionsError, match="microbatch_size must be a positive integer"):
+            result.write(tmp_path / "bad", microbatch_size=bad)
+        assert not (tmp_path / "bad").exists()
+
+
+def test_uneven_microbatches_write_no_torchtitan_args(tmp_path):
+    pipeline = attrs.evolve(_uniform(families=["1f1b"], stages=2, num_microbatches=4), microbatch_sizes=[8, 8, 7, 7])
+    result = schedsearch.plan(pipeline, time_limit_s=30, workers=1)
+    paths = result.write(tmp_path)
+    assert "csv" in paths and "torchtitan" not in paths and "train" not in paths
+    from schedsearch.export.torchtitan import not_written
+
+    (why,) = not_written(paths["table"])
+    assert why.startswith("torchtitan.args, train.sh:") and "8, 8, 7, 7" in why
+
+
+def test_the_runtime_chooses_the_plan_written():
+    """DualPipe's plan may be faster, but torch's CSV runtime cannot hold its two copies: it stays, with why."""
+    pipeline = _uniform(families=["1f1b", "dualpipe"], stages=2, num_microbatches=4)
+    torch_rt = schedsearch.plan(pipeline, time_limit_s=30, workers=1)
+    any_rt = schedsearch.plan(pipeline, time_limit_s=30, workers=1, runtime="any")
+    dual = next(r for r in torch_rt.rows if r.family.startswith("DualPipe"))
+    assert dual.makespan_ms is not None
+    assert torch_rt.best.candidate.family == "1f1b"
+    assert "needs two copies of every stage's parameters; torch's CSV runtime holds one" in dual.note
+    assert any_rt.best.makespan_ms == min(r.makespan_ms for r in any_rt.rows if r.makespan_ms is not None)
+    assert all("not the plan written" not in r.note for r in any_rt.rows)
+    with pytest.raises(schedsearch.errors.SchedSearchError, match="runtime must be one of"):
+        schedsearch.plan(pipeline, time_limit_s=30, workers=1, runtime="deepspeed")
 
 
 def test_csv_loads_in_torch(tmp_path):
@@ -125,7 +180,8 @@ def test_smaller_microbatches_take_proportionally_less_time(family):
     sizes = [8, 8, 6, 4]
     uneven = _uniform(num_microbatches=4, families=[family], microbatch_sizes=sizes)
     even = _uniform(num_microbatches=4, families=[family])
-    result = schedsearch.plan(uneven, time_limit_s=20, workers=1)
+    # runtime="any": DualPipe's plan, which torch's CSV runtime cannot execute, is the one looked at here
+    result = schedsearch.plan(uneven, time_limit_s=20, workers=1, runtime="any")
     problem = result.problem
     assert problem.time_unit_s == result.units.time_unit_ms / 1e3  # the units are data of the problem
     half = uneven.num_microbatches // 2 if family == "dualpipe" else 0  # .up carries the second half
@@ -137,7 +193,20 @@ def test_smaller_microbatches_take_proportionally_less_time(family):
             want = full * sizes[real] / 8
             assert abs(got - want) <= 0.011 * want, (block.name, m, got, want)
     assert not validate(problem, result.schedule)
-    alone = schedsearch.plan(even, time_limit_s=20, workers=1)
+    alone = schedsearch.plan(even, time_limit_s=20, workers=1, runtime="any")
     assert result.best.makespan_ms <= alone.best.makespan_ms
     if result.best.status == "OPTIMAL" and alone.best.status == "OPTIMAL":
         assert result.best.makespan_ms < alone.best.makespan_ms
+
+
+def test_a_plan_for_any_runtime_says_why_torch_files_are_missing(tmp_path):
+    from schedsearch.export.torchtitan import not_written
+
+    result = schedsearch.plan(_uniform(families=["dualpipe"], stages=2, num_microbatches=4), time_limit_s=30,
+                              workers=1, runtime="any")
+    assert result.best.family.startswith("DualPipe")
+    paths = result.write(tmp_path)
+    assert not {"csv", "torchtitan", "train"} & set(paths) and {"trace", "json", "table"} <= set(paths)
+    assert not_written(paths["table"])[0] == (
+        f"schedule.csv, torchtitan.args, train.sh: {result.best.family} needs two copies of every stage's "
+        "parameters; torch's CSV runtime holds one")

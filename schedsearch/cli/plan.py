@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from schedsearch.errors import SchedSearchError
 from schedsearch.pipeline import Pipeline
 
 
@@ -13,12 +14,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="search every schedule family for a pipeline description (TOML or JSON)",
         description="Read a pipeline description (ranks, stage times in ms, memory in bytes or '80 GiB', "
         "micro-batches, families), search every allowed schedule family under the memory budget, print the "
-        "ranked table and write the best plan: schedule.csv (torch compute-only), torchtitan.toml, trace.json "
-        "(Perfetto), gantt.png, plan.json, plan.txt.",
+        "ranked table and write the best plan the runtime can execute: schedule.csv (torch compute-only), "
+        "torchtitan.args (torchtitan's command-line overrides, one per line), train.sh (the torchrun launch line), "
+        "trace.json (Perfetto), gantt.png, plan.json, plan.txt.",
     )
     p.add_argument("pipeline", metavar="PIPELINE", help="pipeline description (.toml or .json)")
     p.add_argument("--out", default="out", help="folder to write the plan into (default out/; '' writes nothing)")
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds for the whole search (default 60)")
+    p.add_argument("--runtime", choices=("torch", "any"), default="torch",
+                   help="what the plan is for: torch (default: torch's CSV runtime, as torchtitan runs it; a better "
+                   "plan it cannot execute stays in the table with the reason) or any (the best plan of every family)")
+    p.add_argument("--microbatch-size", type=int, default=None,
+                   help="samples per micro-batch, for torchtitan's batch settings (default: the description's "
+                   "microbatch_sizes when all equal, else 1)")
     add_engine_arguments(p)
     p.set_defaults(func=run)
 
@@ -36,13 +44,35 @@ def add_engine_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from schedsearch.planner import plan
+    from schedsearch.planner import RUNTIMES, plan
 
+    if args.microbatch_size is not None and args.microbatch_size < 1:
+        raise SchedSearchError(f"plan: --microbatch-size must be a positive integer, got {args.microbatch_size}")
     pipeline = Pipeline.load(args.pipeline)
     result = plan(pipeline, time_limit_s=args.time_limit, engine=args.engine, workers=args.workers,
-                  address=args.address, deterministic=args.deterministic, seed=args.seed)
+                  address=args.address, deterministic=args.deterministic, seed=args.seed, runtime=args.runtime)
     print(result.table())
-    if args.out and result.best is not None:
-        paths = result.write(args.out)
-        print("wrote " + ", ".join(str(p) for p in paths.values()))
-    return 0 if result.best is not None else 1
+    if result.best is None:
+        print(f"no plan that {RUNTIMES[args.runtime]} can execute was found: nothing written")
+        return 1
+    if args.out:
+        from schedsearch.export.torchtitan import not_written
+
+        paths = result.write(args.out, microbatch_size=args.microbatch_size)
+        print(f"plan written: {result.best.family} ({result.best.makespan_ms:g} ms), for {RUNTIMES[args.runtime]}")
+        for kind, path in paths.items():
+            print(f"wrote {path}  ({_WHAT.get(kind, kind)})")
+        for line in not_written(paths["table"]):
+            print(f"not written: {line}")
+    return 0
+
+
+_WHAT = {
+    "csv": "torch's compute-only schedule",
+    "torchtitan": "torchtitan's command-line overrides, one per line",
+    "train": "the torchtitan launch line: MODULE=... CONFIG=... ./train.sh",
+    "trace": "Perfetto trace, real time",
+    "json": "problem, schedule and plan metadata",
+    "gantt": "Gantt picture",
+    "table": "the ranked table",
+}

@@ -1,6 +1,6 @@
 """Run schedules on PyTorch: profile a model, execute a plan, prove the gradients equal.
 
-Needs the optional extra ``schedsearch[torch]`` (``torch==2.13.0``, CPU
+Needs the optional extra ``schedsearch[torch]`` (torch 2.13 to 2.15, CPU
 build). Importing this package never imports torch; the functions that need
 it import it when called and, without it, raise
 :class:`~schedsearch.errors.MissingDependencyError` naming the extra.

@@ -73,7 +73,13 @@ from typing import Any
 import attrs
 
 from schedsearch.errors import ExecutionError, PlanError
-from schedsearch.runtime._torch import pipelining_internals, require_torch
+from schedsearch.runtime._torch import (
+    infer_stage_shapes,
+    load_compute_csv,
+    pipelining_internals,
+    require_torch,
+    step_microbatches,
+)
 from schedsearch.runtime.models import Workload
 from schedsearch.runtime.plan import Plan, read_plan
 from schedsearch.runtime.torch_checks import torch_check
@@ -310,12 +316,7 @@ def _die_with_parent() -> None:
 def _pipeline_step(schedule: Any, stages: Sequence[Any], arg_chunks: list, target_chunks: list, losses: list) -> None:
     """One schedule step on pre-split micro-batches (what ``step()`` does
     after splitting the batch evenly; here the split is ours)."""
-    for st in stages:
-        st.has_backward = schedule._has_backward
-        st.clear_runtime_states()
-    schedule._step_microbatches(
-        arg_chunks, [{}] * len(arg_chunks), target_chunks, losses, return_outputs=False
-    )
+    step_microbatches(schedule, stages, arg_chunks, target_chunks, losses)
 
 
 def _fit_recv_buffers(torch: Any, stages: Sequence[Any], sizes: Sequence[int]) -> None:
@@ -387,7 +388,7 @@ def _worker(job: _Job, rank: int, conn: Any) -> None:  # pragma: no cover - runs
         stages = [tp.PipelineStage(m, s, plan.num_stages, torch.device("cpu")) for s, m in zip(mine, modules)]
         schedule = tp.ScheduleRuntime(stages, plan.num_microbatches, loss_fn=job.loss, scale_grads=job.scale_grads)
         phase = "loading the plan"
-        schedule._load_csv(job.csv_path, format="compute_only")
+        load_compute_csv(schedule, job.csv_path)
         params = [(_param_key(s, n), p) for s, m in zip(mine, modules) for n, p in m.named_parameters()]
         opt = torch.optim.SGD([p for _, p in params], lr=job.learning_rate) if job.learning_rate else None
         startup = time.perf_counter() - t0
@@ -396,9 +397,7 @@ def _worker(job: _Job, rank: int, conn: Any) -> None:  # pragma: no cover - runs
         sizes = [int(t.shape[0]) for t in targets]
         if len(set(sizes)) > 1:
             phase = "inferring shapes"
-            for st in stages:
-                st.has_backward = schedule._has_backward
-            schedule._initialize_stages(args[0], {}, targets[0])
+            infer_stage_shapes(schedule, stages, args[0], targets[0])
             _fit_recv_buffers(torch, stages, sizes)
         times: list[float] = []
         losses: list[list[float]] = []
