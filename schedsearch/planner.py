@@ -634,9 +634,11 @@ def plan(
         executor, "workers", None), deterministic=deterministic))
     result = _finish(prepared, outcomes, executor.name, t0)
     if result.best is None:
-        raise NoFittingPlanError(
-            f"{pipeline}: no candidate has a plan within the budget after the search: " + "; ".join(
-                f"{r.family}: {r.status}{' (' + r.note + ')' if r.note else ''}" for r in result.rows))
+        found = [r for r in result.rows if r.makespan_ms is not None]
+        what = (f"no candidate the {runtime!r} runtime can execute has a plan (runtime='any' keeps the others)"
+                if found else "no candidate has a plan within the budget after the search")
+        raise NoFittingPlanError(f"{pipeline}: {what}: " + "; ".join(
+            f"{r.family}: {r.status}{' (' + r.note + ')' if r.note else ''}" for r in result.rows))
     return result
 
 
