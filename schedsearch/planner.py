@@ -390,6 +390,16 @@ def _gibs(units: Units, problem: Problem, schedule: Schedule) -> tuple[float, ..
     return tuple(round(units.gib(peak[d]), 3) for d in problem.cluster.device_names)
 
 
+def _handcrafted_refusal(name: str, exc: Exception) -> str:
+    """Why the published ``name`` schedule cannot be drawn for this description, in the user's terms."""
+    text = str(exc)
+    if "declares no overlap" in text:
+        return (f"no published {name} to compare with: it runs a forward and a backward together, which the "
+                f"description does not time (give 'fb_overlap_ms')")
+    first = text.splitlines()[0] if text else type(exc).__name__
+    return f"no published {name} to compare with: {first}"
+
+
 def _evaluate(task: _Task) -> _Outcome:
     """Solve one candidate and run its handcrafted schedule (the executor's unit of work)."""
     from schedsearch.search.solve import solve
@@ -430,7 +440,7 @@ def _evaluate(task: _Task) -> _Outcome:
         try:
             hand = _handcrafted(candidate, with_capacities(problem, None))
         except Exception as exc:  # a published schedule's precondition not met: say which
-            notes.append(f"{name} not applicable: {type(exc).__name__}: {exc}")
+            notes.append(_handcrafted_refusal(name, exc))
         else:
             broken = validate(problem, hand)
             other = [v for v in broken if "memory" not in str(v).lower()]
