@@ -2,29 +2,45 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+# torch for the tests: an exact release, so pip takes a CPU build where one is at hand;
+# a bare range can pull a CUDA build of several GB. Override: make test TORCH='torch==2.14.1'
+TORCH ?= torch==2.13.0
+CORE := $(VENV)/.core
+TESTED := $(VENV)/.test
+DOCS := $(VENV)/.docs
 
 .PHONY: demo test test-all bench docs clean
 
-$(STAMP): pyproject.toml
+# the library and its four solver and graph packages: all that the demo and the benchmarks need
+$(CORE): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,plot,torch,docs]'
-	touch $(STAMP)
+	$(PY) -m pip install --quiet -e .
+	touch $@
 
-demo: $(STAMP)
+# what the tests need: pytest, hypothesis, matplotlib (pictures), torch (runtime), mkdocs (docs build)
+$(TESTED): $(CORE)
+	$(PY) -m pip install --quiet '$(TORCH)'
+	$(PY) -m pip install --quiet -e '.[test,plot,torch,docs]'
+	touch $@
+
+$(DOCS): $(CORE)
+	$(PY) -m pip install --quiet -e '.[docs]'
+	touch $@
+
+demo: $(CORE)
 	$(VENV)/bin/schedsearch demo
 
-test: $(STAMP)
+test: $(TESTED)
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -q
 
-test-all: $(STAMP)
+test-all: $(TESTED)
 	HYPOTHESIS_PROFILE=thorough $(PY) -m pytest -q -m "slow or not slow"
 
-docs: $(STAMP)
+docs: $(DOCS)
 	$(VENV)/bin/mkdocs build --strict --site-dir site
 
-bench: $(STAMP)
+bench: $(CORE)
 	$(PY) -m benchmarks
 
 clean:

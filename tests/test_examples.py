@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from optional import require
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 #: small arguments per example (default: none)
@@ -50,7 +52,7 @@ def load(path: Path):
 @pytest.mark.parametrize("path", _examples())
 def test_example_runs(path, tmp_path, monkeypatch, capsys):
     if path.stem in TORCH_EXAMPLES:
-        pytest.importorskip("torch")
+        require("torch")
     monkeypatch.chdir(tmp_path)  # examples write their outputs to the working directory
     module = load(path)
     assert module.main(SMALL_ARGS.get(path.stem, [])) == 0
