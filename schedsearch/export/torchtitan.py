@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from schedsearch.errors import SchedSearchError
+from schedsearch.errors import SchedSearchError, UnsupportedFeatureError
 
 __all__ = ["torchtitan_settings", "write_plan_outputs"]
 
@@ -126,7 +126,7 @@ def write_plan_outputs(result: Any, out_dir: str | Path) -> dict[str, Path]:
     paths["json"] = write_json(problem, schedule, out / "plan.json", meta=meta)
     try:
         paths["gantt"] = _gantt(result, out / "gantt.png")
-    except ImportError as exc:
+    except (ImportError, UnsupportedFeatureError) as exc:  # plotting without matplotlib
         notes.append(f"no Gantt picture: {exc}")
     paths["table"] = out / "plan.txt"
     paths["table"].write_text(text + "\n" + "".join(f"note: {n}\n" for n in notes))
