@@ -8,6 +8,8 @@ TORCH ?= torch==2.13.0
 CORE := $(VENV)/.core
 TESTED := $(VENV)/.test
 DOCS := $(VENV)/.docs
+# the full test environment, for targets that need everything
+STAMP := $(TESTED)
 
 .PHONY: demo test test-all bench docs clean
 
