@@ -2,23 +2,41 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+# torch for the tests: an exact release, so pip takes a CPU build where one is at hand;
+# a bare range can pull a CUDA build of several GB. Override: make test TORCH='torch==2.14.1'
+TORCH ?= torch==2.13.0
+CORE := $(VENV)/.core
+TESTED := $(VENV)/.test
+DOCS := $(VENV)/.docs
+# the full test environment, for targets that need everything
+STAMP := $(TESTED)
 
 .PHONY: demo test test-all test-integration bench check docs clean
 
-$(STAMP): pyproject.toml
+# the library and its four solver and graph packages: all that the demo and the benchmarks need
+$(CORE): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,plot,torch,docs]'
-	touch $(STAMP)
+	$(PY) -m pip install --quiet -e .
+	touch $@
 
-demo: $(STAMP)
+# what the tests need: pytest, hypothesis, matplotlib (pictures), torch (runtime), mkdocs (docs build)
+$(TESTED): $(CORE)
+	$(PY) -m pip install --quiet '$(TORCH)'
+	$(PY) -m pip install --quiet -e '.[test,plot,torch,docs]'
+	touch $@
+
+$(DOCS): $(CORE)
+	$(PY) -m pip install --quiet -e '.[docs]'
+	touch $@
+
+demo: $(CORE)
 	$(VENV)/bin/schedsearch demo
 
-test: $(STAMP)
+test: $(TESTED)
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(PY) -m pytest -q
 
-test-all: $(STAMP)
+test-all: $(TESTED)
 	HYPOTHESIS_PROFILE=thorough $(PY) -m pytest -q -m "slow or not slow"
 
 # torchtitan (the client the plans are written for) in its own environment: the versions the
@@ -35,10 +53,10 @@ $(TITAN_STAMP): pyproject.toml
 test-integration: $(TITAN_STAMP)
 	SCHEDSEARCH_REQUIRE_TORCHTITAN=1 $(TITAN_VENV)/bin/python -m pytest -q -s -m integration tests/integration
 
-docs: $(STAMP)
+docs: $(DOCS)
 	$(VENV)/bin/mkdocs build --strict --site-dir site
 
-bench: $(STAMP)
+bench: $(CORE)
 	$(PY) -m benchmarks
 
 # the benchmark gate: a quick, reproducible subset of every benchmark against benchmarks/results/check.json

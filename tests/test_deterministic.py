@@ -15,10 +15,10 @@ from schedsearch.sweep import LocalExecutor, RayExecutor
 _MS = [(1.3, 2.9, 1.4, 1.5), (1.7, 3.1, 1.6, 1.5), (1.1, 2.6, 1.2, 1.4), (1.9, 3.4, 1.8, 1.6)]
 
 
-def _pipeline() -> Pipeline:
+def _pipeline(num_microbatches: int = 16) -> Pipeline:
     stages = [{"forward_ms": f, "backward_ms": b, "input_grad_ms": i, "weight_grad_ms": w,
                "activation_bytes": "1 GiB", "parameter_bytes": "1 GiB"} for f, b, i, w in _MS]
-    return Pipeline(num_ranks=4, num_microbatches=16, memory_budget_bytes="4 GiB", families=["1f1b"],
+    return Pipeline(num_ranks=4, num_microbatches=num_microbatches, memory_budget_bytes="4 GiB", families=["1f1b"],
                     stages=stages, p2p={"time_ms": 0.2})
 
 
@@ -37,10 +37,11 @@ def test_deadline_spends_only_what_is_charged():
 
 
 def test_local_runs_stopped_by_the_limit_are_equal():
-    first = schedsearch.plan(_pipeline(), time_limit_s=2, engine=LocalExecutor(workers=2), workers=2,
+    # 8 micro-batches and a budget of 1 s: both searches stop at their limit, far below the wall-clock guard
+    first = schedsearch.plan(_pipeline(8), time_limit_s=1, engine=LocalExecutor(workers=2), workers=2,
                              deterministic=True)
     assert "FEASIBLE" in [r.status for r in first.rows]  # a search stopped at its limit, not proven
-    second = schedsearch.plan(_pipeline(), time_limit_s=2, engine=LocalExecutor(workers=1), workers=2,
+    second = schedsearch.plan(_pipeline(8), time_limit_s=1, engine=LocalExecutor(workers=1), workers=2,
                               deterministic=True)
     assert _table(second) == _table(first)
     assert second.schedule == first.schedule

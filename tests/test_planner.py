@@ -9,6 +9,8 @@ from pathlib import Path
 import attrs
 import pytest
 
+from optional import require
+
 import schedsearch
 from schedsearch import Pipeline, validate
 from schedsearch.errors import NoFittingPlanError
@@ -161,7 +163,7 @@ def test_the_runtime_chooses_the_plan_written():
 
 
 def test_csv_loads_in_torch(tmp_path):
-    schedules = pytest.importorskip("torch.distributed.pipelining.schedules")
+    schedules = require("torch.distributed.pipelining.schedules")
     import csv
 
     result = schedsearch.plan(_uniform(families=["1f1b", "interleaved"], stages=4), time_limit_s=30, workers=1)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from optional import require
+
 from schedsearch.cli import main
 from schedsearch.problem import Problem
 
@@ -78,7 +80,7 @@ def test_run_explains_a_deadlocking_csv(tmp_path, capsys):
 
 @pytest.mark.torch
 def test_profile_writes_a_problem_the_search_reads(tmp_path, capsys):
-    pytest.importorskip("torch")
+    require("torch")
     assert main(["profile", "--model", "mlp:4x16", "--stages", "2", "--repeats", "2", "--microbatches", "3",
                  "--split-backward", "--memory-bytes", "1000KiB", "--out", str(tmp_path)]) == 0
     (out,) = tmp_path.glob("*.problem.json")
@@ -96,7 +98,7 @@ def test_profile_writes_a_problem_the_search_reads(tmp_path, capsys):
 @pytest.mark.torch
 @pytest.mark.slow
 def test_run_executes_the_artifact_and_writes_json(dualpipev_csv, tmp_path, capsys):
-    pytest.importorskip("torch")
+    require("torch")
     path = dualpipev_csv
     out = tmp_path / "run.json"
     assert main(["run", str(path), "--model", "mlp:8x16", "--processes", "4", "--steps", "2",
@@ -110,7 +112,7 @@ def test_run_executes_the_artifact_and_writes_json(dualpipev_csv, tmp_path, caps
 @pytest.mark.torch
 @pytest.mark.slow
 def test_run_executes_a_plan_document(tmp_path, capsys):
-    pytest.importorskip("torch")
+    require("torch")
     from schedsearch.export.json import write_json
     from schedsearch.handcrafted import reproduce
 

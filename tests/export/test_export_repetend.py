@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from optional import require
+
 from schedsearch.cli import main as cli_main
 from schedsearch.export.repetend import (
     instance_windows,
@@ -48,7 +50,7 @@ def test_chrome_trace_names_every_part_and_has_a_repetend_row(periodic) -> None:
 
 
 def test_plot_shades_the_repetend(periodic, tmp_path) -> None:
-    pytest.importorskip("matplotlib")
+    require("matplotlib")
     from schedsearch.export.repetend import plot_periodic
 
     fig = plot_periodic(periodic, 8, tmp_path / "v.png")

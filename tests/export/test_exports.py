@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from optional import require
+
 from schedsearch.errors import FormatError, InvalidScheduleError
 from schedsearch.export import EXPORT_FORMATS, chrome_trace, export, read_json, render_ascii, write_json
 from schedsearch.export.bundle import write_bundle
@@ -87,7 +89,7 @@ def test_ascii_matches_the_papers_1f1b_figure():
 
 
 def test_pictures(tmp_path):
-    pytest.importorskip("matplotlib")
+    require("matplotlib")
     rep = reproduce("dualpipev", devices=2, microbatches=4)
     png = export(rep.problem, rep.schedule, "png", tmp_path / "s.png")
     svg = export(rep.problem, rep.schedule, "svg", tmp_path / "s")
@@ -137,7 +139,7 @@ def test_every_export_reads_the_units_of_the_problem(tmp_path):
     assert first["dur"] == pytest.approx(1000.0)  # 10 units of 100 us = 1 ms, not 10 ms
     assert "1 time unit = 0.1 ms" in report_html(problem, schedule)
     assert "(0.1 ms)" in render_ascii(problem, schedule)
-    pytest.importorskip("matplotlib")
+    require("matplotlib")
     from schedsearch.export import plot_schedule
 
     assert "ms" in plot_schedule(problem, schedule).axes[0].get_xlabel()

@@ -6,6 +6,8 @@ import re
 
 import pytest
 
+from optional import require
+
 from schedsearch.export import chrome_trace, render_ascii
 from schedsearch.export.labels import shade, task_label, task_style
 from schedsearch.handcrafted import reproduce
@@ -76,7 +78,7 @@ def _texts(figure):
 
 @pytest.mark.parametrize("width", [None, 8.0, 4.0])
 def test_picture_labels_are_whole_or_absent(width):
-    pytest.importorskip("matplotlib")
+    require("matplotlib")
     from schedsearch.export.plot import _pyplot, chart_boxes, plot_schedule
 
     rep = reproduce("1f1b", devices=4, microbatches=16)
@@ -93,7 +95,7 @@ def test_picture_labels_are_whole_or_absent(width):
 
 
 def test_jobshop_picture_has_distinct_labels_colours_and_a_legend():
-    pytest.importorskip("matplotlib")
+    require("matplotlib")
     from schedsearch.export.plot import _pyplot, plot_schedule
 
     problem, schedule = _jobshop()
@@ -110,7 +112,7 @@ def test_jobshop_picture_has_distinct_labels_colours_and_a_legend():
 
 
 def test_pipeline_picture_legend_names_kinds_microbatches_and_chunks():
-    pytest.importorskip("matplotlib")
+    require("matplotlib")
     from schedsearch.export.plot import _pyplot, plot_schedule
 
     rep = reproduce("dualpipev", devices=4, microbatches=10)

@@ -19,12 +19,14 @@ from pathlib import Path
 
 import pytest
 
+from optional import require
+
 from schedsearch.export.torch_csv import to_torch_csv
 from schedsearch.handcrafted import reproduce
 
 pytestmark = pytest.mark.torch
 
-schedules = pytest.importorskip("torch.distributed.pipelining.schedules")
+schedules = require("torch.distributed.pipelining.schedules")
 
 DATA = Path(__file__).resolve().parent / "data"
 

@@ -84,16 +84,15 @@ def test_scale_search_starts_from_the_greedy_and_is_never_worse():
     assert result.lower_bound <= result.objective
 
 
-def test_scale_search_on_a_large_v_keeps_its_time_and_says_what_it_skipped():
-    import time
-
+def test_scale_search_on_a_large_v_says_what_it_skipped():
+    # Deterministic mode: the budget is spent by solver work only, so the exact search is weighed against the
+    # whole 5 s however long the greedy took on a busy machine. That the call keeps its wall-clock limit on
+    # this problem: tests/search/test_common_options.py (the time limit covers the whole call).
     from schedsearch.search.scale import scale_search
 
     problem = placements.vshape_chunks(8, 32, memory=9)
-    t0 = time.perf_counter()
-    result = scale_search(problem, time_limit_s=5, workers=1, seed=0)
-    assert time.perf_counter() - t0 < 5 * 1.1
-    assert result.engine == "handcrafted capped V greedy"
+    result = scale_search(problem, time_limit_s=5, workers=1, seed=0, deterministic=True)
+    assert result.engine == "handcrafted capped V greedy"  # the list schedulers deadlock on its memory
     assert any("exact search skipped" in note for note in result.stats["notes"])
     assert result.lower_bound <= result.objective
 

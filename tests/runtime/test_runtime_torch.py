@@ -17,7 +17,9 @@ import time
 import pytest
 from hypothesis import given
 
-torch = pytest.importorskip("torch")
+from optional import require
+
+torch = require("torch")
 
 from runtime_strategies import linearised_plans, shuffled_plans  # noqa: E402
 

@@ -56,12 +56,16 @@ def test_search_is_never_worse_and_says_by_how_much(name):
 def test_dualpipe_bubble_halves_under_the_same_memory():
     # PP = 4, 8 micro-batches (4 each way), F = I = W = 1, F&B = 3: DualPipe's bubble (PP/2-1)(F&B+B-3W) = 2;
     # the exact search without overlapped pairs reaches PP/2 - 1 = 1 under the same peak memory.
+    # Proven: the makespan (OPTIMAL), hence the bubble (each device's work is fixed). Not proven: which of the
+    # optimal plans the search returns, and so its peak memory, which only the limits cap.
     rep = reproduce("dualpipe", devices=4, microbatches=8)
     cmp = search_against(rep.problem, rep.schedule, time_limit_s=30, workers=2, seed=0)
     assert cmp.overlaps_dropped and cmp.warm_started
-    assert cmp.verdict == "beats"
-    assert cmp.improvement == {"makespan": 1, "bubble": 1, "peak_memory": 0}
     assert cmp.result.proven_optimal
+    assert cmp.verdict == "beats"
+    assert (cmp.improvement["makespan"], cmp.improvement["bubble"]) == (1, 1)
+    assert cmp.improvement["peak_memory"] >= 0
+    assert all(peak <= cmp.memory_limits[d] for d, peak in cmp.searched_metrics.peak_memory.items())
 
 
 def test_shorter_overlapped_pairs_cannot_be_flattened_and_the_baseline_stands():

@@ -9,6 +9,8 @@ import io
 
 import pytest
 
+from optional import require
+
 from schedsearch.export.torch_csv import to_torch_csv
 from schedsearch.handcrafted import reproduce
 from schedsearch.placements import dualpipe, dualpipev
@@ -101,7 +103,7 @@ def test_regrouped_pairs_export_to_torch_csv():
 
 @pytest.mark.torch
 def test_searched_pairs_pass_torchs_checks():
-    schedules = pytest.importorskip("torch.distributed.pipelining.schedules")
+    schedules = require("torch.distributed.pipelining.schedules")
     rep = reproduce("dualpipev", devices=2, microbatches=4, overlap=2)
     r = scale_search(rep.problem, warm_starts=[rep.schedule], time_limit_s=60)
     text = to_torch_csv(rep.problem, r.schedule)

@@ -110,7 +110,7 @@ def test_coarsened_plan_of_a_random_graph():
     assert stats["expanded"]["makespan"] <= stats["coarse"]["makespan"]
     assert result.objective <= min(stats["baseline"]["makespan"], stats["expanded"]["makespan"])
     assert result.lower_bound >= max(-(-dag.total_work // 2), dag.critical_path())
-    assert result.wall_time_s < 6 + 2
+    # that the limit covers coarsening and refinement too: tests/search/test_common_options.py
 
 
 def test_coarsened_plan_without_refinement_is_the_expanded_or_the_baseline():
