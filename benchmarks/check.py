@@ -381,6 +381,16 @@ def case_runtime(f: Figures, data: Path) -> None:
     f.proof("grads_equal", result.grads_equal)
 
 
+def case_scaling(f: Figures, data: Path) -> None:
+    """bench_scaling: solve() on 1F1B's placement, 8 ranks x 1024 micro-batches (a construction meets the
+    bound), and on the V placement, 8 ranks x 64 micro-batches."""
+    from schedsearch import solve
+    from schedsearch.placements import vshape, vshape_chunks
+
+    f.search("1f1b_8x1024_", solve(vshape(8, 1024), objective="makespan", time_limit_s=30, **DET))
+    f.search("v_8x64_", solve(vshape_chunks(8, 64), objective="makespan", time_limit_s=30, **DET))
+
+
 def case_solve(f: Figures, data: Path) -> None:
     """bench_solve: solve() on V 4 x 16 under memory 4 and 3 (the exact search proves 72 there), and on
     ZB-H1's placement, 8 devices, 16 micro-batches."""
@@ -427,6 +437,25 @@ def case_vhalf(f: Figures, data: Path) -> None:
         f.lower(f"{label}_greedy_makespan", v_capped(problem, cap).makespan)
     result = scale_search(vshape_chunks(p, m, memory=v_half_cap(p)), time_limit_s=20, **DET)
     f.search("vhalf_search_", result)
+
+
+def case_zb_auto(f: Figures, data: Path) -> None:
+    """bench_zb_auto: the zero-bubble greedy on ZB-H1's placement, F/I/W = 18/18/9, p = 4, m = 24, caps p and
+    2p, communication 0 and 1: its longest span and makespan, and solve() from it."""
+    from benchmarks.bench_zb_auto import _problem
+    from schedsearch import solve
+    from schedsearch.handcrafted.zb_greedy import zb_greedy
+    from schedsearch.schedule import max_span
+
+    for cap in (4, 8):
+        for comm in (0, 1):
+            problem = _problem(4, 24, cap, comm)
+            plan = zb_greedy(problem)
+            tag = f"cap{cap}_comm{comm}_"
+            f.proof(f"{tag}greedy_valid", _validated(problem, plan))
+            f.lower(f"{tag}greedy_makespan", plan.makespan)
+            f.lower(f"{tag}greedy_span", max_span(plan))
+            f.search(f"{tag}solve_", solve(problem, objective="makespan", time_limit_s=20, **DET))
 
 
 def case_zbv_scale(f: Figures, data: Path) -> None:

@@ -132,7 +132,7 @@ BAD_STRATEGY_OPTIONS = [
     ("pareto", {"step_time_limit_s": 0}, "'step_time_limit_s' must be a number > 0, or None, got 0"),
     ("pareto", {"heuristic": "list"}, "'heuristic' must be a callable, or None, got 'list'"),
     ("pareto", {"start_capacity": -2}, "'start_capacity' must be an integer >= 0, or None, got -2"),
-    ("min_memory", {"target_makespan": 0}, "'target_makespan' must be an integer >= 1, got 0"),
+    ("min_memory", {"target_makespan": -1}, "'target_makespan' must be an integer >= 0, got -1"),
     ("min_memory", {"reduce": None}, "'reduce' must be True or False, got None"),
     ("diviml", {"solver": "hihgs"}, "'solver' must be one of 'highs', 'scip', 'cbc' (did you mean 'highs'?)"),
     ("diviml", {"threads": 0}, "'threads' must be an integer >= 1, got 0"),

@@ -410,7 +410,7 @@ def min_memory(
     """
     opts = resolve_options(options, common, "min_memory", own={
         "problem": (problem, Rule.instance(Problem, "a Problem")),
-        "target_makespan": (target_makespan, Rule.integer(1)),
+        "target_makespan": (target_makespan, Rule.integer(0)),
         "start_capacity": (start_capacity, Rule.integer(0, none=True)),
         "heuristic": (heuristic, Rule.function()), "reduce": (reduce, Rule.boolean()),
     })
