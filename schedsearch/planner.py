@@ -272,7 +272,7 @@ def _with_transfers(problem: Problem, pipeline: Pipeline, stages: Sequence[Stage
         size = 0
         if a != b:
             sender = stage_of[e.src] if e.src.startswith("F") else stage_of[e.dst]
-            ms = pipeline.p2p.transfer_ms(stages[sender].activation_bytes)
+            ms = pipeline.p2p.transfer_ms(stages[sender].p2p_bytes)
             size = units.ticks(ms) if ms > 0 else 0  # a positive time is at least one unit, as chosen
             if size:
                 pairs.add(tuple(sorted((a, b))))
@@ -705,7 +705,7 @@ def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, d
                     times[f"{len(split[0])}-stage split, stage {k} {f}"] = getattr(s, f)
             amounts += [s.activation_bytes, s.parameter_bytes]
             if not pipeline.p2p.free:
-                times[f"{len(split[0])}-stage split, stage {k} transfer"] = pipeline.p2p.transfer_ms(s.activation_bytes)
+                times[f"{len(split[0])}-stage split, stage {k} transfer"] = pipeline.p2p.transfer_ms(s.p2p_bytes)
     if not times:
         raise NoFittingPlanError(
             f"{pipeline}: no family applies: " + "; ".join(f"{c.label}: {_why_not(pipeline, c, None)}" for c in cands)

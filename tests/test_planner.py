@@ -93,6 +93,33 @@ def test_transfers_cost_time():
     assert paid.problem.cluster.channels
 
 
+def _transfer_ms(pipeline):
+    """The time of each transfer between ranks in the built 1F1B problem, in ms (the integer size times the unit)."""
+    result = schedsearch.plan(pipeline, time_limit_s=20, workers=1)
+    problem = build_problem(pipeline, Candidate(family="1f1b"), pipeline.stages, result.units)
+    return {e.size * result.units.time_unit_ms for e in problem.graph.edges if e.size}, result
+
+
+def test_transfers_are_sized_by_what_a_stage_sends_not_by_its_activation():
+    # 1 GiB/s: a stage sending 16 MiB takes 1000 * 16 / 1024 = 15.625 ms; its 1 GiB of activations would take 1 s
+    def pipeline(**stage):
+        return Pipeline(num_ranks=2, num_microbatches=4, families=["1f1b"], p2p={"bandwidth_bytes_per_s": "1 GiB"},
+                        stages=[{"forward_ms": 1.0, "backward_ms": 2.0, **stage}] * 2)
+
+    sends = pipeline(activation_bytes="1 GiB", send_bytes="16 MiB")
+    small = pipeline(activation_bytes="16 MiB")
+    large = pipeline(activation_bytes="1 GiB")
+    (sent,), by_send = _transfer_ms(sends)
+    assert sent == pytest.approx(15.625, rel=sends.time_tolerance)
+    (held,), _ = _transfer_ms(large)
+    assert held == pytest.approx(1000.0, rel=large.time_tolerance)
+    # the same transfers, edge for edge, as a stage whose activation is what it sends
+    units = by_send.units
+    edges = [{(e.src, e.dst, e.size) for e in build_problem(p, Candidate(family="1f1b"), p.stages, units).graph.edges}
+             for p in (sends, small)]
+    assert edges[0] == edges[1]
+
+
 def test_outputs(tmp_path):
     result = schedsearch.plan(_uniform(families=["1f1b", "interleaved"], stages=4, num_microbatches=4),
                               time_limit_s=30, workers=1)
