@@ -499,22 +499,49 @@ class PlanResult:
     runtime: str = "torch"
 
     def table(self) -> str:
-        """The ranked table as text."""
-        head = (f"{'#':>2}  {'family':<24} {'status':<10} {'makespan ms':>11} {'bubble %':>8} {'bound ms':>9} "
-                f"{'gap':>6}  {'peak GiB per rank':<28} {'handcrafted':<18} {'its ms':>9} {'fits':>4}")
-        lines = [f"{self.pipeline}", f"units: {self.units}", head, "-" * len(head)]
+        """The ranked table as text: makespan in ms, peak memory in GiB on ``rank0`` .. ``rankN``, then the rest.
+
+        Every line of the table proper has its columns at the same offsets,
+        whatever the number of ranks; the notes go under their row, indented,
+        and the solver's units in a details section at the end.
+        """
+        ranks = [f"rank{d}" for d in range(self.pipeline.num_ranks)]
+
+        def num(x: float | None, fmt: str) -> str:
+            return "-" if x is None else format(x, fmt)
+
+        # (header, alignment); a space-only header is a gap of two spaces between column groups
+        columns = [("#", ">"), ("family", "<"), ("makespan ms", ">"), *((r, ">") for r in ranks), ("status", "<"),
+                   ("bound ms", ">"), ("gap", ">"), ("bubble %", ">"), ("handcrafted", "<"), ("its ms", ">"),
+                   ("fits", ">")]
+        cells = []
         for i, r in enumerate(self.rows, 1):
-            def num(x: float | None, fmt: str) -> str:
-                return "-" if x is None else format(x, fmt)
-            peaks = " ".join(f"{g:.2f}" for g in r.peak_gib) or "-"
-            fits = "-" if r.handcrafted_fits is None else ("yes" if r.handcrafted_fits else "NO")
-            lines.append(
-                f"{i:>2}  {r.family:<24} {r.status:<10} {num(r.makespan_ms, '.3f'):>11} {num(r.bubble_pct, '.1f'):>8} "
-                f"{num(r.bound_ms, '.3f'):>9} {num(None if r.gap is None else 100 * r.gap, '.1f') + ('%' if r.gap is not None else ''):>6}  "
-                f"{peaks:<28} {r.handcrafted or '-':<18} {num(r.handcrafted_ms, '.3f'):>9} {fits:>4}"
-            )
-            if r.note:
-                lines.append(f"    {r.note}")
+            fits = "-" if r.handcrafted_fits is None else ("yes" if r.handcrafted_fits else "no")
+            peaks = [format(g, ".2f") for g in r.peak_gib] if r.peak_gib else ["-"] * len(ranks)
+            cells.append([str(i), r.family, num(r.makespan_ms, ".3f"), *peaks, r.status, num(r.bound_ms, ".3f"),
+                          "-" if r.gap is None else f"{100 * r.gap:.1f}%", num(r.bubble_pct, ".1f"),
+                          r.handcrafted or "-", num(r.handcrafted_ms, ".3f"), fits])
+        widths = [max(len(h), *(len(c[k]) for c in cells)) if cells else len(h) for k, (h, _) in enumerate(columns)]
+        wide_after = {0, 2, 2 + len(ranks), 6 + len(ranks)}  # two spaces after #, makespan, the peaks, bubble
+
+        def line(values: Sequence[str]) -> str:
+            out = ""
+            for k, (value, (_, align)) in enumerate(zip(values, columns)):
+                out += format(value, f"{align}{widths[k]}")
+                if k < len(columns) - 1:
+                    out += "  " if k in wide_after else " "
+            return out
+
+        head = line([h for h, _ in columns])
+        lines = [f"{self.pipeline}",
+                 "makespan in ms; peak memory in GiB on each rank (parameters included); the solver's units below",
+                 head, "-" * len(head)]
+        for r, row_cells in zip(self.rows, cells):
+            lines.append(line(row_cells))
+            for note in _row_notes(r):
+                lines.append(f"    {note}")
+        lines += ["", "details:", f"  units: {self.units}",
+                  "  makespan, bound and handcrafted ms are of your times, unrounded; bubble % of the rounded ones"]
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -546,6 +573,20 @@ class PlanResult:
         from schedsearch.export.torchtitan import write_plan_outputs
 
         return write_plan_outputs(self, out_dir, microbatch_size=microbatch_size)
+
+
+def _row_notes(row: PlanRow) -> list[str]:
+    """What the table says under ``row``: which proof is open, then its note."""
+    out = []
+    if row.makespan_ms is not None and row.status in ("OPTIMAL", "FEASIBLE"):
+        proven = row.status == "OPTIMAL"
+        if proven and not row.peak_proven:
+            out.append("makespan proven, peak memory not proven")
+        elif not proven and row.bound_ms is not None:
+            out.append(f"makespan not proven: within {100 * (row.gap or 0.0):.1f}% of the bound")
+    if row.note:
+        out.append(row.note)
+    return out
 
 
 def _rank_key(row: PlanRow) -> tuple:

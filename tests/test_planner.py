@@ -239,3 +239,40 @@ def test_a_plan_for_any_runtime_says_why_torch_files_are_missing(tmp_path):
     assert not_written(paths["table"])[0] == (
         f"schedule.csv, torchtitan.args, train.sh: {result.best.family} needs two copies of every stage's "
         "parameters; torch's CSV runtime holds one")
+
+
+def test_the_8_rank_table_keeps_its_columns_aligned_and_names_ranks():
+    layer = {"forward_ms": 1.0, "backward_ms": 2.0, "input_grad_ms": 1.0, "weight_grad_ms": 1.0,
+             "activation_bytes": "1 GiB", "parameter_bytes": "1 GiB"}
+    pipeline = Pipeline(num_ranks=8, num_microbatches=8, partition="dp", families=["1f1b", "interleaved"],
+                        stages=[layer] * 16)
+    result = schedsearch.plan(pipeline, time_limit_s=6, workers=1)
+    lines = result.table().splitlines()
+    head = next(i for i, line in enumerate(lines) if line.lstrip().startswith("#"))
+    header = lines[head]
+    assert lines[head + 1] == "-" * len(header)
+    names = ["#", "family", "makespan ms", *(f"rank{d}" for d in range(8)), "status", "bound ms", "gap", "bubble %",
+             "handcrafted", "its ms", "fits"]
+    spans, at = [], 0
+    for name in names:  # each header name in order, as its own word
+        start = header.index(name, at)
+        assert start == 0 or header[start - 1] == " "
+        spans.append((start, start + len(name)))
+        at = start + len(name)
+    rows = [line for line in lines[head + 2:] if line[:2].strip().isdigit()]
+    assert len(rows) == len(result.rows)
+    for line, row in zip(rows, result.rows):
+        assert len(line) <= len(header)
+        left = {"family", "status", "handcrafted"}
+        for k, (start, end) in enumerate(spans):  # a left-aligned cell starts under its name, a right-aligned ends
+            if names[k] in left:
+                assert line[start] != " " and (start == 0 or line[start - 1] == " "), (names[k], line)
+            else:
+                assert line[end - 1] != " " and (end == len(line) or line[end] == " "), (names[k], line)
+        # every peak sits under its rank's name, right-aligned, the same figure as the row's
+        for d in range(8):
+            cell = line[:spans[3 + d][1]].split()[-1]
+            assert cell == ("-" if not row.peak_gib else f"{row.peak_gib[d]:.2f}"), (d, line)
+        makespan = line[:spans[2][1]].split()[-1]
+        assert makespan == ("-" if row.makespan_ms is None else f"{row.makespan_ms:.3f}")
+    assert "units:" in result.table().split("details:")[1]
