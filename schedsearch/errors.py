@@ -141,6 +141,10 @@ class ExecutionError(SchedSearchError, RuntimeError):
         self.details = tuple(details)
 
 
+class WorkerProcessError(SchedSearchError, RuntimeError):
+    """The local worker processes stopped before answering any task (a script without a ``__main__`` guard, ...)."""
+
+
 class MissingDependencyError(SchedSearchError, ImportError):
     """An optional dependency is not installed; the message names the extra to install."""
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import multiprocessing
 import os
+import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -28,7 +29,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from schedsearch.errors import InvalidOptionsError, MissingDependencyError
+from schedsearch.errors import InvalidOptionsError, MissingDependencyError, WorkerProcessError
 
 __all__ = ["TaskOutcome", "Executor", "LocalExecutor", "RayExecutor", "get_executor", "ENGINES"]
 
@@ -108,16 +109,32 @@ class LocalExecutor:
                     out.append(f.result(timeout=left))
                 except cf.TimeoutError:
                     out.append(TaskOutcome(status="timeout", error=f"no answer within {timeout_s:g} s"))
-                except Exception as exc:  # the worker process died
-                    out.append(TaskOutcome(status="failed", error=f"worker failed: {type(exc).__name__}: {exc}"))
+                except cf.process.BrokenProcessPool:  # a worker process died
+                    out.append(TaskOutcome(status="failed", error="the worker process running it stopped (killed, "
+                                                                   "or out of memory)"))
         except KeyboardInterrupt:
             _stop(pool)
             raise
+        if out and all(o.status == "failed" and o.error.startswith("the worker process") for o in out):
+            _stop(pool)
+            raise WorkerProcessError(_no_worker_answered())
         if len(out) < len(futures) or any(o.status == "timeout" for o in out):
             _stop(pool)
         else:
             pool.shutdown(wait=True)
         return out
+
+
+def _no_worker_answered() -> str:
+    """Why no worker process answered, in the user's terms: most often a script without a ``__main__`` guard."""
+    main = sys.modules.get("__main__")
+    script = getattr(main, "__file__", None)
+    if script and getattr(main, "__spec__", None) is None:
+        return (f"the worker processes stopped before answering any task. They start by importing the script "
+                f"{os.path.basename(script)!r} again: when it calls plan() at its top level, put that code under "
+                f"'if __name__ == \"__main__\":' (or pass workers=1 to search in this process)")
+    return ("the worker processes stopped before answering any task (killed, or out of memory); pass workers=1 to "
+            "search in this process")
 
 
 def _stop(pool: cf.ProcessPoolExecutor) -> None:
