@@ -22,6 +22,7 @@ __all__ = [
     "PlanError",
     "ExecutionError",
     "MissingDependencyError",
+    "WorkerProcessError",
     "UnsoundBoundWarning",
     "InvalidPipelineError",
     "NoFittingPlanError",
