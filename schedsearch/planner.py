@@ -32,14 +32,20 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from schedsearch.errors import InvalidPipelineError, InvalidProblemError, NoFittingPlanError, SchedSearchError
+from schedsearch.errors import (
+    InvalidOptionsError,
+    InvalidPipelineError,
+    InvalidProblemError,
+    NoFittingPlanError,
+    SchedSearchError,
+)
 from schedsearch.options import MAX_SEED, Rule, SearchOptions, check_options
 from schedsearch.pipeline import (FAMILIES, Pipeline, Stage, check_integer_range, check_plan_arguments,
                                   exact_bytes, exact_memory_unit)
@@ -605,6 +611,7 @@ def plan(
     deterministic: bool = False,
     seed: int = 0,
     runtime: str = "torch",
+    progress: Callable[[str], None] | None = None,
 ) -> PlanResult:
     """Search every allowed schedule family for ``pipeline`` and rank the plans.
 
@@ -638,6 +645,10 @@ def plan(
         the best plan it can execute, while a better plan it cannot (DualPipe's
         two parameter copies) stays in the table with the reason;
         ``"any"``: the best plan of every family.
+    progress:
+        Called with one line per candidate as its search finishes
+        (``"[3/9] ZB-V: 104.000 ms, OPTIMAL (2.1 s)"``); the executor must
+        take ``on_done`` (the local and Ray ones do).
 
     Returns
     -------
@@ -676,13 +687,18 @@ def plan(
         "address": (address, Rule.instance(str, "an address string", none=True)),
         "deterministic": (deterministic, Rule.boolean()), "seed": (seed, Rule.integer(0, MAX_SEED)),
     })
+    if progress is not None and not callable(progress):
+        raise InvalidOptionsError(f"plan: 'progress' must be a function of one line of text, got {progress!r}")
     t0 = time.perf_counter()
     _check_runtime(runtime)
     executor = get_executor(engine, workers=workers, address=address)
     prepared = _prepare(pipeline, time_limit_s=time_limit_s, parallel=workers or getattr(executor, "workers", None),
                         deterministic=deterministic, seed=seed, runtime=runtime)
+    more: dict[str, Any] = {}
+    if progress is not None:
+        more["on_done"] = _progress_lines(prepared, progress)
     outcomes = executor.run(_evaluate, prepared.tasks, timeout_s=_run_timeout([prepared], parallel=workers or getattr(
-        executor, "workers", None), deterministic=deterministic))
+        executor, "workers", None), deterministic=deterministic), **more)
     result = _finish(prepared, outcomes, executor.name, t0)
     if result.best is None:
         found = [r for r in result.rows if r.makespan_ms is not None]
@@ -691,6 +707,25 @@ def plan(
         raise NoFittingPlanError(f"{pipeline}: {what}: " + "; ".join(
             f"{r.family}: {r.status}{' (' + r.note + ')' if r.note else ''}" for r in result.rows))
     return result
+
+
+def _progress_lines(prepared: _Prepared, progress: Callable[[str], None]) -> Callable[[int, Any], None]:
+    """The executor's ``on_done``: one line per finished candidate search, in the order they finish."""
+    total = len(prepared.tasks)
+    finished = [0]
+
+    def on_done(index: int, outcome: Any) -> None:
+        finished[0] += 1
+        label = prepared.runnable[index].label
+        if outcome.ok:
+            row = outcome.value.row
+            what = (f"{row.makespan_ms:.3f} ms, {row.status}" if row.makespan_ms is not None
+                    else f"no plan ({row.status})")
+        else:
+            what = f"{outcome.status}: {outcome.error}"
+        progress(f"[{finished[0]}/{total}] {label}: {what} ({outcome.wall_time_s:.1f} s)")
+
+    return on_done
 
 
 def _run_timeout(prepared: Sequence[Any], *, parallel: int | None, deterministic: bool) -> float:

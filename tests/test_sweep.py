@@ -89,3 +89,16 @@ def test_a_script_calling_plan_works_or_says_to_add_a_main_guard(tmp_path, guard
         last = done.stderr.strip().splitlines()[-1]
         assert last.startswith("schedsearch.errors.WorkerProcessError: ") and "'my_plan.py'" in last, last
         assert "if __name__ == \"__main__\":" in last and "BrokenProcessPool" not in last
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_plan_reports_each_candidate_as_it_finishes(workers):
+    lines = []
+    result = schedsearch.plan(_pipeline(), time_limit_s=10, workers=workers, progress=lines.append)
+    assert sorted(line.split("] ", 1)[1].split(":")[0] for line in lines) == sorted(r.family for r in result.rows)
+    assert [line.split("]")[0] for line in lines] == [f"[{k}/{len(result.rows)}" for k in range(1, len(lines) + 1)]
+    for row in result.rows:
+        line = next(line for line in lines if f"] {row.family}: " in line)
+        assert f"{row.makespan_ms:.3f} ms, {row.status}" in line
+    with pytest.raises(InvalidOptionsError, match="'progress'"):
+        schedsearch.plan(_pipeline(), time_limit_s=10, workers=1, progress="stderr")
