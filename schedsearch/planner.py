@@ -421,7 +421,8 @@ def _evaluate(task: _Task) -> _Outcome:
         # a handcrafted construction of the portfolio failed on this problem: search without them
         from schedsearch.search.solve import ENGINES
 
-        note = f"the portfolio's handcrafted plans failed ({type(exc).__name__}: {exc}); searched without them"
+        note = ("the published schedules the search starts from could not be drawn for this candidate "
+                f"({type(exc).__name__}); searched without them")
         result = solve(problem, options=task.options, engines=[e for e in ENGINES if e != "handcrafted"])
     if result.stats.get("wall_guard_hit"):
         note = (note + "; " if note else "") + ("a deterministic search hit its wall-clock guard: this row may "
@@ -874,7 +875,7 @@ def _finish(prepared: _Prepared, outcomes: Sequence[Any], engine: str, t0: float
             rows.append(o.value.row)
             found[o.value.row] = o.value
         else:
-            rows.append(PlanRow(candidate=c, status=o.status, note=o.error, handcrafted=c.handcrafted_name()))
+            rows.append(PlanRow(candidate=c, status=o.status, note=_executor_note(o), handcrafted=c.handcrafted_name()))
     if all(r.makespan_ms is None for r in rows):
         # no search returned a plan (stopped by the executor): the handcrafted plans that fit, run here
         for i, r in enumerate(rows):
@@ -900,6 +901,15 @@ def _finish(prepared: _Prepared, outcomes: Sequence[Any], engine: str, t0: float
     return PlanResult(pipeline=pipeline, units=units, rows=tuple(ordered), best=best, problem=problem,
                       schedule=schedule, stages=stages, layers=layers, engine=engine,
                       wall_time_s=round(time.perf_counter() - t0, 3), runtime=prepared.runtime)
+
+
+def _executor_note(outcome: Any) -> str:
+    """Why a candidate's search gave no answer, in the user's terms (an error inside the library says so)."""
+    if outcome.status == "failed" and not outcome.error.startswith(("the worker process", "its answer")):
+        return f"the search stopped on an error inside the library, please report it: {outcome.error}"
+    if outcome.status == "timeout":
+        return f"the search gave no answer in time ({outcome.error})"
+    return outcome.error
 
 
 def _with_runtime_note(row: PlanRow, runtime: str, best: PlanRow | None) -> PlanRow:

@@ -276,3 +276,22 @@ def test_the_8_rank_table_keeps_its_columns_aligned_and_names_ranks():
         makespan = line[:spans[2][1]].split()[-1]
         assert makespan == ("-" if row.makespan_ms is None else f"{row.makespan_ms:.3f}")
     assert "units:" in result.table().split("details:")[1]
+
+
+def test_a_search_that_raised_is_told_in_the_users_terms():
+    from schedsearch.sweep import TaskOutcome
+
+    class Failing:
+        name = "failing"
+        workers = 1
+
+        def run(self, fn, tasks, timeout_s=None):
+            return [TaskOutcome(status="failed", error="ZeroDivisionError: division by zero") for _ in tasks]
+
+    result = schedsearch.plan(_uniform(budget="6 GiB"), time_limit_s=5, engine=Failing())
+    for row in result.rows:  # the handcrafted plans fit: each row keeps one, and says why the search gave none
+        assert row.note.startswith("the search stopped on an error inside the library, please report it: "), row.note
+        assert "the plan is" in row.note and row.makespan_ms is not None
+    table = result.table()
+    assert not any(line.lstrip().startswith("ZeroDivisionError") for line in table.splitlines())
+    assert "True" not in table and "False" not in table
