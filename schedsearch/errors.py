@@ -22,6 +22,7 @@ __all__ = [
     "PlanError",
     "ExecutionError",
     "MissingDependencyError",
+    "WorkerProcessError",
     "UnsoundBoundWarning",
     "InvalidPipelineError",
     "NoFittingPlanError",
@@ -139,6 +140,10 @@ class ExecutionError(SchedSearchError, RuntimeError):
         super().__init__(message)
         self.rank = rank
         self.details = tuple(details)
+
+
+class WorkerProcessError(SchedSearchError, RuntimeError):
+    """The local worker processes stopped before answering any task (a script without a ``__main__`` guard, ...)."""
 
 
 class MissingDependencyError(SchedSearchError, ImportError):

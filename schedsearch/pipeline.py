@@ -5,7 +5,9 @@ pipeline ranks, the stages (or the layers, to be split into stages by the
 library's DP for each schedule family), each with its forward, backward and
 optionally input-gradient / weight-gradient times in milliseconds (floats),
 the activation bytes one micro-batch holds between its forward and its
-backward, and the parameter bytes the stage keeps for the whole step; the
+backward, the bytes a stage sends to the next one (its output; the gradient
+coming back is the same size), and the parameter bytes the stage keeps for
+the whole step; the
 memory budget per rank; the point-to-point transfer between neighbouring
 ranks; the number of micro-batches; the schedule families allowed.
 
@@ -157,14 +159,23 @@ class Stage:
     from the start of its forward until its backward ends (with the split,
     until its weight gradient ends); ``parameter_bytes`` is what the stage
     holds for the whole step (weights, and gradients and optimizer state as
-    you count them). ``input_grad_ms`` and ``weight_grad_ms`` (both or
-    neither) are the two halves of a split backward (zero-bubble I and W).
+    you count them). ``send_bytes`` is the tensor one micro-batch's forward
+    sends to the next stage (its output; the gradient the next stage sends
+    back is as large): it sizes the point-to-point transfer at the stage's
+    boundary. Not given (None), the transfer is sized by ``activation_bytes``,
+    an upper bound when the stage keeps its output for its backward; give it
+    whenever the two differ (a transformer block holds many times what it
+    sends). ``input_grad_ms`` and ``weight_grad_ms`` (both or neither) are
+    the two halves of a split backward (zero-bubble I and W).
 
     Examples
     --------
     >>> from schedsearch.pipeline import Stage
     >>> Stage(name="block0", forward_ms=1.5, backward_ms=3.0, activation_bytes="256 MiB").activation_bytes
     268435456
+    >>> Stage(name="block0", forward_ms=1.5, backward_ms=3.0, activation_bytes="256 MiB",
+    ...       send_bytes="16 MiB").p2p_bytes
+    16777216
     >>> Stage(name="block1", forward_ms=-1.0, backward_ms=3.0)
     Traceback (most recent call last):
     ...
@@ -178,6 +189,7 @@ class Stage:
     weight_grad_ms: float | None = None
     activation_bytes: int = attrs.field(default=0)
     parameter_bytes: int = attrs.field(default=0)
+    send_bytes: int | None = None
 
     def __attrs_post_init__(self) -> None:
         where = f"stage {_name('stage', self.name)!r}"
@@ -192,6 +204,13 @@ class Stage:
             )
         for field in ("activation_bytes", "parameter_bytes"):
             object.__setattr__(self, field, parse_bytes(getattr(self, field), where, field))
+        if self.send_bytes is not None:
+            object.__setattr__(self, "send_bytes", parse_bytes(self.send_bytes, where, "send_bytes"))
+
+    @property
+    def p2p_bytes(self) -> int:
+        """The bytes one micro-batch sends to the next stage: ``send_bytes``, or ``activation_bytes`` when not given."""
+        return self.activation_bytes if self.send_bytes is None else self.send_bytes
 
     @property
     def has_split(self) -> bool:
@@ -204,16 +223,19 @@ class Stage:
             out.update(input_grad_ms=self.input_grad_ms, weight_grad_ms=self.weight_grad_ms)
         out.update(activation_bytes=format_bytes(self.activation_bytes),
                    parameter_bytes=format_bytes(self.parameter_bytes))
+        if self.send_bytes is not None:
+            out["send_bytes"] = format_bytes(self.send_bytes)
         return out
 
 
 @attrs.frozen(kw_only=True)
 class P2P:
-    """Point-to-point transfer of one micro-batch's activation (or gradient) between neighbouring ranks.
+    """Point-to-point transfer of what a stage sends (its ``send_bytes``) between neighbouring ranks.
 
     Either a fixed ``time_ms`` per transfer, or ``latency_ms`` plus the
-    bytes crossing the boundary over ``bandwidth_bytes_per_s`` (a number or
-    a string such as ``"25 GB"``, read per second). All zero (the default):
+    bytes crossing the boundary (the sending stage's ``send_bytes``; the
+    gradient coming back is as large) over ``bandwidth_bytes_per_s`` (a
+    number or a string such as ``"25 GB"``, read per second). All zero (the default):
     transfers are free.
 
     Examples
@@ -750,6 +772,7 @@ def _merge(layers: Sequence[Stage], group: Sequence[int], index: int) -> Stage:
         weight_grad_ms=_sum_ms([layers[i].weight_grad_ms for i in group]) if split else None,
         activation_bytes=sum(layers[i].activation_bytes for i in group),
         parameter_bytes=sum(layers[i].parameter_bytes for i in group),
+        send_bytes=layers[group[-1]].p2p_bytes,  # a stage sends what its last layer sends
     )
 
 
@@ -820,7 +843,8 @@ def _pipedream_layers(path: Path, weight_grad_share: float | None) -> tuple[Stag
         if weight_grad_share is not None:
             split = {"input_grad_ms": bwd * (1 - weight_grad_share), "weight_grad_ms": bwd * weight_grad_share}
         out.append(Stage(name=op.name.split(":", 1)[0], forward_ms=op.accel_latency, backward_ms=bwd,
-                         activation_bytes=int(round(op.output_cost)), parameter_bytes=int(round(op.size)), **split))
+                         activation_bytes=int(round(op.output_cost)), parameter_bytes=int(round(op.size)),
+                         send_bytes=int(round(op.output_cost)), **split))
     return tuple(out)
 
 
@@ -844,6 +868,6 @@ def _runtime_stages(profile: Any, microbatch_size: int | None) -> tuple[Stage, .
     return tuple(
         Stage(name=f"stage{r.stage}", forward_ms=1e3 * r.forward_s, backward_ms=1e3 * r.backward_s,
               input_grad_ms=1e3 * r.input_grad_s, weight_grad_ms=1e3 * r.weight_grad_s,
-              activation_bytes=r.activation_bytes, parameter_bytes=r.parameter_bytes)
+              activation_bytes=r.activation_bytes, parameter_bytes=r.parameter_bytes, send_bytes=r.send_bytes)
         for r in profile.stages[size]
     )

@@ -32,14 +32,20 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from schedsearch.errors import InvalidPipelineError, InvalidProblemError, NoFittingPlanError, SchedSearchError
+from schedsearch.errors import (
+    InvalidOptionsError,
+    InvalidPipelineError,
+    InvalidProblemError,
+    NoFittingPlanError,
+    SchedSearchError,
+)
 from schedsearch.options import MAX_SEED, Rule, SearchOptions, check_options
 from schedsearch.pipeline import (FAMILIES, Pipeline, Stage, check_integer_range, check_plan_arguments,
                                   exact_bytes, exact_memory_unit)
@@ -272,7 +278,7 @@ def _with_transfers(problem: Problem, pipeline: Pipeline, stages: Sequence[Stage
         size = 0
         if a != b:
             sender = stage_of[e.src] if e.src.startswith("F") else stage_of[e.dst]
-            ms = pipeline.p2p.transfer_ms(stages[sender].activation_bytes)
+            ms = pipeline.p2p.transfer_ms(stages[sender].p2p_bytes)
             size = units.ticks(ms) if ms > 0 else 0  # a positive time is at least one unit, as chosen
             if size:
                 pairs.add(tuple(sorted((a, b))))
@@ -415,7 +421,8 @@ def _evaluate(task: _Task) -> _Outcome:
         # a handcrafted construction of the portfolio failed on this problem: search without them
         from schedsearch.search.solve import ENGINES
 
-        note = f"the portfolio's handcrafted plans failed ({type(exc).__name__}: {exc}); searched without them"
+        note = ("the published schedules the search starts from could not be drawn for this candidate "
+                f"({type(exc).__name__}); searched without them")
         result = solve(problem, options=task.options, engines=[e for e in ENGINES if e != "handcrafted"])
     if result.stats.get("wall_guard_hit"):
         note = (note + "; " if note else "") + ("a deterministic search hit its wall-clock guard: this row may "
@@ -499,22 +506,49 @@ class PlanResult:
     runtime: str = "torch"
 
     def table(self) -> str:
-        """The ranked table as text."""
-        head = (f"{'#':>2}  {'family':<24} {'status':<10} {'makespan ms':>11} {'bubble %':>8} {'bound ms':>9} "
-                f"{'gap':>6}  {'peak GiB per rank':<28} {'handcrafted':<18} {'its ms':>9} {'fits':>4}")
-        lines = [f"{self.pipeline}", f"units: {self.units}", head, "-" * len(head)]
+        """The ranked table as text: makespan in ms, peak memory in GiB on ``rank0`` .. ``rankN``, then the rest.
+
+        Every line of the table proper has its columns at the same offsets,
+        whatever the number of ranks; the notes go under their row, indented,
+        and the solver's units in a details section at the end.
+        """
+        ranks = [f"rank{d}" for d in range(self.pipeline.num_ranks)]
+
+        def num(x: float | None, fmt: str) -> str:
+            return "-" if x is None else format(x, fmt)
+
+        # (header, alignment); a space-only header is a gap of two spaces between column groups
+        columns = [("#", ">"), ("family", "<"), ("makespan ms", ">"), *((r, ">") for r in ranks), ("status", "<"),
+                   ("bound ms", ">"), ("gap", ">"), ("bubble %", ">"), ("handcrafted", "<"), ("its ms", ">"),
+                   ("fits", ">")]
+        cells = []
         for i, r in enumerate(self.rows, 1):
-            def num(x: float | None, fmt: str) -> str:
-                return "-" if x is None else format(x, fmt)
-            peaks = " ".join(f"{g:.2f}" for g in r.peak_gib) or "-"
-            fits = "-" if r.handcrafted_fits is None else ("yes" if r.handcrafted_fits else "NO")
-            lines.append(
-                f"{i:>2}  {r.family:<24} {r.status:<10} {num(r.makespan_ms, '.3f'):>11} {num(r.bubble_pct, '.1f'):>8} "
-                f"{num(r.bound_ms, '.3f'):>9} {num(None if r.gap is None else 100 * r.gap, '.1f') + ('%' if r.gap is not None else ''):>6}  "
-                f"{peaks:<28} {r.handcrafted or '-':<18} {num(r.handcrafted_ms, '.3f'):>9} {fits:>4}"
-            )
-            if r.note:
-                lines.append(f"    {r.note}")
+            fits = "-" if r.handcrafted_fits is None else ("yes" if r.handcrafted_fits else "no")
+            peaks = [format(g, ".2f") for g in r.peak_gib] if r.peak_gib else ["-"] * len(ranks)
+            cells.append([str(i), r.family, num(r.makespan_ms, ".3f"), *peaks, r.status, num(r.bound_ms, ".3f"),
+                          "-" if r.gap is None else f"{100 * r.gap:.1f}%", num(r.bubble_pct, ".1f"),
+                          r.handcrafted or "-", num(r.handcrafted_ms, ".3f"), fits])
+        widths = [max(len(h), *(len(c[k]) for c in cells)) if cells else len(h) for k, (h, _) in enumerate(columns)]
+        wide_after = {0, 2, 2 + len(ranks), 6 + len(ranks)}  # two spaces after #, makespan, the peaks, bubble
+
+        def line(values: Sequence[str]) -> str:
+            out = ""
+            for k, (value, (_, align)) in enumerate(zip(values, columns)):
+                out += format(value, f"{align}{widths[k]}")
+                if k < len(columns) - 1:
+                    out += "  " if k in wide_after else " "
+            return out
+
+        head = line([h for h, _ in columns])
+        lines = [f"{self.pipeline}",
+                 "makespan in ms; peak memory in GiB on each rank (parameters included); the solver's units below",
+                 head, "-" * len(head)]
+        for r, row_cells in zip(self.rows, cells):
+            lines.append(line(row_cells))
+            for note in _row_notes(r):
+                lines.append(f"    {note}")
+        lines += ["", "details:", f"  units: {self.units}",
+                  "  makespan, bound and handcrafted ms are of your times, unrounded; bubble % of the rounded ones"]
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -548,6 +582,20 @@ class PlanResult:
         return write_plan_outputs(self, out_dir, microbatch_size=microbatch_size)
 
 
+def _row_notes(row: PlanRow) -> list[str]:
+    """What the table says under ``row``: which proof is open, then its note."""
+    out = []
+    if row.makespan_ms is not None and row.status in ("OPTIMAL", "FEASIBLE"):
+        proven = row.status == "OPTIMAL"
+        if proven and not row.peak_proven:
+            out.append("makespan proven, peak memory not proven")
+        elif not proven and row.bound_ms is not None:
+            out.append(f"makespan not proven: within {100 * (row.gap or 0.0):.1f}% of the bound")
+    if row.note:
+        out.append(row.note)
+    return out
+
+
 def _rank_key(row: PlanRow) -> tuple:
     if row.makespan_ms is None:
         return (1, 0.0, 0.0)
@@ -564,6 +612,7 @@ def plan(
     deterministic: bool = False,
     seed: int = 0,
     runtime: str = "torch",
+    progress: Callable[[str], None] | None = None,
 ) -> PlanResult:
     """Search every allowed schedule family for ``pipeline`` and rank the plans.
 
@@ -597,6 +646,10 @@ def plan(
         the best plan it can execute, while a better plan it cannot (DualPipe's
         two parameter copies) stays in the table with the reason;
         ``"any"``: the best plan of every family.
+    progress:
+        Called with one line per candidate as its search finishes
+        (``"[3/9] ZB-V: 104.000 ms, OPTIMAL (2.1 s)"``); the executor must
+        take ``on_done`` (the local and Ray ones do).
 
     Returns
     -------
@@ -635,13 +688,18 @@ def plan(
         "address": (address, Rule.instance(str, "an address string", none=True)),
         "deterministic": (deterministic, Rule.boolean()), "seed": (seed, Rule.integer(0, MAX_SEED)),
     })
+    if progress is not None and not callable(progress):
+        raise InvalidOptionsError(f"plan: 'progress' must be a function of one line of text, got {progress!r}")
     t0 = time.perf_counter()
     _check_runtime(runtime)
     executor = get_executor(engine, workers=workers, address=address)
     prepared = _prepare(pipeline, time_limit_s=time_limit_s, parallel=workers or getattr(executor, "workers", None),
                         deterministic=deterministic, seed=seed, runtime=runtime)
+    more: dict[str, Any] = {}
+    if progress is not None:
+        more["on_done"] = _progress_lines(prepared, progress)
     outcomes = executor.run(_evaluate, prepared.tasks, timeout_s=_run_timeout([prepared], parallel=workers or getattr(
-        executor, "workers", None), deterministic=deterministic))
+        executor, "workers", None), deterministic=deterministic), **more)
     result = _finish(prepared, outcomes, executor.name, t0)
     if result.best is None:
         found = [r for r in result.rows if r.makespan_ms is not None]
@@ -650,6 +708,25 @@ def plan(
         raise NoFittingPlanError(f"{pipeline}: {what}: " + "; ".join(
             f"{r.family}: {r.status}{' (' + r.note + ')' if r.note else ''}" for r in result.rows))
     return result
+
+
+def _progress_lines(prepared: _Prepared, progress: Callable[[str], None]) -> Callable[[int, Any], None]:
+    """The executor's ``on_done``: one line per finished candidate search, in the order they finish."""
+    total = len(prepared.tasks)
+    finished = [0]
+
+    def on_done(index: int, outcome: Any) -> None:
+        finished[0] += 1
+        label = prepared.runnable[index].label
+        if outcome.ok:
+            row = outcome.value.row
+            what = (f"{row.makespan_ms:.3f} ms, {row.status}" if row.makespan_ms is not None
+                    else f"no plan ({row.status})")
+        else:
+            what = f"{outcome.status}: {outcome.error}"
+        progress(f"[{finished[0]}/{total}] {label}: {what} ({outcome.wall_time_s:.1f} s)")
+
+    return on_done
 
 
 def _run_timeout(prepared: Sequence[Any], *, parallel: int | None, deterministic: bool) -> float:
@@ -705,7 +782,7 @@ def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, d
                     times[f"{len(split[0])}-stage split, stage {k} {f}"] = getattr(s, f)
             amounts += [s.activation_bytes, s.parameter_bytes]
             if not pipeline.p2p.free:
-                times[f"{len(split[0])}-stage split, stage {k} transfer"] = pipeline.p2p.transfer_ms(s.activation_bytes)
+                times[f"{len(split[0])}-stage split, stage {k} transfer"] = pipeline.p2p.transfer_ms(s.p2p_bytes)
     if not times:
         raise NoFittingPlanError(
             f"{pipeline}: no family applies: " + "; ".join(f"{c.label}: {_why_not(pipeline, c, None)}" for c in cands)
@@ -798,7 +875,7 @@ def _finish(prepared: _Prepared, outcomes: Sequence[Any], engine: str, t0: float
             rows.append(o.value.row)
             found[o.value.row] = o.value
         else:
-            rows.append(PlanRow(candidate=c, status=o.status, note=o.error, handcrafted=c.handcrafted_name()))
+            rows.append(PlanRow(candidate=c, status=o.status, note=_executor_note(o), handcrafted=c.handcrafted_name()))
     if all(r.makespan_ms is None for r in rows):
         # no search returned a plan (stopped by the executor): the handcrafted plans that fit, run here
         for i, r in enumerate(rows):
@@ -824,6 +901,15 @@ def _finish(prepared: _Prepared, outcomes: Sequence[Any], engine: str, t0: float
     return PlanResult(pipeline=pipeline, units=units, rows=tuple(ordered), best=best, problem=problem,
                       schedule=schedule, stages=stages, layers=layers, engine=engine,
                       wall_time_s=round(time.perf_counter() - t0, 3), runtime=prepared.runtime)
+
+
+def _executor_note(outcome: Any) -> str:
+    """Why a candidate's search gave no answer, in the user's terms (an error inside the library says so)."""
+    if outcome.status == "failed" and not outcome.error.startswith(("the worker process", "its answer")):
+        return f"the search stopped on an error inside the library, please report it: {outcome.error}"
+    if outcome.status == "timeout":
+        return f"the search gave no answer in time ({outcome.error})"
+    return outcome.error
 
 
 def _with_runtime_note(row: PlanRow, runtime: str, best: PlanRow | None) -> PlanRow:

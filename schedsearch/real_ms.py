@@ -102,10 +102,10 @@ def real_times(pipeline: Pipeline, candidate: Any, stages: Sequence[Stage], prob
         real = Fraction(0)
         if e.size:
             sender = problem.graph.block(e.src if e.src.startswith("F") else e.dst).stage
-            real = exact_ms(pipeline.p2p.transfer_ms(stages[sender].activation_bytes))
+            real = exact_ms(pipeline.p2p.transfer_ms(stages[sender].p2p_bytes))
         elif device_of[e.src] != device_of[e.dst] and not pipeline.p2p.free:
             sender = problem.graph.block(e.src if e.src.startswith("F") else e.dst).stage
-            assert pipeline.p2p.transfer_ms(stages[sender].activation_bytes) == 0, "a transfer rounded to 0"
+            assert pipeline.p2p.transfer_ms(stages[sender].p2p_bytes) == 0, "a transfer rounded to 0"
         edge[(e.src, e.dst)] = real
     return RealTimes(problem=problem, unit_ms=exact_ms(units.time_unit_ms), task=task, edge=edge, overlap=overlap)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import multiprocessing
 import os
+import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -28,7 +29,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from schedsearch.errors import InvalidOptionsError, MissingDependencyError
+from schedsearch.errors import InvalidOptionsError, MissingDependencyError, WorkerProcessError
 
 __all__ = ["TaskOutcome", "Executor", "LocalExecutor", "RayExecutor", "get_executor", "ENGINES"]
 
@@ -91,33 +92,71 @@ class LocalExecutor:
     workers: int | None = None
     name: str = "local"
 
-    def run(self, fn: Callable[[Any], Any], tasks: Sequence[Any], timeout_s: float | None = None) -> list[TaskOutcome]:
+    def run(self, fn: Callable[[Any], Any], tasks: Sequence[Any], timeout_s: float | None = None,
+            on_done: Callable[[int, TaskOutcome], None] | None = None) -> list[TaskOutcome]:
+        """One outcome per task, in order; ``on_done(index, outcome)`` is called as each task finishes."""
         tasks = list(tasks)
         workers = min(self.workers or os.cpu_count() or 1, max(1, len(tasks)))
         if workers <= 1:
-            return [_call(fn, t) for t in tasks]
+            out = []
+            for i, t in enumerate(tasks):
+                out.append(_call(fn, t))
+                if on_done is not None:
+                    on_done(i, out[-1])
+            return out
         # "spawn": a forked copy of a process that has run OR-tools' threads may hang
         pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
         futures = [pool.submit(_call, fn, t) for t in tasks]
-        out: list[TaskOutcome] = []
+        index = {f: i for i, f in enumerate(futures)}
+        results: dict[int, TaskOutcome] = {}
+        pending = set(futures)
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         try:
-            for f in futures:
+            while pending:
                 left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                try:
-                    out.append(f.result(timeout=left))
-                except cf.TimeoutError:
-                    out.append(TaskOutcome(status="timeout", error=f"no answer within {timeout_s:g} s"))
-                except Exception as exc:  # the worker process died
-                    out.append(TaskOutcome(status="failed", error=f"worker failed: {type(exc).__name__}: {exc}"))
+                done, pending = cf.wait(pending, timeout=left, return_when=cf.FIRST_COMPLETED)
+                if not done:  # the deadline passed
+                    break
+                for f in sorted(done, key=index.__getitem__):
+                    try:
+                        outcome = f.result()
+                    except cf.process.BrokenProcessPool:  # a worker process died
+                        outcome = TaskOutcome(status="failed", error="the worker process running it stopped "
+                                                                     "(killed, or out of memory)")
+                    except Exception as exc:  # the answer could not come back (not picklable, ...)
+                        outcome = TaskOutcome(status="failed", error=f"its answer could not come back from the "
+                                                                     f"worker process ({type(exc).__name__})")
+                    results[index[f]] = outcome
+                    if on_done is not None:
+                        on_done(index[f], outcome)
         except KeyboardInterrupt:
             _stop(pool)
             raise
-        if len(out) < len(futures) or any(o.status == "timeout" for o in out):
+        for f in sorted(pending, key=index.__getitem__):
+            results[index[f]] = TaskOutcome(status="timeout", error=f"no answer within {timeout_s:g} s")
+            if on_done is not None:
+                on_done(index[f], results[index[f]])
+        out = [results[i] for i in range(len(futures))]
+        if out and all(o.status == "failed" and o.error.startswith("the worker process") for o in out):
+            _stop(pool)
+            raise WorkerProcessError(_no_worker_answered())
+        if pending:
             _stop(pool)
         else:
             pool.shutdown(wait=True)
         return out
+
+
+def _no_worker_answered() -> str:
+    """Why no worker process answered, in the user's terms: most often a script without a ``__main__`` guard."""
+    main = sys.modules.get("__main__")
+    script = getattr(main, "__file__", None)
+    if script and getattr(main, "__spec__", None) is None:
+        return (f"the worker processes stopped before answering any task. They start by importing the script "
+                f"{os.path.basename(script)!r} again: when it calls plan() at its top level, put that code under "
+                f"'if __name__ == \"__main__\":' (or pass workers=1 to search in this process)")
+    return ("the worker processes stopped before answering any task (killed, or out of memory); pass workers=1 to "
+            "search in this process")
 
 
 def _stop(pool: cf.ProcessPoolExecutor) -> None:
@@ -138,7 +177,9 @@ class RayExecutor:
     num_cpus: int | None = None
     name: str = "ray"
 
-    def run(self, fn: Callable[[Any], Any], tasks: Sequence[Any], timeout_s: float | None = None) -> list[TaskOutcome]:
+    def run(self, fn: Callable[[Any], Any], tasks: Sequence[Any], timeout_s: float | None = None,
+            on_done: Callable[[int, TaskOutcome], None] | None = None) -> list[TaskOutcome]:
+        """One outcome per task, in order; ``on_done(index, outcome)`` is called as each is collected."""
         ray = _ray()
         if not ray.is_initialized():
             kwargs: dict[str, Any] = {"address": self.address} if self.address else {"num_cpus": self.num_cpus}
@@ -157,6 +198,8 @@ class RayExecutor:
                     out.append(TaskOutcome(status="timeout", error=f"no answer within {timeout_s:g} s"))
                 except ray.exceptions.RayError as exc:
                     out.append(TaskOutcome(status="failed", error=f"ray task failed: {type(exc).__name__}"))
+                if on_done is not None:
+                    on_done(len(out) - 1, out[-1])
         except KeyboardInterrupt:
             for ref in refs:
                 ray.cancel(ref, force=True)

@@ -143,3 +143,35 @@ def test_microbatch_sizes_scale_against_the_largest():
     assert p.size_ratios() == (1.0, 1.0, 0.875, 0.75)
     assert "(sizes 6 to 8)" in str(p)
     assert _pipeline(microbatch_sizes=[4, 4, 4, 4]).size_ratios() is None
+
+
+def test_send_bytes_round_trips_and_defaults_to_the_activation(tmp_path):
+    p = _pipeline(stages=[{"forward_ms": 1.0, "backward_ms": 2.0, "activation_bytes": "1 GiB", "send_bytes": "16 MiB"},
+                          {"forward_ms": 1.0, "backward_ms": 2.0, "activation_bytes": "1 GiB"}])
+    assert p.stages[0].send_bytes == 16 * 2**20 and p.stages[0].p2p_bytes == 16 * 2**20
+    assert p.stages[1].send_bytes is None and p.stages[1].p2p_bytes == 2**30  # not given: the activation
+    for suffix in (".toml", ".json"):
+        again = Pipeline.load(p.save(tmp_path / f"p{suffix}"))
+        assert again == p
+    assert "send_bytes" not in p.to_dict()["stages"][1]
+
+
+def test_a_merged_stage_sends_what_its_last_layer_sends():
+    layers = [{"forward_ms": 1.0, "backward_ms": 2.0, "activation_bytes": "1 GiB", "send_bytes": f"{k + 1} MiB"}
+              for k in range(4)]
+    layers[3] = {"forward_ms": 1.0, "backward_ms": 2.0, "activation_bytes": "3 MiB"}  # no send_bytes: its activation
+    p = _pipeline(partition="dp", stages=layers)
+    stages, groups = p.stages_for(2)
+    assert groups == ((0, 1), (2, 3))
+    assert stages[0].activation_bytes == 2 * 2**30 and stages[0].p2p_bytes == 2 * 2**20
+    assert stages[1].p2p_bytes == 3 * 2**20
+
+
+def test_a_pipedream_layer_sends_its_output(tmp_path):
+    rows = [f"node{i} -- Linear -- forward_compute_time=1.0, backward_compute_time=2.0, "
+            f"activation_size={i * 1000}.0, parameter_size=4096.0" for i in (1, 2, 3)]
+    path = tmp_path / "mlp" / "graph.txt"
+    path.parent.mkdir()
+    path.write_text("\n".join(rows + ["\tnode1 -- node2", "\tnode2 -- node3"]))
+    p = Pipeline.from_profile(path, num_ranks=2, num_microbatches=4)
+    assert [s.send_bytes for s in p.stages] == [1000, 2000, 3000]

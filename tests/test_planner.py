@@ -93,6 +93,33 @@ def test_transfers_cost_time():
     assert paid.problem.cluster.channels
 
 
+def _transfer_ms(pipeline):
+    """The time of each transfer between ranks in the built 1F1B problem, in ms (the integer size times the unit)."""
+    result = schedsearch.plan(pipeline, time_limit_s=20, workers=1)
+    problem = build_problem(pipeline, Candidate(family="1f1b"), pipeline.stages, result.units)
+    return {e.size * result.units.time_unit_ms for e in problem.graph.edges if e.size}, result
+
+
+def test_transfers_are_sized_by_what_a_stage_sends_not_by_its_activation():
+    # 1 GiB/s: a stage sending 16 MiB takes 1000 * 16 / 1024 = 15.625 ms; its 1 GiB of activations would take 1 s
+    def pipeline(**stage):
+        return Pipeline(num_ranks=2, num_microbatches=4, families=["1f1b"], p2p={"bandwidth_bytes_per_s": "1 GiB"},
+                        stages=[{"forward_ms": 1.0, "backward_ms": 2.0, **stage}] * 2)
+
+    sends = pipeline(activation_bytes="1 GiB", send_bytes="16 MiB")
+    small = pipeline(activation_bytes="16 MiB")
+    large = pipeline(activation_bytes="1 GiB")
+    (sent,), by_send = _transfer_ms(sends)
+    assert sent == pytest.approx(15.625, rel=sends.time_tolerance)
+    (held,), _ = _transfer_ms(large)
+    assert held == pytest.approx(1000.0, rel=large.time_tolerance)
+    # the same transfers, edge for edge, as a stage whose activation is what it sends
+    units = by_send.units
+    edges = [{(e.src, e.dst, e.size) for e in build_problem(p, Candidate(family="1f1b"), p.stages, units).graph.edges}
+             for p in (sends, small)]
+    assert edges[0] == edges[1]
+
+
 def test_outputs(tmp_path):
     result = schedsearch.plan(_uniform(families=["1f1b", "interleaved"], stages=4, num_microbatches=4),
                               time_limit_s=30, workers=1)
@@ -212,3 +239,59 @@ def test_a_plan_for_any_runtime_says_why_torch_files_are_missing(tmp_path):
     assert not_written(paths["table"])[0] == (
         f"schedule.csv, torchtitan.args, train.sh: {result.best.family} needs two copies of every stage's "
         "parameters; torch's CSV runtime holds one")
+
+
+def test_the_8_rank_table_keeps_its_columns_aligned_and_names_ranks():
+    layer = {"forward_ms": 1.0, "backward_ms": 2.0, "input_grad_ms": 1.0, "weight_grad_ms": 1.0,
+             "activation_bytes": "1 GiB", "parameter_bytes": "1 GiB"}
+    pipeline = Pipeline(num_ranks=8, num_microbatches=8, partition="dp", families=["1f1b", "interleaved"],
+                        stages=[layer] * 16)
+    result = schedsearch.plan(pipeline, time_limit_s=6, workers=1)
+    lines = result.table().splitlines()
+    head = next(i for i, line in enumerate(lines) if line.lstrip().startswith("#"))
+    header = lines[head]
+    assert lines[head + 1] == "-" * len(header)
+    names = ["#", "family", "makespan ms", *(f"rank{d}" for d in range(8)), "status", "bound ms", "gap", "bubble %",
+             "handcrafted", "its ms", "fits"]
+    spans, at = [], 0
+    for name in names:  # each header name in order, as its own word
+        start = header.index(name, at)
+        assert start == 0 or header[start - 1] == " "
+        spans.append((start, start + len(name)))
+        at = start + len(name)
+    rows = [line for line in lines[head + 2:] if line[:2].strip().isdigit()]
+    assert len(rows) == len(result.rows)
+    for line, row in zip(rows, result.rows):
+        assert len(line) <= len(header)
+        left = {"family", "status", "handcrafted"}
+        for k, (start, end) in enumerate(spans):  # a left-aligned cell starts under its name, a right-aligned ends
+            if names[k] in left:
+                assert line[start] != " " and (start == 0 or line[start - 1] == " "), (names[k], line)
+            else:
+                assert line[end - 1] != " " and (end == len(line) or line[end] == " "), (names[k], line)
+        # every peak sits under its rank's name, right-aligned, the same figure as the row's
+        for d in range(8):
+            cell = line[:spans[3 + d][1]].split()[-1]
+            assert cell == ("-" if not row.peak_gib else f"{row.peak_gib[d]:.2f}"), (d, line)
+        makespan = line[:spans[2][1]].split()[-1]
+        assert makespan == ("-" if row.makespan_ms is None else f"{row.makespan_ms:.3f}")
+    assert "units:" in result.table().split("details:")[1]
+
+
+def test_a_search_that_raised_is_told_in_the_users_terms():
+    from schedsearch.sweep import TaskOutcome
+
+    class Failing:
+        name = "failing"
+        workers = 1
+
+        def run(self, fn, tasks, timeout_s=None):
+            return [TaskOutcome(status="failed", error="ZeroDivisionError: division by zero") for _ in tasks]
+
+    result = schedsearch.plan(_uniform(budget="6 GiB"), time_limit_s=5, engine=Failing())
+    for row in result.rows:  # the handcrafted plans fit: each row keeps one, and says why the search gave none
+        assert row.note.startswith("the search stopped on an error inside the library, please report it: "), row.note
+        assert "the plan is" in row.note and row.makespan_ms is not None
+    table = result.table()
+    assert not any(line.lstrip().startswith("ZeroDivisionError") for line in table.splitlines())
+    assert "True" not in table and "False" not in table

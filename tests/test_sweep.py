@@ -57,3 +57,48 @@ def test_ray_equals_local():
         assert on_ray.schedule == local.schedule
     finally:
         ray.shutdown()
+
+
+SCRIPT = """
+import schedsearch
+stage = {{"forward_ms": 1.0, "backward_ms": 2.0, "input_grad_ms": 1.0, "weight_grad_ms": 1.0}}  # 1F1B and ZB-H1
+pipeline = schedsearch.Pipeline(num_ranks=2, num_microbatches=4, families=["1f1b"], stages=[stage] * 2)
+{body}
+"""
+CALL = "result = schedsearch.plan(pipeline, time_limit_s=5, workers=2)\nprint('best', result.best.family)"
+
+
+@pytest.mark.parametrize("guarded", [False, True])
+def test_a_script_calling_plan_works_or_says_to_add_a_main_guard(tmp_path, guarded):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    body = "if __name__ == '__main__':\n    " + CALL.replace("\n", "\n    ") if guarded else CALL
+    script = tmp_path / "my_plan.py"
+    script.write_text(SCRIPT.format(body=body))
+    root = str(Path(schedsearch.__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    if guarded:
+        assert done.returncode == 0 and "best ZB-H1" in done.stdout, done.stderr[-2000:]
+    else:
+        assert done.returncode != 0 and "best" not in done.stdout
+        last = done.stderr.strip().splitlines()[-1]
+        assert last.startswith("schedsearch.errors.WorkerProcessError: ") and "'my_plan.py'" in last, last
+        assert "if __name__ == \"__main__\":" in last and "BrokenProcessPool" not in last
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_plan_reports_each_candidate_as_it_finishes(workers):
+    lines = []
+    result = schedsearch.plan(_pipeline(), time_limit_s=10, workers=workers, progress=lines.append)
+    assert sorted(line.split("] ", 1)[1].split(":")[0] for line in lines) == sorted(r.family for r in result.rows)
+    assert [line.split("]")[0] for line in lines] == [f"[{k}/{len(result.rows)}" for k in range(1, len(lines) + 1)]
+    for row in result.rows:
+        line = next(line for line in lines if f"] {row.family}: " in line)
+        assert f"{row.makespan_ms:.3f} ms, {row.status}" in line
+    with pytest.raises(InvalidOptionsError, match="'progress'"):
+        schedsearch.plan(_pipeline(), time_limit_s=10, workers=1, progress="stderr")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from schedsearch.errors import SchedSearchError
 from schedsearch.pipeline import Pipeline
@@ -50,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
         raise SchedSearchError(f"plan: --microbatch-size must be a positive integer, got {args.microbatch_size}")
     pipeline = Pipeline.load(args.pipeline)
     result = plan(pipeline, time_limit_s=args.time_limit, engine=args.engine, workers=args.workers,
-                  address=args.address, deterministic=args.deterministic, seed=args.seed, runtime=args.runtime)
+                  address=args.address, deterministic=args.deterministic, seed=args.seed, runtime=args.runtime,
+                  progress=lambda line: print(line, file=sys.stderr, flush=True))
     print(result.table())
     if result.best is None:
         print(f"no plan that {RUNTIMES[args.runtime]} can execute was found: nothing written")

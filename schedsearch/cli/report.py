@@ -1,4 +1,4 @@
-"""``schedsearch report PLAN --out report.html``: one self-contained HTML report of a plan.
+"""``schedsearch report PLAN --out DIR``: one self-contained HTML report of a plan, ``DIR/report.html``.
 
 PLAN is a plan document (``schedsearch.plan`` JSON: ``plan``'s
 ``plan.json``, ``result.export("json", ...)``, ``export --format json``)
@@ -8,6 +8,8 @@ schedule, or read with the ``NAME.problem.json`` and
 shows the Gantt chart with hover details, memory per device, the metrics,
 bound, gap and engines, and the comparison table a planner's plan carries;
 ``--front FILE`` adds a Pareto front (``pareto --out`` JSON) as a plot.
+``--out`` is a folder, as for every other command (default ``out``); a
+name ending in ``.html`` is the file itself.
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="write a plan's HTML report (Gantt chart, memory, metrics, bound, engines)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("plan", metavar="PLAN", type=Path, help="plan document or NAME.result.json")
-    p.add_argument("--out", type=Path, default=Path("report.html"), help="HTML file to write (default report.html)")
+    p.add_argument("--out", metavar="DIR", default="out",
+                   help="folder to write report.html into (default: out; '' checks the plan and writes nothing; a "
+                   "name ending in .html is the file itself)")
     p.add_argument("--front", type=Path, default=None, help="Pareto front JSON to plot beside the plan")
     p.add_argument("--title", default=None, help="report title (default: the problem's name)")
     p.set_defaults(func=run)
@@ -77,6 +81,12 @@ def run(args: argparse.Namespace) -> int:
         front = doc.get("points") if isinstance(doc, dict) else doc
         if not isinstance(front, list):
             raise FormatError(f"report: {args.front}: 'points' must be a list of front points")
-    path = write_report(args.out, problem, schedule, meta=meta, front=front, title=args.title)
+    if not args.out:
+        print(f"{args.plan}: a valid plan; nothing written (--out '')")
+        return 0
+    out = Path(args.out)
+    out = out if out.suffix.lower() == ".html" else out / "report.html"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    path = write_report(out, problem, schedule, meta=meta, front=front, title=args.title)
     print(f"wrote {path}")
     return 0

@@ -162,6 +162,7 @@ def plot_schedule(
     time_scale: int = 1,
     width: float | None = None,
     show_labels: bool = True,
+    fold_channels: bool = False,
 ) -> Any:
     """Draw ``schedule`` and return the matplotlib ``Figure`` (see the module docstring for how a box reads).
 
@@ -169,7 +170,9 @@ def plot_schedule(
     are then the schedule's devices); ``title`` defaults to the schedule's
     or the problem's name; ``time_scale`` divides the time axis; ``width``
     is the figure's width in inches (default from the makespan);
-    ``show_labels=False`` draws no text in the boxes. A problem with a
+    ``show_labels=False`` draws no text in the boxes; ``fold_channels=True``
+    draws every channel's transfers in one row (``transfers``), so that
+    many ranks keep the chart readable. A problem with a
     ``time_unit_s`` gets its time axis in milliseconds. Save the figure with
     ``figure.savefig(path)`` or use :func:`save_plot`.
 
@@ -190,8 +193,11 @@ def plot_schedule(
 
     devices = list(problem.cluster.device_names) if problem is not None else list(schedule.devices)
     channels = sorted({tr.channel for tr in schedule.transfers if tr.end > tr.start})
-    rows = devices + [f"channel {c}" for c in channels]
+    folded = f"transfers ({len(channels)} channels)"
+    rows = devices + ([folded] if fold_channels and channels else [f"channel {c}" for c in channels])
     row_of = {r: i for i, r in enumerate(rows)}
+    if fold_channels:
+        row_of.update({f"channel {c}": len(devices) for c in channels})
     makespan = max(schedule.makespan, 1)
     fig_w = width if width is not None else min(24.0, max(6.0, makespan / time_scale * 0.18 + 2))
     fig, ax = plt.subplots(figsize=(fig_w, 0.5 * len(rows) + 1.4))
@@ -229,8 +235,8 @@ def plot_schedule(
         char_px = _CHAR_EM * _FONT_PT * fig.dpi / 72.0
         row_px = ax.get_window_extent().height / max(1, len(rows))
         for box in boxes:
-            if box.height * row_px < 1.05 * _FONT_PT * fig.dpi / 72.0:
-                continue
+            if box.height * row_px < 1.05 * _FONT_PT * fig.dpi / 72.0 or (fold_channels and box.style is None):
+                continue  # too thin, or a transfer of a folded row (they may overlap there)
             room = (box.end - box.start) / time_scale * px_per_unit - 2 * char_px / 3
             text = next((x for x in box.labels if len(x) * char_px <= room), None)
             if text:

@@ -331,7 +331,8 @@ def not_written(table_path: str | Path) -> list[str]:
 def _gantt(result: Any, path: Path) -> Path:
     from schedsearch.export.plot import plot_schedule
 
-    fig = plot_schedule(result.problem, result.schedule, title=f"{result.best.family}: {result.best.makespan_ms:g} ms")
+    fig = plot_schedule(result.problem, result.schedule, title=f"{result.best.family}: {result.best.makespan_ms:g} ms",
+                        fold_channels=True)  # the transfers of every channel in one row: 8 ranks stay readable
     from matplotlib.ticker import FuncFormatter
 
     unit = result.units.time_unit_ms

@@ -70,6 +70,8 @@ class StageProfile:
     weight_grad_s: float
     activation_bytes: int
     parameter_bytes: int
+    #: Bytes of the stage's output (what it sends to the next stage); None when not measured.
+    send_bytes: int | None = None
 
     def seconds(self, kind: str) -> float:
         return getattr(self, KIND_FIELDS[kind])
@@ -442,6 +444,7 @@ def _profile_size(
         note(leaf)
         note(out)
         activation = sum(storages.values())
+        sent = out.numel() * out.element_size()  # what the runtime sends to the next stage
         clear()
         out_rows.append(
             StageProfile(
@@ -453,6 +456,7 @@ def _profile_size(
                 weight_grad_s=statistics.median(w_times),
                 activation_bytes=int(activation),
                 parameter_bytes=int(sum(p.numel() * p.element_size() for p in params)),
+                send_bytes=int(sent),
             )
         )
         x = out.detach()

@@ -15,8 +15,12 @@ def test_plan_command_writes_the_files(tmp_path, capsys):
                         stages=[{"forward_ms": 1.0, "backward_ms": 2.0, "activation_bytes": "1 GiB"}] * 2)
     path = pipeline.save(tmp_path / "pipeline.toml")
     assert main(["plan", str(path), "--out", str(tmp_path / "out"), "--time-limit", "20", "--workers", "1"]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert "1F1B" in out and "makespan ms" in out
+    # one progress line per candidate searched, on stderr, as each finishes
+    lines = err.splitlines()
+    assert lines == [f"[1/1] 1F1B: {line.split(': ', 1)[1]}" for line in lines] and len(lines) == 1, err
+    assert " ms, OPTIMAL (" in lines[0]
     for name in ("schedule.csv", "torchtitan.args", "train.sh", "trace.json", "plan.json", "plan.txt"):
         assert (tmp_path / "out" / name).is_file(), name
         assert f"wrote {tmp_path / 'out' / name}" in out, name

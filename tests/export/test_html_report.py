@@ -108,6 +108,11 @@ def test_report_command_reads_a_plan_document_and_a_result_summary(tmp_path, cap
     assert main(["report", str(plan), "--out", str(tmp_path / "report.html")]) == 0
     makespan = rep.schedule.makespan
     assert f"<th>makespan</th><td>{makespan} ({2 * makespan} ms)</td>" in (tmp_path / "report.html").read_text()
+    # --out is a folder, as for every other command: DIR/report.html, the folder made when missing
+    assert main(["report", str(plan), "--out", str(tmp_path / "reports" / "1f1b")]) == 0
+    assert (tmp_path / "reports" / "1f1b" / "report.html").read_text() == (tmp_path / "report.html").read_text()
+    assert str(tmp_path / "reports" / "1f1b" / "report.html") in capsys.readouterr().out
+    assert main(["report", str(plan), "--out", ""]) == 0 and "nothing written" in capsys.readouterr().out
     stem = tmp_path / "run"
     (tmp_path / "run.problem.json").write_text(rep.problem.to_json())
     (tmp_path / "run.schedule.json").write_text(rep.schedule.to_json())

@@ -125,3 +125,27 @@ def test_pipeline_picture_legend_names_kinds_microbatches_and_chunks():
         assert {None, "//", "\\\\", "xx"} <= hatches
     finally:
         _pyplot().close(figure)
+
+
+def test_folded_channels_draw_every_transfer_in_one_row():
+    require("matplotlib")
+    import schedsearch
+    from schedsearch.export.plot import _pyplot, plot_schedule
+
+    pipeline = schedsearch.Pipeline(num_ranks=4, num_microbatches=4, families=["1f1b"], p2p={"time_ms": 0.5},
+                                    stages=[{"forward_ms": 1.0, "backward_ms": 2.0}] * 4)
+    result = schedsearch.plan(pipeline, time_limit_s=10, workers=1)
+    devices = list(result.problem.cluster.device_names)
+    channels = sorted({tr.channel for tr in result.schedule.transfers if tr.end > tr.start})
+    assert len(channels) >= 3
+    rows, patches = {}, {}
+    for fold in (False, True):
+        figure = plot_schedule(result.problem, result.schedule, fold_channels=fold)
+        try:
+            rows[fold] = [t.get_text() for t in figure.axes[0].get_yticklabels()]
+            patches[fold] = sorted((p.get_x(), p.get_width()) for p in figure.axes[0].patches)
+        finally:
+            _pyplot().close(figure)
+    assert rows[False] == devices + [f"channel {c}" for c in channels]
+    assert rows[True] == devices + [f"transfers ({len(channels)} channels)"]
+    assert patches[True] == patches[False]  # the same boxes, every transfer still drawn

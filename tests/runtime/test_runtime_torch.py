@@ -25,6 +25,7 @@ from runtime_strategies import linearised_plans, shuffled_plans  # noqa: E402
 
 from schedsearch.errors import ExecutionError, InvalidProblemError, PlanError  # noqa: E402
 from schedsearch.handcrafted import reproduce  # noqa: E402
+from schedsearch.pipeline import Pipeline  # noqa: E402
 from schedsearch.problem import Problem  # noqa: E402
 from schedsearch.runtime import (  # noqa: E402
     Workload,
@@ -146,6 +147,9 @@ def test_profile_builds_a_problem_with_integer_figures_and_units():
     assert all(a >= 2 * 4 * 32 * 8 for a in act)
     assert prof.stages[4][0].parameter_bytes == 2 * (32 * 32 + 32) * 8
     assert prof.stages[2][1].activation_bytes < prof.stages[4][1].activation_bytes
+    # what stage 0 sends on is its output alone: 4 x 32 float64, far less than what it holds for its backward
+    assert prof.stages[4][0].send_bytes == 4 * 32 * 8 < prof.stages[4][0].activation_bytes
+    assert Pipeline.from_profile(prof, num_ranks=2, num_microbatches=4).stages[0].p2p_bytes == 4 * 32 * 8
     problem = prof.to_problem(2, microbatch_sizes=[4, 2, 4], memory=3 * max(prof.memory_units()))
     assert problem.num_microbatches == 3
     # the units are data of the problem (not of its name), and they survive JSON
