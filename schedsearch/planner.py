@@ -908,7 +908,7 @@ def _executor_note(outcome: Any) -> str:
     if outcome.status == "failed" and not outcome.error.startswith(("the worker process", "its answer")):
         return f"the search stopped on an error inside the library, please report it: {outcome.error}"
     if outcome.status == "timeout":
-        return f"the search gave no answer in time ({outcome.error})"
+        return f"the search gave {outcome.error}" if outcome.error.startswith("no answer") else outcome.error
     return outcome.error
 
 

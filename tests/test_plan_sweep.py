@@ -59,7 +59,7 @@ def test_timed_out_candidates_are_reported_in_their_point():
                                    engine=_TimesOut(), time_limit_s=5)
     for point in sweep.points:
         assert {r.status for r in point.result.rows} == {"timeout"} and point.best is None
-    assert "1F1B: timeout (no answer within 1 s)" in sweep.combined()
+    assert "1F1B: timeout (the search gave no answer within 1 s)" in sweep.combined()
 
 
 def test_sweep_command(tmp_path, capsys):
