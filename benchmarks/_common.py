@@ -7,15 +7,19 @@ compared across versions.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
 import resource
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -98,3 +102,29 @@ def write_results(name: str, rows: list[dict[str, Any]], **extra: Any) -> Path:
     path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
     print(f"wrote {path}")
     return path
+
+
+@contextlib.contextmanager
+def revision_trees(repo: Path, revisions: dict[str, str], prefix: str) -> Iterator[dict[str, Path]]:
+    """Each side's source tree, by name: a temporary git worktree of its revision (``"."``: ``repo`` as it is).
+
+    The worktrees are removed on exit, so a before/after benchmark runs both
+    sides' code one process per row without touching the working tree.
+    """
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    trees: dict[str, Path] = {}
+    made: list[Path] = []
+    try:
+        for name, rev in revisions.items():
+            if rev == ".":
+                trees[name] = repo
+                continue
+            subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", str(tmp / name), rev],
+                           check=True, capture_output=True)
+            made.append(tmp / name)
+            trees[name] = tmp / name
+        yield trees
+    finally:
+        for tree in made:
+            subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)], capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -28,16 +28,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import print_table, write_results
+from benchmarks._common import print_table, revision_trees, write_results
 
 REPO = Path(__file__).resolve().parents[1]
 #: The last commit before this work: the "before" side.
@@ -101,21 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     ranks = args.ranks or ([8, 32] if args.quick else [8, 16, 32, 64])
     mbs = args.microbatches or ([64, 1024] if args.quick else [64, 256, 1024])
     limit = args.limit or (10.0 if args.quick else 30.0)
-    tmp = Path(tempfile.mkdtemp(prefix="scaling-"))
-    trees: list[Path] = []
-
-    def checkout(rev: str, name: str) -> Path:
-        if rev == ".":
-            return REPO
-        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tmp / name), rev],
-                       check=True, capture_output=True)
-        trees.append(tmp / name)
-        return tmp / name
-
     rows = []
-    try:
-        sides = {} if args.no_before else {"before": checkout(args.before_rev, "before")}
-        sides["after"] = checkout(args.after_rev, "after")
+    revisions = {} if args.no_before else {"before": args.before_rev}
+    with revision_trees(REPO, {**revisions, "after": args.after_rev}, "scaling-") as sides:
         for kind in args.placements:
             for pp in ranks:
                 for m in mbs:
@@ -135,10 +121,6 @@ def main(argv: list[str] | None = None) -> int:
                         print_table(rows[-1:], ["placement", "PP", "m", "tasks", "side", "status", "makespan",
                                                 "bound", "gap_%", "wall_s", "in_limit", "rss_mb", "load",
                                                 "engine"])
-    finally:
-        for tree in trees:
-            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], capture_output=True)
-        shutil.rmtree(tmp, ignore_errors=True)
     print()
     print_table(rows, ["placement", "PP", "m", "tasks", "side", "status", "makespan", "bound", "gap_%", "wall_s",
                        "limit_s", "in_limit", "rss_mb", "load", "engine"])

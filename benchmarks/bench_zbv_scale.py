@@ -24,16 +24,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import print_table, write_results
+from benchmarks._common import print_table, revision_trees, write_results
 
 REPO = Path(__file__).resolve().parents[1]
 #: The last commit before this work: the "before" side.
@@ -87,21 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = args.sizes or ([8, 16] if args.quick else [8, 16, 32, 64])
     limit = args.limit or (20.0 if args.quick else 60.0)
-    tmp = Path(tempfile.mkdtemp(prefix="zbv-scale-"))
-    trees: list[Path] = []
-
-    def checkout(rev: str, name: str) -> Path:
-        if rev == ".":
-            return REPO
-        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tmp / name), rev],
-                       check=True, capture_output=True)
-        trees.append(tmp / name)
-        return tmp / name
-
     rows = []
-    try:
-        sides = {} if args.no_before else {"before": checkout(args.before_rev, "before")}
-        sides["after"] = checkout(args.after_rev, "after")
+    revisions = {} if args.no_before else {"before": args.before_rev}
+    with revision_trees(REPO, {**revisions, "after": args.after_rev}, "zbv-scale-") as sides:
         for pp in sizes:
             for side, tree in sides.items():  # interleaved: both sides of a size one after the other
                 got = _run_side(tree, pp, limit)
@@ -114,10 +100,6 @@ def main(argv: list[str] | None = None) -> int:
                     "engine": got.get("engine"), "notes": "; ".join(got.get("notes", [])) or got.get("error"),
                 })
                 print_table(rows[-1:])
-    finally:
-        for tree in trees:
-            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], capture_output=True)
-        shutil.rmtree(tmp, ignore_errors=True)
     print()
     print_table(rows, ["PP", "m", "memory", "side", "status", "makespan", "bound", "gap_%", "wall_s", "limit_s",
                        "rss_mb", "engine"])
