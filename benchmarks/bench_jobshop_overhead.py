@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="an interpreter with pyjobshop installed: its CP-SAT model as a third side")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-cold", action="store_true")
-    parser.add_argument("--only", nargs="*", help="instance names")
+    parser.add_argument("--only", nargs="*", help="instance names (any of the collections)")
     parser.add_argument("--vary-seed", action="store_true", help="repetition i runs with seed + i on both sides")
     parser.add_argument("--output", default=None, help="name of the results file (default by --vary-seed)")
     args = parser.parse_args(argv)
@@ -241,8 +241,9 @@ def main(argv: list[str] | None = None) -> int:
     plan += [(n, args.hard_limit, args.hard_reps, "hard") for n in HARD]
     if args.quick:
         plan = [(n, args.limit, 3, "easy") for n in ("la01", "la05", "mk01")]
-    if args.only:
-        plan = [p for p in plan if p[0] in args.only]
+    if args.only:  # any instance of the collections; those outside HARD count as easy
+        plan = [(n, args.hard_limit, args.hard_reps, "hard") if n in HARD else (n, args.limit, args.reps, "easy")
+                for n in args.only]
     load_before = os.getloadavg()
     rows = []
     for name, limit, reps, kind in plan:
@@ -313,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_average_after": os.getloadavg(),
     }
     print(summary)
-    if not args.quick and not args.only:
+    if args.output or (not args.quick and not args.only):
         name = "jobshop_overhead_seeds" if args.vary_seed else "jobshop_overhead"
         write_results(args.output or name, rows, summary=summary, vary_seed=args.vary_seed, seed=args.seed)
     return 0

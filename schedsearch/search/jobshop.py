@@ -28,7 +28,10 @@ Pipeline (every phase stays within ``time_limit_s`` in total):
    proven bound carry over to the next phase.
 4. **exact search on the original problem**: warm-started from the best
    schedule so far (without coarsening this is the whole search; after it,
-   the *refinement*, skipped with ``refine=False``).
+   the *refinement*, skipped with ``refine=False``). For a plain job shop
+   with CP-SAT on the wall clock, that schedule caps the makespan instead
+   of being a solution hint (hinted one-worker searches of flexible job
+   shops prove far later); in deterministic mode it stays a hint.
 
 The best validated schedule wins. The lower bound is the original problem's
 (the analytic bound, for a plain job shop the full lower bound of
