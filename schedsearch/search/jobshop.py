@@ -29,9 +29,10 @@ Pipeline (every phase stays within ``time_limit_s`` in total):
 4. **exact search on the original problem**: warm-started from the best
    schedule so far (without coarsening this is the whole search; after it,
    the *refinement*, skipped with ``refine=False``). For a plain job shop
-   with CP-SAT on the wall clock, that schedule caps the makespan instead
+   with CP-SAT on the wall clock without the stronger no-overlap
+   propagation (flexible options), that schedule caps the makespan instead
    of being a solution hint (hinted one-worker searches of flexible job
-   shops prove far later); in deterministic mode it stays a hint.
+   shops prove far later); otherwise it stays a hint.
 
 The best validated schedule wins. The lower bound is the original problem's
 (the analytic bound, for a plain job shop the full lower bound of
@@ -408,14 +409,14 @@ def _exact_search(run: _Run, sub: SearchOptions, redundant: bool) -> SearchResul
             warm_starts=() if run.incumbent is None else (run.incumbent[0],),
             progress=run.reporter.relay(),
         ),
-        # CP-SAT: the full search of a plain job shop takes the plan so far as a makespan cap, not as
-        # a hint, on the wall clock: guided by a list schedule's hint, one-worker searches of flexible
-        # job shops prove far later (mk08: 6-11 s over seeds 0-3, against 0.1-0.4 s unhinted). In
-        # deterministic mode, where the limit counts CP-SAT's deterministic time, the hint stays: an
-        # unhinted search costs about 2 deterministic seconds more (mk01, la02, la16, mk08) at equal
-        # wall time. The quick pass, short and meant to close the gap to the bound from that plan,
-        # keeps the hint.
-        hint=sub.deterministic,
+        # CP-SAT without the stronger no-overlap propagation (flexible options) on the wall clock: the
+        # plan so far caps the makespan instead of being a hint; guided by a list schedule's hint,
+        # one-worker searches of flexible job shops prove far later (mk08: 6-11 s over seeds 0-3,
+        # against 0.1-0.4 s unhinted). With that propagation (classic job shops) the hint helps (la10:
+        # 0.19 s against 0.57 s unhinted); in deterministic mode, where the limit counts CP-SAT's
+        # deterministic time, it stays too: an unhinted search costs about 2 deterministic seconds
+        # more (mk01, mk08) at equal wall time. The quick pass keeps the hint.
+        hint=sub.deterministic or bool(sub.backend_params.get(_STRONG_DISJUNCTIVE)),
     )
     run.stats["exact"] = {
         "status": solved.status.value,

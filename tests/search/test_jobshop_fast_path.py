@@ -171,3 +171,13 @@ def test_flexible_tasks_have_a_whole_task_interval_and_the_hint_stays_complete()
     for t, tv in zip(st.tasks, var.tasks):
         if tv.length is not None:
             assert hint[tv.length.index] == durations[t.key]
+
+
+def test_exact_search_of_a_classic_job_shop_keeps_the_hint(monkeypatch):
+    # every block on one machine: the stronger no-overlap propagation is on, and the plan is hinted
+    problem = _classic()
+    calls = _exact_calls(monkeypatch)
+    result = jobshop(problem, time_limit_s=30, workers=1, seed=0, quick_pass=False)
+    assert result.status is Status.OPTIMAL and validate(problem, result.schedule) == ()
+    if "exact" in result.stats:  # the list schedule may meet the bound already
+        assert calls[-1].warm_start is not None and calls[-1].upper_bound is None
