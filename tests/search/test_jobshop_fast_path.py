@@ -175,9 +175,13 @@ def test_flexible_tasks_have_a_whole_task_interval_and_the_hint_stays_complete()
 
 def test_exact_search_of_a_classic_job_shop_keeps_the_hint(monkeypatch):
     # every block on one machine: the stronger no-overlap propagation is on, and the plan is hinted
-    problem = _classic()
+    # (a 4x4 instance whose list schedule stays above the lower bound, so the exact search runs)
+    jobs = [[(1, 6), (2, 3), (3, 5), (0, 5)], [(3, 3), (0, 7), (2, 7), (1, 9)], [(0, 9), (1, 5), (3, 1), (2, 1)],
+            [(0, 7), (3, 7), (1, 9), (2, 3)]]
+    problem = jobshop_problem(jobs, 4).problem
     calls = _exact_calls(monkeypatch)
     result = jobshop(problem, time_limit_s=30, workers=1, seed=0, quick_pass=False)
     assert result.status is Status.OPTIMAL and validate(problem, result.schedule) == ()
-    if "exact" in result.stats:  # the list schedule may meet the bound already
-        assert calls[-1].warm_start is not None and calls[-1].upper_bound is None
+    assert "exact" in result.stats and len(calls) == 1
+    assert calls[0].warm_start is not None and calls[0].upper_bound is None
+    assert calls[0].warm_start.makespan == result.stats["baseline"]["makespan"] > result.objective
