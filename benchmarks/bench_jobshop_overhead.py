@@ -23,8 +23,14 @@ CP-SAT's run time on these instances swings several-fold with the seed
 (the same on both sides), so the medians are over seeds rather than over
 the timing noise of one seed.
 
+With ``--pyjobshop PYTHON`` (an interpreter with ``pyjobshop`` and the same
+OR-tools installed, e.g. a separate virtual environment), PyJobShop's own
+CP-SAT model runs as a third side, warm timing only: a fresh process per
+run, the clock from the loaded instance to the result, as for the others.
+
 Usage: ``python -m benchmarks.bench_jobshop_overhead [--quick] [--reps 5]
-[--limit 60] [--hard-limit 60] [--skip-cold] [--vary-seed] [--data DIR]``;
+[--limit 60] [--hard-limit 60] [--skip-cold] [--vary-seed] [--workers 1]
+[--pyjobshop PYTHON] [--data DIR]``;
 ``python -m benchmarks jobshop_overhead`` runs the defaults (seed 0 in
 every repetition).
 """
@@ -44,8 +50,10 @@ from benchmarks._common import print_table, write_results
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 
-EASY = ["la01", "la02", "la03", "la04", "la05", "mk01", "mk08"]
-HARD = ["ft10", "mk03"]
+#: instances PyJobShop 0.0.9 (OR-tools 9.14, one worker) proves within 10 s
+EASY = ["la01", "la02", "la03", "la04", "la05", "la16", "mk01", "mk03", "mk08"]
+#: instances where the planner leads (one run each, to the limit)
+HARD = ["ft10", "abz5", "orb01", "mk09"]
 
 #: the goal: ours <= plain * (1 + _SLACK_SHARE) + _SLACK_S
 _SLACK_S = 0.1
@@ -144,6 +152,39 @@ def _measure(side: str, problem, jobs, machines: int, limit: float, workers: int
     return {"status": status, "makespan": value, "bound": bound, "time_s": wall}
 
 
+#: run in PyJobShop's interpreter: the instance (JSON on stdin) as a PyJobShop model, solved; timing
+#: from the parsed instance to the result
+_PYJOBSHOP = """
+import json, sys, time
+from pyjobshop import Model
+d = json.load(sys.stdin)
+t0 = time.perf_counter()
+m = Model()
+machines = [m.add_machine() for _ in range(d["machines"])]
+for job in d["jobs"]:
+    j = m.add_job()
+    previous = None
+    for alternatives in job:
+        task = m.add_task(job=j)
+        for machine, duration in alternatives:
+            m.add_mode(task, machines[machine], duration)
+        if previous is not None:
+            m.add_end_before_start(previous, task)
+        previous = task
+r = m.solve("ortools", time_limit=d["limit"], num_workers=d["workers"], display=False, random_seed=d["seed"])
+status = {"OPTIMAL": "OPTIMAL", "FEASIBLE": "FEASIBLE"}.get(r.status.name, r.status.name)
+value = None if r.objective == float("inf") else int(r.objective)
+print(json.dumps({"status": status, "makespan": value, "bound": r.lower_bound, "time_s": time.perf_counter() - t0}))
+"""
+
+
+def _pyjobshop(python: str, jobs, machines: int, limit: float, workers: int, seed: int) -> dict:
+    """One run of PyJobShop's CP-SAT model in ``python`` (its own interpreter)."""
+    payload = json.dumps({"jobs": jobs, "machines": machines, "limit": limit, "workers": workers, "seed": seed})
+    out = subprocess.run([python, "-c", _PYJOBSHOP], input=payload, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def _child(argv: list[str]) -> int:
     """``--child SIDE NAME LIMIT WORKERS SEED DATA``: one cold measurement, printed as JSON."""
     side, name, limit, workers, seed, data = argv
@@ -181,11 +222,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hard-reps", type=int, default=1)
     parser.add_argument("--limit", type=float, default=60.0, help="time limit of the easy instances (s)")
     parser.add_argument("--hard-limit", type=float, default=60.0, help="time limit of ft10 and mk03 (s)")
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--pyjobshop", default=None,
+                        help="an interpreter with pyjobshop installed: its CP-SAT model as a third side")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-cold", action="store_true")
-    parser.add_argument("--only", nargs="*", help="instance names")
+    parser.add_argument("--only", nargs="*", help="instance names (any of the collections)")
     parser.add_argument("--vary-seed", action="store_true", help="repetition i runs with seed + i on both sides")
+    parser.add_argument("--output", default=None, help="name of the results file (default by --vary-seed)")
     args = parser.parse_args(argv)
     data = Path(args.data)
     if not (data / "jsp" / "classical.json").is_file():
@@ -197,14 +241,16 @@ def main(argv: list[str] | None = None) -> int:
     plan += [(n, args.hard_limit, args.hard_reps, "hard") for n in HARD]
     if args.quick:
         plan = [(n, args.limit, 3, "easy") for n in ("la01", "la05", "mk01")]
-    if args.only:
-        plan = [p for p in plan if p[0] in args.only]
+    if args.only:  # any instance of the collections; those outside HARD count as easy
+        plan = [(n, args.hard_limit, args.hard_reps, "hard") if n in HARD else (n, args.limit, args.reps, "easy")
+                for n in args.only]
     load_before = os.getloadavg()
     rows = []
     for name, limit, reps, kind in plan:
         problem = read_instance(_entry(data, name).path).problem
         jobs, machines = _jobs(problem)
         runs: dict[str, dict[str, list[dict]]] = {m: {"plain": [], "ours": []} for m in ("warm", "cold")}
+        third: list[dict] = []
         if kind == "easy":  # untimed first calls: imports and caches out of the warm figures
             for side in ("plain", "ours"):
                 _measure(side, problem, jobs, machines, limit, args.workers, args.seed)
@@ -216,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
                     runs["warm"][side].append(_measure(side, problem, jobs, machines, limit, args.workers, seed))
                 if not args.skip_cold and kind == "easy":
                     runs["cold"][side].append(_cold(side, name, limit, args.workers, seed, data))
+            if args.pyjobshop and (kind == "easy" or rep == 0):
+                third.append(_pyjobshop(args.pyjobshop, jobs, machines, limit, args.workers, seed))
         row: dict = {"instance": name, "kind": kind, "limit_s": limit, "reps": reps}
         for mode in ("warm", "cold"):
             if not runs[mode]["plain"]:
@@ -227,35 +275,48 @@ def main(argv: list[str] | None = None) -> int:
             row[f"ratio_{mode}"] = ours / plain if plain > 0 else None
             row[f"goal_{mode}"] = _goal(ours, plain)
             row[f"{mode}_times"] = {s: [r["time_s"] for r in v] for s, v in runs[mode].items()}
+        if third:
+            row["pyjobshop_s"] = statistics.median(r["time_s"] for r in third)
+            row["ratio_pyjobshop"] = row["ours_warm_s"] / row["pyjobshop_s"] if row["pyjobshop_s"] > 0 else None
+            row["goal_pyjobshop"] = _goal(row["ours_warm_s"], row["pyjobshop_s"])
+            row["pyjobshop_times"] = [r["time_s"] for r in third]
+            row["pyjobshop_status"], row["pyjobshop_makespan"] = third[-1]["status"], third[-1]["makespan"]
         last = {s: runs["warm"][s][-1] for s in ("plain", "ours")}
         row["plain_status"], row["plain_makespan"] = last["plain"]["status"], last["plain"]["makespan"]
         row["ours_status"], row["ours_makespan"] = last["ours"]["status"], last["ours"]["makespan"]
         both_optimal = last["plain"]["status"] == "OPTIMAL" and last["ours"]["status"] == "OPTIMAL"
         row["agree"] = not both_optimal or last["plain"]["makespan"] == last["ours"]["makespan"]
+        if third and third[-1]["status"] == "OPTIMAL" and last["ours"]["status"] == "OPTIMAL":
+            row["agree"] = row["agree"] and third[-1]["makespan"] == last["ours"]["makespan"]
         rows.append(row)
         print(f"{name}: plain {row['plain_warm_s']:.3f} s ({row['plain_status']} {row['plain_makespan']}), "
               f"ours {row['ours_warm_s']:.3f} s ({row['ours_status']} {row['ours_makespan']})"
               + (f"; cold plain {row['plain_cold_s']:.3f} s, ours {row['ours_cold_s']:.3f} s"
-                 if "plain_cold_s" in row else ""), flush=True)
+                 if "plain_cold_s" in row else "")
+              + (f"; pyjobshop {row['pyjobshop_s']:.3f} s ({row['pyjobshop_status']} {row['pyjobshop_makespan']})"
+                 if third else ""), flush=True)
     seeds = f"seeds {args.seed}+i" if args.vary_seed else f"seed={args.seed}"
     print(f"\nWall time from the loaded instance to the result (medians; goal: ours <= plain x "
           f"{1 + _SLACK_SHARE:g} + {_SLACK_S:g} s; workers={args.workers}, {seeds})")
     print_table(rows, ["instance", "kind", "reps", "plain_status", "plain_makespan", "ours_status", "ours_makespan",
                        "plain_warm_s", "ours_warm_s", "ratio_warm", "goal_warm", "plain_cold_s", "ours_cold_s",
-                       "ratio_cold", "goal_cold"])
+                       "ratio_cold", "goal_cold", "pyjobshop_status", "pyjobshop_makespan", "pyjobshop_s",
+                       "ratio_pyjobshop"])
     easy = [r for r in rows if r["kind"] == "easy"]
     summary = {
         "goal_warm_met": sum(bool(r.get("goal_warm")) for r in easy),
         "goal_cold_met": sum(bool(r.get("goal_cold")) for r in easy if "goal_cold" in r),
+        "goal_pyjobshop_met": sum(bool(r.get("goal_pyjobshop")) for r in easy if "goal_pyjobshop" in r),
+        "workers": args.workers,
         "easy_rows": len(easy),
         "all_agree": all(r["agree"] for r in rows),
         "load_average_before": load_before,
         "load_average_after": os.getloadavg(),
     }
     print(summary)
-    if not args.quick and not args.only:
-        write_results("jobshop_overhead_seeds" if args.vary_seed else "jobshop_overhead", rows, summary=summary,
-                      vary_seed=args.vary_seed, seed=args.seed)
+    if args.output or (not args.quick and not args.only):
+        name = "jobshop_overhead_seeds" if args.vary_seed else "jobshop_overhead"
+        write_results(args.output or name, rows, summary=summary, vary_seed=args.vary_seed, seed=args.seed)
     return 0
 
 

@@ -96,3 +96,92 @@ def test_plain_job_shop_bound_is_computed_once_with_the_assignment_lp():
     assert result.bound_engine == "analytic" and validate(problem, result.schedule) == ()
     # a problem that is no plain job shop keeps the analytic bound at the start
     assert "bound_parts" not in jobshop(vshape(2, 2, memory=2), list_baseline=False, **_COMMON).stats
+
+
+# -- the plan so far in the exact search; the whole-task interval of a flexible task ----------------
+
+_FLEXIBLE = [
+    [[(0, 3), (1, 5)], [(1, 2)], [(0, 2), (1, 3)]],
+    [[(1, 4), (0, 4)], [(0, 1), (1, 2)], [(1, 3)]],
+    [[(0, 2)], [(1, 3), (0, 5)], [(0, 2), (1, 1)]],
+]
+
+
+def _flexible():
+    from schedsearch.loaders import flexible_jobshop_problem
+
+    return flexible_jobshop_problem(_FLEXIBLE, 2).problem
+
+
+def _exact_calls(monkeypatch):
+    """Record the SolveOptions of every backend call jobshop() makes."""
+    import importlib
+
+    module = importlib.import_module("schedsearch.search.jobshop")
+    calls = []
+    real = module.solve
+
+    def recording(problem, backend, options):
+        calls.append(options)
+        return real(problem, backend, options)
+
+    monkeypatch.setattr(module, "solve", recording)
+    return calls
+
+
+def test_exact_search_takes_the_plan_as_a_cap_not_a_hint_on_the_wall_clock(monkeypatch):
+    problem = _flexible()
+    calls = _exact_calls(monkeypatch)
+    result = jobshop(problem, time_limit_s=30, workers=1, seed=0)
+    baseline = result.stats["baseline"]["makespan"]
+    assert len(calls) == 1  # flexible: no quick pass, one exact search
+    assert calls[0].warm_start is None and calls[0].upper_bound == baseline
+    assert result.status is Status.OPTIMAL and validate(problem, result.schedule) == ()
+    # the cap removes no plan better than the baseline: Z3, given no plan, proves the same optimum
+    other = jobshop(problem, backend="z3", list_baseline=False, time_limit_s=30, seed=0)
+    assert other.status is Status.OPTIMAL and other.objective == result.objective <= baseline
+
+
+def test_exact_search_keeps_the_hint_in_deterministic_mode(monkeypatch):
+    problem = _flexible()
+    calls = _exact_calls(monkeypatch)
+    result = jobshop(problem, time_limit_s=30, workers=1, seed=0, deterministic=True)
+    assert len(calls) == 1
+    assert calls[0].warm_start is not None and calls[0].upper_bound is None
+    assert calls[0].warm_start.makespan == result.stats["baseline"]["makespan"]
+    assert result.status is Status.OPTIMAL and validate(problem, result.schedule) == ()
+
+
+def test_flexible_tasks_have_a_whole_task_interval_and_the_hint_stays_complete():
+    from schedsearch.encode import SolveOptions
+    from schedsearch.encode.cpsat.model import build_model
+    from schedsearch.search import heft
+
+    problem = _flexible()
+    plan = heft(problem).schedule
+    model, st, var = build_model(problem, SolveOptions(warm_start=plan))
+    intervals = [c for c in model.proto.constraints if c.WhichOneof("constraint") == "interval"]
+    options = sum(len(op) for job in _FLEXIBLE for op in job)
+    flexible = sum(len(op) > 1 for job in _FLEXIBLE for op in job)
+    assert len(intervals) == options + flexible
+    # every variable hinted, the chosen option's length included
+    assert sorted(model.proto.solution_hint.vars) == list(range(len(model.proto.variables)))
+    hint = dict(zip(model.proto.solution_hint.vars, model.proto.solution_hint.values))
+    durations = {(t.block, t.microbatch): t.end - t.start for t in plan.tasks}
+    for t, tv in zip(st.tasks, var.tasks):
+        if tv.length is not None:
+            assert hint[tv.length.index] == durations[t.key]
+
+
+def test_exact_search_of_a_classic_job_shop_keeps_the_hint(monkeypatch):
+    # every block on one machine: the stronger no-overlap propagation is on, and the plan is hinted
+    # (a 4x4 instance whose list schedule stays above the lower bound, so the exact search runs)
+    jobs = [[(1, 6), (2, 3), (3, 5), (0, 5)], [(3, 3), (0, 7), (2, 7), (1, 9)], [(0, 9), (1, 5), (3, 1), (2, 1)],
+            [(0, 7), (3, 7), (1, 9), (2, 3)]]
+    problem = jobshop_problem(jobs, 4).problem
+    calls = _exact_calls(monkeypatch)
+    result = jobshop(problem, time_limit_s=30, workers=1, seed=0, quick_pass=False)
+    assert result.status is Status.OPTIMAL and validate(problem, result.schedule) == ()
+    assert "exact" in result.stats and len(calls) == 1
+    assert calls[0].warm_start is not None and calls[0].upper_bound is None
+    assert calls[0].warm_start.makespan == result.stats["baseline"]["makespan"] > result.objective

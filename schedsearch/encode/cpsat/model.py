@@ -124,6 +124,8 @@ def _add_hints(model: cp_model.CpModel, st: TaskStructure, var: Variables, sched
         put(tv.end, ends[t])
         if tv.solo is not None:
             put(tv.solo, g is None)
+        if tv.length is not None:
+            put(tv.length, st.tasks[t].options[chosen[t]][1])
         for i, lit in enumerate(tv.present):
             put(lit, i == chosen[t])
     for k, tr in enumerate(st.transfers):
