@@ -602,6 +602,19 @@ def _rank_key(row: PlanRow) -> tuple:
     return (0, row.makespan_ms, max(row.peak_gib, default=0.0))
 
 
+def _check_call(where: str, pipeline: Any, runtime: Any, *, time_limit_s: Any, workers: Any, address: Any,
+                deterministic: Any, seed: Any) -> None:
+    """The checks :func:`plan` and :func:`plan_sweep` make before any work: the pipeline, the options, the runtime."""
+    check_plan_arguments(where, pipeline)
+    check_options(where, {
+        "time_limit_s": (time_limit_s, Rule.number(maximum=10**7, above=0)),
+        "workers": (workers, Rule.integer(1, 4096, none=True)),
+        "address": (address, Rule.instance(str, "an address string", none=True)),
+        "deterministic": (deterministic, Rule.boolean()), "seed": (seed, Rule.integer(0, MAX_SEED)),
+    })
+    _check_runtime(runtime)
+
+
 def plan(
     pipeline: Pipeline,
     *,
@@ -681,17 +694,11 @@ def plan(
     """
     from schedsearch.sweep import get_executor
 
-    check_plan_arguments("plan", pipeline)
-    check_options("plan", {
-        "time_limit_s": (time_limit_s, Rule.number(maximum=10**7, above=0)),
-        "workers": (workers, Rule.integer(1, 4096, none=True)),
-        "address": (address, Rule.instance(str, "an address string", none=True)),
-        "deterministic": (deterministic, Rule.boolean()), "seed": (seed, Rule.integer(0, MAX_SEED)),
-    })
+    _check_call("plan", pipeline, runtime, time_limit_s=time_limit_s, workers=workers, address=address,
+                deterministic=deterministic, seed=seed)
     if progress is not None and not callable(progress):
         raise InvalidOptionsError(f"plan: 'progress' must be a function of one line of text, got {progress!r}")
     t0 = time.perf_counter()
-    _check_runtime(runtime)
     executor = get_executor(engine, workers=workers, address=address)
     prepared = _prepare(pipeline, time_limit_s=time_limit_s, parallel=workers or getattr(executor, "workers", None),
                         deterministic=deterministic, seed=seed, runtime=runtime)
@@ -1054,15 +1061,9 @@ def plan_sweep(
     """
     from schedsearch.sweep import get_executor
 
-    check_plan_arguments("plan_sweep", pipeline)
-    check_options("plan_sweep", {
-        "time_limit_s": (time_limit_s, Rule.number(maximum=10**7, above=0)),
-        "workers": (workers, Rule.integer(1, 4096, none=True)),
-        "address": (address, Rule.instance(str, "an address string", none=True)),
-        "deterministic": (deterministic, Rule.boolean()), "seed": (seed, Rule.integer(0, MAX_SEED)),
-    })
+    _check_call("plan_sweep", pipeline, runtime, time_limit_s=time_limit_s, workers=workers, address=address,
+                deterministic=deterministic, seed=seed)
     t0 = time.perf_counter()
-    _check_runtime(runtime)
     executor = get_executor(engine, workers=workers, address=address)
     grid = [(m, b, f) for m in _grid_values("num_microbatches", num_microbatches, pipeline.num_microbatches)
             for b in _grid_values("memory_budgets", memory_budgets, pipeline.memory_budget_bytes)
