@@ -38,6 +38,7 @@ import attrs
 
 from schedsearch._json import short_repr
 from schedsearch.errors import InvalidPipelineError
+from schedsearch.handcrafted.families import planner_families
 from schedsearch.problem import MAX_INT, MAX_MICROBATCHES, MAX_TOTAL
 
 if TYPE_CHECKING:
@@ -53,13 +54,12 @@ __all__ = [
     "split_layers",
 ]
 
-#: The schedule families :func:`schedsearch.plan` searches, in table order:
-#: ``"1f1b"`` (one stage per rank; 1F1B, or ZB-H1 with the split backward),
-#: ``"interleaved"`` (the "loop" layout with 2..4 chunks per rank),
-#: ``"zb-v"`` (the "v" layout, two chunks per rank), ``"dualpipev"`` (the
-#: "v" layout with whole or split backwards and overlapped F&B pairs) and
-#: ``"dualpipe"`` (two opposite pipelines: two parameter copies per rank).
-FAMILIES = ("1f1b", "interleaved", "zb-v", "dualpipev", "dualpipe")
+#: The schedule families :func:`schedsearch.plan` searches, in table order: the
+#: records of :mod:`schedsearch.handcrafted.families` the planner offers
+#: (``"1f1b"``: one stage per rank, 1F1B or ZB-H1; ``"interleaved"``: the
+#: "loop" layout with 2..4 chunks per rank; ``"zb-v"`` and ``"dualpipev"``: the
+#: "v" layout; ``"dualpipe"``: two opposite pipelines, two parameter copies per rank).
+FAMILIES = planner_families()
 
 #: Largest byte amount a description may give (1 EiB).
 MAX_BYTES = 2**60

@@ -46,6 +46,7 @@ from schedsearch.errors import (
     NoFittingPlanError,
     SchedSearchError,
 )
+from schedsearch.handcrafted.families import SCHEDULES, Family, family as family_record
 from schedsearch.options import MAX_SEED, Rule, SearchOptions, check_options
 from schedsearch.pipeline import (FAMILIES, Pipeline, Stage, check_integer_range, check_plan_arguments,
                                   exact_bytes, exact_memory_unit)
@@ -86,31 +87,26 @@ class Candidate:
     overlap: bool = False
 
     @property
+    def record(self) -> Family:
+        """The family's record (:mod:`schedsearch.handcrafted.families`)."""
+        return family_record(self.family)
+
+    @property
     def label(self) -> str:
-        base = {
-            ("1f1b", False): "1F1B", ("1f1b", True): "ZB-H1",
-            ("interleaved", False): f"interleaved 1F1B v={self.chunks}",
-            ("interleaved", True): f"interleaved ZB v={self.chunks}",
-            ("zb-v", True): "ZB-V", ("zb-v", False): "V 1F1B",
-            ("dualpipev", True): "DualPipeV", ("dualpipe", True): "DualPipe",
-        }[(self.family, self.split_backward)]
-        return base + (" (F&B)" if self.overlap else "")
+        return self.record.label(self.chunks, self.split_backward) + (" (F&B)" if self.overlap else "")
 
     @property
     def layout(self) -> str:
-        """torch's stage-to-rank style: ``"loop"`` or ``"v"`` (DualPipe: two pipelines)."""
-        return {"1f1b": "loop", "interleaved": "loop", "zb-v": "v", "dualpipev": "v", "dualpipe": "dualpipe"}[self.family]
+        """The stage-to-rank layout: ``"loop"`` or ``"v"`` (torch's styles), ``"bidirectional"`` (two pipelines)."""
+        return self.record.layout
 
     def num_stages(self, num_ranks: int) -> int:
         return num_ranks * self.chunks
 
     def handcrafted_name(self) -> str | None:
-        """The published schedule of the same family, or None."""
-        return {
-            ("1f1b", False): "1F1B", ("1f1b", True): "ZB-H1",
-            ("interleaved", False): "interleaved 1F1B", ("interleaved", True): "interleaved ZB",
-            ("zb-v", True): "ZB-V", ("dualpipev", True): "DualPipeV", ("dualpipe", True): "DualPipe",
-        }.get((self.family, self.split_backward))
+        """The published schedule of the same family and backward, or None."""
+        variant = next((v for v in self.record.variants if v.split_backward == self.split_backward), None)
+        return variant.name if variant is not None and variant.schedule is not None else None
 
 
 def runtime_gap(candidate: Candidate, runtime: str) -> str:
@@ -125,9 +121,7 @@ def runtime_gap(candidate: Candidate, runtime: str) -> str:
     ''
     """
     _check_runtime(runtime)
-    if runtime == "torch" and candidate.layout == "dualpipe":
-        return "needs two copies of every stage's parameters; torch's CSV runtime holds one"
-    return ""
+    return candidate.record.torch_gap if runtime == "torch" else ""
 
 
 def _check_runtime(runtime: str) -> None:
@@ -139,22 +133,15 @@ def candidates(pipeline: Pipeline) -> list[Candidate]:
     """Every candidate of the pipeline's allowed families, in table order."""
     out: list[Candidate] = []
     overlap = pipeline.fb_overlap_ms is not None
-    for family in pipeline.families:
-        if family == "1f1b":
-            out += [Candidate(family=family, chunks=1, split_backward=s) for s in (False, True)]
-        elif family == "interleaved":
-            out += [Candidate(family=family, chunks=v, split_backward=s) for v in (2, 3, 4) for s in (False, True)]
-        elif family == "zb-v":
-            out += [Candidate(family=family, chunks=2, split_backward=s) for s in (True, False)]
-        elif family == "dualpipev":
-            out.append(Candidate(family=family, chunks=2, split_backward=True, overlap=overlap))
-        elif family == "dualpipe":
-            out.append(Candidate(family=family, chunks=1, split_backward=True, overlap=overlap))
+    for key in pipeline.families:
+        fam = family_record(key)
+        out += [Candidate(family=key, chunks=v, split_backward=variant.split_backward, overlap=overlap and fam.overlap)
+                for v in fam.chunks for variant in fam.variants]
     return out
 
 
 def _pipelines(candidate: Candidate, num_ranks: int) -> tuple[list[list[int]], list[str] | None]:
-    if candidate.layout == "dualpipe":
+    if candidate.record.two_pipelines:
         return [list(range(num_ranks)), list(range(num_ranks - 1, -1, -1))], [".down", ".up"]
     return [list(stage_mapping(candidate.layout, num_ranks, candidate.num_stages(num_ranks)))], None
 
@@ -169,17 +156,16 @@ def _why_not(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage] |
     if candidate.split_backward and not all(s.has_split for s in stages):
         return "needs input_grad_ms and weight_grad_ms for every stage (split backward)"
     fields = ("forward_ms", "input_grad_ms", "weight_grad_ms") if candidate.split_backward else ("forward_ms",)
-    if candidate.family in ("dualpipe", "dualpipev") or not candidate.split_backward:
+    if candidate.record.full_backward or not candidate.split_backward:
         fields += ("backward_ms",)
     for k, s in enumerate(stages):
         zero = next((f for f in fields if getattr(s, f) == 0), None)
         if zero is not None:
             return (f"stage {k} ({s.name}) has {zero} = 0: the schedule model's blocks last at least one time "
                     f"unit, so a zero time cannot be kept (give it a positive time)")
-    if candidate.family == "dualpipe" and (P % 2 or m % 2):
-        return f"needs an even number of ranks and of micro-batches, got {P} ranks, {m} micro-batches"
-    if candidate.family == "dualpipev" and m < 2 * P:
-        return f"needs at least {2 * P} micro-batches (the number of stages), got {m}"
+    why = candidate.record.requires(P, m)
+    if why:
+        return why
     if candidate.overlap:
         longest = max(max(s.forward_ms, s.input_grad_ms, s.weight_grad_ms) for s in stages)
         if pipeline.fb_overlap_ms < longest:
@@ -224,13 +210,13 @@ def build_problem(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Sta
     if candidate.split_backward:
         kwargs.update(split_backward=True, input_grad=[units.ticks(s.input_grad_ms) for s in stages],
                       weight_grad=[units.ticks(s.weight_grad_ms) for s in stages])
-        if candidate.family in ("dualpipe", "dualpipev"):
+        if candidate.record.full_backward:
             kwargs["full_backward"] = True
             if candidate.overlap:
                 kwargs["overlap_forward_backward"] = units.ticks(pipeline.fb_overlap_ms)
     budget = None if pipeline.memory_budget_bytes is None else (units.memory if relaxed_memory else units.capacity)(
         pipeline.memory_budget_bytes)
-    m = pipeline.num_microbatches // 2 if candidate.layout == "dualpipe" else pipeline.num_microbatches
+    m = pipeline.num_microbatches // 2 if candidate.record.two_pipelines else pipeline.num_microbatches
     problem = chain_pipelines(pipes, P, m, memory=budget, free_at_end=True, suffixes=suffixes,
                               name=f"{pipeline.name or 'pipeline'} {candidate.label}", **kwargs)
     names = device_names(P)
@@ -260,7 +246,7 @@ def _size_overrides(pipeline: Pipeline, candidate: Candidate, problem: Problem, 
     half = pipeline.num_microbatches // 2
     out = []
     for b in problem.graph.blocks:
-        offset = half if candidate.layout == "dualpipe" and b.name.endswith(".up") else 0
+        offset = half if candidate.record.two_pipelines and b.name.endswith(".up") else 0
         for m in range(problem.num_microbatches):
             r = ratios[offset + m]
             if r < 1.0:
@@ -319,14 +305,8 @@ def _real_bound(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage
 
 
 def _handcrafted(candidate: Candidate, problem: Problem) -> Schedule:
-    from schedsearch import handcrafted as hc
-
-    fn = {
-        ("1f1b", False): hc.one_f_one_b, ("1f1b", True): hc.zb_h1,
-        ("interleaved", False): hc.interleaved_1f1b, ("interleaved", True): hc.interleaved_zero_bubble,
-        ("zb-v", True): hc.zb_v, ("dualpipev", True): hc.dualpipev, ("dualpipe", True): hc.dualpipe,
-    }[(candidate.family, candidate.split_backward)]
-    return fn(problem)
+    spec = SCHEDULES[candidate.record.variant(candidate.split_backward).schedule]
+    return spec.generate(problem, dict(spec.defaults))
 
 
 @attrs.frozen(kw_only=True)
@@ -814,7 +794,7 @@ def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, d
         if not why and pipeline.memory_budget_bytes is not None:
             rank, params, acts, need = _memory_need(pipeline, c, split[0])
             if need > pipeline.memory_budget_bytes:  # exact bytes: an exact fit fits
-                copies = " (two parameter copies)" if c.family == "dualpipe" else ""
+                copies = " (two parameter copies)" if c.record.two_pipelines else ""
                 why = (f"rank {rank} holds its parameters{copies} ({exact_bytes(params)}) and one micro-batch's "
                        f"activations of its stages ({exact_bytes(acts)}) at once in any {c.label} plan: "
                        f"{exact_bytes(need)} > budget {exact_bytes(pipeline.memory_budget_bytes)}")

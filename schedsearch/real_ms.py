@@ -85,7 +85,7 @@ def real_times(pipeline: Pipeline, candidate: Any, stages: Sequence[Stage], prob
     task: dict[tuple[str, int], Fraction] = {}
     for b in problem.graph.blocks:
         ms = exact_ms(getattr(stages[b.stage], _TIME_FIELD[b.kind]))
-        offset = half if candidate.layout == "dualpipe" and b.name.endswith(".up") else 0
+        offset = half if candidate.record.two_pipelines and b.name.endswith(".up") else 0
         for m in range(problem.num_microbatches):
             task[(b.name, m)] = ms if top is None else ms * exact_ms(sizes[offset + m]) / top
     overlap: dict[frozenset[str], Fraction] = {}

@@ -27,40 +27,25 @@ from schedsearch.cli._common import (
     write_plan,
 )
 from schedsearch.errors import InvalidOptionsError, InvalidProblemError
+from schedsearch.handcrafted.families import SCHEDULES
 from schedsearch.placements import (
     bidirectional,
-    chimera,
-    dualpipe,
-    dualpipev,
-    interleaved,
     tessel_k,
     tessel_m,
     tessel_nn,
     tessel_v,
     tessel_x,
     vshape,
-    vshape_chunks,
-    zero_bubble,
 )
 from schedsearch.problem import Problem
 
 
-@functools.wraps(interleaved)  # its signature is interleaved's: the flags it takes are read from it
-def _interleaved(num_devices: int, num_microbatches: int, *, num_chunks: int = 2, **kwargs) -> Problem:
-    return interleaved(num_devices, num_chunks, num_microbatches, **kwargs)
-
-
-#: placement name -> builder(num_devices, num_microbatches, **durations and memory)
+#: placement name -> builder(num_devices, num_microbatches, **durations and memory): the generic placements, the
+#: families' (their schedules' names, from :mod:`schedsearch.handcrafted.families`) and Tessel's shapes
 PLACEMENTS: dict[str, Callable[..., Problem]] = {
     "vshape": vshape,
-    "1f1b": vshape,
     "bidirectional": bidirectional,
-    "chimera": chimera,
-    "interleaved": _interleaved,
-    "zb-h1": zero_bubble,
-    "zb-v": vshape_chunks,
-    "dualpipe": dualpipe,
-    "dualpipev": dualpipev,
+    **{name: spec.placement for name, spec in SCHEDULES.items() if spec.placement is not None},
     "tessel-v": tessel_v,
     "tessel-x": tessel_x,
     "tessel-m": tessel_m,

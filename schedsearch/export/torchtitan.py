@@ -15,7 +15,8 @@ line in ``torchtitan.args``:
   for every other name; with a CSV it runs torch's CSV-loading runtime
   whatever the name, so the name only chooses the placement:
   ``PipelineScheduleSingle`` (one stage per rank), ``PipelineScheduleMulti``
-  (several, loop) or the V class of the plan's family;
+  (several, loop) or the V class of the plan's family (its record's
+  ``torchtitan_schedule``, :mod:`schedsearch.handcrafted.families`);
 * ``--parallelism.pipeline_parallel_schedule_csv``: the absolute path of
   ``schedule.csv`` (torchtitan resolves a relative one against the launch
   folder);
@@ -61,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from schedsearch.errors import FormatError, InvalidOptionsError, SchedSearchError, UnsupportedFeatureError
+from schedsearch.handcrafted.families import family as family_record
 
 __all__ = ["TORCHTITAN_VERSION", "TORCH_VERSION", "not_written", "torchtitan_overrides", "torchtitan_schedule_name",
            "torchtitan_split", "train_script", "write_plan_outputs"]
@@ -85,7 +87,10 @@ def torchtitan_schedule_name(family: str, layout: str, stages_per_rank: int) -> 
     if layout == "v":
         if stages_per_rank != 2:
             raise FormatError(f"torchtitan: its V placement holds 2 stages per rank, the plan has {stages_per_rank}")
-        return "DualPipeV" if family == "dualpipev" else "ZBVZeroBubble"
+        name = family_record(family).torchtitan_schedule
+        if name is None:
+            raise FormatError(f"torchtitan: family {family!r} names no schedule that places its stages 'v' style")
+        return name
     if layout != "loop":
         raise FormatError(f"torchtitan: it places stages 'loop' or 'v' style, not {layout!r}")
     return "PipelineScheduleSingle" if stages_per_rank == 1 else "PipelineScheduleMulti"
@@ -197,7 +202,7 @@ def torchtitan_overrides(result: Any, csv_path: str | Path, *, microbatch_size: 
     if best is None:
         raise SchedSearchError("torchtitan settings: the plan has no schedule (no candidate fitted in time)")
     cand, pipeline = best.candidate, result.pipeline
-    if cand.layout == "dualpipe":
+    if cand.record.two_pipelines:
         raise FormatError("torchtitan runs one model replica with each stage on one rank; "
                           f"{best.family} needs two copies of every stage's parameters")
     P = pipeline.num_ranks
