@@ -13,7 +13,6 @@ is an error naming it.
 from __future__ import annotations
 
 import argparse
-import functools
 import inspect
 from collections.abc import Callable
 

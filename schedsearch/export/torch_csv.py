@@ -2,7 +2,7 @@
 
 Format (what PyTorch's ``_PipelineScheduleRuntime._load_csv(path,
 format="compute_only")`` reads): one row per rank, one action per cell, in
-the order the rank runs them. A cell is ``{stage}{type}{micro-batch}`` with
+the order the rank runs them. The cells' grammar is :mod:`schedsearch.export.torch_actions`'s. A cell is ``{stage}{type}{micro-batch}`` with
 type ``F`` (forward), ``I`` (input gradient), ``W`` (weight gradient) or
 ``B`` (full backward), e.g. ``0F1``; an overlapped forward and backward is
 ``({a}F{m};{b}B{n})OVERLAP_F_B``. An empty cell is no action. Communication
@@ -31,12 +31,10 @@ handcrafted one) the round trip gives the same schedule back.
 
 from __future__ import annotations
 
-import csv
-import io
-import re
 from pathlib import Path
 
 from schedsearch.errors import FormatError, InvalidProblemError
+from schedsearch.export.torch_actions import Action as TorchAction, Cell, format_rows, parse_rows
 from schedsearch.handcrafted.actions import Act, Action, Pair, PipelineView, pipeline_view, run_actions
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule, TaskInstance
@@ -49,11 +47,6 @@ __all__ = [
     "read_torch_csv",
     "stage_to_rank",
 ]
-
-_CELL = re.compile(r"^(\d+)(F|I|W|B)(\d+)$")
-_COMM = re.compile(r"^(\d+)(SEND_F|RECV_F|SEND_B|RECV_B|UNSHARD|RESHARD|REDUCE_GRAD)(\d*)$")
-_OVERLAP = re.compile(r"^\((.*)\)OVERLAP_F_B$")
-
 
 def _view(problem: Problem, what: str) -> PipelineView:
     try:
@@ -77,6 +70,10 @@ def stage_to_rank(problem: Problem) -> dict[int, int]:
 
 def torch_cells(problem: Problem, schedule: Schedule) -> list[list[str]]:
     """The cells of the compute-only CSV, one list per rank (cluster device order)."""
+    return [[str(cell) for cell in row] for row in _cells(problem, schedule)]
+
+
+def _cells(problem: Problem, schedule: Schedule) -> list[list[Cell]]:
     what = "PyTorch CSV export"
     view = _view(problem, what)
     by_block: dict[str, tuple[str, int]] = {}
@@ -84,9 +81,9 @@ def torch_cells(problem: Problem, schedule: Schedule) -> list[list[str]]:
         for kind, name in (("F", st.forward), ("B", st.backward), ("I", st.input_grad), ("W", st.weight_grad)):
             if name is not None:
                 by_block[name] = (kind, st.stage)
-    rows: list[list[str]] = []
+    rows: list[list[Cell]] = []
     for device in problem.cluster.device_names:
-        items: list[tuple[int, str]] = []
+        items: list[tuple[int, tuple[TorchAction, ...], bool]] = []
         groups: dict[tuple, list[TaskInstance]] = {}
         for t in schedule.on_device(device):
             if t.block not in by_block:
@@ -100,18 +97,21 @@ def torch_cells(problem: Problem, schedule: Schedule) -> list[list[str]]:
                 groups.setdefault(t.group_key, []).append(t)
                 continue
             kind, stage = by_block[t.block]
-            items.append((t.start, f"{stage}{kind}{t.microbatch}"))
+            items.append((t.start, (TorchAction(stage=stage, kind=kind, microbatch=t.microbatch),), False))
         for key, members in groups.items():
-            items.append((key[2], _group_cell(members, by_block, what)))
+            items.append((key[2], *_group_cell(members, by_block, what)))
         items.sort(key=lambda x: x[0])
-        starts = [s for s, _ in items]
+        starts = [s for s, _, _ in items]
         if len(set(starts)) != len(starts):
             raise FormatError(f"{what}: two actions start at the same time on device {device!r}")
-        rows.append([cell for _, cell in items])
+        rows.append([Cell(actions=acts, column=col, overlapped=overlapped)
+                     for col, (_, acts, overlapped) in enumerate(items)])
     return rows
 
 
-def _group_cell(members: list[TaskInstance], by_block: dict[str, tuple[str, int]], what: str) -> str:
+def _group_cell(members: list[TaskInstance], by_block: dict[str, tuple[str, int]],
+                what: str) -> tuple[tuple[TorchAction, ...], bool]:
+    """The actions of an overlapped group's cell and whether it is an ``OVERLAP_F_B`` group."""
     parts = sorted((by_block[m.block] + (m.microbatch,) for m in members), key=lambda x: "FIWB".index(x[0]))
     kinds = [k for k, _, _ in parts]
     label = ", ".join(f"{m.block}#{m.microbatch}" for m in members)
@@ -126,11 +126,12 @@ def _group_cell(members: list[TaskInstance], by_block: dict[str, tuple[str, int]
     if kinds[0] == "F" and len(parts) > 1:
         back = full_backward(parts[1:])
         if back is not None:
-            return f"({parts[0][1]}F{parts[0][2]};{back[0]}B{back[1]})OVERLAP_F_B"
+            return (TorchAction(stage=parts[0][1], kind="F", microbatch=parts[0][2]),
+                    TorchAction(stage=back[0], kind="B", microbatch=back[1])), True
     else:
         back = full_backward(parts)
         if back is not None:
-            return f"{back[0]}B{back[1]}"
+            return (TorchAction(stage=back[0], kind="B", microbatch=back[1]),), False
     raise FormatError(
         f"{what}: the overlapped group [{label}] is neither a full backward (I and W of one stage and "
         f"micro-batch) nor a forward overlapped with a full backward"
@@ -151,11 +152,7 @@ def to_torch_csv(problem: Problem, schedule: Schedule) -> str:
     0F0,0F1,0I0,0W0,0I1,0W1
     1F0,1I0,1F1,1I1,1W0,1W1
     """
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    for row in torch_cells(problem, schedule):
-        writer.writerow(row)
-    return buf.getvalue()
+    return format_rows(_cells(problem, schedule))
 
 
 def write_torch_csv(problem: Problem, schedule: Schedule, path: str | Path) -> Path:
@@ -179,27 +176,19 @@ def write_torch_csv(problem: Problem, schedule: Schedule, path: str | Path) -> P
     return path
 
 
-def _parse_cell(text: str, rank: int, col: int) -> Action | None:
-    cell = text.strip()
-    if not cell:
-        return None
-    where = f"PyTorch CSV, rank {rank}, cell {col} ({cell!r})"
-    m = _OVERLAP.match(cell)
-    if m:
-        subs = [s.strip() for s in m.group(1).split(";") if s.strip()]
-        acts = [_parse_cell(s, rank, col) for s in subs]
-        if len(acts) != 2 or not all(isinstance(a, Act) for a in acts):
-            raise FormatError(f"{where}: OVERLAP_F_B must hold two actions, a forward and a full backward")
-        f, b = acts
-        if f.kind != "F" or b.kind != "B":
-            raise FormatError(f"{where}: OVERLAP_F_B must hold a forward then a full backward, got {subs}")
-        return Pair(f, b)
-    m = _CELL.match(cell)
-    if m:
-        return Act(m.group(2), int(m.group(1)), int(m.group(3)))
-    if _COMM.match(cell):
-        raise FormatError(f"{where}: a compute-only CSV holds no communication or sharding actions")
-    raise FormatError(f"{where}: not an action of the form {{stage}}{{F|I|W|B}}{{micro-batch}} or (..;..)OVERLAP_F_B")
+def _handcrafted_action(cell: Cell, rank: int) -> Action:
+    """A cell as the handcrafted schedules' action: an :class:`Act`, or a :class:`Pair` for ``OVERLAP_F_B``."""
+    acts = [Act(a.kind, a.stage, a.microbatch) for a in cell.actions]
+    if not cell.overlapped:
+        return acts[0]
+    where = f"PyTorch CSV, rank {rank}, action {cell.column} {str(cell)!r}"
+    if len(acts) != 2:
+        raise FormatError(f"{where}: OVERLAP_F_B must hold two actions, a forward and a full backward")
+    f, b = acts
+    if f.kind != "F" or b.kind != "B":
+        raise FormatError(f"{where}: OVERLAP_F_B must hold a forward then a full backward, got "
+                          f"{[str(a) for a in cell.actions]}")
+    return Pair(f, b)
 
 
 def parse_torch_csv(text: str) -> list[list[Action]]:
@@ -215,15 +204,8 @@ def parse_torch_csv(text: str) -> list[list[Action]]:
     >>> [[str(action) for action in row] for row in rows]
     [['0F0', '0F1', '0B0'], ['1F0', '(1F1;1B0)']]
     """
-    rows = []
-    for rank, row in enumerate(csv.reader(io.StringIO(text))):
-        actions = []
-        for col, cell in enumerate(row):
-            a = _parse_cell(cell, rank, col)
-            if a is not None:
-                actions.append(a)
-        rows.append(actions)
-    return rows
+    return [[_handcrafted_action(cell, rank) for cell in row]
+            for rank, row in enumerate(parse_rows(text, error=FormatError, prefix="PyTorch CSV, "))]
 
 
 def read_torch_csv(problem: Problem, source: str | Path, *, name: str = "") -> Schedule:

@@ -12,6 +12,9 @@ one CSV row per rank, one cell per action, run left to right. A cell is
   backward pair): the runtime runs its members one after the other, in the
   written order, once all of them are ready.
 
+The cells' grammar, :class:`Action` and :class:`Cell` are those of
+:mod:`schedsearch.export.torch_actions`, which the CSV export writes with.
+
 The stage-to-rank map is implicit in the CSV: a stage belongs to the row its
 actions are written in. :func:`parse_plan` recovers it (and checks it
 against a map given with the CSV, e.g. a V placement's), and the runtime
@@ -49,7 +52,6 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -57,6 +59,7 @@ from typing import Any
 import attrs
 
 from schedsearch.errors import PlanError
+from schedsearch.export.torch_actions import KINDS, Action, Cell, format_rows, parse_cell
 from schedsearch.placements.stages import mapping_style
 
 __all__ = [
@@ -69,98 +72,9 @@ __all__ = [
     "check_progress",
 ]
 
-#: Action kinds of a compute-only plan and their names.
-KINDS: dict[str, str] = {
-    "F": "forward",
-    "B": "full backward",
-    "I": "input gradient",
-    "W": "weight gradient",
-}
-
-OVERLAP_TAG = "OVERLAP_F_B"
-
-_ACTION_RE = re.compile(r"(\d+)([A-Z_]+?)(\d*)")
-_GROUP_RE = re.compile(r"\((.*)\)([A-Z_]+)")
-#: action types torch knows but a compute-only plan must not contain
-_NON_COMPUTE = ("SEND_F", "RECV_F", "SEND_B", "RECV_B", "UNSHARD", "RESHARD", "REDUCE_GRAD")
-
-
-@attrs.frozen(kw_only=True, order=True)
-class Action:
-    """One compute action: ``kind`` of ``stage`` for ``microbatch``."""
-
-    stage: int
-    kind: str
-    microbatch: int
-
-    def __str__(self) -> str:
-        return f"{self.stage}{self.kind}{self.microbatch}"
-
-    def describe(self) -> str:
-        """In words, e.g. ``forward of stage 4, micro-batch 0``."""
-        return f"{KINDS[self.kind]} of stage {self.stage}, micro-batch {self.microbatch}"
-
-
-@attrs.frozen(kw_only=True)
-class Cell:
-    """One non-empty cell of a rank's row: a single action or an overlapped group.
-
-    ``column`` is the cell's position in its row (counted from 0, empty
-    cells included).
-    """
-
-    actions: tuple[Action, ...]
-    column: int
-    overlapped: bool = False
-
-    def __str__(self) -> str:
-        if self.overlapped:
-            return f"({';'.join(map(str, self.actions))}){OVERLAP_TAG}"
-        return str(self.actions[0])
-
 
 def _fail(rank: int, column: int, text: str, message: str) -> PlanError:
     return PlanError(f"rank {rank}, action {column} {text!r}: {message}")
-
-
-def _parse_action(rank: int, column: int, cell_text: str, text: str) -> Action:
-    m = _ACTION_RE.fullmatch(text)
-    if m is None:
-        raise _fail(rank, column, cell_text, "is not an action of the form {stage}{F|B|I|W}{micro-batch}, e.g. 3F0")
-    stage, kind, mb = m.groups()
-    if kind in _NON_COMPUTE:
-        raise _fail(
-            rank, column, cell_text,
-            f"{kind} is not a compute action; a compute-only plan holds F, B, I, W and overlapped groups "
-            "(the runtime adds the sends, receives and gradient reductions itself)",
-        )
-    if kind not in KINDS:
-        raise _fail(rank, column, cell_text, f"unknown action kind {kind!r} (expected one of F, B, I, W)")
-    if not mb:
-        raise _fail(rank, column, cell_text, "names no micro-batch (e.g. 3F0 is stage 3's forward of micro-batch 0)")
-    return Action(stage=int(stage), kind=kind, microbatch=int(mb))
-
-
-def _parse_cell(rank: int, column: int, raw: str) -> Cell | None:
-    text = raw.strip()
-    if not text:
-        return None
-    if text.startswith("("):
-        m = _GROUP_RE.fullmatch(text)
-        if m is None:
-            raise _fail(rank, column, text, "is not an overlapped group of the form (aF;bB)OVERLAP_F_B")
-        inner, tag = m.groups()
-        if tag != OVERLAP_TAG:
-            raise _fail(rank, column, text, f"group type {tag!r} is not supported (only {OVERLAP_TAG})")
-        parts = [p.strip() for p in inner.split(";") if p.strip()]
-        if not parts:
-            raise _fail(rank, column, text, "is an empty overlapped group")
-        actions = tuple(_parse_action(rank, column, text, p) for p in parts)
-        if len(set(actions)) != len(actions):
-            raise _fail(rank, column, text, "repeats an action inside the group")
-        return Cell(actions=actions, column=column, overlapped=True)
-    return Cell(actions=(_parse_action(rank, column, text, text),), column=column)
-
 
 @attrs.frozen(kw_only=True)
 class Plan:
@@ -245,18 +159,10 @@ class Plan:
             raise PlanError(
                 f"plan: relabelling must be a permutation of 0..{self.num_microbatches - 1}, got {list(perm)}"
             )
-        lines = []
-        for row in self.rows:
-            width = max((c.column for c in row), default=-1) + 1
-            cells = [""] * width
-            for c in row:
-                moved = attrs.evolve(
-                    c, actions=tuple(attrs.evolve(a, microbatch=perm[a.microbatch]) for a in c.actions)
-                )
-                cells[c.column] = str(moved)
-            lines.append(",".join(cells))
+        moved = [[attrs.evolve(c, actions=tuple(attrs.evolve(a, microbatch=perm[a.microbatch]) for a in c.actions))
+                  for c in row] for row in self.rows]
         return parse_plan(
-            "\n".join(lines) + "\n",
+            format_rows(moved),
             num_microbatches=self.num_microbatches,
             num_stages=self.num_stages,
             stage_to_rank=self.stage_to_rank,
@@ -329,7 +235,7 @@ def parse_plan(
         raise PlanError("plan: the CSV holds no rows (one row per rank is expected)")
     rows: list[tuple[Cell, ...]] = []
     for rank, row in enumerate(rows_text):
-        cells = [_parse_cell(rank, col, raw) for col, raw in enumerate(row)]
+        cells = [parse_cell(raw, rank=rank, column=col, error=PlanError) for col, raw in enumerate(row)]
         rows.append(tuple(c for c in cells if c is not None))
     if num_ranks is not None and num_ranks != len(rows):
         raise PlanError(
