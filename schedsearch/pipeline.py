@@ -326,9 +326,10 @@ def _families(value: Any) -> tuple[str, ...]:
             f"pipeline: 'families' must be a family name or a list of them, got {short_repr(value)}")
     out = tuple(value)
     for f in out:
-        if not isinstance(f, str) or f not in FAMILIES:
+        allowed = planner_families()  # read at each check: the registry is the only list
+        if not isinstance(f, str) or f not in allowed:
             raise InvalidPipelineError(
-                f"pipeline: 'families' entry must be one of {list(FAMILIES)}, got {short_repr(f)}")
+                f"pipeline: 'families' entry must be one of {list(allowed)}, got {short_repr(f)}")
     if not out:
         raise InvalidPipelineError("pipeline: 'families' must name at least one family, got []")
     twice = sorted({f for f in out if out.count(f) > 1})

@@ -31,6 +31,7 @@ from typing import Any
 import attrs
 
 from schedsearch.handcrafted import Reproduction, reproduce
+from schedsearch.handcrafted.families import family_of_schedule
 from schedsearch.schedule import metrics
 from schedsearch.search.dualpipe import list_heuristic
 from schedsearch.search.pareto import ParetoFront, pareto
@@ -48,24 +49,25 @@ class Comparable:
     params: dict[str, Any]
     #: memory units (chunk activations) per unit of the problem's memory
     memory_unit: int
-    #: model parameter copies per device (DualPipe keeps two replicas)
-    param_copies: int
+
+    @property
+    def param_copies(self) -> int:
+        """Model parameter copies per device: two for a family of two opposite pipelines (DualPipe)."""
+        return 2 if family_of_schedule(self.name).two_pipelines else 1
 
 
 COMPARABLE: dict[str, Comparable] = {
     c.name: c
     for c in (
-        Comparable(name="1f1b", title="1F1B", params=dict(forward=2, backward=4), memory_unit=2, param_copies=1),
-        Comparable(name="zb-h1", title="ZB-H1", params=dict(forward=2, input_grad=2, weight_grad=2), memory_unit=2,
-                   param_copies=1),
+        Comparable(name="1f1b", title="1F1B", params=dict(forward=2, backward=4), memory_unit=2),
+        Comparable(name="zb-h1", title="ZB-H1", params=dict(forward=2, input_grad=2, weight_grad=2), memory_unit=2),
         Comparable(name="interleaved", title="interleaved 1F1B (v=2)", params=dict(chunks=2, forward=1, backward=2),
-                   memory_unit=1, param_copies=1),
-        Comparable(name="zb-v", title="ZB-V", params=dict(forward=1, input_grad=1, weight_grad=1), memory_unit=1,
-                   param_copies=1),
+                   memory_unit=1),
+        Comparable(name="zb-v", title="ZB-V", params=dict(forward=1, input_grad=1, weight_grad=1), memory_unit=1),
         Comparable(name="dualpipe", title="DualPipe", params=dict(forward=2, backward=4, weight_grad=2, overlap=6),
-                   memory_unit=2, param_copies=2),
+                   memory_unit=2),
         Comparable(name="dualpipev", title="DualPipeV", params=dict(forward=1, backward=2, weight_grad=1, overlap=3),
-                   memory_unit=1, param_copies=1),
+                   memory_unit=1),
     )
 }
 

@@ -39,18 +39,26 @@ from schedsearch.placements import (
 from schedsearch.problem import Problem
 
 
-#: placement name -> builder(num_devices, num_microbatches, **durations and memory): the generic placements, the
-#: families' (their schedules' names, from :mod:`schedsearch.handcrafted.families`) and Tessel's shapes
-PLACEMENTS: dict[str, Callable[..., Problem]] = {
-    "vshape": vshape,
-    "bidirectional": bidirectional,
-    **{name: spec.placement for name, spec in SCHEDULES.items() if spec.placement is not None},
-    "tessel-v": tessel_v,
-    "tessel-x": tessel_x,
-    "tessel-m": tessel_m,
-    "tessel-nn": tessel_nn,
-    "tessel-k": tessel_k,
-}
+def placements() -> dict[str, Callable[..., Problem]]:
+    """Placement name -> builder(num_devices, num_microbatches, **durations and memory).
+
+    The generic placements, the families' (under their schedules' names, read
+    from :mod:`schedsearch.handcrafted.families` at each call) and Tessel's shapes.
+    """
+    return {
+        "vshape": vshape,
+        "bidirectional": bidirectional,
+        **{name: spec.placement for name, spec in SCHEDULES.items() if spec.placement is not None},
+        "tessel-v": tessel_v,
+        "tessel-x": tessel_x,
+        "tessel-m": tessel_m,
+        "tessel-nn": tessel_nn,
+        "tessel-k": tessel_k,
+    }
+
+
+#: :func:`placements` when the module was loaded
+PLACEMENTS: dict[str, Callable[..., Problem]] = placements()
 
 #: flag -> keyword of the placement builders
 _FLAGS: dict[str, str] = {
@@ -100,7 +108,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description=__doc__ + "\nPrints the timeline and metrics and writes the plan (--out, --format).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--placement", choices=sorted(PLACEMENTS), default="vshape", help="placement (default: vshape)")
+    p.add_argument("--placement", choices=sorted(placements()), default="vshape", help="placement (default: vshape)")
     p.add_argument("--problem", metavar="FILE", help="problem JSON (instead of --placement)")
     p.add_argument("--devices", type=int, default=4, help="number of devices (default: 4)")
     p.add_argument("--microbatches", type=int, default=8, help="number of micro-batches (default: 8)")
@@ -130,7 +138,7 @@ def build_problem(args: argparse.Namespace) -> Problem:
         if extra:
             raise InvalidOptionsError(f"{', '.join(extra)} apply to --placement, not to --problem")
         return Problem.from_json(read_text(args.problem, f"problem file {str(args.problem)!r}"))
-    builder = PLACEMENTS[args.placement]
+    builder = placements()[args.placement]
     params = inspect.signature(builder).parameters
     kwargs = {}
     for flag, value in given.items():

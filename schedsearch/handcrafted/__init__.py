@@ -29,6 +29,7 @@ from schedsearch.handcrafted.classic import (
     one_f_one_b as one_f_one_b,
 )
 from schedsearch.handcrafted.dualpipe import dualpipe as dualpipe, dualpipev as dualpipev, eight_steps as eight_steps
+from schedsearch.handcrafted.families import ALL_FAMILIES as ALL_FAMILIES, Family as Family, family as family
 from schedsearch.handcrafted.registry import (
     SCHEDULES as SCHEDULES,
     Reproduction as Reproduction,
@@ -61,6 +62,9 @@ __all__ = [
     "dualpipev",
     "eight_steps",
     "SCHEDULES",
+    "ALL_FAMILIES",
+    "Family",
+    "family",
     "Reproduction",
     "reproduce",
     "schedule_names",

@@ -59,7 +59,7 @@ from schedsearch.placements.pipeline import vshape
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
 
-__all__ = ["FAMILIES", "LAYOUTS", "SCHEDULES", "Family", "ScheduleSpec", "Variant", "family", "family_of_schedule",
+__all__ = ["ALL_FAMILIES", "LAYOUTS", "SCHEDULES", "Family", "ScheduleSpec", "Variant", "family", "family_of_schedule",
            "planner_families"]
 
 Params = Mapping[str, Any]
@@ -371,6 +371,15 @@ class Family:
     torch_gap:
         Why torch's CSV runtime cannot run its plans, in a user's words;
         "" when it can.
+
+    Examples
+    --------
+    >>> from schedsearch.handcrafted import family
+    >>> fam = family("interleaved")
+    >>> fam.chunks, [fam.label(3, v.split_backward) for v in fam.variants], fam.torch_style
+    ((2, 3, 4), ['interleaved 1F1B v=3', 'interleaved ZB v=3'], 'loop')
+    >>> family("dualpipe").torch_gap
+    "needs two copies of every stage's parameters; torch's CSV runtime holds one"
     """
 
     key: str
@@ -412,11 +421,11 @@ class Family:
 
 
 #: Every family, by key, in the order the planner lists them.
-FAMILIES: dict[str, Family] = {}
+ALL_FAMILIES: dict[str, Family] = {}
 
 
 def _add(fam: Family) -> None:
-    FAMILIES[fam.key] = fam
+    ALL_FAMILIES[fam.key] = fam
 
 
 def _even_ranks_and_microbatches(num_ranks: int, num_microbatches: int) -> str:
@@ -483,15 +492,15 @@ def family(key: str) -> Family:
     >>> fam.layout, fam.label(2, True), fam.torchtitan_schedule, fam.schedules
     ('v', 'ZB-V', 'ZBVZeroBubble', ('zb-v', 'v-half', 'v-min'))
     """
-    fam = FAMILIES.get(key) if isinstance(key, str) else None
+    fam = ALL_FAMILIES.get(key) if isinstance(key, str) else None
     if fam is None:
-        raise InvalidProblemError(f"unknown schedule family {key!r}; choose one of {list(FAMILIES)}")
+        raise InvalidProblemError(f"unknown schedule family {key!r}; choose one of {list(ALL_FAMILIES)}")
     return fam
 
 
 def family_of_schedule(name: str) -> Family:
     """The family a published schedule (a key of :data:`SCHEDULES`) belongs to."""
-    for fam in FAMILIES.values():
+    for fam in ALL_FAMILIES.values():
         if name in fam.schedules:
             return fam
     raise InvalidProblemError(f"unknown schedule {name!r}; choose one of {list(SCHEDULES)}")
@@ -506,4 +515,4 @@ def planner_families() -> tuple[str, ...]:
     >>> planner_families()
     ('1f1b', 'interleaved', 'zb-v', 'dualpipev', 'dualpipe')
     """
-    return tuple(key for key, fam in FAMILIES.items() if fam.planner)
+    return tuple(key for key, fam in ALL_FAMILIES.items() if fam.planner)

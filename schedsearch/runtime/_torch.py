@@ -8,7 +8,7 @@ function that needs torch calls :func:`require_torch` first, so importing
 The runtime drives PyTorch's pipeline runtime through internals that are
 not public API; this module is the only place that names them:
 :func:`pipelining_internals` (``_PipelineScheduleRuntime``,
-``_validate_schedule``, ``_add_send_recv``, ``_Action``, the stage-backward
+``_validate_schedule``, ``_add_send_recv``, ``_Action``, ``_ComputationType``, the stage-backward
 helpers) checks that they are there and names the supported versions when
 they are not; :func:`load_compute_csv` (``_load_csv``, no public loader in
 any supported version), :func:`step_microbatches` (the public
@@ -67,6 +67,7 @@ def pipelining_internals() -> SimpleNamespace:
         from torch.distributed.pipelining._backward import stage_backward, stage_backward_input, stage_backward_weight
         from torch.distributed.pipelining.schedules import (
             _Action,
+            _ComputationType,
             _add_reduce_grad,
             _add_send_recv,
             _add_unshard_reshard,
@@ -82,6 +83,7 @@ def pipelining_internals() -> SimpleNamespace:
         torch=torch,
         PipelineStage=PipelineStage,
         Action=_Action,
+        ComputationType=_ComputationType,
         add_reduce_grad=_add_reduce_grad,
         add_send_recv=_add_send_recv,
         add_unshard_reshard=_add_unshard_reshard,

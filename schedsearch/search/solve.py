@@ -213,7 +213,7 @@ def _handcrafted(problem: Problem) -> Iterator[tuple[Callable[[], Iterable[tuple
     :class:`~schedsearch.errors.SchedSearchError` when the placement is
     not the construction's.
     """
-    from schedsearch.handcrafted.registry import SCHEDULES
+    from schedsearch.handcrafted.families import SCHEDULES
     from schedsearch.handcrafted.zb_greedy import zb_greedy_best
 
     def greedy() -> Iterable[tuple[Schedule, str]]:
