@@ -148,8 +148,8 @@ def build_problem(args: argparse.Namespace) -> Problem:
             raise InvalidOptionsError(f"placement {args.placement!r} takes no {flag} "
                                       f"(it takes {', '.join(takes)})")
         kwargs[kw] = value
-    if kwargs.get("backward") == 0 and args.placement in ("vshape", "1f1b", "bidirectional"):
-        kwargs["backward"] = None  # inference: forward blocks only
+    if kwargs.get("backward") == 0 and builder in (vshape, bidirectional):
+        kwargs["backward"] = None  # inference: forward blocks only (the builders of whole pipelines take it)
     try:
         return builder(args.devices, args.microbatches, **kwargs)
     except InvalidProblemError as exc:

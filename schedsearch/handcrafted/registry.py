@@ -9,39 +9,8 @@ published schedules each); this module runs them.
 generator, computes the metrics and the published closed forms, in the
 published time unit.
 
-Time scale. Problems are integer. The interleaved schedules' published
-figures take per-chunk durations ``F/v`` and ``B/v`` of a whole stage's
-``F`` and ``B``; their problems count time in units of ``1/v`` of the
-published unit, so the integer per-chunk durations you pass (``forward=1,
-backward=2`` by default) are ``F`` and ``B`` of the formula, and every
-measured time is divided by ``time_scale = v`` before the comparison. The
-other schedules have ``time_scale = 1``.
-
-Formulas (published unit; ``p`` devices, ``m`` micro-batches, ``v``
-chunks; global bubble = makespan minus busy time, worst device):
-
-=================  ===========================================  ===================================
-schedule           bubble                                       makespan / peak activations
-=================  ===========================================  ===================================
-GPipe              ``(p-1)(F+B)``                               ``(m+p-1)(F+B)``; ``m`` everywhere
-1F1B               ``(p-1)(F+B)``                               ``(m+p-1)(F+B)``; ``min(p-r, m)``
-interleaved 1F1B   ``(p-1)(F+B)/v`` (``m`` multiple of ``N``)   --
-interleaved ZB1P   ``(p-1)(F+I-W)/v`` (``m`` multiple of ``N``,   --
-                   ``W <= F, I``)
-ZB-H1              ``(p-1)(F+I-W)`` (``W <= F, I``, ``m >= p``)  ``m(F+I+W)+(p-1)(F+I-W)``; ``min(p, m)``
-ZB-V (F=I=W)       ``(p-1)F``, span bubble 0 (``m >= 2p-1``)     ``(6m+p-1)F``; ``2p``
-Chimera            ``k(D-2)max(F,B)`` for ``m = kD``            ``D/2+1+min(d, D-1-d)``
-DualPipe           ``(PP/2-1)(F&B+B-3W)``                       ``2n(F+B)+bubble`` if ``F&B=F+B``; ``PP``, ``PP+1`` in the middle
-DualPipeV          ``(p-1)(F&B+B-3W)``                          ``2m(F+B)+bubble`` if ``F&B=F+B``; ``2p``, ``2p+1`` on the last
-=================  ===========================================  ===================================
-
-Here ``F``, ``B`` are the durations you pass (per chunk for the
-interleaved schedules, in the problem's unit; divided by ``v`` for the
-formula), ``n = chunks/2`` for DualPipe and ``B = I + W``. The DualPipe
-bubble is the README's, which assumes ``B = 2F``, ``W = F`` and
-``max(F, B) <= F&B <= F + B``; outside that range (and outside the ranges
-in brackets) the library states no closed form rather than a wrong one.
-These ranges were checked exhaustively on small grids (see the tests).
+The time scale and the closed forms are described in
+:mod:`schedsearch.handcrafted.families`.
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ from __future__ import annotations
 import attrs
 import pytest
 
+from optional import require
+
 import schedsearch
 from schedsearch.cli import build_parser
 from schedsearch.cli.search import placements
@@ -152,3 +154,19 @@ def test_a_family_added_to_the_registry_alone_reaches_every_consumer(added_famil
     paths = schedsearch.export.torchtitan.write_plan_outputs(copy, tmp_path)
     assert {"csv", "torchtitan"} <= set(paths)
     assert "--parallelism.pipeline_parallel_schedule=PipelineScheduleSingle" in paths["torchtitan"].read_text()
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("key", list(ALL_FAMILIES))
+def test_torch_knows_each_variant_s_schedule_class_with_the_family_s_stages_per_rank(key):
+    require("torch")
+    from torch.distributed.pipelining.schedules import PipelineScheduleSingle, get_schedule_class
+
+    fam = family(key)
+    for variant in fam.variants:
+        if variant.torch_schedule is None:
+            continue
+        assert fam.torch_style is not None, f"{key}: torch cannot run it, yet names a torch schedule"
+        cls = get_schedule_class(variant.torch_schedule)
+        # one stage per rank: torch's single-stage schedules; several: its multi-stage ones
+        assert issubclass(cls, PipelineScheduleSingle) == (fam.chunks == (1,)), (variant, cls)
