@@ -2,10 +2,12 @@
 
 Format (what PyTorch's ``_PipelineScheduleRuntime._load_csv(path,
 format="compute_only")`` reads): one row per rank, one action per cell, in
-the order the rank runs them. The cells' grammar is :mod:`schedsearch.export.torch_actions`'s. A cell is ``{stage}{type}{micro-batch}`` with
-type ``F`` (forward), ``I`` (input gradient), ``W`` (weight gradient) or
-``B`` (full backward), e.g. ``0F1``; an overlapped forward and backward is
-``({a}F{m};{b}B{n})OVERLAP_F_B``. An empty cell is no action. Communication
+the order the rank runs them (the cells are printed and parsed by
+:mod:`schedsearch.export.torch_actions`, as the runtime reads them). A cell
+is ``{stage}{type}{micro-batch}`` with type ``F`` (forward), ``I`` (input
+gradient), ``W`` (weight gradient) or ``B`` (full backward), e.g. ``0F1``;
+an overlapped forward and backward is ``({a}F{m};{b}B{n})OVERLAP_F_B``. An
+empty cell is no action. Communication
 (``SEND_F``, ``RECV_B``, ...) is not part of a compute-only file: the
 runtime adds it.
 
@@ -47,6 +49,7 @@ __all__ = [
     "read_torch_csv",
     "stage_to_rank",
 ]
+
 
 def _view(problem: Problem, what: str) -> PipelineView:
     try:
