@@ -61,6 +61,7 @@ import attrs
 from networkx.utils import UnionFind
 
 from schedsearch.errors import InvalidOperatorGraphError
+from schedsearch.partition._common import strongly_connected_components
 from schedsearch.partition.opgraph import OperatorGraph
 
 __all__ = ["ContractedGraph", "contract", "linearize"]
@@ -117,54 +118,6 @@ class ContractedGraph:
             for u in ps:
                 out[u].append(v)
         return tuple(tuple(s) for s in out)
-
-
-def _sccs(nodes: list, succ: dict) -> list[list]:
-    """Strongly connected components (iterative Tarjan)."""
-    index: dict = {}
-    low: dict = {}
-    on_stack: set = set()
-    stack: list = []
-    comps: list[list] = []
-    counter = 0
-    for root in nodes:
-        if root in index:
-            continue
-        work = [(root, iter(succ.get(root, ())))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            v, it = work[-1]
-            advanced = False
-            for w in it:
-                if w not in index:
-                    index[w] = low[w] = counter
-                    counter += 1
-                    stack.append(w)
-                    on_stack.add(w)
-                    work.append((w, iter(succ.get(w, ()))))
-                    advanced = True
-                    break
-                if w in on_stack:
-                    low[v] = min(low[v], index[w])
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[v])
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                comps.append(comp)
-    return comps
 
 
 def contract(graph: OperatorGraph, *, merge_trivial: bool = True, memory_limited: bool = False,
@@ -228,7 +181,7 @@ def contract(graph: OperatorGraph, *, merge_trivial: bool = True, memory_limited
     succ: dict = defaultdict(list)
     for u, v in true | art:
         succ[u].append(v)
-    for comp in _sccs(sorted(all_keys, key=repr), succ):
+    for comp in strongly_connected_components(sorted(all_keys, key=repr), succ):
         for k in comp[1:]:
             uf.union(k, comp[0])
 

@@ -48,8 +48,9 @@ import numpy as np
 
 from schedsearch.errors import InvalidOperatorGraphError
 from schedsearch.options import check_partition_options
+from schedsearch.partition._common import partition_result, resolve_workload
 from schedsearch.partition.contract import ContractedGraph, contract
-from schedsearch.partition.dp import ContiguousSolution, _finish, _resolve
+from schedsearch.partition.dp import ContiguousSolution
 from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload
 from schedsearch.partition.result import PartitionResult
 
@@ -359,7 +360,7 @@ def partition_slicegraph(
         "search": search, "restarts": restarts, "population": population, "generations": generations, "seed": seed,
         "time_limit_s": time_limit_s, "merge_trivial": merge_trivial})
     t0 = time.perf_counter()
-    graph, devices = _resolve(graph, devices)
+    graph, devices = resolve_workload(graph, devices)
     cg = contract(graph, merge_trivial=merge_trivial, memory_limited=devices.max_accel_memory is not None)
     rng = random.Random(seed)
     base = _evaluate(cg, kahn_dfs_order(cg), devices)
@@ -387,7 +388,7 @@ def partition_slicegraph(
             f"operator graph {graph.name!r}: no feasible split found on "
             f"{devices.num_accelerators} accelerators and {devices.num_cpus} CPUs"
         )
-    return _finish(
+    return partition_result(
         "slicegraph", graph, devices, cg, best.solution, t0, optimal=False,
         orders_evaluated=evaluations, search=search,
     )

@@ -342,25 +342,31 @@ def bidirectional(
     memory: int | None = None,
     free_at_end: bool = False,
 ) -> Problem:
-    """Two opposite V's: even micro-batches run down ``0 .. D-1``, odd ones up.
+    """Two opposite V's, Chimera's placement: two model replicas, a down and an up pipeline.
 
-    The problem's micro-batch ``k`` holds the pair of pipeline micro-batches
-    ``2k`` (down, blocks ``*.down``) and ``2k+1`` (up, blocks ``*.up``), so
-    ``num_microbatches`` must be even.
+    Device ``d`` holds stage ``d`` of the down pipeline (blocks ``*.down``)
+    and stage ``D-1-d`` of the up pipeline (``*.up``). Half of the
+    ``num_microbatches`` (even) run down, half up: the problem's micro-batch
+    ``k`` holds the pair of pipeline micro-batches ``2k`` (down) and ``2k+1``
+    (up). :func:`schedsearch.placements.chimera` is this builder under
+    Chimera's name (the same function).
 
     Examples
     --------
-    >>> from schedsearch.placements import bidirectional
+    >>> from schedsearch.placements import bidirectional, chimera
     >>> problem = bidirectional(2, 4)
     >>> problem.num_microbatches, problem.graph.block_names
     (2, ('F0.down', 'F1.down', 'B1.down', 'B0.down', 'F0.up', 'F1.up', 'B1.up', 'B0.up'))
     >>> problem.graph.block("F0.up").options[0].devices
     ('d1',)
+    >>> chimera is bidirectional
+    True
     """
+    _check_positive("num_devices", num_devices)
     _check_positive("num_microbatches", num_microbatches, 2)
     if num_microbatches % 2:
         raise InvalidProblemError(
-            f"placement 'bidirectional': 'num_microbatches' must be even (pairs of down and up), got {num_microbatches}"
+            f"placement 'bidirectional': 'num_microbatches' must be even (half run down, half up), got {num_microbatches}"
         )
     return chain_pipelines(
         [list(range(num_devices)), list(range(num_devices - 1, -1, -1))],

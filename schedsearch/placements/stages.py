@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from schedsearch.errors import InvalidProblemError
-from schedsearch.placements.pipeline import IntOrSeq, _check_positive, chain_pipelines
+from schedsearch.placements.pipeline import IntOrSeq, _check_positive, bidirectional, chain_pipelines
 from schedsearch.problem import Problem
 
 __all__ = [
@@ -324,48 +324,9 @@ def vshape_chunks(
     )
 
 
-def chimera(
-    num_devices: int,
-    num_microbatches: int,
-    *,
-    forward: IntOrSeq = 1,
-    backward: IntOrSeq = 2,
-    forward_memory: IntOrSeq = 1,
-    memory: int | None = None,
-    free_at_end: bool = False,
-) -> Problem:
-    """Chimera's bidirectional placement: two model replicas, a down and an up pipeline.
-
-    Device ``d`` holds stage ``d`` of the down pipeline (blocks ``*.down``)
-    and stage ``D-1-d`` of the up pipeline (``*.up``). Half of the
-    ``num_microbatches`` (even) run down, half up; the problem's micro-batch
-    ``k`` holds down micro-batch ``k`` and up micro-batch ``k``.
-
-    Examples
-    --------
-    >>> from schedsearch.placements import chimera
-    >>> problem = chimera(2, 2)
-    >>> problem.num_microbatches, problem.graph.block("F0.up").options[0].devices
-    (1, ('d1',))
-    """
-    _check_positive("num_devices", num_devices)
-    _check_positive("num_microbatches", num_microbatches, 2)
-    if num_microbatches % 2:
-        raise InvalidProblemError(
-            f"placement 'chimera': 'num_microbatches' must be even (half run down, half up), got {num_microbatches}"
-        )
-    return chain_pipelines(
-        [list(range(num_devices)), list(range(num_devices - 1, -1, -1))],
-        num_devices,
-        num_microbatches // 2,
-        forward=forward,
-        backward=backward,
-        forward_memory=forward_memory,
-        memory=memory,
-        free_at_end=free_at_end,
-        suffixes=[".down", ".up"],
-        name=f"chimera-p{num_devices}-m{num_microbatches}",
-    )
+#: Chimera's bidirectional placement (Li and Hoefler): the same function as
+#: :func:`schedsearch.placements.pipeline.bidirectional`, kept under the paper's name.
+chimera = bidirectional
 
 
 def dualpipe(

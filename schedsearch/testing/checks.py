@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from schedsearch.errors import InvalidOptionsError, InvalidScheduleError
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule, objective_value
 from schedsearch.testing.oracle import OracleResult, OracleTooLarge, exact_optimum
@@ -153,7 +154,7 @@ def _schedule_of(item: Any) -> Schedule | None:
         return item
     if hasattr(item, "schedule"):
         return item.schedule
-    raise TypeError(f"expected a Schedule, a search result or None, got {type(item).__name__}")
+    raise InvalidScheduleError(f"expected a Schedule, a search result or None, got {type(item).__name__}")
 
 
 def _bound_value(bound: Any) -> int | None:
@@ -163,7 +164,7 @@ def _bound_value(bound: Any) -> int | None:
     for attr in ("value", "lower_bound"):
         if hasattr(bound, attr):
             return getattr(bound, attr)
-    raise TypeError(f"expected an int, a bound (.value) or a search result (.lower_bound), got {type(bound).__name__}")
+    raise InvalidOptionsError(f"expected an int, a bound (.value) or a search result (.lower_bound), got {type(bound).__name__}")
 
 
 # --------------------------------------------------------------------------
