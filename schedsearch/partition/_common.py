@@ -23,7 +23,7 @@ from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, Partition
 from schedsearch.partition.result import PartitionResult
 
 if TYPE_CHECKING:
-    from schedsearch.partition.contract import ContractedGraph
+    from schedsearch.partition.contraction import ContractedGraph
     from schedsearch.partition.dp import ContiguousSolution
 
 __all__ = ["IdealTable", "partition_result", "resolve_workload", "split_of_stages", "strongly_connected_components"]

@@ -4,7 +4,7 @@ Tarnawski et al. (NeurIPS 2020): split an operator graph over ``k``
 accelerators and ``l`` CPUs so that the largest load is minimal, every
 device holding a *contiguous* set: the difference ``I - J`` of two ideals
 ``J`` (subset of) ``I`` of the forward supernode DAG (see
-:mod:`schedsearch.partition.contract`); backward operators go with their
+:mod:`schedsearch.partition.contraction`); backward operators go with their
 forward partners. With ``dp[c][f][I]`` the best max-load of covering ``I``
 with ``c`` CPUs and ``f`` accelerators (each possibly empty)::
 
@@ -70,7 +70,7 @@ import numpy as np
 from schedsearch.errors import InvalidOperatorGraphError, SolverError
 from schedsearch.options import check_partition_options
 from schedsearch.partition._common import IdealTable, partition_result, resolve_workload, split_of_stages
-from schedsearch.partition.contract import ContractedGraph, contract, linearize
+from schedsearch.partition.contraction import ContractedGraph, contract, linearize
 from schedsearch.partition.cost import evaluate_split
 from schedsearch.partition.ideals import IdealLimitExceeded, enumerate_ideals
 from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload
@@ -407,7 +407,7 @@ def _leaves_under_a_memory_limit(
     neighbour and its memory counted there (a *restriction*: each of its
     splits is a split of the graph), ``relaxed`` the same with the leaves'
     memory left out (a *relaxation*: its optimum is a lower bound, see step 4
-    of :mod:`schedsearch.partition.contract`). They share their supernodes
+    of :mod:`schedsearch.partition.contraction`). They share their supernodes
     and ideals, so the two DPs cost what the merged DP costs. The optimum is
     proven when
 

@@ -49,7 +49,7 @@ import numpy as np
 
 from schedsearch.options import check_partition_options
 from schedsearch.partition._common import resolve_workload
-from schedsearch.partition.contract import ContractedGraph, contract
+from schedsearch.partition.contraction import ContractedGraph, contract
 from schedsearch.partition.cost import evaluate_split
 from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload, Slot, Split
 from schedsearch.partition.result import PartitionResult

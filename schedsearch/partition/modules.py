@@ -5,7 +5,7 @@ encoder layers) joined through narrow points. Splitting the graph there
 turns the exponential lattice of ideals into a sum over modules:
 
 1. **Find modules** on the undirected supernode graph (see
-   :mod:`schedsearch.partition.contract`):
+   :mod:`schedsearch.partition.contraction`):
 
    * ``channels=1`` (single-channel): biconnected components. Articulation
      points (and the ends of bridges) become one-node modules; every other
@@ -47,7 +47,7 @@ import time
 from schedsearch.errors import InvalidOperatorGraphError
 from schedsearch.options import check_partition_options
 from schedsearch.partition._common import partition_result, resolve_workload, strongly_connected_components
-from schedsearch.partition.contract import ContractedGraph, contract, linearize
+from schedsearch.partition.contraction import ContractedGraph, contract, linearize
 from schedsearch.partition.dp import solve_contracted
 from schedsearch.partition.ideals import IdealLimitExceeded, enumerate_ideals
 from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload

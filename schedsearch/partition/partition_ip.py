@@ -33,7 +33,7 @@ Three models, all on the cost model of :mod:`schedsearch.partition.cost`
 
 :func:`contiguous_ip` -- max-load, contiguous (acyclic quotient) splits
     Works on the forward supernodes of
-    :func:`~schedsearch.partition.contract.contract` (the DP's own units,
+    :func:`~schedsearch.partition.contraction.contract` (the DP's own units,
     with the same contraction), so its optimum is the DP optimum. ``k + l``
     ordered *slots*; a binary ``cpu[s]`` makes slot ``s`` a CPU
     (``sum_s cpu[s] = l``). Binaries ``xa[v, s] <= 1 - cpu[s]`` and
@@ -89,7 +89,7 @@ from schedsearch.partition._contiguous_model import (
     stages_of_split,
     units_of,
 )
-from schedsearch.partition.contract import ContractedGraph, contract
+from schedsearch.partition.contraction import ContractedGraph, contract
 from schedsearch.partition.cost import SplitCost, evaluate_split
 from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload, Slot, Split
 from schedsearch.partition.result import PartitionResult
@@ -548,7 +548,7 @@ def contiguous_ip(
     units = _cg_units(graph, cg)
     stages = None
     if incumbent == "dpl":
-        from schedsearch.partition.contract import linearize
+        from schedsearch.partition.contraction import linearize
         from schedsearch.partition.dp import solve_contracted
 
         order = _chain_order(cg)

@@ -11,7 +11,7 @@ partitions; the functions here prove how good, each returning a
 :class:`ThroughputBound` with the lower bound and the best partition known.
 
 Units are the forward supernodes of
-:func:`~schedsearch.partition.contract.contract` *without* the trivial-leaf
+:func:`~schedsearch.partition.contraction.contract` *without* the trivial-leaf
 merge (colocation classes and forward cycles must share a block in any
 acyclic split, so those merges lose nothing; the leaf merge could, so it is
 off and the bounds hold for the original graph).
@@ -69,7 +69,7 @@ from schedsearch.partition._contiguous_model import (
     stages_of_split,
     units_of,
 )
-from schedsearch.partition.contract import ContractedGraph, contract
+from schedsearch.partition.contraction import ContractedGraph, contract
 from schedsearch.partition.cost import SplitCost, evaluate_split
 from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload, Slot, Split
 from schedsearch.result import Status
@@ -521,7 +521,7 @@ def _subposet(graph, k, *, upper, lower, ideal_limit, time_limit_s) -> tuple[flo
     """:func:`subposet_bound` and the share of the work it dropped to fluid (1 if it ran none)."""
     import numpy as np
 
-    from schedsearch.partition.contract import linearize
+    from schedsearch.partition.contraction import linearize
     from schedsearch.partition._common import IdealTable
     from schedsearch.partition.dp import solve_contracted
     from schedsearch.partition.ideals import IdealLimitExceeded, enumerate_ideals
