@@ -279,8 +279,8 @@ class TaskStructure:
 def resolve_ties(st: TaskStructure, ties: tuple) -> list[tuple[int, int, int]]:
     """Task indices of the ties ``((block, m), (block, m), offset)`` (family 10).
 
-    Raises :class:`~schedsearch.errors.InvalidProblemError` (a ``ValueError``) naming a tie whose task instance the problem does
-    not have.
+    Raises :class:`~schedsearch.errors.InvalidProblemError` (a ``ValueError``)
+    naming a tie whose task instance the problem does not have.
     """
     out = []
     for a, b, offset in ties:

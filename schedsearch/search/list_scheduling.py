@@ -263,7 +263,8 @@ def list_plan(
         _check_pipeline_knobs(rule, priority, insertion)
         return _pipeline_plan(problem, rule, form_groups=form_groups, name=name, deadline=deadline)
     if deadline is not None:
-        raise InvalidOptionsError(f"list_plan: 'deadline' applies to pipeline rules only, got {deadline!r} with HEFT rule {rule!r}")
+        raise InvalidOptionsError(f"list_plan: 'deadline' applies to pipeline rules only, got {deadline!r} "
+                                  f"with HEFT rule {rule!r}")
     _check_heft_knobs(rule, priority, form_groups)
     graph = _TaskGraph(problem)
     schedule = _heft_plan(graph, _given_priorities(graph, rule, priority), insertion)
