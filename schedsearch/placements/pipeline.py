@@ -58,7 +58,8 @@ def device_names(num_devices: int) -> tuple[str, ...]:
     return tuple(f"d{i}" for i in range(num_devices))
 
 
-def _check_positive(name: str, value: int, minimum: int = 1) -> None:
+def check_positive(name: str, value: int, minimum: int = 1) -> None:
+    """Refuse a count below ``minimum`` (or not an integer); shared by the builders of this package."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise InvalidProblemError(f"placement: {name!r} must be an integer >= {minimum}, got {value!r}")
 
@@ -172,8 +173,8 @@ def chain_pipelines(
     >>> chain_pipelines([[0, 1], [1, 0]], 2, 1, backward=None).graph.block_names
     ('F0.p0', 'F1.p0', 'F0.p1', 'F1.p1')
     """
-    _check_positive("num_devices", num_devices)
-    _check_positive("num_microbatches", num_microbatches)
+    check_positive("num_devices", num_devices)
+    check_positive("num_microbatches", num_microbatches)
     if not pipelines:
         raise InvalidProblemError("placement: 'pipelines' must hold at least one pipeline, got []")
     if suffixes is None:
@@ -190,7 +191,7 @@ def chain_pipelines(
     if full_backward and not split_backward:
         raise InvalidProblemError("placement: 'full_backward' groups need 'split_backward=True'")
     if overlap_forward_backward is not None:
-        _check_positive("overlap_forward_backward", overlap_forward_backward)
+        check_positive("overlap_forward_backward", overlap_forward_backward)
         if not training:
             raise InvalidProblemError("placement: 'overlap_forward_backward' needs a backward pass")
         if split_backward and not full_backward:
@@ -362,8 +363,8 @@ def bidirectional(
     >>> chimera is bidirectional
     True
     """
-    _check_positive("num_devices", num_devices)
-    _check_positive("num_microbatches", num_microbatches, 2)
+    check_positive("num_devices", num_devices)
+    check_positive("num_microbatches", num_microbatches, 2)
     if num_microbatches % 2:
         raise InvalidProblemError(
             f"placement 'bidirectional': 'num_microbatches' must be even (half run down, half up), got {num_microbatches}"

@@ -1,15 +1,21 @@
-"""The partition package's modules share helpers through its internal modules
-(``_common``, ``_contiguous_model``), never through each other's private names."""
+"""Packages whose modules share helpers through public-in-package names, never
+through each other's private names: ``partition`` (its internal modules
+``_common`` and ``_contiguous_model``) and ``placements``."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
+import pytest
+
 import schedsearch.partition._common as common
 import schedsearch.partition._contiguous_model as contiguous_model
 
-PARTITION = Path(__file__).resolve().parents[2] / "schedsearch" / "partition"
+PACKAGE = Path(__file__).resolve().parents[1] / "schedsearch"
+
+#: the packages held to the rule
+CLEAN_PACKAGES = ("partition", "placements")
 
 
 def private_imports(source: str) -> list[str]:
@@ -26,11 +32,12 @@ def test_the_scan_sees_a_private_import() -> None:
     assert sorted(private_imports(source)) == ["schedsearch.partition._common", "schedsearch.partition.dp._x"]
 
 
-def test_no_private_name_crosses_partition_modules() -> None:
-    found = {path.name: private_imports(path.read_text()) for path in sorted(PARTITION.glob("*.py"))}
+@pytest.mark.parametrize("package", CLEAN_PACKAGES)
+def test_no_private_name_crosses_modules(package: str) -> None:
+    found = {path.name: private_imports(path.read_text()) for path in sorted((PACKAGE / package).rglob("*.py"))}
     assert not {name: names for name, names in found.items() if names}
 
 
-def test_internal_modules_export_what_they_define() -> None:
+def test_partition_internal_modules_export_what_they_define() -> None:
     for module in (common, contiguous_model):
         assert module.__all__ and all(not name.startswith("_") and hasattr(module, name) for name in module.__all__)
