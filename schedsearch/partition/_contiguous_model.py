@@ -19,7 +19,7 @@ import attrs
 from schedsearch.bounds.mip import MipModel
 from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, Slot, Split
 
-__all__ = ["ContigModel", "Units", "build_contiguous", "containing_block_bounds", "contig_hint", "split_from_units",
+__all__ = ["ContigModel", "Units", "add_memory_row", "build_contiguous", "containing_block_bounds", "contig_hint", "split_from_units",
            "stages_of_split", "units_of"]
 
 
@@ -163,6 +163,19 @@ def stages_of_split(units: Units, split: Split) -> list[tuple[str, list[int]]] |
     return stages
 
 
+def add_memory_row(m: MipModel, units: Units, on_device: Sequence[int], capacity: float, name: str) -> None:
+    """The accelerator memory row of one device: the sizes of the units on it (``on_device[i]``
+    is unit ``i``'s binary for that device) fit ``capacity``; with no capacity, no unit that has a
+    size goes there."""
+    n = len(units.members)
+    if capacity > 0:
+        m.add_le([(on_device[i], units.size[i] / capacity) for i in range(n) if units.size[i]], 1.0, name)
+    else:
+        for i in range(n):
+            if units.size[i] > 0:
+                m.fix(on_device[i], 0.0)
+
+
 @attrs.frozen(kw_only=True)
 class ContigModel:
     """The contiguous slot model with its variables (built by :func:`build_contiguous`)."""
@@ -301,13 +314,7 @@ def build_contiguous(
             terms += [(cut[h, s][0], c), (cut[h, s][1], c)]
         m.add_ge([(t, 1.0)] + [(v, -c) for v, c in terms], 0.0, f"load[{s}]")
         if devices.max_accel_memory is not None:
-            cap = devices.max_accel_memory
-            if cap > 0:
-                m.add_le([(xa[i][s], units.size[i] / cap) for i in range(n) if units.size[i]], 1.0, f"memory[{s}]")
-            else:
-                for i in range(n):
-                    if units.size[i] > 0:
-                        m.fix(xa[i][s], 0.0)
+            add_memory_row(m, units, [xa[i][s] for i in range(n)], devices.max_accel_memory, f"memory[{s}]")
     if K == 0:
         for s in range(S):
             m.add_ge([(t, 1.0)] + [(xc[i][s], -units.cpu[i]) for i in range(n) if units.cpu[i]], 0.0)

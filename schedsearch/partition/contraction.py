@@ -64,7 +64,7 @@ from schedsearch.errors import InvalidOperatorGraphError
 from schedsearch.partition._common import strongly_connected_components
 from schedsearch.partition.opgraph import OperatorGraph
 
-__all__ = ["ContractedGraph", "contract", "linearize"]
+__all__ = ["ContractedGraph", "contract", "kahn_dfs_order", "linearize"]
 
 _EPS = 1e-6
 
@@ -311,6 +311,22 @@ def contract(graph: OperatorGraph, *, merge_trivial: bool = True, memory_limited
     )
 
 
+def kahn_dfs_order(cg: ContractedGraph) -> list[int]:
+    """Depth-first Kahn order (the last freed supernode first), as DPL uses."""
+    succ = cg.succs()
+    indeg = [len(p) for p in cg.preds]
+    stack = [v for v in range(cg.num_nodes) if indeg[v] == 0][::-1]
+    order = []
+    while stack:
+        v = stack.pop()
+        order.append(v)
+        for w in sorted(succ[v]):
+            indeg[w] -= 1
+            if indeg[w] == 0:
+                stack.append(w)
+    return order
+
+
 def linearize(cg: ContractedGraph, order: list[int] | None = None) -> ContractedGraph:
     """Chain the supernodes of ``cg`` in one topological order.
 
@@ -333,17 +349,7 @@ def linearize(cg: ContractedGraph, order: list[int] | None = None) -> Contracted
     """
     n = cg.num_nodes
     if order is None:
-        succ = cg.succs()
-        indeg = [len(p) for p in cg.preds]
-        stack = [v for v in range(n) if indeg[v] == 0][::-1]
-        order = []
-        while stack:
-            v = stack.pop()
-            order.append(v)
-            for w in sorted(succ[v]):
-                indeg[w] -= 1
-                if indeg[w] == 0:
-                    stack.append(w)
+        order = kahn_dfs_order(cg)
     if sorted(order) != list(range(n)):
         raise InvalidOperatorGraphError("linearize: order must list every supernode once")
     pos = {v: i for i, v in enumerate(order)}

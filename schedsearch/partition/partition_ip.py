@@ -82,6 +82,7 @@ from schedsearch.errors import InvalidOperatorGraphError
 from schedsearch.partition._common import resolve_workload
 from schedsearch.partition._contiguous_model import (
     Units,
+    add_memory_row,
     build_contiguous,
     containing_block_bounds,
     contig_hint,
@@ -268,13 +269,7 @@ def _build_noncontiguous(
         terms += [(recv[h, a], c) for h, (_, _, c) in enumerate(units.groups)]
         m.add_ge([(t, 1.0)] + [(v, -c) for v, c in terms], 0.0, f"load[accel{a}]")
         if devices.max_accel_memory is not None:
-            cap = devices.max_accel_memory
-            if cap > 0:
-                m.add_le([(x[i][a], units.size[i] / cap) for i in range(n) if units.size[i]], 1.0, f"memory[{a}]")
-            else:
-                for i in range(n):
-                    if units.size[i] > 0:
-                        m.fix(x[i][a], 0.0)
+            add_memory_row(m, units, [x[i][a] for i in range(n)], devices.max_accel_memory, f"memory[{a}]")
     for p in range(L):
         d = K + p
         m.add_ge([(t, 1.0)] + [(x[i][d], -units.cpu[i]) for i in range(n) if units.cpu[i]], 0.0, f"load[cpu{p}]")

@@ -49,7 +49,7 @@ import numpy as np
 from schedsearch.errors import InvalidOperatorGraphError
 from schedsearch.options import check_partition_options
 from schedsearch.partition._common import partition_result, resolve_workload
-from schedsearch.partition.contraction import ContractedGraph, contract
+from schedsearch.partition.contraction import ContractedGraph, contract, kahn_dfs_order
 from schedsearch.partition.dp import ContiguousSolution
 from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload
 from schedsearch.partition.result import PartitionResult
@@ -235,22 +235,6 @@ def kahn_order(cg: ContractedGraph, key: Callable[[int], Any]) -> list[int]:
             indeg[w] -= 1
             if indeg[w] == 0:
                 heapq.heappush(heap, (key(w), w))
-    return order
-
-
-def kahn_dfs_order(cg: ContractedGraph) -> list[int]:
-    """Depth-first Kahn order (the last freed supernode first), as DPL uses."""
-    succ = cg.succs()
-    indeg = [len(p) for p in cg.preds]
-    stack = [v for v in range(cg.num_nodes) if indeg[v] == 0][::-1]
-    order = []
-    while stack:
-        v = stack.pop()
-        order.append(v)
-        for w in sorted(succ[v]):
-            indeg[w] -= 1
-            if indeg[w] == 0:
-                stack.append(w)
     return order
 
 
