@@ -18,6 +18,17 @@ Layers, bottom up (imports point down only; ``tests/test_layers.py`` checks it):
   handcrafted schedules); ``loaders`` (job-shop files as problems,
   operator-graph files for the partitioners);
 * ``cli``.
+
+Module names and function names. A few packages export a function under its
+own module's name: ``schedsearch.validate``, ``schedsearch.handcrafted.chimera``,
+``schedsearch.handcrafted.dualpipe``, ``schedsearch.runtime.profile`` and the
+strategies of ``schedsearch.search`` (``coarsen``, ``jobshop``, ``optimal``,
+``pareto``, ``repetend``, ``solve``). There the package's attribute is the function, as
+``from schedsearch.search import solve`` expects, so ``import
+schedsearch.search.solve as m`` binds the function too. Import names from
+the module (``from schedsearch.validate import Violation``) or reach it with
+``importlib.import_module("schedsearch.validate")``. No other module shares a
+name with what its package exports (``tests/test_module_names.py``).
 """
 
 from schedsearch.errors import (

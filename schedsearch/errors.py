@@ -5,6 +5,19 @@ so callers may catch either. Messages name the entity, the field and the
 value, e.g. ``block 'F3': option 0: 'duration' must be >= 1, got 0``.
 
 Infeasible and timed-out searches are *statuses* of a result, never errors.
+
+The package raises no bare builtin error of its own (no ``ValueError``,
+``TypeError``, ``RuntimeError``, ...): a check that fails raises a class of
+this module. Four builtins are raised directly, each where a protocol asks
+for it (``tests/test_errors.py`` holds the package to this list):
+
+- ``KeyError`` from a look-up by name (``Graph.block``, ``Cluster.device``,
+  ``Cluster.channel``, ...), as a mapping does;
+- ``AttributeError`` from a module's ``__getattr__`` (PEP 562), for a name the
+  module does not have;
+- ``AssertionError`` for an internal invariant that cannot fail unless the
+  library has a bug (marked unreachable where it is raised);
+- ``SystemExit`` from the command line, with its exit code.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from schedsearch._json import short_repr
-from schedsearch.errors import InvalidPipelineError
+from schedsearch.errors import FormatError, InvalidPipelineError
 from schedsearch.handcrafted.families import planner_families
 from schedsearch.problem import MAX_INT, MAX_MICROBATCHES, MAX_TOTAL
 
@@ -754,7 +754,7 @@ def _toml_value(value: Any) -> str:
         return json.dumps(value)
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    raise TypeError(f"cannot write {value!r} as TOML")
+    raise FormatError(f"pipeline TOML: cannot write value {value!r} of type {type(value).__name__}")
 
 
 def _sum_ms(values: Sequence[float]) -> float:

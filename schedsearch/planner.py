@@ -19,7 +19,7 @@ planner
 4. runs :func:`~schedsearch.search.solve.solve` on each remaining candidate
    (makespan, then the worst rank's peak memory) and the handcrafted schedule
    of the same family on the same problem, through one executor
-   (:mod:`schedsearch.sweep`: local processes or Ray);
+   (:mod:`schedsearch.executors`: local processes or Ray);
 5. returns a :class:`PlanResult`: the ranked table and the best plan, every
    figure in milliseconds of the unrounded times (:mod:`schedsearch.real_ms`).
 
@@ -619,7 +619,7 @@ def plan(
         searches end within the limit).
     engine:
         ``"local"`` (worker processes here), ``"ray"`` (a Ray cluster;
-        ``address`` to join one) or an executor of :mod:`schedsearch.sweep`.
+        ``address`` to join one) or an executor of :mod:`schedsearch.executors`.
     workers:
         Parallel candidates (default: one per CPU).
     deterministic, seed:
@@ -672,7 +672,7 @@ def plan(
     >>> result.best.peak_gib  # 1 GiB of parameters and 2 activations of 1 GiB on each rank
     (3.0, 3.0)
     """
-    from schedsearch.sweep import get_executor
+    from schedsearch.executors import get_executor
 
     _check_call("plan", pipeline, runtime, time_limit_s=time_limit_s, workers=workers, address=address,
                 deterministic=deterministic, seed=seed)
@@ -1039,7 +1039,7 @@ def plan_sweep(
     >>> print(sweep.points[0].error.split(" at once")[0])
     no schedule family fits: 1F1B: rank 0 holds its parameters (1 GiB) and one micro-batch's activations of its stages (1 GiB)
     """
-    from schedsearch.sweep import get_executor
+    from schedsearch.executors import get_executor
 
     _check_call("plan_sweep", pipeline, runtime, time_limit_s=time_limit_s, workers=workers, address=address,
                 deterministic=deterministic, seed=seed)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from schedsearch._json import check_fields, check_header, load_document, short_repr
-from schedsearch.errors import InvalidScheduleError
+from schedsearch.errors import InvalidOptionsError, InvalidScheduleError
 
 if TYPE_CHECKING:  # pragma: no cover
     from schedsearch.problem import Problem
@@ -482,7 +482,7 @@ def bubble(schedule: Schedule, definition: str = "global", devices: Iterable[str
             if tasks:
                 worst = max(worst, max(t.end for t in tasks) - min(t.start for t in tasks) - busy[d])
         return worst
-    raise ValueError(f"bubble: 'definition' must be 'global' or 'span', got {definition!r}")
+    raise InvalidOptionsError(f"bubble: 'definition' must be 'global' or 'span', got {definition!r}")
 
 
 def device_spans(schedule: Schedule, devices: Iterable[str] | None = None) -> dict[str, int]:
@@ -516,7 +516,7 @@ def objective_value(schedule: Schedule, objective: str) -> int:
         return schedule.makespan
     if objective == "max_span":
         return max_span(schedule)
-    raise ValueError(f"objective_value: 'objective' must be 'makespan', 'max_span' or 'feasibility', got {objective!r}")
+    raise InvalidOptionsError(f"objective_value: 'objective' must be 'makespan', 'max_span' or 'feasibility', got {objective!r}")
 
 
 def repetend_bubble(period: int, busy_per_period: Mapping[str, int]) -> int:

@@ -19,6 +19,8 @@ from typing import Any
 
 import attrs
 
+from schedsearch.errors import InvalidPipelineError
+
 __all__ = ["Units", "choose_units"]
 
 GIB = 2**30
@@ -119,7 +121,7 @@ def choose_units(times_ms: Mapping[str, float], memory_bytes: Iterable[int], *, 
     """
     positive = {k: float(v) for k, v in times_ms.items() if v > 0}
     if not positive:
-        raise ValueError("choose_units: no positive time to scale")
+        raise InvalidPipelineError(f"choose_units: 'times_ms' must hold a time > 0 ms to scale, got {dict(times_ms)!r:.200}")
     shortest = min(positive.values())
     chosen, worst, worst_name = None, 0.0, ""
     for unit in _nice_units(shortest):

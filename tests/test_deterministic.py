@@ -9,7 +9,7 @@ import pytest
 import schedsearch
 from schedsearch import Pipeline
 from schedsearch.options import Deadline
-from schedsearch.sweep import LocalExecutor, RayExecutor
+from schedsearch.executors import LocalExecutor, RayExecutor
 
 # uneven stages, a budget below what 1F1B's warm-up needs on rank 0: ZB-H1's search stops at its limit
 _MS = [(1.3, 2.9, 1.4, 1.5), (1.7, 3.1, 1.6, 1.5), (1.1, 2.6, 1.2, 1.4), (1.9, 3.4, 1.8, 1.6)]

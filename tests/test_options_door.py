@@ -22,7 +22,7 @@ import schedsearch.partition.heuristics as heuristics_module
 import schedsearch.partition.modules as modules_module
 import schedsearch.partition.slicegraph as slicegraph_module
 import schedsearch.planner as planner_module
-import schedsearch.sweep as sweep_module
+import schedsearch.executors as sweep_module
 from schedsearch import Pipeline, SearchOptions, plan, solve
 from schedsearch.errors import InvalidOptionsError
 from schedsearch.partition import (
@@ -302,7 +302,7 @@ def test_a_bad_partitioner_option_is_refused_before_any_work(entry, bad, fragmen
         pytest.fail("a partitioner read its graph although an option was bad")
 
     for module in (dp_module, heuristics_module, modules_module, slicegraph_module):
-        monkeypatch.setattr(module, "_resolve", recording_resolve)
+        monkeypatch.setattr(module, "resolve_workload", recording_resolve)
     with pytest.raises(InvalidOptionsError) as caught:
         entry(GRAPH, DEVICES, **bad)
     assert fragment in str(caught.value), str(caught.value)

@@ -179,7 +179,7 @@ def test_the_api_refuses_with_a_named_error_before_any_search(case):
 
 @pytest.fixture
 def no_local_search(monkeypatch):
-    from schedsearch import sweep
+    from schedsearch import executors as sweep
 
     monkeypatch.setattr(sweep.LocalExecutor, "run", NoSearch.run)
 

@@ -222,7 +222,7 @@ class TimesOut:
     workers = 1
 
     def run(self, fn, tasks, timeout_s=None):
-        from schedsearch.sweep import TaskOutcome
+        from schedsearch.executors import TaskOutcome
 
         return [TaskOutcome(status="timeout", error="stopped at the time limit") for _ in tasks]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import schedsearch
 from schedsearch import Pipeline
 from schedsearch.cli import main
-from schedsearch.sweep import TaskOutcome
+from schedsearch.executors import TaskOutcome
 
 
 def _pipeline() -> Pipeline:
@@ -80,7 +80,7 @@ def test_ctrl_c_stops_the_workers():
 
     import pytest
 
-    from schedsearch.sweep import LocalExecutor
+    from schedsearch.executors import LocalExecutor
 
     def interrupt(*_):
         raise KeyboardInterrupt

@@ -279,7 +279,7 @@ def test_the_8_rank_table_keeps_its_columns_aligned_and_names_ranks():
 
 
 def test_a_search_that_raised_is_told_in_the_users_terms():
-    from schedsearch.sweep import TaskOutcome
+    from schedsearch.executors import TaskOutcome
 
     class Failing:
         name = "failing"

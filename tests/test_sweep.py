@@ -9,7 +9,7 @@ import pytest
 import schedsearch
 from schedsearch import Pipeline
 from schedsearch.errors import InvalidOptionsError
-from schedsearch.sweep import LocalExecutor, RayExecutor, get_executor
+from schedsearch.executors import LocalExecutor, RayExecutor, get_executor
 
 
 def _slow(seconds: float) -> float:

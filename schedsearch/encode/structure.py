@@ -61,6 +61,7 @@ import attrs
 
 from schedsearch._union_find import UnionFind
 from schedsearch.bounds.analytic import heads_and_tails, memory_idle, memory_tails
+from schedsearch.errors import InvalidProblemError, UnsupportedFeatureError
 from schedsearch.problem import Channel, Problem, TaskKey
 from schedsearch.schedule import Schedule, TaskInstance, Transfer
 
@@ -278,14 +279,14 @@ class TaskStructure:
 def resolve_ties(st: TaskStructure, ties: tuple) -> list[tuple[int, int, int]]:
     """Task indices of the ties ``((block, m), (block, m), offset)`` (family 10).
 
-    Raises ``ValueError`` naming a tie whose task instance the problem does
-    not have.
+    Raises :class:`~schedsearch.errors.InvalidProblemError` (a ``ValueError``)
+    naming a tie whose task instance the problem does not have.
     """
     out = []
     for a, b, offset in ties:
         for key in (a, b):
             if key not in st.index:
-                raise ValueError(
+                raise InvalidProblemError(
                     f"tie {a} -> {b} (offset {offset}): the problem has no task instance {key[0]!r} "
                     f"(micro-batch {key[1]})"
                 )
@@ -512,8 +513,6 @@ def _candidate_groups(
     if not problem.overlaps:
         return (), {}, {}
     import itertools
-
-    from schedsearch.errors import UnsupportedFeatureError
 
     edges = {(e.src, e.dst) for e in problem.graph.edges}
     ordered = {(a, b) for order in problem.fixed_orders for a, b in zip(order, order[1:])}

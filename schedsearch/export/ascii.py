@@ -16,6 +16,7 @@ kind letter, never a cut number. Transfers get a row per channel (``~``).
 
 from __future__ import annotations
 
+from schedsearch.errors import InvalidOptionsError
 from schedsearch.export.labels import kind_and_stage
 from schedsearch.export.labels import task_label as _full_label
 from schedsearch.problem import Problem
@@ -38,7 +39,7 @@ def task_label(problem: Problem | None, block: str, microbatch: int, style: str 
     ['Fm12', 'F3m12', 'F3:m12']
     """
     if style not in LABEL_STYLES:
-        raise ValueError(f"render_ascii: 'labels' must be one of {LABEL_STYLES}, got {style!r}")
+        raise InvalidOptionsError(f"render_ascii: 'labels' must be one of {LABEL_STYLES}, got {style!r}")
     if problem is None or style == "block":
         return _full_label(problem, block, microbatch, separator=":")
     try:

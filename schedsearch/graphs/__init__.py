@@ -1,6 +1,6 @@
 """Operation graphs that are not pipelines: random DAGs and their placement on machines."""
 
-from schedsearch.graphs.random_dag import (
+from schedsearch.graphs.operation_dag import (
     DagNode as DagNode,
     OperationDag as OperationDag,
     machine_cluster as machine_cluster,

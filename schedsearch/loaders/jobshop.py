@@ -50,7 +50,7 @@ from pathlib import Path
 import attrs
 
 from schedsearch._io import decode_text
-from schedsearch.errors import FormatError, InvalidProblemError
+from schedsearch.errors import FormatError, InvalidOptionsError, InvalidProblemError
 from schedsearch.problem import MAX_INT, Block, Cluster, Device, Edge, Graph, Option, Problem
 
 __all__ = [
@@ -492,7 +492,7 @@ def read_instance(path: str | os.PathLike[str], *, format: str = "auto", name: s
     3
     """
     if format not in ("auto", "jsp", "fjsp"):
-        raise ValueError(f"read_instance: 'format' must be 'auto', 'jsp' or 'fjsp', got {format!r}")
+        raise InvalidOptionsError(f"read_instance: 'format' must be 'auto', 'jsp' or 'fjsp', got {format!r}")
     text, stem = _read_text(path)
     source = f"instance file {str(path)!r}"
     if format == "auto":

@@ -25,7 +25,7 @@ The operator graphs they split are the solver-free data of
 reads them from files.
 """
 
-from schedsearch.partition.contract import ContractedGraph, contract, linearize
+from schedsearch.partition.contraction import ContractedGraph, contract, linearize
 from schedsearch.partition.cost import SplitCost, complete_split, evaluate_split, one_device_split
 from schedsearch.partition.dp import partition_dp, partition_dpl, solve_contracted
 from schedsearch.partition.heuristics import (

@@ -4,7 +4,7 @@ Tarnawski et al. (NeurIPS 2020): split an operator graph over ``k``
 accelerators and ``l`` CPUs so that the largest load is minimal, every
 device holding a *contiguous* set: the difference ``I - J`` of two ideals
 ``J`` (subset of) ``I`` of the forward supernode DAG (see
-:mod:`schedsearch.partition.contract`); backward operators go with their
+:mod:`schedsearch.partition.contraction`); backward operators go with their
 forward partners. With ``dp[c][f][I]`` the best max-load of covering ``I``
 with ``c`` CPUs and ``f`` accelerators (each possibly empty)::
 
@@ -67,18 +67,13 @@ from collections.abc import Sequence
 import attrs
 import numpy as np
 
-from schedsearch.errors import InvalidOperatorGraphError
+from schedsearch.errors import InvalidOperatorGraphError, SolverError
 from schedsearch.options import check_partition_options
-from schedsearch.partition.contract import ContractedGraph, contract, linearize
+from schedsearch.partition._common import IdealTable, partition_result, resolve_workload, split_of_stages
+from schedsearch.partition.contraction import ContractedGraph, contract, linearize
 from schedsearch.partition.cost import evaluate_split
-from schedsearch.partition.ideals import (
-    IdealLimitExceeded,
-    column_sums,
-    enumerate_ideals,
-    ideals_to_words,
-    membership_matrix,
-)
-from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload, Slot, Split
+from schedsearch.partition.ideals import IdealLimitExceeded, enumerate_ideals
+from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload
 from schedsearch.partition.result import PartitionResult
 
 __all__ = ["partition_dp", "partition_dpl", "solve_contracted", "ContiguousSolution",
@@ -154,7 +149,7 @@ def solve_contracted(
             raise InvalidOperatorGraphError(
                 "partition DP: the ideal family must hold the empty and the full set"
             )
-    table = _IdealTable(cg, ideals, devices.max_accel_memory)
+    table = IdealTable(cg, ideals, devices.max_accel_memory)
     N = table.N
     W = table.W
     S = (L + 1) * (K + 1)  # DP states, s = c * (K + 1) + f
@@ -251,7 +246,7 @@ def solve_contracted(
             if hit.size:
                 q, is_cpu = int(cand[hit[0]]), True
         if q < 0:  # pragma: no cover - the forward pass found this value
-            raise RuntimeError("partition DP: optimal predecessor not found")
+            raise SolverError(f"partition DP: stage {s} of prefix {p}: no predecessor reaches the optimal value {here}")
         stages.append(("cpu" if is_cpu else "accel", table.difference(p, q)))
         if is_cpu:
             c -= 1
@@ -265,129 +260,6 @@ def solve_contracted(
         num_ideals=N,
         num_pairs=num_pairs,
         upper_bound=upper_bound,
-    )
-
-
-class _IdealTable:
-    """Ideals sorted by accelerator latency, with everything the DP asks of a pair."""
-
-    def __init__(self, cg: ContractedGraph, ideals: Sequence[int], mem_limit: float | None):
-        n = cg.num_nodes
-        self.n = n
-        words = ideals_to_words(ideals, n)
-        member = membership_matrix(words, n)
-        W = column_sums(member, cg.accel_latency)
-        pop = member.sum(axis=1)
-        order = np.lexsort((pop, W))
-        member = member[order]
-        self.N = len(ideals)
-        self.W = W[order]
-        self.Wc = column_sums(member, cg.cpu_latency)
-        self.S = column_sums(member, cg.size)
-        unsupported = [v for v in range(n) if not cg.accel_ok[v]]
-        self.U = member[:, unsupported].sum(axis=1) if unsupported else np.zeros(self.N, dtype=np.int64)
-        self.words = words[order]
-        self.single_word = self.words.shape[1] == 1
-        if self.single_word:
-            self.words1 = self.words[:, 0].copy()
-        self.ints = [ideals[i] for i in order]
-        self.mem_limit = mem_limit
-        H = len(cg.hyperedges)
-        self.H = H
-        if H:
-            inc = np.zeros((n, H), dtype=np.float32)
-            self.hcost = np.zeros(H)
-            hsize = np.zeros(H, dtype=np.int32)
-            for h, (anchors, c) in enumerate(cg.hyperedges):
-                inc[list(anchors), h] = 1.0
-                self.hcost[h] = c
-                hsize[h] = len(anchors)
-            # counts are small integers: exact in float32
-            self.C = (member.astype(np.float32) @ inc).astype(np.int32)
-            cut = (self.C > 0) & (self.C < hsize)
-            self.cut = cut
-            self.comm = np.where(cut, self.hcost, 0.0).sum(axis=1)
-        else:
-            self.comm = np.zeros(self.N)
-
-    def candidates(self, p: int, lo: int, hi: int, alive: np.ndarray):
-        """Live proper sub-ideals of ideal ``p`` among sorted positions ``[lo, hi)``,
-        with the accelerator and CPU cost of each difference."""
-        if hi <= lo:
-            empty = np.empty(0)
-            return np.empty(0, dtype=np.int64), empty, empty
-        if self.single_word:
-            inside = (self.words1[lo:hi] & ~self.words1[p]) == 0
-        else:
-            inside = ~np.any(self.words[lo:hi] & ~self.words[p], axis=1)
-        inside &= alive[lo:hi]
-        cand = np.flatnonzero(inside)
-        cand += lo
-        fcost = self.W[p] - self.W[cand]
-        if self.H:
-            comm = self.comm[cand]
-            cut = np.flatnonzero(self.cut[p])
-            if cut.size:
-                counts = self.C[cand][:, cut]
-                hc = self.hcost[cut]
-                comm = comm + (counts == 0) @ hc - (counts == self.C[p, cut]) @ hc
-            fcost += comm
-        bad = self.U[cand] != self.U[p]
-        if self.mem_limit is not None:
-            bad |= (self.S[p] - self.S[cand]) > self.mem_limit
-        fcost[bad] = _INF
-        ccost = self.Wc[p] - self.Wc[cand]
-        return cand, fcost, ccost
-
-    def difference(self, p: int, q: int) -> tuple[int, ...]:
-        diff = self.ints[p] & ~self.ints[q]
-        return tuple(v for v in range(self.n) if diff >> v & 1)
-
-
-def _to_split(cg: ContractedGraph, stages: Sequence[tuple[str, Sequence[int]]]) -> Split:
-    counters = {"accel": 0, "cpu": 0}
-    out = []
-    for kind, nodes in stages:
-        slot = Slot(kind=kind, index=counters[kind])
-        counters[kind] += 1
-        ops = sorted(op for v in nodes for op in cg.members[v])
-        out.append((slot, ops))
-    return Split(stages=out)
-
-
-def _resolve(
-    graph: OperatorGraph | PartitionWorkload, devices: DeviceLimits | None
-) -> tuple[OperatorGraph, DeviceLimits]:
-    if isinstance(graph, PartitionWorkload):
-        return graph.graph, devices if devices is not None else graph.devices
-    if devices is None:
-        raise InvalidOperatorGraphError(
-            f"operator graph {graph.name!r}: no device limits given (pass devices=DeviceLimits(...))"
-        )
-    return graph, devices
-
-
-def _finish(
-    method: str,
-    graph: OperatorGraph,
-    devices: DeviceLimits,
-    cg: ContractedGraph,
-    sol: ContiguousSolution,
-    t0: float,
-    optimal: bool,
-    **stats,
-) -> PartitionResult:
-    split = _to_split(cg, sol.stages)
-    cost = evaluate_split(graph, split, devices)
-    return PartitionResult(
-        method=method,
-        split=split,
-        max_load=sol.max_load,
-        cost=cost,
-        optimal=optimal,
-        wall_time_s=time.perf_counter() - t0,
-        stats={"ideals": sol.num_ideals, "pairs": sol.num_pairs, "supernodes": cg.num_nodes,
-               **stats},
     )
 
 
@@ -416,13 +288,13 @@ def partition_dpl(
     """
     check_partition_options("partition_dpl", {"order": order, "merge_trivial": merge_trivial})
     t0 = time.perf_counter()
-    graph, devices = _resolve(graph, devices)
+    graph, devices = resolve_workload(graph, devices)
     cg = contract(graph, merge_trivial=merge_trivial, memory_limited=devices.max_accel_memory is not None)
     chain = linearize(cg, list(order) if order is not None else None)
     sol = solve_contracted(chain, devices)
     if sol is None:
         raise _no_split(graph, devices)
-    return _finish("dpl", graph, devices, chain, sol, t0, optimal=False)
+    return partition_result("dpl", graph, devices, chain, sol, t0, optimal=False)
 
 
 def partition_dp(
@@ -480,7 +352,7 @@ def partition_dp(
     check_partition_options("partition_dp", {"upper_bound": upper_bound, "merge_trivial": merge_trivial,
                                              "ideal_limit": ideal_limit})
     t0 = time.perf_counter()
-    graph, devices = _resolve(graph, devices)
+    graph, devices = resolve_workload(graph, devices)
     cg = contract(graph, merge_trivial=merge_trivial)
     if merge_trivial and devices.max_accel_memory is not None:
         relaxed = contract(graph, count_leaf_memory=False)
@@ -491,7 +363,7 @@ def partition_dp(
     sol = _solve_or_retry(cg, devices, ub, ideals)
     if sol is None:
         raise _no_split(graph, devices)
-    return _finish("dp", graph, devices, cg, sol, t0, optimal=True, upper_bound=ub)
+    return partition_result("dp", graph, devices, cg, sol, t0, optimal=True, upper_bound=ub)
 
 
 def _no_split(graph: OperatorGraph, devices: DeviceLimits) -> InvalidOperatorGraphError:
@@ -535,7 +407,7 @@ def _leaves_under_a_memory_limit(
     neighbour and its memory counted there (a *restriction*: each of its
     splits is a split of the graph), ``relaxed`` the same with the leaves'
     memory left out (a *relaxation*: its optimum is a lower bound, see step 4
-    of :mod:`schedsearch.partition.contract`). They share their supernodes
+    of :mod:`schedsearch.partition.contraction`). They share their supernodes
     and ideals, so the two DPs cost what the merged DP costs. The optimum is
     proven when
 
@@ -555,12 +427,12 @@ def _leaves_under_a_memory_limit(
     low = _solve_or_retry(relaxed, devices, ub, ideals)
     if low is None:  # not even the relaxation has a split
         raise _no_split(graph, devices)
-    if evaluate_split(graph, _to_split(merged, low.stages), devices).feasible:
-        return _finish("dp", graph, devices, merged, low, t0, optimal=True, upper_bound=ub,
+    if evaluate_split(graph, split_of_stages(merged, low.stages), devices).feasible:
+        return partition_result("dp", graph, devices, merged, low, t0, optimal=True, upper_bound=ub,
                        leaf_memory="relaxed optimum fits")
     high = _solve_or_retry(merged, devices, ub, ideals)
     if high is not None and high.max_load <= low.max_load:
-        return _finish("dp", graph, devices, merged, high, t0, optimal=True, upper_bound=ub,
+        return partition_result("dp", graph, devices, merged, high, t0, optimal=True, upper_bound=ub,
                        leaf_memory="restricted optimum = relaxed optimum")
     apart = contract(graph, memory_limited=True)
     try:
@@ -576,5 +448,5 @@ def _leaves_under_a_memory_limit(
     sol = _solve_or_retry(apart, devices, ub, ideals)
     if sol is None:
         raise _no_split(graph, devices)
-    return _finish("dp", graph, devices, apart, sol, t0, optimal=True, upper_bound=ub,
+    return partition_result("dp", graph, devices, apart, sol, t0, optimal=True, upper_bound=ub,
                    leaf_memory="leaves apart")

@@ -47,11 +47,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from schedsearch.errors import InvalidOperatorGraphError
 from schedsearch.options import check_partition_options
-from schedsearch.partition.contract import ContractedGraph, contract
+from schedsearch.partition._common import resolve_workload
+from schedsearch.partition.contraction import ContractedGraph, contract
 from schedsearch.partition.cost import evaluate_split
-from schedsearch.partition.dp import _resolve
 from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload, Slot, Split
 from schedsearch.partition.result import PartitionResult
 
@@ -232,7 +231,7 @@ def _device_order(tr: LoadTracker) -> list[int]:
 
 
 def _prepare(graph, devices, merge_trivial):
-    graph, devices = _resolve(graph, devices)
+    graph, devices = resolve_workload(graph, devices)
     return graph, devices, contract(graph, merge_trivial=merge_trivial,
                                     memory_limited=devices.max_accel_memory is not None)
 

@@ -5,7 +5,7 @@ encoder layers) joined through narrow points. Splitting the graph there
 turns the exponential lattice of ideals into a sum over modules:
 
 1. **Find modules** on the undirected supernode graph (see
-   :mod:`schedsearch.partition.contract`):
+   :mod:`schedsearch.partition.contraction`):
 
    * ``channels=1`` (single-channel): biconnected components. Articulation
      points (and the ends of bridges) become one-node modules; every other
@@ -46,8 +46,9 @@ import time
 
 from schedsearch.errors import InvalidOperatorGraphError
 from schedsearch.options import check_partition_options
-from schedsearch.partition.contract import ContractedGraph, _sccs, contract, linearize
-from schedsearch.partition.dp import _finish, _resolve, solve_contracted
+from schedsearch.partition._common import partition_result, resolve_workload, strongly_connected_components
+from schedsearch.partition.contraction import ContractedGraph, contract, linearize
+from schedsearch.partition.dp import solve_contracted
 from schedsearch.partition.ideals import IdealLimitExceeded, enumerate_ideals
 from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload
 from schedsearch.partition.result import PartitionResult
@@ -80,7 +81,7 @@ def _order_modules(cg: ContractedGraph, groups: list[set[int]]) -> list[tuple[in
                 succ[of[u]].add(of[v])
     merged: list[set[int]] = []
     comp_of = {}
-    for comp in _sccs(sorted(succ), {k: sorted(v) for k, v in succ.items()}):
+    for comp in strongly_connected_components(sorted(succ), {k: sorted(v) for k, v in succ.items()}):
         merged.append(set().union(*(groups[g] for g in comp)))
         for g in comp:
             comp_of[g] = len(merged) - 1
@@ -199,7 +200,7 @@ def partition_modules(
     check_partition_options("partition_modules", {"channels": channels, "module_ideal_limit": module_ideal_limit,
                                                   "merge_trivial": merge_trivial})
     t0 = time.perf_counter()
-    graph, devices = _resolve(graph, devices)
+    graph, devices = resolve_workload(graph, devices)
     cg = contract(graph, merge_trivial=merge_trivial, memory_limited=devices.max_accel_memory is not None)
     modules = find_modules(cg, channels=channels)
     boundaries, linearised = module_boundaries(cg, modules, module_ideal_limit=module_ideal_limit)
@@ -224,7 +225,7 @@ def partition_modules(
             f"operator graph {graph.name!r}: no feasible split at module boundaries on "
             f"{devices.num_accelerators} accelerators and {devices.num_cpus} CPUs"
         )
-    return _finish(
+    return partition_result(
         "modules", graph, devices, cg, sol, t0, optimal=False,
         modules=len(modules), largest_module=max((len(m) for m in modules), default=0),
         linearised_modules=linearised, channels=channels,

@@ -33,7 +33,7 @@ Three models, all on the cost model of :mod:`schedsearch.partition.cost`
 
 :func:`contiguous_ip` -- max-load, contiguous (acyclic quotient) splits
     Works on the forward supernodes of
-    :func:`~schedsearch.partition.contract.contract` (the DP's own units,
+    :func:`~schedsearch.partition.contraction.contract` (the DP's own units,
     with the same contraction), so its optimum is the DP optimum. ``k + l``
     ordered *slots*; a binary ``cpu[s]`` makes slot ``s`` a CPU
     (``sum_s cpu[s] = l``). Binaries ``xa[v, s] <= 1 - cpu[s]`` and
@@ -79,7 +79,18 @@ import attrs
 
 from schedsearch.bounds.mip import MipModel, MipOptions, MipResult, solve_mip
 from schedsearch.errors import InvalidOperatorGraphError
-from schedsearch.partition.contract import ContractedGraph, contract
+from schedsearch.partition._common import resolve_workload
+from schedsearch.partition._contiguous_model import (
+    Units,
+    add_memory_row,
+    build_contiguous,
+    containing_block_bounds,
+    contig_hint,
+    split_from_units,
+    stages_of_split,
+    units_of,
+)
+from schedsearch.partition.contraction import ContractedGraph, contract
 from schedsearch.partition.cost import SplitCost, evaluate_split
 from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload, Slot, Split
 from schedsearch.partition.result import PartitionResult
@@ -179,36 +190,9 @@ class PartitionBound:
         return ", ".join(parts)
 
 
-def _resolve(
-    graph: OperatorGraph | PartitionWorkload, devices: DeviceLimits | None
-) -> tuple[OperatorGraph, DeviceLimits]:
-    if isinstance(graph, PartitionWorkload):
-        return graph.graph, devices if devices is not None else graph.devices
-    if devices is None:
-        raise InvalidOperatorGraphError(
-            f"operator graph {graph.name!r}: no device limits given (pass devices=DeviceLimits(...))"
-        )
-    return graph, devices
-
-
 def _options(options: MipOptions | None, overrides: Mapping[str, Any]) -> MipOptions:
     options = options or MipOptions()
     return attrs.evolve(options, **overrides) if overrides else options
-
-
-# ---------------------------------------------------------------- classes and groups
-@attrs.frozen(kw_only=True)
-class _Units:
-    """Assignment units (classes or supernodes) with their sums and edge groups."""
-
-    members: tuple[tuple[int, ...], ...]
-    accel: tuple[float, ...]
-    cpu: tuple[float, ...]
-    size: tuple[float, ...]
-    accel_ok: tuple[bool, ...]
-    # (source unit, other units, cost)
-    groups: tuple[tuple[int, tuple[int, ...], float], ...]
-    unit_of: Mapping[int, int]
 
 
 def colocation_classes(graph: OperatorGraph) -> tuple[tuple[int, ...], ...]:
@@ -230,121 +214,15 @@ def colocation_classes(graph: OperatorGraph) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(sorted(g)) for g in groups)
 
 
-def _units(graph: OperatorGraph, members: Sequence[Sequence[int]]) -> _Units:
-    unit_of = {op: i for i, ms in enumerate(members) for op in ms}
-    n = len(members)
-    acc = [0.0] * n
-    cpu = [0.0] * n
-    size = [0.0] * n
-    ok = [True] * n
-    for i, ms in enumerate(members):
-        ops = [graph.operator(o) for o in ms]
-        acc[i] = math.fsum(o.accel_latency for o in ops)
-        cpu[i] = math.fsum(o.cpu_latency for o in ops)
-        size[i] = math.fsum(o.size for o in ops)
-        ok[i] = all(o.supported_on_accel for o in ops)
-    merged: dict[tuple[int, tuple[int, ...]], float] = {}
-    for op in graph.operators:
-        succs = graph.successors(op.id)
-        if not succs or op.output_cost <= 0.0:
-            continue
-        src = unit_of[op.id]
-        others = tuple(sorted({unit_of[t] for t in succs} - {src}))
-        if others:
-            merged[(src, others)] = merged.get((src, others), 0.0) + op.output_cost
-    groups = tuple((s, o, c) for (s, o), c in sorted(merged.items()))
-    return _Units(
-        members=tuple(tuple(m) for m in members), accel=tuple(acc), cpu=tuple(cpu), size=tuple(size),
-        accel_ok=tuple(ok), groups=groups, unit_of=unit_of,
-    )
-
-
-def _cg_units(graph: OperatorGraph, cg: ContractedGraph) -> _Units:
-    return _units(graph, cg.members)
-
-
-# ---------------------------------------------------------------- block bounds
-_FLOW_MARGIN = 1e-9  # relative margin taken off every flow value against rounding
-
-
-def _singleton_cost(units: _Units) -> list[float]:
-    """Accelerator load of every unit alone in its block (work + every group it touches)."""
-    out = list(units.accel)
-    for src, others, c in units.groups:
-        out[src] += c
-        for o in others:
-            out[o] += c
-    return out
-
-
-def _containing_block_bounds(
-    units: _Units, *, threshold: float = 0.0, only_max: bool = False, time_limit_s: float | None = None,
-) -> list[float]:
-    """Per unit ``v``: a lower bound on the accelerator load of any block holding ``v``.
-
-    The load of an accelerator block ``B`` is its work plus ``c_h`` for every
-    edge group ``h`` it cuts (``h`` meets ``B`` and is not inside it), a
-    hypergraph cut. ``min_{B containing v} work(B) + cut(B)``, with ``B``
-    any set of units (neither convex nor within the memory limit: a
-    relaxation), is a minimum s-t cut: ``s -> v`` uncuttable, ``u -> t`` of
-    capacity ``work(u)``, and per group two nodes ``in -> out`` of capacity
-    ``c_h`` with uncuttable arcs from every member to ``in`` and from
-    ``out`` to every member (a group costs ``c_h`` exactly when its members
-    lie on both sides). A feasible flow is a lower bound on that minimum,
-    so the value returned (the flow less a relative 1e-9) is sound whatever
-    the rounding of the flow algorithm.
-
-    Units whose singleton load (an upper bound on their minimum) is at most
-    ``threshold`` keep their work as bound, and so does every unit not
-    reached within ``time_limit_s``; with ``only_max``, units are taken in
-    decreasing singleton load and the search stops once no further unit can
-    raise the maximum. Every value is at least the unit's work.
-    """
-    import networkx as nx
-    from networkx.algorithms.flow import preflow_push
-
-    n = len(units.members)
-    bounds = list(units.accel)
-    upper = _singleton_cost(units)
-    if not units.groups:
-        return bounds
-    g = nx.DiGraph()
-    for i in range(n):
-        if units.accel[i] > 0:
-            g.add_edge(("u", i), "t", capacity=units.accel[i])
-        else:
-            g.add_node(("u", i))
-    for h, (src, others, c) in enumerate(units.groups):
-        g.add_edge(("in", h), ("out", h), capacity=c)
-        for m in (src, *others):
-            g.add_edge(("u", m), ("in", h))  # no capacity: uncuttable
-            g.add_edge(("out", h), ("u", m))
-    g.add_node("s")
-    g.add_node("t")
-    t0 = time.perf_counter()
-    best = max(bounds, default=0.0)
-    for v in sorted(range(n), key=lambda i: -upper[i]):
-        if upper[v] <= threshold or (only_max and upper[v] <= best):
-            break
-        if not units.accel_ok[v]:
-            continue
-        if time_limit_s is not None and time.perf_counter() - t0 > time_limit_s:
-            break
-        g.add_edge("s", ("u", v))
-        value = nx.maximum_flow_value(g, "s", "t", flow_func=preflow_push)
-        g.remove_edge("s", ("u", v))
-        value = value * (1.0 - _FLOW_MARGIN)
-        if value > bounds[v]:
-            bounds[v] = min(value, upper[v])
-        best = max(best, bounds[v])
-    return bounds
+def _cg_units(graph: OperatorGraph, cg: ContractedGraph) -> Units:
+    return units_of(graph, cg.members)
 
 
 # ---------------------------------------------------------------- non-contiguous max-load
 @attrs.frozen(kw_only=True)
 class _NonContigModel:
     mip: MipModel
-    units: _Units
+    units: Units
     x: tuple[tuple[int, ...], ...]  # x[unit][device]; devices: accels then CPUs
     send: dict
     recv: dict
@@ -360,7 +238,7 @@ def _device_slots(devices: DeviceLimits) -> list[Slot]:
 
 
 def _build_noncontiguous(
-    units: _Units, devices: DeviceLimits, symmetry_breaking: bool, name: str, fix_largest: int = 3
+    units: Units, devices: DeviceLimits, symmetry_breaking: bool, name: str, fix_largest: int = 3
 ) -> _NonContigModel:
     K, L = devices.num_accelerators, devices.num_cpus
     n = len(units.members)
@@ -391,13 +269,7 @@ def _build_noncontiguous(
         terms += [(recv[h, a], c) for h, (_, _, c) in enumerate(units.groups)]
         m.add_ge([(t, 1.0)] + [(v, -c) for v, c in terms], 0.0, f"load[accel{a}]")
         if devices.max_accel_memory is not None:
-            cap = devices.max_accel_memory
-            if cap > 0:
-                m.add_le([(x[i][a], units.size[i] / cap) for i in range(n) if units.size[i]], 1.0, f"memory[{a}]")
-            else:
-                for i in range(n):
-                    if units.size[i] > 0:
-                        m.fix(x[i][a], 0.0)
+            add_memory_row(m, units, [x[i][a] for i in range(n)], devices.max_accel_memory, f"memory[{a}]")
     for p in range(L):
         d = K + p
         m.add_ge([(t, 1.0)] + [(x[i][d], -units.cpu[i]) for i in range(n) if units.cpu[i]], 0.0, f"load[cpu{p}]")
@@ -464,12 +336,7 @@ def _noncontig_hint(model: _NonContigModel, unit_dev: Sequence[int]) -> dict[int
     return hint
 
 
-def _split_from_units(units: _Units, unit_slot: Sequence[Slot], order: Sequence[Slot]) -> Split:
-    assignment = {op: unit_slot[i] for i, ms in enumerate(units.members) for op in ms}
-    return Split.from_assignment(assignment, order=order)
-
-
-def _unit_devices_of_split(units: _Units, split: Split, devices: DeviceLimits) -> list[int] | None:
+def _unit_devices_of_split(units: Units, split: Split, devices: DeviceLimits) -> list[int] | None:
     """Device index (accels then CPUs) of every unit in ``split``; None if it splits a unit."""
     K = devices.num_accelerators
     assignment = split.assignment()
@@ -590,9 +457,9 @@ def noncontiguous_ip(
     ('OPTIMAL', 7.0, 7.0)
     """
     t0 = time.perf_counter()
-    graph, devices = _resolve(graph, devices)
+    graph, devices = resolve_workload(graph, devices)
     options = _options(options, overrides)
-    units = _units(graph, colocation_classes(graph))
+    units = units_of(graph, colocation_classes(graph))
     model = _build_noncontiguous(units, devices, symmetry_breaking, f"noncontiguous {graph.name}", fix_largest)
     if incumbent is None:
         incumbent = _default_incumbent(graph, devices)
@@ -608,7 +475,7 @@ def noncontiguous_ip(
         for row in model.x:
             d = max(range(len(row)), key=lambda j: res.values[row[j]])
             unit_slot.append(slots[d])
-        split = _split_from_units(units, unit_slot, slots)
+        split = split_from_units(units, unit_slot, slots)
     stats = {"classes": len(units.members), "groups": len(units.groups), "mip": str(model.mip)}
     return _finish_maxload("ip-noncontiguous", graph, devices, res, split, t0, stats)
 
@@ -623,209 +490,6 @@ def _default_incumbent(graph: OperatorGraph, devices: DeviceLimits) -> Split | N
 
 
 # ---------------------------------------------------------------- contiguous max-load
-@attrs.frozen(kw_only=True)
-class _ContigModel:
-    mip: MipModel
-    units: _Units
-    xa: tuple[tuple[int, ...], ...]
-    xc: tuple[tuple[int, ...], ...]
-    cpu: tuple[int, ...]
-    cut: dict
-    t: int
-    num_slots: int
-
-
-def _closure_work(preds: Sequence[Sequence[int]], weight: Sequence[float]) -> tuple[list[float], list[float]]:
-    """Per unit: the weight of it and all its ancestors, and of it and all its descendants."""
-    n = len(preds)
-    anc = [0] * n
-    for v in range(n):  # units are in topological order
-        bits = 1 << v
-        for u in preds[v]:
-            bits |= anc[u]
-        anc[v] = bits
-    succs: list[list[int]] = [[] for _ in range(n)]
-    for v, ps in enumerate(preds):
-        for u in ps:
-            succs[u].append(v)
-    desc = [0] * n
-    for v in range(n - 1, -1, -1):
-        bits = 1 << v
-        for w in succs[v]:
-            bits |= desc[w]
-        desc[v] = bits
-
-    def total(bits: int) -> float:
-        out = []
-        while bits:
-            low = bits & -bits
-            out.append(weight[low.bit_length() - 1])
-            bits ^= low
-        return math.fsum(out)
-
-    return [total(b) for b in anc], [total(b) for b in desc]
-
-
-def _build_contiguous(
-    units: _Units, preds: Sequence[Sequence[int]], devices: DeviceLimits, name: str,
-    *, block_bounds: Sequence[float] | None = None, lower: float = 0.0, upper: float | None = None,
-) -> _ContigModel:
-    """The contiguous slot model.
-
-    ``block_bounds`` (per unit, from :func:`_containing_block_bounds`)
-    replace the unit's work in its ``unit bound`` row: the accelerator slot
-    holding unit ``v`` has load at least ``block_bounds[v]`` in every
-    split. ``lower`` is a proven lower bound on ``T``. ``upper`` is the
-    max-load of a known split: ``T`` is capped by it and unit ``v`` is kept
-    out of slot ``s`` when its ancestors (itself included) weigh more than
-    ``s + 1`` slots can hold at load ``upper``, or its descendants more than
-    ``S - s`` slots (weights are the lesser of accelerator and CPU latency,
-    so this holds whatever the slot kinds). Only splits with max-load above
-    ``upper`` are removed, so with the known split kept beside the model's
-    answer the optimum is unchanged.
-    """
-    K, L = devices.num_accelerators, devices.num_cpus
-    S = K + L
-    n = len(units.members)
-    m = MipModel(name)
-    cpu = []
-    for s in range(S):
-        v = m.new_binary(f"cpu[{s}]")
-        if K == 0:
-            m.fix(v, 1.0)
-        elif L == 0:
-            m.fix(v, 0.0)
-        cpu.append(v)
-    m.add_eq([(v, 1.0) for v in cpu], float(L), "cpu slots")
-    xa, xc = [], []
-    for i in range(n):
-        ra, rc = [], []
-        for s in range(S):
-            a = m.new_binary(f"xa[{i},{s}]")
-            c = m.new_binary(f"xc[{i},{s}]")
-            if not units.accel_ok[i] or K == 0:
-                m.fix(a, 0.0)
-            if L == 0:
-                m.fix(c, 0.0)
-            m.add_le([(a, 1.0), (cpu[s], 1.0)], 1.0)
-            m.add_le([(c, 1.0), (cpu[s], -1.0)], 0.0)
-            ra.append(a)
-            rc.append(c)
-        xa.append(tuple(ra))
-        xc.append(tuple(rc))
-        m.add_eq([(v, 1.0) for v in ra + rc], 1.0, f"assign[{i}]")
-    # cumulative ideals y[v, t] (t < S - 1; y[v, S-1] = 1)
-    y = []
-    for i in range(n):
-        row = []
-        for tt in range(S - 1):
-            v = m.new_continuous(0.0, 1.0, f"y[{i},{tt}]")
-            terms = [(v, 1.0)] + [(xa[i][s], -1.0) for s in range(tt + 1)] + [(xc[i][s], -1.0) for s in range(tt + 1)]
-            m.add_eq(terms, 0.0)
-            row.append(v)
-        y.append(row)
-    for v_ in range(n):
-        for u in preds[v_]:
-            for tt in range(S - 1):
-                m.add_le([(y[v_][tt], 1.0), (y[u][tt], -1.0)], 0.0)
-    cap_t = upper * (1 + 1e-9) + 1e-12 if upper is not None and math.isfinite(upper) else math.inf
-    t = m.new_continuous(0.0, cap_t, name="T")
-    if lower > 0:
-        m.lb[t] = min(float(lower), cap_t)
-    if math.isfinite(cap_t):
-        weight = [min(units.accel[i] if units.accel_ok[i] and K else math.inf, units.cpu[i] if L else math.inf)
-                  for i in range(n)]
-        weight = [0.0 if math.isinf(w) else w for w in weight]
-        head, tail = _closure_work(preds, weight)
-        for i in range(n):
-            for s_ in range(S):
-                if head[i] > (s_ + 1) * cap_t or tail[i] > (S - s_) * cap_t:
-                    m.fix(xa[i][s_], 0.0)
-                    m.fix(xc[i][s_], 0.0)
-    cut: dict[tuple[int, int], tuple[int, int]] = {}
-    for s in range(S):
-        if K == 0:
-            break
-        for h, (src, others, cost) in enumerate(units.groups):
-            snd = m.new_continuous(0.0, 1.0, f"send[{h},{s}]")
-            rcv = m.new_continuous(0.0, 1.0, f"recv[{h},{s}]")
-            cut[h, s] = (snd, rcv)
-            for o in others:
-                m.add_ge([(snd, 1.0), (xa[src][s], -1.0), (xa[o][s], 1.0), (xc[o][s], 1.0)], 0.0)
-                m.add_ge([(rcv, 1.0), (xa[o][s], -1.0), (xa[src][s], 1.0), (xc[src][s], 1.0)], 0.0)
-        terms = [(xa[i][s], units.accel[i]) for i in range(n) if units.accel[i]]
-        terms += [(xc[i][s], units.cpu[i]) for i in range(n) if units.cpu[i]]
-        for h, (_, _, c) in enumerate(units.groups):
-            terms += [(cut[h, s][0], c), (cut[h, s][1], c)]
-        m.add_ge([(t, 1.0)] + [(v, -c) for v, c in terms], 0.0, f"load[{s}]")
-        if devices.max_accel_memory is not None:
-            cap = devices.max_accel_memory
-            if cap > 0:
-                m.add_le([(xa[i][s], units.size[i] / cap) for i in range(n) if units.size[i]], 1.0, f"memory[{s}]")
-            else:
-                for i in range(n):
-                    if units.size[i] > 0:
-                        m.fix(xa[i][s], 0.0)
-    if K == 0:
-        for s in range(S):
-            m.add_ge([(t, 1.0)] + [(xc[i][s], -units.cpu[i]) for i in range(n) if units.cpu[i]], 0.0)
-    # a unit's own latency on its slot never exceeds T (see the non-contiguous IP);
-    # with block bounds, the load of any accelerator block holding it
-    for i in range(n):
-        acc = max(units.accel[i], block_bounds[i]) if block_bounds is not None else units.accel[i]
-        terms = [(xa[i][s], acc) for s in range(S) if acc]
-        terms += [(xc[i][s], units.cpu[i]) for s in range(S) if units.cpu[i]]
-        if terms:
-            m.add_ge([(t, 1.0)] + [(v, -c) for v, c in terms], 0.0, f"unit bound[{i}]")
-    m.minimize([(t, 1.0)])
-    return _ContigModel(mip=m, units=units, xa=tuple(xa), xc=tuple(xc), cpu=tuple(cpu), cut=cut, t=t, num_slots=S)
-
-
-def _contig_hint(model: _ContigModel, stages: Sequence[tuple[str, Sequence[int]]], devices: DeviceLimits) -> dict[int, float] | None:
-    """Hint from ordered stages ``(kind, units)``; None if they do not fit the slots."""
-    K, L = devices.num_accelerators, devices.num_cpus
-    kinds = [k for k, _ in stages]
-    if kinds.count("accel") > K or kinds.count("cpu") > L:
-        return None
-    # pad with empty slots of the missing kinds at the end
-    padded = list(stages) + [("accel", ())] * (K - kinds.count("accel")) + [("cpu", ())] * (L - kinds.count("cpu"))
-    units = model.units
-    n = len(units.members)
-    slot_of = [-1] * n
-    hint: dict[int, float] = {}
-    for s, (kind, us) in enumerate(padded):
-        hint[model.cpu[s]] = 1.0 if kind == "cpu" else 0.0
-        for u in us:
-            slot_of[u] = s
-    if min(slot_of, default=0) < 0:
-        return None
-    S = model.num_slots
-    loads = [0.0] * S
-    for i in range(n):
-        s = slot_of[i]
-        is_cpu = padded[s][0] == "cpu"
-        for s2 in range(S):
-            hint[model.xa[i][s2]] = 1.0 if (s2 == s and not is_cpu) else 0.0
-            hint[model.xc[i][s2]] = 1.0 if (s2 == s and is_cpu) else 0.0
-        loads[s] += units.cpu[i] if is_cpu else units.accel[i]
-    for (h, s), (snd, rcv) in model.cut.items():
-        src, others, cost = units.groups[h]
-        on = lambda u: 1.0 if slot_of[u] == s else 0.0  # noqa: E731
-        acc = padded[s][0] == "accel"
-        xs_a = on(src) if acc else 0.0
-        sv = max([0.0] + [xs_a - on(o) for o in others])
-        rv = max([0.0] + [(on(o) if acc else 0.0) - on(src) for o in others])
-        hint[snd], hint[rcv] = sv, rv
-        loads[s] += cost * (sv + rv)
-    # cumulative variables: computed by the model's equalities; fill them
-    for var_index, name in enumerate(model.mip.var_names):
-        if name.startswith("y["):
-            i, tt = map(int, name[2:-1].split(","))
-            hint[var_index] = 1.0 if slot_of[i] <= tt else 0.0
-    hint[model.t] = max(loads) if loads else 0.0
-    return hint
-
-
 def contiguous_ip(
     graph: OperatorGraph | PartitionWorkload,
     devices: DeviceLimits | None = None,
@@ -873,13 +537,13 @@ def contiguous_ip(
     ('OPTIMAL', True)
     """
     t0 = time.perf_counter()
-    graph, devices = _resolve(graph, devices)
+    graph, devices = resolve_workload(graph, devices)
     options = _options(options, overrides)
     cg = contract(graph, merge_trivial=merge_trivial, memory_limited=devices.max_accel_memory is not None)
     units = _cg_units(graph, cg)
     stages = None
     if incumbent == "dpl":
-        from schedsearch.partition.contract import linearize
+        from schedsearch.partition.contraction import linearize
         from schedsearch.partition.dp import solve_contracted
 
         order = _chain_order(cg)
@@ -888,7 +552,7 @@ def contiguous_ip(
             # linearize numbers supernodes along the chain: position i is order[i]
             stages = [(k, [order[v] for v in vs]) for k, vs in sol.stages]
     elif isinstance(incumbent, Split):
-        stages = _stages_of_split(units, incumbent)
+        stages = stages_of_split(units, incumbent)
     elif incumbent is not None:
         raise InvalidOperatorGraphError(
             f"contiguous IP: 'incumbent' must be 'dpl', a Split or None, got {incumbent!r}")
@@ -897,10 +561,10 @@ def contiguous_ip(
     if strengthen:
         upper = inc_value
         lower, block_bounds = _contiguous_lower(units, devices, options, bound_time_s)
-    model = _build_contiguous(units, cg.preds, devices, f"contiguous {graph.name}",
+    model = build_contiguous(units, cg.preds, devices, f"contiguous {graph.name}",
                               block_bounds=block_bounds, lower=lower, upper=upper)
     if stages is not None and inc_split is not None:
-        hint = _contig_hint(model, stages, devices)
+        hint = contig_hint(model, stages, devices)
         if hint is not None:
             model.mip.set_hint(hint)
     res = solve_mip(model.mip, options)
@@ -913,14 +577,14 @@ def contiguous_ip(
             best = max(range(S), key=lambda s: max(vals[model.xa[i][s]], vals[model.xc[i][s]]))
             stage_units[best][1].append(i)
         unit_slot, order, _ = _slots_of(units, stage_units)
-        split = _split_from_units(units, unit_slot, order)  # type: ignore[arg-type]
+        split = split_from_units(units, unit_slot, order)  # type: ignore[arg-type]
     stats = {"supernodes": cg.num_nodes, "groups": len(units.groups), "mip": str(model.mip),
              "strengthened": strengthen, "lower_bound_before_mip": lower}
     return _finish_maxload("ip-contiguous", graph, devices, res, split, t0, stats,
                            incumbent=inc_split, lower=lower, relative_gap=options.relative_gap)
 
 
-def _slots_of(units: _Units, stages) -> tuple[list[Slot | None], list[Slot], dict[str, int]]:
+def _slots_of(units: Units, stages) -> tuple[list[Slot | None], list[Slot], dict[str, int]]:
     """Each unit's slot, the slots in order and the slots used per kind, of ordered ``(kind, units)`` stages."""
     counters = {"accel": 0, "cpu": 0}
     order: list[Slot] = []
@@ -934,7 +598,7 @@ def _slots_of(units: _Units, stages) -> tuple[list[Slot | None], list[Slot], dic
     return unit_slot, order, counters
 
 
-def _stages_split(units: _Units, stages, devices: DeviceLimits, graph: OperatorGraph):
+def _stages_split(units: Units, stages, devices: DeviceLimits, graph: OperatorGraph):
     """The split of ordered ``(kind, units)`` stages and its max-load (None, None if unusable)."""
     if stages is None:
         return None, None
@@ -942,12 +606,12 @@ def _stages_split(units: _Units, stages, devices: DeviceLimits, graph: OperatorG
     if any(s is None for s in unit_slot) or counters["accel"] > devices.num_accelerators \
             or counters["cpu"] > devices.num_cpus:
         return None, None
-    split = _split_from_units(units, unit_slot, order)  # type: ignore[arg-type]
+    split = split_from_units(units, unit_slot, order)  # type: ignore[arg-type]
     cost = evaluate_split(graph, split, devices)
     return (split, cost.max_load) if cost.feasible else (None, None)
 
 
-def _contiguous_lower(units: _Units, devices: DeviceLimits, options: MipOptions,
+def _contiguous_lower(units: Units, devices: DeviceLimits, options: MipOptions,
                       bound_time_s: float | None) -> tuple[float, list[float]]:
     """A lower bound on the contiguous optimum and the per-unit block bounds."""
     K, L = devices.num_accelerators, devices.num_cpus
@@ -965,7 +629,7 @@ def _contiguous_lower(units: _Units, devices: DeviceLimits, options: MipOptions,
     if bound_time_s is None:
         limit = options.time_limit_s
         bound_time_s = 30.0 if limit is None else min(30.0, 0.1 * limit)
-    bounds = _containing_block_bounds(units, threshold=lower, time_limit_s=bound_time_s) if K else list(units.accel)
+    bounds = containing_block_bounds(units, threshold=lower, time_limit_s=bound_time_s) if K else list(units.accel)
     # the unit's own slot: an accelerator block (block bound) or a CPU (its CPU latency)
     per_unit = []
     for i in range(n):
@@ -982,17 +646,6 @@ def _chain_order(cg: ContractedGraph) -> list[int]:
     from schedsearch.partition.slicegraph import kahn_dfs_order
 
     return kahn_dfs_order(cg)
-
-
-def _stages_of_split(units: _Units, split: Split) -> list[tuple[str, list[int]]] | None:
-    stages = []
-    for slot, ops in split.stages:
-        us = sorted({units.unit_of[o] for o in ops if o in units.unit_of})
-        stages.append((slot.kind, us))
-    seen = [u for _, us in stages for u in us]
-    if len(seen) != len(set(seen)) or len(seen) != len(units.members):
-        return None
-    return stages
 
 
 # ---------------------------------------------------------------- latency
@@ -1034,7 +687,7 @@ def latency_of_split(
     >>> latency_of_split(graph, one_device_split(graph), devices), latency_of_split(graph, halves, devices)
     (12.0, 14.0)
     """
-    graph, devices = _resolve(graph, devices)
+    graph, devices = resolve_workload(graph, devices)
     _check_latency_graph(graph)
     assignment = split.assignment()
     if any(op.id not in assignment for op in graph.operators):
@@ -1174,12 +827,12 @@ def latency_ip(
     1
     """
     t0 = time.perf_counter()
-    graph, devices = _resolve(graph, devices)
+    graph, devices = resolve_workload(graph, devices)
     _check_latency_graph(graph)
     if isinstance(subgraphs_per_accel, bool) or not isinstance(subgraphs_per_accel, int) or subgraphs_per_accel < 1:
         raise InvalidOperatorGraphError(f"latency IP: 'subgraphs_per_accel' must be an int >= 1, got {subgraphs_per_accel!r}")
     options = _options(options, overrides)
-    units = _units(graph, colocation_classes(graph))
+    units = units_of(graph, colocation_classes(graph))
     K = devices.num_accelerators
     G = K * subgraphs_per_accel
     ub = _cpu_latency_bound(graph)
@@ -1384,7 +1037,7 @@ def latency_problem(
     from schedsearch.errors import UnsupportedFeatureError
     from schedsearch.problem import Block, Channel, Cluster, Device, Edge, Graph, Option, Problem
 
-    graph, devices = _resolve(graph, devices)
+    graph, devices = resolve_workload(graph, devices)
     _check_latency_graph(graph)
     for cls in colocation_classes(graph):
         if len(cls) > 1:

@@ -48,8 +48,9 @@ import numpy as np
 
 from schedsearch.errors import InvalidOperatorGraphError
 from schedsearch.options import check_partition_options
-from schedsearch.partition.contract import ContractedGraph, contract
-from schedsearch.partition.dp import ContiguousSolution, _finish, _resolve
+from schedsearch.partition._common import partition_result, resolve_workload
+from schedsearch.partition.contraction import ContractedGraph, contract, kahn_dfs_order
+from schedsearch.partition.dp import ContiguousSolution
 from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload
 from schedsearch.partition.result import PartitionResult
 
@@ -237,22 +238,6 @@ def kahn_order(cg: ContractedGraph, key: Callable[[int], Any]) -> list[int]:
     return order
 
 
-def kahn_dfs_order(cg: ContractedGraph) -> list[int]:
-    """Depth-first Kahn order (the last freed supernode first), as DPL uses."""
-    succ = cg.succs()
-    indeg = [len(p) for p in cg.preds]
-    stack = [v for v in range(cg.num_nodes) if indeg[v] == 0][::-1]
-    order = []
-    while stack:
-        v = stack.pop()
-        order.append(v)
-        for w in sorted(succ[v]):
-            indeg[w] -= 1
-            if indeg[w] == 0:
-                stack.append(w)
-    return order
-
-
 @attrs.frozen(kw_only=True)
 class _Evaluated:
     value: float
@@ -359,7 +344,7 @@ def partition_slicegraph(
         "search": search, "restarts": restarts, "population": population, "generations": generations, "seed": seed,
         "time_limit_s": time_limit_s, "merge_trivial": merge_trivial})
     t0 = time.perf_counter()
-    graph, devices = _resolve(graph, devices)
+    graph, devices = resolve_workload(graph, devices)
     cg = contract(graph, merge_trivial=merge_trivial, memory_limited=devices.max_accel_memory is not None)
     rng = random.Random(seed)
     base = _evaluate(cg, kahn_dfs_order(cg), devices)
@@ -387,7 +372,7 @@ def partition_slicegraph(
             f"operator graph {graph.name!r}: no feasible split found on "
             f"{devices.num_accelerators} accelerators and {devices.num_cpus} CPUs"
         )
-    return _finish(
+    return partition_result(
         "slicegraph", graph, devices, cg, best.solution, t0, optimal=False,
         orders_evaluated=evaluations, search=search,
     )

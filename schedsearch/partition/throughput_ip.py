@@ -11,7 +11,7 @@ partitions; the functions here prove how good, each returning a
 :class:`ThroughputBound` with the lower bound and the best partition known.
 
 Units are the forward supernodes of
-:func:`~schedsearch.partition.contract.contract` *without* the trivial-leaf
+:func:`~schedsearch.partition.contraction.contract` *without* the trivial-leaf
 merge (colocation classes and forward cycles must share a block in any
 acyclic split, so those merges lose nothing; the leaf merge could, so it is
 off and the bounds hold for the original graph).
@@ -60,18 +60,18 @@ import attrs
 
 from schedsearch.bounds.mip import MipModel, MipOptions, MipResult, solve_mip
 from schedsearch.errors import InvalidOperatorGraphError
-from schedsearch.partition.contract import ContractedGraph, contract
+from schedsearch.partition._contiguous_model import (
+    Units,
+    build_contiguous,
+    containing_block_bounds,
+    contig_hint,
+    split_from_units,
+    stages_of_split,
+    units_of,
+)
+from schedsearch.partition.contraction import ContractedGraph, contract
 from schedsearch.partition.cost import SplitCost, evaluate_split
 from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload, Slot, Split
-from schedsearch.partition.partition_ip import (
-    _build_contiguous,
-    _containing_block_bounds,
-    _contig_hint,
-    _split_from_units,
-    _stages_of_split,
-    _Units,
-    _units,
-)
 from schedsearch.result import Status
 
 __all__ = [
@@ -148,7 +148,7 @@ def _setup(graph: OperatorGraph | PartitionWorkload, k: int, max_accel_memory: f
         raise InvalidOperatorGraphError(f"max-throughput bounds: 'k' must be an int >= 1, got {k!r}")
     devices = DeviceLimits(num_accelerators=k, num_cpus=0, max_accel_memory=max_accel_memory)
     cg = contract(graph, merge_trivial=False)
-    units = _units(graph, cg.members)
+    units = units_of(graph, cg.members)
     return graph, devices, cg, units
 
 
@@ -252,16 +252,16 @@ def exact_mip(
     lower, bounds, upper = 0.0, None, None
     if strengthen:
         _, upper, _ = _best(g, devices, [inc])
-        bounds = _containing_block_bounds(units, threshold=simple_bound(g, k),
+        bounds = containing_block_bounds(units, threshold=simple_bound(g, k),
                                           time_limit_s=_bound_seconds(options))
         lower = max(max(bounds, default=0.0), simple_bound(g, k))
     lower = max(lower, float(lower_bound))
-    model = _build_contiguous(units, cg.preds, devices, f"MTPP exact {g.name} k={k}",
+    model = build_contiguous(units, cg.preds, devices, f"MTPP exact {g.name} k={k}",
                               block_bounds=bounds, lower=lower, upper=upper)
     if inc is not None:
-        stages = _stages_of_split(units, inc)
+        stages = stages_of_split(units, inc)
         if stages is not None:
-            hint = _contig_hint(model, stages, devices)
+            hint = contig_hint(model, stages, devices)
             if hint is not None:
                 model.mip.set_hint(hint)
     res = solve_mip(model.mip, options)
@@ -273,7 +273,7 @@ def exact_mip(
         for i in range(len(units.members)):
             s = max(range(model.num_slots), key=lambda s_: vals[model.xa[i][s_]])
             unit_slot.append(order[s])
-        found = _split_from_units(units, unit_slot, order)
+        found = split_from_units(units, unit_slot, order)
     split, value, cost = _best(g, devices, [found, inc])
     bound = res.best_bound if res.best_bound is not None and res.status is not Status.INFEASIBLE else 0.0
     bound = max(bound, simple_bound(g, k), lower)
@@ -322,7 +322,7 @@ def block_bound(graph: OperatorGraph | PartitionWorkload, k: int, *, time_limit_
     """
     g, _, _, units = _setup(graph, k, None)
     simple = simple_bound(g, k)
-    bounds = _containing_block_bounds(units, threshold=simple, only_max=True, time_limit_s=time_limit_s)
+    bounds = containing_block_bounds(units, threshold=simple, only_max=True, time_limit_s=time_limit_s)
     return max(simple, max(bounds, default=0.0))
 
 
@@ -362,7 +362,8 @@ def family_dp_incumbent(
     """
     import random
 
-    from schedsearch.partition.dp import _to_split, solve_contracted
+    from schedsearch.partition._common import split_of_stages
+    from schedsearch.partition.dp import solve_contracted
 
     t0 = time.perf_counter()
     g, devices, cg, _ = _setup(graph, k, max_accel_memory)
@@ -394,7 +395,7 @@ def family_dp_incumbent(
             for b, (_, vs) in enumerate(best.stages):
                 for v in vs:
                     block_of[v] = b
-    return None if best is None else _to_split(cg, best.stages)
+    return None if best is None else split_of_stages(cg, best.stages)
 
 
 def _sub_poset(cg: ContractedGraph, keep: Sequence[int]) -> ContractedGraph:
@@ -520,8 +521,9 @@ def _subposet(graph, k, *, upper, lower, ideal_limit, time_limit_s) -> tuple[flo
     """:func:`subposet_bound` and the share of the work it dropped to fluid (1 if it ran none)."""
     import numpy as np
 
-    from schedsearch.partition.contract import linearize
-    from schedsearch.partition.dp import _IdealTable, solve_contracted
+    from schedsearch.partition.contraction import linearize
+    from schedsearch.partition._common import IdealTable
+    from schedsearch.partition.dp import solve_contracted
     from schedsearch.partition.ideals import IdealLimitExceeded, enumerate_ideals
 
     t0 = time.perf_counter()
@@ -558,7 +560,7 @@ def _subposet(graph, k, *, upper, lower, ideal_limit, time_limit_s) -> tuple[flo
     sub = best_sub
     dropped = math.fsum(cg.accel_latency) - math.fsum(sub.accel_latency)
     share = dropped / max(math.fsum(cg.accel_latency), 1e-300)
-    table = _IdealTable(sub, best_ideals, None)
+    table = IdealTable(sub, best_ideals, None)
     N, W = table.N, table.W
     alive = np.ones(N, dtype=bool)
     cap = hi * (1 + 1e-9) + 1e-12
@@ -640,7 +642,8 @@ def certified_bound(
     >>> bound.status.value, bound.lower_bound, bound.best_value, bound.stats["sources"]["lower"]
     ('OPTIMAL', 7.0, 7.0, 'dp')
     """
-    from schedsearch.partition.dp import _to_split, solve_contracted
+    from schedsearch.partition._common import split_of_stages
+    from schedsearch.partition.dp import solve_contracted
     from schedsearch.partition.ideals import IdealLimitExceeded, enumerate_ideals
 
     t0 = time.perf_counter()
@@ -667,7 +670,7 @@ def certified_bound(
                 stats={"units": len(units.members), "sources": {"lower": "dp", "best": None},
                        "ideals": len(ideals), "candidates": {}},
             )
-        candidates.append(("dp", _to_split(cg, sol.stages)))
+        candidates.append(("dp", split_of_stages(cg, sol.stages)))
         exact = _best(g, devices, [candidates[-1][1]])[1]
         if exact is not None and exact > lower:
             # the DP is exact: its optimum is a lower bound (recomputed from its split)
@@ -720,7 +723,7 @@ def certified_bound(
 
 
 # ---------------------------------------------------------------- superblocks
-def _build_superblocks(units: _Units, cg: ContractedGraph, devices: DeviceLimits, k: int, a_fixed: int | None,
+def _build_superblocks(units: Units, cg: ContractedGraph, devices: DeviceLimits, k: int, a_fixed: int | None,
                        upper: float | None, name: str) -> tuple[MipModel, int]:
     n = len(units.members)
     m = MipModel(name)

@@ -2,10 +2,11 @@
 
 * :mod:`~schedsearch.placements.pipeline`: chains of stages over devices
   (``chain_pipelines``, ``vshape``, ``bidirectional``), with the optional
-  zero-bubble split and overlapped groups;
+  zero-bubble split and overlapped groups; ``chimera`` is ``bidirectional``
+  under Chimera's name (the same function);
 * :mod:`~schedsearch.placements.stages`: a pipeline from a stage-to-device
   mapping (``"loop"``, ``"v"`` or explicit) and the published placements
-  (zero bubble, interleaved, ZB-V's V, Chimera, DualPipe, DualPipeV);
+  (zero bubble, interleaved, ZB-V's V, DualPipe, DualPipeV);
 * :mod:`~schedsearch.placements.tessel`: Tessel's V, X, M, NN and K shapes.
 """
 

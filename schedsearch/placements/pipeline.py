@@ -58,7 +58,8 @@ def device_names(num_devices: int) -> tuple[str, ...]:
     return tuple(f"d{i}" for i in range(num_devices))
 
 
-def _check_positive(name: str, value: int, minimum: int = 1) -> None:
+def check_positive(name: str, value: int, minimum: int = 1) -> None:
+    """Refuse a count below ``minimum`` (or not an integer); shared by the builders of this package."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise InvalidProblemError(f"placement: {name!r} must be an integer >= {minimum}, got {value!r}")
 
@@ -172,8 +173,8 @@ def chain_pipelines(
     >>> chain_pipelines([[0, 1], [1, 0]], 2, 1, backward=None).graph.block_names
     ('F0.p0', 'F1.p0', 'F0.p1', 'F1.p1')
     """
-    _check_positive("num_devices", num_devices)
-    _check_positive("num_microbatches", num_microbatches)
+    check_positive("num_devices", num_devices)
+    check_positive("num_microbatches", num_microbatches)
     if not pipelines:
         raise InvalidProblemError("placement: 'pipelines' must hold at least one pipeline, got []")
     if suffixes is None:
@@ -190,7 +191,7 @@ def chain_pipelines(
     if full_backward and not split_backward:
         raise InvalidProblemError("placement: 'full_backward' groups need 'split_backward=True'")
     if overlap_forward_backward is not None:
-        _check_positive("overlap_forward_backward", overlap_forward_backward)
+        check_positive("overlap_forward_backward", overlap_forward_backward)
         if not training:
             raise InvalidProblemError("placement: 'overlap_forward_backward' needs a backward pass")
         if split_backward and not full_backward:
@@ -342,25 +343,31 @@ def bidirectional(
     memory: int | None = None,
     free_at_end: bool = False,
 ) -> Problem:
-    """Two opposite V's: even micro-batches run down ``0 .. D-1``, odd ones up.
+    """Two opposite V's, Chimera's placement: two model replicas, a down and an up pipeline.
 
-    The problem's micro-batch ``k`` holds the pair of pipeline micro-batches
-    ``2k`` (down, blocks ``*.down``) and ``2k+1`` (up, blocks ``*.up``), so
-    ``num_microbatches`` must be even.
+    Device ``d`` holds stage ``d`` of the down pipeline (blocks ``*.down``)
+    and stage ``D-1-d`` of the up pipeline (``*.up``). Half of the
+    ``num_microbatches`` (even) run down, half up: the problem's micro-batch
+    ``k`` holds the pair of pipeline micro-batches ``2k`` (down) and ``2k+1``
+    (up). :func:`schedsearch.placements.chimera` is this builder under
+    Chimera's name (the same function).
 
     Examples
     --------
-    >>> from schedsearch.placements import bidirectional
+    >>> from schedsearch.placements import bidirectional, chimera
     >>> problem = bidirectional(2, 4)
     >>> problem.num_microbatches, problem.graph.block_names
     (2, ('F0.down', 'F1.down', 'B1.down', 'B0.down', 'F0.up', 'F1.up', 'B1.up', 'B0.up'))
     >>> problem.graph.block("F0.up").options[0].devices
     ('d1',)
+    >>> chimera is bidirectional
+    True
     """
-    _check_positive("num_microbatches", num_microbatches, 2)
+    check_positive("num_devices", num_devices)
+    check_positive("num_microbatches", num_microbatches, 2)
     if num_microbatches % 2:
         raise InvalidProblemError(
-            f"placement 'bidirectional': 'num_microbatches' must be even (pairs of down and up), got {num_microbatches}"
+            f"placement 'bidirectional': 'num_microbatches' must be even (half run down, half up), got {num_microbatches}"
         )
     return chain_pipelines(
         [list(range(num_devices)), list(range(num_devices - 1, -1, -1))],

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from schedsearch.errors import InvalidProblemError
-from schedsearch.placements.pipeline import IntOrSeq, _check_positive, chain_pipelines
+from schedsearch.placements.pipeline import IntOrSeq, check_positive, bidirectional, chain_pipelines
 from schedsearch.problem import Problem
 
 __all__ = [
@@ -58,8 +58,8 @@ def stage_mapping(style: str, num_devices: int, num_stages: int) -> tuple[int, .
     (0, 1, 1, 0)
     """
     _check_style(style)
-    _check_positive("num_devices", num_devices)
-    _check_positive("num_stages", num_stages)
+    check_positive("num_devices", num_devices)
+    check_positive("num_stages", num_stages)
     if style == "loop":
         return tuple(s % num_devices for s in range(num_stages))
     if style == "v":
@@ -257,7 +257,7 @@ def interleaved(
     >>> [(b.name, b.options[0].devices[0]) for b in problem.graph.blocks if b.kind == "F"]
     [('F0', 'd0'), ('F1', 'd1'), ('F2', 'd0'), ('F3', 'd1')]
     """
-    _check_positive("num_chunks", num_chunks)
+    check_positive("num_chunks", num_chunks)
     kind = "zb" if split_backward else "1f1b"
     return stage_pipeline(
         "loop",
@@ -302,7 +302,7 @@ def vshape_chunks(
     >>> [(b.name, b.options[0].devices[0]) for b in problem.graph.blocks if b.kind == "F"]
     [('F0', 'd0'), ('F1', 'd1'), ('F2', 'd1'), ('F3', 'd0')]
     """
-    _check_positive("num_chunks", num_chunks)
+    check_positive("num_chunks", num_chunks)
     if split_backward:
         backward = _sum(input_grad, weight_grad) if backward is None else backward
     elif backward is None:
@@ -324,48 +324,9 @@ def vshape_chunks(
     )
 
 
-def chimera(
-    num_devices: int,
-    num_microbatches: int,
-    *,
-    forward: IntOrSeq = 1,
-    backward: IntOrSeq = 2,
-    forward_memory: IntOrSeq = 1,
-    memory: int | None = None,
-    free_at_end: bool = False,
-) -> Problem:
-    """Chimera's bidirectional placement: two model replicas, a down and an up pipeline.
-
-    Device ``d`` holds stage ``d`` of the down pipeline (blocks ``*.down``)
-    and stage ``D-1-d`` of the up pipeline (``*.up``). Half of the
-    ``num_microbatches`` (even) run down, half up; the problem's micro-batch
-    ``k`` holds down micro-batch ``k`` and up micro-batch ``k``.
-
-    Examples
-    --------
-    >>> from schedsearch.placements import chimera
-    >>> problem = chimera(2, 2)
-    >>> problem.num_microbatches, problem.graph.block("F0.up").options[0].devices
-    (1, ('d1',))
-    """
-    _check_positive("num_devices", num_devices)
-    _check_positive("num_microbatches", num_microbatches, 2)
-    if num_microbatches % 2:
-        raise InvalidProblemError(
-            f"placement 'chimera': 'num_microbatches' must be even (half run down, half up), got {num_microbatches}"
-        )
-    return chain_pipelines(
-        [list(range(num_devices)), list(range(num_devices - 1, -1, -1))],
-        num_devices,
-        num_microbatches // 2,
-        forward=forward,
-        backward=backward,
-        forward_memory=forward_memory,
-        memory=memory,
-        free_at_end=free_at_end,
-        suffixes=[".down", ".up"],
-        name=f"chimera-p{num_devices}-m{num_microbatches}",
-    )
+#: Chimera's bidirectional placement (Li and Hoefler): the same function as
+#: :func:`schedsearch.placements.pipeline.bidirectional`, kept under the paper's name.
+chimera = bidirectional
 
 
 def dualpipe(
@@ -398,8 +359,8 @@ def dualpipe(
     >>> sorted({overlap.name for overlap in problem.overlaps})
     ['B', 'F&B']
     """
-    _check_positive("num_devices", num_devices)
-    _check_positive("num_chunks", num_chunks, 2)
+    check_positive("num_devices", num_devices)
+    check_positive("num_chunks", num_chunks, 2)
     if num_chunks % 2:
         raise InvalidProblemError(
             f"placement 'dualpipe': 'num_chunks' must be even (half run each way), got {num_chunks}"
@@ -450,7 +411,7 @@ def dualpipev(
     >>> [(o.name, o.blocks, o.duration) for o in problem.overlaps][:2]
     [('B', ('I3', 'W3'), 2), ('B', ('I2', 'W2'), 2)]
     """
-    _check_positive("num_devices", num_devices)
+    check_positive("num_devices", num_devices)
     return stage_pipeline(
         "v",
         num_devices,

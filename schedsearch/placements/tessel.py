@@ -28,7 +28,7 @@ their pass (``F`` / ``B``).
 from __future__ import annotations
 
 from schedsearch.errors import InvalidProblemError
-from schedsearch.placements.pipeline import _check_positive, chain_pipelines, device_names
+from schedsearch.placements.pipeline import check_positive, chain_pipelines, device_names
 from schedsearch.problem import Block, Cluster, Device, Edge, Graph, Option, Problem
 
 __all__ = ["TESSEL_SHAPES", "tessel_shape", "tessel_v", "tessel_x", "tessel_m", "tessel_nn", "tessel_k"]
@@ -146,10 +146,10 @@ class _Chain:
 
 def _check_common(num_devices: int, num_microbatches: int, durations: dict[str, int], memories: dict[str, int],
                   min_devices: int) -> None:
-    _check_positive("num_devices", num_devices, min_devices)
-    _check_positive("num_microbatches", num_microbatches)
+    check_positive("num_devices", num_devices, min_devices)
+    check_positive("num_microbatches", num_microbatches)
     for k, v in durations.items():
-        _check_positive(k, v)
+        check_positive(k, v)
     for k, v in memories.items():
         _check_memory(k, v)
 

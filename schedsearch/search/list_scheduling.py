@@ -101,7 +101,7 @@ import attrs
 
 from schedsearch._union_find import UnionFind
 from schedsearch.bounds.analytic import objective_lower_bound
-from schedsearch.errors import UnsupportedFeatureError
+from schedsearch.errors import InvalidOptionsError, InvalidProblemError, UnsupportedFeatureError
 from schedsearch.options import Deadline
 from schedsearch.problem import Edge, Problem, TaskKey
 from schedsearch.result import SearchResult, Status
@@ -133,12 +133,12 @@ Priorities = Union[Mapping[TaskKey, float], Callable[[TaskKey], float]]
 
 def _check_kind_order(inst: PipelineRule, attribute: attrs.Attribute, value: str) -> None:
     if not isinstance(value, str) or len(set(value)) != len(value):
-        raise ValueError(f"PipelineRule: 'kind_order' must be a string of distinct kind letters, got {value!r}")
+        raise InvalidOptionsError(f"PipelineRule: 'kind_order' must be a string of distinct kind letters, got {value!r}")
 
 
 def _check_stage_order(inst: PipelineRule, attribute: attrs.Attribute, value: str) -> None:
     if value not in _STAGE_ORDERS:
-        raise ValueError(f"PipelineRule: 'stage_order' must be one of {_STAGE_ORDERS}, got {value!r}")
+        raise InvalidOptionsError(f"PipelineRule: 'stage_order' must be one of {_STAGE_ORDERS}, got {value!r}")
 
 
 @attrs.frozen(kw_only=True)
@@ -244,8 +244,9 @@ def list_plan(
         returns None once it has expired (checked every few hundred
         events, so a large problem does not outrun its caller's limit).
 
-    Raises ``ValueError`` for an unknown rule or a knob of the other family,
-    and for HEFT rules a ``ValueError`` when fixed orders and edges form a
+    Raises :class:`~schedsearch.errors.InvalidOptionsError` for an unknown
+    rule or a knob of the other family, and for HEFT rules an
+    :class:`~schedsearch.errors.InvalidProblemError` when fixed orders and edges form a
     cycle (no plan exists; :func:`list_schedule` reports INFEASIBLE).
 
     Examples
@@ -262,7 +263,8 @@ def list_plan(
         _check_pipeline_knobs(rule, priority, insertion)
         return _pipeline_plan(problem, rule, form_groups=form_groups, name=name, deadline=deadline)
     if deadline is not None:
-        raise ValueError("list_plan: 'deadline' applies to pipeline rules only")
+        raise InvalidOptionsError(f"list_plan: 'deadline' applies to pipeline rules only, got {deadline!r} "
+                                  f"with HEFT rule {rule!r}")
     _check_heft_knobs(rule, priority, form_groups)
     graph = _TaskGraph(problem)
     schedule = _heft_plan(graph, _given_priorities(graph, rule, priority), insertion)
@@ -341,7 +343,7 @@ def heft(
     """
     t0 = time.perf_counter()
     if not rules:
-        raise ValueError("heft: 'rules' must name at least one priority rule")
+        raise InvalidOptionsError(f"heft: 'rules' must name at least one priority rule of {HEFT_RULES}, got {rules!r}")
     try:
         graph = _TaskGraph(problem)
     except _PrecedenceCycle as exc:
@@ -459,18 +461,18 @@ def heuristic_result(
 def _check_pipeline_knobs(rule: PipelineRule, priority: Priorities | None, insertion: bool) -> None:
     """Refuse the HEFT-only knobs with a pipeline rule."""
     if priority is not None:
-        raise ValueError(f"list scheduling: 'priority' applies to the HEFT rules, not to pipeline rule '{rule}'")
+        raise InvalidOptionsError(f"list scheduling: 'priority' applies to the HEFT rules, not to pipeline rule '{rule}'")
     if not insertion:
-        raise ValueError(f"list scheduling: 'insertion' applies to the HEFT rules, not to pipeline rule '{rule}' "
+        raise InvalidOptionsError(f"list scheduling: 'insertion' applies to the HEFT rules, not to pipeline rule '{rule}' "
                          f"(it starts work only when a device is free)")
 
 
 def _check_heft_knobs(rule: object, priority: Priorities | None, form_groups: bool) -> None:
     """Refuse a rule of neither family, and the pipeline-only knob with a HEFT rule."""
     if priority is None and rule not in HEFT_RULES:
-        raise ValueError(f"list scheduling: 'rule' must be one of {HEFT_RULES} or a PipelineRule, got {rule!r}")
+        raise InvalidOptionsError(f"list scheduling: 'rule' must be one of {HEFT_RULES} or a PipelineRule, got {rule!r}")
     if form_groups:
-        raise ValueError(f"list scheduling: 'form_groups' applies to pipeline rules, not to HEFT rule {rule!r}")
+        raise InvalidOptionsError(f"list scheduling: 'form_groups' applies to pipeline rules, not to HEFT rule {rule!r}")
 
 
 # --------------------------------------------------------------------------
@@ -478,7 +480,7 @@ def _check_heft_knobs(rule: object, priority: Priorities | None, form_groups: bo
 # --------------------------------------------------------------------------
 
 
-class _PrecedenceCycle(ValueError):
+class _PrecedenceCycle(InvalidProblemError):
     """Fixed orders and edges form a cycle: no schedule exists."""
 
 
@@ -596,7 +598,7 @@ def _priorities(g: _TaskGraph, rule: str) -> dict[TaskKey, float]:
                 i += 1
             rank[t] = total
     else:
-        raise ValueError(f"list scheduling: 'rule' must be one of {HEFT_RULES}, got {rule!r}")
+        raise InvalidOptionsError(f"list scheduling: 'rule' must be one of {HEFT_RULES}, got {rule!r}")
     return {k: rank[i] for i, k in enumerate(g.keys)}
 
 
@@ -607,7 +609,7 @@ def _given_priorities(g: _TaskGraph, rule: str, priority: Priorities | None) -> 
     if isinstance(priority, Mapping):
         missing = [k for k in g.keys if k not in priority]
         if missing:
-            raise ValueError(f"list scheduling: 'priority' lacks task {missing[0]!r}")
+            raise InvalidOptionsError(f"list scheduling: 'priority' lacks task {missing[0]!r}")
         return dict(priority)
     return {k: float(priority(k)) for k in g.keys}
 

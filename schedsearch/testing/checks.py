@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from schedsearch.errors import InvalidOptionsError, InvalidScheduleError
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule, objective_value
 from schedsearch.testing.oracle import OracleResult, OracleTooLarge, exact_optimum
@@ -147,13 +148,13 @@ def _value(schedule: Schedule, objective: str) -> int:
     return objective_value(schedule, objective)
 
 
-def _schedule_of(item: Any) -> Schedule | None:
+def _schedule_of(item: Any, field: str = "schedule") -> Schedule | None:
     """A Schedule from a Schedule, a search result (its ``schedule``) or None."""
     if item is None or isinstance(item, Schedule):
         return item
     if hasattr(item, "schedule"):
         return item.schedule
-    raise TypeError(f"expected a Schedule, a search result or None, got {type(item).__name__}")
+    raise InvalidScheduleError(f"checks: {field!r} must be a Schedule, a search result or None, got {type(item).__name__}")
 
 
 def _bound_value(bound: Any) -> int | None:
@@ -163,7 +164,8 @@ def _bound_value(bound: Any) -> int | None:
     for attr in ("value", "lower_bound"):
         if hasattr(bound, attr):
             return getattr(bound, attr)
-    raise TypeError(f"expected an int, a bound (.value) or a search result (.lower_bound), got {type(bound).__name__}")
+    raise InvalidOptionsError(f"assert_bound_sound: 'bound' must be an int, a bound (.value) or a search result "
+                              f"(.lower_bound), got {type(bound).__name__}")
 
 
 # --------------------------------------------------------------------------
@@ -289,7 +291,7 @@ def assert_optimal(
     """
     objective = objective or problem.objective
     oracle = _checked_oracle(problem, objective, oracle, max_tasks, node_limit)
-    plan = _schedule_of(result)
+    plan = _schedule_of(result, "result")
     status = getattr(getattr(result, "status", None), "value", None)
     if oracle.value is None:
         if plan is not None or status in ("OPTIMAL", "FEASIBLE"):
@@ -404,7 +406,7 @@ def assert_never_worse(
     >>> assert_never_worse(problem, list_schedule(problem), gpipe(problem))
     """
     objective = objective or problem.objective
-    plan, base = _schedule_of(schedule), _schedule_of(baseline)
+    plan, base = _schedule_of(schedule), _schedule_of(baseline, "baseline")
     if base is not None:
         assert_valid(problem, base, "baseline")
     if plan is None:

@@ -49,6 +49,7 @@ from typing import Any
 
 import attrs
 
+from schedsearch.errors import InvalidOptionsError
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule, TaskInstance, Transfer
 from schedsearch.validate import VIOLATION_KINDS
@@ -312,4 +313,4 @@ def mutate(problem: Problem, schedule: Schedule, kind: str, site: Any) -> Mutati
         t0, t1 = site
         return Mutation(kind, _replace(schedule, t1, _moved(t1, t0.start)),
                         f"task {_label(t1)} starts with {_label(t0)}, its predecessor in a fixed order")
-    raise ValueError(f"mutate: 'kind' must be one of {VIOLATION_KINDS}, got {kind!r}")
+    raise InvalidOptionsError(f"mutate: 'kind' must be one of {VIOLATION_KINDS}, got {kind!r}")

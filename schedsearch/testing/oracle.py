@@ -197,7 +197,7 @@ from itertools import product
 
 import attrs
 
-from schedsearch.errors import SchedSearchError
+from schedsearch.errors import InvalidOptionsError, InvalidProblemError, SchedSearchError
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule, TaskInstance, Transfer
 
@@ -866,10 +866,10 @@ def exact_optimum(
     True
     """
     if not isinstance(problem, Problem):
-        raise TypeError(f"exact_optimum: 'problem' must be a Problem, got {type(problem).__name__}")
+        raise InvalidProblemError(f"exact_optimum: 'problem' must be a Problem, got {type(problem).__name__}")
     objective = problem.objective if objective is None else objective
     if objective not in _OBJECTIVES:
-        raise ValueError(f"exact_optimum: 'objective' must be one of {_OBJECTIVES}, got {objective!r}")
+        raise InvalidOptionsError(f"exact_optimum: 'objective' must be one of {_OBJECTIVES}, got {objective!r}")
     if objective == "feasibility":
         objective = "makespan"
     n_tasks = len(problem.graph.blocks) * problem.num_microbatches
@@ -877,7 +877,7 @@ def exact_optimum(
         raise OracleTooLarge(f"exact_optimum: {n_tasks} task instances exceed 'max_tasks' = {max_tasks}")
     unknown = sorted(set(capacities or {}) - set(problem.cluster.device_names))
     if unknown:
-        raise ValueError(f"exact_optimum: 'capacities' names unknown devices {unknown}")
+        raise InvalidOptionsError(f"exact_optimum: 'capacities' names unknown devices {unknown}")
     model = _Model(problem, dict(capacities or {}))
     if any(cap is not None and init > cap for cap, init in zip(model.capacity, model.initial)):
         return OracleResult(value=None, schedule=None, nodes=0)

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from schedsearch.errors import InvalidOptionsError
 from schedsearch.problem import (
     Block,
     Channel,
@@ -349,7 +350,7 @@ def _build_pipeline(draw: Any, layout: str, D: int, max_duration: int, fmem: int
         return pl.tessel_shape(shape, D, 1, forward=draw(st.integers(1, max_duration)),
                                backward=draw(st.integers(1, max_duration)), forward_memory=fmem,
                                backward_memory=-fmem)
-    raise ValueError(f"pipeline_problems: unknown layout {layout!r}; choose from {PIPELINE_LAYOUTS}")
+    raise InvalidOptionsError(f"pipeline_problems: unknown layout {layout!r}; choose from {PIPELINE_LAYOUTS}")
 
 
 def _one_microbatch_need(problem: Problem) -> dict[str, int]:
@@ -425,7 +426,7 @@ def pipeline_problems(
     """
     layouts = tuple(layouts)
     if not layouts or any(layout not in PIPELINE_LAYOUTS for layout in layouts):
-        raise ValueError(f"pipeline_problems: 'layouts' must be a non-empty subset of {PIPELINE_LAYOUTS}, "
+        raise InvalidOptionsError(f"pipeline_problems: 'layouts' must be a non-empty subset of {PIPELINE_LAYOUTS}, "
                          f"got {layouts!r}")
     layout = draw(st.sampled_from(layouts))
     num_devices = draw(st.integers(1, max(1, max_devices)))
@@ -630,7 +631,7 @@ def broken(draw: Any, problem: Problem, schedule: Schedule, *, kinds: Any = None
     wanted = VIOLATION_KINDS if kinds is None else tuple(kinds)
     unknown = [k for k in wanted if k not in VIOLATION_KINDS]
     if unknown:
-        raise ValueError(f"broken: unknown violation kind {unknown[0]!r}; choose from {VIOLATION_KINDS}")
+        raise InvalidOptionsError(f"broken: unknown violation kind {unknown[0]!r}; choose from {VIOLATION_KINDS}")
     sites = mutation_sites(problem, schedule)
     available = [k for k in VIOLATION_KINDS if k in wanted and sites[k]]
     assume(bool(available))

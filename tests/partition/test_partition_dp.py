@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from opgraph_strategies import brute_force_contiguous, device_limits, operator_graphs
 from schedsearch.errors import InvalidOperatorGraphError
 from schedsearch.partition import evaluate_split, partition_dp, partition_dpl
-from schedsearch.partition.contract import contract
+from schedsearch.partition.contraction import contract
 from schedsearch.partition.dp import solve_contracted
 from schedsearch.partition.opgraph import DeviceLimits, Operator, OperatorGraph, Slot
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from opgraph_strategies import device_limits, operator_graphs
 from schedsearch.partition import evaluate_split, partition_dp
-from schedsearch.partition.contract import contract
+from schedsearch.partition.contraction import contract
 from schedsearch.partition.heuristics import (
     LoadTracker,
     partition_annealing,

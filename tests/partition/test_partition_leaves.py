@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from opgraph_strategies import brute_force_contiguous, graphs_with_trivial_leaves, memory_limits
 from schedsearch.errors import InvalidOperatorGraphError
 from schedsearch.partition import evaluate_split, partition_dp
-from schedsearch.partition.contract import contract
+from schedsearch.partition.contraction import contract
 from schedsearch.partition.ideals import IdealLimitExceeded, enumerate_ideals
 from schedsearch.partition.opgraph import DeviceLimits, Operator, OperatorGraph
 

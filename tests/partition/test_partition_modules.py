@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from opgraph_strategies import device_limits, operator_graphs
 from schedsearch.errors import InvalidOperatorGraphError
 from schedsearch.partition import evaluate_split, partition_dp
-from schedsearch.partition.contract import contract
+from schedsearch.partition.contraction import contract
 from schedsearch.partition.ideals import enumerate_ideals
 from schedsearch.partition.modules import find_modules, module_boundaries, partition_modules
 from schedsearch.partition.opgraph import DeviceLimits, Operator, OperatorGraph

@@ -12,7 +12,7 @@ from hypothesis import given
 from opgraph_strategies import brute_force_contiguous, device_limits, operator_graphs
 from schedsearch.errors import InvalidOperatorGraphError, InvalidOptionsError
 from schedsearch.partition import evaluate_split, partition_dp
-from schedsearch.partition.contract import contract
+from schedsearch.partition.contraction import contract
 from schedsearch.partition.opgraph import DeviceLimits, Slot
 from schedsearch.partition.slicegraph import (
     SegmentCosts,

@@ -34,7 +34,7 @@ from schedsearch.encode.cpsat.constraints import (
 from schedsearch.encode.cpsat.objective import add_objective, add_ties
 from schedsearch.encode.cpsat.variables import Variables, make_variables
 from schedsearch.encode.structure import TaskStructure, build_structure
-from schedsearch.errors import SolverError
+from schedsearch.errors import InvalidOptionsError, SolverError
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import Schedule, max_span, objective_value
@@ -344,7 +344,7 @@ def _run(
     params.log_search_progress = options.log
     for key, value in options.backend_params.items():
         if not hasattr(params, key):
-            raise ValueError(f"backend 'cpsat': unknown parameter {key!r} in 'backend_params'")
+            raise InvalidOptionsError(f"backend 'cpsat': unknown parameter {key!r} in 'backend_params'")
         setattr(params, key, value)
     if options.progress is not None and minimised:
         solver.best_bound_callback = callback.on_bound

@@ -43,7 +43,7 @@ from ortools.sat.python import cp_model
 from schedsearch.bounds.analytic import critical_path
 from schedsearch.encode.cpsat.model import set_limits, wall_guard_hit
 from schedsearch.encode.modulo import ModuloOptions, ModuloResult, modulo_memory_pairs
-from schedsearch.errors import SolverError
+from schedsearch.errors import InvalidOptionsError, SolverError
 from schedsearch.periodic import Repetend, RepetendTask
 from schedsearch.problem import Problem
 from schedsearch.result import Status
@@ -210,7 +210,7 @@ def solve_modulo(problem: Problem, options: ModuloOptions) -> ModuloResult:
     set_limits(params, options.time_limit_s, options.deterministic)
     for key, value in options.backend_params.items():
         if not hasattr(params, key):
-            raise ValueError(f"backend 'cpsat': unknown parameter {key!r} in 'backend_params'")
+            raise InvalidOptionsError(f"backend 'cpsat': unknown parameter {key!r} in 'backend_params'")
         setattr(params, key, value)
     code = solver.solve(model)
     wall = time.perf_counter() - t0

@@ -61,9 +61,10 @@ import attrs
 from networkx.utils import UnionFind
 
 from schedsearch.errors import InvalidOperatorGraphError
+from schedsearch.partition._common import strongly_connected_components
 from schedsearch.partition.opgraph import OperatorGraph
 
-__all__ = ["ContractedGraph", "contract", "linearize"]
+__all__ = ["ContractedGraph", "contract", "kahn_dfs_order", "linearize"]
 
 _EPS = 1e-6
 
@@ -117,54 +118,6 @@ class ContractedGraph:
             for u in ps:
                 out[u].append(v)
         return tuple(tuple(s) for s in out)
-
-
-def _sccs(nodes: list, succ: dict) -> list[list]:
-    """Strongly connected components (iterative Tarjan)."""
-    index: dict = {}
-    low: dict = {}
-    on_stack: set = set()
-    stack: list = []
-    comps: list[list] = []
-    counter = 0
-    for root in nodes:
-        if root in index:
-            continue
-        work = [(root, iter(succ.get(root, ())))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            v, it = work[-1]
-            advanced = False
-            for w in it:
-                if w not in index:
-                    index[w] = low[w] = counter
-                    counter += 1
-                    stack.append(w)
-                    on_stack.add(w)
-                    work.append((w, iter(succ.get(w, ()))))
-                    advanced = True
-                    break
-                if w in on_stack:
-                    low[v] = min(low[v], index[w])
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[v])
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                comps.append(comp)
-    return comps
 
 
 def contract(graph: OperatorGraph, *, merge_trivial: bool = True, memory_limited: bool = False,
@@ -228,7 +181,7 @@ def contract(graph: OperatorGraph, *, merge_trivial: bool = True, memory_limited
     succ: dict = defaultdict(list)
     for u, v in true | art:
         succ[u].append(v)
-    for comp in _sccs(sorted(all_keys, key=repr), succ):
+    for comp in strongly_connected_components(sorted(all_keys, key=repr), succ):
         for k in comp[1:]:
             uf.union(k, comp[0])
 
@@ -358,6 +311,22 @@ def contract(graph: OperatorGraph, *, merge_trivial: bool = True, memory_limited
     )
 
 
+def kahn_dfs_order(cg: ContractedGraph) -> list[int]:
+    """Depth-first Kahn order (the last freed supernode first), as DPL uses."""
+    succ = cg.succs()
+    indeg = [len(p) for p in cg.preds]
+    stack = [v for v in range(cg.num_nodes) if indeg[v] == 0][::-1]
+    order = []
+    while stack:
+        v = stack.pop()
+        order.append(v)
+        for w in sorted(succ[v]):
+            indeg[w] -= 1
+            if indeg[w] == 0:
+                stack.append(w)
+    return order
+
+
 def linearize(cg: ContractedGraph, order: list[int] | None = None) -> ContractedGraph:
     """Chain the supernodes of ``cg`` in one topological order.
 
@@ -380,17 +349,7 @@ def linearize(cg: ContractedGraph, order: list[int] | None = None) -> Contracted
     """
     n = cg.num_nodes
     if order is None:
-        succ = cg.succs()
-        indeg = [len(p) for p in cg.preds]
-        stack = [v for v in range(n) if indeg[v] == 0][::-1]
-        order = []
-        while stack:
-            v = stack.pop()
-            order.append(v)
-            for w in sorted(succ[v]):
-                indeg[w] -= 1
-                if indeg[w] == 0:
-                    stack.append(w)
+        order = kahn_dfs_order(cg)
     if sorted(order) != list(range(n)):
         raise InvalidOperatorGraphError("linearize: order must list every supernode once")
     pos = {v: i for i, v in enumerate(order)}

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from schedsearch.partition.contract import contract, linearize
+from schedsearch.partition.contraction import contract, linearize
 from schedsearch.partition.ideals import enumerate_ideals
 from schedsearch.partition.opgraph import Operator, OperatorGraph
 

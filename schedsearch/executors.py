@@ -1,0 +1,241 @@
+"""Executors: run independent tasks (plan candidates, sweep points) in parallel.
+
+One interface, :class:`Executor` (``run(fn, tasks, timeout_s)``), two
+engines:
+
+* ``"local"`` (:class:`LocalExecutor`, the default): worker processes of this
+  machine (``workers`` of them; one runs the tasks in this process), nothing
+  to start;
+* ``"ray"`` (:class:`RayExecutor`): tasks of a Ray cluster, joined at
+  ``address`` or started locally by ``ray.init()`` (install the optional
+  extra: ``pip install 'schedsearch[ray]'``).
+
+Every task comes back as a :class:`TaskOutcome` in the order given: its
+value, or the error it raised, or that it timed out; nothing is lost. The
+function and the tasks must be picklable (module-level functions, attrs
+data). Ctrl-C stops the workers.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import attrs
+
+from schedsearch.errors import InvalidOptionsError, MissingDependencyError, WorkerProcessError
+
+__all__ = ["TaskOutcome", "Executor", "LocalExecutor", "RayExecutor", "get_executor", "ENGINES"]
+
+ENGINES = ("local", "ray")
+
+
+@attrs.frozen(kw_only=True)
+class TaskOutcome:
+    """What became of one task: ``status`` is ``"done"``, ``"failed"`` or ``"timeout"``.
+
+    Examples
+    --------
+    >>> from schedsearch.executors import LocalExecutor
+    >>> outcomes = LocalExecutor(workers=1).run(abs, [-2, "x"])
+    >>> [(o.status, o.value) for o in outcomes]
+    [('done', 2), ('failed', None)]
+    >>> outcomes[1].error
+    "TypeError: bad operand type for abs(): 'str'"
+    """
+
+    status: str
+    value: Any = None
+    error: str = ""
+    wall_time_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "done"
+
+
+def _call(fn: Callable[[Any], Any], task: Any) -> TaskOutcome:
+    t0 = time.perf_counter()
+    try:
+        value = fn(task)
+    except Exception as exc:  # a failed task is reported, not raised
+        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        return TaskOutcome(status="failed", error=last, wall_time_s=time.perf_counter() - t0)
+    return TaskOutcome(status="done", value=value, wall_time_s=time.perf_counter() - t0)
+
+
+class Executor(Protocol):
+    """Runs ``fn`` on every task; returns one :class:`TaskOutcome` per task, in order."""
+
+    name: str
+
+    def run(self, fn: Callable[[Any], Any], tasks: Sequence[Any], timeout_s: float | None = None) -> list[TaskOutcome]:
+        ...
+
+
+@attrs.frozen(kw_only=True)
+class LocalExecutor:
+    """Worker processes on this machine (``workers=None``: one per CPU, at most one per task).
+
+    With one worker (or one task) the tasks run in this process, one after
+    the other. ``timeout_s`` is the wall time allowed to the whole run past
+    which the unfinished tasks are reported as timed out and the workers
+    stopped.
+    """
+
+    workers: int | None = None
+    name: str = "local"
+
+    def run(self, fn: Callable[[Any], Any], tasks: Sequence[Any], timeout_s: float | None = None,
+            on_done: Callable[[int, TaskOutcome], None] | None = None) -> list[TaskOutcome]:
+        """One outcome per task, in order; ``on_done(index, outcome)`` is called as each task finishes."""
+        tasks = list(tasks)
+        workers = min(self.workers or os.cpu_count() or 1, max(1, len(tasks)))
+        if workers <= 1:
+            out = []
+            for i, t in enumerate(tasks):
+                out.append(_call(fn, t))
+                if on_done is not None:
+                    on_done(i, out[-1])
+            return out
+        # "spawn": a forked copy of a process that has run OR-tools' threads may hang
+        pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+        futures = [pool.submit(_call, fn, t) for t in tasks]
+        index = {f: i for i, f in enumerate(futures)}
+        results: dict[int, TaskOutcome] = {}
+        pending = set(futures)
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        try:
+            while pending:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                done, pending = cf.wait(pending, timeout=left, return_when=cf.FIRST_COMPLETED)
+                if not done:  # the deadline passed
+                    break
+                for f in sorted(done, key=index.__getitem__):
+                    try:
+                        outcome = f.result()
+                    except cf.process.BrokenProcessPool:  # a worker process died
+                        outcome = TaskOutcome(status="failed", error="the worker process running it stopped "
+                                                                     "(killed, or out of memory)")
+                    except Exception as exc:  # the answer could not come back (not picklable, ...)
+                        outcome = TaskOutcome(status="failed", error=f"its answer could not come back from the "
+                                                                     f"worker process ({type(exc).__name__})")
+                    results[index[f]] = outcome
+                    if on_done is not None:
+                        on_done(index[f], outcome)
+        except KeyboardInterrupt:
+            _stop(pool)
+            raise
+        for f in sorted(pending, key=index.__getitem__):
+            results[index[f]] = TaskOutcome(status="timeout", error=f"no answer within {timeout_s:g} s")
+            if on_done is not None:
+                on_done(index[f], results[index[f]])
+        out = [results[i] for i in range(len(futures))]
+        if out and all(o.status == "failed" and o.error.startswith("the worker process") for o in out):
+            _stop(pool)
+            raise WorkerProcessError(_no_worker_answered())
+        if pending:
+            _stop(pool)
+        else:
+            pool.shutdown(wait=True)
+        return out
+
+
+def _no_worker_answered() -> str:
+    """Why no worker process answered, in the user's terms: most often a script without a ``__main__`` guard."""
+    main = sys.modules.get("__main__")
+    script = getattr(main, "__file__", None)
+    if script and getattr(main, "__spec__", None) is None:
+        return (f"the worker processes stopped before answering any task. They start by importing the script "
+                f"{os.path.basename(script)!r} again: when it calls plan() at its top level, put that code under "
+                f"'if __name__ == \"__main__\":' (or pass workers=1 to search in this process)")
+    return ("the worker processes stopped before answering any task (killed, or out of memory); pass workers=1 to "
+            "search in this process")
+
+
+def _stop(pool: cf.ProcessPoolExecutor) -> None:
+    for process in list(getattr(pool, "_processes", {}).values()):
+        process.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+@attrs.frozen(kw_only=True)
+class RayExecutor:
+    """Ray tasks: joins the cluster at ``address`` or starts a local one (``num_cpus`` CPUs).
+
+    Ray is started on first use and left running for the next calls of this
+    process (``ray.shutdown()`` stops it).
+    """
+
+    address: str | None = None
+    num_cpus: int | None = None
+    name: str = "ray"
+
+    def run(self, fn: Callable[[Any], Any], tasks: Sequence[Any], timeout_s: float | None = None,
+            on_done: Callable[[int, TaskOutcome], None] | None = None) -> list[TaskOutcome]:
+        """One outcome per task, in order; ``on_done(index, outcome)`` is called as each is collected."""
+        ray = _ray()
+        if not ray.is_initialized():
+            kwargs: dict[str, Any] = {"address": self.address} if self.address else {"num_cpus": self.num_cpus}
+            ray.init(ignore_reinit_error=True, log_to_driver=False, include_dashboard=False, **kwargs)
+        remote = ray.remote(num_cpus=1, max_retries=0)(_call)
+        refs = [remote.remote(fn, t) for t in tasks]
+        out: list[TaskOutcome] = []
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        try:
+            for ref in refs:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                try:
+                    out.append(ray.get(ref, timeout=left))
+                except ray.exceptions.GetTimeoutError:
+                    ray.cancel(ref, force=True)
+                    out.append(TaskOutcome(status="timeout", error=f"no answer within {timeout_s:g} s"))
+                except ray.exceptions.RayError as exc:
+                    out.append(TaskOutcome(status="failed", error=f"ray task failed: {type(exc).__name__}"))
+                if on_done is not None:
+                    on_done(len(out) - 1, out[-1])
+        except KeyboardInterrupt:
+            for ref in refs:
+                ray.cancel(ref, force=True)
+            raise
+        return out
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise MissingDependencyError(
+            "engine 'ray' needs Ray: install the extra with pip install 'schedsearch[ray]' (or pip install ray)"
+        ) from None
+    return ray
+
+
+def get_executor(engine: str | Executor = "local", *, workers: int | None = None, address: str | None = None) -> Executor:
+    """The executor named ``engine`` (``"local"`` or ``"ray"``), or ``engine`` itself when it is one.
+
+    Examples
+    --------
+    >>> from schedsearch.executors import get_executor
+    >>> get_executor("local", workers=2)
+    LocalExecutor(workers=2, name='local')
+    >>> get_executor("dask")
+    Traceback (most recent call last):
+    ...
+    schedsearch.errors.InvalidOptionsError: plan: 'engine' must be one of ('local', 'ray') or an executor, got 'dask'
+    """
+    if not isinstance(engine, str):
+        if not callable(getattr(engine, "run", None)):
+            raise InvalidOptionsError(f"plan: 'engine' must be one of {ENGINES} or an executor, got {engine!r}")
+        return engine
+    if engine == "local":
+        return LocalExecutor(workers=workers)
+    if engine == "ray":
+        return RayExecutor(address=address, num_cpus=workers)
+    raise InvalidOptionsError(f"plan: 'engine' must be one of {ENGINES} or an executor, got {engine!r}")
