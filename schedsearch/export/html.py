@@ -574,7 +574,9 @@ def report_html(
               + " " + "".join(swatches)
               + " &nbsp; kinds: " + ", ".join(f"{k} ({hatch_names.get(k, 'plain')})" for k in kinds)
               + ("; later chunks / the other direction lighter" if any(t["chunk"] for t in data["tasks"]) else "")
-              + ". Labels: F3·m12 = stage 3's forward of micro-batch 12; hover a task for its times.</div>")
+              + (". Labels: j0.o1 = job 0's operation 1" if by_job else
+                 ". Labels: F3·m12 = stage 3's forward of micro-batch 12")
+              + "; hover a task for its times.</div>")
     payload = json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
     front_html = "<h2>Pareto front</h2><div id='front-box'></div>" if data["front"] else ""
     ranks = [n for n in device_labels(problem).values()]
@@ -585,7 +587,8 @@ def report_html(
         f"<h1>{html.escape(heading)}</h1>{_rows_html(_headline(problem, schedule, result, meta, units), 'summary')}"
         f"{_per_rank_html(problem, schedule, units)}"
         f"<h2>Schedule</h2>{legend}<div id='gantt-box' style='overflow-x:auto'></div>"
-        "<h2>Memory per rank</h2><div id='memory-box' style='overflow-x:auto'></div>"
+        f"<h2>Memory per {'rank' if any(r.startswith('rank') for r in ranks) else 'device'}</h2>"
+        "<div id='memory-box' style='overflow-x:auto'></div>"
         f"{_table_html(table or [], ranks, units)}{front_html}"
         f"<details><summary>Details: the solver's units</summary>{details}</details>"
         "<p id='report-check' data-tasks='0' data-errors='not drawn'></p><div id='tip'></div>"

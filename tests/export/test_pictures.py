@@ -35,7 +35,7 @@ def test_one_naming_rule_in_labels_traces_and_timelines():
     assert task_label(rep.problem, "F3", 12) == "F3·m12"  # stage 3's forward, micro-batch 12
     names = {e["name"] for e in chrome_trace(rep.problem, rep.schedule)["traceEvents"] if e.get("ph") == "X"}
     assert "F3·m12" in names and all(re.fullmatch(r"[FB]\d·m\d+", n) for n in names)
-    assert "d3: " in render_ascii(rep.problem, rep.schedule, labels="stage") and "F3m12" in render_ascii(
+    assert "rank3: " in render_ascii(rep.problem, rep.schedule, labels="stage") and "F3m12" in render_ascii(
         rep.problem, rep.schedule, labels="stage")
 
 
