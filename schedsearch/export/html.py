@@ -401,7 +401,7 @@ def _front_points(front: Any) -> list[dict[str, Any]]:
 _CSS = """
 body{font:13px system-ui,sans-serif;margin:16px;color:#222}h1{font-size:18px}h2{font-size:15px;margin-top:22px}
 table{border-collapse:collapse;margin-bottom:8px}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}
-.cmp td{text-align:right;white-space:nowrap}.cmp td:nth-child(2),.cmp td:last-child{text-align:left}
+.cmp td{text-align:right;white-space:nowrap}.cmp td:nth-child(2),.cmp td:last-child{text-align:left}.cmp td:last-child{white-space:normal;min-width:280px}
 #tip{position:fixed;display:none;background:#fffbe6;border:1px solid #999;padding:4px 6px;pointer-events:none;
 white-space:pre;font:12px monospace;z-index:9}svg text{font:11px sans-serif}.lbl{pointer-events:none}
 .task:hover,.xfer:hover{stroke:#000;stroke-width:2}.legend span{display:inline-block;margin-right:12px}
@@ -437,7 +437,7 @@ node.addEventListener('mouseleave',function(){tip.style.display='none';});}
 var drawn=0,tips=0,keys={};
 try{
  var L=120,R=20,RH=34,H=D.rows.length*RH+40;
- var W=Math.max(900,Math.min(6000,D.makespan*30),Math.min(12000,D.makespan/Math.max(1,D.shortest)*16+L+R));
+ var W=Math.max(900,Math.min(8000,D.makespan/Math.max(1,D.shortest)*40+L+R));
  var sx=(W-L-R)/Math.max(1,D.makespan);
  var svg=el('svg',{width:W,height:H,id:'gantt'},document.getElementById('gantt-box'));
  var defs=el('defs',{},svg);
@@ -448,8 +448,9 @@ try{
   var p=el('pattern',{id:'c-'+c,width:10,height:10,patternUnits:'userSpaceOnUse'},defs);p.innerHTML=D.mark_svg[c];});
  D.rows.forEach(function(r,i){var y=20+i*RH;el('text',{x:4,y:y+RH/2+4},svg).textContent=r;
   el('line',{x1:L,x2:W-R,y1:y+RH,y2:y+RH,stroke:'#eee'},svg);});
- var step=Math.pow(10,Math.floor(Math.log10(Math.max(1,D.makespan/10))));
- if(D.makespan/step>20)step*=5;else if(D.makespan/step>10)step*=2;
+ var ticks=Math.max(10,Math.floor((W-L-R)/110));
+ var step=Math.pow(10,Math.floor(Math.log10(Math.max(1,D.makespan/ticks))));
+ if(D.makespan/step>2*ticks)step*=5;else if(D.makespan/step>ticks)step*=2;
  for(var x=0;x<=D.makespan;x+=step){el('line',{x1:L+x*sx,x2:L+x*sx,y1:14,y2:H-18,stroke:'#ddd'},svg);
   el('text',{x:L+x*sx-4,y:H-4},svg).textContent=U.time_unit_ms?(x*U.time_unit_ms).toPrecision(4)/1:x;}
  el('text',{x:4,y:H-4},svg).textContent=U.time_unit_ms?'time (ms)':'time (units)';
