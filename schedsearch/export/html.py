@@ -175,12 +175,12 @@ def _data(problem: Problem, schedule: Schedule, units: Mapping[str, Any]) -> dic
     transfers = []
     for tr in schedule.transfers:
         if tr.end > tr.start:
-            src, dst = (device_labels(problem, [x]).get(x, x) for x in (tr.src, tr.dst))
             span = (f"start {_ms(tr.start, units)} · end {_ms(tr.end, units)}" if units.get("time_unit_ms")
                     else f"start {tr.start} · end {tr.end} time units")
-            transfers.append({"row": rows.index(f"channel {tr.channel}"), "start": tr.start, "end": tr.end,
-                              "microbatch": tr.microbatch,
-                              "tip": f"transfer of m{tr.microbatch}: {src} -> {dst}\n{span}"})
+            row = rows.index(f"channel {tr.channel}")
+            transfers.append({"row": row, "start": tr.start, "end": tr.end, "microbatch": tr.microbatch,
+                              "tip": f"transfer {tr.src}->{tr.dst}·m{tr.microbatch} (block {tr.src}'s output to "
+                                     f"{tr.dst}, micro-batch {tr.microbatch})\non {shown[row]}\n{span}"})
     profile = memory_profile(problem, schedule)
     peaks = peak_memory(problem, schedule)  # initial memory included, even under a free at time 0
     memory = [{"device": names[d], "steps": profile.get(d, [(0, 0)]), "peak": peaks.get(d, 0),

@@ -31,8 +31,8 @@ from typing import Any
 import attrs
 
 from schedsearch.errors import UnsupportedFeatureError
-from schedsearch.export.labels import (KIND_HATCHES, OTHER_HATCH, PALETTE, TaskStyle, channel_label, cycle_legend, device_labels,
-                                       kind_and_stage, shade, task_style, text_colour)
+from schedsearch.export.labels import (KIND_HATCHES, OTHER_HATCH, PALETTE, TaskStyle, channel_label, cycle_legend,
+                                       device_labels, kind_and_stage, shade, task_style, text_colour)
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule, overlap_groups
 

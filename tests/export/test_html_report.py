@@ -175,9 +175,9 @@ _KINDS = {"F": "forward", "B": "backward", "I": "input gradient", "W": "weight g
 def _expected_tips(problem, schedule, unit_ms: float) -> list[tuple[int, str]]:
     """Per task and device: (rank, the tip's time line), in ms straight from the schedule and the unit."""
     ranks = {d: i for i, d in enumerate(problem.cluster.device_names)}
-    return sorted((ranks[d], f"{t.block}·m{t.microbatch}\nrank{ranks[d]} · {_KINDS[problem.graph.block(t.block).kind]}"
-                   f" ({problem.graph.block(t.block).kind}) · micro-batch {t.microbatch} · stage "
-                   f"{problem.graph.block(t.block).stage}",
+    block = problem.graph.block
+    return sorted((ranks[d], f"{t.block}·m{t.microbatch}\nrank{ranks[d]} · {_KINDS[block(t.block).kind]}"
+                   f" ({block(t.block).kind}) · micro-batch {t.microbatch} · stage {block(t.block).stage}",
                    f"start {t.start * unit_ms:.3f} ms · end {t.end * unit_ms:.3f} ms · "
                    f"{(t.end - t.start) * unit_ms:.3f} ms")
                   for t in schedule.tasks for d in t.devices)
