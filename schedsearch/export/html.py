@@ -186,7 +186,7 @@ def _data(problem: Problem, schedule: Schedule, units: Mapping[str, Any]) -> dic
     memory = [{"device": names[d], "steps": profile.get(d, [(0, 0)]), "peak": peaks.get(d, 0),
                "capacity": next(dev.memory for dev in problem.cluster.devices if dev.name == d),
                "title": f"{names[d]}: peak {_gib(peaks.get(d, 0), units)}"} for d in devices]
-    return {"rows": shown, "tasks": tasks, "transfers": transfers, "memory": memory, "makespan": schedule.makespan,
+    return {"rows": shown, "num_devices": len(devices), "tasks": tasks, "transfers": transfers, "memory": memory, "makespan": schedule.makespan,
             "expected": sum(len(t.devices) for t in schedule.tasks), "num_tasks": len(schedule.tasks),
             "units": dict(units)}
 
@@ -436,7 +436,8 @@ tip.textContent=text;tip.style.left=(ev.clientX+12)+'px';tip.style.top=(ev.clien
 node.addEventListener('mouseleave',function(){tip.style.display='none';});}
 var drawn=0,tips=0,keys={};
 try{
- var L=120,R=20,RH=34,H=D.rows.length*RH+40;
+ var L=120,R=20,RH=34,CH=16,rowY=[],rowH=[],H=20;
+ D.rows.forEach(function(r,i){rowY.push(H);rowH.push(i<D.num_devices?RH:CH);H+=rowH[i];});H+=20;
  var W=Math.max(900,Math.min(8000,D.makespan/Math.max(1,D.shortest)*40+L+R));
  var sx=(W-L-R)/Math.max(1,D.makespan);
  var svg=el('svg',{width:W,height:H,id:'gantt'},document.getElementById('gantt-box'));
@@ -446,15 +447,16 @@ try{
   el('path',{d:D.kind_paths[k],stroke:'rgba(0,0,0,.55)','stroke-width':1.2},p);});
  Object.keys(D.mark_svg).forEach(function(c){
   var p=el('pattern',{id:'c-'+c,width:10,height:10,patternUnits:'userSpaceOnUse'},defs);p.innerHTML=D.mark_svg[c];});
- D.rows.forEach(function(r,i){var y=20+i*RH;el('text',{x:4,y:y+RH/2+4},svg).textContent=r;
-  el('line',{x1:L,x2:W-R,y1:y+RH,y2:y+RH,stroke:'#eee'},svg);});
+ D.rows.forEach(function(r,i){var y=rowY[i],rh=rowH[i];
+  el('text',{x:4,y:y+rh/2+4,style:rh<RH?'font-size:10px':''},svg).textContent=r;
+  el('line',{x1:L,x2:W-R,y1:y+rh,y2:y+rh,stroke:'#eee'},svg);});
  var ticks=Math.max(10,Math.floor((W-L-R)/110));
  var step=Math.pow(10,Math.floor(Math.log10(Math.max(1,D.makespan/ticks))));
  if(D.makespan/step>2*ticks)step*=5;else if(D.makespan/step>ticks)step*=2;
  for(var x=0;x<=D.makespan;x+=step){el('line',{x1:L+x*sx,x2:L+x*sx,y1:14,y2:H-18,stroke:'#ddd'},svg);
   el('text',{x:L+x*sx-4,y:H-4},svg).textContent=U.time_unit_ms?(x*U.time_unit_ms).toPrecision(4)/1:x;}
  el('text',{x:4,y:H-4},svg).textContent=U.time_unit_ms?'time (ms)':'time (units)';
- D.tasks.forEach(function(k){var h=(RH-8)/k.bands,y=20+k.row*RH+4+k.band*h,x=L+k.start*sx,w=Math.max(1,(k.end-k.start)*sx);
+ D.tasks.forEach(function(k){var h=(RH-8)/k.bands,y=rowY[k.row]+4+k.band*h,x=L+k.start*sx,w=Math.max(1,(k.end-k.start)*sx);
   var g=el('g',{},svg);
   var r=el('rect',{x:x,y:y,width:w,height:h,fill:k.fill,stroke:'#333','stroke-width':.5,'class':'task','data-key':k.key},g);
   if(k.hatch)el('rect',{x:x,y:y,width:w,height:h,fill:'url(#h-'+(k.kind in D.kind_paths?k.kind:'other')+')','pointer-events':'none'},g);
@@ -466,8 +468,8 @@ try{
    if(text)el('text',{x:0,y:0,'text-anchor':'middle','class':'lbl',fill:k.ink,
     transform:'translate('+(x+w/2+4)+','+(y+h/2)+') rotate(-90)'},g).textContent=text;}
   hover(r,k.tip);tips++;drawn++;keys[k.key]=1;});
- D.transfers.forEach(function(k){var y=20+k.row*RH+4,x=L+k.start*sx,w=Math.max(1,(k.end-k.start)*sx);
-  var r=el('rect',{x:x,y:y,width:w,height:RH-8,fill:'"""+_TRANSFER+r"""',stroke:'#333','stroke-width':.5,'class':'xfer'},svg);
+ D.transfers.forEach(function(k){var y=rowY[k.row]+2,x=L+k.start*sx,w=Math.max(1,(k.end-k.start)*sx);
+  var r=el('rect',{x:x,y:y,width:w,height:CH-4,fill:'"""+_TRANSFER+r"""',stroke:'#333','stroke-width':.5,'class':'xfer'},svg);
   hover(r,k.tip);});
  var mb=document.getElementById('memory-box');
  D.memory.forEach(function(dev){var top=0;dev.steps.forEach(function(s){top=Math.max(top,s[1]);});
