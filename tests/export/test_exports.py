@@ -73,9 +73,9 @@ def test_ascii_timeline_draws_devices_labels_and_groups():
     assert lines[1].startswith("rank0: Fm0") and lines[2].startswith("rank1: ")
     assert "/Bm" in text  # an overlapped forward-and-backward pair, e.g. Fm3/Bm0
     assert f"makespan {rep.schedule.makespan}" in lines[-1]
-    unit = rep.problem.time_unit_s
-    if unit is not None:  # ms first when the problem knows its unit
-        assert f"makespan {rep.schedule.makespan * unit * 1e3:.6g} ms = {rep.schedule.makespan} time units" in lines[-1]
+    timed = render_ascii(rep.problem.with_(time_unit_s=0.00025), rep.schedule).splitlines()
+    # ms first when the problem knows its unit, the solver's units after
+    assert f"makespan {rep.schedule.makespan * 0.25:.6g} ms = {rep.schedule.makespan} time units" in timed[-1]
     staged = render_ascii(rep.problem, rep.schedule, labels="stage")
     assert "rank0: F0m0" in staged and "I3m0" in staged
     with pytest.raises(ValueError, match="'labels' must be one of"):
