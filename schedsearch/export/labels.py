@@ -44,7 +44,7 @@ from schedsearch.problem import Problem
 __all__ = ["TaskStyle", "kind_and_stage", "task_label", "task_style", "PALETTE", "KIND_HATCHES", "CYCLE_MARKS",
            "shade", "text_colour", "device_label", "device_labels", "channel_label", "cycle_legend"]
 
-#: Colours cycled over micro-batches (or jobs): well apart, dark enough for white text.
+#: Colours cycled over micro-batches (or jobs): well apart; labels on them are written in :func:`text_colour`.
 PALETTE = (
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
     "#7f7f7f", "#bcbd22", "#393b79", "#ad494a", "#637939", "#7b4173", "#843c39", "#3182bd",
@@ -72,7 +72,9 @@ class TaskStyle:
     (``"m12"``, ``"j3"``), ``colour_index`` its index in :data:`PALETTE`
     (cycled), ``chunk`` the chunk or direction on its device (0 = first),
     ``chunk_name`` how a legend names it and ``by_job`` whether the colour
-    is a job's (a job shop) rather than a micro-batch's.
+    is a job's (a job shop) rather than a micro-batch's. ``hatch`` is the
+    kind's hatch (``kind_hatch``) followed by the ``mark`` of the palette's
+    round the colour is from (``cycle``).
 
     Examples
     --------
@@ -91,7 +93,6 @@ class TaskStyle:
     chunk: int = 0
     chunk_name: str = ""
     by_job: bool = False
-    microbatch: int = 0
 
     @property
     def label(self) -> str:
@@ -248,8 +249,7 @@ def task_style(problem: Problem | None, block: str, microbatch: int, device: str
             _CHUNK_CACHE[id(problem)] = cached
         chunk, chunk_name = cached[1].get((block, device), (0, ""))
     return TaskStyle(labels=(task_label(problem, block, microbatch), f"m{microbatch}"), group=f"m{microbatch}",
-                     colour_index=microbatch, kind=kind, stage=stage, chunk=chunk, chunk_name=chunk_name,
-                     microbatch=microbatch)
+                     colour_index=microbatch, kind=kind, stage=stage, chunk=chunk, chunk_name=chunk_name)
 
 
 def text_colour(fill: str) -> str:
