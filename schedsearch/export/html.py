@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -67,31 +66,34 @@ def _units(meta: Mapping[str, Any] | None, problem: Problem | None = None) -> di
 
 
 def _ms_decimals(unit_ms: float) -> int:
-    """Decimals that show one time unit in ms: 3, more for units below a microsecond (at most 9)."""
-    return min(9, max(3, math.ceil(-math.log10(unit_ms)) if unit_ms > 0 else 3))
+    """Decimals that write every multiple of a time unit exactly in ms: at least 3, at most 9.
 
-
-def _ms(value: float | None, units: Mapping[str, Any], *, scaled: bool = False) -> str:
-    """A time as the report leads with it: ``"12.350 ms"``, or ``"247 time units"`` without a known unit.
-
-    ``scaled``: ``value`` is already in ms.
+    >>> from schedsearch.export.html import _ms_decimals
+    >>> _ms_decimals(0.05), _ms_decimals(0.0125), _ms_decimals(2.0)
+    (3, 4, 3)
     """
+    written = f"{unit_ms:.9f}".rstrip("0")
+    return max(3, len(written.split(".")[1]))
+
+
+def _ms(value: float | None, units: Mapping[str, Any]) -> str:
+    """A time as the report leads with it: ``"12.350 ms"``, or ``"247 time units"`` without a known unit."""
     if value is None:
         return "-"
     unit = units.get("time_unit_ms")
     if not unit:
         return f"{value:g} time unit{'' if value == 1 else 's'}"
-    return f"{(value if scaled else value * unit):.{_ms_decimals(unit)}f} ms"
+    return f"{value * unit:.{_ms_decimals(unit)}f} ms"
 
 
-def _gib(value: float | None, units: Mapping[str, Any], *, scaled: bool = False) -> str:
+def _gib(value: float | None, units: Mapping[str, Any]) -> str:
     """A memory amount as the report leads with it: ``"15.62 GiB"``, or ``"4000 memory units"``."""
     if value is None:
         return "unbounded"
     unit = units.get("memory_unit_bytes")
-    if not unit and not scaled:
+    if not unit:
         return f"{value:g} memory unit{'' if value == 1 else 's'}"
-    return f"{(value if scaled else value * unit / _GIB):.2f} GiB"
+    return f"{value * unit / _GIB:.2f} GiB"
 
 
 def _yes_no(value: bool | None) -> str:
@@ -241,8 +243,7 @@ def _headline(problem: Problem, schedule: Schedule, result: Any, meta: Mapping[s
                                                        and meta["runtime"] != "any" else "")))
         proof = _row_proof(row)
         rows.append(("status", str(row.get("status", "-")) + (f": {proof}" if proof else "")))
-        rows.append(("makespan", _ms(row.get("makespan_ms"), units, scaled=True) if units.get("time_unit_ms")
-                     else f"{row.get('makespan_ms')} ms"))
+        rows.append(("makespan", "-" if row.get("makespan_ms") is None else f"{row['makespan_ms']:.3f} ms"))
         rows.append(("lower bound", "-" if row.get("bound_ms") is None else f"{row['bound_ms']:.3f} ms"))
         rows.append(("gap", "-" if row.get("gap") is None else f"{100 * row['gap']:.1f}%"))
         if row.get("handcrafted"):
