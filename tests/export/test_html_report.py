@@ -206,6 +206,13 @@ def test_every_task_of_an_8x32_plan_has_one_tooltip_in_ms(chromium, tmp_path):
     dom = subprocess.run([*common, "--dump-dom", path.as_uri()], capture_output=True, text=True, timeout=60).stdout
     titles = re.findall(r'<rect [^>]*class="task"[^>]*><title>([^<]*)</title></rect>', dom)
     assert sorted(titles) == sorted(t.replace("&", "&amp;") for t in tips)
+    # and every rectangle of this 8x32 chart is wide or tall enough to name its micro-batch
+    boxes = re.findall(r'<g><rect [^>]*class="task"[^>]*><title>([^<]*)</title></rect>(?:<rect [^>]*></rect>)*'
+                       r'(?:<text [^>]*>([^<]*)</text>)?</g>', dom)
+    assert len(boxes) == len(tips)
+    for tip, label in boxes:
+        microbatch = re.search(r"·m(\d+)$", tip.split("\n")[0]).group(1)
+        assert re.fullmatch(rf"(\S+·)?m{microbatch}", label), (tip, label)
 
 
 def test_the_report_leads_with_ms_gib_and_rank_names(tmp_path):
