@@ -198,12 +198,13 @@ def plot_schedule(
 
     devices = list(problem.cluster.device_names) if problem is not None else list(schedule.devices)
     channels = sorted({tr.channel for tr in schedule.transfers if tr.end > tr.start})
-    folded = f"transfers ({len(channels)} channels)"
+    names = device_labels(problem, devices)
+    linked = any(names[d] != d for d in devices)  # a pipeline's channels are links between ranks
+    folded = f"transfers ({len(channels)} {'links' if linked else 'channels'})"
     rows = devices + ([folded] if fold_channels and channels else [f"channel {c}" for c in channels])
     row_of = {r: i for i, r in enumerate(rows)}
     if fold_channels:
         row_of.update({f"channel {c}": len(devices) for c in channels})
-    names = device_labels(problem, devices)
     shown = [names[r] if r in names else channel_label(problem, r[len("channel "):]) if r.startswith("channel ")
              else r for r in rows]
     makespan = max(schedule.makespan, 1)

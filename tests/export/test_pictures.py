@@ -152,7 +152,7 @@ def test_folded_channels_draw_every_transfer_in_one_row():
         a, b = next(ch.endpoints for ch in result.problem.cluster.channels if ch.name == c)
         links.append(f"link rank{devices.index(a)}-rank{devices.index(b)}")
     assert rows[False] == ranks + links
-    assert rows[True] == ranks + [f"transfers ({len(channels)} channels)"]
+    assert rows[True] == ranks + [f"transfers ({len(channels)} links)"]
     assert patches[True] == patches[False]  # the same boxes, every transfer still drawn
 
 
