@@ -4,10 +4,14 @@ PLAN is a plan document (``schedsearch.plan`` JSON: ``plan``'s
 ``plan.json``, ``result.export("json", ...)``, ``export --format json``)
 or a search's result file (``NAME.result.json``: holding its problem and
 schedule, or read with the ``NAME.problem.json`` and
-``NAME.schedule.json`` beside it). The report
-shows the Gantt chart with hover details, memory per device, the metrics,
-bound, gap and engines, and the comparison table a planner's plan carries;
-``--front FILE`` adds a Pareto front (``pareto --out`` JSON) as a plot.
+``NAME.schedule.json`` beside it). The report leads with the plan in
+milliseconds and GiB, ranks named rank0, rank1...: status (and which proof
+is still open), makespan, bound and gap, then peak memory, budget, busy and
+idle time per rank. Then the Gantt chart (each task's rank, kind,
+micro-batch, chunk and times in ms on hover), memory per rank, the
+comparison table a planner's plan carries, and the solver's own units in a
+details section. ``--front FILE`` adds a Pareto front (``pareto --out``
+JSON) as a plot.
 ``--out`` is a folder, as for every other command (default ``out``); a
 name ending in ``.html`` is the file itself.
 """
@@ -31,7 +35,7 @@ __all__ = ["add_parser", "run", "load_plan"]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="write a plan's HTML report (Gantt chart, memory, metrics, bound, engines)",
+    p = sub.add_parser("report", help="write a plan's HTML report (ms and GiB per rank, Gantt chart, memory, bound, engines)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("plan", metavar="PLAN", type=Path, help="plan document or NAME.result.json")
     p.add_argument("--out", metavar="DIR", default="out",

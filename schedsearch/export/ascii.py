@@ -1,5 +1,10 @@
 """ASCII timelines like the papers' figures: one row per device, one column per time unit.
 
+A pipeline's rows are its ranks (``rank0``, ``rank1``...: the device's index
+in the cluster, as torch's runtime numbers them); a job shop's are its
+machines. The legend gives the makespan in ms first when the problem
+carries its time unit.
+
 Each task is drawn as its label padded over its duration; idle time is
 ``.``. Labels follow the naming rule of :mod:`schedsearch.export.labels`
 in plain ASCII: ``Fm12`` (kind and micro-batch 12, the default: the row
@@ -17,7 +22,7 @@ kind letter, never a cut number. Transfers get a row per channel (``~``).
 from __future__ import annotations
 
 from schedsearch.errors import InvalidOptionsError
-from schedsearch.export.labels import kind_and_stage
+from schedsearch.export.labels import channel_label, device_labels, kind_and_stage
 from schedsearch.export.labels import task_label as _full_label
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule, TaskInstance, overlap_groups
@@ -124,9 +129,9 @@ def render_ascii(
     >>> from schedsearch.placements import vshape
     >>> problem = vshape(2, 2)
     >>> print(render_ascii(problem, one_f_one_b(problem), legend=False))
-        0       2       4       6       8
-    d0: Fm0 Fm1 ........Bm0====|....Bm1====|
-    d1: ....Fm0 Bm0====|Fm1 Bm1====|........
+           0       2       4       6       8
+    rank0: Fm0 Fm1 ........Bm0====|....Bm1====|
+    rank1: ....Fm0 Bm0====|Fm1 Bm1====|........
     """
     devices = list(problem.cluster.device_names) if problem is not None else list(schedule.devices)
     makespan = schedule.makespan
@@ -156,7 +161,11 @@ def render_ascii(
     while makespan * cell // scale > max_width:
         scale += 1
     width = -(-makespan * cell // scale)
-    name_w = max(len(d) for d in devices)
+    names = device_labels(problem, devices)
+    channels = sorted({tr.channel for tr in schedule.transfers})
+    channel_names = {c: (channel_label(problem, c) if problem is not None and names != {d: d for d in devices}
+                         else c) for c in channels}
+    name_w = max(len(names[d]) for d in devices)
     lines = []
     axis = [" "] * width
     step = max(1, 10 // max(1, cell // scale))
@@ -184,10 +193,9 @@ def render_ascii(
                 body = " " * lead + text + " "
             for i, ch in enumerate(body):
                 row[a + i] = ch
-        lines.append(f"{d.rjust(name_w)}: " + "".join(row))
+        lines.append(f"{names[d].rjust(name_w)}: " + "".join(row))
     if schedule.transfers:
-        channels = sorted({tr.channel for tr in schedule.transfers})
-        cw = max(name_w, max(len(c) for c in channels))
+        cw = max(name_w, max(len(channel_names[c]) for c in channels))
         for c in channels:
             row = ["."] * width
             for tr in schedule.transfers:
@@ -196,14 +204,14 @@ def render_ascii(
                 a, b = tr.start * cell // scale, max(tr.start * cell // scale + 1, tr.end * cell // scale)
                 for i in range(a, b):
                     row[i] = "~"
-            lines.append(f"{c.rjust(cw)}: " + "".join(row))
+            lines.append(f"{channel_names[c].rjust(cw)}: " + "".join(row))
     if legend:
         unit_ms = None if problem is None or problem.time_unit_s is None else problem.time_unit_s * 1e3
         unit = "time unit" if unit_ms is None else f"time unit ({unit_ms:.4g} ms)"
         note = f"1 char = {scale}/{cell} {unit}" if scale > 1 else f"1 {unit} = {cell} char"
         staged = problem is None or any(b.stage is not None for b in problem.graph.blocks)
         naming = "Fm3 = forward of micro-batch 3; " if staged else ""
-        makespan_text = str(makespan) if unit_ms is None else f"{makespan} = {makespan * unit_ms:.6g} ms"
+        makespan_text = str(makespan) if unit_ms is None else f"{makespan * unit_ms:.6g} ms = {makespan} time units"
         lines.append(f"(makespan {makespan_text}; {note}; {naming}'.' idle; '#' a task too short for its label; "
                      f"'~' transfer; 'a/b' overlapped group)")
     return "\n".join(lines)

@@ -1,6 +1,8 @@
 """Chrome / Perfetto trace JSON with real durations.
 
-One row (thread) per device and per channel in one process; each task is a
+One row (thread) per device and per channel in one process (a pipeline's
+named ``rank0``, ``rank1``... and ``link rank0-rank1``; a job shop's by
+its machines and ``channel:NAME``); each task is a
 complete event (``"ph": "X"``) named by the naming rule of
 :mod:`schedsearch.export.labels` (``F3·m12``: stage 3's forward of
 micro-batch 12; a job shop's task by its block, ``j0.o1``), whose ``ts``/``dur`` are the schedule's time
@@ -18,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from schedsearch.export.labels import task_label
+from schedsearch.export.labels import channel_label, device_labels, task_label
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
 
@@ -72,8 +74,14 @@ def chrome_trace(
     events: list[dict[str, Any]] = [
         {"ph": "M", "pid": 0, "name": "process_name", "args": {"name": name or schedule.name or "schedule"}}
     ]
+    names = device_labels(problem, devices)
+    ranked = any(names[d] != d for d in devices)
     for key, t in tid.items():
-        events.append({"ph": "M", "pid": 0, "tid": t, "name": "thread_name", "args": {"name": key}})
+        if key in names:
+            shown = names[key]
+        else:  # a channel: a pipeline's by the ranks it links
+            shown = channel_label(problem, key[len("channel:"):]) if ranked else key
+        events.append({"ph": "M", "pid": 0, "tid": t, "name": "thread_name", "args": {"name": shown}})
         events.append({"ph": "M", "pid": 0, "tid": t, "name": "thread_sort_index", "args": {"sort_index": t}})
     for task in schedule.tasks:
         block = None

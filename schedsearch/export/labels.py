@@ -19,6 +19,19 @@ operator-graph tasks by job (the part of the block's name before the first
 one device are numbered by (direction, stage) — ZB-V's two chunks,
 interleaved chunks, DualPipe's down and up pipelines — and every chunk
 after the first is drawn lighter.
+
+**Beyond the palette.** The palette holds 20 colours; micro-batch ``m``
+takes colour ``m % 20`` and, from ``m20`` on, a mark over its kind's hatch
+for its round of the palette (``m // 20``): dots for ``m20``-``m39``, rings
+for ``m40``-``m59``, then dashes, bars, crosses, stars and large rings
+(:data:`CYCLE_MARKS`). Up to 160 micro-batches no two of one kind and chunk
+share both colour and hatch.
+
+**Rows.** A pipeline problem's device ``i`` is ``rank{i}``, the rank that
+runs it in torch's runtime (its index in the cluster): ``rank0``,
+``rank1``... A device named otherwise than ``d{i}`` keeps its name beside
+the rank (``rank0 (gpu-a)``). A job shop's or an operator graph's devices
+keep their names (machines ``m0``...).
 """
 
 from __future__ import annotations
@@ -28,9 +41,10 @@ import attrs
 
 from schedsearch.problem import Problem
 
-__all__ = ["TaskStyle", "kind_and_stage", "task_label", "task_style", "PALETTE", "KIND_HATCHES", "shade"]
+__all__ = ["TaskStyle", "kind_and_stage", "task_label", "task_style", "PALETTE", "KIND_HATCHES", "CYCLE_MARKS",
+           "shade", "text_colour", "device_label", "device_labels", "channel_label", "cycle_legend"]
 
-#: Colours cycled over micro-batches (or jobs): well apart, dark enough for white text.
+#: Colours cycled over micro-batches (or jobs): well apart; labels on them are written in :func:`text_colour`.
 PALETTE = (
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
     "#7f7f7f", "#bcbd22", "#393b79", "#ad494a", "#637939", "#7b4173", "#843c39", "#3182bd",
@@ -40,6 +54,10 @@ PALETTE = (
 #: Hatch of each block kind (matplotlib hatch strings); other kinds get ``".."``.
 KIND_HATCHES = {"F": "", "B": "//", "I": "\\\\", "W": "xx"}
 OTHER_HATCH = ".."
+
+#: Mark added to the kind's hatch for each round of :data:`PALETTE` (``m // len(PALETTE)``), with its name.
+CYCLE_MARKS = (("", ""), ("..", "dots"), ("oo", "rings"), ("--", "dashes"), ("||", "bars"), ("++", "crosses"),
+               ("**", "stars"), ("OO", "large rings"))
 
 _JOB_OP = re.compile(r"^(?P<job>[^.]+)\.(?P<op>.+)$")
 
@@ -54,7 +72,9 @@ class TaskStyle:
     (``"m12"``, ``"j3"``), ``colour_index`` its index in :data:`PALETTE`
     (cycled), ``chunk`` the chunk or direction on its device (0 = first),
     ``chunk_name`` how a legend names it and ``by_job`` whether the colour
-    is a job's (a job shop) rather than a micro-batch's.
+    is a job's (a job shop) rather than a micro-batch's. ``hatch`` is the
+    kind's hatch (``kind_hatch``) followed by the ``mark`` of the palette's
+    round the colour is from (``cycle``).
 
     Examples
     --------
@@ -84,9 +104,30 @@ class TaskStyle:
         return PALETTE[self.colour_index % len(PALETTE)]
 
     @property
-    def hatch(self) -> str:
+    def kind_hatch(self) -> str:
         """The kind's hatch; none for a job's task (the colour and label say it all)."""
         return "" if self.by_job else KIND_HATCHES.get(self.kind, OTHER_HATCH)
+
+    @property
+    def cycle(self) -> int:
+        """The round of :data:`PALETTE` the colour is from (micro-batch ``m``: ``m // 20``; a job's: 0)."""
+        return 0 if self.by_job else self.colour_index // len(PALETTE)
+
+    @property
+    def mark(self) -> str:
+        """The hatch marking the palette's round (:data:`CYCLE_MARKS`, cycled): ``""`` for ``m0``-``m19``."""
+        return CYCLE_MARKS[self.cycle % len(CYCLE_MARKS)][0]
+
+    @property
+    def hatch(self) -> str:
+        """The whole hatch of the box: its kind's, then its palette round's mark (``"//.."``: B of ``m20``-``m39``).
+
+        >>> from schedsearch.export.labels import task_style
+        >>> from schedsearch.placements import vshape
+        >>> [task_style(vshape(2, 48), "B0", m).hatch for m in (3, 23, 43)]
+        ['//', '//..', '//oo']
+        """
+        return self.kind_hatch + self.mark
 
 
 def _is_job_problem(problem: Problem | None) -> bool:
@@ -209,6 +250,97 @@ def task_style(problem: Problem | None, block: str, microbatch: int, device: str
         chunk, chunk_name = cached[1].get((block, device), (0, ""))
     return TaskStyle(labels=(task_label(problem, block, microbatch), f"m{microbatch}"), group=f"m{microbatch}",
                      colour_index=microbatch, kind=kind, stage=stage, chunk=chunk, chunk_name=chunk_name)
+
+
+def text_colour(fill: str) -> str:
+    """The colour of a label written on ``fill`` (``#rrggbb``): white on a dark fill, near-black on a light one.
+
+    A later chunk's lighter shade of a light palette colour takes dark text;
+    the palette's own colours take white.
+
+    >>> from schedsearch.export.labels import text_colour, shade
+    >>> text_colour("#1f77b4"), text_colour(shade("#e377c2", 1))
+    ('#ffffff', '#111111')
+    """
+    r, g, b = (int(fill[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    luminance = 0.299 * r + 0.587 * g + 0.114 * b
+    return "#111111" if luminance > 0.6 else "#ffffff"
+
+
+def cycle_legend(cycle: int) -> str:
+    """How a legend names the mark of palette round ``cycle``: ``"dots (..): m20-m39"``.
+
+    >>> from schedsearch.export.labels import cycle_legend
+    >>> cycle_legend(0), cycle_legend(1)
+    ('no mark: m0-m19', 'dots (..): m20-m39')
+    """
+    mark, name = CYCLE_MARKS[cycle % len(CYCLE_MARKS)]
+    first = cycle * len(PALETTE)
+    span = f"m{first}-m{first + len(PALETTE) - 1}"
+    return f"no mark: {span}" if not mark else f"{name} ({mark}): {span}"
+
+
+def _is_pipeline(problem: Problem | None) -> bool:
+    return problem is not None and not _is_job_problem(problem) and any(
+        b.stage is not None for b in problem.graph.blocks)
+
+
+def device_labels(problem: Problem | None, devices: tuple[str, ...] | list[str] | None = None) -> dict[str, str]:
+    """How a face names each device: ``rank{i}`` in a pipeline problem, else the device's own name.
+
+    ``devices`` defaults to the problem's cluster; a device the problem's
+    cluster lacks keeps its name.
+
+    Examples
+    --------
+    >>> from schedsearch.export.labels import device_labels
+    >>> from schedsearch.loaders import jobshop_problem
+    >>> from schedsearch.placements import vshape
+    >>> device_labels(vshape(2, 4))
+    {'d0': 'rank0', 'd1': 'rank1'}
+    >>> device_labels(jobshop_problem([[(0, 3), (1, 2)]], 2).problem)
+    {'m0': 'm0', 'm1': 'm1'}
+    """
+    names = list(problem.cluster.device_names) if problem is not None else []
+    if devices is None:
+        devices = names
+    if not _is_pipeline(problem):
+        return {d: d for d in devices}
+    out = {}
+    for d in devices:
+        if d not in names:
+            out[d] = d
+            continue
+        i = names.index(d)
+        out[d] = f"rank{i}" if d in (f"d{i}", f"rank{i}") else f"rank{i} ({d})"
+    return out
+
+
+def device_label(problem: Problem | None, device: str) -> str:
+    """How a face names ``device`` (see :func:`device_labels`): ``rank3`` for a pipeline's ``d3``."""
+    return device_labels(problem, [device])[device]
+
+
+def channel_label(problem: Problem | None, channel: str) -> str:
+    """How a face names a channel's row: ``link rank0-rank1`` in a pipeline problem, else ``channel NAME``.
+
+    >>> import attrs
+    >>> from schedsearch import Channel
+    >>> from schedsearch.export.labels import channel_label
+    >>> from schedsearch.placements import vshape
+    >>> problem = vshape(2, 2)
+    >>> linked = attrs.evolve(problem, cluster=attrs.evolve(problem.cluster,
+    ...                       channels=[Channel(name="d0-d1", endpoints=("d0", "d1"))]))
+    >>> channel_label(linked, "d0-d1"), channel_label(None, "d0-d1")
+    ('link rank0-rank1', 'channel d0-d1')
+    """
+    if _is_pipeline(problem):
+        assert problem is not None
+        found = next((c for c in problem.cluster.channels if c.name == channel), None)
+        if found is not None:
+            a, b = (device_label(problem, d) for d in found.endpoints)
+            return f"link {a}{'->' if found.directed else '-'}{b}"
+    return f"channel {channel}"
 
 
 def shade(colour: str, chunk: int) -> str:

@@ -6,12 +6,16 @@ backend when no backend was chosen.
 
 How a box reads (the rules of :mod:`schedsearch.export.labels`): its
 colour is its micro-batch (a job shop's: its job), its hatch its kind
-(``F`` plain, ``B`` ``//``, ``I`` ``\\\\``, ``W`` ``xx``), a lighter shade
+(``F`` plain, ``B`` ``//``, ``I`` ``\\\\``, ``W`` ``xx``) plus, from
+``m20`` on, a mark for the palette's round (dots for ``m20``-``m39``,
+rings for ``m40``-``m59``...), a lighter shade
 a later chunk or the other direction on that device (ZB-V, interleaved,
 DualPipe's up pipeline). Its text is its label, ``F3·m12`` (stage 3's
 forward, micro-batch 12; a job shop's ``j0.o1``), or the micro-batch alone
 (``m12``, a job shop's operation ``o1``) when the full label does not fit,
-or nothing: a label is never cut. The members of an overlapped group share
+written upright when the box is too narrow for it across (many ranks and
+micro-batches), or nothing: a label is never cut. A pipeline's rows are
+its ranks, ``rank0``, ``rank1``... (a job shop's: its machines). The members of an overlapped group share
 their interval, each drawn as a horizontal band of the box (F&B: the
 forward above, the backward below; an input and weight gradient fused into
 a full backward are one B band). A legend names the kinds, the chunks and
@@ -27,7 +31,8 @@ from typing import Any
 import attrs
 
 from schedsearch.errors import UnsupportedFeatureError
-from schedsearch.export.labels import KIND_HATCHES, OTHER_HATCH, TaskStyle, kind_and_stage, shade, task_style
+from schedsearch.export.labels import (KIND_HATCHES, OTHER_HATCH, PALETTE, TaskStyle, channel_label, cycle_legend,
+                                       device_labels, kind_and_stage, shade, task_style, text_colour)
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule, overlap_groups
 
@@ -193,15 +198,19 @@ def plot_schedule(
 
     devices = list(problem.cluster.device_names) if problem is not None else list(schedule.devices)
     channels = sorted({tr.channel for tr in schedule.transfers if tr.end > tr.start})
-    folded = f"transfers ({len(channels)} channels)"
+    names = device_labels(problem, devices)
+    linked = any(names[d] != d for d in devices)  # a pipeline's channels are links between ranks
+    folded = f"transfers ({len(channels)} {'links' if linked else 'channels'})"
     rows = devices + ([folded] if fold_channels and channels else [f"channel {c}" for c in channels])
     row_of = {r: i for i, r in enumerate(rows)}
     if fold_channels:
         row_of.update({f"channel {c}": len(devices) for c in channels})
+    shown = [names[r] if r in names else channel_label(problem, r[len("channel "):]) if r.startswith("channel ")
+             else r for r in rows]
     makespan = max(schedule.makespan, 1)
-    fig_w = width if width is not None else min(24.0, max(6.0, makespan / time_scale * 0.18 + 2))
-    fig, ax = plt.subplots(figsize=(fig_w, 0.5 * len(rows) + 1.4))
     boxes = chart_boxes(problem, schedule)
+    fig_w = width if width is not None else _default_width(boxes, makespan / time_scale, time_scale, show_labels)
+    fig, ax = plt.subplots(figsize=(fig_w, 0.5 * len(rows) + 1.4))
     for box in boxes:
         r = row_of.setdefault(box.row, len(row_of))
         hatch = box.style.hatch if box.style is not None else None
@@ -209,7 +218,7 @@ def plot_schedule(
                                box.height, facecolor=box.fill, edgecolor="black", linewidth=0.4,
                                hatch=hatch or None))
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels(rows)
+    ax.set_yticklabels(shown)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlim(0, makespan / time_scale)
     unit_s = problem.time_unit_s if problem is not None else None
@@ -234,18 +243,65 @@ def plot_schedule(
         px_per_unit = ax_px / (makespan / time_scale)
         char_px = _CHAR_EM * _FONT_PT * fig.dpi / 72.0
         row_px = ax.get_window_extent().height / max(1, len(rows))
+        line_px = 1.05 * _FONT_PT * fig.dpi / 72.0
         for box in boxes:
-            if box.height * row_px < 1.05 * _FONT_PT * fig.dpi / 72.0 or (fold_channels and box.style is None):
-                continue  # too thin, or a transfer of a folded row (they may overlap there)
-            room = (box.end - box.start) / time_scale * px_per_unit - 2 * char_px / 3
-            text = next((x for x in box.labels if len(x) * char_px <= room), None)
+            if fold_channels and box.style is None:
+                continue  # a transfer of a folded row (they may overlap there)
+            across = (box.end - box.start) / time_scale * px_per_unit
+            up = box.height * row_px
+            text, rotation = _fitting_label(box.labels, across, up, char_px, line_px)
             if text:
                 r = row_of[box.row]
                 ax.text((box.start + box.end) / 2 / time_scale, r - 0.4 + box.y0 + box.height / 2, text,
-                        ha="center", va="center", fontsize=_FONT_PT, color="white",
+                        ha="center", va="center", fontsize=_FONT_PT, color=text_colour(box.fill), rotation=rotation,
+                        rotation_mode="anchor",
                         bbox=dict(boxstyle="square,pad=0.05", facecolor=box.fill, edgecolor="none", alpha=0.85))
     legend.set_in_layout(True)
     return fig
+
+
+_MAX_WIDTH_IN = 48.0
+_MARGIN_IN = 4.0  # the rows' names and the legend beside the axes
+
+
+def _default_width(boxes: list[ChartBox], span: float, time_scale: int, labels: bool) -> float:
+    """The figure's width in inches: 0.18 in per time unit within 6-24 in, wider (up to 48 in) for labels.
+
+    With labels, the shortest task's box is made at least one line of text
+    wide, so that every box can carry its micro-batch upright: an 8-rank,
+    32-micro-batch plan gets about 26 in rather than boxes too thin for any
+    number.
+    """
+    width = min(24.0, max(6.0, span * 0.18 + 2))
+    shortest = min(((b.end - b.start) / time_scale for b in boxes if b.style is not None and b.end > b.start),
+                   default=0.0)
+    if labels and shortest > 0:
+        line_in = 1.15 * 1.05 * _FONT_PT / 72.0
+        width = max(width, min(_MAX_WIDTH_IN, span / shortest * line_in + _MARGIN_IN))
+    return width
+
+
+def _fitting_label(labels: tuple[str, ...], across: float, up: float, char_px: float,
+                   line_px: float) -> tuple[str | None, int]:
+    """The longest label that fits whole in a box ``across`` x ``up`` pixels, and its rotation (0 or 90 degrees).
+
+    Across first (the full label, then the micro-batch alone); then upright,
+    when the box is at least one line wide; ``(None, 0)`` when none fits.
+
+    >>> from schedsearch.export.plot import _fitting_label
+    >>> _fitting_label(("F3·m12", "m12"), 60, 12, 6, 10), _fitting_label(("F3·m12", "m12"), 12, 30, 6, 10)
+    (('F3·m12', 0), ('m12', 90))
+    """
+    pad = 2 * char_px / 3
+    if up >= line_px:
+        text = next((x for x in labels if len(x) * char_px <= across - pad), None)
+        if text:
+            return text, 0
+    if across >= line_px:
+        text = next((x for x in labels if len(x) * char_px <= up - pad), None)
+        if text:
+            return text, 90
+    return None, 0
 
 
 def _legend_handles(boxes: list[ChartBox], Patch: Any) -> list[Any]:
@@ -260,12 +316,18 @@ def _legend_handles(boxes: list[ChartBox], Patch: Any) -> list[Any]:
             handles.append(Patch(facecolor="white", edgecolor="black", hatch=hatch or None,
                                  label=k + (f" (hatched {hatch})" if hatch else "")))
         groups = sorted({s.colour_index for s in styles})
-        handles.append(Patch(facecolor="none", edgecolor="none", label="colour: micro-batch"))
+        cycles = sorted({s.cycle for s in styles})
+        handles.append(Patch(facecolor="none", edgecolor="none", label="colour: micro-batch"
+                             + (f" mod {len(PALETTE)}" if len(cycles) > 1 else "")))
         for i in groups[:8]:
             handles.append(Patch(facecolor=next(s.colour for s in styles if s.colour_index == i), edgecolor="black",
                                  label=f"m{i}"))
         if len(groups) > 8:
             handles.append(Patch(facecolor="none", edgecolor="none", label=f"... ({len(groups)} micro-batches)"))
+        if len(cycles) > 1:  # the palette's rounds: a mark over the kind's hatch
+            for c in cycles:
+                mark = next(s.mark for s in styles if s.cycle == c)
+                handles.append(Patch(facecolor="white", edgecolor="black", hatch=mark or None, label=cycle_legend(c)))
         chunks = sorted({(s.chunk, s.chunk_name) for s in styles if s.chunk_name})
         seen: set[int] = set()
         for chunk, name in chunks:

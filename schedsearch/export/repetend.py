@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from schedsearch.export.ascii import render_ascii
+from schedsearch.export.labels import device_labels
 from schedsearch.export.chrome import chrome_trace
 from schedsearch.periodic import PeriodicSchedule
 from schedsearch.schedule import Schedule
@@ -58,7 +59,7 @@ def render_periodic_ascii(
     while schedule.makespan * cell // scale > max_width:
         scale += 1
     width = -(-schedule.makespan * cell // scale)
-    name_w = max(len(d) for d in problem.cluster.device_names)
+    name_w = max(len(d) for d in device_labels(problem).values())  # the timeline's row names
     windows = instance_windows(periodic, schedule, num_microbatches)
     j = len(windows) // 2 if instance is None else instance
     starts = ["."] * width

@@ -17,7 +17,7 @@ def test_demo_runs_a_real_search(capsys):
     out = capsys.readouterr().out
     assert "OPTIMAL, makespan 18" in out  # (4 + 3 - 1) x 3
     assert "both backends agree" in out
-    assert "d2:" in out
+    assert "rank2:" in out  # the timeline names ranks
 
 
 def test_search_writes_outputs_and_validate_reads_them(tmp_path, capsys):

@@ -19,7 +19,7 @@ def test_pareto_json(tmp_path, capsys):
     plans = [r["plan"] for r in payload["points"] if r["schedule"] == "searched"]
     assert plans and all(p.endswith(".plan.json") for p in plans)
     assert main(["export", plans[0], "--format", "txt", "--out", "-"]) == 0
-    assert "d0:" in capsys.readouterr().out
+    assert "rank0:" in capsys.readouterr().out
     rows = payload["points"]
     hand = [r for r in rows if r["schedule"] == "handcrafted"]
     found = [r for r in rows if r["schedule"] == "searched"]

@@ -35,7 +35,7 @@ def test_reproduce_with_search_and_outputs(tmp_path, capsys):
                  "--out", str(tmp_path / "again")]) == 0
     assert (tmp_path / "again" / "dualpipe-searched.trace.json").is_file()
     assert not (tmp_path / "dualpipe.csv").exists()  # two pipelines: no PyTorch CSV
-    assert "d3:" in out
+    assert "rank3:" in out
 
 
 def test_reproduce_bad_input_is_a_clear_error(capsys):
@@ -52,7 +52,7 @@ def test_export_every_format_from_a_plan(tmp_path, capsys):
     assert csv_text == (tmp_path / "dualpipev.csv").read_text()
     assert "OVERLAP_F_B" in csv_text
     assert main(["export", str(plan), "--format", "txt", "--labels", "stage", "--out", "-"]) == 0
-    assert "d0:" in capsys.readouterr().out  # the label style is the timeline's (schedsearch.export.ascii)
+    assert "rank0:" in capsys.readouterr().out  # the label style is the timeline's (schedsearch.export.ascii)
     pictures = ("svg",) if importlib.util.find_spec("matplotlib") else ()
     again = tmp_path / "again"
     assert main(["export", str(plan), "--format", ",".join(("trace", "json", *pictures)), "--out", str(again)]) == 0

@@ -31,11 +31,11 @@ def periodic():
 def test_ascii_marks_instance_starts_and_one_instance(periodic) -> None:
     text = render_periodic_ascii(periodic, 8)
     lines = text.splitlines()
-    starts = next(line for line in lines if line.startswith(" j: "))
-    marked = next(line for line in lines if line.startswith(" R: "))
+    starts = next(line for line in lines if line.startswith("    j: "))  # under the rows' names (rank0)
+    marked = next(line for line in lines if line.startswith("    R: "))
     assert starts.count("|") == periodic.layout(8)[0]  # one per instance
     assert marked.count("[") == 1 and marked.count("]") == 1
-    device_row = next(line for line in lines if line.startswith("d0: "))
+    device_row = next(line for line in lines if line.startswith("rank0: "))
     assert len(marked) == len(device_row)  # aligned with the timeline
 
 

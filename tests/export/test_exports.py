@@ -21,7 +21,7 @@ def test_chrome_trace_has_real_durations_rows_and_args():
     rep = reproduce("dualpipev", devices=2, microbatches=4)
     trace = chrome_trace(rep.problem, rep.schedule, time_unit_us=10.0)
     names = {e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "thread_name"}
-    assert names == {"d0", "d1"}
+    assert names == {"rank0", "rank1"}  # a pipeline's rows are its ranks
     slices = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
     assert len(slices) == len(rep.schedule.tasks)
     durs = {(e["args"]["kind"], e["dur"]) for e in slices}
@@ -38,7 +38,7 @@ def test_chrome_trace_has_channel_rows():
     s = schedule_from_orders(p, {"d0": [("F0", 0)], "d1": [("F1", 0)]})
     trace = chrome_trace(p, s)
     rows = {e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "thread_name"}
-    assert "channel:nv" in rows
+    assert "link rank0-rank1" in rows  # channel nv between d0 and d1
     assert any(e.get("cat") == "transfer" and e["dur"] == 2000.0 for e in trace["traceEvents"])
 
 
@@ -70,11 +70,14 @@ def test_ascii_timeline_draws_devices_labels_and_groups():
     rep = reproduce("dualpipev", devices=2, microbatches=4)
     text = render_ascii(rep.problem, rep.schedule)
     lines = text.splitlines()
-    assert lines[1].startswith("d0: Fm0") and lines[2].startswith("d1: ")
+    assert lines[1].startswith("rank0: Fm0") and lines[2].startswith("rank1: ")
     assert "/Bm" in text  # an overlapped forward-and-backward pair, e.g. Fm3/Bm0
     assert f"makespan {rep.schedule.makespan}" in lines[-1]
+    timed = render_ascii(rep.problem.with_(time_unit_s=0.00025), rep.schedule).splitlines()
+    # ms first when the problem knows its unit, the solver's units after
+    assert f"makespan {rep.schedule.makespan * 0.25:.6g} ms = {rep.schedule.makespan} time units" in timed[-1]
     staged = render_ascii(rep.problem, rep.schedule, labels="stage")
-    assert "d0: F0m0" in staged and "I3m0" in staged
+    assert "rank0: F0m0" in staged and "I3m0" in staged
     with pytest.raises(ValueError, match="'labels' must be one of"):
         render_ascii(rep.problem, rep.schedule, labels="colour")
 
@@ -83,8 +86,8 @@ def test_ascii_matches_the_papers_1f1b_figure():
     rep = reproduce("1f1b", devices=2, microbatches=2)
     # F = 1, B = 2: 4 chars per unit (label Fm0 + separator); d0 waits 2-4 for Bm0 and 6-7 for Bm1
     assert render_ascii(rep.problem, rep.schedule, legend=False).splitlines()[1:] == [
-        "d0: Fm0 Fm1 ........Bm0====|....Bm1====|",
-        "d1: ....Fm0 Bm0====|Fm1 Bm1====|........",
+        "rank0: Fm0 Fm1 ........Bm0====|....Bm1====|",
+        "rank1: ....Fm0 Bm0====|Fm1 Bm1====|........",
     ]
 
 

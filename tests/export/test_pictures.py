@@ -35,7 +35,7 @@ def test_one_naming_rule_in_labels_traces_and_timelines():
     assert task_label(rep.problem, "F3", 12) == "F3·m12"  # stage 3's forward, micro-batch 12
     names = {e["name"] for e in chrome_trace(rep.problem, rep.schedule)["traceEvents"] if e.get("ph") == "X"}
     assert "F3·m12" in names and all(re.fullmatch(r"[FB]\d·m\d+", n) for n in names)
-    assert "d3: " in render_ascii(rep.problem, rep.schedule, labels="stage") and "F3m12" in render_ascii(
+    assert "rank3: " in render_ascii(rep.problem, rep.schedule, labels="stage") and "F3m12" in render_ascii(
         rep.problem, rep.schedule, labels="stage")
 
 
@@ -146,6 +146,81 @@ def test_folded_channels_draw_every_transfer_in_one_row():
             patches[fold] = sorted((p.get_x(), p.get_width()) for p in figure.axes[0].patches)
         finally:
             _pyplot().close(figure)
-    assert rows[False] == devices + [f"channel {c}" for c in channels]
-    assert rows[True] == devices + [f"transfers ({len(channels)} channels)"]
+    ranks = [f"rank{i}" for i in range(len(devices))]  # torch's rank: the device's index in the cluster
+    links = []
+    for c in channels:
+        a, b = next(ch.endpoints for ch in result.problem.cluster.channels if ch.name == c)
+        links.append(f"link rank{devices.index(a)}-rank{devices.index(b)}")
+    assert rows[False] == ranks + links
+    assert rows[True] == ranks + [f"transfers ({len(channels)} links)"]
     assert patches[True] == patches[False]  # the same boxes, every transfer still drawn
+
+
+def _row_identity(problem, schedule):
+    """Per device row: (kind, chunk shade, fill, hatch) of each task box -> the micro-batches drawn that way."""
+    from schedsearch.export.plot import chart_boxes
+
+    seen: dict[tuple, set[int]] = {}
+    for box in chart_boxes(problem, schedule):
+        if box.style is not None:
+            key = (box.row, box.style.kind, box.fill, box.style.hatch)
+            seen.setdefault(key, set()).update(m for _, m in box.members)
+    return seen
+
+
+@pytest.mark.parametrize("family", ["1f1b", "zb-v"])
+def test_microbatches_beyond_the_palette_are_told_apart_by_colour_and_hatch(family):
+    """8 ranks x 32 micro-batches: within a rank's row, no two micro-batches of one kind share colour and hatch."""
+    require("matplotlib")
+    from schedsearch.export.plot import _pyplot, plot_schedule
+
+    rep = reproduce(family, devices=8, microbatches=32)
+    clashes = {k: v for k, v in _row_identity(rep.problem, rep.schedule).items() if len(v) > 1}
+    assert not clashes, list(clashes.items())[:3]
+    # the figure draws what the boxes say: one patch per box, with its fill and hatch
+    figure = plot_schedule(rep.problem, rep.schedule, show_labels=False)
+    try:
+        hatches = {p.get_hatch() or "" for p in figure.axes[0].patches}
+        assert {"", "..", "\\\\", "\\\\.."} <= hatches if family == "zb-v" else {"", "..", "//", "//.."} <= hatches
+        legend = [t.get_text() for t in figure.axes[0].get_legend().get_texts()]
+        assert {"no mark: m0-m19", "dots (..): m20-m39", "colour: micro-batch mod 20"} <= set(legend)
+    finally:
+        _pyplot().close(figure)
+
+
+def test_colour_and_mark_pairs_stay_distinct_up_to_160_microbatches():
+    """Independent of any schedule: the (colour, hatch) of a kind is one-to-one over m0..m159 and repeats at m160."""
+    from schedsearch.placements import vshape
+
+    problem = vshape(2, 161)
+    for block in ("F0", "B1"):
+        pairs = [(task_style(problem, block, m).colour, task_style(problem, block, m).hatch) for m in range(161)]
+        assert len(set(pairs[:160])) == 160
+        assert pairs[160] == pairs[0]
+
+
+def test_an_8_rank_32_microbatch_chart_names_the_microbatch_in_every_box():
+    """The default width leaves every box of an 8x32 ZB-V plan room for its micro-batch, across or upright."""
+    require("matplotlib")
+    from schedsearch.export.plot import _pyplot, chart_boxes, plot_schedule
+
+    rep = reproduce("zb-v", devices=8, microbatches=32)
+    figure = plot_schedule(rep.problem, rep.schedule)
+    try:
+        boxes = [b for b in chart_boxes(rep.problem, rep.schedule) if b.style is not None]
+        at = {}
+        for b in boxes:
+            at.setdefault(((b.start + b.end) / 2, b.row), b)
+        texts = figure.axes[0].texts
+        rows = [t.get_text() for t in figure.axes[0].get_yticklabels()]
+        assert rows == [f"rank{i}" for i in range(8)]
+        assert len(texts) == len(boxes)
+        for t in texts:
+            x, y = t.get_position()
+            box = at[(x, rep.problem.cluster.device_names[round(y)])]
+            microbatch = box.members[0][1]
+            assert re.search(rf"(^|·)m{microbatch}$", t.get_text()), (t.get_text(), box)
+        assert {t.get_rotation() for t in texts} == {90.0}  # too narrow across: every label upright
+        assert figure.get_size_inches()[0] <= 48
+    finally:
+        _pyplot().close(figure)
