@@ -87,7 +87,7 @@ def _relay_class(torch: Any) -> type:
             self.scale = nn.Parameter(torch.ones(1, dtype=dtype))
 
         def forward(self, x: Any) -> Any:
-            return (x.mean(dim=1, keepdim=True) * self.scale).expand(-1, self.width).contiguous()
+            return (x.mean(dim=1, keepdim=True) * self.scale).repeat(1, self.width)
 
     return Relay
 

@@ -59,6 +59,7 @@ import copy
 import math
 import os
 import signal
+import socket
 import statistics
 import sys
 import tempfile
@@ -522,6 +523,7 @@ def _worker(job: _Job, rank: int, conn: Any) -> None:  # pragma: no cover - runs
                 "trace": trace,
                 "clock_offsets_s": offsets,
                 "clock_rtt_s": rtts,
+                "host": socket.gethostname(),
             },
         )
         dist.destroy_process_group()
@@ -890,7 +892,7 @@ def run(
             # back to the plan's labels: the loss of label k is micro-batch order[k]'s
             losses = tuple(tuple(step[label[m]] for m in range(plan.num_microbatches)) for step in rep["losses"])
     trace = MeasuredTrace.from_reports(reports, reports[0]["clock_offsets_s"], reports[0]["clock_rtt_s"],
-                                       relabel=order)
+                                       relabel=order, one_host=len({rep["host"] for rep in reports}) == 1)
     rows = [[(a.stage, a.kind, a.microbatch) for c in row for a in c.actions] for row in plan.rows]
     row_order = tuple(f"step {k}: {msg}" for k, st in enumerate(trace.steps) for msg in row_order_violations(rows, st))
     fidelity = None if problem is None else compare(problem, schedule, trace)

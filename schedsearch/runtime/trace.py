@@ -10,9 +10,14 @@ that takes its gradient from one) or runtime bookkeeping.
 
 One clock. Every rank reads ``time.perf_counter``. After joining the
 process group the ranks measure their clock offsets to rank 0 by ping-pong
-(the offset of the round trip with the least delay); every time is moved
-onto rank 0's clock, and a step's zero is the earliest rank's start of that
-step (each rank starts after a barrier).
+(the offset of the round trip with the least delay, known to within half
+that round trip); every time is moved onto rank 0's clock, and a step's
+zero is the earliest rank's start of that step (each rank starts after a
+barrier). When every rank runs on one host, ``perf_counter`` is that
+host's monotonic clock, the same in every process: the offsets are then
+exactly zero, and the measured ones (which are not, by up to half a round
+trip) are kept for the record only. Across hosts the measured offsets are
+applied, and an order check between two ranks is only as exact as they are.
 
 From a :class:`MeasuredTrace` and the plan (its problem and schedule):
 
@@ -153,18 +158,21 @@ class MeasuredTrace:
     """What every rank recorded, on one clock.
 
     ``clock_offsets_s[r]``: rank ``r``'s clock minus rank 0's, as measured
-    (``clock_rtt_s[r]`` the round trip it was measured with).
+    (``clock_rtt_s[r]`` the round trip it was measured with);
+    ``one_host``: every rank ran on one host, so the offsets applied were
+    zero (see the module docstring).
     """
 
     num_ranks: int
     steps: tuple[StepTrace, ...]
     clock_offsets_s: tuple[float, ...]
     clock_rtt_s: tuple[float, ...]
+    one_host: bool = False
 
     @classmethod
     def from_reports(
         cls, reports: Sequence[Mapping[str, Any]], offsets: Sequence[float], rtts: Sequence[float],
-        relabel: Sequence[int] | None = None,
+        relabel: Sequence[int] | None = None, one_host: bool = False,
     ) -> MeasuredTrace:
         """Assemble the workers' raw records.
 
@@ -172,9 +180,10 @@ class MeasuredTrace:
         ``{"span": (start, end), "actions": [(label, start, end)],
         "computes": [(stage, kind, mb, start, end)]}`` on its own clock;
         ``relabel[k]`` is the plan's micro-batch that the runtime ran as
-        ``k`` (None: the same labels).
+        ``k`` (None: the same labels); ``one_host``: apply zero offsets.
         """
         n = len(reports)
+        applied = [0.0] * n if one_host else list(offsets)
         num_steps = min(len(rep["trace"]) for rep in reports)
 
         def mb(k: int | None) -> int | None:
@@ -183,10 +192,10 @@ class MeasuredTrace:
         steps = []
         for k in range(num_steps):
             raw = [rep["trace"][k] for rep in reports]
-            zero = min(raw[r]["span"][0] - offsets[r] for r in range(n))
+            zero = min(raw[r]["span"][0] - applied[r] for r in range(n))
             spans, events, computes = [], [], []
             for r in range(n):
-                shift = offsets[r] + zero
+                shift = applied[r] + zero
                 a, b = raw[r]["span"]
                 spans.append((a - shift, b - shift))
                 for label, s, e in raw[r]["actions"]:
@@ -197,13 +206,15 @@ class MeasuredTrace:
                     computes.append(Compute(rank=r, stage=stage, kind=kind, microbatch=mb(m),
                                             start_s=s - shift, end_s=e - shift))
             steps.append(StepTrace(rank_spans=tuple(spans), events=tuple(events), computes=tuple(computes)))
-        return cls(num_ranks=n, steps=tuple(steps), clock_offsets_s=tuple(offsets), clock_rtt_s=tuple(rtts))
+        return cls(num_ranks=n, steps=tuple(steps), clock_offsets_s=tuple(offsets), clock_rtt_s=tuple(rtts),
+                   one_host=one_host)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "num_ranks": self.num_ranks,
             "clock_offsets_s": list(self.clock_offsets_s),
             "clock_rtt_s": list(self.clock_rtt_s),
+            "one_host": self.one_host,
             "steps": [s.to_dict() for s in self.steps],
         }
 
