@@ -13,7 +13,7 @@ v=2 and ZB-V (two stages per rank, stage times drawn alike), and the plan
 family torch runs).
 
 (b) Real compute: the built-in transformer (``--model``, default
-``transformer:8x256``) split into stages, 2 ranks of one thread each.
+``transformer:4x128``) split into stages, 2 ranks of one thread each.
 Profile (:func:`schedsearch.runtime.profile`, one thread) -> problem ->
 plan -> run -> compare, for 1F1B and ZB-H1 (2 stages) and the plan
 :func:`schedsearch.solve` finds on the V placement (4 stages, split
@@ -130,7 +130,7 @@ def part_a(ranks_list: list[int], microbatches: int, seed: int, steps: int, p2p_
             result = run_schedule(problem, schedule, emulate=True, steps=steps, timeout_s=600)
             rows.append(_row("a emulated", label, problem, result))
             print(f"  {ranks} ranks {label}: {result.fidelity}", flush=True)
-        found = plan(pipes[2], time_limit_s=plan_limit_s, workers=1, deterministic=True, runtime="torch")
+        found = plan(pipes[2], time_limit_s=plan_limit_s, workers=1, runtime="torch")
         result = run_schedule(found.problem, found.schedule, emulate=True, steps=steps, timeout_s=600)
         rows.append(_row("a emulated", f"searched: {found.best.family}", found.problem, result))
         print(f"  {ranks} ranks searched ({found.best.family}): {result.fidelity}", flush=True)
@@ -205,9 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--activation-bytes", type=int, default=64 * 1024,
                         help="bytes per micro-batch an emulated stage sends (default 65536)")
     parser.add_argument("--plan-limit", type=float, default=30.0, help="plan()'s time limit in (a), s (default 30)")
-    parser.add_argument("--model", default="transformer:8x256", help="part (b)'s model (default transformer:8x256)")
+    parser.add_argument("--model", default="transformer:4x128", help="part (b)'s model (default transformer:4x128)")
     parser.add_argument("--real-microbatches", type=int, default=8, help="part (b)'s micro-batches (default 8)")
-    parser.add_argument("--mb-size", type=int, default=16, help="part (b)'s samples per micro-batch (default 16)")
+    parser.add_argument("--mb-size", type=int, default=8, help="part (b)'s samples per micro-batch (default 8)")
     parser.add_argument("--real-steps", type=int, default=6, help="steps per row in (b) (default 6)")
     args = parser.parse_args(argv)
 
