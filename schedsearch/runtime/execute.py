@@ -51,6 +51,17 @@ Step time: each rank times its ``step`` call after a barrier; a step's time
 is the slowest rank's. The first step also infers shapes and warms up
 communication, so :attr:`RunResult.step_time_s` is the median of the
 following steps when there are several.
+
+The measured trace: every rank times each action of the runtime's dispatch
+loop and each stage call inside it (see :mod:`schedsearch.runtime.trace`),
+after measuring its clock offset to rank 0; :attr:`RunResult.trace` holds
+them on one clock, and :attr:`RunResult.row_order` names every rank that
+ran its compute actions in another order than its plan row. Given the
+plan's ``problem`` and ``schedule``, :attr:`RunResult.fidelity` compares
+each step after the first with the prediction and puts the measured
+schedule through the validator's order checks. ``emulate=True`` runs the
+stages of :mod:`schedsearch.runtime.emulate`, whose calls sleep their
+planned durations.
 """
 
 from __future__ import annotations
