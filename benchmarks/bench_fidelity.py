@@ -14,8 +14,8 @@ family torch runs).
 
 (b) Real compute: the built-in transformer (``--model``, default
 ``transformer:4x128``) split into stages, 2 ranks of one thread each.
-Profile (:func:`schedsearch.runtime.profile`, one thread) -> problem ->
-plan -> run -> compare, for 1F1B and ZB-H1 (2 stages) and the plan
+Profile (:func:`schedsearch.runtime.profile`, one thread, once per split
+of the model) -> problem -> plan -> run -> compare, for 1F1B and ZB-H1 (2 stages) and the plan
 :func:`schedsearch.solve` finds on the V placement (4 stages, split
 backward).
 
@@ -146,10 +146,16 @@ def part_b(model: str, microbatches: int, mb_size: int, steps: int, solve_limit_
     batch = microbatches * mb_size
     rows = []
 
+    profiles: dict[int, tuple[Any, Any]] = {}
+
     def profiled(stages: int, mapping: str, split: bool) -> tuple[Any, Any]:
-        workload = build_workload(model, stages, batch_size=batch)
-        prof = profile(workload.stages, workload.inputs[:mb_size], target=workload.target[:mb_size],
-                       loss_fn=workload.loss_fn, repeats=7, warmup=2, threads=1)
+        # one profile per split of the model: the plans of one split are predicted from the same figures
+        if stages not in profiles:
+            workload = build_workload(model, stages, batch_size=batch)
+            profiles[stages] = (workload, profile(workload.stages, workload.inputs[:mb_size],
+                                                  target=workload.target[:mb_size], loss_fn=workload.loss_fn,
+                                                  repeats=7, warmup=2, threads=1))
+        workload, prof = profiles[stages]
         problem = prof.to_problem(2, microbatches, mapping=mapping, split_backward=split,
                                   name=f"{model} {stages} stages")
         return workload, problem
@@ -199,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="4 ranks, 8 micro-batches; part (b) 1F1B and ZB-H1")
     parser.add_argument("--part", choices=("a", "b", "both"), default="both", help="which part (default both)")
     parser.add_argument("--microbatches", type=int, default=16, help="micro-batches of part (a) (default 16)")
-    parser.add_argument("--steps", type=int, default=3, help="steps per row, the first not counted (default 3)")
+    parser.add_argument("--steps", type=int, default=4, help="steps per row, the first not counted (default 4)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the stage times (default 0)")
     parser.add_argument("--p2p-ms", type=float, default=0.5, help="planned time per transfer in (a) (default 0.5)")
     parser.add_argument("--activation-bytes", type=int, default=64 * 1024,
