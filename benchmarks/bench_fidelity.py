@@ -76,7 +76,8 @@ def _load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def emulated_pipelines(ranks: int, microbatches: int, seed: int, p2p_ms: float, activation_bytes: int) -> dict[int, Any]:
+def emulated_pipelines(ranks: int, microbatches: int, seed: int, p2p_ms: float,
+                       activation_bytes: int) -> dict[int, Any]:
     """Per stages-per-rank (1, 2), the pipeline description with seeded uneven stage times of 20-60 ms."""
     from schedsearch.pipeline import Pipeline
 

@@ -24,7 +24,8 @@ behaviour, measured at many ranks on a small machine. The result
 (timings, losses, gradient check, predicted against measured) is written
 to ``--out DIR`` (default ``out``; ``''`` writes nothing) as ``run.json``,
 with ``trace.measured.json`` (the median step's measured actions, a
-Chrome/Perfetto trace), and for a plan document ``trace.predicted.json``
+Chrome/Perfetto trace; for a plan document with the prediction beside them
+as a second process), and for a plan document ``trace.predicted.json``
 and ``overlay.png`` (the measured Gantt over the predicted one). Exit status: 0 when every
 gradient is equal within the tolerance, 1 when not, 2 on an error (a plan
 that cannot run, a rank that fails or times out).
@@ -238,14 +239,22 @@ def write_run_outputs(result: Any, out: str | Path, problem: Any = None, schedul
     paths.append(target)
     if result.trace is not None and result.trace.steps:
         step = result.fidelity.median_step.step if result.fidelity is not None else len(result.trace.steps) - 1
-        measured = folder / MEASURED_TRACE
-        measured.write_text(json.dumps(result.trace.chrome_trace(step, name=f"measured step {step}")))
-        paths.append(measured)
+        doc = result.trace.chrome_trace(step, name=f"measured step {step}")
         if problem is not None and problem.time_unit_s:
-            from schedsearch.export.chrome import write_chrome_trace
+            from schedsearch.export.chrome import chrome_trace, write_chrome_trace
 
-            paths.append(write_chrome_trace(problem, schedule, folder / PREDICTED_TRACE,
-                                            time_unit_us=1e6 * problem.time_unit_s))
+            unit_us = 1e6 * problem.time_unit_s
+            path = write_chrome_trace(problem, schedule, folder / PREDICTED_TRACE, time_unit_us=unit_us)
+            # the prediction also rides in the measured trace as a second process: one file shows both, aligned
+            predicted = chrome_trace(problem, schedule, time_unit_us=unit_us, name="predicted")
+            doc["traceEvents"] += [{**e, "pid": 1} for e in predicted["traceEvents"]]
+        else:
+            path = None
+        measured = folder / MEASURED_TRACE
+        measured.write_text(json.dumps(doc))
+        paths.append(measured)
+        if path is not None:
+            paths.append(path)
             try:
                 from schedsearch.export.overlay import save_overlay
 

@@ -112,6 +112,9 @@ def test_run_json_reports_predicted_against_measured(tmp_path, capsys):
     trace = json.loads((out / "trace.measured.json").read_text())
     names = {e["name"] for e in trace["traceEvents"] if e.get("ph") == "X"}
     assert {"0F0", "1B3", "0SEND_F0", "1RECV_F0"} <= names
+    # the prediction rides along as a second process, one event per planned task
+    predicted = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e["pid"] == 1]
+    assert len(predicted) == len(rep.schedule.tasks)
 
 
 def b_step(doc: dict) -> int:
