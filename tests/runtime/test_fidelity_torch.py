@@ -148,3 +148,18 @@ def test_a_plan_folder_from_schedsearch_plan_runs_emulated(tmp_path, capsys):
     assert main(["run", str(tmp_path / "plan"), "--emulate", "--steps", "2", "--out", str(tmp_path / "run")]) == 0
     doc = json.loads((tmp_path / "run" / "run.json").read_text())
     assert doc["num_processes"] == 4 and doc["order_as_planned"] and doc["predicted_step_s"] > 0
+
+
+def test_a_plan_whose_last_stage_runs_its_forwards_out_of_label_order_is_traced_under_its_own_labels():
+    # the runtime runs such a plan relabelled (see execute): the trace must come back under the plan's labels
+    from schedsearch.schedule import Schedule, TaskInstance
+
+    rep = reproduce("zb-h1", devices=2, microbatches=3)
+    perm = {0: 2, 1: 0, 2: 1}
+    schedule = Schedule(tasks=[TaskInstance(block=t.block, microbatch=perm[t.microbatch], devices=t.devices,
+                                            start=t.start, end=t.end) for t in rep.schedule.tasks])
+    problem = rep.problem.with_(time_unit_s=UNIT_S)
+    result = run_schedule(problem, schedule, emulate=True, steps=2, timeout_s=120)
+    assert result.grads_equal and result.order_as_planned
+    first = min(result.trace.steps[-1].computes, key=lambda c: c.start_s)
+    assert first.key == (0, "F", perm[0])
