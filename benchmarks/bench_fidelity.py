@@ -21,7 +21,9 @@ backward).
 
 For each row: predicted step time (makespan x time unit), measured (median
 over the steps after the first: the slowest rank's step call), the ratio,
-the median and 95th percentile of the actions' start error, the breakdown
+the median and 95th percentile of the actions' start error, the median
+excess of a stage call over its planned duration (emulated: how late a
+sleeping rank woke up), the breakdown
 of the difference on the rank that finished last (compute, communication,
 receive wait, overhead; ms, measured less planned), whether the measured
 order was the plan's (the validator's order checks) and whether the
@@ -45,7 +47,7 @@ from typing import Any
 from benchmarks._common import print_table, write_results
 
 COLUMNS = ["part", "ranks", "microbatches", "plan", "predicted_ms", "measured_ms", "ratio", "start_err_med_ms",
-           "start_err_p95_ms", "d_compute_ms", "d_comm_ms", "d_recv_wait_ms", "d_overhead_ms", "order_ok",
+           "start_err_p95_ms", "call_excess_ms", "d_compute_ms", "d_comm_ms", "d_recv_wait_ms", "d_overhead_ms", "order_ok",
            "grads_equal"]
 
 
@@ -62,6 +64,7 @@ def _row(part: str, label: str, problem: Any, result: Any) -> dict[str, Any]:
         "ratio": fid.ratio,
         "start_err_med_ms": 1e3 * fid.start_error_median_s,
         "start_err_p95_ms": 1e3 * fid.start_error_p95_s,
+        "call_excess_ms": 1e3 * fid.median_step.call_excess_median_s,
         "d_compute_ms": 1e3 * b.compute_s,
         "d_comm_ms": 1e3 * b.communication_s,
         "d_recv_wait_ms": 1e3 * b.receive_wait_s,

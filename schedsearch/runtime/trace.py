@@ -485,7 +485,12 @@ class Breakdown:
 
 @attrs.frozen(kw_only=True)
 class StepFidelity:
-    """One step: predicted and measured time, start errors, the breakdown and the order check."""
+    """One step: predicted and measured time, start errors, the breakdown and the order check.
+
+    ``call_excess_median_s`` and ``call_excess_p95_s``: how much longer
+    than planned the stage calls lasted (median, 95th percentile; with
+    emulated compute, how late the sleeping process woke up).
+    """
 
     step: int
     predicted_s: float
@@ -494,6 +499,8 @@ class StepFidelity:
     start_error_p95_s: float
     breakdown: Breakdown
     order_violations: tuple[str, ...]
+    call_excess_median_s: float = 0.0
+    call_excess_p95_s: float = 0.0
 
     @property
     def ratio(self) -> float:
@@ -507,6 +514,8 @@ class StepFidelity:
             "ratio": self.ratio,
             "start_error_median_s": self.start_error_median_s,
             "start_error_p95_s": self.start_error_p95_s,
+            "call_excess_median_s": self.call_excess_median_s,
+            "call_excess_p95_s": self.call_excess_p95_s,
             "breakdown": self.breakdown.to_dict(),
             "order_violations": list(self.order_violations),
         }
@@ -557,6 +566,8 @@ class Fidelity:
             "ratio": self.ratio,
             "start_error_median_s": self.start_error_median_s,
             "start_error_p95_s": self.start_error_p95_s,
+            "call_excess_median_s": statistics.median(s.call_excess_median_s for s in self.steps),
+            "call_excess_p95_s": statistics.median(s.call_excess_p95_s for s in self.steps),
             "breakdown": self.median_step.breakdown.to_dict(),
             "order_ok": self.order_ok,
             "time_unit_s": self.time_unit_s,
@@ -568,7 +579,8 @@ class Fidelity:
         return (
             f"predicted {1e3 * self.predicted_step_s:.2f} ms, measured {1e3 * self.step_time_s:.2f} ms "
             f"(median of {len(self.steps)} step(s)), ratio {self.ratio:.3f}; action start error median "
-            f"{1e3 * self.start_error_median_s:.2f} ms, p95 {1e3 * self.start_error_p95_s:.2f} ms; difference on rank "
+            f"{1e3 * self.start_error_median_s:.2f} ms, p95 {1e3 * self.start_error_p95_s:.2f} ms; stage calls "
+            f"{1e3 * self.median_step.call_excess_median_s:+.2f} ms over plan (median); difference on rank "
             f"{b.rank}: compute {1e3 * b.compute_s:+.2f} ms, communication {1e3 * b.communication_s:+.2f} ms, "
             f"receive wait {1e3 * b.receive_wait_s:+.2f} ms, overhead {1e3 * b.overhead_s:+.2f} ms; order "
             f"{'as planned' if self.order_ok else 'NOT as planned'}"
@@ -642,11 +654,12 @@ def compare(problem: Problem, schedule: Schedule, trace: MeasuredTrace, *, warmu
     out = []
     for k in range(first, len(trace.steps)):
         st = trace.steps[k]
-        errors = []
+        errors, excess = [], []
         for c in st.computes:
             span = planned.spans.get(c.key)
             if span is not None:
                 errors.append(abs(c.start_s - unit * span[0]))
+                excess.append((c.end_s - c.start_s) - unit * (span[1] - span[0]))
         slowest = max(range(trace.num_ranks), key=st.rank_time_s)
         out.append(
             StepFidelity(
@@ -657,6 +670,8 @@ def compare(problem: Problem, schedule: Schedule, trace: MeasuredTrace, *, warmu
                 start_error_p95_s=_percentile(errors, 0.95),
                 breakdown=_breakdown(st, slowest, planned, unit),
                 order_violations=tuple(str(v) for v in order_violations(problem, schedule, st)),
+                call_excess_median_s=_percentile(excess, 0.5),
+                call_excess_p95_s=_percentile(excess, 0.95),
             )
         )
     return Fidelity(predicted_step_s=predicted, steps=tuple(out), time_unit_s=unit)

@@ -156,3 +156,11 @@ def test_compare_reports_the_ratio_and_a_breakdown_that_sums_to_the_difference()
     errors = [0.2 * t.start * UNIT_S + 1e-4 for t in schedule.tasks]
     assert fid.steps[1].start_error_median_s == pytest.approx(statistics.median(errors))
     assert fid.steps[1].start_error_p95_s == pytest.approx(statistics.quantiles(errors, n=20, method="inclusive")[18])
+
+
+def test_compare_reports_how_much_longer_than_planned_the_calls_lasted():
+    problem, schedule = _problem("1f1b", devices=2, microbatches=3)
+    fid = compare(problem, schedule, _trace(_as_planned(problem, schedule, stretch=1.5)), warmup=0)
+    excess = [0.5 * (t.end - t.start) * UNIT_S for t in schedule.tasks]
+    assert fid.steps[0].call_excess_median_s == pytest.approx(statistics.median(excess))
+    assert fid.steps[0].call_excess_p95_s == pytest.approx(statistics.quantiles(excess, n=20, method="inclusive")[18])
