@@ -14,10 +14,12 @@ machine with a few cores.
 :func:`emulated_workload` builds the stages: stage ``s`` averages its input
 over the feature dimension, multiplies by one parameter and sends a tensor
 of ``width_s`` features per sample, where ``width_s`` elements of the
-dtype are the bytes the problem gives the activation edge leaving stage
-``s`` (its ``size`` times ``memory_unit_bytes``), at most ``max_bytes``
-(big activations are capped: a loopback transfer of a GiB takes far longer
-than the link the plan assumes, and the ranks share one machine's memory).
+dtype are the stage's activation bytes: what the problem records of them,
+its forward block's memory (times ``memory_unit_bytes``; a problem's edges
+carry transfer times, not bytes), or the sizes given, at most
+``max_bytes`` (big activations are capped: a loopback transfer of a GiB
+takes far longer than the link the plan assumes, and the ranks share one
+machine's memory).
 A micro-batch is one sample. The gradient check against the one-process
 reference still runs. The stage class is built when torch is imported, so
 an emulated run starts its processes with ``fork``.
@@ -25,6 +27,7 @@ an emulated run starts its processes with ``fork``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -57,21 +60,22 @@ class EmulatedSizes:
 
 
 def activation_bytes(problem: Problem) -> tuple[int | None, ...]:
-    """Per stage, the bytes of the activation edge from its forward to the next stage's (None: no size known).
+    """Per stage, the bytes of its activation: its forward block's memory times ``memory_unit_bytes``.
 
-    The last stage sends nothing (None).
+    None for the last stage (it sends nothing) and where the problem has no
+    memory unit or the forward holds no memory.
     """
     view = pipeline_view(problem)
     stages = view.stages()
-    size = {(e.src, e.dst): e.size for e in problem.graph.edges}
+    blocks = problem.graph.by_name()
     unit = problem.memory_unit_bytes
     out: list[int | None] = []
     for s, st in enumerate(stages):
-        if s + 1 == len(stages):
+        held = blocks[st.forward].memory
+        if s + 1 == len(stages) or unit is None or not held:
             out.append(None)
-            continue
-        n = size.get((st.forward, stages[s + 1].forward))
-        out.append(None if n is None or unit is None else int(round(n * unit)))
+        else:
+            out.append(int(round(held * unit)))
     return tuple(out)
 
 
@@ -92,9 +96,12 @@ def _relay_class(torch: Any) -> type:
     return Relay
 
 
-def emulated_workload(problem: Problem, *, max_bytes: int = DEFAULT_MAX_BYTES,
-                      dtype: str = "float64") -> tuple[Workload, EmulatedSizes]:
+def emulated_workload(problem: Problem, *, max_bytes: int = DEFAULT_MAX_BYTES, dtype: str = "float64",
+                      sizes: Sequence[int | None] | None = None) -> tuple[Workload, EmulatedSizes]:
     """The stages an emulated run executes (see the module docstring) and the sizes they send.
+
+    ``sizes``: bytes each stage sends per micro-batch (default
+    :func:`activation_bytes`); None entries send one element.
 
     Raises
     ------
@@ -108,7 +115,10 @@ def emulated_workload(problem: Problem, *, max_bytes: int = DEFAULT_MAX_BYTES,
     torch = require_torch("emulated compute")
     dt = {"float64": torch.float64, "float32": torch.float32}[dtype]
     item = _ITEMSIZE[dtype]
-    planned = activation_bytes(problem)
+    planned = activation_bytes(problem) if sizes is None else tuple(sizes)
+    if len(planned) != len(pipeline_view(problem).stages()):
+        raise PlanError(f"emulation: 'sizes' gives {len(planned)} sizes for {len(pipeline_view(problem).stages())} "
+                        "stages")
     sent = tuple(item * max(1, min(b if b is not None else item, max_bytes) // item) for b in planned)
     relay = _relay_class(torch)
     stages = [relay(n // item, dt) for n in sent]

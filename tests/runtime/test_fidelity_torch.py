@@ -163,3 +163,25 @@ def test_a_plan_whose_last_stage_runs_its_forwards_out_of_label_order_is_traced_
     assert result.grads_equal and result.order_as_planned
     first = min(result.trace.steps[-1].computes, key=lambda c: c.start_s)
     assert first.key == (0, "F", perm[0])
+
+
+def test_the_emulated_stages_send_the_planned_activation_bytes_up_to_the_cap():
+    from schedsearch.pipeline import Pipeline
+    from schedsearch.planner import Candidate, build_problem
+    from schedsearch.runtime.emulate import emulated_workload
+    from schedsearch.units import choose_units
+
+    sizes = [4096, 65536, 8192]
+    pipeline = Pipeline.from_dict({"num_ranks": 3, "num_microbatches": 2, "p2p": {"time_ms": 0.5},
+                                   "stages": [{"forward_ms": 2.0, "backward_ms": 4.0, "activation_bytes": b}
+                                              for b in sizes]})
+    units = choose_units({"f": 2.0, "b": 4.0, "p2p": 0.5}, sizes)
+    problem = build_problem(pipeline, Candidate(family="1f1b"), pipeline.stages, units)
+    workload, sent = emulated_workload(problem)
+    assert sent.planned_bytes == (4096, 65536, None) and sent.sent_bytes[:2] == (4096, 65536)
+    out = workload.stages[1](workload.stages[0](workload.inputs[:1]))
+    assert out.numel() * out.element_size() == 65536
+    _, capped = emulated_workload(problem, max_bytes=8192)
+    assert capped.sent_bytes[:2] == (4096, 8192) and capped.capped == (1,)
+    with pytest.raises(PlanError, match="max_bytes"):
+        emulated_workload(problem, max_bytes=0)
