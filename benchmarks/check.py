@@ -168,6 +168,39 @@ def case_dualpipe(f: Figures, data: Path) -> None:
     f.proof("search_valid", _validated(cmp.searched_problem, cmp.result.schedule))
 
 
+def case_fidelity(f: Figures, data: Path) -> None:
+    """bench_fidelity: 1F1B and ZB-H1 on 2 ranks, 4 micro-batches, emulated (each call sleeps its planned 2 to
+    4 ms): the measured order is the plan's, the gradients equal, a deliberately reordered trace is caught, and
+    no run is faster than its prediction (every call lasts at least its planned time). Times are not gated."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        f.notes.append("skipped: torch is not installed")
+        return
+    from schedsearch.handcrafted import reproduce
+    from schedsearch.runtime import run_schedule
+    from schedsearch.runtime.trace import Compute, StepTrace, order_violations
+
+    for name in ("1f1b", "zb-h1"):
+        rep = reproduce(name, devices=2, microbatches=4)
+        problem = rep.problem.with_(time_unit_s=2e-3)
+        result = run_schedule(problem, rep.schedule, emulate=True, steps=2, timeout_s=120)
+        key = name.replace("-", "")
+        f.proof(f"{key}_order_as_planned", result.order_as_planned)
+        f.proof(f"{key}_grads_equal", result.grads_equal)
+        f.proof(f"{key}_not_faster_than_predicted", result.fidelity.ratio >= 1 - 1e-6)
+        step = result.trace.steps[-1]
+        first, second = (next(c for c in step.computes if c.key == (0, "F", m)) for m in (0, 1))
+        swapped = tuple(
+            Compute(rank=c.rank, stage=c.stage, kind=c.kind, microbatch=c.microbatch,
+                    start_s=(second if c is first else first).start_s, end_s=(second if c is first else first).end_s)
+            if c in (first, second) else c
+            for c in step.computes
+        )
+        bad = StepTrace(rank_spans=step.rank_spans, events=step.events, computes=swapped)
+        f.proof(f"{key}_reordering_caught", bool(order_violations(problem, rep.schedule, bad)))
+
+
 def case_handcrafted(f: Figures, data: Path) -> None:
     """bench_handcrafted: the reference rows of the handcrafted schedules (makespan and bubble)."""
     from schedsearch.handcrafted import reproduce

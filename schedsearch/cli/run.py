@@ -1,18 +1,32 @@
 """``schedsearch run PLAN``: execute a plan with PyTorch's pipeline runtime and check the gradients.
 
 PLAN is a compute-only CSV (one row per rank, as PyTorch's
-``_PipelineScheduleRuntime._load_csv`` reads it) or a plan document
+``_PipelineScheduleRuntime._load_csv`` reads it), a plan document
 (``schedsearch.plan`` JSON with problem and schedule, e.g. from
-``schedsearch reproduce --out``), which is exported to the CSV first.
+``schedsearch reproduce --out``), which is exported to the CSV first, or
+a folder that ``schedsearch plan --out`` wrote (its ``plan.json``).
 The plan is checked before anything starts (this library's checks, then
 PyTorch's own); ``--check-only`` stops there and needs no torch.
 
 Running needs the optional extra ``schedsearch[torch]``: one process per
 rank (gloo on loopback, rendezvous through a file in a temporary
 directory) trains the model for ``--steps`` steps and every gradient is
-compared with a one-process reference step. The result (timings, losses,
-gradient check) is written to ``--out DIR`` (default ``out``; ``''``
-writes nothing) as ``run.json``. Exit status: 0 when every
+compared with a one-process reference step. Every action on every rank is
+timed on one clock; each rank's order is checked against the plan's. With
+a plan document, each step after the first is compared with the plan's
+prediction: predicted and measured step time, their ratio, the error of
+the actions' start times and the difference by cause (compute,
+communication, waiting on a receive, runtime overhead), and the measured
+schedule goes through the validator's order checks. ``--emulate`` makes
+every compute action sleep its planned duration (no core used) while the
+runtime still orders, sends and receives real tensors: the runtime's own
+behaviour, measured at many ranks on a small machine. The result
+(timings, losses, gradient check, predicted against measured) is written
+to ``--out DIR`` (default ``out``; ``''`` writes nothing) as ``run.json``,
+with ``trace.measured.json`` (the median step's measured actions, a
+Chrome/Perfetto trace; for a plan document with the prediction beside them
+as a second process), and for a plan document ``trace.predicted.json``
+and ``overlay.png`` (the measured Gantt over the predicted one). Exit status: 0 when every
 gradient is equal within the tolerance, 1 when not, 2 on an error (a plan
 that cannot run, a rank that fails or times out).
 """
@@ -22,9 +36,11 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from schedsearch.cli._common import add_out_argument, add_retired_flag
-from schedsearch.errors import PlanError
+from schedsearch.errors import PlanError, UnsupportedFeatureError
+from schedsearch.runtime.emulate import DEFAULT_MAX_BYTES
 from schedsearch.runtime import (
     DEFAULT_TOLERANCE,
     Plan,
@@ -37,10 +53,17 @@ from schedsearch.runtime import (
     torch_check,
 )
 
-__all__ = ["add_parser", "run", "load_plan", "int_list", "OUT_NAME"]
+__all__ = ["add_parser", "run", "load_plan", "int_list", "OUT_NAME", "MEASURED_TRACE", "PREDICTED_TRACE",
+           "OVERLAY"]
 
-#: the file ``--out DIR`` holds: the run's result (timings, losses, gradient check)
+#: the file ``--out DIR`` holds: the run's result (timings, losses, gradient check, predicted against measured)
 OUT_NAME = "run.json"
+#: the median step's measured actions on every rank (Chrome / Perfetto trace)
+MEASURED_TRACE = "trace.measured.json"
+#: the plan's prediction (Chrome / Perfetto trace; plan documents only)
+PREDICTED_TRACE = "trace.predicted.json"
+#: the measured Gantt chart over the predicted one (plan documents only, with matplotlib)
+OVERLAY = "overlay.png"
 
 
 def int_list(text: str) -> list[int]:
@@ -58,7 +81,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("plan", type=Path, help="compute-only CSV, or plan document (JSON)")
+    p.add_argument("plan", type=Path, help="compute-only CSV, plan document (JSON), or a folder schedsearch plan "
+                   "wrote (its plan.json)")
     p.add_argument("--model", default="mlp:8x64", help="model spec: mlp:LAYERSxWIDTH or transformer:LAYERSxWIDTH "
                    "(default mlp:8x64), split evenly into the plan's stages")
     p.add_argument("--processes", type=int, help="processes (must equal the plan's rows)")
@@ -74,6 +98,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--start-method", choices=("fork", "spawn", "forkserver"), default="fork",
                    help="process start method (default fork)")
     p.add_argument("--seed", type=int, default=0, help="model and batch seed (default 0)")
+    p.add_argument("--emulate", action="store_true", help="each compute action sleeps its planned duration (plan "
+                   "documents: the problem's times); the runtime still orders, sends and receives real tensors")
+    p.add_argument("--emulate-max-bytes", type=int, default=DEFAULT_MAX_BYTES,
+                   help=f"largest activation an emulated stage sends per micro-batch (default {DEFAULT_MAX_BYTES})")
     p.add_argument("--check-only", action="store_true", help="check the plan and stop (no torch needed)")
     add_out_argument(p, f"the run's result as JSON ({OUT_NAME}; not with --check-only)")
     add_retired_flag(p, "--json", f"--out DIR (writes DIR/{OUT_NAME}; --out '' writes nothing)")
@@ -83,6 +111,22 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def load_plan(args: argparse.Namespace) -> Plan:
     """Read the plan named on the command line and run this library's checks."""
+    return load_plan_document(args)[0]
+
+
+def _plan_path(path: Path) -> Path:
+    """The plan a path names: a folder of ``schedsearch plan --out`` gives its ``plan.json``."""
+    if path.is_dir():
+        doc = path / "plan.json"
+        if not doc.is_file():
+            raise PlanError(f"run: folder {str(path)!r} holds no plan.json (the plan document schedsearch plan writes)")
+        return doc
+    return path
+
+
+def load_plan_document(args: argparse.Namespace) -> tuple[Plan, Any, Any]:
+    """The plan named on the command line, checked, with its problem and schedule (None for a CSV)."""
+    path = _plan_path(args.plan)
     num_mb = args.microbatches
     if args.microbatch_sizes is not None:
         if num_mb is not None and num_mb != len(args.microbatch_sizes):
@@ -90,11 +134,11 @@ def load_plan(args: argparse.Namespace) -> Plan:
                 f"run: --microbatches {num_mb} but --microbatch-sizes gives {len(args.microbatch_sizes)} sizes"
             )
         num_mb = len(args.microbatch_sizes)
-    if args.plan.suffix.lower() == ".json":
+    if path.suffix.lower() == ".json":
         from schedsearch.export.json import read_json
 
-        problem, schedule, _ = read_json(args.plan)
-        plan = plan_from_schedule(problem, schedule, name=args.plan.name)
+        problem, schedule, _ = read_json(path)
+        plan = plan_from_schedule(problem, schedule, name=path.name)
         if num_mb is not None and num_mb != plan.num_microbatches:
             raise PlanError(f"run: the plan runs {plan.num_microbatches} micro-batches, the run asks for {num_mb}")
         if args.processes is not None and args.processes != plan.num_ranks:
@@ -103,13 +147,21 @@ def load_plan(args: argparse.Namespace) -> Plan:
             raise PlanError(
                 f"run: --stage-map {args.stage_map} differs from the placement's {list(plan.stage_to_rank)}"
             )
-        return plan
-    return read_plan(args.plan, num_ranks=args.processes, num_microbatches=num_mb, stage_to_rank=args.stage_map)
+        return plan, problem, schedule
+    if getattr(args, "emulate", False):
+        raise PlanError(
+            f"run: --emulate needs the planned durations, which a CSV does not hold: run the plan document "
+            f"(plan.json, or the folder schedsearch plan --out wrote) instead of {str(path)!r}"
+        )
+    plan = read_plan(path, num_ranks=args.processes, num_microbatches=num_mb, stage_to_rank=args.stage_map)
+    return plan, None, None
 
 
 def run(args: argparse.Namespace) -> int:
     spec = parse_model_spec(args.model)
-    plan = load_plan(args)
+    if args.emulate and args.microbatch_sizes is not None:
+        raise PlanError("run: --emulate runs one sample per micro-batch; leave out --microbatch-sizes")
+    plan, problem, schedule = load_plan_document(args)
     print(f"plan: {plan}")
     if args.check_only:
         if torch_available():
@@ -119,12 +171,21 @@ def run(args: argparse.Namespace) -> int:
             print("checks: this library's pass (PyTorch is not installed: its own checks were skipped)")
         return 0
     sizes = args.microbatch_sizes
-    batch = args.batch_size if args.batch_size is not None else (sum(sizes) if sizes else 4 * plan.num_microbatches)
-    workload = build_workload(spec, plan.num_stages, batch_size=batch, dtype=args.dtype, seed=args.seed)
-    print(f"model: {workload}")
+    if args.emulate:
+        workload = None
+        print(f"model: emulated (each compute action sleeps its planned duration; activations up to "
+              f"{args.emulate_max_bytes} bytes)")
+    else:
+        batch = args.batch_size if args.batch_size is not None else (sum(sizes) if sizes else 4 * plan.num_microbatches)
+        workload = build_workload(spec, plan.num_stages, batch_size=batch, dtype=args.dtype, seed=args.seed)
+        print(f"model: {workload}")
     result = run_plan(
         plan,
         workload,
+        problem=problem,
+        schedule=schedule,
+        emulate=args.emulate,
+        emulate_max_bytes=args.emulate_max_bytes,
         steps=args.steps,
         microbatch_sizes=sizes,
         learning_rate=args.lr,
@@ -139,10 +200,65 @@ def run(args: argparse.Namespace) -> int:
         print(f"{r.rank:>4}  {','.join(map(str, r.stages)):<10} {1e3 * r.startup_s:>10.1f}  {times}")
     for k, (loss, ref) in enumerate(zip(result.loss, result.reference_loss)):
         print(f"step {k}: loss {loss:.10g} (one-process reference {ref:.10g})")
+    _print_fidelity(result)
     print(f"result: {result}")
     if args.out:
-        target = Path(args.out) / OUT_NAME
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(result.to_dict(), indent=2))
-        print(f"wrote {target}")
+        for path in write_run_outputs(result, args.out, problem, schedule):
+            print(f"wrote {path}")
     return 0 if result.grads_equal else 1
+
+
+def _print_fidelity(result: Any) -> None:
+    for msg in result.row_order:
+        print(f"order: {msg}")
+    fid = result.fidelity
+    if fid is None:
+        print("predicted against measured: needs the plan document (the CSV holds no planned times)")
+        return
+    print(f"{'step':>4}  {'predicted ms':>12} {'measured ms':>11} {'ratio':>6}  {'start error ms (median, p95)':>28}"
+          f"  {'compute':>8} {'comm':>8} {'recv wait':>9} {'overhead':>8}  (ms, measured less planned, rank)")
+    for s in fid.steps:
+        b = s.breakdown
+        print(f"{s.step:>4}  {1e3 * s.predicted_s:>12.2f} {1e3 * s.measured_s:>11.2f} {s.ratio:>6.3f}  "
+              f"{1e3 * s.start_error_median_s:>13.2f}, {1e3 * s.start_error_p95_s:>12.2f}  "
+              f"{1e3 * b.compute_s:>+8.2f} {1e3 * b.communication_s:>+8.2f} {1e3 * b.receive_wait_s:>+9.2f} "
+              f"{1e3 * b.overhead_s:>+8.2f}  rank {b.rank}")
+        for v in s.order_violations:
+            print(f"      order: {v}")
+    print(f"predicted against measured: {fid}")
+
+
+def write_run_outputs(result: Any, out: str | Path, problem: Any = None, schedule: Any = None) -> list[Path]:
+    """Write ``run.json``, the measured trace and, with the plan's problem and schedule, the predicted
+    trace and the overlay chart into ``out``; return the paths written."""
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    target = folder / OUT_NAME
+    target.write_text(json.dumps(result.to_dict(), indent=2))
+    paths.append(target)
+    if result.trace is not None and result.trace.steps:
+        step = result.fidelity.median_step.step if result.fidelity is not None else len(result.trace.steps) - 1
+        doc = result.trace.chrome_trace(step, name=f"measured step {step}")
+        if problem is not None and problem.time_unit_s:
+            from schedsearch.export.chrome import chrome_trace, write_chrome_trace
+
+            unit_us = 1e6 * problem.time_unit_s
+            path = write_chrome_trace(problem, schedule, folder / PREDICTED_TRACE, time_unit_us=unit_us)
+            # the prediction also rides in the measured trace as a second process: one file shows both, aligned
+            predicted = chrome_trace(problem, schedule, time_unit_us=unit_us, name="predicted")
+            doc["traceEvents"] += [{**e, "pid": 1} for e in predicted["traceEvents"]]
+        else:
+            path = None
+        measured = folder / MEASURED_TRACE
+        measured.write_text(json.dumps(doc))
+        paths.append(measured)
+        if path is not None:
+            paths.append(path)
+            try:
+                from schedsearch.export.overlay import save_overlay
+
+                paths.append(save_overlay(problem, schedule, result.trace.steps[step], folder / OVERLAY))
+            except UnsupportedFeatureError as exc:
+                print(f"not written: {OVERLAY} ({exc})")
+    return paths

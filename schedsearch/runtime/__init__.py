@@ -15,7 +15,12 @@ it import it when called and, without it, raise
 * :func:`build_workload`: built-in models (``mlp:LxW``,
   ``transformer:LxD``) split into stages;
 * :func:`profile`: measure each stage's F, B, I, W times and activation
-  memory and build a placement :class:`~schedsearch.problem.Problem`.
+  memory and build a placement :class:`~schedsearch.problem.Problem`;
+* :mod:`~schedsearch.runtime.trace`: the measured trace of a run, its
+  order checks (:func:`order_violations`) and the comparison with the plan
+  (:func:`compare`, :class:`Fidelity`); :func:`emulated_workload`: the
+  stages of a run whose compute sleeps its planned durations
+  (``run(..., emulate=True)``).
 """
 
 from schedsearch.runtime._torch import (
@@ -28,6 +33,7 @@ from schedsearch.runtime.convert import (
     plan_from_schedule as plan_from_schedule,
     run_schedule as run_schedule,
 )
+from schedsearch.runtime.emulate import emulated_workload as emulated_workload
 from schedsearch.runtime.execute import (
     DEFAULT_TOLERANCE as DEFAULT_TOLERANCE,
     RankReport as RankReport,
@@ -57,9 +63,22 @@ from schedsearch.runtime.profile import (
     profile as profile,
 )
 from schedsearch.runtime.torch_checks import torch_check as torch_check
+from schedsearch.runtime.trace import (
+    Fidelity as Fidelity,
+    MeasuredTrace as MeasuredTrace,
+    compare as compare,
+    measured_schedule as measured_schedule,
+    order_violations as order_violations,
+)
 
 __all__ = [
     "Action",
+    "Fidelity",
+    "MeasuredTrace",
+    "compare",
+    "emulated_workload",
+    "measured_schedule",
+    "order_violations",
     "Profile",
     "StageProfile",
     "check_problem",

@@ -14,21 +14,27 @@ they are not; :func:`load_compute_csv` (``_load_csv``, no public loader in
 any supported version), :func:`step_microbatches` (the public
 ``step(arg_mbs=..., target_mbs=...)`` where torch has it, 2.14 on;
 ``_step_microbatches`` on 2.13) and :func:`infer_stage_shapes`
-(``_initialize_stages``) wrap the calls.
+(``_initialize_stages``) wrap the calls; :func:`instrument_stages` and
+:func:`recording` time every action of the runtime's dispatch loop (through
+the ``record_function`` label it opens around each action) and every
+stage's forward and backward calls.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Sequence
+import contextlib
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
 from schedsearch.errors import MissingDependencyError
 
-__all__ = ["SUPPORTED_TORCH", "TESTED_TORCH_VERSION", "infer_stage_shapes", "load_compute_csv", "pipelining_internals",
-           "require_torch", "step_microbatches", "torch_available"]
+__all__ = ["SUPPORTED_TORCH", "TESTED_TORCH_VERSION", "ActionRecorder", "infer_stage_shapes", "instrument_stages",
+           "load_compute_csv", "pipelining_internals", "recording", "require_torch", "step_microbatches",
+           "torch_available"]
 
 #: The torch version the runtime is built and tested against.
 TESTED_TORCH_VERSION = "2.13.0"
@@ -132,3 +138,141 @@ def infer_stage_shapes(schedule: Any, stages: Sequence[Any], args: tuple, target
     for st in stages:
         st.has_backward = schedule._has_backward
     schedule._initialize_stages(args, {}, target)
+
+
+# --------------------------------------------------------------------------
+# Timing every action
+# --------------------------------------------------------------------------
+
+
+class ActionRecorder:
+    """Collects, on one rank, the intervals of one step (``time.perf_counter`` seconds).
+
+    ``actions``: ``(label, start, end)`` of every action the runtime's
+    dispatch loop runs (``label`` is torch's action text, e.g. ``3F0``,
+    ``2SEND_F1``, ``(0F1;3B0)OVERLAP_F_B``); ``computes``: ``(stage, kind,
+    microbatch, start, end)`` of every stage call (``kind`` ``F``, ``B``
+    (full backward), ``I`` or ``W``), nested inside its action.
+    """
+
+    def __init__(self) -> None:
+        self.actions: list[tuple[str, float, float]] = []
+        self.computes: list[tuple[int, str, int, float, float]] = []
+
+    def clear(self) -> None:
+        self.actions = []
+        self.computes = []
+
+
+#: the recorder of the step running in this process (set by :func:`recording`)
+_ACTIVE: list[ActionRecorder | None] = [None]
+_PREFIX = "PP:"
+
+
+class _TimedLabel:
+    """torch's ``record_function(name)`` that also times the block when a recorder is active."""
+
+    def __init__(self, original: Any, name: str) -> None:
+        self._inner = original(name)
+        self._name = name
+        self._start = 0.0
+
+    def __enter__(self) -> Any:
+        self._start = time.perf_counter()
+        return self._inner.__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        out = self._inner.__exit__(*exc)
+        rec = _ACTIVE[0]
+        if rec is not None and self._name.startswith(_PREFIX):
+            rec.actions.append((self._name[len(_PREFIX):], self._start, time.perf_counter()))
+        return out
+
+
+def _install_action_timer() -> None:
+    """Make the runtime's per-action ``record_function`` label time the action (once per process).
+
+    torch's ``_PipelineScheduleRuntime._step_microbatches`` runs each action
+    inside ``record_function(_get_profiler_function_name(action))``
+    (``"PP:" + str(action)``); the module-level name is replaced by
+    :class:`_TimedLabel`, which keeps the profiler label and adds the timing.
+    """
+    from torch.distributed.pipelining import schedules
+
+    current = getattr(schedules, "record_function", None)
+    if isinstance(current, type) and issubclass(current, _TimedLabel):
+        return
+    name_of = getattr(schedules, "_get_profiler_function_name", None)
+    probe = None if name_of is None else _probe_label(name_of, schedules)
+    if current is None or probe is None or not probe.startswith(_PREFIX):
+        torch = require_torch()
+        raise MissingDependencyError(
+            f"torch {torch.__version__}: the pipeline runtime does not label its actions as the runtime's timing "
+            f"expects (record_function(\"{_PREFIX}<action>\")); timing supports torch {', '.join(SUPPORTED_TORCH)}: "
+            f"{_EXTRA_HINT}"
+        )
+    original = current
+
+    class TimedLabel(_TimedLabel):
+        def __init__(self, name: str) -> None:
+            super().__init__(original, name)
+
+    schedules.record_function = TimedLabel
+
+
+def _probe_label(name_of: Callable[[Any], str], schedules: ModuleType) -> str | None:
+    try:
+        return name_of(schedules._Action(0, schedules._ComputationType.FORWARD, 0))
+    except Exception:  # pragma: no cover - depends on the installed torch
+        return None
+
+
+def instrument_stages(
+    stages: Sequence[Any],
+    emulate: Mapping[tuple[int, str, int], float] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Time every forward and backward call of ``stages`` (while :func:`recording`).
+
+    Wraps each stage's ``forward_one_chunk``, ``backward_one_chunk`` and
+    ``backward_weight_one_chunk`` on the instance. With ``emulate``
+    (``(stage, kind, microbatch) -> seconds``, kinds ``F``, ``B``, ``I``,
+    ``W``), each call, after its real (small) computation, sleeps until it
+    has lasted its planned time: the process waits without using a core.
+    """
+    _install_action_timer()
+
+    def timed(stage_index: int, kind_of: Callable[..., str], original: Callable[..., Any]) -> Callable[..., Any]:
+        def call(chunk: int, *args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            out = original(chunk, *args, **kwargs)
+            kind = kind_of(*args, **kwargs)
+            if emulate is not None:
+                left = start + emulate.get((stage_index, kind, chunk), 0.0) - time.perf_counter()
+                if left > 0:
+                    sleep(left)
+            rec = _ACTIVE[0]
+            if rec is not None:
+                rec.computes.append((stage_index, kind, chunk, start, time.perf_counter()))
+            return out
+
+        return call
+
+    def backward_kind(loss: Any = None, full_backward: bool = True, last_backward: bool = False) -> str:
+        return "B" if full_backward else "I"
+
+    for st in stages:
+        s = int(st.stage_index)
+        st.forward_one_chunk = timed(s, lambda *a, **k: "F", st.forward_one_chunk)
+        st.backward_one_chunk = timed(s, backward_kind, st.backward_one_chunk)
+        st.backward_weight_one_chunk = timed(s, lambda *a, **k: "W", st.backward_weight_one_chunk)
+
+
+@contextlib.contextmanager
+def recording(recorder: ActionRecorder) -> Iterator[ActionRecorder]:
+    """Record into ``recorder`` the actions and stage calls run inside the block."""
+    _ACTIVE[0] = recorder
+    try:
+        yield recorder
+    finally:
+        _ACTIVE[0] = None

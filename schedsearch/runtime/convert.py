@@ -101,8 +101,9 @@ def plan_from_schedule(problem: Problem, schedule: Schedule, *, name: str = "") 
     )
 
 
-def run_schedule(problem: Problem, schedule: Schedule, workload: Any, **kwargs: Any) -> Any:
-    """:func:`~schedsearch.runtime.run` the plan of ``schedule`` (see :func:`plan_from_schedule`)."""
+def run_schedule(problem: Problem, schedule: Schedule, workload: Any = None, **kwargs: Any) -> Any:
+    """:func:`~schedsearch.runtime.run` the plan of ``schedule`` (see :func:`plan_from_schedule`),
+    compared with its prediction (``workload`` None with ``emulate=True``)."""
     from schedsearch.runtime.execute import run
 
-    return run(plan_from_schedule(problem, schedule), workload, **kwargs)
+    return run(plan_from_schedule(problem, schedule), workload, problem=problem, schedule=schedule, **kwargs)

@@ -51,6 +51,17 @@ Step time: each rank times its ``step`` call after a barrier; a step's time
 is the slowest rank's. The first step also infers shapes and warms up
 communication, so :attr:`RunResult.step_time_s` is the median of the
 following steps when there are several.
+
+The measured trace: every rank times each action of the runtime's dispatch
+loop and each stage call inside it (see :mod:`schedsearch.runtime.trace`),
+after measuring its clock offset to rank 0; :attr:`RunResult.trace` holds
+them on one clock, and :attr:`RunResult.row_order` names every rank that
+ran its compute actions in another order than its plan row. Given the
+plan's ``problem`` and ``schedule``, :attr:`RunResult.fidelity` compares
+each step after the first with the prediction and puts the measured
+schedule through the validator's order checks. ``emulate=True`` runs the
+stages of :mod:`schedsearch.runtime.emulate`, whose calls sleep their
+planned durations.
 """
 
 from __future__ import annotations
@@ -59,6 +70,7 @@ import copy
 import math
 import os
 import signal
+import socket
 import statistics
 import sys
 import tempfile
@@ -74,15 +86,30 @@ import attrs
 
 from schedsearch.errors import ExecutionError, PlanError
 from schedsearch.runtime._torch import (
+    ActionRecorder,
     infer_stage_shapes,
+    instrument_stages,
     load_compute_csv,
     pipelining_internals,
+    recording,
     require_torch,
     step_microbatches,
 )
 from schedsearch.runtime.models import Workload
 from schedsearch.runtime.plan import Plan, read_plan
 from schedsearch.runtime.torch_checks import torch_check
+from schedsearch.runtime.trace import (
+    Fidelity,
+    MeasuredTrace,
+    seconds_per_unit,
+    compare,
+    planned_seconds,
+    row_order_violations,
+)
+from schedsearch.runtime.convert import plan_from_schedule
+from schedsearch.runtime.emulate import DEFAULT_MAX_BYTES, emulated_workload
+from schedsearch.problem import Problem
+from schedsearch.schedule import Schedule
 
 __all__ = ["RankReport", "RunResult", "run", "microbatch_split", "DEFAULT_TOLERANCE"]
 
@@ -143,6 +170,17 @@ class RunResult:
     start_method: str
     dtype: str
     scale_grads: bool = True
+    trace: MeasuredTrace | None = None
+    fidelity: Fidelity | None = None
+    row_order: tuple[str, ...] = ()
+    emulated: bool = False
+    emulated_bytes: tuple[int, ...] | None = None
+
+    @property
+    def order_as_planned(self) -> bool:
+        """Every rank ran its compute actions in the plan's order in every step (and, with a
+        problem, the measured schedules pass the validator's order checks)."""
+        return not self.row_order and (self.fidelity is None or self.fidelity.order_ok)
 
     @property
     def max_grad_diff(self) -> float:
@@ -195,6 +233,15 @@ class RunResult:
             "start_method": self.start_method,
             "dtype": self.dtype,
             "scale_grads": self.scale_grads,
+            "emulated": self.emulated,
+            "emulated_bytes": None if self.emulated_bytes is None else list(self.emulated_bytes),
+            "predicted_step_s": None if self.fidelity is None else self.fidelity.predicted_step_s,
+            "ratio": None if self.fidelity is None else self.step_time_s / self.fidelity.predicted_step_s,
+            "breakdown": None if self.fidelity is None else self.fidelity.median_step.breakdown.to_dict(),
+            "order_as_planned": self.order_as_planned,
+            "row_order_violations": list(self.row_order),
+            "fidelity": None if self.fidelity is None else self.fidelity.to_dict(),
+            "clock_offsets_s": None if self.trace is None else list(self.trace.clock_offsets_s),
         }
 
     def __str__(self) -> str:
@@ -205,6 +252,8 @@ class RunResult:
             f"{self.steps} step(s): gradients {verdict} to the one-process reference (max difference "
             f"{self.max_grad_diff:.3g}, tolerance {self.tolerance:g}{missing}); loss {self.loss[-1]:.6g} "
             f"(reference {self.reference_loss[-1]:.6g}); step time {1e3 * self.step_time_s:.1f} ms"
+            f"{'' if self.fidelity is None else f' (predicted {1e3 * self.fidelity.predicted_step_s:.1f} ms)'}; "
+            f"action order {'as planned' if self.order_as_planned else 'NOT as planned'}"
         )
 
 
@@ -299,6 +348,8 @@ class _Job:
     scale_grads: bool
     timeout_s: float
     threads: int
+    #: (stage, kind, micro-batch label) -> seconds each stage call lasts (emulated compute), or None
+    emulate: Mapping[tuple[int, str, int], float] | None = None
 
 
 def _die_with_parent() -> None:
@@ -337,6 +388,34 @@ def _fit_recv_buffers(torch: Any, stages: Sequence[Any], sizes: Sequence[int]) -
                     info.buffer = torch.empty((n, *buf.shape[1:]), dtype=buf.dtype, device=buf.device).requires_grad_(
                         buf.requires_grad
                     )
+
+
+def _clock_offsets(torch: Any, dist: Any, rank: int, n: int, rounds: int = 8) -> tuple[list[float], list[float]]:
+    """Each rank's ``perf_counter`` minus rank 0's, measured by ping-pong with rank 0 (on rank 0; empty elsewhere).
+
+    Of ``rounds`` round trips, the one with the least delay gives the
+    offset: the other rank's reading minus the midpoint of rank 0's send and
+    receive.
+    """
+    offsets, rtts = [0.0] * n, [0.0] * n
+    buf = torch.zeros(1, dtype=torch.float64)
+    for other in range(1, n):
+        if rank == 0:
+            best = (math.inf, 0.0)
+            for _ in range(rounds):
+                a = time.perf_counter()
+                dist.send(buf, dst=other)
+                dist.recv(buf, src=other)
+                b = time.perf_counter()
+                if b - a < best[0]:
+                    best = (b - a, float(buf[0]) - (a + b) / 2)
+            rtts[other], offsets[other] = best
+        elif rank == other:
+            for _ in range(rounds):
+                dist.recv(buf, src=0)
+                buf[0] = time.perf_counter()
+                dist.send(buf, dst=0)
+    return (offsets, rtts) if rank == 0 else ([], [])
 
 
 def _describe(exc: BaseException) -> str:
@@ -389,6 +468,14 @@ def _worker(job: _Job, rank: int, conn: Any) -> None:  # pragma: no cover - runs
         schedule = tp.ScheduleRuntime(stages, plan.num_microbatches, loss_fn=job.loss, scale_grads=job.scale_grads)
         phase = "loading the plan"
         load_compute_csv(schedule, job.csv_path)
+        phase = "measuring clock offsets"
+        offsets, rtts = _clock_offsets(torch, dist, rank, plan.num_ranks)
+        emulate = None
+        if job.emulate is not None:
+            emulate = {k: v for k, v in job.emulate.items() if k[0] in mine}
+        instrument_stages(stages, emulate)
+        recorder = ActionRecorder()
+        trace: list[dict[str, Any]] = []
         params = [(_param_key(s, n), p) for s, m in zip(mine, modules) for n, p in m.named_parameters()]
         opt = torch.optim.SGD([p for _, p in params], lr=job.learning_rate) if job.learning_rate else None
         startup = time.perf_counter() - t0
@@ -410,9 +497,13 @@ def _worker(job: _Job, rank: int, conn: Any) -> None:  # pragma: no cover - runs
                 p.grad = None
             dist.barrier()
             mb_losses: list = []
+            recorder.clear()
             t = time.perf_counter()
-            _pipeline_step(schedule, stages, args, targets, mb_losses)
-            times.append(time.perf_counter() - t)
+            with recording(recorder):
+                _pipeline_step(schedule, stages, args, targets, mb_losses)
+            t_end = time.perf_counter()
+            times.append(t_end - t)
+            trace.append({"span": (t, t_end), "actions": recorder.actions, "computes": recorder.computes})
             losses.append([float(x.detach()) for x in mb_losses])
             ref = job.reference.grads[step]
             with torch.no_grad():
@@ -440,6 +531,10 @@ def _worker(job: _Job, rank: int, conn: Any) -> None:  # pragma: no cover - runs
                 "losses": losses if plan.num_stages - 1 in mine else None,
                 "grad_diffs": diffs,
                 "missing": sorted(missing),
+                "trace": trace,
+                "clock_offsets_s": offsets,
+                "clock_rtt_s": rtts,
+                "host": socket.gethostname(),
             },
         )
         dist.destroy_process_group()
@@ -617,8 +712,12 @@ def _launch(job: _Job, start_method: str, timeout_s: float) -> list[dict[str, An
 
 def run(
     plan: Plan | str | os.PathLike,
-    workload: Workload,
+    workload: Workload | None = None,
     *,
+    problem: Problem | None = None,
+    schedule: Schedule | None = None,
+    emulate: bool = False,
+    emulate_max_bytes: int = DEFAULT_MAX_BYTES,
     num_processes: int | None = None,
     steps: int = 1,
     microbatch_sizes: Sequence[int] | None = None,
@@ -638,7 +737,22 @@ def run(
         A :class:`~schedsearch.runtime.plan.Plan` or the path of a
         compute-only CSV (one row per rank).
     workload:
-        The model split into the plan's stages, the batch and the loss.
+        The model split into the plan's stages, the batch and the loss
+        (None with ``emulate``: the emulation's stages, see
+        :func:`~schedsearch.runtime.emulate.emulated_workload`).
+    problem, schedule:
+        The placement problem and schedule the plan was written from (see
+        :func:`~schedsearch.runtime.plan_from_schedule`; checked to give the
+        plan's rows). With them the run is compared with the prediction
+        (:attr:`RunResult.fidelity`: predicted and measured step time,
+        action start errors, the difference by cause) and every step's
+        measured schedule goes through the validator's order checks.
+    emulate:
+        Each stage call lasts its planned duration by sleeping (see
+        :mod:`schedsearch.runtime.emulate`); needs ``problem`` and
+        ``schedule`` and the ``fork`` start method.
+    emulate_max_bytes:
+        Largest activation an emulated stage sends per micro-batch.
     num_processes:
         Must equal the plan's rank count when given.
     steps:
@@ -668,7 +782,10 @@ def run(
     Returns
     -------
     RunResult
-        Step times per rank, losses, gradient differences.
+        Step times per rank, losses, gradient differences, the measured
+        trace (:attr:`RunResult.trace`: every action on every rank, on one
+        clock), whether each rank ran the plan's order, and with a problem
+        the comparison with the prediction.
 
     Raises
     ------
@@ -685,6 +802,21 @@ def run(
         raise PlanError(f"run: 'start_method' must be one of {START_METHODS}, got {start_method!r}")
     if not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
         raise PlanError(f"run: 'timeout_s' must be > 0, got {timeout_s!r}")
+    if (problem is None) != (schedule is None):
+        raise PlanError("run: give 'problem' and 'schedule' together (the plan's placement problem and its schedule)")
+    if not isinstance(emulate, bool):
+        raise PlanError(f"run: 'emulate' must be True or False, got {emulate!r}")
+    if emulate and problem is None:
+        raise PlanError(
+            "run: 'emulate' needs the planned durations: pass 'problem' and 'schedule' (or run a plan document, "
+            "e.g. the plan.json that schedsearch plan writes)"
+        )
+    if emulate and start_method != "fork":
+        raise PlanError(f"run: an emulated run starts its processes with 'fork', got start_method {start_method!r}")
+    emulated_bytes = None
+    if workload is None and emulate:
+        workload, sizes_sent = emulated_workload(problem, max_bytes=emulate_max_bytes)
+        emulated_bytes = sizes_sent.sent_bytes
     if not isinstance(workload, Workload):
         raise PlanError(f"run: 'workload' must be a Workload, got {type(workload).__name__}")
     num_mb = None if microbatch_sizes is None else len(microbatch_sizes)
@@ -703,6 +835,15 @@ def run(
             raise PlanError(
                 f"run: the stage-to-rank map {list(stage_to_rank)} differs from the plan's {list(plan.stage_to_rank)}"
             )
+    if problem is not None:
+        written = plan_from_schedule(problem, schedule)
+        if written.rows != plan.rows or written.stage_to_rank != plan.stage_to_rank:
+            raise PlanError(
+                f"run: the plan {plan.name!r} is not the one schedule {schedule.name!r} of problem {problem.name!r} "
+                "writes (rows or stage-to-rank map differ)"
+            )
+        if emulate:
+            seconds_per_unit(problem, "run (emulate)")
     # PyTorch keeps the last stage's losses in forward order and looks them up by
     # micro-batch index: run the plan with its micro-batches labelled in that order
     order = plan.forward_order(plan.num_stages - 1)
@@ -746,6 +887,9 @@ def run(
             scale_grads=scale_grads,
             timeout_s=float(timeout_s),
             threads=threads_per_process,
+            emulate=None if not emulate else {
+                (st, kind, label[m]): secs for (st, kind, m), secs in planned_seconds(problem, schedule).items()
+            },
         )
         reports = _launch(job, start_method, float(timeout_s))
     wall = time.perf_counter() - t0
@@ -758,6 +902,11 @@ def run(
         if rep["losses"] is not None:
             # back to the plan's labels: the loss of label k is micro-batch order[k]'s
             losses = tuple(tuple(step[label[m]] for m in range(plan.num_microbatches)) for step in rep["losses"])
+    trace = MeasuredTrace.from_reports(reports, reports[0]["clock_offsets_s"], reports[0]["clock_rtt_s"],
+                                       relabel=order, one_host=len({rep["host"] for rep in reports}) == 1)
+    rows = [[(a.stage, a.kind, a.microbatch) for c in row for a in c.actions] for row in plan.rows]
+    row_order = tuple(f"step {k}: {msg}" for k, st in enumerate(trace.steps) for msg in row_order_violations(rows, st))
+    fidelity = None if problem is None else compare(problem, schedule, trace)
     return RunResult(
         plan=plan.to_dict(),
         num_processes=plan.num_ranks,
@@ -785,4 +934,9 @@ def run(
         start_method=start_method,
         dtype=dtype,
         scale_grads=scale_grads,
+        trace=trace,
+        fidelity=fidelity,
+        row_order=row_order,
+        emulated=emulate,
+        emulated_bytes=emulated_bytes,
     )

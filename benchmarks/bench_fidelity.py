@@ -1,0 +1,257 @@
+"""Predicted against measured: plans executed on PyTorch's runtime, step time compared with the makespan.
+
+(a) Emulated compute (``run(..., emulate=True)``): every forward, backward,
+input and weight gradient sleeps its planned duration while PyTorch's
+``_PipelineScheduleRuntime`` orders the actions and moves real tensors
+(``--activation-bytes`` per micro-batch, gloo on loopback). 4 and 8 ranks,
+uneven stage times drawn from 20-60 ms (backward twice the forward, input
+and weight gradient one forward each; seeded), ``--microbatches``
+micro-batches (default 16), point-to-point time ``--p2p-ms`` per
+transfer. Rows: 1F1B and ZB-H1 (one stage per rank), interleaved 1F1B
+v=2 and ZB-V (two stages per rank, stage times drawn alike), and the plan
+:func:`schedsearch.plan` finds for the two-stage-per-rank pipeline (every
+family torch runs).
+
+(b) Real compute: the built-in transformer (``--model``, default
+``transformer:4x128``) split into stages, 2 ranks of one thread each.
+Profile (:func:`schedsearch.runtime.profile`, one thread, once per split
+of the model) -> problem -> plan -> run -> compare, for 1F1B and ZB-H1 (2 stages) and the plan
+:func:`schedsearch.solve` finds on the V placement (4 stages, split
+backward).
+
+For each row: predicted step time (makespan x time unit), measured (median
+over the steps after the first: the slowest rank's step call), the ratio,
+the median and 95th percentile of the actions' start error, the median
+excess of a stage call over its planned duration (emulated: how late a
+sleeping rank woke up), the breakdown
+of the difference on the rank that finished last (compute, communication,
+receive wait, overhead; ms, measured less planned), whether the measured
+order was the plan's (the validator's order checks) and whether the
+gradients equal a one-process reference. Goals: emulated within 3%,
+real within 10%; where two plans' predictions differ by more than 5%, the
+measured times order them alike (checked per part and printed).
+
+The machine is shared: the load average (1, 5, 15 min) is printed and
+recorded before and after each part. Run: ``python -m benchmarks fidelity``
+(``--quick``: 4 ranks only, 8 micro-batches, part (b) on 1F1B and ZB-H1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import time
+from typing import Any
+
+from benchmarks._common import print_table, write_results
+
+COLUMNS = ["part", "ranks", "microbatches", "plan", "predicted_ms", "measured_ms", "ratio", "start_err_med_ms",
+           "start_err_p95_ms", "call_excess_ms", "d_compute_ms", "d_comm_ms", "d_recv_wait_ms", "d_overhead_ms", "order_ok",
+           "grads_equal"]
+
+
+def _row(part: str, label: str, problem: Any, result: Any) -> dict[str, Any]:
+    fid = result.fidelity
+    b = fid.median_step.breakdown
+    return {
+        "part": part,
+        "ranks": result.num_processes,
+        "microbatches": result.num_microbatches,
+        "plan": label,
+        "predicted_ms": 1e3 * fid.predicted_step_s,
+        "measured_ms": 1e3 * fid.step_time_s,
+        "ratio": fid.ratio,
+        "start_err_med_ms": 1e3 * fid.start_error_median_s,
+        "start_err_p95_ms": 1e3 * fid.start_error_p95_s,
+        "call_excess_ms": 1e3 * fid.median_step.call_excess_median_s,
+        "d_compute_ms": 1e3 * b.compute_s,
+        "d_comm_ms": 1e3 * b.communication_s,
+        "d_recv_wait_ms": 1e3 * b.receive_wait_s,
+        "d_overhead_ms": 1e3 * b.overhead_s,
+        "order_ok": result.order_as_planned,
+        "grads_equal": result.grads_equal,
+        "steps_ms": [round(1e3 * s.measured_s, 2) for s in fid.steps],
+    }
+
+
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def emulated_pipelines(ranks: int, microbatches: int, seed: int, p2p_ms: float,
+                       activation_bytes: int) -> dict[int, Any]:
+    """Per stages-per-rank (1, 2), the pipeline description with seeded uneven stage times of 20-60 ms."""
+    from schedsearch.pipeline import Pipeline
+
+    out = {}
+    for chunks in (1, 2):
+        rng = random.Random(f"{seed}-{ranks}-{chunks}")
+        stages = []
+        for s in range(ranks * chunks):
+            f = float(rng.randint(20, 60))
+            stages.append({"name": f"stage{s}", "forward_ms": f, "backward_ms": 2 * f, "input_grad_ms": f,
+                           "weight_grad_ms": f, "activation_bytes": activation_bytes,
+                           "parameter_bytes": 0})
+        out[chunks] = Pipeline.from_dict({
+            "name": f"emulated {ranks}x{chunks}", "num_ranks": ranks, "num_microbatches": microbatches,
+            "stages": stages, "p2p": {"time_ms": p2p_ms},
+            "families": ["1f1b"] if chunks == 1 else ["1f1b", "interleaved", "zb-v", "dualpipev"],
+        })
+    return out
+
+
+def _family_problem(pipeline: Any, family: str, chunks: int, split: bool) -> Any:
+    from schedsearch.planner import Candidate, build_problem
+    from schedsearch.units import choose_units
+
+    times = {f"stage {i} {k}": getattr(s, f"{k}_ms") for i, s in enumerate(pipeline.stages)
+             for k in ("forward", "backward", "input_grad", "weight_grad")}
+    times["p2p"] = pipeline.p2p.time_ms or 0.0
+    units = choose_units(times, [s.activation_bytes for s in pipeline.stages])
+    return build_problem(pipeline, Candidate(family=family, chunks=chunks, split_backward=split), pipeline.stages,
+                         units)
+
+
+def part_a(ranks_list: list[int], microbatches: int, seed: int, steps: int, p2p_ms: float, activation_bytes: int,
+           plan_limit_s: float) -> list[dict[str, Any]]:
+    from schedsearch import handcrafted as hc
+    from schedsearch import plan
+    from schedsearch.runtime import run_schedule
+
+    rows = []
+    for ranks in ranks_list:
+        pipes = emulated_pipelines(ranks, microbatches, seed, p2p_ms, activation_bytes)
+        cases = [
+            ("1F1B", lambda: _family_problem(pipes[1], "1f1b", 1, False), hc.one_f_one_b),
+            ("ZB-H1", lambda: _family_problem(pipes[1], "1f1b", 1, True), hc.zb_h1),
+            ("interleaved 1F1B v=2", lambda: _family_problem(pipes[2], "interleaved", 2, False), hc.interleaved_1f1b),
+            ("ZB-V", lambda: _family_problem(pipes[2], "zb-v", 2, True), hc.zb_v),
+        ]
+        for label, make, construct in cases:
+            problem = make()
+            schedule = construct(problem)
+            result = run_schedule(problem, schedule, emulate=True, steps=steps, timeout_s=600)
+            rows.append(_row("a emulated", label, problem, result))
+            print(f"  {ranks} ranks {label}: {result.fidelity}", flush=True)
+        found = plan(pipes[2], time_limit_s=plan_limit_s, workers=1, runtime="torch")
+        result = run_schedule(found.problem, found.schedule, emulate=True, steps=steps, timeout_s=600)
+        rows.append(_row("a emulated", f"searched: {found.best.family}", found.problem, result))
+        print(f"  {ranks} ranks searched ({found.best.family}): {result.fidelity}", flush=True)
+    return rows
+
+
+def part_b(model: str, microbatches: int, mb_size: int, steps: int, solve_limit_s: float,
+           quick: bool) -> list[dict[str, Any]]:
+    from schedsearch import handcrafted as hc
+    from schedsearch import solve
+    from schedsearch.runtime import build_workload, profile, run_schedule
+
+    batch = microbatches * mb_size
+    rows = []
+
+    profiles: dict[int, tuple[Any, Any]] = {}
+
+    def profiled(stages: int, mapping: str, split: bool) -> tuple[Any, Any]:
+        # one profile per split of the model: the plans of one split are predicted from the same figures
+        if stages not in profiles:
+            workload = build_workload(model, stages, batch_size=batch)
+            profiles[stages] = (workload, profile(workload.stages, workload.inputs[:mb_size],
+                                                  target=workload.target[:mb_size], loss_fn=workload.loss_fn,
+                                                  repeats=7, warmup=2, threads=1))
+        workload, prof = profiles[stages]
+        problem = prof.to_problem(2, microbatches, mapping=mapping, split_backward=split,
+                                  name=f"{model} {stages} stages")
+        return workload, problem
+
+    cases: list[tuple[str, int, str, bool, Any]] = [
+        ("1F1B", 2, "loop", False, hc.one_f_one_b),
+        ("ZB-H1", 2, "loop", True, hc.zb_h1),
+    ]
+    if not quick:
+        cases.append(("searched (V, 4 stages, I/W)", 4, "v", True, None))
+    for label, stages, mapping, split, construct in cases:
+        workload, problem = profiled(stages, mapping, split)
+        if construct is None:
+            res = solve(problem, time_limit_s=solve_limit_s, workers=1, seed=0, deterministic=True)
+            schedule = res.schedule
+            label = f"{label} {res.status.name}"
+        else:
+            schedule = construct(problem)
+        result = run_schedule(problem, schedule, workload, steps=steps, timeout_s=600, threads_per_process=1)
+        rows.append(_row("b real", label, problem, result))
+        print(f"  real {label}: {result.fidelity}", flush=True)
+    return rows
+
+
+def order_agreement(rows: list[dict[str, Any]], threshold: float = 0.05) -> list[str]:
+    """Within each (part, ranks) group, every pair of plans whose predictions differ by more than
+    ``threshold``: whether the measured times order them alike."""
+    out = []
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["part"], r["ranks"]), []).append(r)
+    for (part, ranks), rs in groups.items():
+        for i, x in enumerate(rs):
+            for y in rs[i + 1:]:
+                a, b = x["predicted_ms"], y["predicted_ms"]
+                if abs(a - b) <= threshold * min(a, b):
+                    continue
+                agree = (a < b) == (x["measured_ms"] < y["measured_ms"])
+                out.append(f"{part}, {ranks} ranks: {x['plan']} ({a:.1f}) vs {y['plan']} ({b:.1f}) predicted; "
+                           f"measured {x['measured_ms']:.1f} vs {y['measured_ms']:.1f}: "
+                           f"{'agrees' if agree else 'DISAGREES'}")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="4 ranks, 8 micro-batches; part (b) 1F1B and ZB-H1")
+    parser.add_argument("--part", choices=("a", "b", "both"), default="both", help="which part (default both)")
+    parser.add_argument("--microbatches", type=int, default=16, help="micro-batches of part (a) (default 16)")
+    parser.add_argument("--steps", type=int, default=4, help="steps per row, the first not counted (default 4)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the stage times (default 0)")
+    parser.add_argument("--p2p-ms", type=float, default=0.5, help="planned time per transfer in (a) (default 0.5)")
+    parser.add_argument("--activation-bytes", type=int, default=64 * 1024,
+                        help="bytes per micro-batch an emulated stage sends (default 65536)")
+    parser.add_argument("--plan-limit", type=float, default=30.0, help="plan()'s time limit in (a), s (default 30)")
+    parser.add_argument("--model", default="transformer:4x128", help="part (b)'s model (default transformer:4x128)")
+    parser.add_argument("--real-microbatches", type=int, default=8, help="part (b)'s micro-batches (default 8)")
+    parser.add_argument("--mb-size", type=int, default=8, help="part (b)'s samples per micro-batch (default 8)")
+    parser.add_argument("--real-steps", type=int, default=6, help="steps per row in (b) (default 6)")
+    args = parser.parse_args(argv)
+
+    from schedsearch.runtime import torch_available
+
+    if not torch_available():
+        print("bench_fidelity needs PyTorch: install the optional extra schedsearch[torch]")
+        return 0
+    rows: list[dict[str, Any]] = []
+    loads: dict[str, list[float]] = {"start": _load()}
+    print(f"load average at start (1, 5, 15 min): {loads['start']} on {os.cpu_count()} cores")
+    t0 = time.perf_counter()
+    if args.part in ("a", "both"):
+        ranks = [4] if args.quick else [4, 8]
+        mb = 8 if args.quick else args.microbatches
+        rows += part_a(ranks, mb, args.seed, args.steps, args.p2p_ms, args.activation_bytes, args.plan_limit)
+        loads["after (a)"] = _load()
+        print(f"load average after (a): {loads['after (a)']}")
+    if args.part in ("b", "both"):
+        rows += part_b(args.model, args.real_microbatches, args.mb_size, args.real_steps, args.plan_limit,
+                       args.quick)
+        loads["after (b)"] = _load()
+        print(f"load average after (b): {loads['after (b)']}")
+    print_table(rows, COLUMNS)
+    agreement = order_agreement(rows)
+    for line in agreement:
+        print(line)
+    goal = {"a emulated": 0.03, "b real": 0.10}
+    within = {r["plan"] + f" ({r['part']}, {r['ranks']} ranks)": abs(r["ratio"] - 1) <= goal[r["part"]] for r in rows}
+    print(f"within goal (emulated 3%, real 10%): {sum(within.values())} of {len(within)}")
+    print(f"load averages: {loads}; wall {time.perf_counter() - t0:.0f} s")
+    write_results("fidelity", rows, loads=loads, order_agreement=agreement, args=vars(args))
+    return 0 if all(r["order_ok"] and r["grads_equal"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

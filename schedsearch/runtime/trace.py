@@ -1,0 +1,677 @@
+"""The measured trace of a run and how it compares with the plan.
+
+Every rank of :func:`schedsearch.runtime.run` times each action of the
+runtime's dispatch loop (forwards, backwards, input and weight gradients,
+overlapped pairs, the sends and receives the runtime adds, gradient
+reductions) and, inside each compute action, the stage call itself; the
+time from an action's start to its stage call is the wait for the action's
+receive (for a forward that takes its input from another rank, a backward
+that takes its gradient from one) or runtime bookkeeping.
+
+One clock. Every rank reads ``time.perf_counter``. After joining the
+process group the ranks measure their clock offsets to rank 0 by ping-pong
+(the offset of the round trip with the least delay, known to within half
+that round trip); every time is moved onto rank 0's clock, and a step's
+zero is the earliest rank's start of that step (each rank starts after a
+barrier). When every rank runs on one host, ``perf_counter`` is that
+host's monotonic clock, the same in every process: the offsets are then
+exactly zero, and the measured ones (which are not, by up to half a round
+trip) are kept for the record only. Across hosts the measured offsets are
+applied, and an order check between two ranks is only as exact as they are.
+
+From a :class:`MeasuredTrace` and the plan (its problem and schedule):
+
+* :func:`measured_schedule`: a :class:`~schedsearch.schedule.Schedule` of
+  the same problem whose tasks start and end when the stage calls did, in
+  the problem's time unit;
+* :func:`order_violations`: the validator's *order* checks of that
+  schedule (every task once, no two at once on a rank, every dependency
+  respected, each rank's order the plan's), durations not checked. The
+  check runs on a copy whose times are the ranks of the measured instants
+  (an order-preserving relabelling), so rounding to the time unit can
+  neither hide a reordering nor invent one;
+* :func:`compare`: per step after the first, the predicted step time (the
+  plan's makespan times the problem's ``time_unit_s``), the measured one,
+  their ratio, the error of every action's start (median, 95th percentile)
+  and the difference broken down by cause on the rank that finished last
+  (see :class:`Breakdown`).
+
+Needs no torch: the workers record, this module reads.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from schedsearch.errors import PlanError
+from schedsearch.handcrafted.actions import pipeline_view
+from schedsearch.problem import Problem
+from schedsearch.schedule import Schedule, TaskInstance
+from schedsearch.validate import Violation, validate
+
+__all__ = [
+    "ORDER_KINDS",
+    "Breakdown",
+    "Compute",
+    "Event",
+    "Fidelity",
+    "MeasuredTrace",
+    "StepFidelity",
+    "StepTrace",
+    "compare",
+    "measured_schedule",
+    "order_violations",
+    "planned_actions",
+    "planned_seconds",
+    "row_order_violations",
+    "seconds_per_unit",
+]
+
+#: The validator's violation kinds that are about order, not time: what a measured schedule is checked for.
+ORDER_KINDS = ("missing_task", "duplicate_task", "unknown_task", "option_not_allowed", "device_overlap",
+               "dependency", "fixed_order")
+
+COMPUTE_KINDS = ("F", "B", "I", "W")
+_LABEL_RE = re.compile(r"(\d+)([A-Z_]+?)(\d*)")
+
+#: (stage, kind, micro-batch): one compute action of the runtime
+ActionKey = tuple[int, str, int]
+
+
+@attrs.frozen(kw_only=True)
+class Event:
+    """One action of the runtime's dispatch loop on one rank (seconds from the step's zero).
+
+    ``kind``: ``F``, ``B``, ``I``, ``W``, ``SEND_F``, ``RECV_F``,
+    ``SEND_B``, ``RECV_B``, ``OVERLAP_F_B``, ``REDUCE_GRAD``, ...;
+    ``stage`` and ``microbatch`` are None where the action has none (an
+    overlapped pair names its members' stages in ``label``).
+    """
+
+    rank: int
+    label: str
+    kind: str
+    stage: int | None
+    microbatch: int | None
+    start_s: float
+    end_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+@attrs.frozen(kw_only=True)
+class Compute:
+    """One stage call (the computation of a compute action) on one rank."""
+
+    rank: int
+    stage: int
+    kind: str
+    microbatch: int
+    start_s: float
+    end_s: float
+
+    @property
+    def key(self) -> ActionKey:
+        return (self.stage, self.kind, self.microbatch)
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+@attrs.frozen(kw_only=True)
+class StepTrace:
+    """One step on every rank: ``rank_spans[r]`` is rank ``r``'s ``(start_s, end_s)`` of the step call."""
+
+    rank_spans: tuple[tuple[float, float], ...]
+    events: tuple[Event, ...]
+    computes: tuple[Compute, ...]
+
+    def rank_time_s(self, rank: int) -> float:
+        a, b = self.rank_spans[rank]
+        return b - a
+
+    @property
+    def step_time_s(self) -> float:
+        """The slowest rank's step call."""
+        return max(b - a for a, b in self.rank_spans)
+
+    def on_rank(self, rank: int) -> tuple[list[Event], list[Compute]]:
+        return ([e for e in self.events if e.rank == rank], [c for c in self.computes if c.rank == rank])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank_spans_s": [list(x) for x in self.rank_spans],
+            "events": [e.to_dict() for e in self.events],
+            "computes": [c.to_dict() for c in self.computes],
+        }
+
+
+@attrs.frozen(kw_only=True)
+class MeasuredTrace:
+    """What every rank recorded, on one clock.
+
+    ``clock_offsets_s[r]``: rank ``r``'s clock minus rank 0's, as measured
+    (``clock_rtt_s[r]`` the round trip it was measured with);
+    ``one_host``: every rank ran on one host, so the offsets applied were
+    zero (see the module docstring).
+    """
+
+    num_ranks: int
+    steps: tuple[StepTrace, ...]
+    clock_offsets_s: tuple[float, ...]
+    clock_rtt_s: tuple[float, ...]
+    one_host: bool = False
+
+    @classmethod
+    def from_reports(
+        cls, reports: Sequence[Mapping[str, Any]], offsets: Sequence[float], rtts: Sequence[float],
+        relabel: Sequence[int] | None = None, one_host: bool = False,
+    ) -> MeasuredTrace:
+        """Assemble the workers' raw records.
+
+        ``reports[r]["trace"]`` is rank ``r``'s list of steps, each
+        ``{"span": (start, end), "actions": [(label, start, end)],
+        "computes": [(stage, kind, mb, start, end)]}`` on its own clock;
+        ``relabel[k]`` is the plan's micro-batch that the runtime ran as
+        ``k`` (None: the same labels); ``one_host``: apply zero offsets.
+        """
+        n = len(reports)
+        applied = [0.0] * n if one_host else list(offsets)
+        num_steps = min(len(rep["trace"]) for rep in reports)
+
+        def mb(k: int | None) -> int | None:
+            return k if k is None or relabel is None else relabel[k]
+
+        steps = []
+        for k in range(num_steps):
+            raw = [rep["trace"][k] for rep in reports]
+            zero = min(raw[r]["span"][0] - applied[r] for r in range(n))
+            spans, events, computes = [], [], []
+            for r in range(n):
+                shift = applied[r] + zero
+                a, b = raw[r]["span"]
+                spans.append((a - shift, b - shift))
+                for label, s, e in raw[r]["actions"]:
+                    kind, stage, m = _parse_label(label)
+                    events.append(Event(rank=r, label=label, kind=kind, stage=stage, microbatch=mb(m),
+                                        start_s=s - shift, end_s=e - shift))
+                for stage, kind, m, s, e in raw[r]["computes"]:
+                    computes.append(Compute(rank=r, stage=stage, kind=kind, microbatch=mb(m),
+                                            start_s=s - shift, end_s=e - shift))
+            steps.append(StepTrace(rank_spans=tuple(spans), events=tuple(events), computes=tuple(computes)))
+        return cls(num_ranks=n, steps=tuple(steps), clock_offsets_s=tuple(offsets), clock_rtt_s=tuple(rtts),
+                   one_host=one_host)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "num_ranks": self.num_ranks,
+            "clock_offsets_s": list(self.clock_offsets_s),
+            "clock_rtt_s": list(self.clock_rtt_s),
+            "one_host": self.one_host,
+            "steps": [s.to_dict() for s in self.steps],
+        }
+
+    def chrome_trace(self, step: int, *, name: str = "measured") -> dict[str, Any]:
+        """Chrome / Perfetto trace of one step: per rank, its actions and (nested) stage calls."""
+        st = self.steps[step]
+        events: list[dict[str, Any]] = [
+            {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": name}},
+        ]
+        for r in range(self.num_ranks):
+            events.append({"ph": "M", "name": "thread_name", "pid": 0, "tid": r, "args": {"name": f"rank{r}"}})
+            a, b = st.rank_spans[r]
+            events.append({"ph": "X", "name": "step", "pid": 0, "tid": r, "ts": 1e6 * a, "dur": 1e6 * (b - a),
+                           "cat": "step"})
+        for e in st.events:
+            events.append({"ph": "X", "name": e.label, "pid": 0, "tid": e.rank, "ts": 1e6 * e.start_s,
+                           "dur": 1e6 * (e.end_s - e.start_s), "cat": "action",
+                           "args": {"kind": e.kind, "stage": e.stage, "microbatch": e.microbatch}})
+        for c in st.computes:
+            events.append({"ph": "X", "name": f"{c.kind}{c.stage}·m{c.microbatch}", "pid": 0, "tid": c.rank,
+                           "ts": 1e6 * c.start_s, "dur": 1e6 * (c.end_s - c.start_s), "cat": "compute",
+                           "args": {"kind": c.kind, "stage": c.stage, "microbatch": c.microbatch}})
+        return {"traceEvents": events, "displayTimeUnit": "ms",
+                "otherData": {"schedsearch": "measured run", "step": step,
+                              "clock_offsets_s": list(self.clock_offsets_s)}}
+
+
+def _parse_label(label: str) -> tuple[str, int | None, int | None]:
+    """torch's action text -> (kind, stage, micro-batch); an overlapped pair is ``OVERLAP_F_B`` alone."""
+    if label.startswith("("):
+        return label[label.rfind(")") + 1:], None, None
+    m = _LABEL_RE.fullmatch(label)
+    if m is None:
+        return label, None, None
+    return m.group(2), int(m.group(1)), (int(m.group(3)) if m.group(3) else None)
+
+
+# --------------------------------------------------------------------------
+# The plan's actions
+# --------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class PlannedActions:
+    """The plan's compute actions as the runtime runs them.
+
+    ``spans[(stage, kind, mb)]``: planned ``(start, end)`` in time units
+    (the members of an overlapped pair, which the runtime runs one after
+    the other, share the group's interval in proportion to their own
+    durations); ``tasks[(block, mb)]``: the action that runs the task;
+    ``rank_of[stage]``: the stage's rank; ``makespan``: time units.
+    """
+
+    spans: Mapping[ActionKey, tuple[float, float]]
+    tasks: Mapping[tuple[str, int], ActionKey]
+    rank_of: tuple[int, ...]
+    makespan: int
+
+
+def planned_actions(problem: Problem, schedule: Schedule) -> PlannedActions:
+    """Map ``schedule``'s tasks to the runtime's compute actions (see :class:`PlannedActions`)."""
+    view = pipeline_view(problem)
+    kind_of: dict[str, tuple[str, int]] = {}
+    for st in view.stages():
+        for kind, blk in (("F", st.forward), ("B", st.backward), ("I", st.input_grad), ("W", st.weight_grad)):
+            if blk is not None:
+                kind_of[blk] = (kind, st.stage)
+    devices = list(problem.cluster.device_names)
+    rank_of = tuple(devices.index(d) for d in (problem.graph.by_name()[st.forward].options[0].devices[0]
+                                                for st in view.stages()))
+    durations = {b.name: min(problem.durations(b.name, 0)) for b in problem.graph.blocks}
+    groups: dict[tuple, list[TaskInstance]] = {}
+    spans: dict[ActionKey, tuple[float, float]] = {}
+    tasks: dict[tuple[str, int], ActionKey] = {}
+    for t in schedule.tasks:
+        if t.block not in kind_of:
+            raise PlanError(f"planned actions: task {t.block!r} (micro-batch {t.microbatch}) is not a stage block")
+        if t.group_key is not None:
+            groups.setdefault(t.group_key, []).append(t)
+            continue
+        kind, stage = kind_of[t.block]
+        key = (stage, kind, t.microbatch)
+        tasks[t.key] = key
+        spans[key] = (float(t.start), float(t.end))
+    for members in groups.values():
+        kinds = {kind_of[m.block][0] for m in members}
+        start, end = members[0].start, members[0].end
+        if kinds == {"I", "W"} and len({(kind_of[m.block][1], m.microbatch) for m in members}) == 1:
+            # an input and weight gradient fused into one full backward
+            stage = kind_of[members[0].block][1]
+            key = (stage, "B", members[0].microbatch)
+            spans[key] = (float(start), float(end))
+            for m in members:
+                tasks[m.key] = key
+            continue
+        # a forward overlapped with a backward: run one after the other, in the order F, then the backward
+        order = sorted(members, key=lambda m: "FBIW".index(kind_of[m.block][0]))
+        back = [m for m in order if kind_of[m.block][0] != "F"]
+        fwd = [m for m in order if kind_of[m.block][0] == "F"]
+        parts: list[tuple[ActionKey, float, list[TaskInstance]]] = []
+        for m in fwd:
+            parts.append(((kind_of[m.block][1], "F", m.microbatch), durations[m.block], [m]))
+        if back:
+            b0 = back[0]
+            parts.append(((kind_of[b0.block][1], "B", b0.microbatch), sum(durations[m.block] for m in back), back))
+        total = sum(p[1] for p in parts) or 1.0
+        at = float(start)
+        for key, d, ms in parts:
+            length = (end - start) * d / total
+            spans[key] = (at, at + length)
+            for m in ms:
+                tasks[m.key] = key
+            at += length
+    return PlannedActions(spans=spans, tasks=tasks, rank_of=rank_of, makespan=schedule.makespan)
+
+
+def planned_seconds(problem: Problem, schedule: Schedule) -> dict[ActionKey, float]:
+    """Planned duration in seconds of every compute action (for emulation)."""
+    unit = seconds_per_unit(problem, "emulation")
+    planned = planned_actions(problem, schedule)
+    return {k: (b - a) * unit for k, (a, b) in planned.spans.items()}
+
+
+def seconds_per_unit(problem: Problem, what: str) -> float:
+    """The problem's ``time_unit_s``; :class:`PlanError` (naming ``what`` needs it) when it has none."""
+    if problem.time_unit_s is None or not problem.time_unit_s > 0:
+        raise PlanError(
+            f"{what}: problem {problem.name!r} has no time unit in seconds ('time_unit_s' is "
+            f"{problem.time_unit_s!r}); plan it from times in milliseconds (schedsearch plan, profile) or set it"
+        )
+    return float(problem.time_unit_s)
+
+
+# --------------------------------------------------------------------------
+# The measured schedule and its order checks
+# --------------------------------------------------------------------------
+
+
+def _measured_tasks(problem: Problem, schedule: Schedule, step: StepTrace,
+                    time_of: Mapping[float, int] | None, unit_s: float | None) -> list[TaskInstance]:
+    planned = planned_actions(problem, schedule)
+    by_key: dict[ActionKey, Compute] = {}
+    for c in step.computes:
+        by_key.setdefault(c.key, c)  # a repeat is reported by the order check as a missing/duplicate
+    out = []
+    for t in schedule.tasks:
+        c = by_key.get(planned.tasks[t.key])
+        if c is None:
+            continue
+        if time_of is not None:
+            start, end = time_of[c.start_s], time_of[c.end_s]
+        else:
+            start = max(0, math.floor(c.start_s / unit_s))  # type: ignore[operator]
+            end = max(start + 1, round(c.end_s / unit_s))  # type: ignore[operator]
+        devices = (problem.cluster.device_names[c.rank],)
+        out.append(TaskInstance(block=t.block, microbatch=t.microbatch, devices=devices, start=start, end=end,
+                                overlap=t.overlap))
+    return out
+
+
+def measured_schedule(problem: Problem, schedule: Schedule, trace: MeasuredTrace, step: int = -1) -> Schedule:
+    """The tasks of ``schedule`` timed as step ``step`` of ``trace`` ran them, in the problem's time unit.
+
+    Each task starts when its stage call started (rounded down to the time
+    unit) and ends when it ended (rounded, at least one unit later). The
+    durations are what was measured, not the problem's: check it with
+    :func:`order_violations`, not :func:`~schedsearch.validate.validate`.
+    """
+    unit = seconds_per_unit(problem, "measured schedule")
+    tasks = _measured_tasks(problem, schedule, trace.steps[step], None, unit)
+    return Schedule(tasks=tasks, name=f"{schedule.name or problem.name} (measured)")
+
+
+def order_violations(problem: Problem, schedule: Schedule, trace: MeasuredTrace | StepTrace,
+                     step: int = -1) -> tuple[Violation, ...]:
+    """The validator's order checks of the measured step against the plan (empty: the order is the plan's).
+
+    The measured schedule is checked with each rank's planned order added
+    as fixed orders of the problem, the transfers and durations left out:
+    missing, repeated or unknown tasks, two tasks at once on a rank, a task
+    that starts before a task it depends on ends, a rank that ran its
+    tasks in another order than the plan. Times are the ranks of the
+    measured instants (equal instants share one), so the check is exact.
+    """
+    st = trace.steps[step] if isinstance(trace, MeasuredTrace) else trace
+    instants = sorted({x for c in st.computes for x in (c.start_s, c.end_s)})
+    time_of = {x: i for i, x in enumerate(instants)}
+    tasks = _measured_tasks(problem, schedule, st, time_of, None)
+    measured = Schedule(tasks=tasks, name="measured order")
+    planned_order = tuple(
+        tuple(t.key for t in sorted(schedule.on_device(d), key=lambda t: (t.start, t.block)) if t.group_key is None)
+        for d in problem.cluster.device_names
+    )
+    fixed = tuple(o for o in planned_order if len(o) > 1)
+    check = attrs.evolve(problem, fixed_orders=tuple(problem.fixed_orders) + fixed)
+    return tuple(v for v in validate(check, measured) if v.kind in ORDER_KINDS)
+
+
+def row_order_violations(rows: Sequence[Sequence[ActionKey]], step: StepTrace) -> tuple[str, ...]:
+    """Per rank, where the stage calls' order differs from the plan row's (no problem needed).
+
+    ``rows[r]``: rank ``r``'s compute actions in the plan's order (an
+    overlapped pair's members one after the other). Returns one message
+    per rank that ran another order, naming the first difference.
+    """
+    out = []
+    for r, row in enumerate(rows):
+        ran = [c.key for c in sorted((c for c in step.computes if c.rank == r), key=lambda c: c.start_s)]
+        want = list(row)
+        if ran == want:
+            continue
+        i = next((i for i, (a, b) in enumerate(zip(ran, want)) if a != b), min(len(ran), len(want)))
+        got = _key_text(ran[i]) if i < len(ran) else "nothing"
+        exp = _key_text(want[i]) if i < len(want) else "nothing"
+        out.append(f"rank {r}: action {i} ran {got}, the plan has {exp} ({len(ran)} actions ran, {len(want)} planned)")
+    return tuple(out)
+
+
+def _key_text(key: ActionKey) -> str:
+    return f"{key[0]}{key[1]}{key[2]}"
+
+
+# --------------------------------------------------------------------------
+# Predicted against measured
+# --------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Breakdown:
+    """Where a step's measured time differs from the prediction, on the rank that finished last.
+
+    On that rank the step call's time is split into ``compute`` (the stage
+    calls), ``receive wait`` (from a compute action's start to its stage
+    call when the action takes a tensor from another rank),
+    ``communication`` (the send and receive actions, which post the
+    transfers) and ``overhead`` (the rest: gaps between actions, the
+    runtime's bookkeeping inside them, the wait for the last sends after
+    the final action). The prediction splits the makespan into the rank's
+    planned compute and its planned idle time. The differences (measured
+    less planned; ``receive_wait_s`` less the planned idle time; seconds)
+    sum to the step time less the predicted one.
+    """
+
+    rank: int
+    compute_s: float
+    communication_s: float
+    receive_wait_s: float
+    overhead_s: float
+    measured: Mapping[str, float]
+    planned: Mapping[str, float]
+
+    @property
+    def total_s(self) -> float:
+        return self.compute_s + self.communication_s + self.receive_wait_s + self.overhead_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "compute_s": self.compute_s,
+            "communication_s": self.communication_s,
+            "receive_wait_s": self.receive_wait_s,
+            "overhead_s": self.overhead_s,
+            "total_s": self.total_s,
+            "measured": dict(self.measured),
+            "planned": dict(self.planned),
+        }
+
+
+@attrs.frozen(kw_only=True)
+class StepFidelity:
+    """One step: predicted and measured time, start errors, the breakdown and the order check.
+
+    ``call_excess_median_s`` and ``call_excess_p95_s``: how much longer
+    than planned the stage calls lasted (median, 95th percentile; with
+    emulated compute, how late the sleeping process woke up).
+    """
+
+    step: int
+    predicted_s: float
+    measured_s: float
+    start_error_median_s: float
+    start_error_p95_s: float
+    breakdown: Breakdown
+    order_violations: tuple[str, ...]
+    call_excess_median_s: float = 0.0
+    call_excess_p95_s: float = 0.0
+
+    @property
+    def ratio(self) -> float:
+        return self.measured_s / self.predicted_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "predicted_s": self.predicted_s,
+            "measured_s": self.measured_s,
+            "ratio": self.ratio,
+            "start_error_median_s": self.start_error_median_s,
+            "start_error_p95_s": self.start_error_p95_s,
+            "call_excess_median_s": self.call_excess_median_s,
+            "call_excess_p95_s": self.call_excess_p95_s,
+            "breakdown": self.breakdown.to_dict(),
+            "order_violations": list(self.order_violations),
+        }
+
+
+@attrs.frozen(kw_only=True)
+class Fidelity:
+    """Predicted against measured over the steps after the first (all steps when there is one).
+
+    ``step_time_s`` is the median of the steps' measured times;
+    ``breakdown`` is the median step's (the lower middle one for an even
+    count), so it sums to that step's difference.
+    """
+
+    predicted_step_s: float
+    steps: tuple[StepFidelity, ...]
+    time_unit_s: float
+
+    @property
+    def step_time_s(self) -> float:
+        return statistics.median(s.measured_s for s in self.steps)
+
+    @property
+    def ratio(self) -> float:
+        return self.step_time_s / self.predicted_step_s
+
+    @property
+    def median_step(self) -> StepFidelity:
+        ordered = sorted(self.steps, key=lambda s: s.measured_s)
+        return ordered[(len(ordered) - 1) // 2]
+
+    @property
+    def start_error_median_s(self) -> float:
+        return statistics.median(s.start_error_median_s for s in self.steps)
+
+    @property
+    def start_error_p95_s(self) -> float:
+        return statistics.median(s.start_error_p95_s for s in self.steps)
+
+    @property
+    def order_ok(self) -> bool:
+        return not any(s.order_violations for s in self.steps)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "predicted_step_s": self.predicted_step_s,
+            "step_time_s": self.step_time_s,
+            "ratio": self.ratio,
+            "start_error_median_s": self.start_error_median_s,
+            "start_error_p95_s": self.start_error_p95_s,
+            "call_excess_median_s": statistics.median(s.call_excess_median_s for s in self.steps),
+            "call_excess_p95_s": statistics.median(s.call_excess_p95_s for s in self.steps),
+            "breakdown": self.median_step.breakdown.to_dict(),
+            "order_ok": self.order_ok,
+            "time_unit_s": self.time_unit_s,
+            "steps": [s.to_dict() for s in self.steps],
+        }
+
+    def __str__(self) -> str:
+        b = self.median_step.breakdown
+        return (
+            f"predicted {1e3 * self.predicted_step_s:.2f} ms, measured {1e3 * self.step_time_s:.2f} ms "
+            f"(median of {len(self.steps)} step(s)), ratio {self.ratio:.3f}; action start error median "
+            f"{1e3 * self.start_error_median_s:.2f} ms, p95 {1e3 * self.start_error_p95_s:.2f} ms; stage calls "
+            f"{1e3 * self.median_step.call_excess_median_s:+.2f} ms over plan (median); difference on rank "
+            f"{b.rank}: compute {1e3 * b.compute_s:+.2f} ms, communication {1e3 * b.communication_s:+.2f} ms, "
+            f"receive wait {1e3 * b.receive_wait_s:+.2f} ms, overhead {1e3 * b.overhead_s:+.2f} ms; order "
+            f"{'as planned' if self.order_ok else 'NOT as planned'}"
+        )
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-quantile (0..1) by linear interpolation between order statistics."""
+    xs = sorted(values)
+    if not xs:
+        return 0.0
+    pos = q * (len(xs) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def _receives(key: ActionKey, rank_of: Sequence[int]) -> bool:
+    """True when the runtime's action ``key`` waits for a tensor from another rank."""
+    stage, kind, _ = key
+    if kind == "F":
+        return stage > 0 and rank_of[stage - 1] != rank_of[stage]
+    if kind in ("B", "I"):
+        return stage < len(rank_of) - 1 and rank_of[stage + 1] != rank_of[stage]
+    return False
+
+
+def _breakdown(st: StepTrace, rank: int, planned: PlannedActions, unit: float) -> Breakdown:
+    events, computes = st.on_rank(rank)
+    start, end = st.rank_spans[rank]
+    compute = sum(c.end_s - c.start_s for c in computes)
+    comm = sum(e.end_s - e.start_s for e in events if e.kind.startswith(("SEND_", "RECV_")))
+    wait = 0.0
+    for e in events:
+        if e.kind not in COMPUTE_KINDS and e.kind != "OVERLAP_F_B":
+            continue
+        inside = sorted((c for c in computes if e.start_s <= c.start_s and c.end_s <= e.end_s),
+                        key=lambda c: c.start_s)
+        at = e.start_s
+        for c in inside:
+            if _receives(c.key, planned.rank_of):
+                wait += max(0.0, c.start_s - at)
+            at = c.end_s
+    overhead = (end - start) - compute - comm - wait
+    planned_compute = unit * sum(b - a for k, (a, b) in planned.spans.items() if planned.rank_of[k[0]] == rank)
+    planned_idle = unit * planned.makespan - planned_compute
+    return Breakdown(
+        rank=rank,
+        compute_s=compute - planned_compute,
+        communication_s=comm,
+        receive_wait_s=wait - planned_idle,
+        overhead_s=overhead,
+        measured={"step_s": end - start, "compute_s": compute, "communication_s": comm, "receive_wait_s": wait,
+                  "overhead_s": overhead},
+        planned={"step_s": unit * planned.makespan, "compute_s": planned_compute, "idle_s": planned_idle},
+    )
+
+
+def compare(problem: Problem, schedule: Schedule, trace: MeasuredTrace, *, warmup: int = 1) -> Fidelity:
+    """Predicted against measured for every step after ``warmup`` (all steps when there are no more).
+
+    Raises
+    ------
+    PlanError
+        When the problem has no time unit in seconds.
+    """
+    unit = seconds_per_unit(problem, "predicted against measured")
+    planned = planned_actions(problem, schedule)
+    predicted = unit * planned.makespan
+    first = warmup if len(trace.steps) > warmup else 0
+    out = []
+    for k in range(first, len(trace.steps)):
+        st = trace.steps[k]
+        errors, excess = [], []
+        for c in st.computes:
+            span = planned.spans.get(c.key)
+            if span is not None:
+                errors.append(abs(c.start_s - unit * span[0]))
+                excess.append((c.end_s - c.start_s) - unit * (span[1] - span[0]))
+        slowest = max(range(trace.num_ranks), key=st.rank_time_s)
+        out.append(
+            StepFidelity(
+                step=k,
+                predicted_s=predicted,
+                measured_s=st.step_time_s,
+                start_error_median_s=_percentile(errors, 0.5),
+                start_error_p95_s=_percentile(errors, 0.95),
+                breakdown=_breakdown(st, slowest, planned, unit),
+                order_violations=tuple(str(v) for v in order_violations(problem, schedule, st)),
+                call_excess_median_s=_percentile(excess, 0.5),
+                call_excess_p95_s=_percentile(excess, 0.95),
+            )
+        )
+    return Fidelity(predicted_step_s=predicted, steps=tuple(out), time_unit_s=unit)
