@@ -13,6 +13,16 @@ price of a few bubbles.
 
 :func:`v_capped` keeps the shortest of four constructions that fit the cap.
 
+**Communication time.** An edge between two devices that carries data
+(size > 0) delays its consumer by the least transfer time over the
+channels joining them, read as a delay (the channel assumed free, as the
+zero-bubble greedy of :mod:`~schedsearch.handcrafted.zb_greedy` and the
+paper's own greedy read it); the turn at the bottom of the V and every
+``W`` stay on one device. The greedy, the blocks and the as-soon-as-possible
+timing that ranks the candidates add these delays; the orders kept are
+timed by the simulator, which also queues transfers that share a channel,
+and validated.
+
 **Stable pattern, squeezed** (the paper's own greedy, :func:`v_stable_pattern`).
 On a grid of unit slots, device ``s`` (of ``p``) runs micro-batch ``k``'s
 chunk-0 forward, chunk-1 forward, chunk-1 ``I`` and chunk-0 ``I`` at four
@@ -212,8 +222,6 @@ class _Setup:
             raise InvalidProblemError(
                 f"{what}: needs alike micro-batches (no duration overrides, releases or fixed orders)"
             )
-        if any(e.size for e in problem.graph.edges):
-            raise InvalidProblemError(f"{what}: communication times are not modelled (edge sizes must be 0)")
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int)):
             raise InvalidProblemError(f"{what}: 'cap' must be an integer or None, got {cap!r}")
         blocks = problem.graph.by_name()
@@ -239,11 +247,35 @@ class _Setup:
                     f"F {self.mem['F', s]}, I {self.mem['I', s]}, W {self.mem['W', s]}"
                 )
         devices = problem.cluster.device_names
+        # the time an input takes to arrive (read as a delay, the channel assumed free): per (kind, stage),
+        # from its predecessor (F from the stage before, I from the one after, the last stage's I from its F,
+        # W from its I); 0 on one device or for an edge of size 0
+        sizes = {(e.src, e.dst): e.size for e in problem.graph.edges}
+        self.delay: dict[tuple[str, int], int] = {}
+        for s, st in enumerate(stages):
+            for kind, name, q in (("F", st.forward, stages[s - 1].forward if s else None),
+                                  ("I", st.input_grad, stages[s + 1].input_grad if s < 2 * p - 1 else st.forward),
+                                  ("W", st.weight_grad, st.input_grad)):
+                self.delay[kind, s] = 0 if q is None else _transfer(problem, what, q, name, sizes.get((q, name), 0))
         self.init = [problem.initial_memory_of(d) for d in devices]
         self.caps: list[int | None] = []
         for r, d in enumerate(devices):
             caps = [c for c in (cap, problem.capacity(d)) if c is not None]
             self.caps.append(min(caps) if caps else None)
+
+
+def _transfer(problem: Problem, what: str, src: str, dst: str, size: int) -> int:
+    """The least transfer time of ``size`` units from block ``src``'s device to ``dst``'s (0 on one device)."""
+    blocks = problem.graph.by_name()
+    a, b = blocks[src].options[0].devices[0], blocks[dst].options[0].devices[0]
+    if not size or a == b:
+        return 0
+    times = [c.transfer_time(size) for c in problem.cluster.channels_between(a, b)]
+    if not times:  # pragma: no cover - a Problem refuses an edge with a size and no channel
+        raise InvalidProblemError(
+            f"{what}: edge {src!r} -> {dst!r} carries {size} units but no channel joins devices {a!r} and {b!r}"
+        )
+    return min(times)
 
 
 class _NoProgress(Exception):
@@ -252,7 +284,7 @@ class _NoProgress(Exception):
 
 def _run(su: _Setup, variant: VVariant) -> tuple[int, dict[int, list[Act]]]:
     """One greedy run: the makespan and each device's order of actions."""
-    p, m, dur, mem = su.p, su.m, su.dur, su.mem
+    p, m, dur, mem, delay = su.p, su.m, su.dur, su.mem, su.delay
     ends: dict[tuple[str, int, int], int] = {}
     nxt = {(k, s): 0 for k in "FIW" for s in range(2 * p)}
     level = list(su.init)
@@ -274,7 +306,10 @@ def _run(su: _Setup, variant: VVariant) -> tuple[int, dict[int, list[Act]]]:
     def ready_at(kind: str, s: int, k: int) -> int | None:
         """When (kind, s, k)'s input is there, or None while its predecessor has not started."""
         q = pred(kind, s, k)
-        return 0 if q is None else ends.get(q)
+        if q is None:
+            return 0
+        end = ends.get(q)
+        return None if end is None else end + delay[kind, s]
 
     def place(r: int, kind: str, s: int, t: int) -> None:
         nonlocal placed, last
@@ -402,16 +437,17 @@ def _block(su: _Setup, period: int, hold: int) -> dict[tuple[str, int], int] | N
                 return True
         return False
 
+    delay = su.delay
     for s in range(2 * p):
-        ready = off["F", s - 1] + dur["F", s - 1] + (hold if s == p else 0) if s else 0
+        ready = off["F", s - 1] + dur["F", s - 1] + delay["F", s] + (hold if s == p else 0) if s else 0
         if not put("F", s, ready):
             return None
     for s in range(2 * p - 1, -1, -1):
         ready = off["I", s + 1] + dur["I", s + 1] if s < 2 * p - 1 else off["F", s] + dur["F", s]
-        if not put("I", s, ready):
+        if not put("I", s, ready + delay["I", s]):
             return None
     for s in range(2 * p - 1, -1, -1):
-        if not put("W", s, off["I", s] + dur["I", s]):
+        if not put("W", s, off["I", s] + dur["I", s] + delay["W", s]):
             return None
     return off
 
@@ -453,7 +489,7 @@ def _evaluate(su: _Setup, orders: dict[int, list[Act]]) -> tuple[int, list[int]]
             if q is not None and q not in ends:
                 waiting.setdefault(q, []).append(r)
                 break
-            start = max(free[r], ends[q] if q is not None else 0)
+            start = max(free[r], ends[q] + su.delay[a.kind, a.stage] if q is not None else 0)
             end = start + dur[a.kind, a.stage]
             key = (a.kind, a.stage, a.mb)
             ends[key] = end
