@@ -147,7 +147,7 @@ from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
 
 __all__ = ["VVariant", "V_VARIANTS", "V_PATTERNS", "V_TURNS", "v_half_cap", "v_min_cap", "v_capped", "v_half", "v_min",
-           "v_capped_orders", "v_stable_pattern"]
+           "v_capped_orders", "v_stable_pattern", "v_pattern_fit"]
 
 
 @attrs.frozen
@@ -790,6 +790,42 @@ def v_stable_pattern(problem: Problem, pattern: str = "half") -> Schedule:
     if orders is None:  # pragma: no cover - the two patterns have distinct slots modulo 6 for every p
         raise InvalidProblemError(f"V stable pattern: the {pattern!r} pattern's slots clash for p = {su.p}")
     return run_actions(su.view, orders, name=f"V-{pattern.capitalize()} (stable pattern)")
+
+
+def v_pattern_fit(problem: Problem) -> Schedule:
+    """The paper's own V-Half, else its V-Min: the first stable pattern, squeezed, whose peak fits every
+    device's capacity (V-Half's with no capacity).
+
+    One construction each, the cost of the paper's greedy: the quick first
+    plan of a V placement; :func:`v_capped` then tries the other
+    constructions under the same capacities. The schedule is validated.
+
+    Raises
+    ------
+    InvalidProblemError
+        The problem is not a V placement of two chunks with split
+        backwards, or neither pattern's peak fits the capacities.
+
+    Examples
+    --------
+    >>> from schedsearch import metrics, placements
+    >>> from schedsearch.handcrafted.v_capped import v_pattern_fit
+    >>> problem = placements.vshape_chunks(4, 8, memory=5)
+    >>> schedule = v_pattern_fit(problem)
+    >>> schedule.name, schedule.makespan, max(metrics(problem, schedule).peak_memory.values())
+    ('V-Min (stable pattern, squeezed)', 59, 4)
+    """
+    su = _Setup(problem, None, "V stable pattern")
+    for pattern in V_PATTERNS:
+        orders = _pattern_orders(su, pattern)
+        got = _evaluate(su, orders) if orders is not None else None
+        if got is None or any(c is not None and pk > c for pk, c in zip(got[1], su.caps)):
+            continue
+        return run_actions(su.view, orders, name=f"V-{pattern.capitalize()} (stable pattern, squeezed)")
+    raise InvalidProblemError(
+        f"V stable pattern: neither pattern's peak fits the capacities "
+        f"{ {d.name: d.memory for d in problem.cluster.devices} }"
+    )
 
 
 def v_capped_orders(problem: Problem, cap: int | None, variant: VVariant) -> dict[int, list[Act]] | None:

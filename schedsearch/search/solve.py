@@ -11,7 +11,8 @@ The time level (makespan, or the longest device span):
    forced idle, memory), with the assignment LP where blocks choose among
    options and the model is small.
 3. **Handcrafted plans**: every published schedule whose placement matches
-   the problem (the zero-bubble greedy first, then 1F1B, interleaved, ZB-H1,
+   the problem (the zero-bubble greedy first, then the V stable pattern of
+   V-Half or V-Min that fits the memory, then 1F1B, interleaved, ZB-H1,
    ZB-V, Chimera, DualPipe, DualPipeV, ...), at every size (they are linear
    in the task instances), kept only when the validator accepts it (memory
    limits included). Nothing needs naming: the placement is read off the
@@ -166,9 +167,10 @@ class _Portfolio:
             self.report(engine, value)
 
     def report(self, phase: str, incumbent: int | None = None) -> None:
+        """Send the phase, the best plan's value and engine (its source) and the bound so far."""
         best = self.best
         inc = incumbent if incumbent is not None else (best[0] if best else None)
-        self.options.report(phase, inc, self.bound or None, self.deadline.t0)
+        self.options.report(phase, inc, self.bound or None, self.deadline.t0, source=best[2] if best else None)
 
     def note(self, text: str) -> None:
         """Say in the result's ``stats["notes"]`` what the call left out and why."""
@@ -208,8 +210,9 @@ def _time_bound(problem: Problem) -> tuple[int, str]:
 def _handcrafted(problem: Problem) -> Iterator[tuple[Callable[[], Iterable[tuple[Schedule, str]]], str]]:
     """Every handcrafted construction that may match ``problem``, the zero-bubble greedy first.
 
-    Yields (build, name): ``build()`` gives its schedules (not yet
-    validated) with the engine names they are offered under, or raises
+    Yields (build, name): ``build()`` gives its schedules (each validated
+    against ``problem`` by the construction, as every handcrafted
+    construction does) with the engine names they are offered under, or raises
     :class:`~schedsearch.errors.SchedSearchError` when the placement is
     not the construction's.
     """
@@ -221,9 +224,18 @@ def _handcrafted(problem: Problem) -> Iterator[tuple[Callable[[], Iterable[tuple
                 for variant, schedule in zb_greedy_best(problem).items()]
 
     yield greedy, "zero-bubble greedy"
+    yield (lambda: _v_pattern(problem)), "V stable pattern"
     for spec in SCHEDULES.values():
         yield (lambda spec=spec: [(spec.generate(problem, dict(spec.defaults)), f"handcrafted {spec.title}")]), \
             spec.title
+
+
+def _v_pattern(problem: Problem) -> Iterable[tuple[Schedule, str]]:
+    """The paper's V-Half or V-Min stable pattern that fits the capacities: a V placement's quick first plan
+    (the public greedy's cost and quality; V-Half and V-Min then try every construction)."""
+    from schedsearch.handcrafted.v_capped import v_pattern_fit
+
+    return [(v_pattern_fit(problem), "handcrafted V stable pattern")]
 
 
 def _warm_starts(pf: _Portfolio) -> None:
@@ -259,7 +271,7 @@ def _handcrafted_plans(pf: _Portfolio) -> None:
         except SchedSearchError:
             continue  # the placement is not this construction's
         for schedule, engine in plans:
-            pf.offer(schedule, engine)
+            pf.offer(schedule, engine, validated=True)  # every construction validates its plan (run_actions)
         rate = max(rate, (pf.deadline.elapsed - start) / tasks)
     pf.timed("handcrafted", pf.deadline.elapsed - t)
 

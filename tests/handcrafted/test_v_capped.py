@@ -254,3 +254,25 @@ def test_plans_with_communication_time_validate_under_the_cap(p, m_per_p, costs,
     if cap is not None:
         assert max(metrics(problem, schedule).peak_memory.values()) <= cap
     assert schedule.makespan >= analytic_lower_bound(problem).value
+
+
+@pytest.mark.parametrize("p, m", [(4, 8), (5, 10), (8, 16)])
+def test_pattern_fit_takes_the_first_pattern_within_the_capacity(p, m):
+    from schedsearch.handcrafted.v_capped import v_pattern_fit
+
+    half = v_stable_pattern(placements.vshape_chunks(p, m), "half")
+    low = v_stable_pattern(placements.vshape_chunks(p, m), "min")
+    half_peak = max(metrics(placements.vshape_chunks(p, m), half).peak_memory.values())
+    low_peak = max(metrics(placements.vshape_chunks(p, m), low).peak_memory.values())
+    for memory, expected in ((None, half), (half_peak, half), (half_peak - 1, low if low_peak < half_peak else None),
+                             (low_peak, low if low_peak < half_peak else half)):
+        problem = placements.vshape_chunks(p, m, memory=memory)
+        if expected is None:
+            with pytest.raises(InvalidProblemError, match="neither pattern's peak fits the capacities"):
+                v_pattern_fit(problem)
+            continue
+        schedule = v_pattern_fit(problem)
+        assert not validate(problem, schedule)
+        assert schedule.tasks == expected.tasks
+    with pytest.raises(InvalidProblemError, match="neither pattern's peak fits"):
+        v_pattern_fit(placements.vshape_chunks(p, m, memory=min(half_peak, low_peak) - 1))
