@@ -66,6 +66,8 @@ class RealTimes:
         pairs = [(self.problem.durations(b, m)[0], t) for (b, m), t in self.task.items()]
         pairs += [(ov.duration, self.overlap[ov.key]) for ov in self.problem.overlaps]
         pairs += [(e.size, self.edge[(e.src, e.dst)]) for e in self.problem.graph.edges]
+        # alike micro-batches repeat the same pairs: each distinct one once (keyed by whole numbers, cheap to hash)
+        pairs = list({(ticks, real.numerator, real.denominator): (ticks, real) for ticks, real in pairs}.values())
         for ticks, real in pairs:
             if ticks and real:
                 out = max(out, ticks * self.unit_ms / real)
@@ -158,7 +160,13 @@ def retime_ms(schedule: Schedule, times: RealTimes) -> Fraction:
         for a, b in zip(nodes, nodes[1:]):
             preds[b].append(a)
     scale = math.lcm(*{x.denominator for x in length.values()})  # whole numbers: exact and fast
-    size = {n: int(x * scale) for n, x in length.items()}
+    whole: dict[tuple[int, int], int] = {}  # each distinct length once (keyed by whole numbers, cheap to hash)
+    size = {}
+    for n, x in length.items():
+        key = (x.numerator, x.denominator)
+        if key not in whole:
+            whole[key] = x.numerator * (scale // x.denominator)
+        size[n] = whole[key]
     end: dict[Any, int] = {}
     for node in sorted(length, key=lambda n: rank[n]):
         start = max((end[p] for p in preds[node]), default=0)
