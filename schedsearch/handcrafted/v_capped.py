@@ -146,7 +146,7 @@ from schedsearch.handcrafted.actions import check_v_mapping, Act, pipeline_view,
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
 
-__all__ = ["VVariant", "V_VARIANTS", "V_PATTERNS", "V_TURNS", "v_half_cap", "v_min_cap", "v_capped", "v_half", "v_min",
+__all__ = ["VVariant", "V_VARIANTS", "V_PATTERNS", "V_TURNS", "V_TASKS_PER_S", "v_half_cap", "v_min_cap", "v_capped", "v_half", "v_min",
            "v_capped_orders", "v_stable_pattern", "v_pattern_fit"]
 
 
@@ -201,6 +201,13 @@ def v_min_cap(num_devices: int) -> int:
     """
     _check_devices(num_devices)
     return 2 * math.ceil((num_devices + 2) / 3)
+
+
+#: Task instances per second the candidates of :func:`v_capped` are counted at when a limit in
+#: deterministic seconds becomes a ``work_limit`` (a candidate takes about 3 us per task instance on one
+#: core at a few thousand task instances, a stable pattern's squeeze about 30 us at 100,000: a count, not
+#: a measurement, the same on every machine).
+V_TASKS_PER_S = 100_000
 
 
 def _check_devices(p: object) -> None:
@@ -848,7 +855,8 @@ def v_capped_orders(problem: Problem, cap: int | None, variant: VVariant) -> dic
 
 
 def v_capped(problem: Problem, cap: int | None = None, *, name: str = "capped V greedy",
-             time_limit_s: float | None = None, stable_patterns: bool = True) -> Schedule:
+             time_limit_s: float | None = None, work_limit: int | None = None,
+             stable_patterns: bool = True) -> Schedule:
     """The shortest schedule of the stable patterns, the building blocks and the greedy variants under the cap.
 
     ``cap`` is the activation cap of every device in the problem's memory
@@ -857,6 +865,10 @@ def v_capped(problem: Problem, cap: int | None = None, *, name: str = "capped V 
     schedule is validated (the capacities included). With ``time_limit_s``
     the candidates are tried in order while the next one, taking as long
     as the longest so far, would end within it (at least until one fits).
+    ``work_limit`` bounds the work instead, the same on any machine and
+    load: each candidate counts the problem's task instances, and the next
+    one is tried only while the count stays within it (at least until one
+    fits; :data:`V_TASKS_PER_S` converts seconds of deterministic time).
     ``stable_patterns=False`` leaves out the stable patterns (the two
     named ones and the V-Min-spaced ones with turn delays; the blocks and
     the greedy only).
@@ -894,6 +906,7 @@ def v_capped(problem: Problem, cap: int | None = None, *, name: str = "capped V 
                   *V_VARIANTS[6:]]
     # the longest candidate so far: with a limit, the next one is not started when it would end past it
     longest, started = 0.0, None
+    tasks, work = len(problem.tasks), 0
     for cand in candidates:
         now = time.monotonic()
         if started is not None:
@@ -901,6 +914,9 @@ def v_capped(problem: Problem, cap: int | None = None, *, name: str = "capped V 
         started = now
         if best is not None and time_limit_s is not None and now - t0 + longest >= time_limit_s:
             break
+        if best is not None and work_limit is not None and work + tasks > work_limit:
+            break
+        work += tasks
         if isinstance(cand, str) or (isinstance(cand, tuple) and len(cand) == 3):
             slots = cand if isinstance(cand, str) else _turn_slots(su.p, cand)
             assert slots is not None
