@@ -241,7 +241,7 @@ def _handcrafted(problem: Problem, left: Callable[[], float | None] = lambda: No
 def _v_pattern(problem: Problem) -> Iterable[tuple[Schedule, str]]:
     """The paper's V-Half or V-Min stable pattern that fits the capacities: a V placement's quick first plan
     under a memory cap (the public greedy's cost and quality; V-Half and V-Min then try every construction).
-    None without a capacity (ZB-V is the plan there)."""
+    Nothing without a capacity (ZB-V is the plan there)."""
     from schedsearch.handcrafted.v_capped import v_pattern_fit
 
     if all(d.memory is None for d in problem.cluster.devices):
@@ -269,7 +269,7 @@ def _handcrafted_plans(pf: _Portfolio) -> None:
     tasks = max(1, len(pf.problem.tasks))
     rate = 0.0  # seconds per task instance of the slowest construction so far
     wall = not pf.options.deterministic
-    skipped: list[str] = []
+    skipped = False
     for build, name in _handcrafted(pf.problem, lambda: pf.deadline.left() if wall else None):
         if pf.closed and not pf.memory_level:
             break
@@ -279,7 +279,7 @@ def _handcrafted_plans(pf: _Portfolio) -> None:
             if not skipped:
                 pf.note(f"handcrafted constructions skipped from {name} on: each would need about {need:.1f} s, "
                         f"{max(left, 0):.1f} s were left")
-            skipped.append(name)
+            skipped = True
             continue
         start = pf.deadline.elapsed
         try:
