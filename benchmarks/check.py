@@ -201,6 +201,31 @@ def case_fidelity(f: Figures, data: Path) -> None:
         f.proof(f"{key}_reordering_caught", bool(order_violations(problem, rep.schedule, bad)))
 
 
+def case_first_plan(f: Figures, data: Path) -> None:
+    """bench_first_plan: solve's first plan on the V placement, p = 4, m = 16, F/I/W = 2/2/1, communication 0
+    and 1, every device capped at V-Half's and V-Min's activations: the first plan's makespan (the paper's
+    stable pattern that fits, the public greedy's figure), and the best of solve()'s constructions."""
+    from benchmarks.bench_first_plan import with_communication
+    from schedsearch import solve
+    from schedsearch.handcrafted.v_capped import v_half_cap, v_min_cap
+    from schedsearch.placements import vshape_chunks
+
+    for comm in (0, 1):
+        for label, cap in (("vhalf", v_half_cap(4)), ("vmin", v_min_cap(4))):
+            problem = with_communication(vshape_chunks(4, 16, forward=2, input_grad=2, weight_grad=1, memory=cap),
+                                         comm)
+            events: list[Any] = []
+            result = solve(problem, objective="makespan", time_limit_s=5, engines=("handcrafted",),
+                           progress=events.append, **DET)
+            first = next((e for e in events if e.incumbent is not None), None)
+            tag = f"{label}_comm{comm}_"
+            f.lower(f"{tag}first_makespan", None if first is None else first.incumbent)
+            f.proof(f"{tag}first_is_a_construction", first is not None and bool(first.source)
+                    and first.source.startswith("handcrafted"))
+            f.proof(f"{tag}valid", _validated(problem, result.schedule))
+            f.search(tag, result)
+
+
 def case_handcrafted(f: Figures, data: Path) -> None:
     """bench_handcrafted: the reference rows of the handcrafted schedules (makespan and bubble)."""
     from schedsearch.handcrafted import reproduce

@@ -96,23 +96,30 @@ class ProgressEvent:
     ``phase`` names what is running (``"bound"``, ``"list scheduling"``,
     ``"exact search"``, ``"repetend"``, ``"peak memory"``, ...);
     ``incumbent`` is the objective of the best plan so far and ``bound`` the
-    best proven lower bound (either None when not known yet); ``elapsed_s``
-    is measured from the start of the call that reports.
+    best proven lower bound (either None when not known yet); ``source``
+    names what found the incumbent (the engine, e.g. ``"handcrafted
+    V-Half"``; None when not known); ``elapsed_s`` is measured from the
+    start of the call that reports.
 
     Examples
     --------
     >>> from schedsearch import ProgressEvent
     >>> print(ProgressEvent(phase="exact search", incumbent=12, bound=10, elapsed_s=1.5))
     [    1.5 s] exact search: incumbent 12, bound 10
+    >>> print(ProgressEvent(phase="bound", incumbent=12, bound=10, elapsed_s=0.2, source="handcrafted 1F1B"))
+    [    0.2 s] bound: incumbent 12 (handcrafted 1F1B), bound 10
     """
 
     phase: str = "search"
     incumbent: int | None = None
     bound: int | None = None
     elapsed_s: float = 0.0
+    source: str | None = None
 
     def __str__(self) -> str:
         inc = "-" if self.incumbent is None else str(self.incumbent)
+        if self.source is not None and self.incumbent is not None:
+            inc += f" ({self.source})"
         bnd = "-" if self.bound is None else str(self.bound)
         return f"[{self.elapsed_s:7.1f} s] {self.phase}: incumbent {inc}, bound {bnd}"
 
@@ -292,11 +299,13 @@ class SearchOptions:
         """What to hand to a backend lookup: the object as given, or a name (``"auto"`` is ``"cpsat"``)."""
         return "cpsat" if self.backend == "auto" else self.backend
 
-    def report(self, phase: str, incumbent: int | None, bound: int | None, t0: float) -> None:
-        """Send one :class:`ProgressEvent` (elapsed from ``t0``, a ``perf_counter`` time) if asked for."""
+    def report(self, phase: str, incumbent: int | None, bound: int | None, t0: float,
+               source: str | None = None) -> None:
+        """Send one :class:`ProgressEvent` (elapsed from ``t0``, a ``perf_counter`` time; ``source``: what
+        found the incumbent) if asked for."""
         if self.progress is not None:
             self.progress(ProgressEvent(phase=phase, incumbent=incumbent, bound=bound,
-                                        elapsed_s=time.perf_counter() - t0))
+                                        elapsed_s=time.perf_counter() - t0, source=source))
 
     def replace(self, **changes: Any) -> SearchOptions:
         return attrs.evolve(self, **changes)
@@ -690,14 +699,18 @@ class Reporter:
         self.phase = ""
         self.incumbent: int | None = None
         self.bound: int | None = None
+        self.source: str | None = None  # what found the incumbent
         self._sent: tuple[str, int | None, int | None] | None = None
 
-    def report(self, phase: str | None = None, incumbent: int | None = None, bound: int | None = None) -> None:
-        """Note a phase, an incumbent or a bound; send an event if that changes what was sent last."""
+    def report(self, phase: str | None = None, incumbent: int | None = None, bound: int | None = None,
+               source: str | None = None) -> None:
+        """Note a phase, an incumbent (found by ``source``; default: the phase) or a bound; send an event if
+        that changes what was sent last."""
         if phase is not None:
             self.phase = phase
         if incumbent is not None and (self.incumbent is None or incumbent < self.incumbent):
             self.incumbent = incumbent
+            self.source = source if source is not None else self.phase
         if bound is not None and (self.bound is None or bound > self.bound):
             self.bound = bound
         state = (self.phase, self.incumbent, self.bound)
@@ -705,12 +718,12 @@ class Reporter:
             return
         self._sent = state
         self.progress(ProgressEvent(phase=self.phase, incumbent=self.incumbent, bound=self.bound,
-                                    elapsed_s=time.perf_counter() - self.t0))
+                                    elapsed_s=time.perf_counter() - self.t0, source=self.source))
 
     def reset(self, phase: str) -> None:
         """Start a phase whose incumbent and bound are not comparable with the earlier ones
         (a Pareto step under another capacity, say)."""
-        self.incumbent = self.bound = None
+        self.incumbent = self.bound = self.source = None
         self.report(phase)
 
     def relay(self, *, incumbents: bool = True, bounds: bool = True,
@@ -727,7 +740,9 @@ class Reporter:
             return None
 
         def forward(event: ProgressEvent) -> None:
-            self.report(event.phase if prefix is None else f"{prefix}: {event.phase}",
-                        event.incumbent if incumbents else None, event.bound if bounds else None)
+            phase = event.phase if prefix is None else f"{prefix}: {event.phase}"
+            source = event.source if prefix is None or event.source is None else f"{prefix}: {event.source}"
+            self.report(phase, event.incumbent if incumbents else None, event.bound if bounds else None,
+                        source=source)
 
         return forward

@@ -371,9 +371,23 @@ class _Outcome:
     handcrafted: Schedule | None
 
 
-def _gibs(units: Units, problem: Problem, schedule: Schedule) -> tuple[float, ...]:
-    peak = metrics(problem, schedule).peak_memory
+def _gibs(units: Units, problem: Problem, schedule: Schedule, figures: Any = None) -> tuple[float, ...]:
+    """Each rank's peak in GiB (from ``figures``, the plan's metrics, when already computed)."""
+    peak = (figures or metrics(problem, schedule)).peak_memory
     return tuple(round(units.gib(peak[d]), 3) for d in problem.cluster.device_names)
+
+
+#: The least time a candidate's search gets, whatever its share has left.
+SEARCH_FLOOR_S = 0.5
+
+
+def _left_of_share(options: SearchOptions, t0: float) -> SearchOptions:
+    """``options`` with the time limit cut to what the candidate's share has left since ``t0`` (the work
+    before the search, such as drawing the published schedule, counts against it; at least
+    :data:`SEARCH_FLOOR_S`). Deterministic limits are not cut (they must not depend on the clock)."""
+    if options.time_limit_s is None or options.deterministic:
+        return options
+    return options.replace(time_limit_s=max(SEARCH_FLOOR_S, options.time_limit_s - (time.perf_counter() - t0)))
 
 
 def _handcrafted_refusal(name: str, exc: Exception) -> str:
@@ -394,46 +408,60 @@ def _evaluate(task: _Task) -> _Outcome:
     pipeline, candidate, units = task.pipeline, task.candidate, task.units
     stages, _ = pipeline.stages_for(candidate.num_stages(pipeline.num_ranks))
     problem = build_problem(pipeline, candidate, stages, units)
+    notes: list[str] = []
+    # the family's published schedule first, once: the row shows it, and when it fits the budget the search
+    # starts from it (a warm start) instead of drawing it again
+    hand, broken, hand_problem, hand_fig = None, (), None, None
+    name = candidate.handcrafted_name()
+    if name is not None:
+        hand_problem = problem if all(d.memory is None for d in problem.cluster.devices) \
+            else with_capacities(problem, None)
+        try:
+            hand = _handcrafted(candidate, hand_problem)
+        except Exception as exc:  # a published schedule's precondition not met: say which
+            notes.append(_handcrafted_refusal(name, exc))
+        else:
+            broken = validate(problem, hand)  # a plan of ``problem`` itself: no check again in the search
+            other = [v for v in broken if "memory" not in str(v).lower()]
+            assert not other, f"{name}: the handcrafted schedule breaks more than memory: {other[:3]}"
+    options = _left_of_share(task.options, t0)
+    if hand is not None and not broken:
+        options = options.replace(warm_starts=(hand,))
     note = ""
     try:
-        result = solve(problem, options=task.options)
+        result = solve(problem, options=options)
     except (KeyError, IndexError) as exc:
         # a handcrafted construction of the portfolio failed on this problem: search without them
         from schedsearch.search.solve import ENGINES
 
         note = ("the published schedules the search starts from could not be drawn for this candidate "
                 f"({type(exc).__name__}); searched without them")
-        result = solve(problem, options=task.options, engines=[e for e in ENGINES if e != "handcrafted"])
+        result = solve(problem, options=options, engines=[e for e in ENGINES if e != "handcrafted"])
     if result.stats.get("wall_guard_hit"):
         note = (note + "; " if note else "") + ("a deterministic search hit its wall-clock guard: this row may "
                                                 "differ on another run")
-    notes = [note] if note else []
-    row: dict[str, Any] = {"candidate": candidate, "status": result.status.value, "engine": result.engine}
+    notes[:0] = [note] if note else []
+    engine = f"handcrafted {name}" if hand is not None and result.schedule is hand else result.engine
+    row: dict[str, Any] = {"candidate": candidate, "status": result.status.value, "engine": engine}
     # every figure in ms is of the real times: the plan's order re-timed, a bound on the real problem
     times = real_times(pipeline, candidate, stages, problem, units)
     bound = _real_bound(pipeline, candidate, stages, units, times, result.lower_bound)
     if bound is not None:
         row["bound_ms"] = float_below(bound)
-    schedule = result.schedule
+    schedule = result.schedule  # validated by the search (every plan solve returns is)
+    hand_real = None
+    if hand is not None:
+        # a published schedule is timed as soon as possible in its order (schedule_from_orders): with every
+        # time exact, re-timing it with the real times gives its own times in ms
+        hand_real = Fraction(hand.makespan) * times.unit_ms if times.exact() else retime_ms(hand, times)
     real = None
     if schedule is not None:
-        violations = validate(problem, schedule)
-        assert not violations, f"{candidate.label}: the search returned an invalid plan: {violations[:3]}"
-        real = retime_ms(schedule, times)
-    hand = None
-    name = candidate.handcrafted_name()
+        real = hand_real if schedule is hand else retime_ms(schedule, times)
     if name is not None:
         row["handcrafted"] = name
-        try:
-            hand = _handcrafted(candidate, with_capacities(problem, None))
-        except Exception as exc:  # a published schedule's precondition not met: say which
-            notes.append(_handcrafted_refusal(name, exc))
-        else:
-            broken = validate(problem, hand)
-            other = [v for v in broken if "memory" not in str(v).lower()]
-            assert not other, f"{name}: the handcrafted schedule breaks more than memory: {other[:3]}"
-            hand_real = retime_ms(hand, times)
-            row.update(handcrafted_ms=float(hand_real), handcrafted_peak_gib=_gibs(units, problem, hand),
+        if hand is not None:
+            hand_fig = metrics(problem, hand)
+            row.update(handcrafted_ms=float(hand_real), handcrafted_peak_gib=_gibs(units, problem, hand, hand_fig),
                        handcrafted_fits=not broken)
             if not broken and (real is None or hand_real < real):  # the search had nothing better in time
                 notes.append(f"the search found {'no plan' if real is None else 'no better plan'} in time: "
@@ -442,9 +470,9 @@ def _evaluate(task: _Task) -> _Outcome:
                 if result.status.value in ("TIMEOUT", "OPTIMAL"):
                     row["status"] = "FEASIBLE"
     if schedule is not None:
-        fig = metrics(problem, schedule)
+        fig = hand_fig if schedule is hand else metrics(problem, schedule)
         row.update(makespan_ms=float(real), bubble_pct=round(100 * fig.bubble_global / fig.makespan, 2),
-                   peak_gib=_gibs(units, problem, schedule),
+                   peak_gib=_gibs(units, problem, schedule, fig),
                    peak_proven=result.proven_levels >= 2 and schedule is result.schedule)
         if bound is not None:
             row["gap"] = float((real - bound) / real) if real else 0.0
@@ -843,7 +871,7 @@ def _handcrafted_outcome(prepared: _Prepared, row: PlanRow) -> _Outcome | None:
         return None
     real = retime_ms(hand, real_times(pipeline, c, stages, problem, units))
     fig = metrics(problem, hand)
-    peaks = _gibs(units, problem, hand)
+    peaks = _gibs(units, problem, hand, fig)
     note = f"{row.note}; " if row.note else ""
     return _Outcome(row=attrs.evolve(row, status="FEASIBLE", makespan_ms=float(real), handcrafted_ms=float(real),
                                      bubble_pct=round(100 * fig.bubble_global / fig.makespan, 2), peak_gib=peaks,
@@ -881,8 +909,7 @@ def _finish(prepared: _Prepared, outcomes: Sequence[Any], engine: str, t0: float
     if best is not None:
         stages, layers = prepared.splits[best.candidate]
         problem = build_problem(pipeline, best.candidate, stages, units)
-        schedule = found[best].schedule
-        assert not validate(problem, schedule)
+        schedule = found[best].schedule  # validated against this candidate's problem where it was found, once
     ordered = [_with_runtime_note(r, prepared.runtime, best) for r in ordered]
     best = next((r for r in ordered if best is not None and r.candidate == best.candidate), None)
     return PlanResult(pipeline=pipeline, units=units, rows=tuple(ordered), best=best, problem=problem,

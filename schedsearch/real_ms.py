@@ -60,13 +60,23 @@ class RealTimes:
         own = self.overlap[frozenset(b for b, _ in members)]
         return max([own] + [self.task[k] for k in members])
 
-    def scale(self) -> Fraction:
-        """The largest (rounded time in ms) / (real time) over every time of the problem (at least 1)."""
-        out = Fraction(1)
+    def _pairs(self) -> list[tuple[int, Fraction]]:
+        """Each distinct (rounded time in units, real time in ms) of the problem's tasks, overlapped groups and
+        edges (alike micro-batches repeat the same pairs; keyed by whole numbers, cheap to hash)."""
         pairs = [(self.problem.durations(b, m)[0], t) for (b, m), t in self.task.items()]
         pairs += [(ov.duration, self.overlap[ov.key]) for ov in self.problem.overlaps]
         pairs += [(e.size, self.edge[(e.src, e.dst)]) for e in self.problem.graph.edges]
-        for ticks, real in pairs:
+        return list({(ticks, real.numerator, real.denominator): (ticks, real) for ticks, real in pairs}.values())
+
+    def exact(self) -> bool:
+        """Whether every time of the problem is its real time exactly (rounded time x unit = real time): then
+        a plan of the integer problem, its times read in units, is a plan of the real times as it stands."""
+        return all(ticks * self.unit_ms == real for ticks, real in self._pairs())
+
+    def scale(self) -> Fraction:
+        """The largest (rounded time in ms) / (real time) over every time of the problem (at least 1)."""
+        out = Fraction(1)
+        for ticks, real in self._pairs():
             if ticks and real:
                 out = max(out, ticks * self.unit_ms / real)
             elif ticks:  # a time the integers hold and reality does not: no scale bounds it
@@ -158,7 +168,13 @@ def retime_ms(schedule: Schedule, times: RealTimes) -> Fraction:
         for a, b in zip(nodes, nodes[1:]):
             preds[b].append(a)
     scale = math.lcm(*{x.denominator for x in length.values()})  # whole numbers: exact and fast
-    size = {n: int(x * scale) for n, x in length.items()}
+    whole: dict[tuple[int, int], int] = {}  # each distinct length once (keyed by whole numbers, cheap to hash)
+    size = {}
+    for n, x in length.items():
+        key = (x.numerator, x.denominator)
+        if key not in whole:
+            whole[key] = x.numerator * (scale // x.denominator)
+        size[n] = whole[key]
     end: dict[Any, int] = {}
     for node in sorted(length, key=lambda n: rank[n]):
         start = max((end[p] for p in preds[node]), default=0)

@@ -239,3 +239,34 @@ def test_the_fitting_handcrafted_plan_is_returned_when_no_search_returns():
     # a budget the handcrafted plan does not fit: nothing to return, a named error
     with pytest.raises(schedsearch.errors.NoFittingPlanError, match="no candidate has a plan"):
         schedsearch.plan(attrs.evolve(pipeline, memory_budget_bytes="2.5 GiB"), time_limit_s=5, engine=TimesOut())
+
+
+@pytest.mark.parametrize("families, p2p", [
+    (["1f1b"], None), (["1f1b"], {"time_ms": 1.0}), (["interleaved"], None), (["interleaved"], {"time_ms": 1.0}),
+    (["zb-v"], {"time_ms": 1.0}),
+])
+def test_a_published_schedule_with_exact_times_reads_its_own_times_in_ms(families, p2p):
+    # the shortcut plan() takes for a published schedule when every time is exact: its makespan in units
+    # times the unit equals the as-soon-as-possible re-timing of its order with the real times
+    from schedsearch.planner import _handcrafted, _prepare, build_problem
+    from schedsearch.real_ms import real_times, retime_ms
+
+    stage = {"forward_ms": 2.0, "backward_ms": 4.0, "input_grad_ms": 2.0, "weight_grad_ms": 2.0,
+             "activation_bytes": "1 GiB", "parameter_bytes": "1 GiB", "send_bytes": "1 MiB"}
+    extra = {"p2p": p2p} if p2p else {}
+    num_stages = 4 if families == ["1f1b"] else 8
+    pipeline = Pipeline(num_ranks=4, num_microbatches=8, families=families, stages=[stage] * num_stages, **extra)
+    prepared = _prepare(pipeline, time_limit_s=10, parallel=1, deterministic=False, seed=0)
+    checked = 0
+    for candidate in prepared.runnable:
+        stages = prepared.splits[candidate][0]
+        problem = build_problem(pipeline, candidate, stages, prepared.units)
+        try:
+            hand = _handcrafted(candidate, problem)
+        except Exception:
+            continue  # the published schedule does not apply to this candidate
+        times = real_times(pipeline, candidate, stages, problem, prepared.units)
+        assert times.exact()  # whole milliseconds on a unit that divides them
+        assert retime_ms(hand, times) == Fraction(hand.makespan) * times.unit_ms
+        checked += 1
+    assert checked

@@ -46,6 +46,7 @@ class ProgressPrinter:
         self.phase = ""
         self.incumbent: int | None = None
         self.bound: int | None = None
+        self.source: str | None = None  # what found the incumbent, when the events say
         self._shown: tuple[str, int | None, int | None] | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -65,6 +66,8 @@ class ProgressPrinter:
         with self._lock:
             self.phase = event.phase or self.phase
             if event.incumbent is not None:
+                if event.incumbent != self.incumbent or event.source is not None:
+                    self.source = event.source
                 self.incumbent = event.incumbent
             if event.bound is not None:
                 self.bound = max(self.bound or 0, event.bound)
@@ -82,6 +85,8 @@ class ProgressPrinter:
         self._shown = state
         elapsed = time.perf_counter() - self.t0
         inc = "-" if self.incumbent is None else str(self.incumbent)
+        if self.incumbent is not None and self.source:
+            inc += f" ({self.source})"
         bnd = "-" if self.bound is None else str(self.bound)
         gap = ""
         if self.incumbent and self.bound is not None:

@@ -13,6 +13,16 @@ price of a few bubbles.
 
 :func:`v_capped` keeps the shortest of four constructions that fit the cap.
 
+**Communication time.** An edge between two devices that carries data
+(size > 0) delays its consumer by the least transfer time over the
+channels joining them, read as a delay (the channel assumed free, as the
+zero-bubble greedy of :mod:`~schedsearch.handcrafted.zb_greedy` and the
+paper's own greedy read it); the turn at the bottom of the V and every
+``W`` stay on one device. The greedy, the blocks and the as-soon-as-possible
+timing that ranks the candidates add these delays; the orders kept are
+timed by the simulator, which also queues transfers that share a channel,
+and validated.
+
 **Stable pattern, squeezed** (the paper's own greedy, :func:`v_stable_pattern`).
 On a grid of unit slots, device ``s`` (of ``p``) runs micro-batch ``k``'s
 chunk-0 forward, chunk-1 forward, chunk-1 ``I`` and chunk-0 ``I`` at four
@@ -136,8 +146,8 @@ from schedsearch.handcrafted.actions import check_v_mapping, Act, pipeline_view,
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
 
-__all__ = ["VVariant", "V_VARIANTS", "V_PATTERNS", "V_TURNS", "v_half_cap", "v_min_cap", "v_capped", "v_half", "v_min",
-           "v_capped_orders", "v_stable_pattern"]
+__all__ = ["VVariant", "V_VARIANTS", "V_PATTERNS", "V_TURNS", "V_TASKS_PER_S", "v_half_cap", "v_min_cap", "v_capped", "v_half", "v_min",
+           "v_capped_orders", "v_stable_pattern", "v_pattern_fit"]
 
 
 @attrs.frozen
@@ -193,6 +203,13 @@ def v_min_cap(num_devices: int) -> int:
     return 2 * math.ceil((num_devices + 2) / 3)
 
 
+#: Task instances per second the candidates of :func:`v_capped` are counted at when a limit in
+#: deterministic seconds becomes a ``work_limit`` (a candidate takes about 3 us per task instance on one
+#: core at a few thousand task instances, a stable pattern's squeeze about 30 us at 100,000: a count, not
+#: a measurement, the same on every machine).
+V_TASKS_PER_S = 100_000
+
+
 def _check_devices(p: object) -> None:
     if isinstance(p, bool) or not isinstance(p, int) or p < 1:
         raise InvalidProblemError(f"V cap: 'num_devices' must be an integer >= 1, got {p!r}")
@@ -212,8 +229,6 @@ class _Setup:
             raise InvalidProblemError(
                 f"{what}: needs alike micro-batches (no duration overrides, releases or fixed orders)"
             )
-        if any(e.size for e in problem.graph.edges):
-            raise InvalidProblemError(f"{what}: communication times are not modelled (edge sizes must be 0)")
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int)):
             raise InvalidProblemError(f"{what}: 'cap' must be an integer or None, got {cap!r}")
         blocks = problem.graph.by_name()
@@ -239,11 +254,35 @@ class _Setup:
                     f"F {self.mem['F', s]}, I {self.mem['I', s]}, W {self.mem['W', s]}"
                 )
         devices = problem.cluster.device_names
+        # the time an input takes to arrive (read as a delay, the channel assumed free): per (kind, stage),
+        # from its predecessor (F from the stage before, I from the one after, the last stage's I from its F,
+        # W from its I); 0 on one device or for an edge of size 0
+        sizes = {(e.src, e.dst): e.size for e in problem.graph.edges}
+        self.delay: dict[tuple[str, int], int] = {}
+        for s, st in enumerate(stages):
+            for kind, name, q in (("F", st.forward, stages[s - 1].forward if s else None),
+                                  ("I", st.input_grad, stages[s + 1].input_grad if s < 2 * p - 1 else st.forward),
+                                  ("W", st.weight_grad, st.input_grad)):
+                self.delay[kind, s] = 0 if q is None else _transfer(problem, what, q, name, sizes.get((q, name), 0))
         self.init = [problem.initial_memory_of(d) for d in devices]
         self.caps: list[int | None] = []
         for r, d in enumerate(devices):
             caps = [c for c in (cap, problem.capacity(d)) if c is not None]
             self.caps.append(min(caps) if caps else None)
+
+
+def _transfer(problem: Problem, what: str, src: str, dst: str, size: int) -> int:
+    """The least transfer time of ``size`` units from block ``src``'s device to ``dst``'s (0 on one device)."""
+    blocks = problem.graph.by_name()
+    a, b = blocks[src].options[0].devices[0], blocks[dst].options[0].devices[0]
+    if not size or a == b:
+        return 0
+    times = [c.transfer_time(size) for c in problem.cluster.channels_between(a, b)]
+    if not times:  # pragma: no cover - a Problem refuses an edge with a size and no channel
+        raise InvalidProblemError(
+            f"{what}: edge {src!r} -> {dst!r} carries {size} units but no channel joins devices {a!r} and {b!r}"
+        )
+    return min(times)
 
 
 class _NoProgress(Exception):
@@ -252,7 +291,7 @@ class _NoProgress(Exception):
 
 def _run(su: _Setup, variant: VVariant) -> tuple[int, dict[int, list[Act]]]:
     """One greedy run: the makespan and each device's order of actions."""
-    p, m, dur, mem = su.p, su.m, su.dur, su.mem
+    p, m, dur, mem, delay = su.p, su.m, su.dur, su.mem, su.delay
     ends: dict[tuple[str, int, int], int] = {}
     nxt = {(k, s): 0 for k in "FIW" for s in range(2 * p)}
     level = list(su.init)
@@ -274,7 +313,10 @@ def _run(su: _Setup, variant: VVariant) -> tuple[int, dict[int, list[Act]]]:
     def ready_at(kind: str, s: int, k: int) -> int | None:
         """When (kind, s, k)'s input is there, or None while its predecessor has not started."""
         q = pred(kind, s, k)
-        return 0 if q is None else ends.get(q)
+        if q is None:
+            return 0
+        end = ends.get(q)
+        return None if end is None else end + delay[kind, s]
 
     def place(r: int, kind: str, s: int, t: int) -> None:
         nonlocal placed, last
@@ -402,16 +444,17 @@ def _block(su: _Setup, period: int, hold: int) -> dict[tuple[str, int], int] | N
                 return True
         return False
 
+    delay = su.delay
     for s in range(2 * p):
-        ready = off["F", s - 1] + dur["F", s - 1] + (hold if s == p else 0) if s else 0
+        ready = off["F", s - 1] + dur["F", s - 1] + delay["F", s] + (hold if s == p else 0) if s else 0
         if not put("F", s, ready):
             return None
     for s in range(2 * p - 1, -1, -1):
         ready = off["I", s + 1] + dur["I", s + 1] if s < 2 * p - 1 else off["F", s] + dur["F", s]
-        if not put("I", s, ready):
+        if not put("I", s, ready + delay["I", s]):
             return None
     for s in range(2 * p - 1, -1, -1):
-        if not put("W", s, off["I", s] + dur["I", s]):
+        if not put("W", s, off["I", s] + dur["I", s] + delay["W", s]):
             return None
     return off
 
@@ -453,7 +496,7 @@ def _evaluate(su: _Setup, orders: dict[int, list[Act]]) -> tuple[int, list[int]]
             if q is not None and q not in ends:
                 waiting.setdefault(q, []).append(r)
                 break
-            start = max(free[r], ends[q] if q is not None else 0)
+            start = max(free[r], ends[q] + su.delay[a.kind, a.stage] if q is not None else 0)
             end = start + dur[a.kind, a.stage]
             key = (a.kind, a.stage, a.mb)
             ends[key] = end
@@ -756,6 +799,42 @@ def v_stable_pattern(problem: Problem, pattern: str = "half") -> Schedule:
     return run_actions(su.view, orders, name=f"V-{pattern.capitalize()} (stable pattern)")
 
 
+def v_pattern_fit(problem: Problem) -> Schedule:
+    """The paper's own V-Half, else its V-Min: the first stable pattern, squeezed, whose peak fits every
+    device's capacity (V-Half's with no capacity).
+
+    One construction each, the cost of the paper's greedy: the quick first
+    plan of a V placement; :func:`v_capped` then tries the other
+    constructions under the same capacities. The schedule is validated.
+
+    Raises
+    ------
+    InvalidProblemError
+        The problem is not a V placement of two chunks with split
+        backwards, or neither pattern's peak fits the capacities.
+
+    Examples
+    --------
+    >>> from schedsearch import metrics, placements
+    >>> from schedsearch.handcrafted.v_capped import v_pattern_fit
+    >>> problem = placements.vshape_chunks(4, 8, memory=5)
+    >>> schedule = v_pattern_fit(problem)
+    >>> schedule.name, schedule.makespan, max(metrics(problem, schedule).peak_memory.values())
+    ('V-Min (stable pattern, squeezed)', 59, 4)
+    """
+    su = _Setup(problem, None, "V stable pattern")
+    for pattern in V_PATTERNS:
+        orders = _pattern_orders(su, pattern)
+        got = _evaluate(su, orders) if orders is not None else None
+        if got is None or any(c is not None and pk > c for pk, c in zip(got[1], su.caps)):
+            continue
+        return run_actions(su.view, orders, name=f"V-{pattern.capitalize()} (stable pattern, squeezed)")
+    raise InvalidProblemError(
+        f"V stable pattern: neither pattern's peak fits the capacities "
+        f"{ {d.name: d.memory for d in problem.cluster.devices} }"
+    )
+
+
 def v_capped_orders(problem: Problem, cap: int | None, variant: VVariant) -> dict[int, list[Act]] | None:
     """Each device's order of actions (by cluster rank) under one variant, or
     None when the cap leaves the greedy no move.
@@ -776,7 +855,8 @@ def v_capped_orders(problem: Problem, cap: int | None, variant: VVariant) -> dic
 
 
 def v_capped(problem: Problem, cap: int | None = None, *, name: str = "capped V greedy",
-             time_limit_s: float | None = None, stable_patterns: bool = True) -> Schedule:
+             time_limit_s: float | None = None, work_limit: int | None = None,
+             stable_patterns: bool = True) -> Schedule:
     """The shortest schedule of the stable patterns, the building blocks and the greedy variants under the cap.
 
     ``cap`` is the activation cap of every device in the problem's memory
@@ -785,6 +865,10 @@ def v_capped(problem: Problem, cap: int | None = None, *, name: str = "capped V 
     schedule is validated (the capacities included). With ``time_limit_s``
     the candidates are tried in order while the next one, taking as long
     as the longest so far, would end within it (at least until one fits).
+    ``work_limit`` bounds the work instead, the same on any machine and
+    load: each candidate counts the problem's task instances, and the next
+    one is tried only while the count stays within it (at least until one
+    fits; :data:`V_TASKS_PER_S` converts seconds of deterministic time).
     ``stable_patterns=False`` leaves out the stable patterns (the two
     named ones and the V-Min-spaced ones with turn delays; the blocks and
     the greedy only).
@@ -822,6 +906,7 @@ def v_capped(problem: Problem, cap: int | None = None, *, name: str = "capped V 
                   *V_VARIANTS[6:]]
     # the longest candidate so far: with a limit, the next one is not started when it would end past it
     longest, started = 0.0, None
+    tasks, work = len(problem.tasks), 0
     for cand in candidates:
         now = time.monotonic()
         if started is not None:
@@ -829,6 +914,9 @@ def v_capped(problem: Problem, cap: int | None = None, *, name: str = "capped V 
         started = now
         if best is not None and time_limit_s is not None and now - t0 + longest >= time_limit_s:
             break
+        if best is not None and work_limit is not None and work + tasks > work_limit:
+            break
+        work += tasks
         if isinstance(cand, str) or (isinstance(cand, tuple) and len(cand) == 3):
             slots = cand if isinstance(cand, str) else _turn_slots(su.p, cand)
             assert slots is not None

@@ -51,6 +51,7 @@ says so.
 from __future__ import annotations
 
 import itertools
+import time
 
 import attrs
 
@@ -325,20 +326,34 @@ def zb_greedy_orders(problem: Problem, variant: GreedyVariant) -> dict[int, list
         return None
 
 
-def _figures(builder: _Builder) -> dict[GreedyVariant, tuple[dict[int, list[Act]], int, int]]:
-    """Per variant that fits: its orders, makespan and longest span (from the builder's own times)."""
+def _figures(builder: _Builder, time_limit_s: float | None = None
+             ) -> dict[GreedyVariant, tuple[dict[int, list[Act]], int, int]]:
+    """Per variant that fits: its orders, makespan and longest span (from the builder's own times).
+
+    With ``time_limit_s`` the variants are tried in order while the next
+    one, taking as long as the longest so far, would end within it (at
+    least until one fits).
+    """
     out = {}
+    t0 = time.monotonic()
+    longest = 0.0
     for variant in GREEDY_VARIANTS:
+        now = time.monotonic()
+        if out and time_limit_s is not None and now - t0 + longest > time_limit_s:
+            break
         try:
             out[variant] = builder.run_timed(variant)
         except (_NoRoom, _OutOfOrder):
             continue
+        finally:
+            longest = max(longest, time.monotonic() - now)
     return out
 
 
-def zb_greedy_best(problem: Problem) -> dict[GreedyVariant, Schedule]:
+def zb_greedy_best(problem: Problem, *, time_limit_s: float | None = None) -> dict[GreedyVariant, Schedule]:
     """The variant of least longest span and the variant of least makespan (the first in
     :data:`GREEDY_VARIANTS` on ties; one entry when they are the same), each simulated and validated.
+    With ``time_limit_s`` only the variants tried within it compete (:func:`_figures`).
 
     The variants are ranked by the times the builder gives its actions (the
     as-soon-as-possible times of its orders; where one channel carries
@@ -347,7 +362,7 @@ def zb_greedy_best(problem: Problem) -> dict[GreedyVariant, Schedule]:
     and the validator. Empty when no variant fits.
     """
     builder = _Builder(problem)
-    figures = _figures(builder)
+    figures = _figures(builder, time_limit_s)
     if not figures:
         return {}
     by_span = min(figures, key=lambda v: figures[v][2])

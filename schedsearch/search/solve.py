@@ -11,7 +11,8 @@ The time level (makespan, or the longest device span):
    forced idle, memory), with the assignment LP where blocks choose among
    options and the model is small.
 3. **Handcrafted plans**: every published schedule whose placement matches
-   the problem (the zero-bubble greedy first, then 1F1B, interleaved, ZB-H1,
+   the problem (the zero-bubble greedy first, then the V stable pattern of
+   V-Half or V-Min that fits the memory, then 1F1B, interleaved, ZB-H1,
    ZB-V, Chimera, DualPipe, DualPipeV, ...), at every size (they are linear
    in the task instances), kept only when the validator accepts it (memory
    limits included). Nothing needs naming: the placement is read off the
@@ -90,6 +91,11 @@ ENGINES = ("list", "handcrafted", "repetend", "exact")
 #: cheap there and only matters for flexible placements).
 LP_BOUND_TASKS = 2000
 
+#: Seconds per task instance a handcrafted construction is assumed to take before one has run (a
+#: construction, its simulation and its validation at 80,000 task instances take 15-25 us each on one
+#: core): at 400,000 task instances about 8 s.
+HANDCRAFTED_S_PER_TASK = 2e-5
+
 #: The repetend search runs from this many micro-batches up (below it the
 #: exact search settles the problem faster than a steady state pays off).
 REPETEND_MIN_MICROBATCHES = 12
@@ -166,9 +172,10 @@ class _Portfolio:
             self.report(engine, value)
 
     def report(self, phase: str, incumbent: int | None = None) -> None:
+        """Send the phase, the best plan's value and engine (its source) and the bound so far."""
         best = self.best
         inc = incumbent if incumbent is not None else (best[0] if best else None)
-        self.options.report(phase, inc, self.bound or None, self.deadline.t0)
+        self.options.report(phase, inc, self.bound or None, self.deadline.t0, source=best[2] if best else None)
 
     def note(self, text: str) -> None:
         """Say in the result's ``stats["notes"]`` what the call left out and why."""
@@ -205,25 +212,41 @@ def _time_bound(problem: Problem) -> tuple[int, str]:
     return value, engine
 
 
-def _handcrafted(problem: Problem) -> Iterator[tuple[Callable[[], Iterable[tuple[Schedule, str]]], str]]:
+def _handcrafted(problem: Problem, left: Callable[[], float | None] = lambda: None
+                 ) -> Iterator[tuple[Callable[[], Iterable[tuple[Schedule, str]]], str]]:
     """Every handcrafted construction that may match ``problem``, the zero-bubble greedy first.
 
-    Yields (build, name): ``build()`` gives its schedules (not yet
-    validated) with the engine names they are offered under, or raises
+    Yields (build, name): ``build()`` gives its schedules (each validated
+    against ``problem`` by the construction, as every handcrafted
+    construction does) with the engine names they are offered under, or raises
     :class:`~schedsearch.errors.SchedSearchError` when the placement is
-    not the construction's.
+    not the construction's. ``left()``: the seconds left (None: no
+    limit), read by the constructions that try variants (the zero-bubble
+    greedy's are tried while they fit in it).
     """
     from schedsearch.handcrafted.families import SCHEDULES
     from schedsearch.handcrafted.zb_greedy import zb_greedy_best
 
     def greedy() -> Iterable[tuple[Schedule, str]]:
         return [(schedule, f"handcrafted zero-bubble greedy ({variant})")
-                for variant, schedule in zb_greedy_best(problem).items()]
+                for variant, schedule in zb_greedy_best(problem, time_limit_s=left()).items()]
 
     yield greedy, "zero-bubble greedy"
+    yield (lambda: _v_pattern(problem)), "V stable pattern"
     for spec in SCHEDULES.values():
         yield (lambda spec=spec: [(spec.generate(problem, dict(spec.defaults)), f"handcrafted {spec.title}")]), \
             spec.title
+
+
+def _v_pattern(problem: Problem) -> Iterable[tuple[Schedule, str]]:
+    """The paper's V-Half or V-Min stable pattern that fits the capacities: a V placement's quick first plan
+    under a memory cap (the public greedy's cost and quality; V-Half and V-Min then try every construction).
+    Nothing without a capacity (ZB-V is the plan there)."""
+    from schedsearch.handcrafted.v_capped import v_pattern_fit
+
+    if all(d.memory is None for d in problem.cluster.devices):
+        return []
+    return [(v_pattern_fit(problem), "handcrafted V stable pattern")]
 
 
 def _warm_starts(pf: _Portfolio) -> None:
@@ -235,23 +258,28 @@ def _handcrafted_plans(pf: _Portfolio) -> None:
     """Every construction whose placement matches, until one meets the bound (all of them when a memory
     level follows).
 
-    They are linear in the task instances, so they run at every size; the
-    first that matches runs whatever the clock says (the call then has a
-    plan), each later one only when half the time left covers it at the
-    slowest rate (seconds per task instance) seen so far.
+    They are linear in the task instances, so they run at every size; each
+    starts only when the time left covers it at the slowest rate (seconds
+    per task instance) seen so far (before any has run,
+    :data:`HANDCRAFTED_S_PER_TASK`): all the time left while the call has
+    no plan, half of it once it has one (the rest is the list schedules'
+    and the search's). In deterministic mode every construction runs.
     """
     t = pf.deadline.elapsed
     tasks = max(1, len(pf.problem.tasks))
     rate = 0.0  # seconds per task instance of the slowest construction so far
-    for build, name in _handcrafted(pf.problem):
+    wall = not pf.options.deterministic
+    skipped = False
+    for build, name in _handcrafted(pf.problem, lambda: pf.deadline.left() if wall else None):
         if pf.closed and not pf.memory_level:
             break
         left = pf.deadline.left()
-        # half the time left at most, the rest is the list schedules' and the search's (a wall-clock estimate:
-        # not in deterministic mode, where every construction runs)
-        if pf.best is not None and left is not None and not pf.options.deterministic and rate * tasks > left / 2:
-            pf.note(f"handcrafted {name} skipped: it would need about {rate * tasks:.1f} s, {max(left, 0):.1f} s "
-                    f"were left")
+        need = (rate or HANDCRAFTED_S_PER_TASK) * tasks  # a wall-clock estimate: not in deterministic mode
+        if left is not None and wall and need > (left if pf.best is None else left / 2):
+            if not skipped:
+                pf.note(f"handcrafted constructions skipped from {name} on: each would need about {need:.1f} s, "
+                        f"{max(left, 0):.1f} s were left")
+            skipped = True
             continue
         start = pf.deadline.elapsed
         try:
@@ -259,7 +287,7 @@ def _handcrafted_plans(pf: _Portfolio) -> None:
         except SchedSearchError:
             continue  # the placement is not this construction's
         for schedule, engine in plans:
-            pf.offer(schedule, engine)
+            pf.offer(schedule, engine, validated=True)  # every construction validates its plan (run_actions)
         rate = max(rate, (pf.deadline.elapsed - start) / tasks)
     pf.timed("handcrafted", pf.deadline.elapsed - t)
 

@@ -216,3 +216,63 @@ def test_at_p_plus_one_the_plan_is_within_one_percent_of_the_bound(p):
     assert max(metrics(problem, schedule).peak_memory.values()) <= p + 1
     bound = analytic_lower_bound(problem).value
     assert bound <= schedule.makespan <= 1.01 * bound
+
+
+# --- communication time ------------------------------------------------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+def _v_with_communication(p, m, costs, time_per_unit, size):
+    """A V placement with ``size`` units on every edge between devices, over one directed channel of
+    ``time_per_unit`` each way."""
+    import attrs
+
+    from schedsearch import Channel
+
+    problem = placements.vshape_chunks(p, m, forward=costs[0], input_grad=costs[1], weight_grad=costs[2])
+    devices = {b.name: b.options[0].devices for b in problem.graph.blocks}
+    edges = [attrs.evolve(e, size=size) if devices[e.src] != devices[e.dst] else e for e in problem.graph.edges]
+    names = problem.cluster.device_names
+    pairs = [(names[i], names[i + 1]) for i in range(p - 1)]
+    pairs += [(b, a) for a, b in pairs]
+    channels = [Channel(name=f"{a}-{b}", endpoints=(a, b), time_per_unit=time_per_unit, directed=True)
+                for a, b in pairs]
+    return problem.with_(graph=attrs.evolve(problem.graph, edges=edges),
+                         cluster=attrs.evolve(problem.cluster, channels=channels))
+
+
+@settings(deadline=None)
+@given(p=st.integers(2, 6), m_per_p=st.integers(1, 3), costs=st.tuples(*[st.integers(1, 3)] * 3),
+       time_per_unit=st.integers(1, 4), size=st.integers(1, 2), which=st.sampled_from(["half", "min", "none"]))
+def test_plans_with_communication_time_validate_under_the_cap(p, m_per_p, costs, time_per_unit, size, which):
+    problem = _v_with_communication(p, p * m_per_p, costs, time_per_unit, size)
+    cap = {"half": v_half_cap(p), "min": v_min_cap(p), "none": None}[which]
+    schedule = v_capped(problem, cap)
+    assert not validate(problem, schedule)
+    assert schedule.transfers  # activations and gradients do cross the channels
+    if cap is not None:
+        assert max(metrics(problem, schedule).peak_memory.values()) <= cap
+    assert schedule.makespan >= analytic_lower_bound(problem).value
+
+
+@pytest.mark.parametrize("p, m", [(4, 8), (5, 10), (8, 16)])
+def test_pattern_fit_takes_the_first_pattern_within_the_capacity(p, m):
+    from schedsearch.handcrafted.v_capped import v_pattern_fit
+
+    half = v_stable_pattern(placements.vshape_chunks(p, m), "half")
+    low = v_stable_pattern(placements.vshape_chunks(p, m), "min")
+    half_peak = max(metrics(placements.vshape_chunks(p, m), half).peak_memory.values())
+    low_peak = max(metrics(placements.vshape_chunks(p, m), low).peak_memory.values())
+    for memory, expected in ((None, half), (half_peak, half), (half_peak - 1, low if low_peak < half_peak else None),
+                             (low_peak, low if low_peak < half_peak else half)):
+        problem = placements.vshape_chunks(p, m, memory=memory)
+        if expected is None:
+            with pytest.raises(InvalidProblemError, match="neither pattern's peak fits the capacities"):
+                v_pattern_fit(problem)
+            continue
+        schedule = v_pattern_fit(problem)
+        assert not validate(problem, schedule)
+        assert schedule.tasks == expected.tasks
+    with pytest.raises(InvalidProblemError, match="neither pattern's peak fits"):
+        v_pattern_fit(placements.vshape_chunks(p, m, memory=min(half_peak, low_peak) - 1))

@@ -106,6 +106,23 @@ def test_progress_events_name_their_phase():
     assert any(e.phase == "bound" for e in events)
 
 
+def test_progress_events_say_what_found_the_incumbent():
+    # the V-Half cap as every device's capacity: the first plan is a handcrafted construction's, and every
+    # event from then on names the engine of the best plan so far, the last one the result's
+    from schedsearch.handcrafted.v_capped import v_half_cap
+    from schedsearch.placements import vshape_chunks
+
+    problem = vshape_chunks(4, 8, memory=v_half_cap(4))
+    events = []
+    result = solve(problem, objective="makespan", time_limit_s=20, workers=1, progress=events.append)
+    with_plan = [e for e in events if e.incumbent is not None]
+    assert with_plan and all(e.source for e in with_plan)
+    assert with_plan[0].source.startswith("handcrafted")
+    assert [e.elapsed_s for e in events] == sorted(e.elapsed_s for e in events)
+    assert (with_plan[-1].incumbent, with_plan[-1].source) == (result.objective, result.engine)
+    assert f"incumbent {result.objective} ({result.engine})" in str(with_plan[-1])
+
+
 def test_top_level_export_and_result_export(tmp_path):
     assert schedsearch.solve is solve
     result = solve(vshape(2, 3), time_limit_s=10)

@@ -46,9 +46,9 @@ def test_list_scheduling_stops_at_an_expired_deadline():
     assert list_plan(problem, PIPELINE_RULES[0], deadline=Deadline(None)) is not None
 
 
-def test_an_expired_clock_returns_the_first_construction_without_searching(monkeypatch):
+def test_an_expired_clock_starts_no_construction_and_no_search(monkeypatch):
     # uneven stages: 1F1B (39) stays above the bound (38), so without the clock the list schedules and the
-    # exact search would run; with every deadline expired the call returns 1F1B's plan at once
+    # exact search would run; with every deadline expired no construction starts either (none can finish)
     import schedsearch.search.scale.driver as driver
 
     problem = vshape(4, 8, forward=[1, 3, 1, 1], backward=[2, 1, 2, 2])
@@ -59,11 +59,26 @@ def test_an_expired_clock_returns_the_first_construction_without_searching(monke
 
     monkeypatch.setattr(driver, "list_plan", no_list_plan)
     result = solve(problem, objective="makespan", time_limit_s=30, workers=1)
+    assert result.status is Status.TIMEOUT and result.schedule is None
+    assert result.lower_bound == 38
+    assert any("handcrafted constructions skipped" in n for n in result.stats["notes"])
+    assert set(result.stats["phases_s"]) <= {"bound", "handcrafted"}
+
+
+def test_a_construction_starts_when_the_time_left_covers_it(monkeypatch):
+    # 64 task instances at the assumed rate need well under the half second left: the constructions run
+    # (the first one with no plan yet, the others within half the time left), the plan is 1F1B's family
+    from schedsearch.search.solve import HANDCRAFTED_S_PER_TASK
+
+    problem = vshape(4, 8, forward=[1, 3, 1, 1], backward=[2, 1, 2, 2])
+    assert len(problem.tasks) * HANDCRAFTED_S_PER_TASK < 0.25
+    monkeypatch.setattr(Deadline, "left", lambda self: 0.5)
+    result = solve(problem, objective="makespan", time_limit_s=30, workers=1, engines=("handcrafted",))
     assert result.status is Status.FEASIBLE
     assert result.engine.startswith("handcrafted")
     assert result.lower_bound == 38 and result.objective > 38
     assert not validate(problem, result.schedule)
-    assert set(result.stats["phases_s"]) <= {"bound", "handcrafted"}
+    assert "notes" not in result.stats
 
 
 def test_the_zero_bubble_greedy_runs_first_and_its_plan_at_the_bound_ends_the_call():

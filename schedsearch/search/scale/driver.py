@@ -192,15 +192,22 @@ def scale_search(
 def _capped_v(run: _ScaleRun) -> None:
     """On a two-chunk V placement with split backwards, the capped V greedy
     (:func:`~schedsearch.handcrafted.v_capped.v_capped`) at the devices'
-    capacities, within half the time left; other problems: nothing."""
+    capacities, within half the time left (in deterministic mode a work
+    limit of that many deterministic seconds at
+    :data:`~schedsearch.handcrafted.v_capped.V_TASKS_PER_S`, no wall
+    clock); other problems: nothing."""
     from schedsearch.errors import SchedSearchError
-    from schedsearch.handcrafted.v_capped import v_capped
+    from schedsearch.handcrafted.v_capped import V_TASKS_PER_S, v_capped
 
     if run.best is not None and run.best[0] <= run.bound:
         return
     t = run.deadline.elapsed
+    share = run.deadline.slice(0.5, floor_s=0.1)
+    limit: dict[str, Any] = {"time_limit_s": share}
+    if run.opts.deterministic:
+        limit = {"work_limit": None if share is None else int(share * V_TASKS_PER_S)}
     try:
-        schedule = v_capped(run.problem, None, time_limit_s=run.deadline.slice(0.5, floor_s=0.1))
+        schedule = v_capped(run.problem, None, **limit)
     except SchedSearchError:
         return  # not a V placement (or no room for the greedy): the other phases handle it
     run.stats["capped_v_s"] = run.deadline.elapsed - t
