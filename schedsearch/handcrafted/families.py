@@ -76,7 +76,7 @@ from schedsearch.handcrafted.chimera import chimera as _chimera_schedule
 from schedsearch.handcrafted.classic import gpipe as _gpipe, interleaved_1f1b as _interleaved_1f1b
 from schedsearch.handcrafted.classic import one_f_one_b as _one_f_one_b
 from schedsearch.handcrafted.dualpipe import dualpipe as _dualpipe_schedule, dualpipev as _dualpipev_schedule
-from schedsearch.handcrafted.v_capped import v_half as _v_half, v_min as _v_min
+from schedsearch.handcrafted.v_capped import V_TASKS_PER_S, v_half as _v_half, v_min as _v_min
 from schedsearch.handcrafted.zero_bubble import interleaved_zero_bubble as _interleaved_zb
 from schedsearch.handcrafted.zero_bubble import zb_h1 as _zb_h1, zb_v as _zb_v
 from schedsearch.placements import stages
@@ -210,9 +210,11 @@ def _dualpipe_formula(v_shape: bool) -> Callable[[Params], dict[str, Any]]:
 
 SCHEDULES: dict[str, ScheduleSpec] = {}
 
-#: Seconds V-Half and V-Min spend on their candidates (all of them up to about 8 devices and 32
-#: micro-batches; the first that fits at least): solve tries every registered schedule unbounded.
-_V_CANDIDATES_S = 3.0
+#: Work V-Half and V-Min spend on their candidates, in task instances counted over the candidates tried
+#: (3 deterministic seconds at :data:`V_TASKS_PER_S`: all of them up to about 8 devices and 32
+#: micro-batches; the first that fits at least). A count, not the wall clock, so a published schedule is
+#: the same on any machine and load.
+_V_CANDIDATES_WORK = int(3.0 * V_TASKS_PER_S)
 
 
 #: The parameters of the zero-bubble schedules (split backwards), with their defaults.
@@ -296,7 +298,7 @@ for _name, _title, _capped, _cap in (("v-half", "V-Half", _v_half, "p+2"),
         name=_name, title=_title,
         defaults=dict(_ZB_DEFAULTS),
         build=_v_chunks,
-        generate=lambda pr, q, capped=_capped: capped(pr, time_limit_s=_V_CANDIDATES_S),
+        generate=lambda pr, q, capped=_capped: capped(pr, work_limit=_V_CANDIDATES_WORK),
         formula=lambda q: {},
         reference=f"Qi et al., Pipeline Parallelism with Controllable Memory (2024), {_title}; capped V greedy, "
                   f"cap {_cap}",

@@ -952,7 +952,7 @@ def v_capped(problem: Problem, cap: int | None = None, *, name: str = "capped V 
     return run_actions(su.view, best[2], name=f"{name} ({best[1]})")
 
 
-def v_half(problem: Problem, *, time_limit_s: float | None = None) -> Schedule:
+def v_half(problem: Problem, *, time_limit_s: float | None = None, work_limit: int | None = None) -> Schedule:
     """V-Half: :func:`v_capped` at :func:`v_half_cap` (or the devices' capacity when smaller).
 
     Examples
@@ -963,10 +963,11 @@ def v_half(problem: Problem, *, time_limit_s: float | None = None) -> Schedule:
     >>> max(metrics(problem, v_half(problem)).peak_memory.values()) <= 6
     True
     """
-    return v_capped(problem, v_half_cap(len(problem.cluster.devices)), name="V-Half", time_limit_s=time_limit_s)
+    return v_capped(problem, v_half_cap(len(problem.cluster.devices)), name="V-Half", time_limit_s=time_limit_s,
+                    work_limit=work_limit)
 
 
-def v_min(problem: Problem, *, time_limit_s: float | None = None) -> Schedule:
+def v_min(problem: Problem, *, time_limit_s: float | None = None, work_limit: int | None = None) -> Schedule:
     """V-Min: :func:`v_capped` at :func:`v_min_cap` (or the devices' capacity when smaller).
 
     Examples
@@ -977,4 +978,5 @@ def v_min(problem: Problem, *, time_limit_s: float | None = None) -> Schedule:
     >>> max(metrics(problem, v_min(problem)).peak_memory.values()) <= 4
     True
     """
-    return v_capped(problem, v_min_cap(len(problem.cluster.devices)), name="V-Min", time_limit_s=time_limit_s)
+    return v_capped(problem, v_min_cap(len(problem.cluster.devices)), name="V-Min", time_limit_s=time_limit_s,
+                    work_limit=work_limit)
