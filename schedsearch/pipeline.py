@@ -391,8 +391,9 @@ class Pipeline:
         (its bookkeeping, posting sends and receives), in milliseconds: added
         to each stage's forward, backward, input- and weight-gradient time of
         every family's stages (:meth:`stages_for`; once per stage, not per
-        layer). ``fb_overlap_ms`` is an overlapped pair's own time, taken as
-        given. A calibration (:mod:`schedsearch.calibration`) measures it.
+        layer); a smaller micro-batch's times scale with its size overhead
+        included. ``fb_overlap_ms`` is an overlapped pair's own time, taken
+        as given. A calibration (:mod:`schedsearch.calibration`) measures it.
     microbatch_sizes:
         Sizes of the micro-batches in order (samples or tokens; one per
         micro-batch), when they differ: a batch of 30 in 4 micro-batches is
