@@ -19,20 +19,27 @@ pipeline:
   median duration of its actions of that kind (over every micro-batch and
   every step the traces hold); a stage without full backwards (a
   zero-bubble run) gets its backward as its I plus its W; one without
-  I/W actions gets no split times;
+  I/W actions gets no split times. torch's runtime waits for a received
+  activation inside the forward that uses it (a received gradient inside
+  the backward or input gradient): when the trace holds the backend's
+  asynchronous receives (``gloo:recv``, ``nccl:recv``, from posted to
+  completed), such an action counts from its data's arrival, the
+  completion of the receive posted during its receive action;
 * an overlapped pair's median duration becomes ``fb_overlap_ms``;
 * a transfer is a send matched with its receive (the ``k``-th ``SEND_F`` of
   stage ``s``, micro-batch ``m`` with the ``k``-th ``RECV_F`` of stage
-  ``s + 1``, micro-batch ``m``; gradients alike): it lasts from the later
-  of the send's and the receive's start to the receive's end (torch's
-  runtime waits for the data inside the receive action); ``p2p.time_ms`` is
-  the median. The traces' timestamps are put on one clock as written:
+  ``s + 1``, micro-batch ``m``; gradients alike): it lasts from the send's
+  start to the data's arrival (without the backend's receives in the trace:
+  from the later of the two actions' starts to the receive action's end);
+  ``p2p.time_ms`` is the median. The traces' timestamps are put on one clock as written:
   torch's profiler writes them on the host's clock, so traces of one host
   agree, and traces of several hosts as well as their clocks do.
 * the ranks and the stage each holds, and the micro-batch count, come from
   the actions; a trace's rank is its ``distributedInfo.rank`` (torch writes
   it for a distributed run), else its position in the list given.
 
+On a GPU the action spans time the CPU side of the actions (launching
+kernels, waiting); the kernels' own times are not read from the trace.
 The traces hold no memory figures: stages get ``activation_bytes`` and
 ``parameter_bytes`` 0 unless given (``stage_fields``), and no memory
 budget unless given.
@@ -68,6 +75,8 @@ COMPUTE_KINDS = ("F", "B", "I", "W")
 _KINDS = ("F", "B", "I", "W", "SEND_F", "RECV_F", "SEND_B", "RECV_B", "UNSHARD", "RESHARD", "REDUCE_GRAD")
 _ACTION = re.compile(r"^(\d+)(" + "|".join(sorted(_KINDS, key=len, reverse=True)) + r")(\d*)$")
 _PAIR = re.compile(r"^\((.*)\)OVERLAP_F_B$")
+#: The backends' asynchronous receive operations in a trace (gloo on CPU; NCCL).
+_RECEIVE = re.compile(r"^(gloo|nccl):recv$")
 
 
 @attrs.frozen(kw_only=True)
@@ -94,12 +103,42 @@ class ActionSpan:
 
 @attrs.frozen(kw_only=True)
 class RankTrace:
-    """The pipeline actions of one rank's trace, in start order."""
+    """The pipeline actions of one rank's trace, in start order, and the receives' lifetimes.
+
+    ``receives`` are the backend's asynchronous receive operations
+    (``gloo:recv``, ``nccl:recv``: from posted to completed, in us), in
+    start order.
+    """
 
     path: str
     rank: int | None
     host: str | None
     spans: tuple[ActionSpan, ...]
+    receives: tuple[tuple[float, float], ...] = ()
+
+    def arrivals(self) -> dict[tuple[str, int, int | None, int], float]:
+        """When each receive action's data arrived: ``(F or B, stage, micro-batch, occurrence) -> us``.
+
+        A receive action's data arrived when the last backend receive posted
+        during the action completed; actions without one are left out.
+        """
+        out: dict[tuple[str, int, int | None, int], float] = {}
+        seen: dict[tuple[str, int, int | None], int] = {}
+        used = 0
+        for s in self.spans:
+            if s.kind not in ("RECV_F", "RECV_B"):
+                continue
+            key = (s.kind[-1], s.stage, s.microbatch)
+            k = seen[key] = seen.get(key, -1) + 1
+            while used < len(self.receives) and self.receives[used][0] < s.start_us:
+                used += 1
+            ends = []
+            while used < len(self.receives) and self.receives[used][0] <= s.end_us:
+                ends.append(self.receives[used][1])
+                used += 1
+            if ends:
+                out[(*key, k)] = max(ends)
+        return out
 
 
 def _parse_action(text: str) -> tuple[int, str, int | None] | None:
@@ -167,8 +206,14 @@ def read_trace(path: str | os.PathLike) -> RankTrace:
             f"{where}: not a Chrome trace: expected a JSON object with a 'traceEvents' list (what torch.profiler's "
             f"export_chrome_trace writes) or a list of events")
     spans = []
+    receives = []
     labelled = 0
     for i, event in enumerate(events):
+        if isinstance(event, dict) and event.get("ph") == "X" and _RECEIVE.match(str(event.get("name", ""))):
+            ts, dur = event.get("ts"), event.get("dur")
+            if isinstance(ts, (int, float)) and isinstance(dur, (int, float)) and dur >= 0:
+                receives.append((float(ts), float(ts) + float(dur)))
+            continue
         if not isinstance(event, dict) or not str(event.get("name", "")).startswith(LABEL_PREFIX):
             continue
         labelled += 1
@@ -192,7 +237,8 @@ def read_trace(path: str | os.PathLike) -> RankTrace:
             f"trace with torch.profiler around a pipelined step")
     rank = info.get("rank") if isinstance(info, dict) else None
     rank = rank if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0 else None
-    return RankTrace(path=str(path), rank=rank, host=host, spans=tuple(sorted(spans, key=lambda s: s.start_us)))
+    return RankTrace(path=str(path), rank=rank, host=host, spans=tuple(sorted(spans, key=lambda s: s.start_us)),
+                     receives=tuple(sorted(receives)))
 
 
 def read_traces(paths: Sequence[str | os.PathLike] | str | os.PathLike) -> tuple[RankTrace, ...]:
@@ -225,22 +271,52 @@ def _ms(values: Sequence[float]) -> float:
     return statistics.median(values) / 1e3
 
 
-def _transfers(traces: Sequence[RankTrace], stage_rank: Mapping[int, int]) -> list[float]:
-    """Every matched send/receive's time (us): from the later start to the receive's end."""
+def _transfers(traces: Sequence[RankTrace]) -> list[float]:
+    """Every matched send/receive's time (us): from the send's start to the data's arrival, or, without the
+    backend's receive in the trace, from the later start to the receive action's end."""
     sends: dict[tuple[str, int, int | None], list[ActionSpan]] = {}
-    recvs: dict[tuple[str, int, int | None], list[ActionSpan]] = {}
+    recvs: dict[tuple[str, int, int | None], list[tuple[ActionSpan, float | None]]] = {}
     for t in traces:
+        arrived = t.arrivals()
         for s in t.spans:
             if s.kind in ("SEND_F", "SEND_B"):
                 sends.setdefault((s.kind[-1], s.stage, s.microbatch), []).append(s)
             elif s.kind in ("RECV_F", "RECV_B"):
-                recvs.setdefault((s.kind[-1], s.stage, s.microbatch), []).append(s)
+                key = (s.kind[-1], s.stage, s.microbatch)
+                got = recvs.setdefault(key, [])
+                got.append((s, arrived.get((*key, len(got)))))
     out = []
     for (direction, stage, mb), sent in sends.items():
         peer = stage + 1 if direction == "F" else stage - 1
-        got = recvs.get((direction, peer, mb), [])
-        for a, b in zip(sent, got):
-            out.append(max(0.0, b.end_us - max(a.start_us, b.start_us)))
+        for a, (b, arrival) in zip(sent, recvs.get((direction, peer, mb), [])):
+            if arrival is not None:
+                out.append(max(0.0, arrival - a.start_us))
+            else:
+                out.append(max(0.0, b.end_us - max(a.start_us, b.start_us)))
+    return out
+
+
+def _compute_durations(trace: RankTrace) -> list[tuple[ActionSpan, float]]:
+    """Each compute action of ``trace`` and its duration (us) after the data it waits for arrived.
+
+    torch's runtime waits for a received activation inside the forward that
+    uses it, and for a received gradient inside the backward (or input
+    gradient) that uses it: such an action counts from the arrival (when
+    the trace holds the backend's receive), not from its start.
+    """
+    arrived = trace.arrivals()
+    seen: dict[tuple[str, int, int | None], int] = {}
+    out = []
+    for s in trace.spans:
+        start = s.start_us
+        needs = ("F" if s.kind == "F" else "B" if s.kind in ("B", "I") else None)
+        if needs is not None:
+            key = (needs, s.stage, s.microbatch)
+            k = seen[key] = seen.get(key, -1) + 1
+            arrival = arrived.get((*key, k))
+            if arrival is not None:
+                start = min(s.end_us, max(start, arrival))
+        out.append((s, s.end_us - start))
     return out
 
 
@@ -291,7 +367,7 @@ def pipeline_from_traces(
     pairs: list[float] = []
     top_mb = -1
     for t in traces:
-        for s in t.spans:
+        for s, duration in _compute_durations(t):
             actions = s.members if s.kind == "OVERLAP_F_B" else ((s.stage, s.kind, s.microbatch),)
             for stage, kind, mb in actions:
                 if kind in COMPUTE_KINDS:
@@ -303,7 +379,7 @@ def pipeline_from_traces(
             if s.kind == "OVERLAP_F_B":
                 pairs.append(s.duration_us)
             elif s.kind in COMPUTE_KINDS:
-                durations.setdefault((s.stage, s.kind), []).append(s.duration_us)
+                durations.setdefault((s.stage, s.kind), []).append(duration)
     num_stages = max(stage_rank) + 1
     missing = [s for s in range(num_stages) if s not in stage_rank]
     if missing:
@@ -335,7 +411,7 @@ def pipeline_from_traces(
         stages.append(Stage(**times, **extra))
     if not stages or len(traces) > len(stages):
         raise InvalidPipelineError(f"{where}: {len(traces)} ranks but {len(stages)} stages")
-    transfers = _transfers(traces, stage_rank)
+    transfers = _transfers(traces)
     if transfers and "p2p" not in fields:
         fields["p2p"] = {"time_ms": _ms(transfers)}
     if pairs and "fb_overlap_ms" not in fields:

@@ -204,3 +204,23 @@ def test_traces_recorded_around_torch_pipeline_runtime(tmp_path):
     assert (pipeline.num_ranks, pipeline.num_microbatches, len(pipeline.stages)) == (2, 4, 2)
     assert all(s.has_split and s.forward_ms > 0 and s.backward_ms > 0 for s in pipeline.stages)
     assert pipeline.p2p.time_ms is not None
+
+
+def test_a_compute_action_counts_from_the_arrival_of_the_data_it_waits_for(tmp_path):
+    # torch's runtime posts a receive in RECV_F / RECV_B and waits for it inside the forward (backward) that uses
+    # it; the backend's receive (gloo:recv, posted to completed) says when the data arrived
+    def recv(ts, dur):
+        return {"ph": "X", "cat": "cpu_op", "name": "gloo:recv", "ts": ts, "dur": dur}
+
+    rank0 = [span("PP:0F0", 0, 1000), span("PP:0SEND_F0", 1000, 10),
+             span("PP:0RECV_B0", 1100, 20), recv(1105, 4895),       # the gradient arrives at 6000
+             span("PP:0B0", 1200, 6000)]                             # waits 4800 us, computes 1200
+    rank1 = [span("PP:1RECV_F0", 500, 30), recv(510, 800),           # the activation arrives at 1310
+             span("PP:1F0", 600, 1200),                              # waits 710 us, computes 490
+             span("PP:1B0", 1800, 4000), span("PP:1SEND_B0", 5800, 10)]
+    pipeline = pipeline_from_traces([write(tmp_path, 0, rank0), write(tmp_path, 1, rank1)])
+    s0, s1 = pipeline.stages
+    assert (s0.forward_ms, s0.backward_ms) == (1.0, 1.2)
+    assert (s1.forward_ms, s1.backward_ms) == (0.49, 4.0)
+    # transfers from the send's start to the arrival: 1310 - 1000 and 6000 - 5800
+    assert pipeline.p2p.time_ms == statistics.median([310, 200]) / 1e3
