@@ -15,9 +15,12 @@ measures) and returns a :class:`~schedsearch.calibration.Calibration`:
   per micro-batch) at several micro-batch counts; the model (the measured
   stage times, the link just fitted) predicts each plan's makespan
   ``p(M, o)`` for an overhead ``o`` per action, and ``(c, o)`` are the
-  least-squares fit of ``measured(M) = c + p(M, o)`` (``p`` linear in ``o``
-  near the fit: its slope is taken from the model), ``c`` being what a step
-  costs once (its set-up, the gradient reduction), reported beside.
+  least-squares fit of ``measured(M) = c + p(M, o)`` (:func:`fit_overhead`),
+  ``c`` being what a step costs once (its set-up, the gradient reduction).
+
+What is measured is the machine as it is while measuring: on a machine
+shared with other work, the overheads include waiting to be scheduled
+again after a blocking receive, and move with the load.
 
 Every process is stopped on success and on failure; a rank that fails or
 does not finish within the time limit raises
