@@ -21,6 +21,14 @@ step. The table gives, before and after side by side, predicted,
 measured and their ratio; and for each pair of plans whose predictions
 differ by more than 5%, whether the measured order agrees.
 
+Where the rest of the difference comes from: the 1F1B plan runs once
+more under ``torch.profiler``
+(:func:`~schedsearch.runtime.profiler_traces.record_traces`) and each
+stage's F and B as the run computes them (from the data's arrival,
+:func:`~schedsearch.runtime.profiler_traces.pipeline_from_traces`) are
+printed against the profiled ones (the profiler itself slows each
+operator: an upper bound).
+
 Goals: every ratio within 10% of 1 after calibration; every pair whose
 predictions differ by more than 5% measured in the predicted order. The
 machine's load average is printed before and after: on a shared machine
@@ -56,6 +64,19 @@ def _plans(pipeline: Any, time_limit_s: float) -> dict[str, tuple[Any, Any, floa
     result = plan(pipeline, time_limit_s=time_limit_s, workers=1, deterministic=True, seed=0)
     out["searched"] = (result.problem, result.schedule, float(result.best.makespan_ms))
     return out
+
+
+def _compute_in_run(made: tuple[Any, Any, float], workload: Any, base: Any) -> list[tuple[float, float]]:
+    """Per stage, (F, B) as the run computes them (traced) over the profiled times."""
+    import tempfile
+
+    from schedsearch.runtime import plan_from_schedule
+    from schedsearch.runtime.profiler_traces import pipeline_from_traces, record_traces
+
+    with tempfile.TemporaryDirectory(prefix="bench-calibration-") as folder:
+        record_traces(plan_from_schedule(made[0], made[1]), workload, folder, steps=3, warmup_steps=1)
+        traced = pipeline_from_traces(folder)
+    return [(t.forward_ms / s.forward_ms, t.backward_ms / s.backward_ms) for t, s in zip(traced.stages, base.stages)]
 
 
 def _agreement(rows: list[dict[str, Any]], predicted: str, measured: str) -> tuple[int, int, list[str]]:
@@ -125,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             equal &= result.grads_equal
             times[text].extend(result.step_times_s[1:] if args.steps > 1 else result.step_times_s)
     measured = {text: 1e3 * statistics.median(ts) for text, ts in times.items()}
+    in_run = _compute_in_run(before["1F1B"], workload, base)
     load_after = _load()
 
     rows = []
@@ -147,11 +169,14 @@ def main(argv: list[str] | None = None) -> int:
               f"differ by > 5% measured in that order" + (f" (not: {', '.join(wrong)})" if wrong else ""))
     print(f"overhead fit: {[(s[0], round(s[1], 3), round(s[2] + overhead.step_ms, 3)) for s in overhead.samples]} "
           f"(micro-batches, measured ms, fitted ms)")
+    print("compute in the run (1F1B traced) over the profiled: " + ", ".join(
+        f"stage {k} F x{f:.2f} B x{b:.2f}" for k, (f, b) in enumerate(in_run)))
     print(f"load average (1/5/15 min) before: {load_before}, after: {load_after}")
     print(f"every run's gradients equal to one process's: {equal}")
     write_results("calibration", rows, model=args.model, microbatches=m, microbatch_size=n, steps=args.steps,
                   rounds=args.rounds, calibration=calibration.to_dict(), verdicts=verdicts,
-                  load_before=load_before, load_after=load_after, profile=prof.to_dict())
+                  load_before=load_before, load_after=load_after, profile=prof.to_dict(),
+                  compute_in_run_over_profiled=[list(x) for x in in_run])
     return 0 if equal else 1
 
 
