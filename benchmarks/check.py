@@ -143,6 +143,44 @@ def case_bounds_archer(f: Figures, data: Path) -> None:
     f.proof("three_superblock_proven", tsb.status is Status.OPTIMAL)
 
 
+def case_calibration(f: Figures, data: Path) -> None:
+    """bench_calibration: what calibration computes without a clock: the link and overhead fits of synthetic
+    timings (known values recovered), 1F1B and ZB-H1 predicted on a calibrated pipeline, a pipeline from synthetic
+    profiler traces (known medians)."""
+    import json
+    import statistics
+    import tempfile
+
+    from schedsearch import Pipeline
+    from schedsearch.calibration import Calibration, fit_link
+    from schedsearch.runtime.calibrate import family_plan, fit_overhead
+    from schedsearch.runtime.profiler_traces import pipeline_from_traces
+
+    link = fit_link([(b, 0.08 + b / 3e9 * 1e3) for b in (4, 4096, 65536, 2**20, 4 * 2**20)])
+    f.proof("link_fit_recovers", abs(link.latency_ms - 0.08) < 1e-9 and abs(link.bandwidth_bytes_per_s - 3e9) <= 3e3)
+
+    def predict(m: int, o: float) -> float:
+        return 0.4 * m + max((2 * m + 2) * o, 5.0)
+
+    fit = fit_overhead({m: 1.5 + predict(m, 0.3) for m in (4, 8, 16)}, predict)
+    f.proof("overhead_fit_recovers", abs(fit.action_ms - 0.3) < 1e-6 and abs(fit.step_ms - 1.5) < 1e-5)
+    stage = {"forward_ms": 1.0, "backward_ms": 2.0, "input_grad_ms": 1.0, "weight_grad_ms": 1.0, "send_bytes": "1 MiB"}
+    pipeline = Calibration(latency_ms=0.25, bandwidth_bytes_per_s=2**22 * 1000, action_overhead_ms=0.1).apply(
+        Pipeline(num_ranks=2, num_microbatches=8, families=["1f1b"], stages=[stage] * 2))
+    for name in ("1F1B", "ZB-H1"):
+        f.lower(f"{name.lower()}_calibrated_ms", round(family_plan(pipeline, name)[2], 9))
+    durations = {(s, k): [1000 + 100 * s + 10 * m for m in range(4)] for s in (0, 1) for k in ("F", "B")}
+    with tempfile.TemporaryDirectory() as folder:
+        for rank in (0, 1):
+            events = [{"ph": "X", "name": f"PP:{rank}{k}{m}", "ts": 10_000 * m + (5000 if k == "B" else 0),
+                       "dur": durations[(rank, k)][m]} for k in ("F", "B") for m in range(4)]
+            (Path(folder) / f"rank{rank}.json").write_text(json.dumps({"traceEvents": events}))
+        imported = pipeline_from_traces(folder)
+    want = [(statistics.median(durations[(s, "F")]) / 1e3, statistics.median(durations[(s, "B")]) / 1e3)
+            for s in (0, 1)]
+    f.proof("trace_medians_exact", [(s.forward_ms, s.backward_ms) for s in imported.stages] == want)
+
+
 def case_contiguous_ip(f: Figures, data: Path) -> None:
     """bench_contiguous_ip: the strengthened contiguous IP proves the DP optimum on a small workload."""
     from schedsearch.loaders.opgraph import read_dnn_partitioning

@@ -387,6 +387,14 @@ class Pipeline:
     time_tolerance:
         Largest relative rounding error allowed on any stage time when the
         times become integers (default 1%).
+    action_overhead_ms:
+        What the pipeline runtime adds to every action beyond its compute
+        (its bookkeeping, posting sends and receives), in milliseconds: added
+        to each stage's forward, backward, input- and weight-gradient time of
+        every family's stages (:meth:`stages_for`; once per stage, not per
+        layer); a smaller micro-batch's times scale with its size overhead
+        included. ``fb_overlap_ms`` is an overlapped pair's own time, taken
+        as given. A calibration (:mod:`schedsearch.calibration`) measures it.
     microbatch_sizes:
         Sizes of the micro-batches in order (samples or tokens; one per
         micro-batch), when they differ: a batch of 30 in 4 micro-batches is
@@ -422,6 +430,7 @@ class Pipeline:
     fb_overlap_ms: float | None = None
     time_tolerance: float = 0.01
     microbatch_sizes: tuple[float, ...] | None = attrs.field(default=None, converter=_sizes)
+    action_overhead_ms: float = 0.0
     name: str = ""
 
     def __attrs_post_init__(self) -> None:
@@ -453,6 +462,7 @@ class Pipeline:
         object.__setattr__(self, "fb_overlap_ms", _time("pipeline", "fb_overlap_ms", self.fb_overlap_ms, True))
         if self.fb_overlap_ms == 0:
             raise InvalidPipelineError("pipeline: 'fb_overlap_ms' must be > 0 (or absent), got 0.0")
+        object.__setattr__(self, "action_overhead_ms", _time("pipeline", "action_overhead_ms", self.action_overhead_ms))
         tol = _number(self.time_tolerance)
         if tol is None or not MIN_TIME_TOLERANCE <= tol < 0.5:
             raise InvalidPipelineError(
@@ -516,6 +526,8 @@ class Pipeline:
         out["time_tolerance"] = self.time_tolerance
         if self.microbatch_sizes is not None:
             out["microbatch_sizes"] = [int(x) if x == int(x) else x for x in self.microbatch_sizes]
+        if self.action_overhead_ms:
+            out["action_overhead_ms"] = self.action_overhead_ms
         p2p = self.p2p.to_dict()
         if p2p:
             out["p2p"] = p2p
@@ -523,8 +535,16 @@ class Pipeline:
         return out
 
     @classmethod
-    def load(cls, path: str | Path) -> Pipeline:
-        """Read a pipeline from a ``.toml`` or ``.json`` file."""
+    def load(cls, path: str | Path, calibration: Any = None) -> Pipeline:
+        """Read a pipeline from a ``.toml`` or ``.json`` file, merged with a calibration.
+
+        The file may name a calibration file (:mod:`schedsearch.calibration`)
+        with a top-level key ``calibration = "calibration.toml"`` (relative to
+        the pipeline file); ``calibration`` (a
+        :class:`~schedsearch.calibration.Calibration` or the path of one)
+        takes its place. The pipeline returned has the calibration applied
+        (:meth:`calibrated`) and no reference to the file.
+        """
         path = Path(path)
         try:
             text = path.read_text(encoding="utf-8")
@@ -539,7 +559,28 @@ class Pipeline:
             raise InvalidPipelineError(f"pipeline file {str(path)!r}: not valid {path.suffix[1:] or 'TOML'}: {exc}") from None
         except RecursionError:
             raise InvalidPipelineError(f"pipeline file {str(path)!r}: nested too deeply to read") from None
-        return cls.from_dict(document)
+        if isinstance(document, dict) and "calibration" in document:
+            named = document.pop("calibration")
+            if not isinstance(named, str):
+                raise InvalidPipelineError(f"pipeline file {str(path)!r}: 'calibration' must be the path of a "
+                                           f"calibration file, got {short_repr(named)}")
+            if calibration is None:
+                calibration = path.parent / named
+        pipeline = cls.from_dict(document)
+        return pipeline if calibration is None else pipeline.calibrated(calibration)
+
+    def calibrated(self, calibration: Any) -> Pipeline:
+        """This pipeline with a calibration's link and overhead per action (a
+        :class:`~schedsearch.calibration.Calibration` or the path of its file;
+        see :meth:`Calibration.apply <schedsearch.calibration.Calibration.apply>`)."""
+        from schedsearch.calibration import Calibration
+
+        if isinstance(calibration, (str, Path)):
+            calibration = Calibration.load(calibration)
+        if not isinstance(calibration, Calibration):
+            raise InvalidPipelineError(f"pipeline: 'calibration' must be a Calibration or the path of its file, got "
+                                       f"{type(calibration).__name__}")
+        return calibration.apply(self)
 
     def save(self, path: str | Path) -> Path:
         """Write the pipeline as TOML (or JSON when the name ends in ``.json``)."""
@@ -662,16 +703,19 @@ class Pipeline:
 
         With ``partition="fixed"`` only the given count applies (None
         otherwise); with ``"dp"`` the layers are split by :func:`split_layers`
-        (None when there are fewer layers than stages).
+        (None when there are fewer layers than stages). Each stage's action
+        times carry ``action_overhead_ms`` (added once per stage).
         """
         if self.partition == "fixed":
             if len(self.stages) != num_stages:
                 return None
-            return self.stages, tuple((i,) for i in range(num_stages))
+            return tuple(_with_overhead(s, self.action_overhead_ms) for s in self.stages), \
+                tuple((i,) for i in range(num_stages))
         if len(self.stages) < num_stages:
             return None
         groups = split_layers(self.stages, num_stages)
-        return tuple(_merge(self.stages, g, k) for k, g in enumerate(groups)), groups
+        return tuple(_with_overhead(_merge(self.stages, g, k), self.action_overhead_ms)
+                     for k, g in enumerate(groups)), groups
 
 
 # ------------------------------------------------------------ checks of plan()'s input
@@ -760,6 +804,16 @@ def _toml_value(value: Any) -> str:
 def _sum_ms(values: Sequence[float]) -> float:
     """The sum of times as written (decimals, exactly), as the nearest float: 0.1 + 0.2 is 0.3."""
     return float(sum(Fraction(repr(v)) for v in values))
+
+
+def _with_overhead(stage: Stage, overhead_ms: float) -> Stage:
+    """``stage`` with ``overhead_ms`` added to each of its action times (exactly as decimals)."""
+    if not overhead_ms:
+        return stage
+    times = {f: _sum_ms([getattr(stage, f), overhead_ms]) for f in ("forward_ms", "backward_ms")}
+    if stage.has_split:
+        times.update({f: _sum_ms([getattr(stage, f), overhead_ms]) for f in ("input_grad_ms", "weight_grad_ms")})
+    return attrs.evolve(stage, **times)
 
 
 def _merge(layers: Sequence[Stage], group: Sequence[int], index: int) -> Stage:

@@ -10,6 +10,19 @@ problem's name) and activation-memory deltas, and writes it and the raw
 profile to ``--out DIR`` (default ``out``; ``''`` writes nothing) as
 ``{name}.problem.json`` (for ``schedsearch search --problem``) and
 ``{name}.profile.json``. Needs ``schedsearch[torch]``.
+
+``--calibrate`` also measures this machine's point-to-point link (gloo,
+latency and bandwidth fitted to several tensor sizes) and the pipeline
+runtime's overhead per action (1F1B plans of near-empty actions), and
+writes ``calibration.toml`` and ``{name}.pipeline.toml`` (the profiled
+stages as a pipeline for ``schedsearch plan``, naming the calibration,
+which ``plan`` merges: link and overhead).
+
+``--traces`` reads the torch profiler traces of a pipelined run instead
+(one Chrome trace JSON per rank, or their folder, as a torchtitan
+profiling run leaves them) and writes ``{name}.pipeline.toml``: per stage
+the median time of each action kind, the median transfer time; no model
+is run.
 """
 
 from __future__ import annotations
@@ -17,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from schedsearch.cli._common import byte_amount, plain_name
 from schedsearch.cli.run import int_list
@@ -44,19 +58,47 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="bytes per memory unit of the problem (default 1024)")
     problem = p.add_argument_group("problem")
     problem.add_argument("--devices", type=int, help="devices (default: one per stage)")
-    problem.add_argument("--microbatches", type=int, default=8, help="micro-batches (default 8)")
+    problem.add_argument("--microbatches", type=int, dest="microbatches_given",
+                         help="micro-batches (default 8; with --traces: the traces' count)")
     problem.add_argument("--microbatch-sizes", type=int_list, help="size of each micro-batch (overrides --microbatches)")
     problem.add_argument("--mapping", help="stage-to-device map: loop, v or a list such as 0,1,1,0")
     problem.add_argument("--split-backward", action="store_true", help="I and W blocks instead of B (zero bubble)")
     problem.add_argument("--memory-bytes", type=byte_amount, metavar="SIZE",
                          help="memory capacity per device for activations, e.g. 6GiB (rounded down to memory units)")
+    p.add_argument("--calibrate", action="store_true",
+                   help="also measure the link and the runtime's overhead per action; write calibration.toml and a "
+                   "pipeline naming it")
+    p.add_argument("--traces", nargs="+", metavar="TRACE",
+                   help="build the pipeline from torch profiler traces (one JSON per rank, or their folder) instead "
+                   "of running the model")
     p.add_argument("--out", metavar="DIR", default="out",
                    help="folder to write the problem and the raw profile into (default: out; '' writes nothing)")
     p.set_defaults(func=run)
     return p
 
 
+def _from_traces(args: argparse.Namespace) -> int:
+    from schedsearch.runtime.profiler_traces import pipeline_from_traces
+
+    paths = args.traces[0] if len(args.traces) == 1 and Path(args.traces[0]).is_dir() else args.traces
+    pipeline = pipeline_from_traces(paths, num_microbatches=args.microbatches_given)
+    print(f"pipeline: {pipeline}")
+    for s in pipeline.stages:
+        split = f", I {s.input_grad_ms:.3f}, W {s.weight_grad_ms:.3f}" if s.has_split else ""
+        print(f"  {s.name}: F {s.forward_ms:.3f} ms, B {s.backward_ms:.3f}{split} ms")
+    if not pipeline.p2p.free:
+        print(f"  transfer: {pipeline.p2p.transfer_ms(0):.3f} ms (median of the matched sends and receives)")
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        path = pipeline.save(out / f"{plain_name(pipeline.name or 'traces')}.pipeline.toml")
+        print(f"wrote {path}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.traces:
+        return _from_traces(args)
     spec = parse_model_spec(args.model)
     sizes = [args.microbatch_size] + [n for n in (args.sizes or []) if n != args.microbatch_size]
     for n in args.microbatch_sizes or []:
@@ -75,12 +117,13 @@ def run(args: argparse.Namespace) -> int:
         memory_unit_bytes=args.memory_unit,
     )
     print(prof.table())
+    microbatches = 8 if args.microbatches_given is None else args.microbatches_given
     mapping = args.mapping
     if mapping is not None and mapping not in ("loop", "v"):
         mapping = int_list(mapping)
     problem = prof.to_problem(
         args.devices or args.stages,
-        None if args.microbatch_sizes else args.microbatches,
+        None if args.microbatch_sizes else microbatches,
         mapping=mapping,
         split_backward=args.split_backward,
         memory=None if args.memory_bytes is None else args.memory_bytes // prof.memory_unit_bytes,
@@ -98,4 +141,33 @@ def run(args: argparse.Namespace) -> int:
                            (out / f"{stem}.profile.json", json.dumps(prof.to_dict(), indent=2))):
             path.write_text(text)
             print(f"wrote {path}")
+    if args.calibrate:
+        _calibrate(args, prof, problem, microbatches)
     return 0
+
+
+def _calibrate(args: argparse.Namespace, prof: Any, problem: Any, microbatches: int) -> None:
+    from schedsearch.pipeline import Pipeline
+    from schedsearch.runtime.calibrate import calibrate
+
+    calibration, overhead = calibrate()
+    print(calibration)
+    for m, measured, predicted in overhead.samples:
+        print(f"  near-empty 1F1B, {m} micro-batches: step {measured:.3f} ms measured, "
+              f"{predicted + overhead.step_ms:.3f} ms by the fit")
+    if args.mapping is not None or (args.devices or args.stages) != args.stages:
+        print("no pipeline written: it holds one stage per rank (no --mapping, --devices = --stages)")
+        return
+    sizes = args.microbatch_sizes
+    pipeline = Pipeline.from_profile(prof, num_ranks=args.stages, num_microbatches=len(sizes) if sizes else microbatches,
+                                     name=problem.name, microbatch_sizes=sizes,
+                                     microbatch_size=max(sizes) if sizes else None)
+    if args.out:
+        out = Path(args.out)
+        stem = plain_name(problem.name or "profile")
+        cal_path = calibration.save(out / "calibration.toml")
+        path = out / f"{stem}.pipeline.toml"
+        path.write_text(f"calibration = {json.dumps(cal_path.name)}  # merged when read: link and overhead per "
+                        f"action\n" + pipeline.to_toml())
+        print(f"wrote {cal_path}")
+        print(f"wrote {path}")
