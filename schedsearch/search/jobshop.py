@@ -492,8 +492,9 @@ def _exact(run: _JobShop, child: Run, redundant: bool, hint: bool = True) -> Sea
     ))
     engine = ""
     if result.schedule is not None:  # the backend validated it against this very problem
-        engine = child.offer(result.schedule, Provenance(source=Source.EXACT, engine=f"exact search ({result.backend})"),
-                             validated=True, report=False, value=result.schedule.makespan).engine
+        exact = Provenance(source=Source.EXACT, engine=f"exact search ({result.backend})")
+        child.offer(result.schedule, exact, validated=True, report=False, value=result.schedule.makespan)
+        engine = exact.engine
     if warm is not None and result.schedule is None and result.status is not Status.INFEASIBLE:
         # the solver found nothing within the limit: the warm start stands
         engine = "warm start 0"

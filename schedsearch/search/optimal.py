@@ -115,8 +115,9 @@ def exact_search(run: Run, *, symmetry_breaking: bool = True, redundant: bool = 
     engine = ""
     if result.schedule is not None:
         # the backend validated it against this very problem
-        engine = run.offer(result.schedule, Provenance(source=Source.EXACT, engine=f"exact search ({result.backend})"),
-                           validated=True, report=False).engine
+        exact = Provenance(source=Source.EXACT, engine=f"exact search ({result.backend})")
+        run.offer(result.schedule, exact, validated=True, report=False)
+        engine = exact.engine
     if warm is not None and result.schedule is None and result.status is not Status.INFEASIBLE:
         # the solver found nothing within the limit: the warm start stands
         engine = warm.engine

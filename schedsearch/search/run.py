@@ -182,7 +182,8 @@ class Facts:
         return reduced
 
     def analytic(self, problem: Problem) -> AnalyticBound:
-        """The analytic lower bound of ``problem``'s objective (:func:`~schedsearch.bounds.analytic.objective_lower_bound`)."""
+        """The analytic lower bound of ``problem``'s objective
+        (:func:`~schedsearch.bounds.analytic.objective_lower_bound`)."""
         from schedsearch.bounds.analytic import objective_lower_bound
 
         return self._get("analytic", problem, objective_lower_bound)

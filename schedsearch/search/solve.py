@@ -293,12 +293,12 @@ def _list_plans(problem: Problem, pf: _Portfolio, share: float) -> list[tuple[Sc
     """
     from schedsearch.errors import UnsupportedFeatureError
     from schedsearch.search.list_scheduling import heft
-    from schedsearch.search.scale.driver import scale
+    from schedsearch.search.scale.driver import search_at_scale
 
     out: list[tuple[Schedule, Provenance]] = []
     try:
         child = pf.run.child(problem, time_limit_s=pf.deadline.slice(share, floor_s=0.2), silent=True)
-        result = scale(child, exact=False)
+        result = search_at_scale(child, exact=False)
         if result.schedule is not None and child.best is not None:
             out.append((result.schedule, child.best.provenance))
         if problem is pf.problem and result.lower_bound is not None and result.lower_bound > pf.bound:
@@ -356,7 +356,7 @@ def _exact(pf: _Portfolio) -> Status | None:
     on large ones).
     """
     from schedsearch.search.jobshop import jobshop_search
-    from schedsearch.search.scale.driver import _EXACT_TASKS_PER_S, scale
+    from schedsearch.search.scale.driver import _EXACT_TASKS_PER_S, search_at_scale
 
     t = pf.deadline.elapsed
     best = pf.best
@@ -373,7 +373,7 @@ def _exact(pf: _Portfolio) -> Status | None:
     if pf.problem.num_microbatches == 1 and pf.problem.objective == "makespan":
         result = jobshop_search(child, list_baseline=False)
     else:
-        result = scale(child, rules=(), extra_ties=_mirror_ties(pf.run))
+        result = search_at_scale(child, rules=(), extra_ties=_mirror_ties(pf.run))
     pf.timed("exact", pf.deadline.elapsed - t)
     if not child.budget.metered:
         pf.deadline.charge(allotted or 0.0)

@@ -54,7 +54,7 @@ from schedsearch.search.run import Provenance, Run, Source
 from schedsearch.search.scale.ties import Tie, periodic_ties
 from schedsearch.validate import assert_valid, validate
 
-__all__ = ["scale_search", "scale", "TIES_AUTO_TASKS"]
+__all__ = ["scale_search", "search_at_scale", "TIES_AUTO_TASKS"]
 
 #: ``ties="auto"`` ties micro-batches periodically above this many task instances.
 TIES_AUTO_TASKS = 1000
@@ -163,13 +163,13 @@ def scale_search(
         "periodic_window": (periodic_window, _WINDOW), "period": (period, Rule.integer(1, none=True)),
         "extra_ties": (extra_ties, Rule.ties()), "reduce": (reduce, Rule.boolean()),
     }, time_limit_s=300.0)
-    return scale(run, rules=rules, exact=exact, ties=ties, periodic_window=periodic_window, period=period,
-                 extra_ties=extra_ties, reduce=reduce)
+    return search_at_scale(run, rules=rules, exact=exact, ties=ties, periodic_window=periodic_window,
+                           period=period, extra_ties=extra_ties, reduce=reduce)
 
 
-def scale(run: Run, *, rules: Sequence[PipelineRule] = PIPELINE_RULES, exact: bool = True,
-          ties: str | Sequence[Tie] | None = "auto", periodic_window: tuple[float, float] = (0.25, 0.75),
-          period: int | None = None, extra_ties: Sequence[Tie] = (), reduce: bool = True) -> SearchResult:
+def search_at_scale(run: Run, *, rules: Sequence[PipelineRule] = PIPELINE_RULES, exact: bool = True,
+                    ties: str | Sequence[Tie] | None = "auto", periodic_window: tuple[float, float] = (0.25, 0.75),
+                    period: int | None = None, extra_ties: Sequence[Tie] = (), reduce: bool = True) -> SearchResult:
     """:func:`scale_search` inside ``run`` (its options already checked): the run's warm starts, the
     constructions, the list schedules, then the exact search in a child run."""
     state = _Scale.start(run, reduce)
@@ -333,7 +333,8 @@ def _exact_search(state: _Scale, tie_list: tuple[Tie, ...]) -> SearchResult | No
     child = run.child(state.search_problem, time_limit_s=budget.left(), bounds=not tie_list)
     best = run.best
     if best is not None and not tie_list:
-        child.offer(best.schedule, Provenance.warm_start(0), validated=True, report=False)  # a plan of the search problem
+        # a validated plan of the search problem, the child's problem
+        child.offer(best.schedule, Provenance.warm_start(0), validated=True, report=False)
     exact_result = exact_search(child, ties=tie_list)
     state.backend_name = exact_result.backend or state.backend_name
     stats["exact_s"] = budget.elapsed - t_exact
@@ -342,8 +343,8 @@ def _exact_search(state: _Scale, tie_list: tuple[Tie, ...]) -> SearchResult | No
     stats["exact_restricted_status"] = exact_result.stats.get("restricted_status")
     found = child.last(Source.EXACT)
     if found is not None:
-        state.offer(found.schedule, Provenance(source=Source.EXACT,
-                                               engine=f"exact search ({state.backend_name}{', tied' if tie_list else ''})"))
+        engine = f"exact search ({state.backend_name}{', tied' if tie_list else ''})"
+        state.offer(found.schedule, Provenance(source=Source.EXACT, engine=engine))
     if not tie_list and exact_result.lower_bound is not None and exact_result.lower_bound > run.bound:
         run.raise_bound(exact_result.lower_bound, exact_result.bound_engine)
     if not tie_list and exact_result.status is Status.INFEASIBLE:
