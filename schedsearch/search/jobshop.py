@@ -375,8 +375,7 @@ def _quick_pass(run: _JobShop, params: dict[str, Any], redundant: bool) -> Searc
                                                  _QUICK_DET_S * DETERMINISTIC_UNITS_PER_S)
     child = _seeded(run.run.child(time_limit_s=_QUICK_S, prefix="quick pass", backend_params=quick_params), run)
     quick = _exact(run, child, redundant)
-    if not child.budget.metered:
-        run.deadline.charge(_QUICK_S)  # a backend that reports no deterministic time: the whole cap
+    child.charge_unmetered(_QUICK_S)  # a backend that reports no deterministic time: the whole cap
     run.stats["quick"] = {
         "status": quick.status.value,
         "makespan": quick.objective,
@@ -413,8 +412,7 @@ def _coarse_search(run: _JobShop, params: dict[str, Any], coarsen_to: int,
     if coarse_base.schedule is not None:  # HEFT validated it against the coarse problem
         child.offer(coarse_base.schedule, Provenance.warm_start(0), validated=True, report=False)
     coarse_result = exact_search(child, redundant=redundant)
-    if not child.budget.metered:
-        run.deadline.charge(budget or 0.0)  # a backend that reports no deterministic time: the whole share
+    child.charge_unmetered(budget or 0.0)  # a backend that reports no deterministic time: the whole share
     run.stats["coarse"] = {
         "status": coarse_result.status.value,
         "makespan": coarse_result.objective,

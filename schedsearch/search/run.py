@@ -228,10 +228,11 @@ class Run:
         return cls(problem=problem, options=opts, budget=budget, reporter=Reporter(opts.progress, budget.t0),
                    facts=Facts())
 
-    def child(self, problem: Problem | None = None, *, time_limit_s: float | None = None,
+    def child(self, problem: Problem | None = None, *, time_limit_s: float | None,
               warm_starts: tuple[Schedule, ...] = (), incumbents: bool = True, bounds: bool = True,
               prefix: str | None = None, silent: bool = False, **changes: Any) -> Run:
-        """A run for a sub-search of ``problem`` (default this run's) with ``time_limit_s`` of this run's budget.
+        """A run for a sub-search of ``problem`` (default this run's) with ``time_limit_s`` of this run's budget
+        (None: no limit of its own).
 
         Its progress reaches this run's reporter (``incumbents`` / ``bounds``:
         whether its values hold for this run's problem, ``prefix`` names
@@ -350,6 +351,12 @@ class Run:
         result = solve(problem, self.options.solver_backend, options)
         self.budget.charge_search(result.stats)
         return result
+
+    def charge_unmetered(self, seconds: float) -> None:
+        """When no backend search of this run reported the deterministic time it used (Z3 reports none),
+        charge ``seconds`` (the run's share, say) to its budget and every one above it instead."""
+        if not self.budget.metered:
+            self.budget.charge(seconds)
 
     def budget_stats(self) -> dict[str, Any]:
         """What the run's backend searches used: ``deterministic_s`` (when one reported it) and

@@ -375,8 +375,7 @@ def _exact(pf: _Portfolio) -> Status | None:
     else:
         result = search_at_scale(child, rules=(), extra_ties=_mirror_ties(pf.run))
     pf.timed("exact", pf.deadline.elapsed - t)
-    if not child.budget.metered:
-        pf.deadline.charge(allotted or 0.0)
+    child.charge_unmetered(allotted or 0.0)
     pf.stats["exact_status"] = result.stats.get("exact_status", result.status.value)
     if result.stats.get("ties"):
         pf.stats["exact_ties"] = result.stats["ties"]
@@ -491,8 +490,7 @@ def _walk_memory(pf: _Portfolio, time_cap: int | None, start: tuple[int, Schedul
             # deterministic time is charged the whole share)
             child = pf.run.child(target, time_limit_s=allotted, silent=True, log=False)
             result = exact_search(child, upper_bound=time_cap)
-            if not child.budget.metered:
-                pf.deadline.charge(allotted or 0.0)
+            child.charge_unmetered(allotted or 0.0)
             exact = Provenance(source=Source.EXACT, engine=f"exact search ({pf.options.backend_name})")
             if result.status is Status.INFEASIBLE:
                 bound, engine = cap + 1, exact.engine  # none within the time cap

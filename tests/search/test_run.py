@@ -134,3 +134,14 @@ def test_the_backend_options_are_the_runs():
     modulo = run.modulo_options(period=3, max_offset=1)
     assert (modulo.seed, modulo.workers, modulo.deterministic, dict(modulo.backend_params)) \
         == (7, 1, True, {"num_workers": 1})
+
+
+def test_a_search_that_reports_no_deterministic_time_is_charged_its_share():
+    run = Run.open(vshape(2, 2), None, {"time_limit_s": 10, **DET}, "test")
+    silent = run.child(time_limit_s=4.0)
+    silent.charge_unmetered(4.0)  # no backend search reported anything: the whole share is spent
+    assert run.budget.left() == pytest.approx(6.0)
+    metered = run.child(time_limit_s=3.0)
+    metered.budget.charge_search({"deterministic_s": 0.5})
+    metered.charge_unmetered(3.0)  # it reported: only what it reported counts
+    assert run.budget.left() == pytest.approx(5.5)
