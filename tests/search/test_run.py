@@ -145,3 +145,20 @@ def test_a_search_that_reports_no_deterministic_time_is_charged_its_share():
     metered.budget.charge_search({"deterministic_s": 0.5})
     metered.charge_unmetered(3.0)  # it reported: only what it reported counts
     assert run.budget.left() == pytest.approx(5.5)
+
+
+@pytest.mark.parametrize("problem", [vshape(4, 8), vshape(4, 8, memory=3)], ids=["V 4x8", "V 4x8 memory 3"])
+def test_a_level_without_a_bound_names_no_proof(problem):
+    # without the exact search the memory walk proves nothing here: what proved the level is "" (it once
+    # named the last list schedule tried)
+    result = solve_deterministic(problem, engines=["handcrafted", "list"])
+    for level in result.levels:
+        assert level.bound is not None or level.engine == "", level
+        assert not level.proven or level.engine, level
+    assert result.levels[1].bound is None
+
+
+def solve_deterministic(problem, **kwargs):
+    from schedsearch import solve
+
+    return solve(problem, time_limit_s=10, **DET, **kwargs)
