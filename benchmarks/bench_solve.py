@@ -90,18 +90,24 @@ def _applicable(problem) -> list[str]:
 
 def _best_handcrafted(problem):
     """The best valid handcrafted schedule of the placement (none when no construction matches)."""
+    from schedsearch.errors import SchedSearchError
     from schedsearch.result import SearchResult, Status
     from schedsearch.schedule import objective_value
     from schedsearch.search.solve import _handcrafted
     from schedsearch.validate import validate
 
     best = None
-    for schedule, engine in _handcrafted(problem):
-        if validate(problem, schedule):
-            continue
-        value = objective_value(schedule, problem.objective)
-        if best is None or value < best[0]:
-            best = (value, schedule, engine)
+    for build, _ in _handcrafted(problem):
+        try:
+            plans = build()
+        except SchedSearchError:
+            continue  # not this construction's placement
+        for schedule, engine in plans:
+            if validate(problem, schedule):
+                continue
+            value = objective_value(schedule, problem.objective)
+            if best is None or value < best[0]:
+                best = (value, schedule, engine)
     if best is None:
         return SearchResult(status=Status.UNKNOWN)
     return SearchResult(status=Status.FEASIBLE, schedule=best[1], objective=best[0], engine=best[2])

@@ -181,6 +181,19 @@ def case_calibration(f: Figures, data: Path) -> None:
     f.proof("trace_medians_exact", [(s.forward_ms, s.backward_ms) for s in imported.stages] == want)
 
 
+def case_call_counts(f: Figures, data: Path) -> None:
+    """bench_call_counts: how often one solve() call derives the analytic bound, heads and tails, the reduced
+    problem and runs the validator (deterministic settings: the counts are the same on every machine)."""
+    from benchmarks.bench_call_counts import measure, problems
+
+    for name, build in problems().items():
+        counts, result = measure(build)
+        key = name.split("(")[0] + "_"
+        for function, count in counts.items():
+            f.lower(f"{key}{function}_calls", count)
+        f.lower(f"{key}objective", result.objective)
+
+
 def case_contiguous_ip(f: Figures, data: Path) -> None:
     """bench_contiguous_ip: the strengthened contiguous IP proves the DP optimum on a small workload."""
     from schedsearch.loaders.opgraph import read_dnn_partitioning
@@ -730,9 +743,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"not recorded: {len(errors)} case(s) failed to run: {', '.join(errors)}", file=sys.stderr)
             return 1
         old = json.loads(args.baseline.read_text())["cases"] if args.baseline.is_file() else {}
+        old_walls = json.loads(args.baseline.read_text()).get("wall_s", {}) if args.baseline.is_file() else {}
         cases = {**old, **figures} if args.only else figures
         payload = {"benchmark": "check", "machine": machine(), "work_factor": WORK_FACTOR, "cases": cases,
-                   "wall_s": {k: round(v, 2) for k, v in walls.items()}}
+                   "wall_s": {**(old_walls if args.only else {}), **{k: round(v, 2) for k, v in walls.items()}}}
         args.baseline.parent.mkdir(parents=True, exist_ok=True)
         args.baseline.write_text(json.dumps(payload, indent=1) + "\n")
         print(f"recorded {sum(len(v) for v in figures.values())} figures of {len(names)} cases "

@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "ProgressEvent",
+    "SolverSettings",
     "SearchOptions",
     "resolve_options",
     "Rule",
@@ -229,7 +230,30 @@ def _schedules(value: Any) -> tuple[Schedule, ...]:
 
 
 @attrs.frozen(kw_only=True)
-class SearchOptions:
+class SolverSettings:
+    """The solver settings shared by the strategies' options (:class:`SearchOptions`) and the backends' own
+    (:class:`~schedsearch.encode.SolveOptions`, :class:`~schedsearch.encode.modulo.ModuloOptions`): declared
+    and checked here once; each subclass adds what is its own. A search run derives the backends' options
+    from its :class:`SearchOptions` in one place (:meth:`schedsearch.search.run.Run.solve_options`).
+
+    Examples
+    --------
+    >>> from schedsearch.encode import SolveOptions
+    >>> from schedsearch.options import SearchOptions, SolverSettings
+    >>> issubclass(SearchOptions, SolverSettings) and issubclass(SolveOptions, SolverSettings)
+    True
+    """
+
+    time_limit_s: float | None = attrs.field(default=60.0, validator=check_time_limit)
+    seed: int = attrs.field(default=0, validator=check_seed)
+    workers: int = attrs.field(default=2, validator=check_workers)
+    deterministic: bool = attrs.field(default=False, validator=check_boolean)
+    log: bool = attrs.field(default=False, validator=check_boolean)
+    backend_params: Mapping[str, Any] = attrs.field(factory=dict, validator=check_params)
+
+
+@attrs.frozen(kw_only=True)
+class SearchOptions(SolverSettings):
     """Settings every strategy accepts.
 
     Parameters
@@ -278,15 +302,9 @@ class SearchOptions:
     schedsearch.errors.InvalidOptionsError: SearchOptions: 'workers' must be an integer in 1..1024, got 0
     """
 
-    time_limit_s: float | None = attrs.field(default=60.0, validator=check_time_limit)
-    seed: int = attrs.field(default=0, validator=check_seed)
-    workers: int = attrs.field(default=2, validator=check_workers)
-    deterministic: bool = attrs.field(default=False, validator=check_boolean)
     backend: Any = attrs.field(default="auto", validator=_check_backend)
     warm_starts: tuple[Schedule, ...] = attrs.field(default=(), converter=_schedules, eq=False)
     progress: Callable[[ProgressEvent], None] | None = attrs.field(default=None, eq=False, validator=check_callable)
-    log: bool = attrs.field(default=False, validator=check_boolean)
-    backend_params: Mapping[str, Any] = attrs.field(factory=dict, validator=check_params)
 
     @property
     def backend_name(self) -> str:

@@ -155,8 +155,10 @@ def heads_and_tails(problem: Problem) -> tuple[dict[TaskKey, int], dict[TaskKey,
     return heads, tails
 
 
-def critical_path(problem: Problem) -> int:
+def critical_path(problem: Problem, *, heads_tails: tuple[dict[TaskKey, int], dict[TaskKey, int]] | None = None) -> int:
     """Longest chain of one micro-batch (releases and unavoidable transfers included).
+
+    ``heads_tails``: :func:`heads_and_tails` of ``problem`` when the caller has them.
 
     Examples
     --------
@@ -165,7 +167,7 @@ def critical_path(problem: Problem) -> int:
     >>> critical_path(vshape(4, 8, forward=1, backward=2))  # 4 forwards and 4 backwards
     12
     """
-    heads, tails = heads_and_tails(problem)
+    heads, tails = heads_tails or heads_and_tails(problem)
     return max(heads[k] + _min_duration(problem, *k) + tails[k] for k in heads)
 
 
@@ -435,11 +437,11 @@ def _savings(problem: Problem) -> dict[TaskKey, Fraction]:
     return out
 
 
-def device_bounds(problem: Problem) -> dict[str, int]:
+def device_bounds(problem: Problem, *, heads_tails: tuple[dict[TaskKey, int], dict[TaskKey, int]] | None = None) -> dict[str, int]:
     """Per device: ``min head + mandatory work + forced idle + min tail`` (0
     without mandatory work; the forced idle is :func:`memory_idle`; the work
     is less the most that overlapped groups can save, see
-    :func:`_savings`).
+    :func:`_savings`). ``heads_tails``: :func:`heads_and_tails` of ``problem`` when the caller has them.
 
     Examples
     --------
@@ -458,7 +460,7 @@ def device_bounds(problem: Problem) -> dict[str, int]:
     >>> device_bounds(vshape(4, 8, memory=2))
     {'d0': 39, 'd1': 36, 'd2': 33, 'd3': 33}
     """
-    heads, tails = heads_and_tails(problem)
+    heads, tails = heads_tails or heads_and_tails(problem)
     idle = memory_idle(problem)
     after = _memory_tails(problem, tails)
     savings = _savings(problem)
@@ -553,7 +555,7 @@ def _longest_paths(problem: Problem, least: Mapping[str, int],
     return out
 
 
-def flow_bounds(problem: Problem) -> dict[str, int]:
+def flow_bounds(problem: Problem, *, heads_tails: tuple[dict[TaskKey, int], dict[TaskKey, int]] | None = None) -> dict[str, int]:
     """Per device: the preemptive one-device bound with per-rank releases and tails from the other devices.
 
     Valid when the problem declares no overlaps (every device then runs one
@@ -572,7 +574,8 @@ def flow_bounds(problem: Problem) -> dict[str, int]:
     to start is the ``(m - k + 1)``-th last to end; each device's tasks with
     these releases and tails go to :func:`preemptive_one_device`. Durations
     are the least over options and micro-batches, heads and tails the least
-    over micro-batches.
+    over micro-batches. ``heads_tails``: :func:`heads_and_tails` of
+    ``problem`` when the caller has them.
 
     Examples
     --------
@@ -592,7 +595,7 @@ def flow_bounds(problem: Problem) -> dict[str, int]:
     if problem.overlaps:
         return out
     n = problem.num_microbatches
-    heads, tails = heads_and_tails(problem)
+    heads, tails = heads_tails or heads_and_tails(problem)
     blocks = problem.graph.blocks
     fixed_on = {b.name: frozenset.intersection(*(frozenset(o.devices) for o in b.options)) for b in blocks}
     least = _least_durations(problem)
@@ -733,11 +736,12 @@ def analytic_lower_bound(problem: Problem) -> AnalyticBound:
     >>> bound.value, bound.tight_part, bound.parts["critical_path"]
     (33, 'device d3', 12)
     """
-    parts: dict[str, int] = {"critical_path": critical_path(problem)}
+    heads_tails = heads_and_tails(problem)  # once, for the three bounds that read them
+    parts: dict[str, int] = {"critical_path": critical_path(problem, heads_tails=heads_tails)}
     parts["average_load"] = _average_load(problem)
-    for d, v in device_bounds(problem).items():
+    for d, v in device_bounds(problem, heads_tails=heads_tails).items():
         parts[f"device {d}"] = v
-    for d, v in flow_bounds(problem).items():
+    for d, v in flow_bounds(problem, heads_tails=heads_tails).items():
         if v > parts[f"device {d}"]:
             parts[f"flow {d}"] = v
     return AnalyticBound(value=max(parts.values()), parts=parts)

@@ -19,15 +19,7 @@ import attrs
 
 from schedsearch.encode.backends import Backend, load_registered, problem_features
 from schedsearch.errors import InvalidOptionsError, UnsupportedFeatureError, ValidationFailedError
-from schedsearch.options import (
-    check_boolean,
-    check_params,
-    check_seed,
-    check_time_limit,
-    check_workers,
-    did_you_mean,
-    options_error,
-)
+from schedsearch.options import SolverSettings, did_you_mean, options_error
 from schedsearch.problem import Problem
 from schedsearch.result import Status
 
@@ -70,7 +62,7 @@ def _forbidden(value: Any) -> tuple[tuple[tuple[str, int], ...], ...]:
 
 
 @attrs.frozen(kw_only=True)
-class ModuloOptions:
+class ModuloOptions(SolverSettings):
     """A modulo-scheduling sub-problem: one period, searched exactly.
 
     The backend looks for a :class:`~schedsearch.periodic.Repetend` of
@@ -111,7 +103,8 @@ class ModuloOptions:
     deterministic:
         Reproducible search (CP-SAT: interleaved search, ``time_limit_s``
         read as deterministic time; Z3 is deterministic for a fixed seed).
-    Other fields are those of :class:`~schedsearch.encode.solve_options.SolveOptions`.
+    The solver settings (time limit, seed, workers, log, backend parameters) are those of
+    :class:`~schedsearch.options.SolverSettings`, as in :class:`~schedsearch.encode.solve_options.SolveOptions`.
     """
 
     period: int = attrs.field(validator=_at_least_one)
@@ -125,12 +118,6 @@ class ModuloOptions:
     redundant: bool = True
     memory_encoding: str = "cumulative"
     hint: Any = attrs.field(default=None, eq=False)
-    time_limit_s: float | None = attrs.field(default=60.0, validator=check_time_limit)
-    seed: int = attrs.field(default=0, validator=check_seed)
-    workers: int = attrs.field(default=2, validator=check_workers)
-    deterministic: bool = attrs.field(default=False, validator=check_boolean)
-    log: bool = attrs.field(default=False, validator=check_boolean)
-    backend_params: Mapping[str, Any] = attrs.field(factory=dict, validator=check_params)
 
     def __attrs_post_init__(self) -> None:
         if self.objective not in MODULO_OBJECTIVES:

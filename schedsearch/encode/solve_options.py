@@ -15,16 +15,7 @@ from typing import Any
 import attrs
 
 from schedsearch.errors import InvalidOptionsError
-from schedsearch.options import (
-    ProgressEvent,
-    check_boolean,
-    check_callable,
-    check_params,
-    check_seed,
-    check_time_limit,
-    check_workers,
-    options_error,
-)
+from schedsearch.options import ProgressEvent, SolverSettings, check_boolean, check_callable, options_error
 from schedsearch.schedule import Schedule
 
 __all__ = ["Progress", "SolveOptions"]
@@ -89,8 +80,9 @@ def _ties(value: Any) -> tuple[tuple[tuple[str, int], tuple[str, int], int], ...
 
 
 @attrs.frozen(kw_only=True)
-class SolveOptions:
-    """Options shared by every backend.
+class SolveOptions(SolverSettings):
+    """Options shared by every backend: the solver settings
+    (:class:`~schedsearch.options.SolverSettings`) and what one exact search adds.
 
     Parameters
     ----------
@@ -137,10 +129,6 @@ class SolveOptions:
         or Z3 ``set_param`` names).
     """
 
-    time_limit_s: float | None = attrs.field(default=60.0, validator=check_time_limit)
-    seed: int = attrs.field(default=0, validator=check_seed)
-    workers: int = attrs.field(default=2, validator=check_workers)
-    deterministic: bool = attrs.field(default=False, validator=check_boolean)
     warm_start: Schedule | None = attrs.field(default=None, validator=_warm_start)
     symmetry_breaking: bool = attrs.field(default=True, validator=check_boolean)
     redundant: bool = attrs.field(default=True, validator=check_boolean)
@@ -148,5 +136,3 @@ class SolveOptions:
     upper_bound: int | None = attrs.field(default=None, validator=_bound)
     ties: tuple[tuple[tuple[str, int], tuple[str, int], int], ...] = attrs.field(default=(), converter=_ties)
     progress: Callable[[ProgressEvent], None] | None = attrs.field(default=None, eq=False, validator=check_callable)
-    log: bool = attrs.field(default=False, validator=check_boolean)
-    backend_params: Mapping[str, Any] = attrs.field(factory=dict, validator=check_params)

@@ -38,6 +38,9 @@ _WHERE = {
     "repetend": "repetend",
     "scale_search": "scale",
     "solve": "solve",
+    "Provenance": "run",
+    "Run": "run",
+    "Source": "run",
 }
 
 
@@ -73,7 +76,10 @@ __all__ = [
     "ParetoFront",
     "ParetoPoint",
     "PipelineRule",
+    "Provenance",
     "RepetendResult",
+    "Run",
+    "Source",
     "best_list_schedule",
     "coarsen",
     "heft",

@@ -48,19 +48,17 @@ from typing import Any
 
 import attrs
 
-from schedsearch.bounds.analytic import analytic_lower_bound
-from schedsearch.bounds.schedule_bounds import lower_bound
-from schedsearch.encode import SolveOptions, solve
 from schedsearch.encode.backends import problem_features
-from schedsearch.options import DETERMINISTIC_UNITS_PER_S, Deadline, Reporter, Rule, SearchOptions, resolve_options
+from schedsearch.options import DETERMINISTIC_UNITS_PER_S, Rule, SearchOptions
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import Schedule
 from schedsearch.search.coarsen import coarsen
 from schedsearch.search.list_scheduling import heft
-from schedsearch.search.optimal import optimal
+from schedsearch.search.optimal import exact_search
+from schedsearch.search.run import Plan, Provenance, Run, Source
 
-__all__ = ["jobshop", "transfer_overlap"]
+__all__ = ["jobshop", "jobshop_search", "transfer_overlap"]
 
 #: CP-SAT parameter of the stronger no-overlap propagation
 _STRONG_DISJUNCTIVE = "use_strong_propagation_in_disjunctive"
@@ -173,8 +171,7 @@ def jobshop(
     >>> jobshop(p, time_limit_s=10).objective
     6
     """
-    opts = resolve_options(options, common, "jobshop", renamed=_RENAMED, own={
-        "problem": (problem, Rule.instance(Problem, "a Problem")),
+    run = Run.open(problem, options, common, "jobshop", renamed=_RENAMED, own={
         "list_baseline": (list_baseline, Rule.boolean()), "list_baseline_only": (list_baseline_only, Rule.boolean()),
         "coarsen_to": (coarsen_to, Rule.integer(1, none=True)),
         "coarsen_options": (coarsen_options, _COARSEN_OPTIONS),
@@ -182,32 +179,44 @@ def jobshop(
         "strong_disjunctive": (strong_disjunctive, Rule.boolean(none=True)),
         "redundant": (redundant, Rule.boolean(none=True)), "quick_pass": (quick_pass, Rule.boolean()),
     })
-    run = _Run.start(problem, opts, _plain_job_shop(problem))
+    return jobshop_search(run, list_baseline=list_baseline, list_baseline_only=list_baseline_only,
+                          coarsen_to=coarsen_to, coarsen_options=coarsen_options, coarse_share=coarse_share,
+                          refine=refine, strong_disjunctive=strong_disjunctive, redundant=redundant,
+                          quick_pass=quick_pass)
+
+
+def jobshop_search(run: Run, *, list_baseline: bool = True, list_baseline_only: bool = False,
+                   coarsen_to: int | None = None, coarsen_options: Mapping[str, Any] | None = None,
+                   coarse_share: float = 0.5, refine: bool = True, strong_disjunctive: bool | None = None,
+                   redundant: bool | None = None, quick_pass: bool = True) -> SearchResult:
+    """:func:`jobshop` inside ``run`` (its options already checked; its warm starts are checked here)."""
+    problem, opts = run.problem, run.options
+    shop = _JobShop.start(run, _plain_job_shop(problem))
     for i, schedule in enumerate(opts.checked_warm_starts(problem, "jobshop")):
-        run.offer(schedule, f"warm start {i}")
+        shop.offer(schedule, Provenance.warm_start(i))
     if list_baseline or list_baseline_only:
-        infeasible = _baseline(run)
+        infeasible = _baseline(shop)
         if infeasible is not None:
             return infeasible
     if list_baseline_only:
-        return run.result(None)
-    sub = _exact_options(run, strong_disjunctive)
-    if run.incumbent is not None and run.incumbent[0].makespan <= run.bound:
-        run.stats["skipped_exact"] = "the incumbent meets the lower bound"
-        return run.result(None)
+        return shop.result(None)
+    params = _exact_options(shop, strong_disjunctive)
+    if shop.incumbent is not None and shop.incumbent.schedule.makespan <= shop.bound:
+        shop.stats["skipped_exact"] = "the incumbent meets the lower bound"
+        return shop.result(None)
     if redundant is None:
-        redundant = not (run.plain and opts.backend_name == "cpsat")
-    run.stats["redundant"] = redundant
+        redundant = not (shop.plain and opts.backend_name == "cpsat")
+    shop.stats["redundant"] = redundant
     coarsening = coarsen_to is not None and len(problem.graph.blocks) > coarsen_to
-    if quick_pass and run.plain and not coarsening:
-        proven = _quick_pass(run, sub, redundant)
+    if quick_pass and shop.plain and not coarsening:
+        proven = _quick_pass(shop, params, redundant)
         if proven is not None:
             return proven
     if coarsening:
-        _coarse_search(run, sub, coarsen_to, coarsen_options, coarse_share if refine else 1.0, redundant)
+        _coarse_search(shop, params, coarsen_to, coarsen_options, coarse_share if refine else 1.0, redundant)
         if not refine:
-            return run.result(None)
-    return _exact_search(run, sub, redundant)
+            return shop.result(None)
+    return _exact_search(shop, params, redundant)
 
 
 def _plain_job_shop(problem: Problem) -> bool:
@@ -228,18 +237,11 @@ _COARSEN_OPTIONS = Rule(
 
 
 @attrs.define
-class _Run:
-    """One call of :func:`jobshop`: its options, time, bound, figures and best plan so far."""
+class _JobShop:
+    """What :func:`jobshop_search` adds to its run: whether the problem is a plain job shop and whether the
+    stronger no-overlap propagation was switched on automatically. Plans are ranked by their makespan."""
 
-    problem: Problem
-    opts: SearchOptions
-    deadline: Deadline
-    reporter: Reporter
-    bound: int
-    stats: dict[str, Any]
-    incumbent: tuple[Schedule, str] | None = None
-    #: what proved ``bound``
-    bound_engine: str = "analytic"
+    run: Run
     #: the stronger no-overlap propagation was switched on by :func:`_exact_options` itself
     strong_auto: bool = False
     #: a plain job shop (:func:`_plain_job_shop`): ``bound`` is the full
@@ -247,30 +249,62 @@ class _Run:
     plain: bool = False
 
     @classmethod
-    def start(cls, problem: Problem, opts: SearchOptions, plain: bool = False) -> _Run:
-        """The run's clock started and the bound reported: the analytic
-        bound, or for a plain job shop the full lower bound of
-        :func:`~schedsearch.bounds.lower_bound` (with the assignment LP
-        when blocks have several options), computed once for every phase."""
-        deadline = Deadline(opts.time_limit_s, deterministic=opts.deterministic)
-        reporter = Reporter(opts.progress, deadline.t0)
-        stats: dict[str, Any] = {"blocks": len(problem.graph.blocks)}
+    def start(cls, run: Run, plain: bool = False) -> _JobShop:
+        """The bound reported: the analytic bound, or for a plain job shop the full lower bound of
+        :func:`~schedsearch.bounds.lower_bound` (with the assignment LP when blocks have several options),
+        computed once for every phase."""
+        problem = run.problem
+        run.stats["blocks"] = len(problem.graph.blocks)
         if plain:
-            full = lower_bound(problem)
+            full = run.facts.lower_bound(problem)
             bound = full.value
-            stats["bound_parts"] = dict(full.parts)
+            run.stats["bound_parts"] = dict(full.parts)
         else:
-            bound = analytic_lower_bound(problem).value
-        stats["analytic_bound"] = bound
-        reporter.report("bound", bound=bound)
-        return cls(problem=problem, opts=opts, deadline=deadline, reporter=reporter, bound=bound, stats=stats,
-                   plain=plain)
+            from schedsearch.bounds.analytic import analytic_lower_bound
 
-    def offer(self, schedule: Schedule | None, source: str) -> None:
-        """Keep ``schedule`` (found by ``source``) when it beats the best plan so far."""
-        if schedule is not None and (self.incumbent is None or schedule.makespan < self.incumbent[0].makespan):
-            self.incumbent = (schedule, source)
-            self.reporter.report(source, incumbent=schedule.makespan)
+            bound = analytic_lower_bound(problem).value
+        run.stats["analytic_bound"] = bound
+        run.raise_bound(bound, "analytic")
+        run.reporter.report("bound", bound=bound)
+        return cls(run=run, plain=plain)
+
+    @property
+    def problem(self) -> Problem:
+        return self.run.problem
+
+    @property
+    def opts(self) -> SearchOptions:
+        return self.run.options
+
+    @property
+    def deadline(self) -> Any:
+        return self.run.budget
+
+    @property
+    def reporter(self) -> Any:
+        return self.run.reporter
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        return self.run.stats
+
+    @property
+    def bound(self) -> int:
+        return self.run.bound
+
+    @property
+    def bound_engine(self) -> str:
+        return self.run.bound_by
+
+    @property
+    def incumbent(self) -> Plan | None:
+        return self.run.best
+
+    def offer(self, schedule: Schedule | None, provenance: Provenance) -> None:
+        """Keep ``schedule`` (a validated plan: every phase validates its own) when it beats the best plan so
+        far (by makespan)."""
+        if schedule is not None:
+            self.run.offer(schedule, provenance, validated=True, value=schedule.makespan)
 
     def remaining(self) -> float | None:
         """Time left, less a margin for building the model and validating
@@ -280,11 +314,13 @@ class _Run:
 
     def result(self, solved: SearchResult | None) -> SearchResult:
         """The best plan with the best bound (see :func:`_result`)."""
-        return _result(self.problem, self.incumbent, (self.bound, self.bound_engine), solved, self.stats,
-                       self.deadline.elapsed, self.opts.backend_name)
+        best = self.incumbent
+        return _result(self.problem, None if best is None else (best.schedule, best.engine),
+                       (self.bound, self.bound_engine), solved, self.stats, self.deadline.elapsed,
+                       self.opts.backend_name)
 
 
-def _baseline(run: _Run) -> SearchResult | None:
+def _baseline(run: _JobShop) -> SearchResult | None:
     """HEFT's best list schedule offered as a plan; the INFEASIBLE result when
     fixed orders and edges form a cycle (no plan exists), else None."""
     # the run's makespan bound, computed once, serves HEFT's result too (not for a "max_span" objective)
@@ -294,13 +330,13 @@ def _baseline(run: _Run) -> SearchResult | None:
         run.stats["baseline"] = {"status": base.status.value, "reason": base.stats.get("reason")}
         return attrs.evolve(base, wall_time_s=run.deadline.elapsed, stats=run.stats, strategy="jobshop")
     run.stats["baseline"] = {"makespan": base.objective, "time_s": base.wall_time_s, "rule": base.stats.get("rule")}
-    run.offer(base.schedule, base.engine)
+    run.offer(base.schedule, Provenance(source=Source.LIST, engine=base.engine))
     return None
 
 
-def _exact_options(run: _Run, strong_disjunctive: bool | None) -> SearchOptions:
-    """The options of the exact searches: CP-SAT's stronger no-overlap
-    propagation where it helps (unless the caller's parameters say otherwise), no warm starts."""
+def _exact_options(run: _JobShop, strong_disjunctive: bool | None) -> dict[str, Any]:
+    """The backend parameters of the exact searches: CP-SAT's stronger no-overlap
+    propagation where it helps (unless the caller's parameters say otherwise)."""
     params = dict(run.opts.backend_params)
     auto = strong_disjunctive is None
     if auto:
@@ -309,10 +345,18 @@ def _exact_options(run: _Run, strong_disjunctive: bool | None) -> SearchOptions:
         run.strong_auto = auto and _STRONG_DISJUNCTIVE not in params
         params.setdefault(_STRONG_DISJUNCTIVE, True)
     run.stats["backend_params"] = dict(params)
-    return run.opts.replace(backend_params=params, warm_starts=())
+    return params
 
 
-def _quick_pass(run: _Run, sub: SearchOptions, redundant: bool) -> SearchResult | None:
+def _seeded(child: Run, run: _JobShop) -> Run:
+    """``child`` with the job shop's best plan so far (a validated plan of the same problem) to start from."""
+    best = run.incumbent
+    if best is not None:
+        child.offer(best.schedule, Provenance.warm_start(0), validated=True, report=False)
+    return child
+
+
+def _quick_pass(run: _JobShop, params: dict[str, Any], redundant: bool) -> SearchResult | None:
     """A short CP-SAT search without the stronger no-overlap propagation;
     the result when it proves the optimum (or infeasibility), else None
     with its plan offered and its proven bound kept.
@@ -326,38 +370,32 @@ def _quick_pass(run: _Run, sub: SearchOptions, redundant: bool) -> SearchResult 
     left = run.remaining()
     if left is not None and left < _QUICK_MIN_LEFT * _QUICK_S:
         return None
-    params = {k: v for k, v in sub.backend_params.items() if k != _STRONG_DISJUNCTIVE}
-    params["max_deterministic_time"] = min(params.get("max_deterministic_time", float("inf")),
-                                           _QUICK_DET_S * DETERMINISTIC_UNITS_PER_S)
-    quick = _exact(
-        run,
-        redundant,
-        sub.replace(
-            time_limit_s=_QUICK_S,
-            backend_params=params,
-            warm_starts=() if run.incumbent is None else (run.incumbent[0],),
-            progress=run.reporter.relay(prefix="quick pass"),
-        ),
-    )
-    run.deadline.charge(quick.stats.get("deterministic_s", _QUICK_S))
+    quick_params = {k: v for k, v in params.items() if k != _STRONG_DISJUNCTIVE}
+    quick_params["max_deterministic_time"] = min(quick_params.get("max_deterministic_time", float("inf")),
+                                                 _QUICK_DET_S * DETERMINISTIC_UNITS_PER_S)
+    child = _seeded(run.run.child(time_limit_s=_QUICK_S, prefix="quick pass", backend_params=quick_params), run)
+    quick = _exact(run, child, redundant)
+    child.charge_unmetered(_QUICK_S)  # a backend that reports no deterministic time: the whole cap
     run.stats["quick"] = {
         "status": quick.status.value,
         "makespan": quick.objective,
         "lower_bound": quick.lower_bound,
         "time_s": quick.wall_time_s,
-        "deterministic_s": quick.stats.get("deterministic_s", 0.0),
+        "deterministic_s": child.budget.reported_s,
     }
-    run.offer(quick.schedule, f"quick pass: {quick.engine}")
+    found = child.last(Source.EXACT)
+    if found is not None:
+        run.offer(found.schedule, Provenance(source=Source.QUICK, engine=f"quick pass: {found.engine}"))
     if quick.status in (Status.OPTIMAL, Status.INFEASIBLE):
-        run.stats["deterministic_s"] = quick.stats.get("deterministic_s", 0.0)
+        run.stats["deterministic_s"] = run.run.budget.reported_s
         return run.result(quick)
     if quick.lower_bound is not None and quick.lower_bound > run.bound:
-        run.bound, run.bound_engine = quick.lower_bound, quick.bound_engine
+        run.run.raise_bound(quick.lower_bound, quick.bound_engine)
     return None
 
 
-def _coarse_search(run: _Run, sub: SearchOptions, coarsen_to: int, coarsen_options: Mapping[str, Any] | None,
-                   share: float, redundant: bool) -> None:
+def _coarse_search(run: _JobShop, params: dict[str, Any], coarsen_to: int,
+                   coarsen_options: Mapping[str, Any] | None, share: float, redundant: bool) -> None:
     """Coarsen the graph to ``coarsen_to`` blocks, search the coarse problem
     exactly for ``share`` of the time left (from its own list schedule), and
     offer its plan expanded back to the problem."""
@@ -369,46 +407,39 @@ def _coarse_search(run: _Run, sub: SearchOptions, coarsen_to: int, coarsen_optio
     budget = left * share if left is not None else None
     run.reporter.report("coarse search")
     # plans and bounds of the coarse problem are neither plans nor bounds of this one
-    coarse_result = optimal(
-        coarsening.coarse,
-        redundant=redundant,
-        options=sub.replace(
-            time_limit_s=max(budget, 0.1) if budget is not None else None,
-            warm_starts=() if coarse_base.schedule is None else (coarse_base.schedule,),
-            progress=run.reporter.relay(incumbents=False, bounds=False, prefix="coarse search"),
-        ),
-    )
-    run.deadline.charge(coarse_result.stats.get("deterministic_s", budget or 0.0))
+    child = run.run.child(coarsening.coarse, time_limit_s=max(budget, 0.1) if budget is not None else None,
+                          incumbents=False, bounds=False, prefix="coarse search", backend_params=params)
+    if coarse_base.schedule is not None:  # HEFT validated it against the coarse problem
+        child.offer(coarse_base.schedule, Provenance.warm_start(0), validated=True, report=False)
+    coarse_result = exact_search(child, redundant=redundant)
+    child.charge_unmetered(budget or 0.0)  # a backend that reports no deterministic time: the whole share
     run.stats["coarse"] = {
         "status": coarse_result.status.value,
         "makespan": coarse_result.objective,
         "lower_bound": coarse_result.lower_bound,
         "heuristic_makespan": coarse_base.objective,
         "time_s": coarse_result.wall_time_s,
-        "deterministic_s": coarse_result.stats.get("deterministic_s", 0.0),
+        "deterministic_s": child.budget.reported_s,
     }
     if coarse_result.schedule is not None:
         te = run.deadline.elapsed
         expanded = coarsening.expand(coarse_result.schedule)
         run.stats["expanded"] = {"makespan": expanded.makespan, "time_s": run.deadline.elapsed - te}
-        run.offer(expanded, f"coarse plan expanded ({coarse_result.engine})")
+        run.offer(expanded, Provenance(source=Source.COARSE, engine=f"coarse plan expanded ({coarse_result.engine})"))
 
 
-def _exact_search(run: _Run, sub: SearchOptions, redundant: bool) -> SearchResult:
+def _exact_search(run: _JobShop, params: dict[str, Any], redundant: bool) -> SearchResult:
     """The exact search of the problem, warm-started from the best plan so
     far, with the time left (skipped when too little is left)."""
     left = run.remaining()
     if left is not None and left < 0.1:
         run.stats["skipped_exact"] = "no time left"
         return run.result(None)
+    child = _seeded(run.run.child(time_limit_s=left, backend_params=params), run)
     solved = _exact(
         run,
+        child,
         redundant,
-        sub.replace(
-            time_limit_s=left,
-            warm_starts=() if run.incumbent is None else (run.incumbent[0],),
-            progress=run.reporter.relay(),
-        ),
         # CP-SAT without the stronger no-overlap propagation (flexible options) on the wall clock: the
         # plan so far caps the makespan instead of being a hint; guided by a list schedule's hint,
         # one-worker searches of flexible job shops prove far later (mk08: 6-11 s over seeds 0-3,
@@ -416,7 +447,7 @@ def _exact_search(run: _Run, sub: SearchOptions, redundant: bool) -> SearchResul
         # 0.19 s against 0.57 s unhinted); in deterministic mode, where the limit counts CP-SAT's
         # deterministic time, it stays too: an unhinted search costs about 2 deterministic seconds
         # more (mk01, mk08) at equal wall time. The quick pass keeps the hint.
-        hint=sub.deterministic or bool(sub.backend_params.get(_STRONG_DISJUNCTIVE)),
+        hint=run.opts.deterministic or bool(params.get(_STRONG_DISJUNCTIVE)),
     )
     run.stats["exact"] = {
         "status": solved.status.value,
@@ -425,18 +456,18 @@ def _exact_search(run: _Run, sub: SearchOptions, redundant: bool) -> SearchResul
         "time_s": solved.wall_time_s,
         "solver": dict(solved.stats),
     }
-    run.stats["deterministic_s"] = solved.stats.get("deterministic_s", 0.0) + sum(
-        run.stats.get(phase, {}).get("deterministic_s", 0.0) for phase in ("coarse", "quick"))
-    if solved.schedule is not None and (run.incumbent is None or solved.schedule.makespan < run.incumbent[0].makespan):
-        run.incumbent = (solved.schedule, solved.engine)
+    run.stats["deterministic_s"] = run.run.budget.reported_s
+    found = child.last(Source.EXACT)
+    if found is not None:
+        run.offer(found.schedule, found.provenance)
     return run.result(solved)
 
 
-def _exact(run: _Run, redundant: bool, options: SearchOptions, hint: bool = True) -> SearchResult:
-    """One exact search of the run's problem with ``options`` (one warm start at most).
+def _exact(run: _JobShop, child: Run, redundant: bool, hint: bool = True) -> SearchResult:
+    """One exact search of the job shop's problem in ``child`` (from the best plan of its pool, if any).
 
-    :func:`~schedsearch.search.optimal`, except for a plain job shop: its
-    full lower bound is the run's (:meth:`_Run.start`), so the backend is
+    :func:`~schedsearch.search.optimal.exact_search`, except for a plain job shop: its
+    full lower bound is the run's (:meth:`_JobShop.start`), so the backend is
     called directly with it instead of computing it again (as
     :func:`~schedsearch.search.optimal` does, the bound lets the search stop
     at a plan that meets it, and it is merged into the result's bound by
@@ -445,25 +476,23 @@ def _exact(run: _Run, redundant: bool, options: SearchOptions, hint: bool = True
     :func:`~schedsearch.search.optimal` applies).
     """
     if not run.plain:
-        return optimal(run.problem, redundant=redundant, options=options)
-    warm = options.warm_starts[0] if options.warm_starts else None
-    left = options.time_limit_s
+        return exact_search(child, redundant=redundant)
+    best = child.best
+    warm = None if best is None else best.schedule
     # the plan so far as a solution hint, or (hint=False, CP-SAT) only as a cap on the makespan
     hinted = warm is not None and (hint or run.opts.backend_name != "cpsat")
-    result = solve(run.problem, options.solver_backend, SolveOptions(
-        time_limit_s=None if left is None else max(left, 1e-3),
-        seed=options.seed,
-        workers=options.workers,
-        deterministic=options.deterministic,
+    result = child.backend_search(run.problem, child.solve_options(
         warm_start=warm if hinted else None,
         upper_bound=None if warm is None or hinted else warm.makespan,
         redundant=redundant,
         lower_bound=run.bound,
-        progress=options.progress,
-        log=options.log,
-        backend_params=dict(options.backend_params),
+        progress=child.options.progress,
     ))
-    engine = f"exact search ({result.backend})" if result.schedule is not None else ""
+    engine = ""
+    if result.schedule is not None:  # the backend validated it against this very problem
+        exact = Provenance(source=Source.EXACT, engine=f"exact search ({result.backend})")
+        child.offer(result.schedule, exact, validated=True, report=False, value=result.schedule.makespan)
+        engine = exact.engine
     if warm is not None and result.schedule is None and result.status is not Status.INFEASIBLE:
         # the solver found nothing within the limit: the warm start stands
         engine = "warm start 0"

@@ -18,15 +18,12 @@ from typing import Any
 
 import attrs
 
-from schedsearch.bounds.analytic import objective_lower_bound
-from schedsearch.bounds.schedule_bounds import lower_bound
-from schedsearch.encode import SolveOptions, solve
-from schedsearch.options import Deadline, Reporter, Rule, SearchOptions, resolve_options
+from schedsearch.options import Rule, SearchOptions
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
-from schedsearch.schedule import Schedule, objective_value
+from schedsearch.search.run import Provenance, Run, Source
 
-__all__ = ["optimal"]
+__all__ = ["optimal", "exact_search"]
 
 
 def optimal(
@@ -76,32 +73,31 @@ def optimal(
     >>> result.status.value, result.objective
     ('OPTIMAL', 9)
     """
-    opts = resolve_options(options, common, "optimal", own={
-        "problem": (problem, Rule.instance(Problem, "a Problem")),
+    run = Run.open(problem, options, common, "optimal", own={
         "symmetry_breaking": (symmetry_breaking, Rule.boolean()), "redundant": (redundant, Rule.boolean()),
         "upper_bound": (upper_bound, Rule.integer(0, none=True)), "ties": (ties, Rule.ties())})
-    deadline = Deadline(opts.time_limit_s, deterministic=opts.deterministic)
-    reporter = Reporter(opts.progress, deadline.t0)
-    bound = lower_bound(problem) if problem.objective == "makespan" else objective_lower_bound(problem)
-    reporter.report("bound", bound=bound.value)
-    warm = _best_warm_start(problem, opts)
-    left = deadline.left()
-    solve_options = SolveOptions(
-        time_limit_s=None if left is None else max(left, 1e-3),
-        seed=opts.seed,
-        workers=opts.workers,
-        deterministic=opts.deterministic,
-        warm_start=None if warm is None else warm[1],
+    run.offer_warm_starts("optimal", report=False)
+    return exact_search(run, symmetry_breaking=symmetry_breaking, redundant=redundant, upper_bound=upper_bound,
+                        ties=ties)
+
+
+def exact_search(run: Run, *, symmetry_breaking: bool = True, redundant: bool = True, upper_bound: int | None = None,
+                 ties: tuple = ()) -> SearchResult:
+    """:func:`optimal`'s search inside ``run``: the run's problem solved once by its backend, from the best plan
+    of its pool; the solver's plan is offered to the pool (:attr:`~schedsearch.search.run.Source.EXACT`)."""
+    problem = run.problem
+    bound = run.facts.lower_bound(problem) if problem.objective == "makespan" else run.facts.analytic(problem)
+    run.reporter.report("bound", bound=bound.value)
+    warm = run.best
+    result = run.backend_search(problem, run.solve_options(
+        warm_start=None if warm is None else warm.schedule,
         symmetry_breaking=symmetry_breaking,
         redundant=redundant,
         lower_bound=bound.value,
         upper_bound=upper_bound,
         ties=ties,
-        progress=reporter.relay(bounds=not ties),
-        log=opts.log,
-        backend_params=dict(opts.backend_params),
-    )
-    result = solve(problem, opts.solver_backend, solve_options)
+        progress=run.reporter.relay(bounds=not ties),
+    ))
     stats = dict(result.stats)
     stats["analytic_bound"] = bound.value
     stats["analytic_bound_part"] = bound.tight_part
@@ -116,26 +112,19 @@ def optimal(
         elif result.objective is not None:
             status = Status.OPTIMAL if result.objective <= bound.value else Status.FEASIBLE
         result = attrs.evolve(result, status=status, lower_bound=bound.value)
-    engine = f"exact search ({result.backend})" if result.schedule is not None else ""
+    engine = ""
+    if result.schedule is not None:
+        # the backend validated it against this very problem
+        exact = Provenance(source=Source.EXACT, engine=f"exact search ({result.backend})")
+        run.offer(result.schedule, exact, validated=True, report=False)
+        engine = exact.engine
     if warm is not None and result.schedule is None and result.status is not Status.INFEASIBLE:
         # the solver found nothing within the limit: the warm start stands
-        engine = warm[0]
-        result = attrs.evolve(result, schedule=warm[1], objective=objective_value(warm[1], problem.objective),
-                              status=Status.FEASIBLE)
+        engine = warm.engine
+        result = attrs.evolve(result, schedule=warm.schedule, objective=warm.value, status=Status.FEASIBLE)
     bound_engine = ""
     if result.lower_bound is not None and result.status is not Status.INFEASIBLE:
         bound_engine = "analytic" if result.lower_bound <= bound.value else result.backend
-    reporter.report(incumbent=result.objective)
+    run.reporter.report(incumbent=result.objective)
     return attrs.evolve(result, stats=stats, strategy="optimal", engine=engine, bound_engine=bound_engine,
-                        problem=problem, wall_time_s=deadline.elapsed)
-
-
-
-def _best_warm_start(problem: Problem, options: SearchOptions) -> tuple[str, Schedule] | None:
-    """The warm start of least objective, with its name (``"warm start i"``); each must be a valid plan."""
-    best: tuple[int, str, Schedule] | None = None
-    for i, schedule in enumerate(options.checked_warm_starts(problem, "optimal")):
-        value = objective_value(schedule, problem.objective)
-        if best is None or value < best[0]:
-            best = (value, f"warm start {i}", schedule)
-    return None if best is None else (best[1], best[2])
+                        problem=problem, wall_time_s=run.budget.elapsed)

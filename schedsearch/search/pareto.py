@@ -37,12 +37,13 @@ import attrs
 
 from schedsearch.bounds.analytic import objective_lower_bound
 from schedsearch.errors import InvalidOptionsError
-from schedsearch.options import Deadline, Reporter, Rule, SearchOptions, resolve_options
+from schedsearch.options import Rule, SearchOptions
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
-from schedsearch.rewrite import reduced_problem, resolved_capacities, with_capacities
+from schedsearch.rewrite import resolved_capacities, with_capacities
 from schedsearch.schedule import Schedule, objective_value, peak_memory
-from schedsearch.search.optimal import optimal
+from schedsearch.search.optimal import exact_search
+from schedsearch.search.run import Provenance, Run
 from schedsearch.validate import validate
 
 __all__ = ["ParetoPoint", "ParetoFront", "pareto", "MemoryWalk", "min_memory"]
@@ -212,8 +213,7 @@ def pareto(
     >>> [(p.objective, p.peak_memory, p.how) for p in front]
     [(12, 2, 'proven'), (18, 1, 'proven')]
     """
-    opts = resolve_options(options, common, "pareto", own={
-        "problem": (problem, Rule.instance(Problem, "a Problem")),
+    run = Run.open(problem, options, common, "pareto", own={
         "max_points": (max_points, Rule.integer(1)), "start_capacity": (start_capacity, Rule.integer(0, none=True)),
         "step_time_limit_s": (step_time_limit_s, Rule.number(above=0, none=True)),
         "heuristic": (heuristic, Rule.function()), "reduce": (reduce, Rule.boolean()),
@@ -226,10 +226,10 @@ def pareto(
     _check_step_limit(step_time_limit_s)
     time_objective = "max_span" if "max_span" in objectives else "makespan"
     problem = problem.with_(objective=time_objective)
-    deadline = Deadline(opts.time_limit_s, deterministic=opts.deterministic)
-    reporter = Reporter(opts.progress, deadline.t0)
+    run = run.on(problem)
+    deadline, reporter = run.budget, run.reporter
     capacity = start_capacity
-    search_problem = reduced_problem(problem) if reduce else problem
+    search_problem = run.reduced if reduce else problem
     found: list[tuple[int, int, int | None, SearchResult]] = []
     stop = "max_points"
     while len(found) < max_points + 1:
@@ -244,9 +244,8 @@ def pareto(
         phase = f"pareto capacity {'unbounded' if capacity is None else capacity}"
         reporter.reset(phase)
         limit = deadline.slice(1.0, cap_s=step_time_limit_s)
-        result = _step(sub, opts.warm_starts, heuristic,
-                       opts.replace(time_limit_s=limit, warm_starts=(), progress=reporter.relay(prefix=phase)))
-        deadline.charge(result.stats.get("deterministic_s", 0.0))
+        # the step's searches charge this run's budget as they go
+        result = _step(run.child(sub, time_limit_s=limit, prefix=phase), run.options.warm_starts, heuristic)
         if result.schedule is None:
             stop = "infeasible" if result.status is Status.INFEASIBLE else result.status.value.lower()
             break
@@ -285,25 +284,27 @@ def _check_step_limit(value: Any) -> None:
         SearchOptions(time_limit_s=value)  # the common check of a time limit
 
 
-def _step(problem: Problem, candidates: Sequence[Schedule], heuristic: Heuristic | None,
-          options: SearchOptions) -> SearchResult:
-    """Least objective under ``problem``'s capacities: the heuristic's schedule
+def _step(run: Run, candidates: Sequence[Schedule], heuristic: Heuristic | None) -> SearchResult:
+    """Least objective under the capacities of ``run``'s problem: the heuristic's schedule
     when it reaches the analytic bound, else the exact search from the best
     valid candidate."""
-    clock = Deadline(None)
+    problem = run.problem
+    clock = run.budget
     pool = list(candidates)
     found = heuristic(problem) if heuristic is not None else None
     if found is not None:
         pool.append(found)
     warm = _best_fitting(problem, pool)
-    bound = objective_lower_bound(problem).value
+    bound = run.analytic.value
     if warm is not None and objective_value(warm, problem.objective) <= bound:
         return SearchResult(status=Status.OPTIMAL, schedule=warm, objective=objective_value(warm, problem.objective),
                             lower_bound=bound, wall_time_s=clock.elapsed, strategy="pareto",
                             stats={"analytic_bound": bound}, objective_name=problem.objective,
                             engine="heuristic" if warm is found else f"warm start {pool.index(warm)}",
                             bound_engine="analytic", problem=problem)
-    return optimal(problem, options=options.replace(warm_starts=() if warm is None else (warm,)))
+    if warm is not None:  # _best_fitting validated it against this very problem
+        run.offer(warm, Provenance.warm_start(0), validated=True, report=False)
+    return exact_search(run)
 
 
 def _best_fitting(problem: Problem, candidates: Sequence[Schedule]) -> Schedule | None:
@@ -408,21 +409,20 @@ def min_memory(
     >>> walk.status.value, walk.objective, walk.steps[-1]
     ('OPTIMAL', 2, (1, 'INFEASIBLE', None, 'analytic bound'))
     """
-    opts = resolve_options(options, common, "min_memory", own={
-        "problem": (problem, Rule.instance(Problem, "a Problem")),
+    run = Run.open(problem, options, common, "min_memory", own={
         "target_makespan": (target_makespan, Rule.integer(0)),
         "start_capacity": (start_capacity, Rule.integer(0, none=True)),
         "heuristic": (heuristic, Rule.function()), "reduce": (reduce, Rule.boolean()),
     })
-    deadline = Deadline(opts.time_limit_s, deterministic=opts.deterministic)
-    reporter = Reporter(opts.progress, deadline.t0)
+    opts = run.options
+    deadline, reporter = run.budget, run.reporter
     capacity = start_capacity
     best: tuple[int, Schedule, str] | None = None
     steps: list[tuple[int | None, str, int | None, str]] = []
     proof = ""  # what proved that no smaller capacity reaches the target ("" = not proven)
     stopped = Status.UNKNOWN
     warm = list(opts.warm_starts)
-    search_problem = reduced_problem(problem) if reduce else problem
+    search_problem = run.reduced if reduce else problem
     while True:
         refusal = _refusal(search_problem, capacity)
         if refusal is not None:
@@ -450,10 +450,10 @@ def min_memory(
             proof = "analytic bound"
             break
         else:
-            result = optimal(sub.with_(objective="feasibility"), upper_bound=target_makespan,
-                             options=opts.replace(time_limit_s=deadline.slice(1.0), warm_starts=(),
-                                                  progress=reporter.relay(incumbents=False, bounds=False, prefix=phase)))
-            deadline.charge(result.stats.get("deterministic_s", 0.0))
+            # the search charges this run's budget as it goes
+            child = run.child(sub.with_(objective="feasibility"), time_limit_s=deadline.slice(1.0), incumbents=False,
+                              bounds=False, prefix=phase)
+            result = exact_search(child, upper_bound=target_makespan)
             steps.append((capacity, result.status.value, result.objective, "exact"))
             if result.schedule is None:
                 proof = f"exact search ({result.backend})" if result.status is Status.INFEASIBLE else ""

@@ -97,7 +97,7 @@ from schedsearch.encode.modulo import (
     solve_modulo,
 )
 from schedsearch.errors import InvalidOptionsError, UnsupportedFeatureError, ValidationFailedError
-from schedsearch.options import Deadline, Reporter, Rule, SearchOptions, resolve_options
+from schedsearch.options import Reporter, Rule, SearchOptions
 from schedsearch.periodic import (
     PeriodicSchedule,
     Repetend,
@@ -110,10 +110,12 @@ from schedsearch.problem import Edge, Graph, Problem
 from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import Schedule
 from schedsearch.search.repetend_completion import assemble, levels_after, solve_part
+from schedsearch.search.run import Provenance, Run, Source
 from schedsearch.validate import assert_valid, validate
 
 __all__ = [
     "repetend",
+    "repetend_search",
     "RepetendResult",
     "period_lower_bound",
     "memory_rate_bound",
@@ -304,21 +306,33 @@ def _eval_size(periodic: PeriodicSchedule, n: int) -> int:
 
 @attrs.define
 class _Search:
-    """Shared settings of one search (internal)."""
+    """What one repetend search adds to its run (internal): the modulo encoding, the completion's limit, the
+    prover and the periods tried. The run holds the problem, the options, the clock and the reporter; the
+    repetend's searches are cut by wall-clock slices of the run's limit."""
 
-    problem: Problem
-    backend: str | Backend
-    deadline: float | None
-    seed: int
-    workers: int
-    deterministic: bool
-    log: bool
-    backend_params: dict[str, Any]
-    reporter: Reporter
+    run: Run
     memory_encoding: str = "auto"
     completion_time_limit_s: float | None = None
     prover: str | Backend = ""
     tried: list[dict[str, Any]] = attrs.field(factory=list)
+
+    @property
+    def problem(self) -> Problem:
+        return self.run.problem
+
+    @property
+    def backend(self) -> str | Backend:
+        return self.run.options.solver_backend
+
+    @property
+    def deadline(self) -> float | None:
+        """The wall-clock end of the whole call (a ``perf_counter`` time), or None."""
+        limit = self.run.options.time_limit_s
+        return None if limit is None else self.run.budget.t0 + limit
+
+    @property
+    def reporter(self) -> Reporter:
+        return self.run.reporter
 
     @property
     def backend_name(self) -> str:
@@ -345,19 +359,11 @@ class _Search:
             limit = max(floor_s, limit)
             if left is not None:
                 limit = min(limit, max(left, 0.01))
-        return SolveOptions(
-            time_limit_s=limit,
-            seed=self.seed,
-            workers=self.workers,
-            deterministic=self.deterministic,
-            log=self.log,
-            backend_params=self.backend_params,
-        )
+        return self.run.solve_options(time_limit_s=limit)
 
     def modulo_options(self, **fields: Any) -> ModuloOptions:
         """A modulo sub-problem with the search's solver settings."""
-        return ModuloOptions(seed=self.seed, workers=self.workers, deterministic=self.deterministic, log=self.log,
-                             backend_params=self.backend_params, **fields)
+        return self.run.modulo_options(**fields)
 
 
 def _name(backend: str | Backend) -> str:
@@ -447,8 +453,7 @@ def repetend(
     >>> result.period, result.objective
     (3, 33)
     """
-    opts = resolve_options(options, common, "repetend", own={
-        "problem": (problem, Rule.instance(Problem, "a Problem")),
+    run = Run.open(problem, options, common, "repetend", own={
         "repetend_size": (repetend_size, Rule.integer(1, none=True)), "max_fold": (max_fold, Rule.integer(1)),
         "max_period": (max_period, Rule.integer(1, none=True)),
         "fold_time_limit_s": (fold_time_limit_s, Rule.number(above=0)),
@@ -459,17 +464,31 @@ def repetend(
                                 else hasattr(v, "name"), tuple(MODULO_BACKENDS))),
         "candidates": (candidates, Rule.integer(1)), "completion": (completion, Rule.choice(COMPLETIONS)),
     })
+    opts = run.options
     if opts.warm_starts:
         raise InvalidOptionsError(
             f"repetend: 'warm_starts' ({len(opts.warm_starts)} given) are not used: a repetend is built from its "
             f"period up; compare plans with scale_search or solve"
         )
-    t0 = Deadline(opts.time_limit_s).t0
     _check_supported(problem)
-    search = _new_search(problem, opts, t0, memory_encoding=memory_encoding,
-                         completion_time_limit_s=completion_time_limit_s, prover=prover)
+    return repetend_search(run, repetend_size=repetend_size, max_fold=max_fold, max_period=max_period,
+                           fold_time_limit_s=fold_time_limit_s, completion_time_limit_s=completion_time_limit_s,
+                           memory_encoding=memory_encoding, prover=prover, candidates=candidates,
+                           completion=completion)
+
+
+def repetend_search(run: Run, *, repetend_size: int | None = None, max_fold: int = 2, max_period: int | None = None,
+                    fold_time_limit_s: float = 5.0, completion_time_limit_s: float | None = 10.0,
+                    memory_encoding: str = "auto", prover: str | Backend | None = None, candidates: int = 3,
+                    completion: str = "best") -> RepetendResult:
+    """:func:`repetend` inside ``run`` (its options checked, its problem supported)."""
+    problem, t0 = run.problem, run.budget.t0
+    search = _Search(run=run, memory_encoding=memory_encoding, completion_time_limit_s=completion_time_limit_s,
+                     prover=run.options.solver_backend if prover is None else prover)
     rates = _rates(problem, max_period)
-    bound = analytic_lower_bound(problem).value
+    # the run's analytic bound (computed once) is the makespan's; a "max_span" problem's time is its makespan here
+    bound = (analytic_lower_bound(problem) if problem.objective == "max_span" else run.analytic).value
+    run.raise_bound(bound, "analytic")
     search.reporter.report("bound", bound=bound)
     walk = _Walk(rates=rates, repetend_size=repetend_size)
     _walk_fold_one(search, walk)
@@ -488,26 +507,6 @@ def repetend(
     if chosen is None:
         return _without_repetend(search, walk, bound, stats, t0)
     return _with_repetend(search, walk, chosen, completion, bound, stats, t0, proven=walk.proven(max_fold))
-
-
-def _new_search(problem: Problem, opts: SearchOptions, t0: float, *, memory_encoding: str,
-                completion_time_limit_s: float | None, prover: str | Backend | None) -> _Search:
-    """The shared settings of one search: the common options, the deadline of the whole call from ``t0``."""
-    backend = opts.solver_backend
-    return _Search(
-        problem=problem,
-        backend=backend,
-        deadline=None if opts.time_limit_s is None else t0 + opts.time_limit_s,
-        seed=opts.seed,
-        workers=opts.workers,
-        deterministic=opts.deterministic,
-        log=opts.log,
-        backend_params=dict(opts.backend_params),
-        reporter=Reporter(opts.progress, t0),
-        memory_encoding=memory_encoding,
-        completion_time_limit_s=completion_time_limit_s,
-        prover=backend if prover is None else prover,
-    )
 
 
 @attrs.frozen(kw_only=True)
@@ -682,6 +681,9 @@ def _with_repetend(search: _Search, walk: _Walk, chosen: PeriodicSchedule, compl
     periodic = _finish(search, chosen, completion, stats)
     schedule = periodic.unroll(problem.num_microbatches)
     assert_valid(problem, schedule, "unrolled periodic schedule")
+    engine = f"{_phase(periodic.period, periodic.fold)} ({name})"
+    search.run.offer(schedule, Provenance(source=Source.REPETEND, engine=engine), validated=True, report=False,
+                     value=schedule.makespan)
     status = Status.OPTIMAL if schedule.makespan <= bound else Status.FEASIBLE
     search.reporter.report(incumbent=schedule.makespan)
     stats["offsets"] = {b: list(o) for b, o in periodic.offsets.items()}
@@ -695,7 +697,7 @@ def _with_repetend(search: _Search, walk: _Walk, chosen: PeriodicSchedule, compl
         backend=name,
         stats=stats,
         strategy="repetend",
-        engine=f"{_phase(periodic.period, periodic.fold)} ({name})",
+        engine=engine,
         bound_engine="analytic",
         problem=problem,
         periodic=periodic,

@@ -66,17 +66,18 @@ Every plan returned has passed the validator against the user's problem.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import attrs
 
 from schedsearch.errors import InvalidOptionsError, InvalidProblemError, SchedSearchError
-from schedsearch.options import Deadline, Rule, SearchOptions, resolve_options
+from schedsearch.options import SearchOptions
 from schedsearch.problem import Problem
 from schedsearch.result import Level, SearchResult, Status
-from schedsearch.rewrite import reduced_problem, resolved_capacities, with_capacities
+from schedsearch.rewrite import resolved_capacities, with_capacities
 from schedsearch.schedule import Schedule, objective_value, peak_memory
+from schedsearch.search.run import Plan, Provenance, Run, Source
 from schedsearch.validate import validate
 
 __all__ = ["solve", "SOLVE_OBJECTIVES", "ENGINES", "default_objective"]
@@ -132,54 +133,72 @@ def _peak(problem: Problem, schedule: Schedule) -> int:
 
 @attrs.define
 class _Portfolio:
-    """The state one call of :func:`solve` shares between its phases."""
+    """What one call of :func:`solve` adds to its run: the engines asked for, whether a memory level
+    follows, and the phases' times. The run holds the problem, options, budget, pool and bound."""
 
-    problem: Problem
-    options: SearchOptions
-    deadline: Deadline
+    run: Run
     engines: frozenset[str]
     #: whether a memory level follows the time level (then every construction runs: one that meets the
     #: time bound may still hold more memory than another, e.g. GPipe and 1F1B)
     memory_level: bool = False
-    #: every valid plan found: (objective value, schedule, engine)
-    plans: list[tuple[int, Schedule, str]] = attrs.field(factory=list)
-    bound: int = 0
-    bound_engine: str = ""  # empty until a bound is computed
     phases: dict[str, float] = attrs.field(factory=dict)
-    stats: dict[str, Any] = attrs.field(factory=dict)
 
     @property
-    def best(self) -> tuple[int, Schedule, str] | None:
-        return min(self.plans, key=lambda p: p[0]) if self.plans else None
+    def problem(self) -> Problem:
+        return self.run.problem
+
+    @property
+    def options(self) -> SearchOptions:
+        return self.run.options
+
+    @property
+    def deadline(self) -> Any:
+        return self.run.budget
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        return self.run.stats
+
+    @property
+    def plans(self) -> list[Plan]:
+        return self.run.plans
+
+    @property
+    def best(self) -> Plan | None:
+        return self.run.best
 
     @property
     def closed(self) -> bool:
-        best = self.best
-        return best is not None and best[0] <= self.bound
+        return self.run.closed
 
-    def offer(self, schedule: Schedule | None, engine: str, validated: bool = False) -> None:
+    @property
+    def bound(self) -> int:
+        return self.run.bound
+
+    @property
+    def bound_engine(self) -> str:
+        return self.run.bound_by
+
+    def offer(self, schedule: Schedule | None, provenance: Provenance, validated: bool = False) -> None:
         """Keep ``schedule`` when it is a valid plan of the problem (reported when it improves the best).
 
         ``validated``: the engine has already passed it through the
         validator against this very problem (it is validated once).
         """
-        if schedule is None or (not validated and validate(self.problem, schedule)):
-            return
-        value = objective_value(schedule, self.problem.objective)
-        before = self.best
-        self.plans.append((value, schedule, engine))
-        if before is None or value < before[0]:
-            self.report(engine, value)
+        before = self.run.best
+        plan = self.run.offer(schedule, provenance, validated=validated, report=False)
+        if plan is not None and (before is None or plan.value < before.value):
+            self.report(provenance.engine, plan.value)
 
     def report(self, phase: str, incumbent: int | None = None) -> None:
         """Send the phase, the best plan's value and engine (its source) and the bound so far."""
         best = self.best
-        inc = incumbent if incumbent is not None else (best[0] if best else None)
-        self.options.report(phase, inc, self.bound or None, self.deadline.t0, source=best[2] if best else None)
+        inc = incumbent if incumbent is not None else (best.value if best else None)
+        self.options.report(phase, inc, self.bound or None, self.deadline.t0, source=best.engine if best else None)
 
     def note(self, text: str) -> None:
         """Say in the result's ``stats["notes"]`` what the call left out and why."""
-        self.stats.setdefault("notes", []).append(text)
+        self.run.note(text)
 
     def timed(self, phase: str, seconds: float) -> None:
         self.phases[phase] = self.phases.get(phase, 0.0) + seconds
@@ -197,16 +216,13 @@ def _lp_applies(problem: Problem) -> bool:
         and any(len(b.options) > 1 for b in problem.graph.blocks)
 
 
-def _time_bound(problem: Problem) -> tuple[int, str]:
-    """The best cheap lower bound of the time objective, and what gave it."""
-    from schedsearch.bounds.analytic import objective_lower_bound
-
-    analytic = objective_lower_bound(problem)
+def _time_bound(run: Run) -> tuple[int, str]:
+    """The best cheap lower bound of the run's time objective, and what gave it."""
+    problem = run.problem
+    analytic = run.analytic
     value, engine = analytic.value, "analytic"
     if _lp_applies(problem):
-        from schedsearch.bounds.schedule_bounds import lower_bound
-
-        full = lower_bound(problem)
+        full = run.facts.lower_bound(problem)
         if full.value > value:
             value, engine = full.value, "analytic (assignment LP)"
     return value, engine
@@ -251,7 +267,7 @@ def _v_pattern(problem: Problem) -> Iterable[tuple[Schedule, str]]:
 
 def _warm_starts(pf: _Portfolio) -> None:
     for i, schedule in enumerate(pf.options.checked_warm_starts(pf.problem, "solve")):
-        pf.offer(schedule, f"warm start {i}")
+        pf.offer(schedule, Provenance.warm_start(i), validated=True)  # checked just now
 
 
 def _handcrafted_plans(pf: _Portfolio) -> None:
@@ -287,7 +303,8 @@ def _handcrafted_plans(pf: _Portfolio) -> None:
         except SchedSearchError:
             continue  # the placement is not this construction's
         for schedule, engine in plans:
-            pf.offer(schedule, engine, validated=True)  # every construction validates its plan (run_actions)
+            # every construction validates its plan (run_actions)
+            pf.offer(schedule, Provenance(source=Source.HANDCRAFTED, engine=engine), validated=True)
         rate = max(rate, (pf.deadline.elapsed - start) / tasks)
     pf.timed("handcrafted", pf.deadline.elapsed - t)
 
@@ -298,68 +315,64 @@ def _known_plans(pf: _Portfolio) -> None:
         _handcrafted_plans(pf)
 
 
-def _list_plans(problem: Problem, pf: _Portfolio, share: float) -> list[tuple[Schedule, str]]:
+def _list_plans(problem: Problem, pf: _Portfolio, share: float) -> list[tuple[Schedule, Provenance]]:
     """List schedules of ``problem``: the pipeline rules where they apply, and HEFT's rules.
 
     Every plan returned has passed the validator against ``problem``.
     """
     from schedsearch.errors import UnsupportedFeatureError
     from schedsearch.search.list_scheduling import heft
-    from schedsearch.search.scale import scale_search
+    from schedsearch.search.scale.driver import search_at_scale
 
-    out: list[tuple[Schedule, str]] = []
+    out: list[tuple[Schedule, Provenance]] = []
     try:
-        result = scale_search(problem, exact=False, time_limit_s=pf.deadline.slice(share, floor_s=0.2),
-                              seed=pf.options.seed, workers=pf.options.workers,
-                              deterministic=pf.options.deterministic)
-        if result.schedule is not None:
-            out.append((result.schedule, result.engine))
+        child = pf.run.child(problem, time_limit_s=pf.deadline.slice(share, floor_s=0.2), silent=True)
+        result = search_at_scale(child, exact=False)
+        if result.schedule is not None and child.best is not None:
+            out.append((result.schedule, child.best.provenance))
         if problem is pf.problem and result.lower_bound is not None and result.lower_bound > pf.bound:
             # the analytic bound it computed on the problem (its redundant overlaps dropped)
-            pf.bound, pf.bound_engine = result.lower_bound, "analytic"
+            pf.run.raise_bound(result.lower_bound, "analytic")
     except UnsupportedFeatureError:
         pass  # flexible placements or fixed orders: HEFT's rules handle them
     if not out and (_small(problem) or not all(b.is_fixed for b in problem.graph.blocks)) \
             or problem.num_microbatches == 1:
         listed = heft(problem)
         if listed.schedule is not None:
-            out.append((listed.schedule, listed.engine))
+            out.append((listed.schedule, Provenance(source=Source.LIST, engine=listed.engine)))
     return out
 
 
 def _list_schedules(pf: _Portfolio) -> None:
     t = pf.deadline.elapsed
-    for schedule, engine in _list_plans(pf.problem, pf, 1.0):
-        pf.offer(schedule, engine, validated=True)
+    for schedule, provenance in _list_plans(pf.problem, pf, 1.0):
+        pf.offer(schedule, provenance, validated=True)
     pf.timed("list", pf.deadline.elapsed - t)
 
 
-def _repetend_applies(problem: Problem) -> bool:
+def _repetend_applies(run: Run) -> bool:
     from schedsearch.encode.modulo import modulo_support_error
 
+    problem = run.problem
     if problem.objective != "makespan" or problem.num_microbatches < REPETEND_MIN_MICROBATCHES:
         return False
-    return modulo_support_error(reduced_problem(problem)) is None
+    return modulo_support_error(run.reduced) is None
 
 
 def _repetend(pf: _Portfolio, share: float) -> None:
-    from schedsearch.search.repetend import repetend
+    from schedsearch.search.repetend import _check_supported, repetend_search
 
     t = pf.deadline.elapsed
     limit = pf.deadline.slice(share, floor_s=1.0)
-    result = repetend(reduced_problem(pf.problem), time_limit_s=limit, seed=pf.options.seed,
-                      workers=pf.options.workers, backend=pf.options.solver_backend)
+    # on the wall clock with the backend's default parameters, reporting nothing (as it always ran here)
+    child = pf.run.child(pf.run.reduced, time_limit_s=limit, silent=True, deterministic=False, log=False,
+                         backend_params={})
+    _check_supported(child.problem)
+    result = repetend_search(child)
     # INFEASIBLE here only says no repetend completes: not a proof about the problem
     if result.schedule is not None:
-        pf.offer(result.schedule, result.engine)
+        pf.offer(result.schedule, Provenance(source=Source.REPETEND, engine=result.engine))
     pf.timed("repetend", pf.deadline.elapsed - t)
-
-
-def _guard_hit(stats: Any) -> bool:
-    """Whether a deterministic solver search in ``stats`` (nested dicts of a result's stats) hit its wall-clock guard."""
-    if not isinstance(stats, Mapping):
-        return False
-    return bool(stats.get("wall_guard_hit")) or any(_guard_hit(v) for v in stats.values())
 
 
 def _exact(pf: _Portfolio) -> Status | None:
@@ -371,9 +384,8 @@ def _exact(pf: _Portfolio) -> Status | None:
     :func:`~schedsearch.search.scale_search`'s (periodic and mirror ties
     on large ones).
     """
-    from schedsearch.search.jobshop import jobshop
-    from schedsearch.search.scale import scale_search
-    from schedsearch.search.scale.driver import _EXACT_TASKS_PER_S
+    from schedsearch.search.jobshop import jobshop_search
+    from schedsearch.search.scale.driver import _EXACT_TASKS_PER_S, search_at_scale
 
     t = pf.deadline.elapsed
     best = pf.best
@@ -384,31 +396,30 @@ def _exact(pf: _Portfolio) -> Status | None:
         pf.note(f"exact search skipped: {tasks} task instances need about {tasks / _EXACT_TASKS_PER_S:.0f} s "
                 f"to model and search, {allotted:.1f} s were left")
         return None
-    common = dict(warm_starts=[best[1]] if best else [], time_limit_s=allotted, seed=pf.options.seed,
-                  workers=pf.options.workers, backend=pf.options.solver_backend,
-                  deterministic=pf.options.deterministic, backend_params=dict(pf.options.backend_params),
-                  log=pf.options.log)
+    # the sub-search's time is charged to this run's budget as it goes (a backend that reports no
+    # deterministic time is charged the whole share below)
+    child = pf.run.child(time_limit_s=allotted, warm_starts=(best.schedule,) if best else (), silent=True)
     if pf.problem.num_microbatches == 1 and pf.problem.objective == "makespan":
-        result = jobshop(pf.problem, list_baseline=False, **common)
+        result = jobshop_search(child, list_baseline=False)
     else:
-        result = scale_search(pf.problem, rules=(), extra_ties=_mirror_ties(pf.problem), **common)
+        result = search_at_scale(child, rules=(), extra_ties=_mirror_ties(pf.run))
     pf.timed("exact", pf.deadline.elapsed - t)
-    pf.deadline.charge(result.stats.get("deterministic_s", allotted or 0.0))
-    if _guard_hit(result.stats):
-        pf.stats["wall_guard_hit"] = True
+    child.charge_unmetered(allotted or 0.0)
     pf.stats["exact_status"] = result.stats.get("exact_status", result.status.value)
     if result.stats.get("ties"):
         pf.stats["exact_ties"] = result.stats["ties"]
     if result.status is Status.INFEASIBLE:
         return Status.INFEASIBLE
-    if result.schedule is not None and not result.engine.startswith("warm start"):
-        pf.offer(result.schedule, result.engine)
+    found = child.best
+    if found is not None and found.provenance.source is not Source.WARM_START:
+        # the sub-search's pool holds valid plans of this very problem (its result asserted the best)
+        pf.offer(found.schedule, found.provenance, validated=True)
     if result.lower_bound is not None and result.lower_bound > pf.bound:
-        pf.bound, pf.bound_engine = result.lower_bound, f"exact search ({pf.options.backend_name})"
+        pf.run.raise_bound(result.lower_bound, f"exact search ({pf.options.backend_name})")
     return None
 
 
-def _mirror_ties(problem: Problem) -> tuple:
+def _mirror_ties(run: Run) -> tuple:
     """Mirror ties (down and up pipelines start together) on problems large enough for periodic ties.
 
     Like the periodic ties of :func:`~schedsearch.search.scale_search`, they
@@ -422,7 +433,7 @@ def _mirror_ties(problem: Problem) -> tuple:
     from schedsearch.search.scale import mirror_ties
     from schedsearch.search.scale.driver import TIES_AUTO_TASKS
 
-    reduced = reduced_problem(problem)
+    reduced = run.reduced
     if len(reduced.tasks) <= TIES_AUTO_TASKS or not any(b.name.endswith(".down") for b in reduced.graph.blocks):
         return ()
     try:
@@ -435,9 +446,9 @@ def _bound(pf: _Portfolio) -> None:
     """The cheap lower bound of the time objective, unless the list phase computed it (and no LP applies)."""
     if not pf.bound_engine or _lp_applies(pf.problem):
         t = pf.deadline.elapsed
-        bound, engine = _time_bound(pf.problem)
+        bound, engine = _time_bound(pf.run)
         if bound > pf.bound:
-            pf.bound, pf.bound_engine = bound, engine
+            pf.run.raise_bound(bound, engine)
         pf.timed("bound", pf.deadline.elapsed - t)
     pf.report("bound")
 
@@ -457,7 +468,7 @@ def _time_level(pf: _Portfolio) -> Status | None:
     if pf.closed or pf.deadline.expired():
         return None
     # the repetend search cuts its inner searches by wall-clock slices: not in deterministic mode
-    if "repetend" in pf.engines and not pf.options.deterministic and _repetend_applies(pf.problem):
+    if "repetend" in pf.engines and not pf.options.deterministic and _repetend_applies(pf.run):
         _repetend(pf, share=0.5 if "exact" in pf.engines else 1.0)
     if pf.closed or pf.deadline.expired(0.5):
         return None
@@ -466,17 +477,17 @@ def _time_level(pf: _Portfolio) -> Status | None:
     return None
 
 
-def _walk_memory(pf: _Portfolio, time_cap: int | None, start: tuple[int, Schedule, str] | None
-                 ) -> tuple[tuple[int, Schedule, str] | None, int | None, str]:
+def _walk_memory(pf: _Portfolio, time_cap: int | None, start: tuple[int, Schedule, Provenance] | None
+                 ) -> tuple[tuple[int, Schedule, Provenance] | None, int | None, str]:
     """Least worst-device peak among plans whose time objective is at most ``time_cap``.
 
-    Returns the best (peak, schedule, engine), the proven lower bound of
+    Returns the best (peak, schedule, where it came from), the proven lower bound of
     the peak (None when no step was proven) and what proved it: an exact
     search that found no plan within ``time_cap`` under the next capacity,
     or :meth:`~schedsearch.problem.Problem.memory_refusal` (no order fits
     it), never a constructor's error.
     """
-    from schedsearch.search.optimal import optimal
+    from schedsearch.search.optimal import exact_search
 
     problem = pf.problem
     t0 = pf.deadline.elapsed
@@ -494,41 +505,44 @@ def _walk_memory(pf: _Portfolio, time_cap: int | None, start: tuple[int, Schedul
         sub = with_capacities(problem, cap, cap_existing=True)
         pf.report(f"peak memory {cap}")
         found: Schedule | None = None
-        how = ""
+        how: Provenance | None = None
         if "list" in pf.engines:
-            for schedule, engine in _list_plans(sub, pf, 0.2):
+            for schedule, provenance in _list_plans(sub, pf, 0.2):  # each validated against sub
                 if time_cap is None or objective_value(schedule, problem.objective) <= time_cap:
-                    found, how = schedule, engine
+                    found, how = schedule, provenance
                     break
         if found is None and "exact" in pf.engines and _small(sub) and not pf.deadline.expired(0.2):
-            target = reduced_problem(sub)
+            target = pf.run.facts.reduced(sub)
             target = target.with_(objective="feasibility") if target.objective == "makespan" else target
             allotted = pf.deadline.left()
-            result = optimal(target, upper_bound=time_cap, time_limit_s=allotted,
-                             seed=pf.options.seed, workers=pf.options.workers, deterministic=pf.options.deterministic,
-                             backend=pf.options.solver_backend, backend_params=dict(pf.options.backend_params))
-            pf.deadline.charge(result.stats.get("deterministic_s", allotted or 0.0))
-            if _guard_hit(result.stats):
-                pf.stats["wall_guard_hit"] = True
+            # the search's time is charged to this run's budget as it goes (a backend that reports no
+            # deterministic time is charged the whole share)
+            child = pf.run.child(target, time_limit_s=allotted, silent=True, log=False)
+            result = exact_search(child, upper_bound=time_cap)
+            child.charge_unmetered(allotted or 0.0)
+            exact = Provenance(source=Source.EXACT, engine=f"exact search ({pf.options.backend_name})")
             if result.status is Status.INFEASIBLE:
-                bound, engine = cap + 1, f"exact search ({pf.options.backend_name})"  # none within the time cap
+                bound, engine = cap + 1, exact.engine  # none within the time cap
                 break
             if result.schedule is None:
                 break  # timed out: the level stays unproven
-            found, how = result.schedule, f"exact search ({pf.options.backend_name})"
-        if found is None:
+            if validate(sub, result.schedule):
+                break  # pragma: no cover - a plan of the reduced problem is one of sub; kept as a guard on the claim
+            found, how = result.schedule, exact
+        if found is None or how is None:
             break
-        if validate(sub, found) or (time_cap is not None
-                                    and objective_value(found, problem.objective) > time_cap):
-            break  # pragma: no cover - every engine validates; kept as a guard on the claim
+        if time_cap is not None and objective_value(found, problem.objective) > time_cap:
+            break  # pragma: no cover - every engine keeps the cap; kept as a guard on the claim
         best = (_peak(problem, found), found, how)
     pf.timed("peak memory", pf.deadline.elapsed - t0)
     return best, bound, engine
 
 
 def _result(pf: _Portfolio, names: tuple[str, ...], status: Status | None, levels: list[Level],
-            chosen: tuple[int, Schedule, str] | None) -> SearchResult:
+            chosen: tuple[int, Schedule, Provenance] | None) -> SearchResult:
     stats = dict(pf.stats)
+    if pf.run.budget.wall_guard_hit:
+        stats["wall_guard_hit"] = True
     stats["phases_s"] = {k: round(v, 4) for k, v in pf.phases.items()}
     stats["plans_seen"] = len(pf.plans)
     wall = pf.deadline.elapsed
@@ -553,7 +567,7 @@ def _result(pf: _Portfolio, names: tuple[str, ...], status: Status | None, level
         stats=stats,
         strategy="solve",
         objective_name=names[0],
-        engine=chosen[2],
+        engine=chosen[2].engine,
         bound_engine=first.engine,
         levels=tuple(levels) if len(levels) > 1 else (),
         problem=pf.problem,
@@ -601,15 +615,15 @@ def solve(
     >>> result.status.value, result.objective, result.levels[1].value
     ('OPTIMAL', 33, 4)
     """
-    opts = resolve_options(options, common, "solve", own={"problem": (problem, Rule.instance(Problem, "a Problem"))})
+    run = Run.open(problem, options, common, "solve")
     names = _objectives(problem, objective)
     unknown = sorted(set(engines) - set(ENGINES))
     if unknown or not engines:
         raise InvalidOptionsError(f"solve: 'engines' must be a non-empty subset of {ENGINES}, got {list(engines)!r}")
     time_name = next((n for n in names if n != "peak_memory"), "makespan")
     work = problem if problem.objective == time_name else problem.with_(objective=time_name)
-    pf = _Portfolio(problem=work, options=opts, deadline=Deadline(opts.time_limit_s, deterministic=opts.deterministic),
-                    engines=frozenset(engines), memory_level="peak_memory" in names)
+    pf = _Portfolio(run=attrs.evolve(run, problem=work), engines=frozenset(engines),
+                    memory_level="peak_memory" in names)
     if names[0] == "peak_memory":
         return _memory_first(pf, names)
     status = _time_level(pf)
@@ -617,16 +631,16 @@ def solve(
     if status is Status.INFEASIBLE or best is None:
         return _result(pf, names, status, [Level(name=time_name, value=None, bound=pf.bound, engine=pf.bound_engine)],
                        None)
-    first = Level(name=time_name, value=best[0], bound=min(pf.bound, best[0]), engine=pf.bound_engine)
+    first = Level(name=time_name, value=best.value, bound=min(pf.bound, best.value), engine=pf.bound_engine)
     if len(names) == 1:
-        return _result(pf, names, None, [first], best)
+        return _result(pf, names, None, [first], (best.value, best.schedule, best.provenance))
     # the memory level, among plans of the first level's value
-    ties = [(_peak(work, s), s, e) for v, s, e in pf.plans if v <= best[0]]
+    ties = [(_peak(work, p.schedule), p.schedule, p.provenance) for p in pf.plans if p.value <= best.value]
     start = min(ties, key=lambda x: x[0])
-    chosen, peak_bound, peak_engine = _walk_memory(pf, best[0], start) if first.proven else (start, None, "")
+    chosen, peak_bound, peak_engine = _walk_memory(pf, best.value, start) if first.proven else (start, None, "")
     assert chosen is not None
     second = Level(name="peak_memory", value=chosen[0], bound=peak_bound, engine=peak_engine)
-    return _result(pf, names, None, [first, second], (best[0], chosen[1], chosen[2]))
+    return _result(pf, names, None, [first, second], (best.value, chosen[1], chosen[2]))
 
 
 def _memory_first(pf: _Portfolio, names: tuple[str, ...]) -> SearchResult:
@@ -634,22 +648,21 @@ def _memory_first(pf: _Portfolio, names: tuple[str, ...]) -> SearchResult:
     status = _plans_to_start_from(pf)
     if status is Status.INFEASIBLE or pf.best is None:
         return _result(pf, names, status, [Level(name="peak_memory", value=None)], None)
-    start = min(((_peak(pf.problem, s), s, e) for _, s, e in pf.plans), key=lambda x: x[0])
+    start = min(((_peak(pf.problem, p.schedule), p.schedule, p.provenance) for p in pf.plans), key=lambda x: x[0])
     chosen, peak_bound, peak_engine = _walk_memory(pf, None, start)
     assert chosen is not None
     peak_level = Level(name="peak_memory", value=chosen[0], bound=peak_bound, engine=peak_engine)
     # the time level under the least peak found
-    inner = _Portfolio(problem=with_capacities(pf.problem, chosen[0], cap_existing=True), options=pf.options,
-                       deadline=pf.deadline, engines=pf.engines)
+    inner = _Portfolio(run=pf.run.on(with_capacities(pf.problem, chosen[0], cap_existing=True)), engines=pf.engines)
     inner.offer(chosen[1], chosen[2])
     _time_level(inner)  # cannot prove infeasibility: the chosen plan is one
     best = inner.best
     assert best is not None
     pf.phases.update({f"time {k}": v for k, v in inner.phases.items()})
-    time_level = Level(name=names[1] if len(names) > 1 else "makespan", value=best[0],
-                       bound=min(inner.bound, best[0]), engine=inner.bound_engine)
+    time_level = Level(name=names[1] if len(names) > 1 else "makespan", value=best.value,
+                       bound=min(inner.bound, best.value), engine=inner.bound_engine)
     levels = [peak_level, time_level] if len(names) > 1 else [peak_level]
-    result = _result(pf, names, None, levels, (chosen[0], best[1], best[2]))
+    result = _result(pf, names, None, levels, (chosen[0], best.schedule, best.provenance))
     return attrs.evolve(result, objective=chosen[0], lower_bound=peak_bound, bound_engine=peak_level.engine)
 
 

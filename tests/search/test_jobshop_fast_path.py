@@ -114,10 +114,11 @@ def _flexible():
 
 
 def _exact_calls(monkeypatch):
-    """Record the SolveOptions of every backend call jobshop() makes."""
+    """Record the SolveOptions of every backend call jobshop() makes (every strategy calls the backend
+    through its run)."""
     import importlib
 
-    module = importlib.import_module("schedsearch.search.jobshop")
+    module = importlib.import_module("schedsearch.search.run")
     calls = []
     real = module.solve
 

@@ -43,18 +43,18 @@ from typing import Any
 
 import attrs
 
-from schedsearch.bounds.analytic import objective_lower_bound
-from schedsearch.options import Deadline, Reporter, Rule, SearchOptions, resolve_options
+from schedsearch.options import Rule, SearchOptions
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
-from schedsearch.rewrite import flatten_overlaps, reduced_problem
-from schedsearch.schedule import Schedule, objective_value
+from schedsearch.rewrite import flatten_overlaps
+from schedsearch.schedule import Schedule
 from schedsearch.search.list_scheduling import PIPELINE_RULES, PipelineRule, list_plan
-from schedsearch.search.optimal import optimal
+from schedsearch.search.optimal import exact_search
+from schedsearch.search.run import Provenance, Run, Source
 from schedsearch.search.scale.ties import Tie, periodic_ties
 from schedsearch.validate import assert_valid, validate
 
-__all__ = ["scale_search", "TIES_AUTO_TASKS"]
+__all__ = ["scale_search", "search_at_scale", "TIES_AUTO_TASKS"]
 
 #: ``ties="auto"`` ties micro-batches periodically above this many task instances.
 TIES_AUTO_TASKS = 1000
@@ -62,8 +62,8 @@ TIES_AUTO_TASKS = 1000
 #: Time the exact search needs at least to be worth starting (model building included).
 _EXACT_MIN_S = 1.0
 
-#: What the capped V greedy's plans are called.
-_CAPPED_V = "handcrafted capped V greedy"
+#: Where the capped V greedy's plans come from.
+_CAPPED_V = Provenance(source=Source.HANDCRAFTED, engine="handcrafted capped V greedy")
 
 #: Task instances the exact search can model and search per second of the time left; a larger
 #: problem with a plan at hand skips it (the model alone would outgrow the limit and the memory).
@@ -156,40 +156,49 @@ def scale_search(
     >>> result.status.value, result.objective, result.engine, result.bound_engine
     ('OPTIMAL', 33, 'list scheduling (I > F > W, ...)', 'analytic')
     """
-    opts = resolve_options(options, common, "scale_search", own={
-        "problem": (problem, Rule.instance(Problem, "a Problem")),
+    run = Run.open(problem, options, common, "scale_search", own={
         "rules": (rules, Rule.sequence(PipelineRule, "a list of PipelineRule")), "exact": (exact, Rule.boolean()),
         "ties": (ties, Rule("'auto', 'periodic', None or a list of ties",
                             lambda v: v in ("auto", "periodic", None) or Rule.ties().test(v), ("auto", "periodic"))),
         "periodic_window": (periodic_window, _WINDOW), "period": (period, Rule.integer(1, none=True)),
         "extra_ties": (extra_ties, Rule.ties()), "reduce": (reduce, Rule.boolean()),
     }, time_limit_s=300.0)
-    run = _ScaleRun.start(problem, opts, reduce)
-    for i, schedule in enumerate(opts.warm_starts):
-        run.offer(_usable(problem, run.search_problem, schedule), f"warm start {i}")
-    _capped_v(run)
-    _list_schedules(run, rules)
-    if exact and (run.best is None or run.best[0] > run.bound) and not run.deadline.expired(_EXACT_MIN_S):
-        left = run.deadline.left()
-        tasks = len(run.search_problem.tasks)
+    return search_at_scale(run, rules=rules, exact=exact, ties=ties, periodic_window=periodic_window,
+                           period=period, extra_ties=extra_ties, reduce=reduce)
+
+
+def search_at_scale(run: Run, *, rules: Sequence[PipelineRule] = PIPELINE_RULES, exact: bool = True,
+                    ties: str | Sequence[Tie] | None = "auto", periodic_window: tuple[float, float] = (0.25, 0.75),
+                    period: int | None = None, extra_ties: Sequence[Tie] = (), reduce: bool = True) -> SearchResult:
+    """:func:`scale_search` inside ``run`` (its options already checked): the run's warm starts, the
+    constructions, the list schedules, then the exact search in a child run."""
+    state = _Scale.start(run, reduce)
+    for i, schedule in enumerate(run.options.warm_starts):
+        state.offer(_usable(run.problem, state.search_problem, schedule), Provenance.warm_start(i))
+    _capped_v(state)
+    _list_schedules(state, rules)
+    if exact and not run.closed and not run.budget.expired(_EXACT_MIN_S):
+        left = run.budget.left()
+        tasks = len(state.search_problem.tasks)
         if run.best is not None and left is not None and tasks > _EXACT_TASKS_PER_S * left:
             run.note(f"exact search skipped: {tasks} task instances need about {tasks / _EXACT_TASKS_PER_S:.0f} s "
                      f"to model and search, {left:.1f} s were left")
         else:
-            tie_list = _tie_list(run.search_problem, ties, periodic_window, period, extra_ties)
-            if tie_list and run.best is not None and run.best[2] == _CAPPED_V:
+            tie_list = _tie_list(state.search_problem, ties, periodic_window, period, extra_ties)
+            best = run.best
+            if tie_list and best is not None and best.provenance == _CAPPED_V:
                 # a tied search starts from scratch (the greedy's plan breaks the ties); on V placements it
                 # ended above the greedy and took the most memory of the run (benchmark zbv_scale)
                 run.note(f"exact search skipped: under {len(tie_list)} ties it cannot start from the capped V "
                          f"greedy's plan")
             else:
-                infeasible = _exact_search(run, tie_list)
+                infeasible = _exact_search(state, tie_list)
                 if infeasible is not None:
                     return infeasible
-    return run.result()
+    return state.result()
 
 
-def _capped_v(run: _ScaleRun) -> None:
+def _capped_v(state: _Scale) -> None:
     """On a two-chunk V placement with split backwards, the capped V greedy
     (:func:`~schedsearch.handcrafted.v_capped.v_capped`) at the devices'
     capacities, within half the time left (in deterministic mode a work
@@ -199,117 +208,105 @@ def _capped_v(run: _ScaleRun) -> None:
     from schedsearch.errors import SchedSearchError
     from schedsearch.handcrafted.v_capped import V_TASKS_PER_S, v_capped
 
-    if run.best is not None and run.best[0] <= run.bound:
+    run = state.run
+    if run.closed:
         return
-    t = run.deadline.elapsed
-    share = run.deadline.slice(0.5, floor_s=0.1)
+    t = run.budget.elapsed
+    share = run.budget.slice(0.5, floor_s=0.1)
     limit: dict[str, Any] = {"time_limit_s": share}
-    if run.opts.deterministic:
+    if run.options.deterministic:
         limit = {"work_limit": None if share is None else int(share * V_TASKS_PER_S)}
     try:
         schedule = v_capped(run.problem, None, **limit)
     except SchedSearchError:
         return  # not a V placement (or no room for the greedy): the other phases handle it
-    run.stats["capped_v_s"] = run.deadline.elapsed - t
-    run.offer(_usable(run.problem, run.search_problem, schedule), _CAPPED_V)
+    run.stats["capped_v_s"] = run.budget.elapsed - t
+    state.offer(_usable(run.problem, state.search_problem, schedule), _CAPPED_V)
 
 
 @attrs.define
-class _ScaleRun:
-    """One call of :func:`scale_search`: its options, time, the problem it
-    searches (overlaps dropped when redundant), the bound, figures and best plan."""
+class _Scale:
+    """What :func:`scale` adds to its run: the problem it searches (overlaps dropped when redundant) and the
+    backend that searched. The run's pool holds plans of the search problem, each validated against it (and
+    so plans of the run's problem: :func:`~schedsearch.rewrite.overlaps_redundant`); the result asserts it."""
 
-    problem: Problem
+    run: Run
     search_problem: Problem
-    opts: SearchOptions
-    deadline: Deadline
-    reporter: Reporter
-    bound: int
-    stats: dict[str, Any]
-    bound_engine: str = "analytic"
     backend_name: str = ""
-    best: tuple[int, Schedule, str] | None = None
 
     @classmethod
-    def start(cls, problem: Problem, opts: SearchOptions, reduce: bool) -> _ScaleRun:
-        """The run's clock started, the problem reduced (when asked) and its analytic bound reported."""
-        deadline = Deadline(opts.time_limit_s, deterministic=opts.deterministic)
-        reporter = Reporter(opts.progress, deadline.t0)
-        search_problem = reduced_problem(problem) if reduce else problem
-        bound = objective_lower_bound(search_problem).value
-        reporter.report("bound", bound=bound)
-        stats: dict[str, Any] = {"overlaps_dropped": search_problem is not problem, "analytic_bound": bound,
-                                 "num_tasks": len(problem.tasks)}
-        return cls(problem=problem, search_problem=search_problem, opts=opts, deadline=deadline, reporter=reporter,
-                   bound=bound, stats=stats, backend_name=opts.backend_name)
+    def start(cls, run: Run, reduce: bool) -> _Scale:
+        """The problem reduced (when asked) and its analytic bound reported (both computed once per run)."""
+        problem = run.problem
+        search_problem = run.reduced if reduce else problem
+        bound = run.facts.analytic(search_problem).value
+        run.raise_bound(bound, "analytic")
+        run.reporter.report("bound", bound=bound)
+        run.stats.update({"overlaps_dropped": search_problem is not problem, "analytic_bound": bound,
+                          "num_tasks": len(problem.tasks)})
+        return cls(run=run, search_problem=search_problem, backend_name=run.options.backend_name)
 
-    def note(self, text: str) -> None:
-        """Say in the result's ``stats["notes"]`` what the run left out and why."""
-        self.stats.setdefault("notes", []).append(text)
-
-    def offer(self, schedule: Schedule | None, origin: str) -> None:
-        """Keep ``schedule`` (found by ``origin``) when it beats the best plan so far."""
-        if schedule is None:
-            return
-        value = objective_value(schedule, self.problem.objective)
-        if self.best is None or value < self.best[0]:
-            self.best = (value, schedule, origin)
-            self.reporter.report(origin, incumbent=value)
+    def offer(self, schedule: Schedule | None, provenance: Provenance) -> None:
+        """Keep ``schedule``, a validated plan of the search problem (or None), found by ``provenance``."""
+        self.run.offer(schedule, provenance, validated=True)
 
     @property
     def objective_name(self) -> str:
-        return "max_span" if self.problem.objective == "max_span" else "makespan"
+        return "max_span" if self.run.problem.objective == "max_span" else "makespan"
 
     def result(self) -> SearchResult:
         """The best plan, validated against the original problem, OPTIMAL when it
         meets the bound; TIMEOUT (or UNKNOWN without a limit) when there is none."""
-        wall = self.deadline.elapsed
-        self.stats["wall_s"] = wall
-        bound, name, problem = self.bound, self.objective_name, self.problem
-        if self.best is None:
-            limit_hit = self.opts.time_limit_s is not None  # every phase ran within the limit and found nothing
+        run = self.run
+        wall = run.budget.elapsed
+        run.stats["wall_s"] = wall
+        bound, name, problem = run.bound, self.objective_name, run.problem
+        best = run.best
+        if best is None:
+            limit_hit = run.options.time_limit_s is not None  # every phase ran within the limit and found nothing
             return SearchResult(status=Status.TIMEOUT if limit_hit else Status.UNKNOWN, lower_bound=bound or None,
-                                wall_time_s=wall, backend=self.backend_name, stats=self.stats, strategy="scale",
-                                objective_name=name, bound_engine=self.bound_engine if bound else "",
+                                wall_time_s=wall, backend=self.backend_name, stats=run.stats, strategy="scale",
+                                objective_name=name, bound_engine=run.bound_by if bound else "",
                                 problem=problem)
-        value, schedule, origin = self.best
-        assert_valid(problem, schedule, f"schedule found by {origin}")
+        assert_valid(problem, best.schedule, f"schedule found by {best.engine}")
         return SearchResult(
-            status=Status.OPTIMAL if value <= bound else Status.FEASIBLE,
-            schedule=schedule,
-            objective=value,
-            lower_bound=min(bound, value),
+            status=Status.OPTIMAL if best.value <= bound else Status.FEASIBLE,
+            schedule=best.schedule,
+            objective=best.value,
+            lower_bound=min(bound, best.value),
             wall_time_s=wall,
             backend=self.backend_name,
-            stats=self.stats,
+            stats=run.stats,
             strategy="scale",
             objective_name=name,
-            engine=origin,
-            bound_engine=self.bound_engine,
+            engine=best.engine,
+            bound_engine=run.bound_by,
             problem=problem,
         )
 
 
-def _list_schedules(run: _ScaleRun, rules: Sequence[PipelineRule]) -> None:
+def _list_schedules(state: _Scale, rules: Sequence[PipelineRule]) -> None:
     """The list schedule of every rule, without groups, then forming the
     groups that save time (when some do), until one meets the bound or time is up."""
-    t_list = run.deadline.elapsed
+    run = state.run
+    t_list = run.budget.elapsed
     tried = 0
-    search_problem = run.search_problem
+    search_problem = state.search_problem
     saving_groups = any(ov.duration < sum(search_problem.graph.block(b).min_duration for b in ov.blocks)
                         for ov in search_problem.overlaps)
     for form_groups in (False, True) if saving_groups else (False,):
         for rule in rules:
-            if run.best is not None and run.best[0] <= run.bound:
+            if run.closed:
                 break
-            if run.deadline.expired():
+            if run.budget.expired():
                 break
             tried += 1
             engine = f"list scheduling ({rule}{', pairs formed' if form_groups else ''})"
             run.reporter.report(engine)
-            run.offer(list_plan(search_problem, rule, form_groups=form_groups, deadline=run.deadline), engine)
+            state.offer(list_plan(search_problem, rule, form_groups=form_groups, deadline=run.budget),
+                        Provenance(source=Source.LIST, engine=engine))
     run.stats["list_rules_tried"] = tried
-    run.stats["list_s"] = run.deadline.elapsed - t_list
+    run.stats["list_s"] = run.budget.elapsed - t_list
 
 
 def _tie_list(search_problem: Problem, ties: str | Sequence[Tie] | None, periodic_window: tuple[float, float],
@@ -331,34 +328,34 @@ def _tie_list(search_problem: Problem, ties: str | Sequence[Tie] | None, periodi
     return tie_list + tuple(extra_ties)
 
 
-def _exact_search(run: _ScaleRun, tie_list: tuple[Tie, ...]) -> SearchResult | None:
-    """The exact search with the time left (warm-started from the best plan
+def _exact_search(state: _Scale, tie_list: tuple[Tie, ...]) -> SearchResult | None:
+    """The exact search with the time left, in a child run (warm-started from the best plan
     unless tied); its plan is offered, its bound kept when untied. Returns
     the INFEASIBLE result when an untied search proves it, else None."""
-    stats, deadline = run.stats, run.deadline
+    run = state.run
+    stats, budget = run.stats, run.budget
     stats["ties"] = len(tie_list)
-    t_exact = deadline.elapsed
+    t_exact = budget.elapsed
     # a tied search proves bounds of the tied space only
-    exact_options = run.opts.replace(
-        time_limit_s=deadline.left(),
-        warm_starts=(run.best[1],) if run.best is not None and not tie_list else (),
-        progress=run.reporter.relay(bounds=not tie_list),
-    )
-    exact_result = optimal(run.search_problem, ties=tie_list, options=exact_options)
-    run.backend_name = exact_result.backend or run.backend_name
-    stats["exact_s"] = deadline.elapsed - t_exact
+    child = run.child(state.search_problem, time_limit_s=budget.left(), bounds=not tie_list)
+    best = run.best
+    if best is not None and not tie_list:
+        # a validated plan of the search problem, the child's problem
+        child.offer(best.schedule, Provenance.warm_start(0), validated=True, report=False)
+    exact_result = exact_search(child, ties=tie_list)
+    state.backend_name = exact_result.backend or state.backend_name
+    stats["exact_s"] = budget.elapsed - t_exact
     stats["exact_status"] = exact_result.status.value
-    stats["deterministic_s"] = exact_result.stats.get("deterministic_s", 0.0)
-    deadline.charge(stats["deterministic_s"])
-    if exact_result.stats.get("wall_guard_hit"):
-        stats["wall_guard_hit"] = True
+    stats.update(child.budget_stats() or {"deterministic_s": 0.0})
     stats["exact_restricted_status"] = exact_result.stats.get("restricted_status")
-    if exact_result.schedule is not None and exact_result.engine.startswith("exact search"):
-        run.offer(exact_result.schedule, f"exact search ({run.backend_name}{', tied' if tie_list else ''})")
+    found = child.last(Source.EXACT)
+    if found is not None:
+        engine = f"exact search ({state.backend_name}{', tied' if tie_list else ''})"
+        state.offer(found.schedule, Provenance(source=Source.EXACT, engine=engine))
     if not tie_list and exact_result.lower_bound is not None and exact_result.lower_bound > run.bound:
-        run.bound, run.bound_engine = exact_result.lower_bound, exact_result.bound_engine
+        run.raise_bound(exact_result.lower_bound, exact_result.bound_engine)
     if not tie_list and exact_result.status is Status.INFEASIBLE:
-        return SearchResult(status=Status.INFEASIBLE, wall_time_s=deadline.elapsed, backend=run.backend_name,
-                            stats=stats, strategy="scale", objective_name=run.objective_name,
-                            bound_engine=run.backend_name, problem=run.problem)
+        return SearchResult(status=Status.INFEASIBLE, wall_time_s=budget.elapsed, backend=state.backend_name,
+                            stats=stats, strategy="scale", objective_name=state.objective_name,
+                            bound_engine=state.backend_name, problem=run.problem)
     return None

@@ -1,0 +1,369 @@
+"""One search run: what every strategy of :mod:`schedsearch.search` works inside.
+
+A public strategy (:func:`~schedsearch.solve`, :func:`~schedsearch.search.optimal`,
+:func:`~schedsearch.search.scale_search`, :func:`~schedsearch.search.jobshop`,
+:func:`~schedsearch.search.repetend`, :func:`~schedsearch.search.pareto`,
+:func:`~schedsearch.search.min_memory`) opens one :class:`Run` at its door
+(:meth:`Run.open`): the options are checked there once, before any work.
+The run then holds, for the whole call:
+
+* the **budget** (:class:`Budget`): the wall clock and, in deterministic mode,
+  the deterministic time the solver searches used; a sub-search gets a child
+  run (:meth:`Run.child`) whose budget draws from its parent's, and every
+  backend search charges the budget of the run that started it
+  (:meth:`Run.backend_search`), so the time spent reaches every run above it
+  without being passed up by hand;
+* the **facts** of its problems (:class:`Facts`, shared by a run and its
+  children): the problem with its redundant overlaps dropped and the
+  analytic lower bounds, each computed once per problem;
+* the **pool** of plans (:class:`Plan`): each validated against the run's
+  problem once, with where it came from as a typed :class:`Provenance`;
+* the best **bound** and what proved it;
+* the **progress reporter** (:class:`~schedsearch.options.Reporter`);
+* the backend's options, derived from the run's options in one place
+  (:meth:`Run.solve_options`, :meth:`Run.modulo_options`).
+
+A strategy is a function of a run that offers plans (:meth:`Run.offer`) and
+raises the bound (:meth:`Run.raise_bound`); the public entry turns the run
+into its :class:`~schedsearch.result.SearchResult`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from schedsearch.encode import solve
+from schedsearch.options import Deadline, Reporter, Rule, SearchOptions, resolve_options
+from schedsearch.problem import Problem
+from schedsearch.schedule import Schedule, objective_value
+
+if TYPE_CHECKING:  # pragma: no cover
+    from schedsearch.bounds.analytic import AnalyticBound
+    from schedsearch.encode import SolveOptions
+    from schedsearch.encode.modulo import ModuloOptions
+    from schedsearch.result import SearchResult
+
+__all__ = ["Budget", "Facts", "Plan", "Provenance", "Run", "Source"]
+
+
+class Budget(Deadline):
+    """The time of one run: a :class:`~schedsearch.options.Deadline` that charges its parent too.
+
+    A child budget (:meth:`child`) starts its own clock with its own limit
+    (a share of what its parent has left); the deterministic time charged
+    to it is charged to every budget above it, and so is a search stopped
+    by its wall-clock guard (:attr:`wall_guard_hit`).
+
+    Examples
+    --------
+    >>> from schedsearch.search.run import Budget
+    >>> outer = Budget(10.0, deterministic=True)
+    >>> inner = outer.child(outer.left())
+    >>> inner.charge(4.0)
+    >>> inner.left(), outer.left(), outer.used_s
+    (6.0, 6.0, 4.0)
+    """
+
+    def __init__(self, limit_s: float | None, deterministic: bool = False, parent: Budget | None = None) -> None:
+        super().__init__(limit_s, deterministic=deterministic)
+        self.parent = parent
+        #: a deterministic backend search under this budget was stopped by its wall-clock guard
+        self.wall_guard_hit = False
+        #: some backend search under this budget reported the deterministic time it used
+        self.metered = False
+        #: the deterministic time the backend searches under this budget reported
+        self.reported_s = 0.0
+
+    @property
+    def used_s(self) -> float:
+        """Deterministic time the backend searches under this budget used."""
+        return self.spent
+
+    def child(self, limit_s: float | None) -> Budget:
+        """A budget for a sub-search, with its own limit, charging this one."""
+        return Budget(limit_s, deterministic=self.deterministic, parent=self)
+
+    def charge(self, seconds: float) -> None:
+        super().charge(seconds)
+        if self.parent is not None:
+            self.parent.charge(seconds)
+
+    def charge_search(self, stats: Mapping[str, Any]) -> None:
+        """Charge what one backend search reports (``deterministic_s``, ``wall_guard_hit``) to this budget and
+        every one above it."""
+        budget: Budget | None = self
+        while budget is not None:
+            if "deterministic_s" in stats:
+                budget.metered = True
+                budget.reported_s += float(stats["deterministic_s"])
+            if stats.get("wall_guard_hit"):
+                budget.wall_guard_hit = True
+            budget = budget.parent
+        self.charge(float(stats.get("deterministic_s", 0.0)))
+
+
+class Source(enum.Enum):
+    """What kind of engine found a plan."""
+
+    WARM_START = "warm start"
+    HANDCRAFTED = "handcrafted"
+    LIST = "list scheduling"
+    REPETEND = "repetend"
+    EXACT = "exact search"
+    QUICK = "quick pass"
+    COARSE = "coarse plan"
+
+
+@attrs.frozen(kw_only=True)
+class Provenance:
+    """Where a plan came from: the kind of engine and the name it is reported under
+    (:attr:`~schedsearch.result.SearchResult.engine`).
+
+    Examples
+    --------
+    >>> from schedsearch.search.run import Provenance, Source
+    >>> str(Provenance.warm_start(2)), Provenance.warm_start(2).source is Source.WARM_START
+    ('warm start 2', True)
+    """
+
+    source: Source
+    engine: str
+
+    @classmethod
+    def warm_start(cls, index: int) -> Provenance:
+        return cls(source=Source.WARM_START, engine=f"warm start {index}")
+
+    def __str__(self) -> str:
+        return self.engine
+
+
+@attrs.frozen(kw_only=True)
+class Plan:
+    """One plan of a run's pool: its objective value, the schedule (valid for the run's problem) and where it
+    came from."""
+
+    value: int
+    schedule: Schedule = attrs.field(eq=False)
+    provenance: Provenance
+
+    @property
+    def engine(self) -> str:
+        return self.provenance.engine
+
+
+class Facts:
+    """Facts of the problems of one run and its children, each computed once per problem.
+
+    A problem is recognised by identity (the facts hold a reference to every
+    problem they describe, so an identity is never reused while they live).
+    """
+
+    def __init__(self) -> None:
+        self._memo: dict[tuple[str, int], tuple[Problem, Any]] = {}
+
+    def _get(self, kind: str, problem: Problem, compute: Any) -> Any:
+        key = (kind, id(problem))
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = (problem, compute(problem))
+        return hit[1]
+
+    def reduced(self, problem: Problem) -> Problem:
+        """``problem`` without its redundant overlap declarations (:func:`~schedsearch.rewrite.reduced_problem`)."""
+        from schedsearch.rewrite import reduced_problem
+
+        reduced = self._get("reduced", problem, reduced_problem)
+        if reduced is not problem:
+            self._memo.setdefault(("reduced", id(reduced)), (reduced, reduced))
+        return reduced
+
+    def analytic(self, problem: Problem) -> AnalyticBound:
+        """The analytic lower bound of ``problem``'s objective
+        (:func:`~schedsearch.bounds.analytic.objective_lower_bound`)."""
+        from schedsearch.bounds.analytic import objective_lower_bound
+
+        return self._get("analytic", problem, objective_lower_bound)
+
+    def lower_bound(self, problem: Problem) -> Any:
+        """The full lower bound of the makespan (:func:`~schedsearch.bounds.lower_bound`: the analytic one and,
+        where blocks choose among options, the assignment LP)."""
+        from schedsearch.bounds.schedule_bounds import lower_bound
+
+        return self._get("lower_bound", problem, lower_bound)
+
+
+@attrs.define(eq=False)
+class Run:
+    """One search run: options, budget, facts, the pool of plans, the bound and the progress reporter
+    (see the module docstring). Built by :meth:`open` (a public entry) or :meth:`child` (a sub-search)."""
+
+    problem: Problem
+    options: SearchOptions
+    budget: Budget
+    reporter: Reporter
+    facts: Facts
+    #: every valid plan of ``problem`` offered, in the order offered
+    plans: list[Plan] = attrs.field(factory=list)
+    #: the best lower bound of the objective known, and what proved it ("" until one is known)
+    bound: int = 0
+    bound_by: str = ""
+    #: figures and notes for the result's ``stats``
+    stats: dict[str, Any] = attrs.field(factory=dict)
+    parent: Run | None = None
+
+    @classmethod
+    def open(cls, problem: Problem, options: SearchOptions | None, common: Mapping[str, Any], where: str, *,
+             own: Mapping[str, tuple[Any, Rule]] | None = None, renamed: Mapping[str, str] | None = None,
+             registry: bool = True, **defaults: Any) -> Run:
+        """The run of one public entry ``where``: the options checked (:func:`~schedsearch.options.resolve_options`,
+        ``problem`` must be a :class:`~schedsearch.problem.Problem`), the clock started."""
+        opts = resolve_options(options, common, where, own={"problem": (problem, Rule.instance(Problem, "a Problem")),
+                                                          **(own or {})}, renamed=renamed, registry=registry,
+                               **defaults)
+        budget = Budget(opts.time_limit_s, deterministic=opts.deterministic)
+        return cls(problem=problem, options=opts, budget=budget, reporter=Reporter(opts.progress, budget.t0),
+                   facts=Facts())
+
+    def child(self, problem: Problem | None = None, *, time_limit_s: float | None,
+              warm_starts: tuple[Schedule, ...] = (), incumbents: bool = True, bounds: bool = True,
+              prefix: str | None = None, silent: bool = False, **changes: Any) -> Run:
+        """A run for a sub-search of ``problem`` (default this run's) with ``time_limit_s`` of this run's budget
+        (None: no limit of its own).
+
+        Its progress reaches this run's reporter (``incumbents`` / ``bounds``:
+        whether its values hold for this run's problem, ``prefix`` names
+        this run's phase; ``silent``: it reports nothing); ``changes``
+        replace other options (backend parameters, say). Its facts are this
+        run's.
+        """
+        progress = None if silent else self.reporter.relay(incumbents=incumbents, bounds=bounds, prefix=prefix)
+        opts = self.options.replace(time_limit_s=time_limit_s, warm_starts=warm_starts, progress=progress, **changes)
+        budget = self.budget.child(opts.time_limit_s)
+        return Run(problem=self.problem if problem is None else problem, options=opts, budget=budget,
+                   reporter=Reporter(opts.progress, budget.t0), facts=self.facts, parent=self)
+
+    def on(self, problem: Problem) -> Run:
+        """This run (options, budget, reporter, facts) on another problem, with its own pool, bound and stats
+        (a level of a lexicographic objective, say)."""
+        return Run(problem=problem, options=self.options, budget=self.budget, reporter=self.reporter,
+                   facts=self.facts, parent=self.parent)
+
+    # ------------------------------------------------------------------ facts
+
+    @property
+    def reduced(self) -> Problem:
+        """The run's problem without its redundant overlap declarations (computed once)."""
+        return self.facts.reduced(self.problem)
+
+    @property
+    def analytic(self) -> AnalyticBound:
+        """The analytic lower bound of the run's problem (computed once)."""
+        return self.facts.analytic(self.problem)
+
+    # ------------------------------------------------------------------ plans and bounds
+
+    @property
+    def best(self) -> Plan | None:
+        """The plan of least objective (the first offered among equals)."""
+        return min(self.plans, key=lambda p: p.value) if self.plans else None
+
+    def last(self, source: Source) -> Plan | None:
+        """The plan of ``source`` offered last (the solver's plan of a sub-search, say), or None."""
+        return next((p for p in reversed(self.plans) if p.provenance.source is source), None)
+
+    @property
+    def closed(self) -> bool:
+        """Whether the best plan meets the bound."""
+        best = self.best
+        return best is not None and best.value <= self.bound
+
+    def offer(self, schedule: Schedule | None, provenance: Provenance, *, validated: bool = False,
+              report: bool = True, value: int | None = None) -> Plan | None:
+        """Keep ``schedule`` when it is a valid plan of the run's problem; the plan kept, or None.
+
+        ``validated``: it has already passed the validator against this very
+        problem (a plan is validated once). An improvement of the best plan
+        is reported (``report``). ``value``: what the plan is ranked by
+        (default its objective value for the run's problem).
+        """
+        if schedule is None:
+            return None
+        if not validated:
+            from schedsearch.validate import validate
+
+            if validate(self.problem, schedule):
+                return None
+        if value is None:
+            value = objective_value(schedule, self.problem.objective)
+        plan = Plan(value=value, schedule=schedule, provenance=provenance)
+        before = self.best
+        self.plans.append(plan)
+        if report and (before is None or plan.value < before.value):
+            self.reporter.report(provenance.engine, incumbent=plan.value)
+        return plan
+
+    def offer_warm_starts(self, where: str, *, report: bool = True) -> None:
+        """Offer the options' warm starts (``"warm start i"``), each checked once to be a valid plan of the run's
+        problem: one that is not raises :class:`~schedsearch.errors.InvalidOptionsError` naming ``where``."""
+        for i, schedule in enumerate(self.options.checked_warm_starts(self.problem, where)):
+            self.offer(schedule, Provenance.warm_start(i), validated=True, report=report)
+
+    def raise_bound(self, value: int | None, by: str) -> bool:
+        """Keep ``value`` as the bound when it is larger than the bound so far (``by``: what proved it)."""
+        if value is None or value <= self.bound and self.bound_by:
+            return False
+        self.bound, self.bound_by = value, by
+        return True
+
+    def note(self, text: str) -> None:
+        """Say in the result's ``stats["notes"]`` what the run left out and why."""
+        self.stats.setdefault("notes", []).append(text)
+
+    # ------------------------------------------------------------------ the backend
+
+    def solve_options(self, **fields: Any) -> SolveOptions:
+        """The backend's options of one search of this run: the time left, the run's seed, workers,
+        deterministic mode, log and backend parameters; ``fields`` set the search's own (bounds, ties, warm
+        start, progress, ...)."""
+        from schedsearch.encode import SolveOptions
+
+        left = self.budget.left()
+        base: dict[str, Any] = dict(time_limit_s=None if left is None else max(left, 1e-3), seed=self.options.seed,
+                                    workers=self.options.workers, deterministic=self.options.deterministic,
+                                    log=self.options.log, backend_params=dict(self.options.backend_params))
+        return SolveOptions(**{**base, **fields})
+
+    def modulo_options(self, **fields: Any) -> ModuloOptions:
+        """The modulo backend's options of one search of this run: the run's seed, workers, deterministic mode,
+        log and backend parameters; ``fields`` set the search's own (period, time limit, ...)."""
+        from schedsearch.encode.modulo import ModuloOptions
+
+        return ModuloOptions(seed=self.options.seed, workers=self.options.workers,
+                             deterministic=self.options.deterministic, log=self.options.log,
+                             backend_params=dict(self.options.backend_params), **fields)
+
+    def backend_search(self, problem: Problem, options: SolveOptions) -> SearchResult:
+        """One search of ``problem`` by the run's backend; what it used is charged to the run's budget."""
+        result = solve(problem, self.options.solver_backend, options)
+        self.budget.charge_search(result.stats)
+        return result
+
+    def charge_unmetered(self, seconds: float) -> None:
+        """When no backend search of this run reported the deterministic time it used (Z3 reports none),
+        charge ``seconds`` (the run's share, say) to its budget and every one above it instead."""
+        if not self.budget.metered:
+            self.budget.charge(seconds)
+
+    def budget_stats(self) -> dict[str, Any]:
+        """What the run's backend searches used: ``deterministic_s`` (when one reported it) and
+        ``wall_guard_hit`` (when a guard stopped one)."""
+        out: dict[str, Any] = {}
+        if self.budget.metered:
+            out["deterministic_s"] = self.budget.reported_s
+        if self.budget.wall_guard_hit:
+            out["wall_guard_hit"] = True
+        return out
