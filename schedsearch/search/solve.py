@@ -141,6 +141,9 @@ class _Portfolio:
     #: whether a memory level follows the time level (then every construction runs: one that meets the
     #: time bound may still hold more memory than another, e.g. GPipe and 1F1B)
     memory_level: bool = False
+    #: a level inside the call (the time level under the capacity the memory walk chose): the user's warm
+    #: starts were checked at the call's door, here only those that fit the level's capacities are offered
+    inner: bool = False
     phases: dict[str, float] = attrs.field(factory=dict)
 
     @property
@@ -266,6 +269,11 @@ def _v_pattern(problem: Problem) -> Iterable[tuple[Schedule, str]]:
 
 
 def _warm_starts(pf: _Portfolio) -> None:
+    if pf.inner:
+        for i, schedule in enumerate(pf.options.warm_starts):
+            if not validate(pf.problem, schedule):  # a warm start over this level's capacities is left out
+                pf.offer(schedule, Provenance.warm_start(i), validated=True)  # checked just now
+        return
     for i, schedule in enumerate(pf.options.checked_warm_starts(pf.problem, "solve")):
         pf.offer(schedule, Provenance.warm_start(i), validated=True)  # checked just now
 
@@ -653,7 +661,8 @@ def _memory_first(pf: _Portfolio, names: tuple[str, ...]) -> SearchResult:
     assert chosen is not None
     peak_level = Level(name="peak_memory", value=chosen[0], bound=peak_bound, engine=peak_engine)
     # the time level under the least peak found
-    inner = _Portfolio(run=pf.run.on(with_capacities(pf.problem, chosen[0], cap_existing=True)), engines=pf.engines)
+    inner = _Portfolio(run=pf.run.on(with_capacities(pf.problem, chosen[0], cap_existing=True)), engines=pf.engines,
+                       inner=True)
     inner.offer(chosen[1], chosen[2])
     _time_level(inner)  # cannot prove infeasibility: the chosen plan is one
     best = inner.best

@@ -193,3 +193,22 @@ def test_handcrafted_constructions_never_fail_on_a_pipeline(problem):
         for schedule, engine in plans:
             assert engine.startswith("handcrafted")
             validate(problem, schedule)
+
+
+@pytest.mark.parametrize("objective", [("peak_memory", "makespan"), ("peak_memory",)])
+def test_memory_first_keeps_a_valid_warm_start_that_holds_more_than_the_least_peak(objective):
+    # GPipe's plan is valid for the user's problem but holds every micro-batch's activations: the time level
+    # under the least peak the walk finds must leave it out, not call the user's plan invalid
+    from schedsearch.handcrafted import reproduce
+
+    problem = vshape(2, 4)
+    gpipe = reproduce("gpipe", devices=2, microbatches=4).schedule
+    assert validate(problem, gpipe) == ()
+    result = solve(problem, objective=objective, warm_starts=[gpipe], time_limit_s=30, workers=1, seed=0,
+                   deterministic=True)
+    assert result.schedule is not None and validate(problem, result.schedule) == ()
+    assert result.objective == max(peak_memory(problem, result.schedule).values()) < max(
+        peak_memory(problem, gpipe).values())
+    # a warm start that is not a plan of the problem asked is still refused at the door
+    with pytest.raises(InvalidOptionsError, match="warm start 0"):
+        solve(vshape(3, 4), objective=objective, warm_starts=[gpipe], time_limit_s=5)
