@@ -115,6 +115,11 @@ class ScheduleSpec:
     #: the placement the command line's ``search --placement NAME`` builds,
     #: ``builder(num_devices, num_microbatches, **durations and memory)``; None: none under this name
     placement: Callable[..., Problem] | None = None
+    #: the generator under a limit on its work, for a construction that tries candidates (V-Half, V-Min):
+    #: ``generate_within(problem, params, work_limit)`` with ``work_limit`` in task instances counted over
+    #: the candidates tried (at most its own default; None: the default); None: ``generate`` is linear and
+    #: takes no limit
+    generate_within: Callable[[Problem, Params, int | None], Schedule] | None = None
 
 
 @functools.wraps(stages.interleaved)  # its signature is interleaved's: the command line reads its flags from it
@@ -299,6 +304,8 @@ for _name, _title, _capped, _cap in (("v-half", "V-Half", _v_half, "p+2"),
         defaults=dict(_ZB_DEFAULTS),
         build=_v_chunks,
         generate=lambda pr, q, capped=_capped: capped(pr, work_limit=_V_CANDIDATES_WORK),
+        generate_within=lambda pr, q, work, capped=_capped: capped(
+            pr, work_limit=_V_CANDIDATES_WORK if work is None else min(_V_CANDIDATES_WORK, max(0, work))),
         formula=lambda q: {},
         reference=f"Qi et al., Pipeline Parallelism with Controllable Memory (2024), {_title}; capped V greedy, "
                   f"cap {_cap}",

@@ -231,7 +231,8 @@ def _time_bound(run: Run) -> tuple[int, str]:
     return value, engine
 
 
-def _handcrafted(problem: Problem, left: Callable[[], float | None] = lambda: None
+def _handcrafted(problem: Problem, left: Callable[[], float | None] = lambda: None,
+                 work: Callable[[], int | None] = lambda: None
                  ) -> Iterator[tuple[Callable[[], Iterable[tuple[Schedule, str]]], str]]:
     """Every handcrafted construction that may match ``problem``, the zero-bubble greedy first.
 
@@ -241,7 +242,9 @@ def _handcrafted(problem: Problem, left: Callable[[], float | None] = lambda: No
     :class:`~schedsearch.errors.SchedSearchError` when the placement is
     not the construction's. ``left()``: the seconds left (None: no
     limit), read by the constructions that try variants (the zero-bubble
-    greedy's are tried while they fit in it).
+    greedy's are tried while they fit in it); ``work()``: the work the
+    constructions that try candidates (V-Half, V-Min) may spend, in task
+    instances (None: their own default).
     """
     from schedsearch.handcrafted.families import SCHEDULES
     from schedsearch.handcrafted.zb_greedy import zb_greedy_best
@@ -252,9 +255,13 @@ def _handcrafted(problem: Problem, left: Callable[[], float | None] = lambda: No
 
     yield greedy, "zero-bubble greedy"
     yield (lambda: _v_pattern(problem)), "V stable pattern"
+    def build(spec: Any) -> Schedule:
+        if spec.generate_within is not None:
+            return spec.generate_within(problem, dict(spec.defaults), work())
+        return spec.generate(problem, dict(spec.defaults))
+
     for spec in SCHEDULES.values():
-        yield (lambda spec=spec: [(spec.generate(problem, dict(spec.defaults)), f"handcrafted {spec.title}")]), \
-            spec.title
+        yield (lambda spec=spec: [(build(spec), f"handcrafted {spec.title}")]), spec.title
 
 
 def _v_pattern(problem: Problem) -> Iterable[tuple[Schedule, str]]:
@@ -294,7 +301,15 @@ def _handcrafted_plans(pf: _Portfolio) -> None:
     rate = 0.0  # seconds per task instance of the slowest construction so far
     wall = not pf.options.deterministic
     skipped = False
-    for build, name in _handcrafted(pf.problem, lambda: pf.deadline.left() if wall else None):
+    from schedsearch.handcrafted.v_capped import V_TASKS_PER_S
+
+    def work() -> int | None:
+        # the candidates' work (task instances at V_TASKS_PER_S) within the time left (all of it while the call
+        # has no plan, half once it has one); the budget's time left, so deterministic in deterministic mode
+        left = pf.deadline.left()
+        return None if left is None else int(max(0.0, left if pf.best is None else left / 2) * V_TASKS_PER_S)
+
+    for build, name in _handcrafted(pf.problem, lambda: pf.deadline.left() if wall else None, work):
         if pf.closed and not pf.memory_level:
             break
         left = pf.deadline.left()

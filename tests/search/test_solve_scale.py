@@ -118,3 +118,28 @@ def test_with_communication_time_the_greedy_still_runs_first_and_proves_the_plan
     assert result.status is Status.OPTIMAL and result.objective == result.lower_bound
     assert result.engine.startswith("handcrafted zero-bubble greedy")
     assert not validate(problem, result.schedule)
+
+
+def test_v_half_and_v_min_get_the_work_the_time_left_covers(monkeypatch):
+    # the constructions that try candidates spend at most the time left (as task instances at
+    # V_TASKS_PER_S), their own default when more is left; the budget's time left, so in deterministic mode
+    # the same limits on every run
+    import schedsearch.handcrafted.v_capped as vc
+    from schedsearch.handcrafted.families import SCHEDULES
+
+    limits: list[int | None] = []
+    real = vc.v_capped
+
+    def recording(problem, cap=None, **kwargs):
+        limits.append(kwargs.get("work_limit"))
+        return real(problem, cap, **kwargs)
+
+    monkeypatch.setattr(vc, "v_capped", recording)
+    problem = vshape_chunks(4, 8, memory=6)  # a memory level follows: every construction runs
+    solve(problem, time_limit_s=0.05, deterministic=True, workers=1, engines=("handcrafted",))
+    assert len(limits) == 2 and all(w is not None and w <= 0.05 * vc.V_TASKS_PER_S for w in limits)
+    limits.clear()
+    solve(problem, deterministic=True, workers=1, engines=("handcrafted",))
+    default = SCHEDULES["v-half"].generate_within(problem, {}, None)  # the default limit, called directly
+    assert len(limits) == 3 and limits[0] == limits[1] == limits[2] and limits[0] > 0.05 * vc.V_TASKS_PER_S
+    assert not validate(problem, default)
