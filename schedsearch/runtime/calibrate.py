@@ -302,13 +302,13 @@ class RunCalibration:
     transfer time and its ``action_overhead_ms`` the measured gap per
     action; ``calibration`` holds the link, the overheads per action and per
     step (:meth:`~schedsearch.calibration.Calibration.step_ms` gives the step
-    time to expect of a makespan). ``measured[(stage, kind)]`` is the median
-    stage call (ms) and ``samples[(stage, kind)]`` how many calls it is the
-    median of; a kind the run did not compute (I and W in a 1F1B run, B in
+    time to expect of a makespan). ``measured[(stage, kind)]`` is the stage
+    call's time (ms; see :func:`calibration_from_trace`) and
+    ``samples[(stage, kind)]`` how many calls it was read from; a kind the run did not compute (I and W in a 1F1B run, B in
     a ZB-H1 run) is the given pipeline's time scaled by the run's over the
     given of the kind it splits or joins, and is not in ``measured``.
     ``transfer_samples``, ``gap_samples`` and ``step_samples`` count the
-    figures the medians are of; ``transfer_measured`` is False when no
+    receives, gaps and steps read; ``transfer_measured`` is False when no
     action waited for its data (the transfer was then taken from the link
     given or the pipeline's).
     """
@@ -328,10 +328,10 @@ class RunCalibration:
         lines = [f"{'stage':<8}{'kind':<6}{'run ms':>10}{'calls':>7}"]
         for (stage, kind), ms in sorted(self.measured.items()):
             lines.append(f"{stage:<8}{kind:<6}{ms:>10.3f}{self.samples[(stage, kind)]:>7}")
-        how = f"median of {self.transfer_samples} waited receives" if self.transfer_measured else "not measured"
+        how = f"from {self.transfer_samples} waited receives" if self.transfer_measured else "not measured"
         lines.append(f"transfer {self.transfer_ms:.3f} ms ({how}); overhead "
-                     f"{self.calibration.action_overhead_ms:.3f} ms per action (median of {self.gap_samples} gaps), "
-                     f"{self.calibration.step_overhead_ms:.3f} ms per step (median of {self.step_samples} steps)")
+                     f"{self.calibration.action_overhead_ms:.3f} ms per action (from {self.gap_samples} gaps), "
+                     f"{self.calibration.step_overhead_ms:.3f} ms per step (from {self.step_samples} steps)")
         return "\n".join(lines)
 
 
@@ -350,30 +350,34 @@ def _producer(key: tuple[int, str, int], kinds: Mapping[int, set[str]]) -> tuple
 
 def calibration_from_trace(pipeline: Pipeline, trace: Any, *, warmup: int = 1, link: LinkFit | None = None,
                            note: str = "") -> RunCalibration:
-    """Calibrate ``pipeline`` (one stage per rank) on a measured run of it: the run's own times, medians.
+    """Calibrate ``pipeline`` (one stage per rank) on a measured run of it: the run's own times.
 
     ``trace`` is a :class:`~schedsearch.runtime.trace.MeasuredTrace` of a
     run with stage ``k`` on rank ``k``; the steps after the first
-    ``warmup`` (all when there are no more) are read:
+    ``warmup`` (all when there are no more) are read. Every figure is the
+    median over those steps (over steps and ranks for the gap) of the
+    step's mean: the mean keeps what a step really spends (a stall that
+    hits a few calls of every step counts in full, as it does in the step
+    time), the median over steps leaves out a step that the machine's other
+    work slowed.
 
-    * a stage's F, B, I, W: the median over the run's stage calls of that
-      stage and kind of the call's duration (the computation alone: the
-      wait for a receive happens before the call and is not in it);
+    * a stage's F, B, I, W: the duration of its stage calls of that kind
+      (the computation alone: the wait for a receive happens before the
+      call and is not in it);
     * the overhead per action ``o``: on each rank, for each stage call,
       the time since the rank's previous stage call ended (since the step
       began for the first) less, for an action that receives a tensor, the
       time from the action's start to its call (which holds the wait):
       the sends and receives posted between calls and the runtime's
-      bookkeeping; the median over every call of every step read;
+      bookkeeping;
     * the transfer time: for each call whose action had started before
       the call it takes its input from ended (the receiver was certainly
       waiting for the data), the time from that call's end to this one's
-      start, less ``o`` (the model puts one ``o`` between two calls on the
-      path); the median, at least 0. When no action waited, the transfer
-      is ``link``'s for the stage's bytes, or the pipeline's own;
+      start; less ``o`` (the model puts one ``o`` between two calls on the
+      path), at least 0. When no action waited, the transfer is ``link``'s
+      for the stage's bytes, or the pipeline's own;
     * the overhead per step: the step time less the span from the first
-      stage call's start to the last one's end and less ``o``; the median
-      over steps, at least 0.
+      stage call's start to the last one's end; less ``o``, at least 0.
 
     A kind the run did not compute keeps the pipeline's time scaled as the
     kind it splits or joins was measured (a 1F1B run gives I and W as the
@@ -492,8 +496,8 @@ def calibration_from_trace(pipeline: Pipeline, trace: Any, *, warmup: int = 1, l
                           gap_samples=gaps_read, step_samples=len(step_rest))
 
 
-def calibrate_from_run(pipeline: Pipeline, workload: Any, *, family: str = "1F1B", steps: int = 6,
-                       link: LinkFit | None = None, timeout_s: float = 300.0,
+def calibrate_from_run(pipeline: Pipeline, workload: Any, *, family: str = "1F1B", steps: int = 10,
+                       warmup: int = 2, link: LinkFit | None = None, timeout_s: float = 300.0,
                        threads_per_process: int = 1) -> tuple[RunCalibration, Any]:
     """Run ``workload`` pipelined under ``pipeline``'s ``family`` plan and calibrate the pipeline on what it measured.
 
@@ -506,7 +510,7 @@ def calibrate_from_run(pipeline: Pipeline, workload: Any, *, family: str = "1F1B
     steps on torch's pipeline runtime (:func:`~schedsearch.runtime.run`,
     one process per rank, ``threads_per_process`` threads each); its
     measured trace gives the calibration (:func:`calibration_from_trace`,
-    the first step left out). Returns it and the run's
+    the first ``warmup`` steps left out). Returns it and the run's
     :class:`~schedsearch.runtime.RunResult` (the plan's prediction against
     the run, gradients checked).
 
@@ -519,6 +523,9 @@ def calibrate_from_run(pipeline: Pipeline, workload: Any, *, family: str = "1F1B
     if not isinstance(pipeline, Pipeline):
         raise InvalidPipelineError(f"calibrate_from_run: needs a Pipeline, got {type(pipeline).__name__}")
     _positive_int("calibrate_from_run", "steps", steps)
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup < steps:
+        raise InvalidPipelineError(f"calibrate_from_run: 'warmup' must be an integer from 0 to steps - 1 = "
+                                   f"{steps - 1}, got {warmup!r}")
     if len(pipeline.stages) != pipeline.num_ranks:
         raise InvalidPipelineError(f"{pipeline}: calibrating from a run needs one stage per rank, got "
                                    f"{len(pipeline.stages)} stages on {pipeline.num_ranks} ranks")
@@ -531,5 +538,5 @@ def calibrate_from_run(pipeline: Pipeline, workload: Any, *, family: str = "1F1B
                           threads_per_process=threads_per_process)
     torch = require_torch("calibration")
     note = (f"torch {torch.__version__}, gloo, {threads_per_process} thread(s) per rank; from a {family} run of "
-            f"{steps} step(s) of {pipeline.num_microbatches} micro-batches (the first left out)")
-    return calibration_from_trace(pipeline, result.trace, link=link, note=note), result
+            f"{steps} step(s) of {pipeline.num_microbatches} micro-batches (the first {warmup} left out)")
+    return calibration_from_trace(pipeline, result.trace, warmup=warmup, link=link, note=note), result
