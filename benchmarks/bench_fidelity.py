@@ -12,12 +12,25 @@ v=2 and ZB-V (two stages per rank, stage times drawn alike), and the plan
 :func:`schedsearch.plan` finds for the two-stage-per-rank pipeline (every
 family torch runs).
 
-(b) Real compute: the built-in transformer (``--model``, default
-``transformer:4x128``) split into stages, 2 ranks of one thread each.
-Profile (:func:`schedsearch.runtime.profile`, one thread, once per split
-of the model) -> problem -> plan -> run -> compare, for 1F1B and ZB-H1 (2 stages) and the plan
-:func:`schedsearch.solve` finds on the V placement (4 stages, split
-backward).
+(b) Real compute, before calibration: the built-in transformer
+(``--model``, default ``transformer:8x128``) split into two stages, 2 ranks
+of one thread each (gloo on loopback). Profile (each stage alone, one
+thread: :func:`schedsearch.runtime.profile`) -> pipeline -> plans -> run
+-> compare, for 1F1B and ZB-H1 (the published schedules,
+:func:`~schedsearch.runtime.calibrate.family_plan`) and the plan
+:func:`schedsearch.plan` finds (deterministic, one worker).
+
+(c) Real compute, after calibration: the 1F1B runs of (b)'s first
+``--rounds`` rounds are the measured runs the model is calibrated on
+(:func:`~schedsearch.runtime.calibrate.calibration_from_trace`: each
+stage's F and B as the pipelined run computed them, the transfer of the
+receives that waited, the gap per action and the cost per step), the
+three plans are made again from the calibrated pipeline, and every
+distinct plan of (b) and (c) runs ``--rounds`` more rounds, interleaved
+(each round runs every plan once, in turn, so a drift of the load hits
+all alike). Only those later runs are measured: the calibration does not
+see the runs it predicts. The prediction of (c) is the makespan plus the
+calibrated cost per step.
 
 For each row: predicted step time (makespan x time unit), measured (median
 over the steps after the first: the slowest rank's step call), the ratio,
@@ -32,8 +45,9 @@ real within 10%; where two plans' predictions differ by more than 5%, the
 measured times order them alike (checked per part and printed).
 
 The machine is shared: the load average (1, 5, 15 min) is printed and
-recorded before and after each part. Run: ``python -m benchmarks fidelity``
-(``--quick``: 4 ranks only, 8 micro-batches, part (b) on 1F1B and ZB-H1).
+recorded before and after each part and round. Run: ``python -m benchmarks
+fidelity`` (``--part a`` or ``bc`` for one part; ``--quick``: (a) 4 ranks
+only, 8 micro-batches, (b, c) a smaller model, fewer steps, one round).
 """
 
 from __future__ import annotations
@@ -155,13 +169,35 @@ def _real_plans(pipeline: Any, time_limit_s: float) -> dict[str, tuple[Any, Any,
     return out
 
 
+def _run_rounds(runnable: dict[str, tuple[Any, Any, Any]], workload: Any, steps: int, rounds: int, tag: str,
+                loads: dict[str, list[float]]) -> tuple[dict[str, list[float]], dict[str, list[Any]]]:
+    """Every plan once per round, in turn: each plan's step times after each run's first, and its runs."""
+    from schedsearch.runtime import run
+
+    times: dict[str, list[float]] = {text: [] for text in runnable}
+    results: dict[str, list[Any]] = {text: [] for text in runnable}
+    for k in range(rounds):
+        for text, (p, problem, schedule) in runnable.items():
+            result = run(p, workload, problem=problem, schedule=schedule, steps=steps, timeout_s=600)
+            times[text].extend(result.step_times_s[1:] if steps > 1 else result.step_times_s)
+            results[text].append(result)
+        loads[f"{tag} round {k + 1}"] = _load()
+        print(f"  {tag}: round {k + 1} of {rounds} done, load {loads[f'{tag} round {k + 1}']}", flush=True)
+    return times, results
+
+
 def part_bc(model: str, microbatches: int, mb_size: int, steps: int, rounds: int, plan_limit_s: float,
-            calibration_steps: int, loads: dict[str, list[float]]) -> tuple[list[dict[str, Any]], Any]:
-    """(b) the profiled pipeline's plans and (c) the plans of the pipeline calibrated on a 1F1B run, run
-    interleaved: every round runs every distinct plan once, so a drift of the load hits all alike."""
+            loads: dict[str, list[float]]) -> tuple[list[dict[str, Any]], Any]:
+    """(b) the profiled pipeline's plans, (c) the plans of the pipeline calibrated on measured 1F1B runs.
+
+    First the (b) plans run ``rounds`` rounds (each round every plan once, in turn): the 1F1B runs among
+    them are what the model is calibrated on (:func:`~schedsearch.runtime.calibrate.calibration_from_trace`
+    of their traces, spread over the rounds). Then every distinct plan of (b) and (c) runs ``rounds`` more
+    rounds, and those runs alone are the measured figures: the calibration never sees the runs it predicts.
+    """
     from schedsearch import Pipeline
-    from schedsearch.runtime import build_workload, plan_from_schedule, profile, run
-    from schedsearch.runtime.calibrate import calibrate_from_run
+    from schedsearch.runtime import build_workload, plan_from_schedule, profile
+    from schedsearch.runtime.calibrate import calibration_from_trace
     from schedsearch.runtime.trace import compare
 
     workload = build_workload(model, 2, batch_size=microbatches * mb_size, dtype="float32")
@@ -170,44 +206,39 @@ def part_bc(model: str, microbatches: int, mb_size: int, steps: int, rounds: int
     print(prof.table())
     base = Pipeline.from_profile(prof, num_ranks=2, num_microbatches=microbatches, families=["1f1b"],
                                  name=f"{model} 2 ranks")
-    calibrated, cal_run = calibrate_from_run(base, workload, steps=calibration_steps)
-    print(calibrated.table())
-    print(f"calibration run (1F1B on the profiled times): {cal_run.fidelity}; steps "
-          f"{[round(1e3 * t, 1) for t in cal_run.step_times_s]} ms")
-    loads["after calibration run"] = _load()
-    made = {"b real": _real_plans(base, plan_limit_s), "c calibrated": _real_plans(calibrated.pipeline, plan_limit_s)}
-    step_ms = {"b real": 0.0, "c calibrated": calibrated.calibration.step_overhead_ms}
+    made = {"b real": _real_plans(base, plan_limit_s)}
     runnable: dict[str, tuple[Any, Any, Any]] = {}  # CSV text -> (plan, problem, schedule); a plan made twice runs once
     key: dict[tuple[str, str], str] = {}
-    for part, plans in made.items():
-        for name, (problem, schedule, _) in plans.items():
+
+    def add(part: str) -> None:
+        for name, (problem, schedule, _) in made[part].items():
             p = plan_from_schedule(problem, schedule, name=f"{name} ({part})")
             runnable.setdefault(p.text, (p, problem, schedule))
             key[(part, name)] = p.text
-    times: dict[str, list[float]] = {text: [] for text in runnable}
-    last: dict[str, Any] = {}
-    ok = {text: True for text in runnable}
-    for k in range(rounds):
-        for text, (p, problem, schedule) in runnable.items():
-            result = run(p, workload, problem=problem, schedule=schedule, steps=steps, timeout_s=600)
-            times[text].extend(result.step_times_s[1:] if steps > 1 else result.step_times_s)
-            last[text] = result
-            ok[text] &= result.order_as_planned and result.grads_equal
-        loads[f"after round {k + 1}"] = _load()
-        print(f"  round {k + 1} of {rounds} done, load {loads[f'after round {k + 1}']}", flush=True)
+
+    add("b real")
+    _, first = _run_rounds(dict(runnable), workload, steps, rounds, "calibrating", loads)
+    calibrated = calibration_from_trace(base, [r.trace for r in first[key[("b real", "1F1B")]]])
+    print(calibrated.table())
+    made["c calibrated"] = _real_plans(calibrated.pipeline, plan_limit_s)
+    add("c calibrated")
+    step_ms = {"b real": 0.0, "c calibrated": calibrated.calibration.step_overhead_ms}
+    times, results = _run_rounds(runnable, workload, steps, rounds, "measuring", loads)
     rows = []
     for part, plans in made.items():
         for name, (problem, schedule, makespan_ms) in plans.items():
             text = key[(part, name)]
-            result = last[text]
+            runs = results[text]
+            result = runs[-1]
             if result.trace is not None:  # the breakdown against this part's prediction (one run may serve both)
                 result = attrs.evolve(result, fidelity=compare(problem, schedule, result.trace))
             row = _row(part, name, problem, result)
             predicted = makespan_ms + step_ms[part]
             measured = 1e3 * statistics.median(times[text])
+            ok = all(r.order_as_planned for r in runs)
             row.update(predicted_ms=predicted, measured_ms=measured, ratio=measured / predicted,
-                       steps_ms=[round(1e3 * t, 2) for t in times[text]],
-                       order_ok=ok[text], grads_equal=ok[text])
+                       steps_ms=[round(1e3 * t, 2) for t in times[text]], order_ok=ok,
+                       grads_equal=all(r.grads_equal for r in runs))
             rows.append(row)
     return rows, calibrated
 
@@ -250,8 +281,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mb-size", type=int, default=8, help="samples per micro-batch in (b, c) (default 8)")
     parser.add_argument("--real-steps", type=int, default=6, help="steps per run in (b, c) (default 6)")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved runs of each plan in (b, c) (default 3)")
-    parser.add_argument("--calibration-steps", type=int, default=10, help="steps of the 1F1B run calibrated on, "
-                        "the first 2 left out (default 10)")
     args = parser.parse_args(argv)
 
     from schedsearch.runtime import torch_available
@@ -274,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"load average after (a): {loads['after (a)']}")
     if args.part in ("bc", "all"):
         real, calibrated = part_bc(args.model, args.real_microbatches, args.mb_size, args.real_steps, args.rounds,
-                                   args.plan_limit, args.calibration_steps, loads)
+                                   args.plan_limit, loads)
         rows += real
         loads["after (b, c)"] = _load()
     goal = {"a emulated": 0.03, "b real": 0.10, "c calibrated": 0.10}
@@ -292,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
             if line.startswith(part):
                 print("  " + line)
     if calibrated is not None:
-        print(f"\ncalibrated on a 1F1B run:\n{calibrated.table()}")
+        print(f"\ncalibrated on the 1F1B runs of (b)'s first rounds:\n{calibrated.table()}")
     print(f"load averages: {loads}; wall {time.perf_counter() - t0:.0f} s")
     write_results("fidelity", rows, loads=loads, order_agreement=agreement, args=vars(args),
                   calibration=None if calibrated is None else calibrated.calibration.to_dict(),

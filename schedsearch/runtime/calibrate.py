@@ -353,8 +353,10 @@ def calibration_from_trace(pipeline: Pipeline, trace: Any, *, warmup: int = 1, l
     """Calibrate ``pipeline`` (one stage per rank) on a measured run of it: the run's own times.
 
     ``trace`` is a :class:`~schedsearch.runtime.trace.MeasuredTrace` of a
-    run with stage ``k`` on rank ``k``; the steps after the first
-    ``warmup`` (all when there are no more) are read. Every figure is the
+    run with stage ``k`` on rank ``k``, or a list of them (runs of the same
+    pipeline, for example spread over time so that a passing load does not
+    decide the calibration); of each, the steps after the first ``warmup``
+    (all when there are no more) are read. Every figure is the
     median over those steps (over steps and ranks for the gap) of the
     step's mean: the mean keeps what a step really spends (a stall that
     hits a few calls of every step counts in full, as it does in the step
@@ -396,17 +398,21 @@ def calibration_from_trace(pipeline: Pipeline, trace: Any, *, warmup: int = 1, l
 
     if not isinstance(pipeline, Pipeline):
         raise InvalidPipelineError(f"calibration_from_trace: needs a Pipeline, got {type(pipeline).__name__}")
-    if not isinstance(trace, MeasuredTrace):
-        raise InvalidPipelineError(f"calibration_from_trace: needs a MeasuredTrace, got {type(trace).__name__}")
+    traces = [trace] if isinstance(trace, MeasuredTrace) else list(trace) if isinstance(trace, (list, tuple)) else None
+    if not traces or not all(isinstance(t, MeasuredTrace) for t in traces):
+        raise InvalidPipelineError(f"calibration_from_trace: needs a MeasuredTrace or a list of them, got "
+                                   f"{type(trace).__name__}")
     n = pipeline.num_ranks
     if len(pipeline.stages) != n:
         raise InvalidPipelineError(f"{pipeline}: calibrating from a run needs one stage per rank, got "
                                    f"{len(pipeline.stages)} stages on {n} ranks")
-    if trace.num_ranks != n:
-        raise InvalidPipelineError(f"calibration_from_trace: the trace has {trace.num_ranks} ranks, the pipeline {n}")
-    if not trace.steps:
-        raise InvalidPipelineError("calibration_from_trace: the trace has no step")
-    steps = trace.steps[warmup:] if len(trace.steps) > warmup else trace.steps
+    steps = []
+    for t in traces:
+        if t.num_ranks != n:
+            raise InvalidPipelineError(f"calibration_from_trace: the trace has {t.num_ranks} ranks, the pipeline {n}")
+        if not t.steps:
+            raise InvalidPipelineError("calibration_from_trace: the trace has no step")
+        steps.extend(t.steps[warmup:] if len(t.steps) > warmup else t.steps)
 
     durations: dict[tuple[int, str], list[float]] = {}  # per stage and kind: each step's mean call
     gaps: list[float] = []  # per step and rank: the mean gap per call
@@ -497,8 +503,8 @@ def calibration_from_trace(pipeline: Pipeline, trace: Any, *, warmup: int = 1, l
 
 
 def calibrate_from_run(pipeline: Pipeline, workload: Any, *, family: str = "1F1B", steps: int = 10,
-                       warmup: int = 2, link: LinkFit | None = None, timeout_s: float = 300.0,
-                       threads_per_process: int = 1) -> tuple[RunCalibration, Any]:
+                       warmup: int = 2, runs: int = 1, link: LinkFit | None = None, timeout_s: float = 300.0,
+                       threads_per_process: int = 1) -> tuple[RunCalibration, list[Any]]:
     """Run ``workload`` pipelined under ``pipeline``'s ``family`` plan and calibrate the pipeline on what it measured.
 
     ``pipeline`` holds one stage per rank (as profiled:
@@ -508,11 +514,12 @@ def calibrate_from_run(pipeline: Pipeline, workload: Any, *, family: str = "1F1B
     micro-batches). The published ``family`` schedule (``"1F1B"``, the
     default, or ``"ZB-H1"``, which computes I and W apart) runs ``steps``
     steps on torch's pipeline runtime (:func:`~schedsearch.runtime.run`,
-    one process per rank, ``threads_per_process`` threads each); its
-    measured trace gives the calibration (:func:`calibration_from_trace`,
-    the first ``warmup`` steps left out). Returns it and the run's
+    one process per rank, ``threads_per_process`` threads each), ``runs``
+    times; the measured traces give the calibration
+    (:func:`calibration_from_trace`, the first ``warmup`` steps of each
+    left out). Returns it and the runs'
     :class:`~schedsearch.runtime.RunResult` (the plan's prediction against
-    the run, gradients checked).
+    each run, gradients checked).
 
     The stage times are those of the pipelined run, on this machine as
     loaded while it ran: the compute of two ranks sharing the machine's
@@ -523,6 +530,7 @@ def calibrate_from_run(pipeline: Pipeline, workload: Any, *, family: str = "1F1B
     if not isinstance(pipeline, Pipeline):
         raise InvalidPipelineError(f"calibrate_from_run: needs a Pipeline, got {type(pipeline).__name__}")
     _positive_int("calibrate_from_run", "steps", steps)
+    _positive_int("calibrate_from_run", "runs", runs)
     if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup < steps:
         raise InvalidPipelineError(f"calibrate_from_run: 'warmup' must be an integer from 0 to steps - 1 = "
                                    f"{steps - 1}, got {warmup!r}")
@@ -534,9 +542,10 @@ def calibrate_from_run(pipeline: Pipeline, workload: Any, *, family: str = "1F1B
         raise InvalidPipelineError(f"calibrate_from_run: the workload has {num_stages} stages, the pipeline "
                                    f"{pipeline.num_ranks}")
     problem, schedule, _ = family_plan(pipeline, family)
-    result = run_schedule(problem, schedule, workload, steps=steps, timeout_s=timeout_s,
-                          threads_per_process=threads_per_process)
+    results = [run_schedule(problem, schedule, workload, steps=steps, timeout_s=timeout_s,
+                            threads_per_process=threads_per_process) for _ in range(runs)]
     torch = require_torch("calibration")
-    note = (f"torch {torch.__version__}, gloo, {threads_per_process} thread(s) per rank; from a {family} run of "
-            f"{steps} step(s) of {pipeline.num_microbatches} micro-batches (the first {warmup} left out)")
-    return calibration_from_trace(pipeline, result.trace, warmup=warmup, link=link, note=note), result
+    note = (f"torch {torch.__version__}, gloo, {threads_per_process} thread(s) per rank; from {runs} {family} run(s) "
+            f"of {steps} step(s) of {pipeline.num_microbatches} micro-batches (the first {warmup} left out)")
+    traces = [r.trace for r in results]
+    return calibration_from_trace(pipeline, traces, warmup=warmup, link=link, note=note), results

@@ -125,6 +125,16 @@ def test_receive_waits_are_neither_compute_nor_overhead():
     assert cal.calibration.step_ms(makespan) == pytest.approx(1e3 * waiting.step_time_s)
 
 
+def test_several_runs_are_read_together():
+    normal, step_ms = simulate(TRUE, gap_ms=0.5, delay_ms=0.75, tail_ms=1.5)
+    slow, _ = simulate({k: 2 * v for k, v in TRUE.items()}, gap_ms=1.0, delay_ms=0.75, tail_ms=1.5)
+    # two runs of 3 steps, the first of each left out: 3 normal steps, 1 slow; the median is the normal
+    cal = calibration_from_trace(profiled(), [trace_of(slow, normal, normal), trace_of(slow, slow, normal)])
+    assert cal.measured == pytest.approx(TRUE)
+    assert cal.samples == {k: 16 for k in TRUE}
+    assert cal.step_samples == 4
+
+
 def test_a_run_with_split_backward_gives_i_and_w_and_scales_b():
     true = {(0, "F"): 2.0, (0, "I"): 2.5, (0, "W"): 3.5, (1, "F"): 3.0, (1, "I"): 3.0, (1, "W"): 5.0}
     step, _ = simulate(true, gap_ms=0.25, delay_ms=0.5, tail_ms=0.25, split=True)
@@ -156,7 +166,7 @@ def test_bad_inputs_are_refused():
     three = Pipeline(num_ranks=2, num_microbatches=4, stages=[{"forward_ms": 1.0, "backward_ms": 2.0}] * 3)
     with pytest.raises(InvalidPipelineError, match="one stage per rank, got 3 stages on 2 ranks"):
         calibration_from_trace(three, trace_of(step))
-    with pytest.raises(InvalidPipelineError, match="needs a MeasuredTrace, got dict"):
+    with pytest.raises(InvalidPipelineError, match="needs a MeasuredTrace or a list of them, got dict"):
         calibration_from_trace(profiled(), {})
     one_rank = MeasuredTrace(num_ranks=1, steps=(), clock_offsets_s=(0.0,), clock_rtt_s=(0.0,))
     with pytest.raises(InvalidPipelineError, match="the trace has 1 ranks, the pipeline 2"):
