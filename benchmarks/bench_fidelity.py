@@ -24,7 +24,8 @@ thread: :func:`schedsearch.runtime.profile`) -> pipeline -> plans -> run
 ``--rounds`` rounds are the measured runs the model is calibrated on
 (:func:`~schedsearch.runtime.calibrate.calibration_from_trace`: each
 stage's F and B as the pipelined run computed them, the transfer of the
-receives that waited, the gap per action and the cost per step), the
+receives that waited, the gap per action, and the cost per step that
+the calibrated 1F1B plan needs to predict those runs' median step), the
 three plans are made again from the calibrated pipeline, and every
 distinct plan of (b) and (c) runs ``--rounds`` more rounds, interleaved
 (each round runs every plan once, in turn, so a drift of the load hits
@@ -218,7 +219,7 @@ def part_bc(model: str, microbatches: int, mb_size: int, steps: int, rounds: int
 
     add("b real")
     _, first = _run_rounds(dict(runnable), workload, steps, rounds, "calibrating", loads)
-    calibrated = calibration_from_trace(base, [r.trace for r in first[key[("b real", "1F1B")]]])
+    calibrated = calibration_from_trace(base, [r.trace for r in first[key[("b real", "1F1B")]]], family="1F1B")
     print(calibrated.table())
     made["c calibrated"] = _real_plans(calibrated.pipeline, plan_limit_s)
     add("c calibrated")
@@ -280,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--real-microbatches", type=int, default=8, help="micro-batches of (b, c) (default 8)")
     parser.add_argument("--mb-size", type=int, default=8, help="samples per micro-batch in (b, c) (default 8)")
     parser.add_argument("--real-steps", type=int, default=6, help="steps per run in (b, c) (default 6)")
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved runs of each plan in (b, c) (default 3)")
+    parser.add_argument("--rounds", type=int, default=4, help="interleaved runs of each plan in (b, c) (default 4)")
     args = parser.parse_args(argv)
 
     from schedsearch.runtime import torch_available

@@ -310,7 +310,9 @@ class RunCalibration:
     ``transfer_samples``, ``gap_samples`` and ``step_samples`` count the
     receives, gaps and steps read; ``transfer_measured`` is False when no
     action waited for its data (the transfer was then taken from the link
-    given or the pipeline's).
+    given or the pipeline's); ``step_time_ms`` is the median step time
+    read and ``matched`` the family whose plan the cost per step was matched
+    to (None: the cost per step was read from the steps' ends).
     """
 
     pipeline: Pipeline
@@ -322,6 +324,8 @@ class RunCalibration:
     transfer_samples: int
     gap_samples: int
     step_samples: int
+    step_time_ms: float = 0.0
+    matched: str | None = None
 
     def table(self) -> str:
         """The measured medians per stage next to the given pipeline's times."""
@@ -329,9 +333,11 @@ class RunCalibration:
         for (stage, kind), ms in sorted(self.measured.items()):
             lines.append(f"{stage:<8}{kind:<6}{ms:>10.3f}{self.samples[(stage, kind)]:>7}")
         how = f"from {self.transfer_samples} waited receives" if self.transfer_measured else "not measured"
-        lines.append(f"transfer {self.transfer_ms:.3f} ms ({how}); overhead "
-                     f"{self.calibration.action_overhead_ms:.3f} ms per action (from {self.gap_samples} gaps), "
-                     f"{self.calibration.step_overhead_ms:.3f} ms per step (from {self.step_samples} steps)")
+        fit = f"from {self.step_samples} steps" if self.matched is None else \
+            f"matched to the {self.matched} steps' median {self.step_time_ms:.3f} ms"
+        lines.append(f"transfer {self.transfer_ms:.3f} ms ({how}); overhead {self.calibration.action_overhead_ms:.3f} "
+                     f"ms per action (from {self.gap_samples} gaps), {self.calibration.step_overhead_ms:.3f} ms per "
+                     f"step ({fit})")
         return "\n".join(lines)
 
 
@@ -349,7 +355,7 @@ def _producer(key: tuple[int, str, int], kinds: Mapping[int, set[str]]) -> tuple
 
 
 def calibration_from_trace(pipeline: Pipeline, trace: Any, *, warmup: int = 1, link: LinkFit | None = None,
-                           note: str = "") -> RunCalibration:
+                           family: str | None = None, note: str = "") -> RunCalibration:
     """Calibrate ``pipeline`` (one stage per rank) on a measured run of it: the run's own times.
 
     ``trace`` is a :class:`~schedsearch.runtime.trace.MeasuredTrace` of a
@@ -380,6 +386,15 @@ def calibration_from_trace(pipeline: Pipeline, trace: Any, *, warmup: int = 1, l
       for the stage's bytes, or the pipeline's own;
     * the overhead per step: the step time less the span from the first
       stage call's start to the last one's end; less ``o``, at least 0.
+
+    ``family``: the published schedule the runs ran (``"1F1B"`` or
+    ``"ZB-H1"``, as :func:`family_plan` makes it). Then the cost per step
+    is what the median of the steps read takes beyond the calibrated
+    pipeline's plan of that family (at least 0), so that the plan predicts
+    its runs: it holds, beside the step's set-up and end, what the figures
+    above leave out of a step's critical path (the slower calls of a step
+    that the path picks up and a mean does not; a send that stalls while
+    both ranks send at once).
 
     A kind the run did not compute keeps the pipeline's time scaled as the
     kind it splits or joins was measured (a 1F1B run gives I and W as the
@@ -492,14 +507,18 @@ def calibration_from_trace(pipeline: Pipeline, trace: Any, *, warmup: int = 1, l
         latency, bandwidth, residual, samples = transfer, None, 0.0, ()
         p2p = pipeline.p2p
     step = max(0.0, statistics.median(step_rest) - overhead) if step_rest else 0.0
+    calibrated = attrs.evolve(pipeline, stages=tuple(stages), p2p=p2p, action_overhead_ms=overhead)
+    measured_step = statistics.median(1e3 * st.step_time_s for st in steps)
+    if family is not None:
+        step = max(0.0, measured_step - family_plan(calibrated, family)[2])
     calibration = Calibration(latency_ms=latency, bandwidth_bytes_per_s=bandwidth, action_overhead_ms=overhead,
                               step_overhead_ms=step, residual_ms=residual, samples=samples, backend="gloo",
                               note=note or f"from a measured run: medians over {len(steps)} step(s)")
-    calibrated = attrs.evolve(pipeline, stages=tuple(stages), p2p=p2p, action_overhead_ms=overhead)
     return RunCalibration(pipeline=calibrated, calibration=calibration, measured=measured,
                           samples=counts, transfer_ms=transfer,
                           transfer_measured=bool(waited), transfer_samples=waited_read,
-                          gap_samples=gaps_read, step_samples=len(step_rest))
+                          gap_samples=gaps_read, step_samples=len(step_rest),
+                          step_time_ms=measured_step, matched=family)
 
 
 def calibrate_from_run(pipeline: Pipeline, workload: Any, *, family: str = "1F1B", steps: int = 10,
@@ -548,4 +567,4 @@ def calibrate_from_run(pipeline: Pipeline, workload: Any, *, family: str = "1F1B
     note = (f"torch {torch.__version__}, gloo, {threads_per_process} thread(s) per rank; from {runs} {family} run(s) "
             f"of {steps} step(s) of {pipeline.num_microbatches} micro-batches (the first {warmup} left out)")
     traces = [r.trace for r in results]
-    return calibration_from_trace(pipeline, traces, warmup=warmup, link=link, note=note), results
+    return calibration_from_trace(pipeline, traces, warmup=warmup, link=link, family=family, note=note), results

@@ -31,14 +31,14 @@ ORDERS = {
 }
 
 
-def simulate(durations, *, gap_ms, delay_ms, tail_ms, split=False):
+def simulate(durations, *, gap_ms, delay_ms, tail_ms, split=False, slow_first=0.0):
     """One step of 1F1B on two ranks; ``durations[(stage, kind)]`` in ms. Returns a StepTrace (seconds).
 
     Every action starts ``gap_ms`` after the rank's previous call ended; a
     receiving action's call starts when its data has arrived (the
     producer's call end plus ``delay_ms``), the action waiting until then.
     ``split``: every B is run as an I then a W (the I receives, the W does
-    not).
+    not). ``slow_first``: ms added to every call of micro-batch 0.
     """
     orders = {r: [(k2, m) for k, m in row for k2 in (("I", "W") if split and k == "B" else (k,))]
               for r, row in ORDERS.items()}
@@ -59,7 +59,7 @@ def simulate(durations, *, gap_ms, delay_ms, tail_ms, split=False):
             ready = prev_end + gap_ms
             start_call = ready if source is None else max(ready, done[source][1] + delay_ms)
             action_start = ready
-            end_call = start_call + durations[(r, kind)]
+            end_call = start_call + durations[(r, kind)] + (slow_first if m == 0 else 0.0)
             done[(r, kind, m)] = (start_call, end_call)
             events.append(Event(rank=r, label=f"{r}{kind}{m}", kind=kind, stage=r, microbatch=m,
                                 start_s=action_start * MS, end_s=(end_call + 0.01) * MS))
@@ -123,6 +123,26 @@ def test_receive_waits_are_neither_compute_nor_overhead():
     assert cal.transfer_ms == pytest.approx(1.5)
     _, _, makespan = family_plan(cal.pipeline, "1F1B")
     assert cal.calibration.step_ms(makespan) == pytest.approx(1e3 * waiting.step_time_s)
+
+
+def test_matching_the_step_cost_to_a_run_the_model_predicts_exactly_changes_nothing():
+    normal, step_ms = simulate(TRUE, gap_ms=0.5, delay_ms=0.75, tail_ms=1.5)
+    cal = calibration_from_trace(profiled(), trace_of(normal, normal), family="1F1B")
+    assert cal.matched == "1F1B" and cal.step_time_ms == pytest.approx(step_ms)
+    assert cal.calibration.action_overhead_ms == pytest.approx(0.5)
+    assert cal.calibration.step_overhead_ms == pytest.approx(1.5)
+
+
+def test_matching_the_step_cost_fills_what_the_means_miss():
+    # a run whose calls are slower on the first micro-batch: the means under-predict its path; matched to the
+    # steps, the re-planned 1F1B gives the step time measured
+    step, _ = simulate(TRUE, gap_ms=0.5, delay_ms=0.75, tail_ms=1.5, slow_first=4.0)
+    cal = calibration_from_trace(profiled(), trace_of(step, step), family="1F1B")
+    unmatched = calibration_from_trace(profiled(), trace_of(step, step))
+    assert cal.calibration.action_overhead_ms == unmatched.calibration.action_overhead_ms == pytest.approx(0.5)
+    assert cal.calibration.step_overhead_ms > unmatched.calibration.step_overhead_ms
+    _, _, makespan = family_plan(cal.pipeline, "1F1B")
+    assert cal.calibration.step_ms(makespan) == pytest.approx(1e3 * step.step_time_s)
 
 
 def test_several_runs_are_read_together():
