@@ -304,7 +304,8 @@ class RunCalibration:
     step (:meth:`~schedsearch.calibration.Calibration.step_ms` gives the step
     time to expect of a makespan). ``measured[(stage, kind)]`` is the stage
     call's time (ms; see :func:`calibration_from_trace`) and
-    ``samples[(stage, kind)]`` how many calls it was read from; a kind the run did not compute (I and W in a 1F1B run, B in
+    ``samples[(stage, kind)]`` how many calls it was read from; a kind the
+    run did not compute (I and W in a 1F1B run, B in
     a ZB-H1 run) is the given pipeline's time scaled by the run's over the
     given of the kind it splits or joins, and is not in ``measured``.
     ``transfer_samples``, ``gap_samples`` and ``step_samples`` count the
@@ -500,7 +501,8 @@ def calibration_from_trace(pipeline: Pipeline, trace: Any, *, warmup: int = 1, l
         p2p = P2P(time_ms=transfer)
     elif link is not None:
         transfer = link.time_ms(pipeline.stages[0].p2p_bytes)
-        latency, bandwidth, residual, samples = link.latency_ms, link.bandwidth_bytes_per_s, link.residual_ms, link.samples
+        latency, bandwidth = link.latency_ms, link.bandwidth_bytes_per_s
+        residual, samples = link.residual_ms, link.samples
         p2p = P2P(latency_ms=link.latency_ms, bandwidth_bytes_per_s=link.bandwidth_bytes_per_s)
     else:
         transfer = pipeline.p2p.transfer_ms(pipeline.stages[0].p2p_bytes)

@@ -71,7 +71,8 @@ def test_profile_calibrate_calibrates_on_a_run_and_writes_a_pipeline_of_its_time
     assert main(["profile", "--model", "mlp:4x8", "--stages", "2", "--repeats", "2", "--microbatches", "4",
                  "--calibrate", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-XX
+    assert "1F1B run of the profiled model: predicted" in out
+    assert "ms per step (matched to the 1F1B steps' median" in out
     calibration = Calibration.load(tmp_path / "calibration.toml")
     (path,) = tmp_path.glob("*.pipeline.toml")
     pipeline = Pipeline.load(path)
