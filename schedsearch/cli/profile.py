@@ -43,6 +43,7 @@ import attrs
 
 from schedsearch.cli._common import byte_amount, plain_name
 from schedsearch.cli.run import int_list
+from schedsearch.errors import InvalidPipelineError
 from schedsearch.pipeline import P2P
 from schedsearch.runtime import build_workload, parse_model_spec, profile
 
@@ -111,6 +112,12 @@ def _from_traces(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.traces:
         return _from_traces(args)
+    if args.calibrate == "run" and (args.mapping is not None or (args.devices or args.stages) != args.stages
+                                    or args.microbatch_sizes):
+        raise InvalidPipelineError(
+            f"profile --calibrate: calibrating on a run needs one stage per device and micro-batches of one size, "
+            f"got --stages {args.stages}, --devices {args.devices}, --mapping {args.mapping}, --microbatch-sizes "
+            f"{args.microbatch_sizes} (--calibrate micro takes any)")
     spec = parse_model_spec(args.model)
     sizes = [args.microbatch_size] + [n for n in (args.sizes or []) if n != args.microbatch_size]
     for n in args.microbatch_sizes or []:
@@ -163,10 +170,6 @@ def _calibrate(args: argparse.Namespace, prof: Any, problem: Any, microbatches: 
 
     one_per_rank = args.mapping is None and (args.devices or args.stages) == args.stages
     sizes = args.microbatch_sizes
-    if args.calibrate == "run" and (not one_per_rank or sizes):
-        print("not calibrated: calibrating on a run needs one stage per device (no --mapping, --devices = "
-              "--stages) and micro-batches of one size (no --microbatch-sizes); --calibrate micro does not")
-        return
     pipeline = Pipeline.from_profile(prof, num_ranks=args.stages, num_microbatches=len(sizes) if sizes else microbatches,
                                      name=problem.name, microbatch_sizes=sizes,
                                      microbatch_size=max(sizes) if sizes else None)

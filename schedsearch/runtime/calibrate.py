@@ -329,7 +329,7 @@ class RunCalibration:
     matched: str | None = None
 
     def table(self) -> str:
-        """The measured medians per stage next to the given pipeline's times."""
+        """Each stage and kind's time in the run and how many calls it was read from; the transfer and overheads."""
         lines = [f"{'stage':<8}{'kind':<6}{'run ms':>10}{'calls':>7}"]
         for (stage, kind), ms in sorted(self.measured.items()):
             lines.append(f"{stage:<8}{kind:<6}{ms:>10.3f}{self.samples[(stage, kind)]:>7}")

@@ -79,8 +79,9 @@ def test_profile_calibrate_calibrates_on_a_run_and_writes_a_pipeline_of_its_time
     assert pipeline.p2p == calibration.p2p and pipeline.action_overhead_ms == calibration.action_overhead_ms
     assert pipeline.num_ranks == 2 and pipeline.num_microbatches == 4 and all(s.forward_ms > 0 for s in pipeline.stages)
     assert main(["profile", "--model", "mlp:4x8", "--stages", "2", "--mapping", "v", "--repeats", "2",
-                 "--calibrate", "--out", ""]) == 0
-    assert "not calibrated: calibrating on a run needs one stage per device" in capsys.readouterr().out
+                 "--calibrate", "--out", ""]) != 0
+    assert "calibrating on a run needs one stage per device and micro-batches of one size, got --stages 2, " \
+        "--devices None, --mapping v" in capsys.readouterr().err
 
 
 @pytest.mark.slow
