@@ -12,12 +12,29 @@ v=2 and ZB-V (two stages per rank, stage times drawn alike), and the plan
 :func:`schedsearch.plan` finds for the two-stage-per-rank pipeline (every
 family torch runs).
 
-(b) Real compute: the built-in transformer (``--model``, default
-``transformer:4x128``) split into stages, 2 ranks of one thread each.
-Profile (:func:`schedsearch.runtime.profile`, one thread, once per split
-of the model) -> problem -> plan -> run -> compare, for 1F1B and ZB-H1 (2 stages) and the plan
-:func:`schedsearch.solve` finds on the V placement (4 stages, split
-backward).
+(b) Real compute, before calibration: the built-in transformer
+(``--model``, default ``transformer:8x128``) split into two stages, 2 ranks
+of one thread each (gloo on loopback). Profile (each stage alone, one
+thread: :func:`schedsearch.runtime.profile`) -> pipeline -> plans -> run
+-> compare, for 1F1B and ZB-H1 (the published schedules,
+:func:`~schedsearch.runtime.calibrate.family_plan`) and the plan
+:func:`schedsearch.plan` finds (deterministic, one worker).
+
+(c) Real compute, after calibration: the 1F1B runs of (b)'s first
+``--rounds`` rounds are the measured runs the model is calibrated on
+(:func:`~schedsearch.runtime.calibrate.calibration_from_trace`: each
+stage's F and B as the pipelined run computed them, the transfer of the
+receives that waited, the gap per action, and the cost per step that
+the calibrated 1F1B plan needs to predict those runs' median step), the
+three plans are made again from the calibrated pipeline, and every
+distinct plan of (b) and (c) runs ``--rounds`` more rounds, interleaved
+(each round runs every plan once, in turn, so a drift of the load hits
+all alike). Only those later runs are measured: the calibration does not
+see the runs it predicts. When 1F1B then measures more than 5% off what
+it took in the runs calibrated on (the machine's load moved in between),
+the model is calibrated again on those latest 1F1B runs and every plan
+is measured again (``--retries`` times, default 1); the ratio is printed. The prediction of (c) is the makespan plus the
+calibrated cost per step.
 
 For each row: predicted step time (makespan x time unit), measured (median
 over the steps after the first: the slowest rank's step call), the ratio,
@@ -32,8 +49,9 @@ real within 10%; where two plans' predictions differ by more than 5%, the
 measured times order them alike (checked per part and printed).
 
 The machine is shared: the load average (1, 5, 15 min) is printed and
-recorded before and after each part. Run: ``python -m benchmarks fidelity``
-(``--quick``: 4 ranks only, 8 micro-batches, part (b) on 1F1B and ZB-H1).
+recorded before and after each part and round. Run: ``python -m benchmarks
+fidelity`` (``--part a`` or ``bc`` for one part; ``--quick``: (a) 4 ranks
+only, 8 micro-batches, (b, c) a smaller model, fewer steps, one round).
 """
 
 from __future__ import annotations
@@ -41,8 +59,11 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import statistics
 import time
 from typing import Any
+
+import attrs
 
 from benchmarks._common import print_table, write_results
 
@@ -141,47 +162,105 @@ def part_a(ranks_list: list[int], microbatches: int, seed: int, steps: int, p2p_
     return rows
 
 
-def part_b(model: str, microbatches: int, mb_size: int, steps: int, solve_limit_s: float,
-           quick: bool) -> list[dict[str, Any]]:
-    from schedsearch import handcrafted as hc
-    from schedsearch import solve
-    from schedsearch.runtime import build_workload, profile, run_schedule
+def _real_plans(pipeline: Any, time_limit_s: float) -> dict[str, tuple[Any, Any, float]]:
+    """(problem, schedule, predicted makespan ms) of 1F1B, ZB-H1 and the searched plan of ``pipeline``."""
+    from schedsearch import plan
+    from schedsearch.runtime.calibrate import family_plan
 
-    batch = microbatches * mb_size
+    out = {name: family_plan(pipeline, name) for name in ("1F1B", "ZB-H1")}
+    result = plan(pipeline, time_limit_s=time_limit_s, workers=1, deterministic=True, seed=0)
+    out[f"searched ({result.best.family})"] = (result.problem, result.schedule, float(result.best.makespan_ms))
+    return out
+
+
+def _run_rounds(runnable: dict[str, tuple[Any, Any, Any]], workload: Any, steps: int, rounds: int, tag: str,
+                loads: dict[str, list[float]]) -> tuple[dict[str, list[float]], dict[str, list[Any]]]:
+    """Every plan once per round, in turn: each plan's step times after each run's first, and its runs."""
+    from schedsearch.runtime import run
+
+    times: dict[str, list[float]] = {text: [] for text in runnable}
+    results: dict[str, list[Any]] = {text: [] for text in runnable}
+    for k in range(rounds):
+        for text, (p, problem, schedule) in runnable.items():
+            result = run(p, workload, problem=problem, schedule=schedule, steps=steps, timeout_s=600)
+            times[text].extend(result.step_times_s[1:] if steps > 1 else result.step_times_s)
+            results[text].append(result)
+        loads[f"{tag} round {k + 1}"] = _load()
+        print(f"  {tag}: round {k + 1} of {rounds} done, load {loads[f'{tag} round {k + 1}']}", flush=True)
+    return times, results
+
+
+def part_bc(model: str, microbatches: int, mb_size: int, steps: int, rounds: int, plan_limit_s: float,
+            loads: dict[str, list[float]], retries: int = 1,
+            drifts: list[float] | None = None) -> tuple[list[dict[str, Any]], Any]:
+    """(b) the profiled pipeline's plans, (c) the plans of the pipeline calibrated on measured 1F1B runs.
+
+    First the (b) plans run ``rounds`` rounds (each round every plan once, in turn): the 1F1B runs among
+    them are what the model is calibrated on (:func:`~schedsearch.runtime.calibrate.calibration_from_trace`
+    of their traces, spread over the rounds). Then every distinct plan of (b) and (c) runs ``rounds`` more
+    rounds, and those runs alone are the measured figures: the calibration never sees the runs it predicts.
+    When 1F1B then measures more than 5% off what it took in the runs calibrated on (the machine's load moved),
+    the model is calibrated again on those latest 1F1B runs and every plan measured again, up to ``retries``
+    times; ``drifts`` receives each attempt's ratio.
+    """
+    drifts = [] if drifts is None else drifts
+    from schedsearch import Pipeline
+    from schedsearch.runtime import build_workload, plan_from_schedule, profile
+    from schedsearch.runtime.calibrate import calibration_from_trace
+    from schedsearch.runtime.trace import compare
+
+    workload = build_workload(model, 2, batch_size=microbatches * mb_size, dtype="float32")
+    prof = profile(workload.stages, workload.inputs, target=workload.target, loss_fn=workload.loss_fn,
+                   sizes=[mb_size], repeats=7, warmup=2, threads=1)
+    print(prof.table())
+    base = Pipeline.from_profile(prof, num_ranks=2, num_microbatches=microbatches, families=["1f1b"],
+                                 name=f"{model} 2 ranks")
+    made = {"b real": _real_plans(base, plan_limit_s)}
+    runnable: dict[str, tuple[Any, Any, Any]] = {}  # CSV text -> (plan, problem, schedule); a plan made twice runs once
+    key: dict[tuple[str, str], str] = {}
+
+    def add(part: str) -> None:
+        for name, (problem, schedule, _) in made[part].items():
+            p = plan_from_schedule(problem, schedule, name=f"{name} ({part})")
+            runnable.setdefault(p.text, (p, problem, schedule))
+            key[(part, name)] = p.text
+
+    add("b real")
+    plans_b = dict(runnable)
+    _, first = _run_rounds(plans_b, workload, steps, rounds, "calibrating", loads)
+    traces = [r.trace for r in first[key[("b real", "1F1B")]]]
+    for attempt in range(1 + retries):
+        calibrated = calibration_from_trace(base, traces, family="1F1B")
+        print(calibrated.table())
+        made["c calibrated"] = _real_plans(calibrated.pipeline, plan_limit_s)
+        runnable = dict(plans_b)
+        add("c calibrated")
+        times, results = _run_rounds(runnable, workload, steps, rounds, f"measuring {attempt + 1}", loads)
+        drift = 1e3 * statistics.median(times[key[("b real", "1F1B")]]) / calibrated.step_time_ms
+        drifts.append(drift)
+        print(f"  1F1B measured {drift:.3f}x what it took in the runs calibrated on", flush=True)
+        if abs(drift - 1) <= 0.05 or attempt == retries:
+            break
+        # the machine's load moved between calibrating and measuring: calibrate again on the latest runs
+        traces = [r.trace for r in results[key[("b real", "1F1B")]]]
+    step_ms = {"b real": 0.0, "c calibrated": calibrated.calibration.step_overhead_ms}
     rows = []
-
-    profiles: dict[int, tuple[Any, Any]] = {}
-
-    def profiled(stages: int, mapping: str, split: bool) -> tuple[Any, Any]:
-        # one profile per split of the model: the plans of one split are predicted from the same figures
-        if stages not in profiles:
-            workload = build_workload(model, stages, batch_size=batch)
-            profiles[stages] = (workload, profile(workload.stages, workload.inputs[:mb_size],
-                                                  target=workload.target[:mb_size], loss_fn=workload.loss_fn,
-                                                  repeats=7, warmup=2, threads=1))
-        workload, prof = profiles[stages]
-        problem = prof.to_problem(2, microbatches, mapping=mapping, split_backward=split,
-                                  name=f"{model} {stages} stages")
-        return workload, problem
-
-    cases: list[tuple[str, int, str, bool, Any]] = [
-        ("1F1B", 2, "loop", False, hc.one_f_one_b),
-        ("ZB-H1", 2, "loop", True, hc.zb_h1),
-    ]
-    if not quick:
-        cases.append(("searched (V, 4 stages, I/W)", 4, "v", True, None))
-    for label, stages, mapping, split, construct in cases:
-        workload, problem = profiled(stages, mapping, split)
-        if construct is None:
-            res = solve(problem, time_limit_s=solve_limit_s, workers=1, seed=0, deterministic=True)
-            schedule = res.schedule
-            label = f"{label} {res.status.name}"
-        else:
-            schedule = construct(problem)
-        result = run_schedule(problem, schedule, workload, steps=steps, timeout_s=600, threads_per_process=1)
-        rows.append(_row("b real", label, problem, result))
-        print(f"  real {label}: {result.fidelity}", flush=True)
-    return rows
+    for part, plans in made.items():
+        for name, (problem, schedule, makespan_ms) in plans.items():
+            text = key[(part, name)]
+            runs = results[text]
+            result = runs[-1]
+            if result.trace is not None:  # the breakdown against this part's prediction (one run may serve both)
+                result = attrs.evolve(result, fidelity=compare(problem, schedule, result.trace))
+            row = _row(part, name, problem, result)
+            predicted = makespan_ms + step_ms[part]
+            measured = 1e3 * statistics.median(times[text])
+            ok = all(r.order_as_planned for r in runs)
+            row.update(predicted_ms=predicted, measured_ms=measured, ratio=measured / predicted,
+                       steps_ms=[round(1e3 * t, 2) for t in times[text]], order_ok=ok,
+                       grads_equal=all(r.grads_equal for r in runs))
+            rows.append(row)
+    return rows, calibrated
 
 
 def order_agreement(rows: list[dict[str, Any]], threshold: float = 0.05) -> list[str]:
@@ -206,19 +285,23 @@ def order_agreement(rows: list[dict[str, Any]], threshold: float = 0.05) -> list
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="4 ranks, 8 micro-batches; part (b) 1F1B and ZB-H1")
-    parser.add_argument("--part", choices=("a", "b", "both"), default="both", help="which part (default both)")
+    parser.add_argument("--quick", action="store_true",
+                        help="(a) 4 ranks, 8 micro-batches; (b, c) transformer:4x64, 4 steps, one round")
+    parser.add_argument("--part", choices=("a", "bc", "all"), default="all",
+                        help="(a) emulated, (bc) real before and after calibration, or all (default)")
     parser.add_argument("--microbatches", type=int, default=16, help="micro-batches of part (a) (default 16)")
-    parser.add_argument("--steps", type=int, default=4, help="steps per row, the first not counted (default 4)")
+    parser.add_argument("--steps", type=int, default=4, help="steps per row in (a), the first not counted (default 4)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the stage times (default 0)")
     parser.add_argument("--p2p-ms", type=float, default=0.5, help="planned time per transfer in (a) (default 0.5)")
     parser.add_argument("--activation-bytes", type=int, default=64 * 1024,
                         help="bytes per micro-batch an emulated stage sends (default 65536)")
-    parser.add_argument("--plan-limit", type=float, default=30.0, help="plan()'s time limit in (a), s (default 30)")
-    parser.add_argument("--model", default="transformer:4x128", help="part (b)'s model (default transformer:4x128)")
-    parser.add_argument("--real-microbatches", type=int, default=8, help="part (b)'s micro-batches (default 8)")
-    parser.add_argument("--mb-size", type=int, default=8, help="part (b)'s samples per micro-batch (default 8)")
-    parser.add_argument("--real-steps", type=int, default=6, help="steps per row in (b) (default 6)")
+    parser.add_argument("--plan-limit", type=float, default=20.0, help="plan()'s time limit, s (default 20)")
+    parser.add_argument("--model", default="transformer:8x128", help="model of (b, c) (default transformer:8x128)")
+    parser.add_argument("--real-microbatches", type=int, default=8, help="micro-batches of (b, c) (default 8)")
+    parser.add_argument("--mb-size", type=int, default=8, help="samples per micro-batch in (b, c) (default 8)")
+    parser.add_argument("--real-steps", type=int, default=6, help="steps per run in (b, c) (default 6)")
+    parser.add_argument("--retries", type=int, default=1, help="calibrations again when the load moved (default 1)")
+    parser.add_argument("--rounds", type=int, default=4, help="interleaved runs of each plan in (b, c) (default 4)")
     args = parser.parse_args(argv)
 
     from schedsearch.runtime import torch_available
@@ -226,30 +309,47 @@ def main(argv: list[str] | None = None) -> int:
     if not torch_available():
         print("bench_fidelity needs PyTorch: install the optional extra schedsearch[torch]")
         return 0
+    if args.quick:
+        args.model, args.real_steps, args.rounds = "transformer:4x64", 4, 1
     rows: list[dict[str, Any]] = []
     loads: dict[str, list[float]] = {"start": _load()}
     print(f"load average at start (1, 5, 15 min): {loads['start']} on {os.cpu_count()} cores")
     t0 = time.perf_counter()
-    if args.part in ("a", "both"):
+    calibrated = None
+    drifts: list[float] = []
+    if args.part in ("a", "all"):
         ranks = [4] if args.quick else [4, 8]
         mb = 8 if args.quick else args.microbatches
         rows += part_a(ranks, mb, args.seed, args.steps, args.p2p_ms, args.activation_bytes, args.plan_limit)
         loads["after (a)"] = _load()
         print(f"load average after (a): {loads['after (a)']}")
-    if args.part in ("b", "both"):
-        rows += part_b(args.model, args.real_microbatches, args.mb_size, args.real_steps, args.plan_limit,
-                       args.quick)
-        loads["after (b)"] = _load()
-        print(f"load average after (b): {loads['after (b)']}")
-    print_table(rows, COLUMNS)
+    if args.part in ("bc", "all"):
+        real, calibrated = part_bc(args.model, args.real_microbatches, args.mb_size, args.real_steps, args.rounds,
+                                   args.plan_limit, loads, args.retries, drifts)
+        rows += real
+        loads["after (b, c)"] = _load()
+    goal = {"a emulated": 0.03, "b real": 0.10, "c calibrated": 0.10}
     agreement = order_agreement(rows)
-    for line in agreement:
-        print(line)
-    goal = {"a emulated": 0.03, "b real": 0.10}
-    within = {r["plan"] + f" ({r['part']}, {r['ranks']} ranks)": abs(r["ratio"] - 1) <= goal[r["part"]] for r in rows}
-    print(f"within goal (emulated 3%, real 10%): {sum(within.values())} of {len(within)}")
+    for part in goal:
+        part_rows = [r for r in rows if r["part"] == part]
+        if not part_rows:
+            continue
+        print(f"\n({part}) ratio = measured / predicted, measured = median over the steps after each run's first; "
+              f"load averages {loads}")
+        print_table(part_rows, COLUMNS)
+        within = sum(abs(r["ratio"] - 1) <= goal[part] for r in part_rows)
+        print(f"within {goal[part]:.0%}: {within} of {len(part_rows)}")
+        for line in agreement:
+            if line.startswith(part):
+                print("  " + line)
+    if calibrated is not None:
+        print(f"\ncalibrated on the 1F1B runs of (b)'s first rounds:\n{calibrated.table()}")
     print(f"load averages: {loads}; wall {time.perf_counter() - t0:.0f} s")
-    write_results("fidelity", rows, loads=loads, order_agreement=agreement, args=vars(args))
+    if drifts:
+        print(f"1F1B measured over its calibration runs, per calibration: {[round(d, 3) for d in drifts]}")
+    write_results("fidelity", rows, loads=loads, order_agreement=agreement, args=vars(args), drifts=drifts,
+                  calibration=None if calibrated is None else calibrated.calibration.to_dict(),
+                  calibrated_pipeline=None if calibrated is None else calibrated.pipeline.to_dict())
     return 0 if all(r["order_ok"] and r["grads_equal"] for r in rows) else 1
 
 

@@ -222,7 +222,8 @@ def case_dualpipe(f: Figures, data: Path) -> None:
 def case_fidelity(f: Figures, data: Path) -> None:
     """bench_fidelity: 1F1B and ZB-H1 on 2 ranks, 4 micro-batches, emulated (each call sleeps its planned 2 to
     4 ms): the measured order is the plan's, the gradients equal, a deliberately reordered trace is caught, and
-    no run is faster than its prediction (every call lasts at least its planned time). Times are not gated."""
+    no run is faster than its prediction (every call lasts at least its planned time); a calibration from a
+    hand-made measured trace gives back its durations and gaps. Times are not gated."""
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -250,6 +251,29 @@ def case_fidelity(f: Figures, data: Path) -> None:
         )
         bad = StepTrace(rank_spans=step.rank_spans, events=step.events, computes=swapped)
         f.proof(f"{key}_reordering_caught", bool(order_violations(problem, rep.schedule, bad)))
+    # calibration from a measured run, on a hand-made trace: each rank's calls back to back, 0.25 ms apart
+    from schedsearch import Pipeline
+    from schedsearch.runtime.calibrate import calibration_from_trace
+    from schedsearch.runtime.trace import Event, MeasuredTrace
+
+    want = {(0, "F"): 2.0, (0, "B"): 4.0, (1, "F"): 3.0, (1, "B"): 5.0}
+    events, computes = [], []
+    for r in (0, 1):
+        at = 0.0
+        for m in range(4):
+            for k in ("F", "B"):
+                at += 0.25
+                computes.append(Compute(rank=r, stage=r, kind=k, microbatch=m, start_s=at / 1e3,
+                                        end_s=(at + want[(r, k)]) / 1e3))
+                events.append(Event(rank=r, label=f"{r}{k}{m}", kind=k, stage=r, microbatch=m, start_s=at / 1e3,
+                                    end_s=(at + want[(r, k)]) / 1e3))
+                at += want[(r, k)]
+    step = StepTrace(rank_spans=((0.0, 0.03), (0.0, 0.03)), events=tuple(events), computes=tuple(computes))
+    trace = MeasuredTrace(num_ranks=2, steps=(step, step), clock_offsets_s=(0.0, 0.0), clock_rtt_s=(0.0, 0.0))
+    given = Pipeline(num_ranks=2, num_microbatches=4, stages=[{"forward_ms": 1.0, "backward_ms": 1.0}] * 2)
+    cal = calibration_from_trace(given, trace)
+    f.proof("from_run_calibration_exact", all(abs(cal.measured[k] - v) < 1e-9 for k, v in want.items())
+            and abs(cal.calibration.action_overhead_ms - 0.25) < 1e-9)
 
 
 def case_first_plan(f: Figures, data: Path) -> None:

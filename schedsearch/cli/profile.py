@@ -11,12 +11,19 @@ profile to ``--out DIR`` (default ``out``; ``''`` writes nothing) as
 ``{name}.problem.json`` (for ``schedsearch search --problem``) and
 ``{name}.profile.json``. Needs ``schedsearch[torch]``.
 
-``--calibrate`` also measures this machine's point-to-point link (gloo,
-latency and bandwidth fitted to several tensor sizes) and the pipeline
-runtime's overhead per action (1F1B plans of near-empty actions), and
-writes ``calibration.toml`` and ``{name}.pipeline.toml`` (the profiled
-stages as a pipeline for ``schedsearch plan``, naming the calibration,
-which ``plan`` merges: link and overhead).
+``--calibrate`` (one stage per device) then runs the profiled model
+pipelined, 1F1B on one process per stage, and calibrates the model on
+that run (:func:`~schedsearch.runtime.calibrate.calibrate_from_run`): each
+stage's F and B as the run computed them (I and W: the profiled split,
+scaled alike), the transfer time of the receives that waited, the
+runtime's gap per action and its cost per step. It writes
+``calibration.toml`` and ``{name}.pipeline.toml`` (the run's stage times
+as a pipeline for ``schedsearch plan``, naming the calibration, which
+``plan`` merges: transfer and overhead per action). ``--calibrate micro``
+measures instead on micro-benchmarks, without running the model: the
+point-to-point link (gloo, latency and bandwidth fitted to several tensor
+sizes) and the runtime's overheads (1F1B plans of near-empty actions),
+the pipeline keeping the profiled stage times.
 
 ``--traces`` reads the torch profiler traces of a pipelined run instead
 (one Chrome trace JSON per rank, or their folder, as a torchtitan
@@ -32,8 +39,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from schedsearch.cli._common import byte_amount, plain_name
 from schedsearch.cli.run import int_list
+from schedsearch.errors import InvalidPipelineError
+from schedsearch.pipeline import P2P
 from schedsearch.runtime import build_workload, parse_model_spec, profile
 
 __all__ = ["add_parser", "run"]
@@ -65,9 +76,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     problem.add_argument("--split-backward", action="store_true", help="I and W blocks instead of B (zero bubble)")
     problem.add_argument("--memory-bytes", type=byte_amount, metavar="SIZE",
                          help="memory capacity per device for activations, e.g. 6GiB (rounded down to memory units)")
-    p.add_argument("--calibrate", action="store_true",
-                   help="also measure the link and the runtime's overhead per action; write calibration.toml and a "
-                   "pipeline naming it")
+    p.add_argument("--calibrate", nargs="?", const="run", choices=("run", "micro"),
+                   help="also calibrate the model: 'run' (the default) on a pipelined 1F1B run of the profiled model "
+                   "(stage times, transfer, overhead per action as that run measured them), 'micro' on "
+                   "micro-benchmarks (the link's latency and bandwidth, the runtime's overheads); write "
+                   "calibration.toml and a pipeline naming it")
     p.add_argument("--traces", nargs="+", metavar="TRACE",
                    help="build the pipeline from torch profiler traces (one JSON per rank, or their folder) instead "
                    "of running the model")
@@ -99,6 +112,12 @@ def _from_traces(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.traces:
         return _from_traces(args)
+    if args.calibrate == "run" and (args.mapping is not None or (args.devices or args.stages) != args.stages
+                                    or args.microbatch_sizes):
+        raise InvalidPipelineError(
+            f"profile --calibrate: calibrating on a run needs one stage per device and micro-batches of one size, "
+            f"got --stages {args.stages}, --devices {args.devices}, --mapping {args.mapping}, --microbatch-sizes "
+            f"{args.microbatch_sizes} (--calibrate micro takes any)")
     spec = parse_model_spec(args.model)
     sizes = [args.microbatch_size] + [n for n in (args.sizes or []) if n != args.microbatch_size]
     for n in args.microbatch_sizes or []:
@@ -148,20 +167,35 @@ def run(args: argparse.Namespace) -> int:
 
 def _calibrate(args: argparse.Namespace, prof: Any, problem: Any, microbatches: int) -> None:
     from schedsearch.pipeline import Pipeline
-    from schedsearch.runtime.calibrate import calibrate
 
-    calibration, overhead = calibrate()
-    print(calibration)
-    for m, measured, predicted in overhead.samples:
-        print(f"  near-empty 1F1B, {m} micro-batches: step {measured:.3f} ms measured, "
-              f"{predicted + overhead.step_ms:.3f} ms by the fit")
-    if args.mapping is not None or (args.devices or args.stages) != args.stages:
-        print("no pipeline written: it holds one stage per rank (no --mapping, --devices = --stages)")
-        return
+    one_per_rank = args.mapping is None and (args.devices or args.stages) == args.stages
     sizes = args.microbatch_sizes
     pipeline = Pipeline.from_profile(prof, num_ranks=args.stages, num_microbatches=len(sizes) if sizes else microbatches,
                                      name=problem.name, microbatch_sizes=sizes,
                                      microbatch_size=max(sizes) if sizes else None)
+    if args.calibrate == "run":
+        from schedsearch.runtime.calibrate import calibrate_from_run
+
+        workload = build_workload(parse_model_spec(args.model), args.stages,
+                                  batch_size=microbatches * args.microbatch_size, dtype=args.dtype, seed=args.seed)
+        calibrated, results = calibrate_from_run(pipeline, workload)
+        for result in results:
+            print(f"1F1B run of the profiled model: {result.fidelity}")
+        print(calibrated.table())
+        calibration = calibrated.calibration
+        print(calibration)
+        pipeline = attrs.evolve(calibrated.pipeline, p2p=P2P(), action_overhead_ms=0.0)  # the file merges them
+    else:
+        from schedsearch.runtime.calibrate import calibrate
+
+        calibration, overhead = calibrate()
+        print(calibration)
+        for m, measured, predicted in overhead.samples:
+            print(f"  near-empty 1F1B, {m} micro-batches: step {measured:.3f} ms measured, "
+                  f"{predicted + overhead.step_ms:.3f} ms by the fit")
+        if not one_per_rank:
+            print("no pipeline written: it holds one stage per rank (no --mapping, --devices = --stages)")
+            return
     if args.out:
         out = Path(args.out)
         stem = plain_name(problem.name or "profile")

@@ -45,7 +45,8 @@ from schedsearch.runtime._ranks import run_ranks
 from schedsearch.runtime._torch import pipelining_internals, require_torch
 from schedsearch.schedule import Schedule
 
-__all__ = ["DEFAULT_LINK_SIZES", "OverheadFit", "calibrate", "family_plan", "fit_overhead", "measure_link",
+__all__ = ["DEFAULT_LINK_SIZES", "OverheadFit", "RunCalibration", "calibrate", "calibrate_from_run",
+           "calibration_from_trace", "family_plan", "fit_overhead", "measure_link",
            "measure_overhead"]
 
 #: Tensor sizes (bytes) :func:`measure_link` times by default: 4 B to 4 MiB.
@@ -288,3 +289,284 @@ def calibrate(*, link_sizes: Sequence[int] = DEFAULT_LINK_SIZES, link_repeats: i
     return Calibration.from_fit(link, action_overhead_ms=overhead.action_ms, step_overhead_ms=overhead.step_ms,
                                 backend="gloo", note=note), overhead
 
+
+
+# ------------------------------------------------------------------ from a measured run
+@attrs.frozen(kw_only=True)
+class RunCalibration:
+    """What a measured pipelined run says the model should be, and the pipeline that says it.
+
+    ``pipeline`` is the pipeline given with each stage's ``forward_ms``,
+    ``backward_ms``, ``input_grad_ms`` and ``weight_grad_ms`` as the run
+    computed them (:func:`calibration_from_trace`), its ``p2p`` the measured
+    transfer time and its ``action_overhead_ms`` the measured gap per
+    action; ``calibration`` holds the link, the overheads per action and per
+    step (:meth:`~schedsearch.calibration.Calibration.step_ms` gives the step
+    time to expect of a makespan). ``measured[(stage, kind)]`` is the stage
+    call's time (ms; see :func:`calibration_from_trace`) and
+    ``samples[(stage, kind)]`` how many calls it was read from; a kind the
+    run did not compute (I and W in a 1F1B run, B in
+    a ZB-H1 run) is the given pipeline's time scaled by the run's over the
+    given of the kind it splits or joins, and is not in ``measured``.
+    ``transfer_samples``, ``gap_samples`` and ``step_samples`` count the
+    receives, gaps and steps read; ``transfer_measured`` is False when no
+    action waited for its data (the transfer was then taken from the link
+    given or the pipeline's); ``step_time_ms`` is the median step time
+    read and ``matched`` the family whose plan the cost per step was matched
+    to (None: the cost per step was read from the steps' ends).
+    """
+
+    pipeline: Pipeline
+    calibration: Calibration
+    measured: Mapping[tuple[int, str], float]
+    samples: Mapping[tuple[int, str], int]
+    transfer_ms: float
+    transfer_measured: bool
+    transfer_samples: int
+    gap_samples: int
+    step_samples: int
+    step_time_ms: float = 0.0
+    matched: str | None = None
+
+    def table(self) -> str:
+        """Each stage and kind's time in the run and how many calls it was read from; the transfer and overheads."""
+        lines = [f"{'stage':<8}{'kind':<6}{'run ms':>10}{'calls':>7}"]
+        for (stage, kind), ms in sorted(self.measured.items()):
+            lines.append(f"{stage:<8}{kind:<6}{ms:>10.3f}{self.samples[(stage, kind)]:>7}")
+        how = f"from {self.transfer_samples} waited receives" if self.transfer_measured else "not measured"
+        fit = f"from {self.step_samples} steps" if self.matched is None else \
+            f"matched to the {self.matched} steps' median {self.step_time_ms:.3f} ms"
+        lines.append(f"transfer {self.transfer_ms:.3f} ms ({how}); overhead {self.calibration.action_overhead_ms:.3f} "
+                     f"ms per action (from {self.gap_samples} gaps), {self.calibration.step_overhead_ms:.3f} ms per "
+                     f"step ({fit})")
+        return "\n".join(lines)
+
+
+_KIND_FIELD = {"F": "forward_ms", "B": "backward_ms", "I": "input_grad_ms", "W": "weight_grad_ms"}
+
+
+def _producer(key: tuple[int, str, int], kinds: Mapping[int, set[str]]) -> tuple[int, str, int] | None:
+    """The compute action whose output ``key`` receives (None when ``key`` takes nothing from another stage)."""
+    stage, kind, mb = key
+    if kind == "F":
+        return (stage - 1, "F", mb)
+    if kind in ("B", "I"):
+        return (stage + 1, "B" if "B" in kinds.get(stage + 1, set()) else "I", mb)
+    return None
+
+
+def calibration_from_trace(pipeline: Pipeline, trace: Any, *, warmup: int = 1, link: LinkFit | None = None,
+                           family: str | None = None, note: str = "") -> RunCalibration:
+    """Calibrate ``pipeline`` (one stage per rank) on a measured run of it: the run's own times.
+
+    ``trace`` is a :class:`~schedsearch.runtime.trace.MeasuredTrace` of a
+    run with stage ``k`` on rank ``k``, or a list of them (runs of the same
+    pipeline, for example spread over time so that a passing load does not
+    decide the calibration); of each, the steps after the first ``warmup``
+    (all when there are no more) are read. Every figure is the
+    median over those steps (over steps and ranks for the gap) of the
+    step's mean: the mean keeps what a step really spends (a stall that
+    hits a few calls of every step counts in full, as it does in the step
+    time), the median over steps leaves out a step that the machine's other
+    work slowed.
+
+    * a stage's F, B, I, W: the duration of its stage calls of that kind
+      (the computation alone: the wait for a receive happens before the
+      call and is not in it);
+    * the overhead per action ``o``: on each rank, for each stage call,
+      the time since the rank's previous stage call ended (since the step
+      began for the first) less, for an action that receives a tensor, the
+      time from the action's start to its call (which holds the wait):
+      the sends and receives posted between calls and the runtime's
+      bookkeeping;
+    * the transfer time: for each call whose action had started before
+      the call it takes its input from ended (the receiver was certainly
+      waiting for the data), the time from that call's end to this one's
+      start; less ``o`` (the model puts one ``o`` between two calls on the
+      path), at least 0. When no action waited, the transfer is ``link``'s
+      for the stage's bytes, or the pipeline's own;
+    * the overhead per step: the step time less the span from the first
+      stage call's start to the last one's end; less ``o``, at least 0.
+
+    ``family``: the published schedule the runs ran (``"1F1B"`` or
+    ``"ZB-H1"``, as :func:`family_plan` makes it). Then the cost per step
+    is what the median of the steps read takes beyond the calibrated
+    pipeline's plan of that family (at least 0), so that the plan predicts
+    its runs: it holds, beside the step's set-up and end, what the figures
+    above leave out of a step's critical path (the slower calls of a step
+    that the path picks up and a mean does not; a send that stalls while
+    both ranks send at once).
+
+    A kind the run did not compute keeps the pipeline's time scaled as the
+    kind it splits or joins was measured (a 1F1B run gives I and W as the
+    given split of the measured B; a ZB-H1 run gives B as the given B times
+    the measured I + W over the given).
+
+    Raises
+    ------
+    InvalidPipelineError
+        When the pipeline does not hold one stage per rank, or the trace
+        has another number of ranks or a stage it never computed.
+    """
+    from schedsearch.calibration import Calibration
+    from schedsearch.pipeline import P2P
+    from schedsearch.runtime.trace import COMPUTE_KINDS, MeasuredTrace
+
+    if not isinstance(pipeline, Pipeline):
+        raise InvalidPipelineError(f"calibration_from_trace: needs a Pipeline, got {type(pipeline).__name__}")
+    traces = [trace] if isinstance(trace, MeasuredTrace) else list(trace) if isinstance(trace, (list, tuple)) else None
+    if not traces or not all(isinstance(t, MeasuredTrace) for t in traces):
+        raise InvalidPipelineError(f"calibration_from_trace: needs a MeasuredTrace or a list of them, got "
+                                   f"{type(trace).__name__}")
+    n = pipeline.num_ranks
+    if len(pipeline.stages) != n:
+        raise InvalidPipelineError(f"{pipeline}: calibrating from a run needs one stage per rank, got "
+                                   f"{len(pipeline.stages)} stages on {n} ranks")
+    steps = []
+    for t in traces:
+        if t.num_ranks != n:
+            raise InvalidPipelineError(f"calibration_from_trace: the trace has {t.num_ranks} ranks, the pipeline {n}")
+        if not t.steps:
+            raise InvalidPipelineError("calibration_from_trace: the trace has no step")
+        steps.extend(t.steps[warmup:] if len(t.steps) > warmup else t.steps)
+
+    durations: dict[tuple[int, str], list[float]] = {}  # per stage and kind: each step's mean call
+    gaps: list[float] = []  # per step and rank: the mean gap per call
+    waited: list[float] = []  # per step: the mean (consumer call start - producer call end) of waited receives
+    step_rest: list[float] = []
+    counts: dict[tuple[int, str], int] = {}
+    gaps_read = waited_read = 0
+    for st in steps:
+        kinds: dict[int, set[str]] = {}
+        for c in st.computes:
+            kinds.setdefault(c.stage, set()).add(c.kind)
+        calls = {c.key: c for c in st.computes}
+        step_calls: dict[tuple[int, str], list[float]] = {}
+        step_waited: list[float] = []
+        for r in range(n):
+            events, computes = st.on_rank(r)
+            actions = [e for e in events if e.kind in COMPUTE_KINDS]
+            prev_end = st.rank_spans[r][0]
+            rank_gaps = []
+            for c in sorted(computes, key=lambda c: c.start_s):
+                if c.kind not in COMPUTE_KINDS:
+                    continue
+                step_calls.setdefault((c.stage, c.kind), []).append(1e3 * (c.end_s - c.start_s))
+                action = next((e for e in actions if e.start_s <= c.start_s and c.end_s <= e.end_s), None)
+                source = _producer(c.key, kinds)
+                receives = source is not None and 0 <= source[0] < n and source[0] != c.stage and action is not None
+                wait = c.start_s - action.start_s if receives else 0.0  # type: ignore[union-attr]
+                rank_gaps.append(1e3 * max(0.0, c.start_s - prev_end - wait))
+                prev_end = c.end_s
+                producer = calls.get(source) if receives else None  # type: ignore[arg-type]
+                if producer is not None and action.start_s < producer.end_s:  # type: ignore[union-attr]
+                    step_waited.append(1e3 * (c.start_s - producer.end_s))
+            if rank_gaps:
+                gaps.append(math.fsum(rank_gaps) / len(rank_gaps))
+                gaps_read += len(rank_gaps)
+        for key, ds in step_calls.items():
+            durations.setdefault(key, []).append(math.fsum(ds) / len(ds))
+            counts[key] = counts.get(key, 0) + len(ds)
+        if step_waited:
+            waited.append(math.fsum(step_waited) / len(step_waited))
+            waited_read += len(step_waited)
+        if st.computes:
+            span = max(c.end_s for c in st.computes) - min(c.start_s for c in st.computes)
+            step_rest.append(1e3 * (st.step_time_s - span))
+    missing = [k for k in range(n) if not any(s == k for s, _ in durations)]
+    if missing:
+        raise InvalidPipelineError(f"calibration_from_trace: the trace computes nothing of stage(s) {missing}")
+
+    overhead = statistics.median(gaps) if gaps else 0.0
+    measured = {key: statistics.median(ds) for key, ds in durations.items()}
+    stages = []
+    for k, stage in enumerate(pipeline.stages):
+        times = {_KIND_FIELD[kind]: ms for (s, kind), ms in measured.items() if s == k}
+        if "backward_ms" not in times and "input_grad_ms" in times and "weight_grad_ms" in times:
+            split_given = (stage.input_grad_ms or 0.0) + (stage.weight_grad_ms or 0.0)
+            scale = (times["input_grad_ms"] + times["weight_grad_ms"]) / split_given if split_given else 1.0
+            times["backward_ms"] = stage.backward_ms * scale if split_given else \
+                times["input_grad_ms"] + times["weight_grad_ms"]
+        if "backward_ms" in times and stage.has_split and not ("input_grad_ms" in times and "weight_grad_ms" in times):
+            scale = times["backward_ms"] / stage.backward_ms if stage.backward_ms else 1.0
+            times.setdefault("input_grad_ms", stage.input_grad_ms * scale)  # type: ignore[operator]
+            times.setdefault("weight_grad_ms", stage.weight_grad_ms * scale)  # type: ignore[operator]
+        if "forward_ms" not in times or "backward_ms" not in times:
+            raise InvalidPipelineError(f"calibration_from_trace: stage {k} ({stage.name!r}) was not run forward and "
+                                       f"backward (measured kinds {sorted(kk for s, kk in measured if s == k)})")
+        stages.append(attrs.evolve(stage, **times))
+    if waited:
+        transfer = max(0.0, statistics.median(waited) - overhead)
+        latency, bandwidth, residual, samples = transfer, None, 0.0, ()
+        p2p = P2P(time_ms=transfer)
+    elif link is not None:
+        transfer = link.time_ms(pipeline.stages[0].p2p_bytes)
+        latency, bandwidth = link.latency_ms, link.bandwidth_bytes_per_s
+        residual, samples = link.residual_ms, link.samples
+        p2p = P2P(latency_ms=link.latency_ms, bandwidth_bytes_per_s=link.bandwidth_bytes_per_s)
+    else:
+        transfer = pipeline.p2p.transfer_ms(pipeline.stages[0].p2p_bytes)
+        latency, bandwidth, residual, samples = transfer, None, 0.0, ()
+        p2p = pipeline.p2p
+    step = max(0.0, statistics.median(step_rest) - overhead) if step_rest else 0.0
+    calibrated = attrs.evolve(pipeline, stages=tuple(stages), p2p=p2p, action_overhead_ms=overhead)
+    measured_step = statistics.median(1e3 * st.step_time_s for st in steps)
+    if family is not None:
+        step = max(0.0, measured_step - family_plan(calibrated, family)[2])
+    calibration = Calibration(latency_ms=latency, bandwidth_bytes_per_s=bandwidth, action_overhead_ms=overhead,
+                              step_overhead_ms=step, residual_ms=residual, samples=samples, backend="gloo",
+                              note=note or f"from a measured run: medians over {len(steps)} step(s)")
+    return RunCalibration(pipeline=calibrated, calibration=calibration, measured=measured,
+                          samples=counts, transfer_ms=transfer,
+                          transfer_measured=bool(waited), transfer_samples=waited_read,
+                          gap_samples=gaps_read, step_samples=len(step_rest),
+                          step_time_ms=measured_step, matched=family)
+
+
+def calibrate_from_run(pipeline: Pipeline, workload: Any, *, family: str = "1F1B", steps: int = 10,
+                       warmup: int = 2, runs: int = 1, link: LinkFit | None = None, timeout_s: float = 300.0,
+                       threads_per_process: int = 1) -> tuple[RunCalibration, list[Any]]:
+    """Run ``workload`` pipelined under ``pipeline``'s ``family`` plan and calibrate the pipeline on what it measured.
+
+    ``pipeline`` holds one stage per rank (as profiled:
+    :meth:`~schedsearch.pipeline.Pipeline.from_profile`); ``workload`` is
+    the model split into those stages
+    (:func:`~schedsearch.runtime.build_workload`, its batch ``pipeline.num_microbatches``
+    micro-batches). The published ``family`` schedule (``"1F1B"``, the
+    default, or ``"ZB-H1"``, which computes I and W apart) runs ``steps``
+    steps on torch's pipeline runtime (:func:`~schedsearch.runtime.run`,
+    one process per rank, ``threads_per_process`` threads each), ``runs``
+    times; the measured traces give the calibration
+    (:func:`calibration_from_trace`, the first ``warmup`` steps of each
+    left out). Returns it and the runs'
+    :class:`~schedsearch.runtime.RunResult` (the plan's prediction against
+    each run, gradients checked).
+
+    The stage times are those of the pipelined run, on this machine as
+    loaded while it ran: the compute of two ranks sharing the machine's
+    memory and cores, not of one stage profiled alone.
+    """
+    from schedsearch.runtime.convert import run_schedule
+
+    if not isinstance(pipeline, Pipeline):
+        raise InvalidPipelineError(f"calibrate_from_run: needs a Pipeline, got {type(pipeline).__name__}")
+    _positive_int("calibrate_from_run", "steps", steps)
+    _positive_int("calibrate_from_run", "runs", runs)
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup < steps:
+        raise InvalidPipelineError(f"calibrate_from_run: 'warmup' must be an integer from 0 to steps - 1 = "
+                                   f"{steps - 1}, got {warmup!r}")
+    if len(pipeline.stages) != pipeline.num_ranks:
+        raise InvalidPipelineError(f"{pipeline}: calibrating from a run needs one stage per rank, got "
+                                   f"{len(pipeline.stages)} stages on {pipeline.num_ranks} ranks")
+    num_stages = len(getattr(workload, "stages", ()))
+    if num_stages != pipeline.num_ranks:
+        raise InvalidPipelineError(f"calibrate_from_run: the workload has {num_stages} stages, the pipeline "
+                                   f"{pipeline.num_ranks}")
+    problem, schedule, _ = family_plan(pipeline, family)
+    results = [run_schedule(problem, schedule, workload, steps=steps, timeout_s=timeout_s,
+                            threads_per_process=threads_per_process) for _ in range(runs)]
+    torch = require_torch("calibration")
+    note = (f"torch {torch.__version__}, gloo, {threads_per_process} thread(s) per rank; from {runs} {family} run(s) "
+            f"of {steps} step(s) of {pipeline.num_microbatches} micro-batches (the first {warmup} left out)")
+    traces = [r.trace for r in results]
+    return calibration_from_trace(pipeline, traces, warmup=warmup, link=link, family=family, note=note), results

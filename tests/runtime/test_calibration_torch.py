@@ -17,7 +17,8 @@ from schedsearch import Pipeline  # noqa: E402
 from schedsearch.calibration import Calibration  # noqa: E402
 from schedsearch.cli import main  # noqa: E402
 from schedsearch.errors import InvalidPipelineError  # noqa: E402
-from schedsearch.runtime.calibrate import measure_link, measure_overhead  # noqa: E402
+from schedsearch.runtime import build_workload, profile  # noqa: E402
+from schedsearch.runtime.calibrate import calibrate_from_run, measure_link, measure_overhead  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -46,10 +47,47 @@ def test_the_overhead_is_fitted_to_runs_of_near_empty_actions():
     assert fit.action_ms >= 0 and fit.step_ms >= 0 and all(s[1] > 0 for s in fit.samples)
 
 
-@pytest.mark.slow
-def test_profile_calibrate_writes_a_pipeline_that_merges_its_calibration(tmp_path, capsys):
+def test_a_short_pipelined_run_gives_a_calibration_of_its_own_stage_times():
+    workload = build_workload("mlp:4x8", 2, batch_size=4 * 2, dtype="float32")
+    prof = profile(workload.stages, workload.inputs, target=workload.target, loss_fn=workload.loss_fn, sizes=[2],
+                   repeats=2)
+    pipeline = Pipeline.from_profile(prof, num_ranks=2, num_microbatches=4)
+    calibrated, runs = calibrate_from_run(pipeline, workload, steps=3, warmup=1)
+    assert len(runs) == 1 and runs[0].grads_equal and runs[0].order_as_planned
+    assert set(calibrated.measured) == {(0, "F"), (0, "B"), (1, "F"), (1, "B")}  # 1F1B runs no I or W
+    assert calibrated.samples == {k: 4 * 2 for k in calibrated.measured}  # 4 micro-batches x 2 steps read
+    for stage in calibrated.pipeline.stages:
+        assert stage.forward_ms > 0 and stage.backward_ms > 0 and stage.input_grad_ms > 0 and stage.weight_grad_ms > 0
+    assert calibrated.matched == "1F1B" and calibrated.step_time_ms > 0
+    assert calibrated.calibration.action_overhead_ms >= 0 and calibrated.calibration.step_overhead_ms >= 0
+    assert calibrated.pipeline.action_overhead_ms == calibrated.calibration.action_overhead_ms
+    with pytest.raises(InvalidPipelineError, match="'warmup' must be an integer from 0 to steps - 1 = 2, got 3"):
+        calibrate_from_run(pipeline, workload, steps=3, warmup=3)
+    with pytest.raises(InvalidPipelineError, match="the workload has 4 stages, the pipeline 2"):
+        calibrate_from_run(pipeline, build_workload("mlp:4x8", 4, batch_size=8))
+
+
+def test_profile_calibrate_calibrates_on_a_run_and_writes_a_pipeline_of_its_times(tmp_path, capsys):
     assert main(["profile", "--model", "mlp:4x8", "--stages", "2", "--repeats", "2", "--microbatches", "4",
                  "--calibrate", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "1F1B run of the profiled model: predicted" in out
+    assert "ms per step (matched to the 1F1B steps' median" in out
+    calibration = Calibration.load(tmp_path / "calibration.toml")
+    (path,) = tmp_path.glob("*.pipeline.toml")
+    pipeline = Pipeline.load(path)
+    assert pipeline.p2p == calibration.p2p and pipeline.action_overhead_ms == calibration.action_overhead_ms
+    assert pipeline.num_ranks == 2 and pipeline.num_microbatches == 4 and all(s.forward_ms > 0 for s in pipeline.stages)
+    assert main(["profile", "--model", "mlp:4x8", "--stages", "2", "--mapping", "v", "--repeats", "2",
+                 "--calibrate", "--out", ""]) != 0
+    assert "calibrating on a run needs one stage per device and micro-batches of one size, got --stages 2, " \
+        "--devices None, --mapping v" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_profile_calibrate_micro_writes_a_pipeline_that_merges_its_calibration(tmp_path, capsys):
+    assert main(["profile", "--model", "mlp:4x8", "--stages", "2", "--repeats", "2", "--microbatches", "4",
+                 "--calibrate", "micro", "--out", str(tmp_path)]) == 0
     assert "calibration (gloo): link latency" in capsys.readouterr().out
     calibration = Calibration.load(tmp_path / "calibration.toml")
     (path,) = tmp_path.glob("*.pipeline.toml")
