@@ -3,8 +3,9 @@
 Order properties are asserted always. Timing is asserted only where it is
 a consequence of the emulation itself (a stage call sleeps at least its
 planned duration, so a plan that is as soon as possible in its orders
-cannot run faster than predicted); the upper bound on the ratio is loose
-and skipped when the machine is loaded beyond its cores.
+cannot run faster than predicted); the upper bound on the ratio depends on
+how late sleeping processes wake up, so it is a slow (not default) test,
+and skipped even then when the machine is loaded beyond its cores.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ def test_an_emulated_run_keeps_the_plan_order_and_each_call_its_planned_time(zbh
         assert s.breakdown.total_s == pytest.approx(s.measured_s - s.predicted_s, abs=1e-9)
 
 
+@pytest.mark.slow
 def test_an_emulated_run_is_near_its_prediction_on_an_idle_machine(zbh1):
     if _loaded():
         pytest.skip(f"load average {os.getloadavg()[0]:.1f} above {os.cpu_count()} cores: timing not meaningful")
