@@ -187,3 +187,15 @@ def test_the_emulated_stages_send_the_planned_activation_bytes_up_to_the_cap():
     assert capped.sent_bytes[:2] == (4096, 8192) and capped.capped == (1,)
     with pytest.raises(PlanError, match="max_bytes"):
         emulated_workload(problem, max_bytes=0)
+
+
+def test_an_emulated_run_with_overlapped_pairs_finds_every_call_planned_and_in_order():
+    # DualPipeV overlaps a forward with a backward: every stage call the runtime makes, pair members
+    # included, must have a planned time (else the run stops), and the measured order is the plan's
+    rep = reproduce("dualpipev", devices=2, microbatches=4)
+    problem = rep.problem.with_(time_unit_s=1e-3)
+    result = run_schedule(problem, rep.schedule, emulate=True, steps=2, timeout_s=120)
+    assert result.grads_equal and result.order_as_planned and result.row_order == ()
+    assert result.fidelity is not None and result.fidelity.order_ok
+    for step in result.trace.steps:
+        assert order_violations(problem, rep.schedule, step) == ()
