@@ -32,8 +32,8 @@ from typing import Any
 
 from schedsearch.errors import ExecutionError, MissingDependencyError
 
-__all__ = ["SUPPORTED_TORCH", "TESTED_TORCH_VERSION", "ActionRecorder", "infer_stage_shapes", "instrument_stages",
-           "load_compute_csv", "pipelining_internals", "recording", "require_torch", "step_microbatches",
+__all__ = ["SUPPORTED_TORCH", "TESTED_TORCH_VERSION", "ActionRecorder", "emulated_seconds", "infer_stage_shapes",
+           "instrument_stages", "load_compute_csv", "pipelining_internals", "recording", "require_torch", "step_microbatches",
            "torch_available"]
 
 #: The torch version the runtime is built and tested against.
