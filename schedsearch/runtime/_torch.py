@@ -33,8 +33,8 @@ from typing import Any
 from schedsearch.errors import ExecutionError, MissingDependencyError
 
 __all__ = ["SUPPORTED_TORCH", "TESTED_TORCH_VERSION", "ActionRecorder", "emulated_seconds", "infer_stage_shapes",
-           "instrument_stages", "load_compute_csv", "pipelining_internals", "recording", "require_torch", "step_microbatches",
-           "torch_available"]
+           "instrument_stages", "load_compute_csv", "pipelining_internals", "recording", "require_torch",
+           "step_microbatches", "torch_available"]
 
 #: The torch version the runtime is built and tested against.
 TESTED_TORCH_VERSION = "2.13.0"
