@@ -30,11 +30,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
-from schedsearch.errors import MissingDependencyError
+from schedsearch.errors import ExecutionError, MissingDependencyError
 
-__all__ = ["SUPPORTED_TORCH", "TESTED_TORCH_VERSION", "ActionRecorder", "infer_stage_shapes", "instrument_stages",
-           "load_compute_csv", "pipelining_internals", "recording", "require_torch", "step_microbatches",
-           "torch_available"]
+__all__ = ["SUPPORTED_TORCH", "TESTED_TORCH_VERSION", "ActionRecorder", "emulated_seconds", "infer_stage_shapes",
+           "instrument_stages", "load_compute_csv", "pipelining_internals", "recording", "require_torch",
+           "step_microbatches", "torch_available"]
 
 #: The torch version the runtime is built and tested against.
 TESTED_TORCH_VERSION = "2.13.0"
@@ -231,6 +231,7 @@ def instrument_stages(
     stages: Sequence[Any],
     emulate: Mapping[tuple[int, str, int], float] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    rank: int | None = None,
 ) -> None:
     """Time every forward and backward call of ``stages`` (while :func:`recording`).
 
@@ -238,17 +239,21 @@ def instrument_stages(
     ``backward_weight_one_chunk`` on the instance. With ``emulate``
     (``(stage, kind, microbatch) -> seconds``, kinds ``F``, ``B``, ``I``,
     ``W``), each call, after its real (small) computation, sleeps until it
-    has lasted its planned time: the process waits without using a core.
+    has lasted its planned time: the process waits without using a core;
+    a call ``emulate`` has no time for raises :class:`ExecutionError`
+    naming ``rank`` (this process's), the stage, kind and micro-batch,
+    before it computes anything.
     """
     _install_action_timer()
 
     def timed(stage_index: int, kind_of: Callable[..., str], original: Callable[..., Any]) -> Callable[..., Any]:
         def call(chunk: int, *args: Any, **kwargs: Any) -> Any:
+            kind = kind_of(*args, **kwargs)
+            planned = None if emulate is None else emulated_seconds(emulate, rank, (stage_index, kind, chunk))
             start = time.perf_counter()
             out = original(chunk, *args, **kwargs)
-            kind = kind_of(*args, **kwargs)
-            if emulate is not None:
-                left = start + emulate.get((stage_index, kind, chunk), 0.0) - time.perf_counter()
+            if planned is not None:
+                left = start + planned - time.perf_counter()
                 if left > 0:
                     sleep(left)
             rec = _ACTIVE[0]
@@ -266,6 +271,25 @@ def instrument_stages(
         st.forward_one_chunk = timed(s, lambda *a, **k: "F", st.forward_one_chunk)
         st.backward_one_chunk = timed(s, backward_kind, st.backward_one_chunk)
         st.backward_weight_one_chunk = timed(s, lambda *a, **k: "W", st.backward_weight_one_chunk)
+
+
+def emulated_seconds(emulate: Mapping[tuple[int, str, int], float], rank: int | None,
+                     key: tuple[int, str, int]) -> float:
+    """The planned seconds of stage call ``key`` (``(stage, kind, microbatch)``) in ``emulate``.
+
+    Raises :class:`ExecutionError` naming the rank, stage, kind and
+    micro-batch when the plan has no such call on this rank: the runtime
+    ran an action the plan does not have, which an emulated run must not
+    time as if it lasted nothing.
+    """
+    seconds = emulate.get(key)
+    if seconds is None:
+        stage, kind, mb = key
+        where = "" if rank is None else f"rank {rank}: "
+        raise ExecutionError(
+            f"{where}stage {stage} {kind} of micro-batch {mb}: the plan has no such action on this rank, so "
+            f"emulated compute has no planned time for it (planned here: {len(emulate)} actions)", rank=rank)
+    return float(seconds)
 
 
 @contextlib.contextmanager

@@ -473,7 +473,7 @@ def _worker(job: _Job, rank: int, conn: Any) -> None:  # pragma: no cover - runs
         emulate = None
         if job.emulate is not None:
             emulate = {k: v for k, v in job.emulate.items() if k[0] in mine}
-        instrument_stages(stages, emulate)
+        instrument_stages(stages, emulate, rank=rank)
         recorder = ActionRecorder()
         trace: list[dict[str, Any]] = []
         params = [(_param_key(s, n), p) for s, m in zip(mine, modules) for n, p in m.named_parameters()]

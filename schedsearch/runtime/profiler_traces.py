@@ -55,6 +55,7 @@ import json
 import os
 import re
 import statistics
+import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -191,8 +192,12 @@ def read_trace(path: str | os.PathLike) -> RankTrace:
         raise InvalidPipelineError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
         document = json.loads(text)
-    except ValueError as exc:
-        raise InvalidPipelineError(f"{where}: not JSON ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise InvalidPipelineError(
+            f"{where}: not JSON: {exc.msg.lower()} at line {exc.lineno}, column {exc.colno}") from None
+    except ValueError:  # the one other failure of json.loads on text: an integer past Python's digit limit
+        raise InvalidPipelineError(f"{where}: holds an integer too long to read "
+                                   f"(more than {sys.get_int_max_str_digits()} digits)") from None
     except RecursionError:
         raise InvalidPipelineError(f"{where}: nested too deeply to read") from None
     if isinstance(document, list):

@@ -392,25 +392,76 @@ def order_violations(problem: Problem, schedule: Schedule, trace: MeasuredTrace 
                      step: int = -1) -> tuple[Violation, ...]:
     """The validator's order checks of the measured step against the plan (empty: the order is the plan's).
 
-    The measured schedule is checked with each rank's planned order added
-    as fixed orders of the problem, the transfers and durations left out:
-    missing, repeated or unknown tasks, two tasks at once on a rank, a task
-    that starts before a task it depends on ends, a rank that ran its
-    tasks in another order than the plan. Times are the ranks of the
-    measured instants (equal instants share one), so the check is exact.
+    Reported: a stage call the plan does not have (``unknown_task``) or
+    that ran more than once (``duplicate_task``), each naming the rank,
+    stage, kind and micro-batch; the validator's order checks of the
+    measured schedule, transfers and durations left out (a planned task
+    that never ran, two tasks at once on a rank, a task that starts before
+    a task it depends on ends, a task on another rank than planned); and a
+    rank whose stage calls ran in another order than the plan's actions
+    there (``fixed_order``; an overlapped pair's members count as two
+    actions, the forward first, as :func:`planned_actions` splits them).
+    Times are the ranks of the measured instants (equal instants share
+    one), so the check is exact.
     """
     st = trace.steps[step] if isinstance(trace, MeasuredTrace) else trace
+    planned = planned_actions(problem, schedule)
     instants = sorted({x for c in st.computes for x in (c.start_s, c.end_s)})
     time_of = {x: i for i, x in enumerate(instants)}
     tasks = _measured_tasks(problem, schedule, st, time_of, None)
     measured = Schedule(tasks=tasks, name="measured order")
-    planned_order = tuple(
-        tuple(t.key for t in sorted(schedule.on_device(d), key=lambda t: (t.start, t.block)) if t.group_key is None)
-        for d in problem.cluster.device_names
-    )
-    fixed = tuple(o for o in planned_order if len(o) > 1)
-    check = attrs.evolve(problem, fixed_orders=tuple(problem.fixed_orders) + fixed)
-    return tuple(v for v in validate(check, measured) if v.kind in ORDER_KINDS)
+    found = [v for v in validate(problem, measured) if v.kind in ORDER_KINDS]
+    return tuple(_call_violations(st, planned)) + tuple(found) + tuple(_rank_order_violations(st, planned))
+
+
+def _call_text(c: Compute) -> str:
+    return f"stage {c.stage} {c.kind} of micro-batch {c.microbatch} on rank {c.rank}"
+
+
+def _call_violations(st: StepTrace, planned: PlannedActions) -> list[Violation]:
+    """Stage calls the plan does not have, and stage calls run more than once."""
+    out = []
+    seen: dict[ActionKey, list[Compute]] = {}
+    for c in sorted(st.computes, key=lambda c: (c.start_s, c.end_s, c.rank)):
+        seen.setdefault(c.key, []).append(c)
+    for key, calls in seen.items():
+        if key not in planned.spans:
+            for c in calls:
+                out.append(Violation("unknown_task", f"{_call_text(c)}: the plan has no such action "
+                                                     f"(at {c.start_s:.6f} s)"))
+        elif len(calls) > 1:
+            where = ", ".join(f"rank {c.rank} at {c.start_s:.6f} s" for c in calls)
+            out.append(Violation("duplicate_task", f"stage {key[0]} {key[1]} of micro-batch {key[2]} ran "
+                                                   f"{len(calls)} times ({where}); the plan runs it once"))
+    return out
+
+
+def _rank_order_violations(st: StepTrace, planned: PlannedActions) -> list[Violation]:
+    """Per rank, where the stage calls ran in another order than the plan's actions.
+
+    The plan's order on a rank is that of :func:`planned_actions`' spans: an
+    overlapped pair's members one after the other, the forward first. Only
+    the first call of each planned action is compared, with the plan's
+    actions that ran (missing, repeated and unknown calls are reported
+    apart).
+    """
+    out = []
+    for r in sorted(set(planned.rank_of)):
+        mine = {k for k in planned.spans if planned.rank_of[k[0]] == r}
+        ran: list[ActionKey] = []
+        for c in sorted((c for c in st.computes if c.rank == r), key=lambda c: (c.start_s, c.end_s)):
+            if c.key in mine and c.key not in ran:
+                ran.append(c.key)
+        done = set(ran)
+        want = [k for k in sorted(mine, key=lambda k: (planned.spans[k], k)) if k in done]
+        i = next((i for i, (a, b) in enumerate(zip(ran, want)) if a != b), None)
+        if i is None:
+            continue
+        got, exp = ran[i], want[i]
+        out.append(Violation("fixed_order", f"rank {r}: its stage call {i} was stage {got[0]} {got[1]} of micro-batch "
+                                            f"{got[2]}, the plan runs stage {exp[0]} {exp[1]} of micro-batch {exp[2]} "
+                                            f"there"))
+    return out
 
 
 def row_order_violations(rows: Sequence[Sequence[ActionKey]], step: StepTrace) -> tuple[str, ...]:

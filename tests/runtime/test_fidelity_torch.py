@@ -3,8 +3,9 @@
 Order properties are asserted always. Timing is asserted only where it is
 a consequence of the emulation itself (a stage call sleeps at least its
 planned duration, so a plan that is as soon as possible in its orders
-cannot run faster than predicted); the upper bound on the ratio is loose
-and skipped when the machine is loaded beyond its cores.
+cannot run faster than predicted); the upper bound on the ratio depends on
+how late sleeping processes wake up, so it is a slow (not default) test,
+and skipped even then when the machine is loaded beyond its cores.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ def test_an_emulated_run_keeps_the_plan_order_and_each_call_its_planned_time(zbh
         assert s.breakdown.total_s == pytest.approx(s.measured_s - s.predicted_s, abs=1e-9)
 
 
+@pytest.mark.slow
 def test_an_emulated_run_is_near_its_prediction_on_an_idle_machine(zbh1):
     if _loaded():
         pytest.skip(f"load average {os.getloadavg()[0]:.1f} above {os.cpu_count()} cores: timing not meaningful")
@@ -185,3 +187,15 @@ def test_the_emulated_stages_send_the_planned_activation_bytes_up_to_the_cap():
     assert capped.sent_bytes[:2] == (4096, 8192) and capped.capped == (1,)
     with pytest.raises(PlanError, match="max_bytes"):
         emulated_workload(problem, max_bytes=0)
+
+
+def test_an_emulated_run_with_overlapped_pairs_finds_every_call_planned_and_in_order():
+    # DualPipeV overlaps a forward with a backward: every stage call the runtime makes, pair members
+    # included, must have a planned time (else the run stops), and the measured order is the plan's
+    rep = reproduce("dualpipev", devices=2, microbatches=4)
+    problem = rep.problem.with_(time_unit_s=1e-3)
+    result = run_schedule(problem, rep.schedule, emulate=True, steps=2, timeout_s=120)
+    assert result.grads_equal and result.order_as_planned and result.row_order == ()
+    assert result.fidelity is not None and result.fidelity.order_ok
+    for step in result.trace.steps:
+        assert order_violations(problem, rep.schedule, step) == ()

@@ -123,7 +123,10 @@ def test_ranks_without_distributed_info_follow_the_order_given(tmp_path):
 
 
 @pytest.mark.parametrize("content,message", [
-    ("{not json", "not JSON"),
+    ("{not json", "not JSON: expecting property name enclosed in double quotes at line 1, column 2$"),
+    ('{"traceEvents": [\n  {"ph": "X",,}]}', "not JSON: expecting property name enclosed in double quotes at line 2, "
+                                               "column 14$"),
+    ('{"traceEvents": [' + "9" * 5000 + "]}", "holds an integer too long to read \\(more than \\d+ digits\\)$"),
     ('{"events": []}', "not a Chrome trace: expected a JSON object with a 'traceEvents' list"),
     (json.dumps({"traceEvents": [span("aten::mm", 0, 1)]}),
      "no action of torch's pipeline runtime \\(no event named 'PP:...' among 1 events\\)"),

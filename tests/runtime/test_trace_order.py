@@ -93,7 +93,8 @@ def test_a_rank_that_swaps_two_independent_actions_is_caught():
     step = _as_planned(problem, schedule)
     bad = _swap(step, (0, "F", 1), (0, "B", 0))
     found = order_violations(problem, schedule, _trace(bad))
-    assert any(v.kind == "fixed_order" and "'B0' (micro-batch 0)" in v.message for v in found), found
+    assert any(v.kind == "fixed_order" and "rank 0" in v.message and "stage 0 B of micro-batch 0" in v.message
+               for v in found), found
     assert any("rank 0" in m for m in row_order_violations(_rows(problem, schedule), bad))
 
 
