@@ -41,11 +41,11 @@ def two_chips(memory: int | None = None):
     return machine_cluster(2, channels=2, directed=True, memory=memory)
 
 
-def experiment(nodes: int, coarse: int, seed: int, time_limit_s: float) -> dict[str, Any]:
+def experiment(nodes: int, coarse: int, seed: int, time_limit_s: float, deterministic: bool = False) -> dict[str, Any]:
     dag = random_dag(nodes, seed=seed)
     problem = dag.on_machines(two_chips())
     bound = max(math.ceil(dag.total_work / 2), dag.critical_path())
-    result = jobshop(problem, coarsen_to=coarse, time_limit_s=time_limit_s, seed=seed)
+    result = jobshop(problem, coarsen_to=coarse, time_limit_s=time_limit_s, seed=seed, deterministic=deterministic)
     assert result.schedule is not None and validate(problem, result.schedule) == ()
     stats = result.stats
     overlap = transfer_overlap(problem, result.schedule)
@@ -63,7 +63,7 @@ def experiment(nodes: int, coarse: int, seed: int, time_limit_s: float) -> dict[
     return {"problem": problem, "result": result, "bound": bound, "overlap": overlap}
 
 
-def memory_levels(seed: int, time_limit_s: float) -> list[dict[str, Any]]:
+def memory_levels(seed: int, time_limit_s: float, deterministic: bool = False) -> list[dict[str, Any]]:
     dag = random_dag(16, seed=seed, memory=(1, 6), workspace=(0, 3))
     need = max(max(n.memory, 0) + n.workspace for n in dag.nodes)
     print(f"\n== memory levels: {len(dag.nodes)} operations (outputs allocated at the start, inputs freed by "
@@ -73,7 +73,7 @@ def memory_levels(seed: int, time_limit_s: float) -> list[dict[str, Any]]:
     previous_orders = None
     while True:
         problem = dag.on_machines(two_chips(capacity))
-        result = jobshop(problem, time_limit_s=time_limit_s, seed=seed)
+        result = jobshop(problem, time_limit_s=time_limit_s, seed=seed, deterministic=deterministic)
         label = "none" if capacity is None else str(capacity)
         if result.schedule is None:
             print(f"capacity {label:>4}: {result.status.value}")
@@ -103,10 +103,12 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--coarse", type=int, default=25)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--time-limit", type=float, default=5.0, help="per plan (default: 5 s)")
+    parser.add_argument("--deterministic", action="store_true",
+                        help="reproducible searches: the time limit is read as solver work, the same on any machine")
     parser.add_argument("--trace", default=None, help="write a Chrome trace of the part-1 plan here")
     args = parser.parse_args(argv)
-    part1 = experiment(args.nodes, args.coarse, args.seed, args.time_limit)
-    part2 = memory_levels(args.seed + 1, args.time_limit)
+    part1 = experiment(args.nodes, args.coarse, args.seed, args.time_limit, args.deterministic)
+    part2 = memory_levels(args.seed + 1, args.time_limit, args.deterministic)
     if args.trace:
         problem, schedule = part1["problem"], part1["result"].schedule
         trace = chrome_trace(problem, schedule, name="random graph on two chips")

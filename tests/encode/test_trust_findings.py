@@ -254,5 +254,7 @@ def test_z3_honours_the_time_limit_while_building():
 
     t0 = time.perf_counter()
     r = optimal(vshape(8, 128), backend="z3", time_limit_s=0.01)
-    assert time.perf_counter() - t0 < 2.0
+    # generous for a loaded machine (1.6 s seen at load 13 against 2 s before): the whole build of this model
+    # takes over a minute, so a build that ignored its deadline still fails here
+    assert time.perf_counter() - t0 < 10.0
     assert r.status is Status.TIMEOUT and r.schedule is None

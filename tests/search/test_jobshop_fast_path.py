@@ -57,7 +57,10 @@ def test_quick_pass_hands_over_when_it_proves_nothing(shared_data):
     ],
 )
 def test_quick_pass_runs_only_where_it_applies(kwargs, runs):
-    result = jobshop(_classic(), list_baseline=False, **{**_COMMON, **kwargs})
+    # deterministic (except on Z3, which has no such mode): proving OPTIMAL within 0.5 s of wall clock is not
+    # guaranteed on a loaded machine
+    deterministic = kwargs.get("backend") != "z3"
+    result = jobshop(_classic(), list_baseline=False, deterministic=deterministic, **{**_COMMON, **kwargs})
     assert ("quick" in result.stats) is runs
     assert result.status is Status.OPTIMAL and validate(_classic(), result.schedule) == ()
 

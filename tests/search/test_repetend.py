@@ -62,8 +62,10 @@ def test_z3_backend_gives_the_same_period() -> None:
 @pytest.mark.parametrize("completion", ["truncated", "solved", "best"])
 def test_every_completion_validates_and_best_is_no_worse(completion) -> None:
     problem = tessel_shape("X", 4, 10, memory=4)
-    best = repetend(problem, **LIMIT)
-    result = repetend(problem, completion=completion, **LIMIT)
+    # deterministic: "best" is no worse than "solved" only when both completions search equally far, which a
+    # wall-clock limit does not guarantee on a loaded machine
+    best = repetend(problem, deterministic=True, **LIMIT)
+    result = repetend(problem, completion=completion, deterministic=True, **LIMIT)
     assert validate(problem, result.schedule) == ()
     assert best.objective <= result.objective
     assert result.stats["completion"].startswith("truncated" if completion == "truncated" else ("solved" if completion == "solved" else ""))
