@@ -93,7 +93,7 @@ def _best_handcrafted(problem):
     from schedsearch.errors import SchedSearchError
     from schedsearch.result import SearchResult, Status
     from schedsearch.schedule import objective_value
-    from schedsearch.search.solve import _handcrafted
+    from schedsearch.search.portfolio import _handcrafted
     from schedsearch.validate import validate
 
     best = None
@@ -122,7 +122,7 @@ def _run(row: str, strategy: str, limit: float, conn) -> None:
 
     t0 = time.perf_counter()
     if strategy == "solve":
-        from schedsearch.search.solve import solve
+        from schedsearch.search.portfolio import solve
 
         result = solve(problem, time_limit_s=limit, progress=progress, workers=2, seed=0)
     elif strategy == "optimal":

@@ -23,9 +23,11 @@ Module names and function names. A few packages export a function under its
 own module's name: ``schedsearch.validate``, ``schedsearch.handcrafted.chimera``,
 ``schedsearch.handcrafted.dualpipe``, ``schedsearch.runtime.profile`` and the
 strategies of ``schedsearch.search`` (``coarsen``, ``jobshop``, ``optimal``,
-``pareto``, ``repetend``, ``solve``). There the package's attribute is the function, as
-``from schedsearch.search import solve`` expects, so ``import
-schedsearch.search.solve as m`` binds the function too. Import names from
+``pareto``, ``repetend``). There the package's attribute is the function, as
+``from schedsearch.search import jobshop`` expects, so ``import
+schedsearch.search.jobshop as m`` binds the function too. ``solve`` lives in
+``schedsearch.search.portfolio`` (``schedsearch.search.solve`` is its
+deprecated old name). Import names from
 the module (``from schedsearch.validate import Violation``) or reach it with
 ``importlib.import_module("schedsearch.validate")``. No other module shares a
 name with what its package exports (``tests/test_module_names.py``).
@@ -59,7 +61,7 @@ def __getattr__(name: str):
     # solve() pulls in the engines (and their solvers) only when first used,
     # so importing the model, the validator or the exporters stays light
     if name == "solve":
-        from schedsearch.search.solve import solve
+        from schedsearch.search.portfolio import solve
 
         globals()["solve"] = solve
         return solve

@@ -29,11 +29,13 @@ DOCUMENTED = {
     "schedsearch.search.optimal": "a strategy's module; renamed with the search floor's one-run restructuring",
     "schedsearch.search.pareto": "a strategy's module; renamed with the search floor's one-run restructuring",
     "schedsearch.search.repetend": "a strategy's module; renamed with the search floor's one-run restructuring",
-    "schedsearch.search.solve": "a strategy's module; renamed with the search floor's one-run restructuring",
 }
 
 #: deprecated module names kept importable: old name -> the module it is now (importing the old one warns)
-DEPRECATED_ALIASES = {"schedsearch.sweep": "schedsearch.executors"}
+DEPRECATED_ALIASES = {
+    "schedsearch.sweep": "schedsearch.executors",
+    "schedsearch.search.solve": "schedsearch.search.portfolio",
+}
 
 
 def _packages(package: types.ModuleType):
@@ -68,8 +70,10 @@ def test_the_documented_ones_are_in_the_package_docstring():
 def test_import_as_binds_the_renamed_modules():
     import schedsearch.graphs.operation_dag as operation_dag
     import schedsearch.partition.contraction as contraction
+    import schedsearch.search.portfolio as portfolio
 
     assert isinstance(operation_dag, types.ModuleType) and isinstance(contraction, types.ModuleType)
+    assert isinstance(portfolio, types.ModuleType) and portfolio.solve is schedsearch.search.solve
     assert operation_dag.random_dag is schedsearch.graphs.random_dag
     assert contraction.contract is schedsearch.partition.contract
 
@@ -78,7 +82,7 @@ def test_the_functions_keep_their_names():
     from schedsearch.search import solve
     from schedsearch.validate import validate
 
-    assert callable(solve) and solve.__module__ == "schedsearch.search.solve"
+    assert callable(solve) and solve.__module__ == "schedsearch.search.portfolio"
     assert schedsearch.validate is validate
 
 

@@ -11,7 +11,7 @@ pipeline schedules:
   stage's parameters);
 * its published schedules (:class:`ScheduleSpec`: placement, handcrafted
   generator, closed forms), which :func:`~schedsearch.handcrafted.reproduce`
-  runs and :func:`~schedsearch.search.solve.solve` tries as constructions;
+  runs and :func:`~schedsearch.search.portfolio.solve` tries as constructions;
 * how :func:`schedsearch.plan` offers it: the stages per rank it tries,
   its backward styles (:class:`Variant`, with the plan table's name and the
   published schedule of the same style), whether it pairs a forward with a

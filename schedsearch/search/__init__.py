@@ -3,7 +3,7 @@
 The names below are loaded on first use, so importing one strategy (say
 ``schedsearch.search.jobshop``) does not import the others and what they
 depend on. Several strategies share their module's name (``jobshop``,
-``pareto``, ``solve``...): the package's attribute is the function, as
+``pareto``...): the package's attribute is the function, as
 ``from schedsearch.search import jobshop`` expects, also after the module
 itself was imported.
 """
@@ -37,7 +37,7 @@ _WHERE = {
     "RepetendResult": "repetend",
     "repetend": "repetend",
     "scale_search": "scale",
-    "solve": "solve",
+    "solve": "portfolio",
     "Provenance": "run",
     "Run": "run",
     "Source": "run",
