@@ -75,7 +75,7 @@ _FLAGS: dict[str, str] = {
 #: common options (SearchOptions) as keywords
 STRATEGIES: dict[str, str] = {
     "solve": "schedsearch.search.portfolio:solve",
-    "optimal": "schedsearch.search.optimal:optimal",
+    "optimal": "schedsearch.search.exact:optimal",
     "repetend": "schedsearch.search.repetend:repetend",
 }
 

@@ -28,7 +28,7 @@ _WHERE = {
     "list_schedule": "list_scheduling",
     "jobshop": "jobshop",
     "transfer_overlap": "jobshop",
-    "optimal": "optimal",
+    "optimal": "exact",
     "MemoryWalk": "pareto",
     "ParetoFront": "pareto",
     "ParetoPoint": "pareto",

@@ -55,7 +55,7 @@ from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import Schedule
 from schedsearch.search.coarsen import coarsen
 from schedsearch.search.list_scheduling import heft
-from schedsearch.search.optimal import exact_search
+from schedsearch.search.exact import exact_search
 from schedsearch.search.run import Plan, Provenance, Run, Source
 
 __all__ = ["jobshop", "jobshop_search", "transfer_overlap"]
@@ -466,7 +466,7 @@ def _exact_search(run: _JobShop, params: dict[str, Any], redundant: bool) -> Sea
 def _exact(run: _JobShop, child: Run, redundant: bool, hint: bool = True) -> SearchResult:
     """One exact search of the job shop's problem in ``child`` (from the best plan of its pool, if any).
 
-    :func:`~schedsearch.search.optimal.exact_search`, except for a plain job shop: its
+    :func:`~schedsearch.search.exact.exact_search`, except for a plain job shop: its
     full lower bound is the run's (:meth:`_JobShop.start`), so the backend is
     called directly with it instead of computing it again (as
     :func:`~schedsearch.search.optimal` does, the bound lets the search stop

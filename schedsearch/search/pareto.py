@@ -42,7 +42,7 @@ from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
 from schedsearch.rewrite import resolved_capacities, with_capacities
 from schedsearch.schedule import Schedule, objective_value, peak_memory
-from schedsearch.search.optimal import exact_search
+from schedsearch.search.exact import exact_search
 from schedsearch.search.run import Provenance, Run
 from schedsearch.validate import validate
 

@@ -487,7 +487,7 @@ def _walk_memory(pf: _Portfolio, time_cap: int | None, start: tuple[int, Schedul
     or :meth:`~schedsearch.problem.Problem.memory_refusal` (no order fits
     it), never a constructor's error.
     """
-    from schedsearch.search.optimal import exact_search
+    from schedsearch.search.exact import exact_search
 
     problem = pf.problem
     t0 = pf.deadline.elapsed

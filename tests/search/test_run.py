@@ -12,7 +12,7 @@ from schedsearch.placements import vshape
 from schedsearch.result import Status
 from schedsearch.schedule import Schedule
 from schedsearch.search.list_scheduling import heft
-from schedsearch.search.optimal import exact_search
+from schedsearch.search.exact import exact_search
 from schedsearch.search.run import Budget, Provenance, Run, Source
 from schedsearch.validate import validate
 
