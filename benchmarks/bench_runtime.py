@@ -55,7 +55,7 @@ def _cases(quick: bool) -> list[tuple[str, str, Callable[[], Any], dict[str, Any
 
                 result = optimal(problem, time_limit_s=30, workers=2, seed=0)
             else:
-                from schedsearch.search.repetend import repetend  # type: ignore[import-not-found]
+                from schedsearch.search.repetend_search import repetend  # type: ignore[import-not-found]
 
                 result = repetend(problem, time_limit_s=60, workers=2, seed=0)
             if result.schedule is None:
@@ -92,7 +92,7 @@ def _cases(quick: bool) -> list[tuple[str, str, Callable[[], Any], dict[str, Any
         ("optimal, mem 8", "DualPipeV (v, F&B pairs)", searched(lambda: dualpipev(4, 6, memory=8), "optimal"), {}),
     ]
     try:
-        from schedsearch.search.repetend import repetend  # type: ignore[import-not-found]  # noqa: F401
+        from schedsearch.search.repetend_search import repetend  # type: ignore[import-not-found]  # noqa: F401
 
         cases += [
             ("repetend, mem 3", "V-shape (loop)", searched(lambda: vshape(4, 16, memory=3), "repetend"), {}),

@@ -429,7 +429,7 @@ def case_real_profiles(f: Figures, data: Path) -> None:
 def case_repetend(f: Figures, data: Path) -> None:
     """bench_repetend: Tessel's V and X shapes on 4 devices: least period, unrolled to 16 micro-batches."""
     from schedsearch.placements import tessel_shape
-    from schedsearch.search.repetend import repetend
+    from schedsearch.search.repetend_search import repetend
 
     for shape in ("V", "X"):
         result = repetend(tessel_shape(shape, 4, 16, memory=4), time_limit_s=60, **DET)
@@ -441,7 +441,7 @@ def case_repetend(f: Figures, data: Path) -> None:
 def case_repetend_ablation(f: Figures, data: Path) -> None:
     """bench_repetend_ablation: V on 4 devices, offsets within N_R = 2 micro-batches, and memory 2."""
     from schedsearch.placements import tessel_shape
-    from schedsearch.search.repetend import repetend
+    from schedsearch.search.repetend_search import repetend
 
     for label, memory, size in (("N_R2", 4, 2), ("memory2", 2, None)):
         result = repetend(tessel_shape("V", 4, 32, memory=memory), repetend_size=size, max_fold=1, candidates=1,
@@ -454,7 +454,7 @@ def case_repetend_quality(f: Figures, data: Path) -> None:
     """bench_repetend_quality: the repetend's unrolled makespan beside the proven optimum, V 4 x 8."""
     from schedsearch.placements import vshape
     from schedsearch.search import optimal
-    from schedsearch.search.repetend import repetend
+    from schedsearch.search.repetend_search import repetend
 
     problem = vshape(4, 8, memory=4)
     f.lower("repetend_makespan", repetend(problem, time_limit_s=60, **DET).objective)
@@ -464,7 +464,7 @@ def case_repetend_quality(f: Figures, data: Path) -> None:
 def case_repetend_scaling(f: Figures, data: Path) -> None:
     """bench_repetend_scaling: Tessel's X shape's repetend, unrolled to 1024 micro-batches and validated."""
     from schedsearch.placements import tessel_shape
-    from schedsearch.search.repetend import repetend
+    from schedsearch.search.repetend_search import repetend
 
     result = repetend(tessel_shape("X", 4, 16, memory=4), time_limit_s=60, **DET)
     f.lower("period", result.period)

@@ -27,7 +27,6 @@ DOCUMENTED = {
     "schedsearch.search.coarsen": "a strategy's module; renamed with the search floor's one-run restructuring",
     "schedsearch.search.jobshop": "a strategy's module; renamed with the search floor's one-run restructuring",
     "schedsearch.search.pareto": "a strategy's module; renamed with the search floor's one-run restructuring",
-    "schedsearch.search.repetend": "a strategy's module; renamed with the search floor's one-run restructuring",
 }
 
 #: deprecated module names kept importable: old name -> the module it is now (importing the old one warns)
@@ -35,6 +34,7 @@ DEPRECATED_ALIASES = {
     "schedsearch.sweep": "schedsearch.executors",
     "schedsearch.search.solve": "schedsearch.search.portfolio",
     "schedsearch.search.optimal": "schedsearch.search.exact",
+    "schedsearch.search.repetend": "schedsearch.search.repetend_search",
 }
 
 
@@ -71,10 +71,12 @@ def test_import_as_binds_the_renamed_modules():
     import schedsearch.graphs.operation_dag as operation_dag
     import schedsearch.partition.contraction as contraction
     import schedsearch.search.portfolio as portfolio
+    import schedsearch.search.repetend_search as repetend_search
     import schedsearch.search.exact as exact
 
     assert isinstance(operation_dag, types.ModuleType) and isinstance(contraction, types.ModuleType)
     assert isinstance(portfolio, types.ModuleType) and portfolio.solve is schedsearch.search.solve
+    assert isinstance(repetend_search, types.ModuleType) and repetend_search.repetend is getattr(schedsearch.search, 'repetend')
     assert isinstance(exact, types.ModuleType) and exact.optimal is getattr(schedsearch.search, 'optimal')
     assert operation_dag.random_dag is schedsearch.graphs.random_dag
     assert contraction.contract is schedsearch.partition.contract

@@ -76,7 +76,7 @@ _FLAGS: dict[str, str] = {
 STRATEGIES: dict[str, str] = {
     "solve": "schedsearch.search.portfolio:solve",
     "optimal": "schedsearch.search.exact:optimal",
-    "repetend": "schedsearch.search.repetend:repetend",
+    "repetend": "schedsearch.search.repetend_search:repetend",
 }
 
 

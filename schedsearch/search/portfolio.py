@@ -360,7 +360,7 @@ def _repetend_applies(run: Run) -> bool:
 
 
 def _repetend(pf: _Portfolio, share: float) -> None:
-    from schedsearch.search.repetend import _check_supported, repetend_search
+    from schedsearch.search.repetend_search import _check_supported, repetend_search
 
     t = pf.deadline.elapsed
     limit = pf.deadline.slice(share, floor_s=1.0)

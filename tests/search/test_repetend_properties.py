@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from schedsearch.periodic import check_repetend
 from schedsearch.problem import Cluster, Device
 from schedsearch.result import Status
-from schedsearch.search.repetend import period_lower_bound, repetend
+from schedsearch.search.repetend_search import period_lower_bound, repetend
 from schedsearch.validate import validate
 from repetend_strategies import small_placements
 
