@@ -17,8 +17,8 @@ from typing import Any
 
 #: public name -> the module (under schedsearch.search) that defines it
 _WHERE = {
-    "Coarsening": "coarsen",
-    "coarsen": "coarsen",
+    "Coarsening": "coarsening",
+    "coarsen": "coarsening",
     "HEFT_RULES": "list_scheduling",
     "PIPELINE_RULES": "list_scheduling",
     "PipelineRule": "list_scheduling",

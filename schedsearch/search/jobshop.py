@@ -15,7 +15,7 @@ Pipeline (every phase stays within ``time_limit_s`` in total):
    start of the exact search, and it is returned when nothing better is
    found. It is also available on its own (``list_baseline_only=True``).
 2. **coarsening** (only with ``coarsen_to`` and a larger graph): the graph is
-   merged to ``coarsen_to`` blocks (:func:`~schedsearch.search.coarsen.coarsen`),
+   merged to ``coarsen_to`` blocks (:func:`~schedsearch.search.coarsening.coarsen`),
    the coarse problem is solved exactly (warm-started from its own list
    schedule) for ``coarse_share`` of the time, and its schedule is expanded
    into a schedule of the original problem.
@@ -53,7 +53,7 @@ from schedsearch.options import DETERMINISTIC_UNITS_PER_S, Rule, SearchOptions
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import Schedule
-from schedsearch.search.coarsen import coarsen
+from schedsearch.search.coarsening import coarsen
 from schedsearch.search.list_scheduling import heft
 from schedsearch.search.exact import exact_search
 from schedsearch.search.run import Plan, Provenance, Run, Source
@@ -112,7 +112,7 @@ def jobshop(
     coarsen_to:
         Coarsen graphs with more blocks than this first.
     coarsen_options:
-        Keyword arguments of :func:`~schedsearch.search.coarsen.coarsen`
+        Keyword arguments of :func:`~schedsearch.search.coarsening.coarsen`
         (``max_duration``, ``max_memory``, ``strict_factor``, ``non_adjacent``).
     coarse_share:
         Share of the time limit given to the coarse search when a refinement
@@ -228,7 +228,7 @@ def _plain_job_shop(problem: Problem) -> bool:
             and problem_features(problem) <= {"flexible_options"})
 
 
-#: ``coarsen_options``: keywords of :func:`~schedsearch.search.coarsen.coarsen`
+#: ``coarsen_options``: keywords of :func:`~schedsearch.search.coarsening.coarsen`
 _COARSEN_OPTIONS = Rule(
     "None or a mapping of coarsen()'s keywords (max_duration, max_memory, strict_factor, non_adjacent)",
     lambda v: v is None or (isinstance(v, Mapping) and set(v) <= {"max_duration", "max_memory", "strict_factor",
