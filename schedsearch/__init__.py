@@ -22,15 +22,16 @@ Layers, bottom up (imports point down only; ``tests/test_layers.py`` checks it):
 Module names and function names. A few packages export a function under its
 own module's name: ``schedsearch.validate``, ``schedsearch.handcrafted.chimera``,
 ``schedsearch.handcrafted.dualpipe``, ``schedsearch.runtime.profile`` and the
-strategies of ``schedsearch.search`` (``jobshop``,
-``pareto``). There the package's attribute is the function, as
-``from schedsearch.search import jobshop`` expects, so ``import
-schedsearch.search.jobshop as m`` binds the function too. ``solve`` lives in
+strategy ``pareto`` of ``schedsearch.search``. There the package's attribute is the function, as
+``from schedsearch.search import pareto`` expects, so ``import
+schedsearch.search.pareto as m`` binds the function too. ``solve`` lives in
 ``schedsearch.search.portfolio``, ``optimal`` in ``schedsearch.search.exact``
-``repetend`` in ``schedsearch.search.repetend_search`` and ``coarsen`` in
-``schedsearch.search.coarsening`` (``schedsearch.search.solve``,
-``schedsearch.search.optimal``, ``schedsearch.search.repetend`` and
-``schedsearch.search.coarsen`` are their deprecated old names). Import names from
+``repetend`` in ``schedsearch.search.repetend_search``, ``coarsen`` in
+``schedsearch.search.coarsening`` and ``jobshop`` in
+``schedsearch.search.jobshop_search`` (``schedsearch.search.solve``,
+``schedsearch.search.optimal``, ``schedsearch.search.repetend``,
+``schedsearch.search.coarsen`` and ``schedsearch.search.jobshop`` are their
+deprecated old names). Import names from
 the module (``from schedsearch.validate import Violation``) or reach it with
 ``importlib.import_module("schedsearch.validate")``. No other module shares a
 name with what its package exports (``tests/test_module_names.py``).

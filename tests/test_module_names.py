@@ -24,7 +24,6 @@ DOCUMENTED = {
     "schedsearch.handcrafted.chimera": "a published generator's module; a rename waits for the family registry work",
     "schedsearch.handcrafted.dualpipe": "a published generator's module; a rename waits for the family registry work",
     "schedsearch.runtime.profile": "the runtime's profiler; a rename waits for the runtime work in progress",
-    "schedsearch.search.jobshop": "a strategy's module; renamed with the search floor's one-run restructuring",
     "schedsearch.search.pareto": "a strategy's module; renamed with the search floor's one-run restructuring",
 }
 
@@ -35,6 +34,7 @@ DEPRECATED_ALIASES = {
     "schedsearch.search.optimal": "schedsearch.search.exact",
     "schedsearch.search.repetend": "schedsearch.search.repetend_search",
     "schedsearch.search.coarsen": "schedsearch.search.coarsening",
+    "schedsearch.search.jobshop": "schedsearch.search.jobshop_search",
 }
 
 
@@ -71,12 +71,14 @@ def test_import_as_binds_the_renamed_modules():
     import schedsearch.graphs.operation_dag as operation_dag
     import schedsearch.partition.contraction as contraction
     import schedsearch.search.portfolio as portfolio
+    import schedsearch.search.jobshop_search as jobshop_search
     import schedsearch.search.coarsening as coarsening
     import schedsearch.search.repetend_search as repetend_search
     import schedsearch.search.exact as exact
 
     assert isinstance(operation_dag, types.ModuleType) and isinstance(contraction, types.ModuleType)
     assert isinstance(portfolio, types.ModuleType) and portfolio.solve is schedsearch.search.solve
+    assert isinstance(jobshop_search, types.ModuleType) and jobshop_search.jobshop is getattr(schedsearch.search, 'jobshop')
     assert isinstance(coarsening, types.ModuleType) and coarsening.coarsen is getattr(schedsearch.search, 'coarsen')
     assert isinstance(repetend_search, types.ModuleType) and repetend_search.repetend is getattr(schedsearch.search, 'repetend')
     assert isinstance(exact, types.ModuleType) and exact.optimal is getattr(schedsearch.search, 'optimal')

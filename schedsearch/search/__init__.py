@@ -1,11 +1,13 @@
 """Search strategies: they build sub-problems and hand them to a backend.
 
 The names below are loaded on first use, so importing one strategy (say
-``schedsearch.search.jobshop``) does not import the others and what they
-depend on. Several strategies share their module's name (``jobshop``,
-``pareto``...): the package's attribute is the function, as
-``from schedsearch.search import jobshop`` expects, also after the module
-itself was imported.
+``schedsearch.search.jobshop_search``) does not import the others and what they
+depend on. The package's attribute is always the function, as
+``from schedsearch.search import pareto`` expects, also after a module of
+the same name was imported: ``pareto`` (its module's name) and the
+deprecated module names ``solve``, ``optimal``, ``repetend``, ``coarsen``
+and ``jobshop`` (now ``portfolio``, ``exact``, ``repetend_search``,
+``coarsening`` and ``jobshop_search``).
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ _WHERE = {
     "heft": "list_scheduling",
     "list_plan": "list_scheduling",
     "list_schedule": "list_scheduling",
-    "jobshop": "jobshop",
-    "transfer_overlap": "jobshop",
+    "jobshop": "jobshop_search",
+    "transfer_overlap": "jobshop_search",
     "optimal": "exact",
     "MemoryWalk": "pareto",
     "ParetoFront": "pareto",

@@ -384,7 +384,7 @@ def _exact(pf: _Portfolio) -> Status | None:
     :func:`~schedsearch.search.scale_search`'s (periodic and mirror ties
     on large ones).
     """
-    from schedsearch.search.jobshop import jobshop_search
+    from schedsearch.search.jobshop_search import jobshop_search
     from schedsearch.search.scale.driver import _EXACT_TASKS_PER_S, search_at_scale
 
     t = pf.deadline.elapsed
