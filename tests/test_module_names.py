@@ -24,7 +24,6 @@ DOCUMENTED = {
     "schedsearch.handcrafted.chimera": "a published generator's module; a rename waits for the family registry work",
     "schedsearch.handcrafted.dualpipe": "a published generator's module; a rename waits for the family registry work",
     "schedsearch.runtime.profile": "the runtime's profiler; a rename waits for the runtime work in progress",
-    "schedsearch.search.pareto": "a strategy's module; renamed with the search floor's one-run restructuring",
 }
 
 #: deprecated module names kept importable: old name -> the module it is now (importing the old one warns)
@@ -35,6 +34,7 @@ DEPRECATED_ALIASES = {
     "schedsearch.search.repetend": "schedsearch.search.repetend_search",
     "schedsearch.search.coarsen": "schedsearch.search.coarsening",
     "schedsearch.search.jobshop": "schedsearch.search.jobshop_search",
+    "schedsearch.search.pareto": "schedsearch.search.pareto_front",
 }
 
 
@@ -71,6 +71,7 @@ def test_import_as_binds_the_renamed_modules():
     import schedsearch.graphs.operation_dag as operation_dag
     import schedsearch.partition.contraction as contraction
     import schedsearch.search.portfolio as portfolio
+    import schedsearch.search.pareto_front as pareto_front
     import schedsearch.search.jobshop_search as jobshop_search
     import schedsearch.search.coarsening as coarsening
     import schedsearch.search.repetend_search as repetend_search
@@ -78,6 +79,7 @@ def test_import_as_binds_the_renamed_modules():
 
     assert isinstance(operation_dag, types.ModuleType) and isinstance(contraction, types.ModuleType)
     assert isinstance(portfolio, types.ModuleType) and portfolio.solve is schedsearch.search.solve
+    assert isinstance(pareto_front, types.ModuleType) and pareto_front.pareto is getattr(schedsearch.search, 'pareto')
     assert isinstance(jobshop_search, types.ModuleType) and jobshop_search.jobshop is getattr(schedsearch.search, 'jobshop')
     assert isinstance(coarsening, types.ModuleType) and coarsening.coarsen is getattr(schedsearch.search, 'coarsen')
     assert isinstance(repetend_search, types.ModuleType) and repetend_search.repetend is getattr(schedsearch.search, 'repetend')

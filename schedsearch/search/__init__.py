@@ -4,10 +4,10 @@ The names below are loaded on first use, so importing one strategy (say
 ``schedsearch.search.jobshop_search``) does not import the others and what they
 depend on. The package's attribute is always the function, as
 ``from schedsearch.search import pareto`` expects, also after a module of
-the same name was imported: ``pareto`` (its module's name) and the
-deprecated module names ``solve``, ``optimal``, ``repetend``, ``coarsen``
-and ``jobshop`` (now ``portfolio``, ``exact``, ``repetend_search``,
-``coarsening`` and ``jobshop_search``).
+the same name was imported: the deprecated module names ``solve``,
+``optimal``, ``repetend``, ``coarsen``, ``jobshop`` and ``pareto`` (now
+``portfolio``, ``exact``, ``repetend_search``, ``coarsening``,
+``jobshop_search`` and ``pareto_front``).
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ _WHERE = {
     "jobshop": "jobshop_search",
     "transfer_overlap": "jobshop_search",
     "optimal": "exact",
-    "MemoryWalk": "pareto",
-    "ParetoFront": "pareto",
-    "ParetoPoint": "pareto",
-    "min_memory": "pareto",
-    "pareto": "pareto",
+    "MemoryWalk": "pareto_front",
+    "ParetoFront": "pareto_front",
+    "ParetoPoint": "pareto_front",
+    "min_memory": "pareto_front",
+    "pareto": "pareto_front",
     "RepetendResult": "repetend_search",
     "repetend": "repetend_search",
     "scale_search": "scale",
