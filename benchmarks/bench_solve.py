@@ -74,7 +74,7 @@ QUICK = ("V 4x16 memory 4", "V 4x16 unbounded", "DualPipe She PP=8 m24 limit 9",
 
 
 def _applicable(problem) -> list[str]:
-    from schedsearch.encode.modulo import modulo_support_error
+    from schedsearch.encode.repetend import repetend_support_error
     from schedsearch.rewrite import reduced_problem
 
     out = ["optimal"]
@@ -82,7 +82,7 @@ def _applicable(problem) -> list[str]:
         out.append("jobshop")
     if all(b.is_fixed for b in problem.graph.blocks) and not problem.fixed_orders:
         out.append("scale_search")
-    if problem.num_microbatches > 1 and modulo_support_error(reduced_problem(problem)) is None:
+    if problem.num_microbatches > 1 and repetend_support_error(reduced_problem(problem)) is None:
         out.append("repetend")
     out.append("handcrafted")
     return out

@@ -598,9 +598,9 @@ CASES: dict[str, Callable[[Figures, Path], None]] = {
 @contextlib.contextmanager
 def solver_work() -> Iterator[dict[str, float]]:
     """Count the CP-SAT work of everything run inside: the deterministic time, branches and conflicts of
-    every CP-SAT search (schedule models and modulo models), whichever strategy started it, and whether
+    every CP-SAT search (schedule models and repetend models), whichever strategy started it, and whether
     a wall-clock guard stopped one (its figures would not be reproducible)."""
-    from schedsearch.encode.cpsat import modulo
+    from schedsearch.encode.cpsat import repetend as cpsat_repetend
     from schedsearch.encode.cpsat.model import CpSatBackend
 
     work = {"deterministic_s": 0.0, "branches": 0, "conflicts": 0, "searches": 0, "wall_guard_hits": 0}
@@ -613,23 +613,23 @@ def solver_work() -> Iterator[dict[str, float]]:
         work["conflicts"] += int(stats.get("conflicts", 0))
         work["wall_guard_hits"] += bool(stats.get("wall_guard_hit"))
 
-    solve, solve_modulo = CpSatBackend.solve, modulo.solve_modulo
+    solve, solve_repetend = CpSatBackend.solve, cpsat_repetend.solve_repetend
 
     def counted_solve(self: Any, problem: Any, options: Any) -> Any:
         result = solve(self, problem, options)
         count(result.stats)
         return result
 
-    def counted_modulo(problem: Any, options: Any) -> Any:
-        result = solve_modulo(problem, options)
+    def counted_repetend(problem: Any, options: Any) -> Any:
+        result = solve_repetend(problem, options)
         count(result.stats)
         return result
 
-    CpSatBackend.solve, modulo.solve_modulo = counted_solve, counted_modulo  # type: ignore[method-assign]
+    CpSatBackend.solve, cpsat_repetend.solve_repetend = counted_solve, counted_repetend  # type: ignore[method-assign]
     try:
         yield work
     finally:
-        CpSatBackend.solve, modulo.solve_modulo = solve, solve_modulo  # type: ignore[method-assign]
+        CpSatBackend.solve, cpsat_repetend.solve_repetend = solve, solve_repetend  # type: ignore[method-assign]
 
 
 def run_cases(names: list[str], data: Path) -> tuple[dict[str, dict[str, Any]], dict[str, float], dict[str, str]]:

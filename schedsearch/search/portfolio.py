@@ -351,12 +351,12 @@ def _list_schedules(pf: _Portfolio) -> None:
 
 
 def _repetend_applies(run: Run) -> bool:
-    from schedsearch.encode.modulo import modulo_support_error
+    from schedsearch.encode.repetend import repetend_support_error
 
     problem = run.problem
     if problem.objective != "makespan" or problem.num_microbatches < REPETEND_MIN_MICROBATCHES:
         return False
-    return modulo_support_error(run.reduced) is None
+    return repetend_support_error(run.reduced) is None
 
 
 def _repetend(pf: _Portfolio, share: float) -> None:

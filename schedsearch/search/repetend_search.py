@@ -12,12 +12,12 @@ one period in one solver call, rather than Tessel's enumeration of offset
 vectors with one solver call each. For a period ``P`` each block gets a
 phase ``t_b in [0, P)`` and an integer micro-batch offset ``o_b in [0,
 N_R - 1]`` (see :mod:`schedsearch.periodic` for the meaning and
-:mod:`schedsearch.encode.cpsat.modulo` for the constraints). Why:
+:mod:`schedsearch.encode.cpsat.repetend` for the constraints). Why:
 
 * exactness at the same or lower cost: Tessel's pruning (Property 4.1,
   same block in micro-batch order; Property 4.2, offsets non-increasing
   along dependencies) still leaves a number of offset vectors that grows
-  exponentially with the number of blocks; in the modulo encoding the
+  exponentially with the number of blocks; in the repetend encoding the
   offsets are variables, Property 4.2 is implied by the dependency
   constraint ``t_v + P (o_u - o_v) >= t_u + p_u`` and Property 4.1 by
   periodicity, and the solver prunes offset vectors by propagation;
@@ -89,12 +89,12 @@ import attrs
 
 from schedsearch.bounds.analytic import analytic_lower_bound
 from schedsearch.encode import Backend, SolveOptions
-from schedsearch.encode.modulo import (
-    MODULO_BACKENDS,
-    MODULO_MEMORY_ENCODINGS,
-    ModuloOptions,
-    modulo_support_error,
-    solve_modulo,
+from schedsearch.encode.repetend import (
+    REPETEND_BACKENDS,
+    REPETEND_MEMORY_ENCODINGS,
+    RepetendOptions,
+    repetend_support_error,
+    solve_repetend,
 )
 from schedsearch.errors import InvalidOptionsError, UnsupportedFeatureError, ValidationFailedError
 from schedsearch.options import Reporter, Rule, SearchOptions
@@ -267,7 +267,7 @@ def fold_problem(problem: Problem, fold: int) -> tuple[Problem, dict[str, tuple[
 
 
 def _check_supported(problem: Problem) -> None:
-    why = modulo_support_error(problem)
+    why = repetend_support_error(problem)
     if why is not None:
         raise UnsupportedFeatureError(f"repetend search cannot handle problem {problem.name!r}: {why}; use optimal()")
     for dev in problem.cluster.devices:
@@ -306,7 +306,7 @@ def _eval_size(periodic: PeriodicSchedule, n: int) -> int:
 
 @attrs.define
 class _Search:
-    """What one repetend search adds to its run (internal): the modulo encoding, the completion's limit, the
+    """What one repetend search adds to its run (internal): the repetend encoding, the completion's limit, the
     prover and the periods tried. The run holds the problem, the options, the clock and the reporter; the
     repetend's searches are cut by wall-clock slices of the run's limit."""
 
@@ -361,9 +361,9 @@ class _Search:
                 limit = min(limit, max(left, 0.01))
         return self.run.solve_options(time_limit_s=limit)
 
-    def modulo_options(self, **fields: Any) -> ModuloOptions:
-        """A modulo sub-problem with the search's solver settings."""
-        return self.run.modulo_options(**fields)
+    def repetend_options(self, **fields: Any) -> RepetendOptions:
+        """A repetend sub-problem with the search's solver settings."""
+        return self.run.repetend_options(**fields)
 
 
 def _name(backend: str | Backend) -> str:
@@ -413,8 +413,8 @@ def repetend(
         from the truncated part when it is valid on its own; within the
         whole call's limit).
     memory_encoding:
-        Memory encoding of the modulo models (see
-        :class:`~schedsearch.encode.modulo.ModuloOptions`); ``"auto"`` uses
+        Memory encoding of the repetend models (see
+        :class:`~schedsearch.encode.repetend.RepetendOptions`); ``"auto"`` uses
         ``"cumulative"`` for fold 1, where it refutes periods faster, and
         ``"events"`` for larger folds, where it finds repetends faster.
     prover:
@@ -458,10 +458,10 @@ def repetend(
         "max_period": (max_period, Rule.integer(1, none=True)),
         "fold_time_limit_s": (fold_time_limit_s, Rule.number(above=0)),
         "completion_time_limit_s": (completion_time_limit_s, Rule.number(above=0, none=True)),
-        "memory_encoding": (memory_encoding, Rule.choice(("auto", *MODULO_MEMORY_ENCODINGS))),
-        "prover": (prover, Rule(f"one of {', '.join(map(repr, MODULO_BACKENDS))}, a backend object or None",
-                                lambda v: v is None or v in MODULO_BACKENDS if isinstance(v, (str, type(None)))
-                                else hasattr(v, "name"), tuple(MODULO_BACKENDS))),
+        "memory_encoding": (memory_encoding, Rule.choice(("auto", *REPETEND_MEMORY_ENCODINGS))),
+        "prover": (prover, Rule(f"one of {', '.join(map(repr, REPETEND_BACKENDS))}, a backend object or None",
+                                lambda v: v is None or v in REPETEND_BACKENDS if isinstance(v, (str, type(None)))
+                                else hasattr(v, "name"), tuple(REPETEND_BACKENDS))),
         "candidates": (candidates, Rule.integer(1)), "completion": (completion, Rule.choice(COMPLETIONS)),
     })
     opts = run.options
@@ -731,7 +731,7 @@ QUICK_SLICE_S = 2.0
 
 def _decide(search: _Search, folded: Problem, fold: int, deadline: float | None, quick_only: bool = False,
             **fields: Any) -> Any:
-    """One modulo decision, time-sliced.
+    """One repetend decision, time-sliced.
 
     Fold 1: a quick attempt (least latency, events encoding, a short slice)
     settles most periods, easy feasible ones and easy refutations; otherwise
@@ -743,9 +743,9 @@ def _decide(search: _Search, folded: Problem, fold: int, deadline: float | None,
 
     def call(objective: str, encoding: str, limit: float | None, backend: str | Backend | None = None,
              **extra: Any) -> Any:
-        options = search.modulo_options(objective=objective, memory_encoding=encoding, time_limit_s=limit,
+        options = search.repetend_options(objective=objective, memory_encoding=encoding, time_limit_s=limit,
                                         **{**fields, **extra})
-        answer = solve_modulo(folded, backend or search.backend, options)
+        answer = solve_repetend(folded, backend or search.backend, options)
         search.tried.append(
             {"period": options.period, "fold": fold, "objective": objective, "encoding": encoding,
              "backend": _name(backend or search.backend),
@@ -810,12 +810,12 @@ def _refine(search: _Search, chosen: PeriodicSchedule, size: int, wanted: int) -
         left = search.left()
         if left is not None and left <= 0.05:
             break
-        options = search.modulo_options(
+        options = search.repetend_options(
             period=rep.period, max_offset=(size - k) // k, objective="feasibility", max_latency=seed_rep.latency(),
             forbidden_offsets=forbidden, cyclic_orders=cyclic, memory_encoding=search.encoding(k) if k == 1 else "events",
             time_limit_s=QUICK_SLICE_S if left is None else min(QUICK_SLICE_S, left),
         )
-        answer = solve_modulo(folded, search.backend, options)
+        answer = solve_repetend(folded, search.backend, options)
         search.tried.append({"period": rep.period, "fold": k, "objective": "candidate", "encoding": options.memory_encoding,
                              "status": answer.status.value, "latency": answer.latency, "seconds": answer.wall_time_s,
                              "capped": True})
@@ -851,13 +851,13 @@ def _improve_latency(search: _Search, chosen: PeriodicSchedule, size: int) -> Pe
     limit = QUICK_SLICE_S if left is None else min(QUICK_SLICE_S, left)
     if limit <= 0.05:
         return chosen
-    options = search.modulo_options(
+    options = search.repetend_options(
         period=rep.period, max_offset=(size - rep.fold) // rep.fold,
         objective="latency", cyclic_orders=cyclic,
         memory_encoding="events" if search.memory_encoding == "auto" else search.memory_encoding,
         time_limit_s=limit, hint=_fold_hint(rep, copies),
     )
-    answer = solve_modulo(folded, search.backend, options)
+    answer = solve_repetend(folded, search.backend, options)
     search.tried.append({"period": rep.period, "fold": rep.fold, "objective": "latency", "encoding": options.memory_encoding,
                          "status": answer.status.value, "latency": answer.latency, "seconds": answer.wall_time_s,
                          "capped": True})
@@ -878,7 +878,7 @@ def _candidates_at(
     """Completable candidates of one (period, fold) (lazy: feasibility only).
 
     Returns the candidates with their unrolled makespan at the comparison
-    size, and the status of the last modulo call (INFEASIBLE when no further
+    size, and the status of the last repetend call (INFEASIBLE when no further
     candidate exists). Folds above 1 keep every block's copies in
     micro-batch order (Tessel's Property 4.1, the assumption
     :func:`~schedsearch.search.optimal` makes by default).
