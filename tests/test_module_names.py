@@ -28,6 +28,7 @@ DOCUMENTED = {
 
 #: deprecated module names kept importable: old name -> the module it is now (importing the old one warns)
 DEPRECATED_ALIASES = {
+    "schedsearch.placements.pipeline": "schedsearch.placements.chains",
     "schedsearch.encode.modulo": "schedsearch.encode.repetend",
     "schedsearch.sweep": "schedsearch.executors",
     "schedsearch.search.solve": "schedsearch.search.portfolio",

@@ -80,7 +80,7 @@ from schedsearch.handcrafted.v_capped import V_TASKS_PER_S, v_half as _v_half, v
 from schedsearch.handcrafted.zero_bubble import interleaved_zero_bubble as _interleaved_zb
 from schedsearch.handcrafted.zero_bubble import zb_h1 as _zb_h1, zb_v as _zb_v
 from schedsearch.placements import stages
-from schedsearch.placements.pipeline import vshape
+from schedsearch.placements.chains import vshape
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
 
