@@ -41,7 +41,7 @@ from schedsearch.rewrite import with_capacities
 from schedsearch.schedule import metrics
 from schedsearch.search import optimal
 from schedsearch.search.dualpipe import activation_walk, list_heuristic, mirror_pairs
-from schedsearch.search.pareto import pareto
+from schedsearch.search.pareto_front import pareto
 from schedsearch.search.scale import mirror_ties, periodic_ties, scale_search
 
 PARTS = ("figures", "overlap", "memory", "scale", "pareto", "table")

@@ -33,7 +33,7 @@ if __package__ in (None, ""):  # run as a script
 from benchmarks._common import print_table, write_results
 from schedsearch.placements import TESSEL_SHAPES, tessel_shape
 from schedsearch.schedule import peak_memory
-from schedsearch.search.repetend import period_lower_bound, repetend
+from schedsearch.search.repetend_search import period_lower_bound, repetend
 from schedsearch.validate import validate
 
 #: Tessel's memory settings on 4 devices

@@ -31,7 +31,7 @@ from benchmarks._common import print_table, write_results
 from schedsearch.errors import InvalidProblemError
 from schedsearch.placements import TESSEL_SHAPES, tessel_shape
 from schedsearch.schedule import bubble
-from schedsearch.search.repetend import repetend
+from schedsearch.search.repetend_search import repetend
 
 MEMORY_4 = {"V": 4, "X": 4, "M": 6, "NN": 6, "K": 6}
 N = 32

@@ -27,7 +27,7 @@ if __package__ in (None, ""):  # run as a script
 from benchmarks._common import print_table, write_results
 from schedsearch.placements import bidirectional, interleaved, vshape
 from schedsearch.search import optimal
-from schedsearch.search.repetend import repetend
+from schedsearch.search.repetend_search import repetend
 from schedsearch.validate import validate
 
 PLACEMENTS = {

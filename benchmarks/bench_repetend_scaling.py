@@ -22,7 +22,7 @@ if __package__ in (None, ""):  # run as a script
 
 from benchmarks._common import print_table, timed, write_results
 from schedsearch.placements import interleaved, tessel_shape
-from schedsearch.search.repetend import repetend
+from schedsearch.search.repetend_search import repetend
 from schedsearch.validate import validate
 
 PLACEMENTS = {

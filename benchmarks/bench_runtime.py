@@ -33,7 +33,7 @@ from benchmarks._common import print_table, write_results
 
 
 def _cases(quick: bool) -> list[tuple[str, str, Callable[[], Any], dict[str, Any]]]:
-    """(schedule, placement, builder of a Plan or (problem, schedule), run options)."""
+    """(schedule, placement, builder of a CsvPlan or (problem, schedule), run options)."""
     from pathlib import Path
 
     from schedsearch.handcrafted import reproduce
@@ -55,7 +55,7 @@ def _cases(quick: bool) -> list[tuple[str, str, Callable[[], Any], dict[str, Any
 
                 result = optimal(problem, time_limit_s=30, workers=2, seed=0)
             else:
-                from schedsearch.search.repetend import repetend  # type: ignore[import-not-found]
+                from schedsearch.search.repetend_search import repetend  # type: ignore[import-not-found]
 
                 result = repetend(problem, time_limit_s=60, workers=2, seed=0)
             if result.schedule is None:
@@ -92,7 +92,7 @@ def _cases(quick: bool) -> list[tuple[str, str, Callable[[], Any], dict[str, Any
         ("optimal, mem 8", "DualPipeV (v, F&B pairs)", searched(lambda: dualpipev(4, 6, memory=8), "optimal"), {}),
     ]
     try:
-        from schedsearch.search.repetend import repetend  # type: ignore[import-not-found]  # noqa: F401
+        from schedsearch.search.repetend_search import repetend  # type: ignore[import-not-found]  # noqa: F401
 
         cases += [
             ("repetend, mem 3", "V-shape (loop)", searched(lambda: vshape(4, 16, memory=3), "repetend"), {}),
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from schedsearch.errors import PlanError
-    from schedsearch.runtime import Plan, build_workload, plan_from_schedule, run, torch_available
+    from schedsearch.runtime import CsvPlan, build_workload, plan_from_schedule, run, torch_available
 
     if not torch_available():
         print("bench_runtime needs PyTorch: install the optional extra schedsearch[torch]")
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         try:
             built = build()
-            plan = built if isinstance(built, Plan) else plan_from_schedule(*built)
+            plan = built if isinstance(built, CsvPlan) else plan_from_schedule(*built)
         except PlanError as exc:
             row.update(status="rejected before start", reason=str(exc))
             rows.append(row)

@@ -45,7 +45,7 @@ _CHILD = r"""
 import json, resource, sys, time
 t0 = time.perf_counter()
 from schedsearch import placements
-from schedsearch.search.solve import solve
+from schedsearch.search.portfolio import solve
 kind, pp, m, limit = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 problem = placements.vshape(pp, m) if kind == "1F1B" else placements.vshape_chunks(pp, m)
 t0 = time.perf_counter()

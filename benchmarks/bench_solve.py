@@ -74,7 +74,7 @@ QUICK = ("V 4x16 memory 4", "V 4x16 unbounded", "DualPipe She PP=8 m24 limit 9",
 
 
 def _applicable(problem) -> list[str]:
-    from schedsearch.encode.modulo import modulo_support_error
+    from schedsearch.encode.repetend import repetend_support_error
     from schedsearch.rewrite import reduced_problem
 
     out = ["optimal"]
@@ -82,7 +82,7 @@ def _applicable(problem) -> list[str]:
         out.append("jobshop")
     if all(b.is_fixed for b in problem.graph.blocks) and not problem.fixed_orders:
         out.append("scale_search")
-    if problem.num_microbatches > 1 and modulo_support_error(reduced_problem(problem)) is None:
+    if problem.num_microbatches > 1 and repetend_support_error(reduced_problem(problem)) is None:
         out.append("repetend")
     out.append("handcrafted")
     return out
@@ -93,7 +93,7 @@ def _best_handcrafted(problem):
     from schedsearch.errors import SchedSearchError
     from schedsearch.result import SearchResult, Status
     from schedsearch.schedule import objective_value
-    from schedsearch.search.solve import _handcrafted
+    from schedsearch.search.portfolio import _handcrafted
     from schedsearch.validate import validate
 
     best = None
@@ -122,7 +122,7 @@ def _run(row: str, strategy: str, limit: float, conn) -> None:
 
     t0 = time.perf_counter()
     if strategy == "solve":
-        from schedsearch.search.solve import solve
+        from schedsearch.search.portfolio import solve
 
         result = solve(problem, time_limit_s=limit, progress=progress, workers=2, seed=0)
     elif strategy == "optimal":

@@ -453,7 +453,7 @@ def case_real_profiles(f: Figures, data: Path) -> None:
 def case_repetend(f: Figures, data: Path) -> None:
     """bench_repetend: Tessel's V and X shapes on 4 devices: least period, unrolled to 16 micro-batches."""
     from schedsearch.placements import tessel_shape
-    from schedsearch.search.repetend import repetend
+    from schedsearch.search.repetend_search import repetend
 
     for shape in ("V", "X"):
         result = repetend(tessel_shape(shape, 4, 16, memory=4), time_limit_s=60, **DET)
@@ -465,7 +465,7 @@ def case_repetend(f: Figures, data: Path) -> None:
 def case_repetend_ablation(f: Figures, data: Path) -> None:
     """bench_repetend_ablation: V on 4 devices, offsets within N_R = 2 micro-batches, and memory 2."""
     from schedsearch.placements import tessel_shape
-    from schedsearch.search.repetend import repetend
+    from schedsearch.search.repetend_search import repetend
 
     for label, memory, size in (("N_R2", 4, 2), ("memory2", 2, None)):
         result = repetend(tessel_shape("V", 4, 32, memory=memory), repetend_size=size, max_fold=1, candidates=1,
@@ -478,7 +478,7 @@ def case_repetend_quality(f: Figures, data: Path) -> None:
     """bench_repetend_quality: the repetend's unrolled makespan beside the proven optimum, V 4 x 8."""
     from schedsearch.placements import vshape
     from schedsearch.search import optimal
-    from schedsearch.search.repetend import repetend
+    from schedsearch.search.repetend_search import repetend
 
     problem = vshape(4, 8, memory=4)
     f.lower("repetend_makespan", repetend(problem, time_limit_s=60, **DET).objective)
@@ -488,7 +488,7 @@ def case_repetend_quality(f: Figures, data: Path) -> None:
 def case_repetend_scaling(f: Figures, data: Path) -> None:
     """bench_repetend_scaling: Tessel's X shape's repetend, unrolled to 1024 micro-batches and validated."""
     from schedsearch.placements import tessel_shape
-    from schedsearch.search.repetend import repetend
+    from schedsearch.search.repetend_search import repetend
 
     result = repetend(tessel_shape("X", 4, 16, memory=4), time_limit_s=60, **DET)
     f.lower("period", result.period)
@@ -622,9 +622,9 @@ CASES: dict[str, Callable[[Figures, Path], None]] = {
 @contextlib.contextmanager
 def solver_work() -> Iterator[dict[str, float]]:
     """Count the CP-SAT work of everything run inside: the deterministic time, branches and conflicts of
-    every CP-SAT search (schedule models and modulo models), whichever strategy started it, and whether
+    every CP-SAT search (schedule models and repetend models), whichever strategy started it, and whether
     a wall-clock guard stopped one (its figures would not be reproducible)."""
-    from schedsearch.encode.cpsat import modulo
+    from schedsearch.encode.cpsat import repetend as cpsat_repetend
     from schedsearch.encode.cpsat.model import CpSatBackend
 
     work = {"deterministic_s": 0.0, "branches": 0, "conflicts": 0, "searches": 0, "wall_guard_hits": 0}
@@ -637,23 +637,23 @@ def solver_work() -> Iterator[dict[str, float]]:
         work["conflicts"] += int(stats.get("conflicts", 0))
         work["wall_guard_hits"] += bool(stats.get("wall_guard_hit"))
 
-    solve, solve_modulo = CpSatBackend.solve, modulo.solve_modulo
+    solve, solve_repetend = CpSatBackend.solve, cpsat_repetend.solve_repetend
 
     def counted_solve(self: Any, problem: Any, options: Any) -> Any:
         result = solve(self, problem, options)
         count(result.stats)
         return result
 
-    def counted_modulo(problem: Any, options: Any) -> Any:
-        result = solve_modulo(problem, options)
+    def counted_repetend(problem: Any, options: Any) -> Any:
+        result = solve_repetend(problem, options)
         count(result.stats)
         return result
 
-    CpSatBackend.solve, modulo.solve_modulo = counted_solve, counted_modulo  # type: ignore[method-assign]
+    CpSatBackend.solve, cpsat_repetend.solve_repetend = counted_solve, counted_repetend  # type: ignore[method-assign]
     try:
         yield work
     finally:
-        CpSatBackend.solve, modulo.solve_modulo = solve, solve_modulo  # type: ignore[method-assign]
+        CpSatBackend.solve, cpsat_repetend.solve_repetend = solve, solve_repetend  # type: ignore[method-assign]
 
 
 def run_cases(names: list[str], data: Path) -> tuple[dict[str, dict[str, Any]], dict[str, float], dict[str, str]]:

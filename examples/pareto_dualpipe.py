@@ -25,7 +25,7 @@ from pathlib import Path
 
 from schedsearch.cli.pareto import COMPARABLE, comparable, front_rows
 from schedsearch.search.dualpipe import list_heuristic
-from schedsearch.search.pareto import pareto
+from schedsearch.search.pareto_front import pareto
 
 PLACEMENTS = ["dualpipe", "dualpipev", "zb-v", "interleaved", "1f1b"]
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from schedsearch.export.repetend import plot_periodic, render_periodic_ascii, write_periodic_trace
 from schedsearch.placements import TESSEL_SHAPES, tessel_shape
-from schedsearch.search.repetend import period_lower_bound, repetend
+from schedsearch.search.repetend_search import period_lower_bound, repetend
 from schedsearch.validate import validate
 
 #: memory per device on 4 devices (Tessel's settings)

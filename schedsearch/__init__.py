@@ -21,11 +21,17 @@ Layers, bottom up (imports point down only; ``tests/test_layers.py`` checks it):
 
 Module names and function names. A few packages export a function under its
 own module's name: ``schedsearch.validate``, ``schedsearch.handcrafted.chimera``,
-``schedsearch.handcrafted.dualpipe``, ``schedsearch.runtime.profile`` and the
-strategies of ``schedsearch.search`` (``coarsen``, ``jobshop``, ``optimal``,
-``pareto``, ``repetend``, ``solve``). There the package's attribute is the function, as
-``from schedsearch.search import solve`` expects, so ``import
-schedsearch.search.solve as m`` binds the function too. Import names from
+``schedsearch.handcrafted.dualpipe`` and ``schedsearch.runtime.profile``.
+There the package's attribute is the function, as ``from schedsearch.validate
+import validate`` expects, so ``import schedsearch.validate as m`` binds the
+function too. The search strategies live in modules named after what they
+hold: ``solve`` in ``schedsearch.search.portfolio``, ``optimal`` in
+``schedsearch.search.exact``, ``repetend`` in
+``schedsearch.search.repetend_search``, ``coarsen`` in
+``schedsearch.search.coarsening``, ``jobshop`` in
+``schedsearch.search.jobshop_search`` and ``pareto`` in
+``schedsearch.search.pareto_front`` (their old module names still import,
+with a ``DeprecationWarning``). Import names from
 the module (``from schedsearch.validate import Violation``) or reach it with
 ``importlib.import_module("schedsearch.validate")``. No other module shares a
 name with what its package exports (``tests/test_module_names.py``).
@@ -59,7 +65,7 @@ def __getattr__(name: str):
     # solve() pulls in the engines (and their solvers) only when first used,
     # so importing the model, the validator or the exporters stays light
     if name == "solve":
-        from schedsearch.search.solve import solve
+        from schedsearch.search.portfolio import solve
 
         globals()["solve"] = solve
         return solve

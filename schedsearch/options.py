@@ -232,7 +232,7 @@ def _schedules(value: Any) -> tuple[Schedule, ...]:
 @attrs.frozen(kw_only=True)
 class SolverSettings:
     """The solver settings shared by the strategies' options (:class:`SearchOptions`) and the backends' own
-    (:class:`~schedsearch.encode.SolveOptions`, :class:`~schedsearch.encode.modulo.ModuloOptions`): declared
+    (:class:`~schedsearch.encode.SolveOptions`, :class:`~schedsearch.encode.repetend.RepetendOptions`): declared
     and checked here once; each subclass adds what is its own. A search run derives the backends' options
     from its :class:`SearchOptions` in one place (:meth:`schedsearch.search.run.Run.solve_options`).
 

@@ -16,7 +16,7 @@ planner
    hold its parameters and one micro-batch's activations of all its stages of
    one pipeline at once in any plan (every forward of a micro-batch runs
    before its first backward);
-4. runs :func:`~schedsearch.search.solve.solve` on each remaining candidate
+4. runs :func:`~schedsearch.search.portfolio.solve` on each remaining candidate
    (makespan, then the worst rank's peak memory) and the handcrafted schedule
    of the same family on the same problem, through one executor
    (:mod:`schedsearch.executors`: local processes or Ray);
@@ -402,7 +402,7 @@ def _handcrafted_refusal(name: str, exc: Exception) -> str:
 
 def _evaluate(task: _Task) -> _Outcome:
     """Solve one candidate and run its handcrafted schedule (the executor's unit of work)."""
-    from schedsearch.search.solve import solve
+    from schedsearch.search.portfolio import solve
 
     t0 = time.perf_counter()
     pipeline, candidate, units = task.pipeline, task.candidate, task.units
@@ -432,7 +432,7 @@ def _evaluate(task: _Task) -> _Outcome:
         result = solve(problem, options=options)
     except (KeyError, IndexError) as exc:
         # a handcrafted construction of the portfolio failed on this problem: search without them
-        from schedsearch.search.solve import ENGINES
+        from schedsearch.search.portfolio import ENGINES
 
         note = ("the published schedules the search starts from could not be drawn for this candidate "
                 f"({type(exc).__name__}); searched without them")

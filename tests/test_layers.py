@@ -24,7 +24,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "schedsearch"
 SOLVER_FREE = ["problem.py", "schedule.py", "periodic.py", "validate.py", "result.py", "options.py", "rewrite.py",
                "timeline.py", "errors.py", "bounds/__init__.py", "bounds/analytic.py", "bounds/schedule_bounds.py",
                "encode/structure.py", "encode/solve_options.py", "encode/backends.py",
-               "encode/modulo.py", "_json.py", "_io.py"]
+               "encode/repetend.py", "_json.py", "_io.py"]
 
 #: Files that neither search nor encode: the core, and the faces that only read and write plans.
 BELOW_SEARCH = ["problem.py", "schedule.py", "periodic.py", "validate.py", "result.py", "options.py", "rewrite.py",

@@ -24,16 +24,20 @@ DOCUMENTED = {
     "schedsearch.handcrafted.chimera": "a published generator's module; a rename waits for the family registry work",
     "schedsearch.handcrafted.dualpipe": "a published generator's module; a rename waits for the family registry work",
     "schedsearch.runtime.profile": "the runtime's profiler; a rename waits for the runtime work in progress",
-    "schedsearch.search.coarsen": "a strategy's module; renamed with the search floor's one-run restructuring",
-    "schedsearch.search.jobshop": "a strategy's module; renamed with the search floor's one-run restructuring",
-    "schedsearch.search.optimal": "a strategy's module; renamed with the search floor's one-run restructuring",
-    "schedsearch.search.pareto": "a strategy's module; renamed with the search floor's one-run restructuring",
-    "schedsearch.search.repetend": "a strategy's module; renamed with the search floor's one-run restructuring",
-    "schedsearch.search.solve": "a strategy's module; renamed with the search floor's one-run restructuring",
 }
 
 #: deprecated module names kept importable: old name -> the module it is now (importing the old one warns)
-DEPRECATED_ALIASES = {"schedsearch.sweep": "schedsearch.executors"}
+DEPRECATED_ALIASES = {
+    "schedsearch.placements.pipeline": "schedsearch.placements.chains",
+    "schedsearch.encode.modulo": "schedsearch.encode.repetend",
+    "schedsearch.sweep": "schedsearch.executors",
+    "schedsearch.search.solve": "schedsearch.search.portfolio",
+    "schedsearch.search.optimal": "schedsearch.search.exact",
+    "schedsearch.search.repetend": "schedsearch.search.repetend_search",
+    "schedsearch.search.coarsen": "schedsearch.search.coarsening",
+    "schedsearch.search.jobshop": "schedsearch.search.jobshop_search",
+    "schedsearch.search.pareto": "schedsearch.search.pareto_front",
+}
 
 
 def _packages(package: types.ModuleType):
@@ -68,8 +72,20 @@ def test_the_documented_ones_are_in_the_package_docstring():
 def test_import_as_binds_the_renamed_modules():
     import schedsearch.graphs.operation_dag as operation_dag
     import schedsearch.partition.contraction as contraction
+    import schedsearch.search.portfolio as portfolio
+    import schedsearch.search.pareto_front as pareto_front
+    import schedsearch.search.jobshop_search as jobshop_search
+    import schedsearch.search.coarsening as coarsening
+    import schedsearch.search.repetend_search as repetend_search
+    import schedsearch.search.exact as exact
 
     assert isinstance(operation_dag, types.ModuleType) and isinstance(contraction, types.ModuleType)
+    assert isinstance(portfolio, types.ModuleType) and portfolio.solve is schedsearch.search.solve
+    assert isinstance(pareto_front, types.ModuleType) and pareto_front.pareto is getattr(schedsearch.search, 'pareto')
+    assert isinstance(jobshop_search, types.ModuleType) and jobshop_search.jobshop is getattr(schedsearch.search, 'jobshop')
+    assert isinstance(coarsening, types.ModuleType) and coarsening.coarsen is getattr(schedsearch.search, 'coarsen')
+    assert isinstance(repetend_search, types.ModuleType) and repetend_search.repetend is getattr(schedsearch.search, 'repetend')
+    assert isinstance(exact, types.ModuleType) and exact.optimal is getattr(schedsearch.search, 'optimal')
     assert operation_dag.random_dag is schedsearch.graphs.random_dag
     assert contraction.contract is schedsearch.partition.contract
 
@@ -78,7 +94,7 @@ def test_the_functions_keep_their_names():
     from schedsearch.search import solve
     from schedsearch.validate import validate
 
-    assert callable(solve) and solve.__module__ == "schedsearch.search.solve"
+    assert callable(solve) and solve.__module__ == "schedsearch.search.portfolio"
     assert schedsearch.validate is validate
 
 

@@ -61,9 +61,9 @@ class Recorder:
         self.calls.append("solve")
         raise AssertionError("a backend was asked to solve although an option was bad")
 
-    def solve_modulo(self, problem, options):
-        self.calls.append("solve_modulo")
-        raise AssertionError("a modulo backend was asked to solve although an option was bad")
+    def solve_repetend(self, problem, options):
+        self.calls.append("solve_repetend")
+        raise AssertionError("a repetend backend was asked to solve although an option was bad")
 
     def __call__(self, event) -> None:  # the progress callback
         self.calls.append(f"progress {event.phase}")
@@ -142,10 +142,10 @@ BAD_STRATEGY_OPTIONS = [
 
 @pytest.fixture
 def solver_calls(monkeypatch) -> list[str]:
-    """Record every solve asked of a registered backend or modulo encoder (none may happen)."""
-    from schedsearch.encode.cpsat import modulo as cpsat_modulo
+    """Record every solve asked of a registered backend or repetend encoder (none may happen)."""
+    from schedsearch.encode.cpsat import repetend as cpsat_repetend
     from schedsearch.encode.cpsat.model import CpSatBackend
-    from schedsearch.encode.z3 import modulo as z3_modulo
+    from schedsearch.encode.z3 import repetend as z3_repetend
     from schedsearch.encode.z3.model import Z3Backend
 
     calls: list[str] = []
@@ -158,8 +158,8 @@ def solver_calls(monkeypatch) -> list[str]:
 
     monkeypatch.setattr(CpSatBackend, "solve", recording("cpsat"))
     monkeypatch.setattr(Z3Backend, "solve", recording("z3"))
-    monkeypatch.setattr(cpsat_modulo, "solve_modulo", recording("cpsat modulo"))
-    monkeypatch.setattr(z3_modulo, "solve_modulo", recording("z3 modulo"))
+    monkeypatch.setattr(cpsat_repetend, "solve_repetend", recording("cpsat modulo"))
+    monkeypatch.setattr(z3_repetend, "solve_repetend", recording("z3 modulo"))
     return calls
 
 

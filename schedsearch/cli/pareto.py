@@ -34,7 +34,7 @@ from schedsearch.handcrafted import Reproduction, reproduce
 from schedsearch.handcrafted.families import family_of_schedule
 from schedsearch.schedule import metrics
 from schedsearch.search.dualpipe import list_heuristic
-from schedsearch.search.pareto import ParetoFront, pareto
+from schedsearch.search.pareto_front import ParetoFront, pareto
 
 __all__ = ["COMPARABLE", "Comparable", "comparable", "add_parser", "run"]
 

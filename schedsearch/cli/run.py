@@ -43,7 +43,7 @@ from schedsearch.errors import PlanError, UnsupportedFeatureError
 from schedsearch.runtime.emulate import DEFAULT_MAX_BYTES
 from schedsearch.runtime import (
     DEFAULT_TOLERANCE,
-    Plan,
+    CsvPlan,
     build_workload,
     parse_model_spec,
     plan_from_schedule,
@@ -109,7 +109,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     return p
 
 
-def load_plan(args: argparse.Namespace) -> Plan:
+def load_plan(args: argparse.Namespace) -> CsvPlan:
     """Read the plan named on the command line and run this library's checks."""
     return load_plan_document(args)[0]
 
@@ -124,7 +124,7 @@ def _plan_path(path: Path) -> Path:
     return path
 
 
-def load_plan_document(args: argparse.Namespace) -> tuple[Plan, Any, Any]:
+def load_plan_document(args: argparse.Namespace) -> tuple[CsvPlan, Any, Any]:
     """The plan named on the command line, checked, with its problem and schedule (None for a CSV)."""
     path = _plan_path(args.plan)
     num_mb = args.microbatches

@@ -74,9 +74,9 @@ _FLAGS: dict[str, str] = {
 #: strategy name -> "module:function" of the search, imported when used; every one takes the
 #: common options (SearchOptions) as keywords
 STRATEGIES: dict[str, str] = {
-    "solve": "schedsearch.search.solve:solve",
-    "optimal": "schedsearch.search.optimal:optimal",
-    "repetend": "schedsearch.search.repetend:repetend",
+    "solve": "schedsearch.search.portfolio:solve",
+    "optimal": "schedsearch.search.exact:optimal",
+    "repetend": "schedsearch.search.repetend_search:repetend",
 }
 
 

@@ -5,8 +5,8 @@
 * :mod:`~schedsearch.encode.backends`: the :class:`Backend` protocol, the
   registry (:data:`BACKENDS`, :func:`get_backend`) and :func:`solve`, which
   validates what a backend returns;
-* :mod:`~schedsearch.encode.modulo`: the modulo-scheduling entry of the
-  repetend search (:func:`~schedsearch.encode.modulo.solve_modulo`);
+* :mod:`~schedsearch.encode.repetend`: the modulo-scheduling entry of the
+  repetend search (:func:`~schedsearch.encode.repetend.solve_repetend`);
 * :mod:`~schedsearch.encode.structure`: the solver-neutral
   :class:`~schedsearch.encode.structure.TaskStructure` both backends build on;
 * ``cpsat/`` and ``z3/``: the backends, with the same constraint families.

@@ -91,8 +91,8 @@ def get_backend(name: str | Backend) -> Backend:
 def load_registered(name: str, registry: Mapping[str, str]) -> Any:
     """The object ``registry[name]`` names (``"module:attribute"``), imported now.
 
-    The one lazy loader of the backends and of the modulo encoders
-    (:data:`schedsearch.encode.modulo.MODULO_BACKENDS`): a missing solver
+    The one lazy loader of the backends and of the repetend encoders
+    (:data:`schedsearch.encode.repetend.REPETEND_BACKENDS`): a missing solver
     package raises :class:`~schedsearch.errors.UnsupportedFeatureError`
     naming the other entries of ``registry``.
     """

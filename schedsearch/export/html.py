@@ -531,7 +531,7 @@ def report_html(
         Rows of a comparison (the planner's rows as dicts); default
         ``meta["table"]``.
     front:
-        A Pareto front (:class:`~schedsearch.search.pareto.ParetoFront` or
+        A Pareto front (:class:`~schedsearch.search.pareto_front.ParetoFront` or
         dicts with ``makespan``/``objective`` and ``peak_memory``), drawn as
         a plot.
 

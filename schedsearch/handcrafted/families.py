@@ -11,7 +11,7 @@ pipeline schedules:
   stage's parameters);
 * its published schedules (:class:`ScheduleSpec`: placement, handcrafted
   generator, closed forms), which :func:`~schedsearch.handcrafted.reproduce`
-  runs and :func:`~schedsearch.search.solve.solve` tries as constructions;
+  runs and :func:`~schedsearch.search.portfolio.solve` tries as constructions;
 * how :func:`schedsearch.plan` offers it: the stages per rank it tries,
   its backward styles (:class:`Variant`, with the plan table's name and the
   published schedule of the same style), whether it pairs a forward with a
@@ -80,7 +80,7 @@ from schedsearch.handcrafted.v_capped import V_TASKS_PER_S, v_half as _v_half, v
 from schedsearch.handcrafted.zero_bubble import interleaved_zero_bubble as _interleaved_zb
 from schedsearch.handcrafted.zero_bubble import zb_h1 as _zb_h1, zb_v as _zb_v
 from schedsearch.placements import stages
-from schedsearch.placements.pipeline import vshape
+from schedsearch.placements.chains import vshape
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
 

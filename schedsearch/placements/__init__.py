@@ -1,6 +1,6 @@
 """Builders of pipeline Problems (placements).
 
-* :mod:`~schedsearch.placements.pipeline`: chains of stages over devices
+* :mod:`~schedsearch.placements.chains`: chains of stages over devices
   (``chain_pipelines``, ``vshape``, ``bidirectional``), with the optional
   zero-bubble split and overlapped groups; ``chimera`` is ``bidirectional``
   under Chimera's name (the same function);
@@ -10,7 +10,7 @@
 * :mod:`~schedsearch.placements.tessel`: Tessel's V, X, M, NN and K shapes.
 """
 
-from schedsearch.placements.pipeline import (
+from schedsearch.placements.chains import (
     bidirectional as bidirectional,
     chain_pipelines as chain_pipelines,
     device_names as device_names,

@@ -1,7 +1,7 @@
 """Pipeline placements from a stage-to-device mapping, and the published ones.
 
 Every builder returns a :class:`~schedsearch.problem.Problem` whose blocks
-follow :mod:`schedsearch.placements.pipeline`'s naming (``F{s}``, ``B{s}``,
+follow :mod:`schedsearch.placements.chains`'s naming (``F{s}``, ``B{s}``,
 ``I{s}``, ``W{s}`` + suffix, with ``stage`` and ``kind`` set).
 
 Stage-to-device mappings (PyTorch pipelining's names):
@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from schedsearch.errors import InvalidProblemError
-from schedsearch.placements.pipeline import IntOrSeq, check_positive, bidirectional, chain_pipelines
+from schedsearch.placements.chains import IntOrSeq, check_positive, bidirectional, chain_pipelines
 from schedsearch.problem import Problem
 
 __all__ = [
@@ -325,7 +325,7 @@ def vshape_chunks(
 
 
 #: Chimera's bidirectional placement (Li and Hoefler): the same function as
-#: :func:`schedsearch.placements.pipeline.bidirectional`, kept under the paper's name.
+#: :func:`schedsearch.placements.chains.bidirectional`, kept under the paper's name.
 chimera = bidirectional
 
 

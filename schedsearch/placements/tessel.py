@@ -28,7 +28,7 @@ their pass (``F`` / ``B``).
 from __future__ import annotations
 
 from schedsearch.errors import InvalidProblemError
-from schedsearch.placements.pipeline import check_positive, chain_pipelines, device_names
+from schedsearch.placements.chains import check_positive, chain_pipelines, device_names
 from schedsearch.problem import Block, Cluster, Device, Edge, Graph, Option, Problem
 
 __all__ = ["TESSEL_SHAPES", "tessel_shape", "tessel_v", "tessel_x", "tessel_m", "tessel_nn", "tessel_k"]

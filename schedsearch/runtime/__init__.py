@@ -51,7 +51,8 @@ from schedsearch.runtime.models import (
 from schedsearch.runtime.plan import (
     Action as Action,
     Cell as Cell,
-    Plan as Plan,
+    CsvPlan as CsvPlan,
+    Plan as Plan,  # the old name of CsvPlan, kept working
     check_progress as check_progress,
     parse_plan as parse_plan,
     read_plan as read_plan,
@@ -89,7 +90,7 @@ __all__ = [
     "Cell",
     "DEFAULT_TOLERANCE",
     "ModelSpec",
-    "Plan",
+    "CsvPlan",
     "RankReport",
     "RunResult",
     "TESTED_TORCH_VERSION",

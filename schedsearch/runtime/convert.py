@@ -16,7 +16,7 @@ before anything is exported or started:
 
 :func:`plan_from_schedule` then writes the schedule with the project's
 compute-only CSV export (:func:`schedsearch.export.torch_csv.to_torch_csv`)
-and reads it back as a checked :class:`~schedsearch.runtime.plan.Plan`,
+and reads it back as a checked :class:`~schedsearch.runtime.plan.CsvPlan`,
 together with the placement's stage-to-rank map
 (:func:`schedsearch.export.torch_csv.stage_to_rank`), which must agree with
 the rows.
@@ -30,7 +30,7 @@ from schedsearch.errors import FormatError, InvalidProblemError, PlanError
 from schedsearch.export.torch_csv import stage_to_rank, to_torch_csv
 from schedsearch.handcrafted.actions import pipeline_view
 from schedsearch.problem import Problem
-from schedsearch.runtime.plan import Plan, parse_plan
+from schedsearch.runtime.plan import CsvPlan, parse_plan
 from schedsearch.schedule import Schedule
 
 __all__ = ["check_problem", "plan_from_schedule", "run_schedule"]
@@ -76,7 +76,7 @@ def check_problem(problem: Problem) -> None:
         raise PlanError(f"{why}: it has no backward blocks (an inference problem); the runtime runs training steps")
 
 
-def plan_from_schedule(problem: Problem, schedule: Schedule, *, name: str = "") -> Plan:
+def plan_from_schedule(problem: Problem, schedule: Schedule, *, name: str = "") -> CsvPlan:
     """Export ``schedule`` to PyTorch's compute-only CSV and read it back as a checked plan.
 
     Raises

@@ -43,7 +43,7 @@ loss up by micro-batch index, so it needs the last stage to run its
 forwards in micro-batch order (a searched schedule need not: micro-batches
 of different sizes are not interchangeable). Labels only bind data to the
 plan, so :func:`run` relabels the micro-batches in the last stage's forward
-order (:meth:`~schedsearch.runtime.plan.Plan.relabelled`), hands PyTorch
+order (:meth:`~schedsearch.runtime.plan.CsvPlan.relabelled`), hands PyTorch
 that plan with the micro-batches' data permuted alike (the same
 computation), and reports the losses under the plan's own labels.
 
@@ -96,7 +96,7 @@ from schedsearch.runtime._torch import (
     step_microbatches,
 )
 from schedsearch.runtime.models import Workload
-from schedsearch.runtime.plan import Plan, read_plan
+from schedsearch.runtime.plan import CsvPlan, read_plan
 from schedsearch.runtime.torch_checks import torch_check
 from schedsearch.runtime.trace import (
     Fidelity,
@@ -334,7 +334,7 @@ def _reference(workload: Workload, steps: int, learning_rate: float) -> _Referen
 class _Job:
     """Everything a worker needs (inherited by fork, pickled by spawn)."""
 
-    plan: Plan
+    plan: CsvPlan
     csv_path: str
     init_method: str
     log_dir: str
@@ -711,7 +711,7 @@ def _launch(job: _Job, start_method: str, timeout_s: float) -> list[dict[str, An
 
 
 def run(
-    plan: Plan | str | os.PathLike,
+    plan: CsvPlan | str | os.PathLike,
     workload: Workload | None = None,
     *,
     problem: Problem | None = None,
@@ -734,7 +734,7 @@ def run(
     Parameters
     ----------
     plan:
-        A :class:`~schedsearch.runtime.plan.Plan` or the path of a
+        A :class:`~schedsearch.runtime.plan.CsvPlan` or the path of a
         compute-only CSV (one row per rank).
     workload:
         The model split into the plan's stages, the batch and the loss
@@ -820,7 +820,7 @@ def run(
     if not isinstance(workload, Workload):
         raise PlanError(f"run: 'workload' must be a Workload, got {type(workload).__name__}")
     num_mb = None if microbatch_sizes is None else len(microbatch_sizes)
-    if not isinstance(plan, Plan):
+    if not isinstance(plan, CsvPlan):
         plan = read_plan(plan, num_ranks=num_processes, num_microbatches=num_mb, stage_to_rank=stage_to_rank)
     else:
         if num_processes is not None and num_processes != plan.num_ranks:

@@ -66,7 +66,7 @@ __all__ = [
     "KINDS",
     "Action",
     "Cell",
-    "Plan",
+    "CsvPlan",
     "parse_plan",
     "read_plan",
     "check_progress",
@@ -77,8 +77,12 @@ def _fail(rank: int, column: int, text: str, message: str) -> PlanError:
     return PlanError(f"rank {rank}, action {column} {text!r}: {message}")
 
 @attrs.frozen(kw_only=True)
-class Plan:
-    """A checked compute-only plan (build it with :func:`parse_plan`).
+class CsvPlan:
+    """A checked compute-only plan in PyTorch's CSV action table (build it with :func:`parse_plan`).
+
+    One row per rank, one cell per action, as ``torch.distributed.pipelining``
+    reads it; named ``CsvPlan`` to tell it from the plans of a search
+    (:class:`~schedsearch.search.run.Plan`). ``Plan`` is its old name, kept.
 
     Parameters
     ----------
@@ -147,7 +151,7 @@ class Plan:
         rank = self.stage_to_rank[stage]
         return tuple(a.microbatch for c in self.rows[rank] for a in c.actions if a.kind == "F" and a.stage == stage)
 
-    def relabelled(self, new_label: Sequence[int]) -> Plan:
+    def relabelled(self, new_label: Sequence[int]) -> CsvPlan:
         """The same plan with micro-batch ``m`` renamed ``new_label[m]`` (a permutation).
 
         Labels only bind data to the plan: running the relabelled plan on the
@@ -180,7 +184,7 @@ class Plan:
         }
 
 
-def read_plan(path: str | Path, **kwargs: Any) -> Plan:
+def read_plan(path: str | Path, **kwargs: Any) -> CsvPlan:
     """Read a compute-only CSV file and check it (see :func:`parse_plan`)."""
     p = Path(path)
     try:
@@ -200,7 +204,7 @@ def parse_plan(
     stage_to_rank: Sequence[int] | Mapping[int, int] | None = None,
     name: str = "",
     progress: bool = True,
-) -> Plan:
+) -> CsvPlan:
     """Parse a compute-only CSV and run checks 1-5 of this module.
 
     Parameters
@@ -363,7 +367,7 @@ def parse_plan(
                 f"(action {before.column} {str(before)!r})",
             )
 
-    plan = Plan(
+    plan = CsvPlan(
         rows=tuple(rows),
         num_stages=num_stages,
         num_microbatches=num_microbatches,
@@ -389,7 +393,7 @@ def _needs(a: Action, num_stages: int) -> tuple[tuple[int, str, int], ...]:
     return ()
 
 
-def check_progress(plan: Plan) -> None:
+def check_progress(plan: CsvPlan) -> None:
     """Execute the ranks' orders with the cross-stage dependencies; raise
     :class:`PlanError` naming the cycle of waiting ranks if they cannot finish.
 
@@ -463,3 +467,7 @@ def check_progress(plan: Plan) -> None:
     raise PlanError(
         f"plan would deadlock (the ranks wait for each other in a cycle: {ring}): " + "; ".join(parts) + tail
     )
+
+
+#: the old name of :class:`CsvPlan`, kept working
+Plan = CsvPlan

@@ -21,7 +21,7 @@ autograd saves for backward (seen through ``saved_tensors_hooks``), the
 stage's input and its output, parameters excluded. It is the memory the
 forward allocates and the backward frees; with the split backward the
 activations stay until ``W`` (``I`` frees nothing, ``W`` frees all), the
-convention of :mod:`schedsearch.placements.pipeline`.
+convention of :mod:`schedsearch.placements.chains`.
 
 Units. Durations become integers in ``time_unit_s`` (default: the largest
 power of ten of seconds, at most 1 s, in which the shortest measured

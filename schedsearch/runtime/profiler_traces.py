@@ -467,12 +467,12 @@ def record_traces(plan: Any, workload: Any, folder: str | os.PathLike, *, steps:
     from schedsearch.runtime._ranks import run_ranks
     from schedsearch.runtime._torch import require_torch
     from schedsearch.runtime.execute import microbatch_split
-    from schedsearch.runtime.plan import Plan
+    from schedsearch.runtime.plan import CsvPlan
     from schedsearch.runtime.torch_checks import torch_check
 
     torch = require_torch("recording profiler traces")
-    if not isinstance(plan, Plan):
-        raise PlanError(f"record_traces: 'plan' must be a Plan, got {type(plan).__name__}")
+    if not isinstance(plan, CsvPlan):
+        raise PlanError(f"record_traces: 'plan' must be a CsvPlan, got {type(plan).__name__}")
     for name, value, low in (("steps", steps, 1), ("warmup_steps", warmup_steps, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise PlanError(f"record_traces: {name!r} must be an integer >= {low}, got {value!r}")

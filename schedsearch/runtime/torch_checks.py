@@ -1,6 +1,6 @@
 """PyTorch's own checks of a compute-only plan, run before any process starts.
 
-:func:`torch_check` hands a :class:`~schedsearch.runtime.plan.Plan` to the
+:func:`torch_check` hands a :class:`~schedsearch.runtime.plan.CsvPlan` to the
 same functions PyTorch's runtime calls when it loads the CSV
 (``_PipelineScheduleRuntime._load_csv(path, format="compute_only")``):
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from schedsearch.errors import PlanError
 from schedsearch.runtime._torch import pipelining_internals
-from schedsearch.runtime.plan import Cell, Plan
+from schedsearch.runtime.plan import Cell, CsvPlan
 
 __all__ = ["torch_actions", "torch_check"]
 
@@ -32,7 +32,7 @@ def _first_paragraph(message: str) -> str:
     return message.split("\n\n", 1)[0].strip()
 
 
-def torch_actions(plan: Plan) -> dict[int, list]:
+def torch_actions(plan: CsvPlan) -> dict[int, list]:
     """Each rank's row as PyTorch parses it (``_Action`` objects; None for empty cells).
 
     Raises :class:`PlanError` when PyTorch reads a cell differently from
@@ -65,7 +65,7 @@ def torch_actions(plan: Plan) -> dict[int, list]:
     return out
 
 
-def torch_check(plan: Plan) -> dict[int, int]:
+def torch_check(plan: CsvPlan) -> dict[int, int]:
     """Run PyTorch's parser, ``_validate_schedule`` and ``_add_send_recv`` on ``plan``.
 
     Returns

@@ -1,11 +1,13 @@
 """Search strategies: they build sub-problems and hand them to a backend.
 
 The names below are loaded on first use, so importing one strategy (say
-``schedsearch.search.jobshop``) does not import the others and what they
-depend on. Several strategies share their module's name (``jobshop``,
-``pareto``, ``solve``...): the package's attribute is the function, as
-``from schedsearch.search import jobshop`` expects, also after the module
-itself was imported.
+``schedsearch.search.jobshop_search``) does not import the others and what they
+depend on. The package's attribute is always the function, as
+``from schedsearch.search import pareto`` expects, also after a module of
+the same name was imported: the deprecated module names ``solve``,
+``optimal``, ``repetend``, ``coarsen``, ``jobshop`` and ``pareto`` (now
+``portfolio``, ``exact``, ``repetend_search``, ``coarsening``,
+``jobshop_search`` and ``pareto_front``).
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from typing import Any
 
 #: public name -> the module (under schedsearch.search) that defines it
 _WHERE = {
-    "Coarsening": "coarsen",
-    "coarsen": "coarsen",
+    "Coarsening": "coarsening",
+    "coarsen": "coarsening",
     "HEFT_RULES": "list_scheduling",
     "PIPELINE_RULES": "list_scheduling",
     "PipelineRule": "list_scheduling",
@@ -26,18 +28,18 @@ _WHERE = {
     "heft": "list_scheduling",
     "list_plan": "list_scheduling",
     "list_schedule": "list_scheduling",
-    "jobshop": "jobshop",
-    "transfer_overlap": "jobshop",
-    "optimal": "optimal",
-    "MemoryWalk": "pareto",
-    "ParetoFront": "pareto",
-    "ParetoPoint": "pareto",
-    "min_memory": "pareto",
-    "pareto": "pareto",
-    "RepetendResult": "repetend",
-    "repetend": "repetend",
+    "jobshop": "jobshop_search",
+    "transfer_overlap": "jobshop_search",
+    "optimal": "exact",
+    "MemoryWalk": "pareto_front",
+    "ParetoFront": "pareto_front",
+    "ParetoPoint": "pareto_front",
+    "min_memory": "pareto_front",
+    "pareto": "pareto_front",
+    "RepetendResult": "repetend_search",
+    "repetend": "repetend_search",
     "scale_search": "scale",
-    "solve": "solve",
+    "solve": "portfolio",
     "Provenance": "run",
     "Run": "run",
     "Source": "run",

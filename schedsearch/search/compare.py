@@ -33,7 +33,7 @@ from schedsearch.problem import Problem
 from schedsearch.result import SearchResult
 from schedsearch.rewrite import flatten_overlaps, with_capacities
 from schedsearch.schedule import Metrics, Schedule, metrics
-from schedsearch.search.optimal import optimal
+from schedsearch.search.exact import optimal
 from schedsearch.validate import assert_valid, validate
 
 __all__ = ["Comparison", "search_against"]

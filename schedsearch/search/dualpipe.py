@@ -24,7 +24,7 @@ from schedsearch.errors import InvalidProblemError
 from schedsearch.options import SearchOptions
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
-from schedsearch.search.pareto import MemoryWalk, min_memory
+from schedsearch.search.pareto_front import MemoryWalk, min_memory
 from schedsearch.search.list_scheduling import PIPELINE_RULES, best_list_schedule
 
 __all__ = ["mirror_pairs", "activation_walk", "list_heuristic"]

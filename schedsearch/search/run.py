@@ -21,7 +21,7 @@ The run then holds, for the whole call:
 * the best **bound** and what proved it;
 * the **progress reporter** (:class:`~schedsearch.options.Reporter`);
 * the backend's options, derived from the run's options in one place
-  (:meth:`Run.solve_options`, :meth:`Run.modulo_options`).
+  (:meth:`Run.solve_options`, :meth:`Run.repetend_options`).
 
 A strategy is a function of a run that offers plans (:meth:`Run.offer`) and
 raises the bound (:meth:`Run.raise_bound`); the public entry turns the run
@@ -44,7 +44,7 @@ from schedsearch.schedule import Schedule, objective_value
 if TYPE_CHECKING:  # pragma: no cover
     from schedsearch.bounds.analytic import AnalyticBound
     from schedsearch.encode import SolveOptions
-    from schedsearch.encode.modulo import ModuloOptions
+    from schedsearch.encode.repetend import RepetendOptions
     from schedsearch.result import SearchResult
 
 __all__ = ["Budget", "Facts", "Plan", "Provenance", "Run", "Source"]
@@ -337,14 +337,17 @@ class Run:
                                     log=self.options.log, backend_params=dict(self.options.backend_params))
         return SolveOptions(**{**base, **fields})
 
-    def modulo_options(self, **fields: Any) -> ModuloOptions:
-        """The modulo backend's options of one search of this run: the run's seed, workers, deterministic mode,
+    def repetend_options(self, **fields: Any) -> RepetendOptions:
+        """The repetend backend's options of one search of this run: the run's seed, workers, deterministic mode,
         log and backend parameters; ``fields`` set the search's own (period, time limit, ...)."""
-        from schedsearch.encode.modulo import ModuloOptions
+        from schedsearch.encode.repetend import RepetendOptions
 
-        return ModuloOptions(seed=self.options.seed, workers=self.options.workers,
-                             deterministic=self.options.deterministic, log=self.options.log,
-                             backend_params=dict(self.options.backend_params), **fields)
+        return RepetendOptions(seed=self.options.seed, workers=self.options.workers,
+                               deterministic=self.options.deterministic, log=self.options.log,
+                               backend_params=dict(self.options.backend_params), **fields)
+
+    #: the method's name before the repetend search spoke of one word
+    modulo_options = repetend_options
 
     def backend_search(self, problem: Problem, options: SolveOptions) -> SearchResult:
         """One search of ``problem`` by the run's backend; what it used is charged to the run's budget."""

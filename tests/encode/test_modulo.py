@@ -15,29 +15,29 @@ from __future__ import annotations
 
 import pytest
 
-from schedsearch.encode.modulo import MODULO_BACKENDS, ModuloOptions, solve_modulo
+from schedsearch.encode.repetend import REPETEND_BACKENDS, RepetendOptions, solve_repetend
 from schedsearch.errors import UnsupportedFeatureError
 from schedsearch.periodic import check_repetend
 from schedsearch.placements import chain_pipelines, vshape
 from schedsearch.problem import Block, Cluster, Device, Edge, Graph, Problem
 from schedsearch.result import Status
 
-BACKENDS = sorted(MODULO_BACKENDS)
+BACKENDS = sorted(REPETEND_BACKENDS)
 
 
-def options(**kw) -> ModuloOptions:
+def options(**kw) -> RepetendOptions:
     # deterministic: the tests assert proven statuses (OPTIMAL, INFEASIBLE), which CP-SAT under a wall-clock
     # limit does not guarantee on a loaded machine (Z3 keeps its wall-clock limit, ample for these sizes)
     base = dict(max_offset=4, time_limit_s=20, workers=2, seed=0, deterministic=True)
     base.update(kw)
-    return ModuloOptions(**base)
+    return RepetendOptions(**base)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_unbounded_memory_least_period_is_the_work_and_latency_the_critical_path(backend) -> None:
     problem = vshape(2, 4)
-    assert solve_modulo(problem, backend, options(period=2)).status is Status.INFEASIBLE
-    result = solve_modulo(problem, backend, options(period=3))
+    assert solve_repetend(problem, backend, options(period=2)).status is Status.INFEASIBLE
+    result = solve_repetend(problem, backend, options(period=3))
     assert result.status is Status.OPTIMAL
     assert result.latency == 6 == result.repetend.latency()
     assert check_repetend(problem, result.repetend) == ()
@@ -48,9 +48,9 @@ def test_unbounded_memory_least_period_is_the_work_and_latency_the_critical_path
 def test_capacity_one_needs_period_six(backend, encoding) -> None:
     problem = vshape(2, 4, memory=1)
     for period in (3, 4, 5):
-        got = solve_modulo(problem, backend, options(period=period, objective="feasibility", memory_encoding=encoding))
+        got = solve_repetend(problem, backend, options(period=period, objective="feasibility", memory_encoding=encoding))
         assert got.status is Status.INFEASIBLE, period
-    got = solve_modulo(problem, backend, options(period=6, objective="feasibility", memory_encoding=encoding))
+    got = solve_repetend(problem, backend, options(period=6, objective="feasibility", memory_encoding=encoding))
     assert got.status is Status.OPTIMAL
     assert check_repetend(problem, got.repetend) == ()
 
@@ -58,12 +58,12 @@ def test_capacity_one_needs_period_six(backend, encoding) -> None:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_forbidden_offsets_and_latency_cap_are_kept(backend) -> None:
     problem = vshape(2, 4)
-    first = solve_modulo(problem, backend, options(period=3)).repetend
+    first = solve_repetend(problem, backend, options(period=3)).repetend
     vector = {b: o[0] for b, o in first.offsets.items()}
-    second = solve_modulo(problem, backend, options(period=3, forbidden_offsets=[vector], objective="feasibility"))
+    second = solve_repetend(problem, backend, options(period=3, forbidden_offsets=[vector], objective="feasibility"))
     assert second.repetend is not None
     assert {b: o[0] for b, o in second.repetend.offsets.items()} != vector
-    capped = solve_modulo(problem, backend, options(period=3, max_latency=5))
+    capped = solve_repetend(problem, backend, options(period=3, max_latency=5))
     assert capped.status is Status.INFEASIBLE  # below the critical path
 
 
@@ -79,7 +79,7 @@ def test_cyclic_order_is_kept(backend) -> None:
         num_microbatches=1,
         cluster=problem.cluster,
     )
-    got = solve_modulo(folded, backend, options(period=4, cyclic_orders=[("F0~0", "F0~1")]))
+    got = solve_repetend(folded, backend, options(period=4, cyclic_orders=[("F0~0", "F0~1")]))
     rep = got.repetend
     start = {t.block: t.phase - 4 * t.offset for t in rep.tasks}
     assert start["F0~0"] <= start["F0~1"] <= start["F0~0"] + 4
@@ -91,7 +91,7 @@ def test_backends_agree_on_feasibility_of_an_interleaved_pipeline() -> None:
     answers = {}
     for backend in BACKENDS:
         answers[backend] = [
-            solve_modulo(problem, backend, options(period=p, objective="feasibility", max_offset=6)).status
+            solve_repetend(problem, backend, options(period=p, objective="feasibility", max_offset=6)).status
             for p in range(6, 12)
         ]
     assert answers["cpsat"] == answers["z3"]
@@ -105,24 +105,52 @@ def test_unsupported_problems_name_the_alternative() -> None:
                   edges=[Edge(src="a", dst="b", size=2)])
     problem = Problem(graph=graph, num_microbatches=2, cluster=cluster)
     with pytest.raises(UnsupportedFeatureError, match="use optimal"):
-        solve_modulo(problem, "cpsat", options(period=2))
+        solve_repetend(problem, "cpsat", options(period=2))
     flexible = Problem(
         graph=Graph(blocks=[Block(name="a", options=[(("d0",), 1), (("d1",), 1)])]),
         num_microbatches=2,
         cluster=Cluster(devices=[Device(name="d0"), Device(name="d1")]),
     )
     with pytest.raises(UnsupportedFeatureError, match="flexible_options"):
-        solve_modulo(flexible, "cpsat", options(period=2))
+        solve_repetend(flexible, "cpsat", options(period=2))
 
 
 def test_modulo_options_reject_bad_values() -> None:
     with pytest.raises(ValueError, match="'objective'"):
-        ModuloOptions(period=3, max_offset=1, objective="fast")
+        RepetendOptions(period=3, max_offset=1, objective="fast")
     with pytest.raises(ValueError, match="'memory_encoding'"):
-        ModuloOptions(period=3, max_offset=1, memory_encoding="bits")
+        RepetendOptions(period=3, max_offset=1, memory_encoding="bits")
     with pytest.raises(ValueError, match="'period'"):
-        ModuloOptions(period=0, max_offset=1)
+        RepetendOptions(period=0, max_offset=1)
     with pytest.raises(ValueError, match="'max_offset'"):
-        ModuloOptions(period=3, max_offset=-1)
+        RepetendOptions(period=3, max_offset=-1)
     with pytest.raises(ValueError, match="unknown name"):
-        solve_modulo(vshape(2, 2), "gurobi", options(period=3))
+        solve_repetend(vshape(2, 2), "gurobi", options(period=3))
+
+
+def test_the_old_modulo_names_still_work() -> None:
+    from schedsearch.encode import repetend
+    from schedsearch.search.run import Run
+
+    assert repetend.ModuloOptions is repetend.RepetendOptions and repetend.ModuloResult is repetend.PeriodResult
+    assert repetend.solve_modulo is repetend.solve_repetend and repetend.MODULO_BACKENDS is repetend.REPETEND_BACKENDS
+    assert Run.modulo_options is Run.repetend_options
+
+
+def test_a_backend_object_with_the_old_method_name_is_called_with_a_warning() -> None:
+    from schedsearch.encode.cpsat.repetend import solve_repetend as cpsat_solve
+
+    class OldBackend:
+        name = "old-cpsat"
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def solve_modulo(self, problem, opts):
+            self.calls += 1
+            return cpsat_solve(problem, opts)
+
+    backend = OldBackend()
+    with pytest.warns(DeprecationWarning, match="solve_modulo"):
+        result = solve_repetend(vshape(2, 4), backend, options(period=3))
+    assert backend.calls == 1 and result.status is Status.OPTIMAL and result.latency == 6

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from schedsearch.encode import SolveOptions
-from schedsearch.encode.modulo import ModuloOptions
+from schedsearch.encode.repetend import RepetendOptions
 from schedsearch.errors import InvalidOptionsError, SchedSearchError
 from schedsearch.options import MAX_SEED, MAX_WORKERS
 from schedsearch.placements import vshape
@@ -66,14 +66,14 @@ def test_bad_solve_options_are_named(kwargs, fragment):
                          ids=["seed", "workers", "time limit", "log", "backend params", "period"])
 def test_modulo_options_share_the_checks(kwargs):
     base = {"period": 4, "max_offset": 1}
-    with pytest.raises(InvalidOptionsError, match=r"^ModuloOptions: '"):
-        ModuloOptions(**{**base, **kwargs})
+    with pytest.raises(InvalidOptionsError, match=r"^RepetendOptions: '"):
+        RepetendOptions(**{**base, **kwargs})
 
 
 def test_the_edges_of_the_ranges_are_accepted():
     SolveOptions(seed=0, workers=1, time_limit_s=1e-3)
     SolveOptions(seed=MAX_SEED, workers=MAX_WORKERS, time_limit_s=None, lower_bound=0, upper_bound=0)
-    ModuloOptions(period=1, max_offset=0, seed=MAX_SEED, workers=MAX_WORKERS)
+    RepetendOptions(period=1, max_offset=0, seed=MAX_SEED, workers=MAX_WORKERS)
 
 
 @pytest.mark.parametrize("backend", ["cpsat", "z3"])

@@ -18,7 +18,7 @@ from schedsearch.export.repetend import (
     render_periodic_ascii,
 )
 from schedsearch.placements import tessel_shape
-from schedsearch.search.repetend import repetend
+from schedsearch.search.repetend_search import repetend
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -21,7 +21,7 @@ from schedsearch.export import export, write_json
 from schedsearch.export.html import report_html
 from schedsearch.handcrafted import reproduce
 from schedsearch.loaders import jobshop_problem
-from schedsearch.search.pareto import pareto
+from schedsearch.search.pareto_front import pareto
 from schedsearch.placements import vshape
 
 _BROWSERS = ("chromium", "chromium-browser", "google-chrome")

@@ -248,3 +248,11 @@ def test_profile_to_problem_takes_num_devices_by_keyword_or_from_the_mapping():
     assert prof.to_problem(4, 2) == prof.to_problem(num_devices=4, num_microbatches=2)
     with pytest.raises(InvalidProblemError, match="mapping style 'v' needs 'num_devices'"):
         prof.to_problem(num_microbatches=2, mapping="v")
+
+
+def test_the_csv_plan_keeps_its_old_name():
+    import schedsearch.runtime as runtime
+    from schedsearch.runtime.plan import CsvPlan, Plan
+
+    assert Plan is CsvPlan is runtime.CsvPlan is runtime.Plan
+    assert isinstance(parse_plan(ONE_F_ONE_B_2x3), CsvPlan)

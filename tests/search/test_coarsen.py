@@ -11,7 +11,7 @@ from schedsearch.errors import InvalidProblemError
 from schedsearch.graphs import DagNode, OperationDag, machine_cluster, random_dag
 from schedsearch.problem import Edge, Graph
 from schedsearch.search import optimal
-from schedsearch.search.coarsen import coarsen, redundant_edges, transitive_reduction
+from schedsearch.search.coarsening import coarsen, redundant_edges, transitive_reduction
 from schedsearch.search.list_scheduling import list_plan
 from schedsearch.testing import problems
 from schedsearch.validate import validate

@@ -179,11 +179,11 @@ class CountingBackend:
         self.calls += 1
         return self.inner.solve(problem, options)
 
-    def solve_modulo(self, problem, options):
-        from schedsearch.encode.cpsat.modulo import solve_modulo
+    def solve_repetend(self, problem, options):
+        from schedsearch.encode.cpsat.repetend import solve_repetend
 
         self.calls += 1
-        return solve_modulo(problem, options)
+        return solve_repetend(problem, options)
 
 
 @pytest.mark.parametrize("name", sorted(RUNS))

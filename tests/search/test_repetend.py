@@ -20,7 +20,7 @@ from schedsearch.periodic import check_repetend
 from schedsearch.placements import chain_pipelines, tessel_shape, vshape
 from schedsearch.result import Status
 from schedsearch.schedule import peak_memory
-from schedsearch.search.repetend import memory_rate_bound, period_lower_bound, repetend
+from schedsearch.search.repetend_search import memory_rate_bound, period_lower_bound, repetend
 from schedsearch.validate import validate
 
 LIMIT = dict(time_limit_s=60, workers=2, seed=0)
@@ -152,7 +152,7 @@ def test_proven_walks_only_the_pairs_below_the_best_rate(work, memory, hi, best,
     from fractions import Fraction
 
     from schedsearch.placements import vshape
-    from schedsearch.search.repetend import _Rates, _Walk
+    from schedsearch.search.repetend_search import _Rates, _Walk
 
     hi = max(hi, work)
     rates = _Rates(problem=vshape(2, 2), work={"d0": work}, memory_bound=memory, hi=hi)

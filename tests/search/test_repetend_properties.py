@@ -6,7 +6,7 @@
 * more memory never gives a longer least fold-1 period (the search over
   fold-1 periods is exact, and a repetend valid under a capacity stays
   valid under a larger one);
-* the CP-SAT and Z3 modulo models agree on the least fold-1 period.
+* the CP-SAT and Z3 repetend models agree on the least fold-1 period.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from schedsearch.periodic import check_repetend
 from schedsearch.problem import Cluster, Device
 from schedsearch.result import Status
-from schedsearch.search.repetend import period_lower_bound, repetend
+from schedsearch.search.repetend_search import period_lower_bound, repetend
 from schedsearch.validate import validate
 from repetend_strategies import small_placements
 

@@ -12,7 +12,7 @@ from schedsearch.placements import vshape
 from schedsearch.result import Status
 from schedsearch.schedule import Schedule
 from schedsearch.search.list_scheduling import heft
-from schedsearch.search.optimal import exact_search
+from schedsearch.search.exact import exact_search
 from schedsearch.search.run import Budget, Provenance, Run, Source
 from schedsearch.validate import validate
 
@@ -131,7 +131,7 @@ def test_the_backend_options_are_the_runs():
     assert (options.seed, options.workers, options.deterministic, dict(options.backend_params), options.upper_bound) \
         == (7, 1, True, {"num_workers": 1}, 9)
     assert 0 < options.time_limit_s <= 5
-    modulo = run.modulo_options(period=3, max_offset=1)
+    modulo = run.repetend_options(period=3, max_offset=1)
     assert (modulo.seed, modulo.workers, modulo.deterministic, dict(modulo.backend_params)) \
         == (7, 1, True, {"num_workers": 1})
 

@@ -183,7 +183,7 @@ def test_pipeline_levels_agree_with_the_oracle(problem):
 def test_handcrafted_constructions_never_fail_on_a_pipeline(problem):
     # solve tries every construction on every problem: each either declines with a model
     # error or gives a plan (kept only when it validates)
-    from schedsearch.search.solve import _handcrafted
+    from schedsearch.search.portfolio import _handcrafted
 
     for build, _ in _handcrafted(problem):
         try:

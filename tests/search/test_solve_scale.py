@@ -68,7 +68,7 @@ def test_an_expired_clock_starts_no_construction_and_no_search(monkeypatch):
 def test_a_construction_starts_when_the_time_left_covers_it(monkeypatch):
     # 64 task instances at the assumed rate need well under the half second left: the constructions run
     # (the first one with no plan yet, the others within half the time left), the plan is 1F1B's family
-    from schedsearch.search.solve import HANDCRAFTED_S_PER_TASK
+    from schedsearch.search.portfolio import HANDCRAFTED_S_PER_TASK
 
     problem = vshape(4, 8, forward=[1, 3, 1, 1], backward=[2, 1, 2, 2])
     assert len(problem.tasks) * HANDCRAFTED_S_PER_TASK < 0.25

@@ -49,7 +49,7 @@ from schedsearch.result import SearchResult, Status
 from schedsearch.rewrite import flatten_overlaps
 from schedsearch.schedule import Schedule
 from schedsearch.search.list_scheduling import PIPELINE_RULES, PipelineRule, list_plan
-from schedsearch.search.optimal import exact_search
+from schedsearch.search.exact import exact_search
 from schedsearch.search.run import Provenance, Run, Source
 from schedsearch.search.scale.ties import Tie, periodic_ties
 from schedsearch.validate import assert_valid, validate

@@ -1,6 +1,6 @@
 """Z3 modulo-scheduling model of one period (the repetend search's sub-problem).
 
-The same families as :mod:`schedsearch.encode.cpsat.modulo`, in the same
+The same families as :mod:`schedsearch.encode.cpsat.repetend`, in the same
 order, over integer phases ``t_b in [0, P)`` and offsets ``o_b in [0,
 max_offset]``:
 
@@ -27,15 +27,15 @@ from typing import Any
 import z3
 
 from schedsearch.bounds.analytic import critical_path
-from schedsearch.encode.modulo import ModuloOptions, ModuloResult, modulo_memory_pairs
+from schedsearch.encode.repetend import RepetendOptions, PeriodResult, repetend_memory_pairs
 from schedsearch.periodic import Repetend, RepetendTask
 from schedsearch.problem import Problem
 from schedsearch.result import Status
 
-__all__ = ["build_modulo_solver", "solve_modulo"]
+__all__ = ["build_repetend_solver", "solve_repetend"]
 
 
-def build_modulo_solver(problem: Problem, options: ModuloOptions) -> tuple[z3.Solver, dict[str, Any]]:
+def build_repetend_solver(problem: Problem, options: RepetendOptions) -> tuple[z3.Solver, dict[str, Any]]:
     """Build families M1-M6 (without the latency objective) in a Z3 solver."""
     P = options.period
     graph = problem.graph
@@ -67,7 +67,7 @@ def build_modulo_solver(problem: Problem, options: ModuloOptions) -> tuple[z3.So
 
     # M3
     starts = {b.name: phase[b.name] - P * offset[b.name] for b in blocks}
-    pairs = modulo_memory_pairs(problem)
+    pairs = repetend_memory_pairs(problem)
     for dev in problem.cluster.devices:
         if dev.memory is None:
             continue
@@ -127,11 +127,11 @@ def _read(model: z3.ModelRef, problem: Problem, var: dict[str, Any], period: int
     return Repetend(period=period, tasks=tasks)
 
 
-def solve_modulo(problem: Problem, options: ModuloOptions) -> ModuloResult:
-    """Solve the modulo sub-problem with Z3 (see the module docstring)."""
+def solve_repetend(problem: Problem, options: RepetendOptions) -> PeriodResult:
+    """Solve the repetend sub-problem with Z3 (see the module docstring)."""
     t0 = time.perf_counter()
     deadline = None if options.time_limit_s is None else t0 + options.time_limit_s
-    solver, var = build_modulo_solver(problem, options)
+    solver, var = build_repetend_solver(problem, options)
     checks: list[dict[str, Any]] = []
 
     def check(bound: int | None) -> z3.CheckSatResult | None:
@@ -156,13 +156,13 @@ def solve_modulo(problem: Problem, options: ModuloOptions) -> ModuloResult:
         reason = solver.reason_unknown()
         limit_hit = deadline is not None and (time.perf_counter() >= deadline - 0.05 or "timeout" in reason
                                               or "canceled" in reason)
-        return ModuloResult(status=Status.TIMEOUT if limit_hit else Status.UNKNOWN,
+        return PeriodResult(status=Status.TIMEOUT if limit_hit else Status.UNKNOWN,
                             wall_time_s=time.perf_counter() - t0, backend="z3", stats=stats)
     if answer == z3.unsat:
-        return ModuloResult(status=Status.INFEASIBLE, wall_time_s=time.perf_counter() - t0, backend="z3", stats=stats)
+        return PeriodResult(status=Status.INFEASIBLE, wall_time_s=time.perf_counter() - t0, backend="z3", stats=stats)
     best = _read(solver.model(), problem, var, options.period)
     if options.objective == "feasibility":
-        return ModuloResult(status=Status.OPTIMAL, repetend=best, latency=best.latency(),
+        return PeriodResult(status=Status.OPTIMAL, repetend=best, latency=best.latency(),
                             wall_time_s=time.perf_counter() - t0, backend="z3", stats=stats)
     lower = critical_path(problem.with_(num_microbatches=1))
     status = Status.OPTIMAL
@@ -176,7 +176,7 @@ def solve_modulo(problem: Problem, options: ModuloOptions) -> ModuloResult:
             best = _read(solver.model(), problem, var, options.period)
         else:
             lower = mid + 1
-    return ModuloResult(
+    return PeriodResult(
         status=status,
         repetend=best,
         latency=best.latency(),

@@ -18,7 +18,7 @@ M3. memory, per device with a capacity: the entry level ``E_d = initial +
     capacity`` (the level only rises at such starts; tasks on a device do
     not overlap, so only ``b``'s workspace is held then); redundant, on a
     device whose deltas pair up into allocations and the frees that depend
-    on them (see :func:`~schedsearch.encode.modulo.modulo_memory_pairs`):
+    on them (see :func:`~schedsearch.encode.repetend.repetend_memory_pairs`):
     the time-average level over one period cannot exceed the capacity,
     ``sum_pairs a (s_free - s_alloc) + sum_b w_b p_b <= (capacity -
     initial) P`` with ``s_b = t_b - P o_b``;
@@ -42,16 +42,16 @@ from ortools.sat.python import cp_model
 
 from schedsearch.bounds.analytic import critical_path
 from schedsearch.encode.cpsat.model import set_limits, wall_guard_hit
-from schedsearch.encode.modulo import ModuloOptions, ModuloResult, modulo_memory_pairs
+from schedsearch.encode.repetend import RepetendOptions, PeriodResult, repetend_memory_pairs
 from schedsearch.errors import InvalidOptionsError, SolverError
 from schedsearch.periodic import Repetend, RepetendTask
 from schedsearch.problem import Problem
 from schedsearch.result import Status
 
-__all__ = ["build_modulo_model", "solve_modulo"]
+__all__ = ["build_repetend_model", "solve_repetend"]
 
 
-def build_modulo_model(problem: Problem, options: ModuloOptions) -> tuple[cp_model.CpModel, dict[str, Any]]:
+def build_repetend_model(problem: Problem, options: RepetendOptions) -> tuple[cp_model.CpModel, dict[str, Any]]:
     """Build families M1-M6; return the model and its variables by role."""
     P = options.period
     graph = problem.graph
@@ -91,7 +91,7 @@ def build_modulo_model(problem: Problem, options: ModuloOptions) -> tuple[cp_mod
         return before[(a, b)]
 
     starts = {b.name: phase[b.name] - P * offset[b.name] for b in blocks}
-    pairs = modulo_memory_pairs(problem)
+    pairs = repetend_memory_pairs(problem)
     for dev in problem.cluster.devices:
         if dev.memory is None:
             continue
@@ -198,10 +198,10 @@ def _add_paired_memory(model, P, d, room, pairs, on, phase, offset, place) -> No
         model.add_cumulative(intervals, demands, capacity)
 
 
-def solve_modulo(problem: Problem, options: ModuloOptions) -> ModuloResult:
-    """Solve the modulo sub-problem with CP-SAT (see the module docstring)."""
+def solve_repetend(problem: Problem, options: RepetendOptions) -> PeriodResult:
+    """Solve the repetend sub-problem with CP-SAT (see the module docstring)."""
     t0 = time.perf_counter()
-    model, var = build_modulo_model(problem, options)
+    model, var = build_repetend_model(problem, options)
     solver = cp_model.CpSolver()
     params = solver.parameters
     params.num_workers = options.workers
@@ -222,12 +222,12 @@ def solve_modulo(problem: Problem, options: ModuloOptions) -> ModuloResult:
         "wall_guard_hit": wall_guard_hit(solver, options.time_limit_s, options.deterministic),
     }
     if code == cp_model.MODEL_INVALID:
-        raise SolverError(f"backend 'cpsat': the modulo model is invalid ({model.validate()})")
+        raise SolverError(f"backend 'cpsat': the repetend model is invalid ({model.validate()})")
     if code == cp_model.INFEASIBLE:
-        return ModuloResult(status=Status.INFEASIBLE, wall_time_s=wall, backend="cpsat", stats=stats)
+        return PeriodResult(status=Status.INFEASIBLE, wall_time_s=wall, backend="cpsat", stats=stats)
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         limit_hit = options.time_limit_s is not None  # CP-SAT answers UNKNOWN when a limit stopped it
-        return ModuloResult(
+        return PeriodResult(
             status=Status.TIMEOUT if limit_hit else Status.UNKNOWN, wall_time_s=wall, backend="cpsat", stats=stats
         )
     tasks = []
@@ -249,7 +249,7 @@ def solve_modulo(problem: Problem, options: ModuloOptions) -> ModuloResult:
         status = Status.OPTIMAL if code == cp_model.OPTIMAL else Status.FEASIBLE
     else:
         bound, status = None, Status.OPTIMAL
-    return ModuloResult(
+    return PeriodResult(
         status=status,
         repetend=repetend,
         latency=latency,
