@@ -107,7 +107,14 @@ class Budget(Deadline):
 
 
 class Source(enum.Enum):
-    """What kind of engine found a plan."""
+    """What kind of engine found a plan.
+
+    Examples
+    --------
+    >>> from schedsearch.search.run import Source
+    >>> Source("list scheduling") is Source.LIST, Source.EXACT.value
+    (True, 'exact search')
+    """
 
     WARM_START = "warm start"
     HANDCRAFTED = "handcrafted"
@@ -199,7 +206,25 @@ class Facts:
 @attrs.define(eq=False)
 class Run:
     """One search run: options, budget, facts, the pool of plans, the bound and the progress reporter
-    (see the module docstring). Built by :meth:`open` (a public entry) or :meth:`child` (a sub-search)."""
+    (see the module docstring). Built by :meth:`open` (a public entry) or :meth:`child` (a sub-search).
+
+    Examples
+    --------
+    A strategy offers plans and raises the bound; a sub-search draws from the run's budget:
+
+    >>> from schedsearch.handcrafted import reproduce
+    >>> from schedsearch.placements import vshape
+    >>> from schedsearch.search.run import Provenance, Run, Source
+    >>> problem = vshape(2, 4)
+    >>> run = Run.open(problem, None, {"time_limit_s": 10, "workers": 1}, "example")
+    >>> plan = run.offer(reproduce("1f1b", devices=2, microbatches=4).schedule,
+    ...                  Provenance(source=Source.HANDCRAFTED, engine="handcrafted 1F1B"))
+    >>> plan.value, run.best.engine, run.raise_bound(15, "analytic"), run.bound_by
+    (15, 'handcrafted 1F1B', True, 'analytic')
+    >>> child = run.child(time_limit_s=5)
+    >>> child.problem is problem, child.budget.left() <= 5
+    (True, True)
+    """
 
     problem: Problem
     options: SearchOptions
