@@ -26,27 +26,28 @@ _WIDE_BOMS = (
 )
 
 
-def decode_text(data: bytes, what: str) -> str:
-    """``data`` decoded as UTF-8 (BOM skipped); ``what`` names the file in errors."""
+def decode_text(data: bytes, what: str, error: type[ValueError] = FormatError) -> str:
+    """``data`` decoded as UTF-8 (BOM skipped); ``what`` names the file in errors (``error``, of the
+    hierarchy: :class:`~schedsearch.errors.FormatError` unless the caller's input has its own)."""
     for bom, name in _WIDE_BOMS:
         if data.startswith(bom):
-            raise FormatError(f"{what}: the file is {name} text (it starts with a {name} byte-order mark); "
+            raise error(f"{what}: the file is {name} text (it starts with a {name} byte-order mark); "
                               f"save it as UTF-8 or ASCII")
     if b"\x00" in data[:4096]:
-        raise FormatError(f"{what}: the file holds NUL bytes (UTF-16 or UTF-32 text, or a binary file); "
+        raise error(f"{what}: the file holds NUL bytes (UTF-16 or UTF-32 text, or a binary file); "
                           f"save it as UTF-8 or ASCII text")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise FormatError(f"{what}, line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+        raise error(f"{what}, line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
                           f"{exc.start}); save the file as UTF-8 or ASCII") from None
 
 
-def read_text(path: str | os.PathLike[str], what: str) -> str:
-    """The text of the file at ``path`` (see the module notes)."""
+def read_text(path: str | os.PathLike[str], what: str, error: type[ValueError] = FormatError) -> str:
+    """The text of the file at ``path`` (see the module notes); errors as :func:`decode_text`'s."""
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
-        raise FormatError(f"{what}: cannot read: {exc.strerror or exc}") from None
-    return decode_text(data, what)
+        raise error(f"{what}: cannot read: {exc.strerror or exc}") from None
+    return decode_text(data, what, error)

@@ -35,6 +35,7 @@ from typing import Any
 
 import attrs
 
+from schedsearch._io import read_text
 from schedsearch._json import short_repr
 from schedsearch.errors import InvalidPipelineError
 from schedsearch.pipeline import MAX_MS, P2P, Pipeline, _toml_value
@@ -262,12 +263,7 @@ class Calibration:
         """Read a calibration from a ``.toml`` or ``.json`` file."""
         path = Path(path)
         where = f"calibration file {str(path)!r}"
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InvalidPipelineError(f"{where}: cannot read it ({exc.strerror})") from None
-        except UnicodeDecodeError as exc:
-            raise InvalidPipelineError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        text = read_text(path, where, InvalidPipelineError)
         try:
             document = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
         except (ValueError, tomllib.TOMLDecodeError) as exc:

@@ -63,6 +63,7 @@ from typing import Any
 
 import attrs
 
+from schedsearch._io import read_text
 from schedsearch.errors import InvalidPipelineError
 from schedsearch.pipeline import Pipeline, Stage
 
@@ -184,12 +185,7 @@ def read_trace(path: str | os.PathLike) -> RankTrace:
     """
     path = Path(path)
     where = f"trace {str(path)!r}"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InvalidPipelineError(f"{where}: cannot read it ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise InvalidPipelineError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    text = read_text(path, where, InvalidPipelineError)
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:

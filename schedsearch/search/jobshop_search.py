@@ -56,7 +56,7 @@ from schedsearch.schedule import Schedule
 from schedsearch.search.coarsening import coarsen
 from schedsearch.search.list_scheduling import heft
 from schedsearch.search.exact import exact_search
-from schedsearch.search.run import Plan, Provenance, Run, Source
+from schedsearch.search.run import Provenance, Run, RunView, Source
 
 __all__ = ["jobshop", "jobshop_search", "transfer_overlap"]
 
@@ -201,7 +201,7 @@ def jobshop_search(run: Run, *, list_baseline: bool = True, list_baseline_only: 
     if list_baseline_only:
         return shop.result(None)
     params = _exact_options(shop, strong_disjunctive)
-    if shop.incumbent is not None and shop.incumbent.schedule.makespan <= shop.bound:
+    if shop.best is not None and shop.best.schedule.makespan <= shop.bound:
         shop.stats["skipped_exact"] = "the incumbent meets the lower bound"
         return shop.result(None)
     if redundant is None:
@@ -237,7 +237,7 @@ _COARSEN_OPTIONS = Rule(
 
 
 @attrs.define
-class _JobShop:
+class _JobShop(RunView):
     """What :func:`jobshop_search` adds to its run: whether the problem is a plain job shop and whether the
     stronger no-overlap propagation was switched on automatically. Plans are ranked by their makespan."""
 
@@ -268,37 +268,6 @@ class _JobShop:
         run.reporter.report("bound", bound=bound)
         return cls(run=run, plain=plain)
 
-    @property
-    def problem(self) -> Problem:
-        return self.run.problem
-
-    @property
-    def opts(self) -> SearchOptions:
-        return self.run.options
-
-    @property
-    def deadline(self) -> Any:
-        return self.run.budget
-
-    @property
-    def reporter(self) -> Any:
-        return self.run.reporter
-
-    @property
-    def stats(self) -> dict[str, Any]:
-        return self.run.stats
-
-    @property
-    def bound(self) -> int:
-        return self.run.bound
-
-    @property
-    def bound_engine(self) -> str:
-        return self.run.bound_by
-
-    @property
-    def incumbent(self) -> Plan | None:
-        return self.run.best
 
     def offer(self, schedule: Schedule | None, provenance: Provenance) -> None:
         """Keep ``schedule`` (a validated plan: every phase validates its own) when it beats the best plan so
@@ -314,10 +283,10 @@ class _JobShop:
 
     def result(self, solved: SearchResult | None) -> SearchResult:
         """The best plan with the best bound (see :func:`_result`)."""
-        best = self.incumbent
+        best = self.best
         return _result(self.problem, None if best is None else (best.schedule, best.engine),
                        (self.bound, self.bound_engine), solved, self.stats, self.deadline.elapsed,
-                       self.opts.backend_name)
+                       self.options.backend_name)
 
 
 def _baseline(run: _JobShop) -> SearchResult | None:
@@ -337,11 +306,11 @@ def _baseline(run: _JobShop) -> SearchResult | None:
 def _exact_options(run: _JobShop, strong_disjunctive: bool | None) -> dict[str, Any]:
     """The backend parameters of the exact searches: CP-SAT's stronger no-overlap
     propagation where it helps (unless the caller's parameters say otherwise)."""
-    params = dict(run.opts.backend_params)
+    params = dict(run.options.backend_params)
     auto = strong_disjunctive is None
     if auto:
         strong_disjunctive = all(b.is_fixed for b in run.problem.graph.blocks)
-    if strong_disjunctive and run.opts.backend_name == "cpsat":
+    if strong_disjunctive and run.options.backend_name == "cpsat":
         run.strong_auto = auto and _STRONG_DISJUNCTIVE not in params
         params.setdefault(_STRONG_DISJUNCTIVE, True)
     run.stats["backend_params"] = dict(params)
@@ -350,7 +319,7 @@ def _exact_options(run: _JobShop, strong_disjunctive: bool | None) -> dict[str, 
 
 def _seeded(child: Run, run: _JobShop) -> Run:
     """``child`` with the job shop's best plan so far (a validated plan of the same problem) to start from."""
-    best = run.incumbent
+    best = run.best
     if best is not None:
         child.offer(best.schedule, Provenance.warm_start(0), validated=True, report=False)
     return child
@@ -447,7 +416,7 @@ def _exact_search(run: _JobShop, params: dict[str, Any], redundant: bool) -> Sea
         # 0.19 s against 0.57 s unhinted); in deterministic mode, where the limit counts CP-SAT's
         # deterministic time, it stays too: an unhinted search costs about 2 deterministic seconds
         # more (mk01, mk08) at equal wall time. The quick pass keeps the hint.
-        hint=run.opts.deterministic or bool(params.get(_STRONG_DISJUNCTIVE)),
+        hint=run.options.deterministic or bool(params.get(_STRONG_DISJUNCTIVE)),
     )
     run.stats["exact"] = {
         "status": solved.status.value,
@@ -480,7 +449,7 @@ def _exact(run: _JobShop, child: Run, redundant: bool, hint: bool = True) -> Sea
     best = child.best
     warm = None if best is None else best.schedule
     # the plan so far as a solution hint, or (hint=False, CP-SAT) only as a cap on the makespan
-    hinted = warm is not None and (hint or run.opts.backend_name != "cpsat")
+    hinted = warm is not None and (hint or run.options.backend_name != "cpsat")
     result = child.backend_search(run.problem, child.solve_options(
         warm_start=warm if hinted else None,
         upper_bound=None if warm is None or hinted else warm.makespan,

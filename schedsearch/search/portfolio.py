@@ -77,7 +77,7 @@ from schedsearch.problem import Problem
 from schedsearch.result import Level, SearchResult, Status
 from schedsearch.rewrite import resolved_capacities, with_capacities
 from schedsearch.schedule import Schedule, objective_value, peak_memory
-from schedsearch.search.run import Plan, Provenance, Run, Source
+from schedsearch.search.run import Provenance, Run, RunView, Source
 from schedsearch.validate import validate
 
 __all__ = ["solve", "SOLVE_OBJECTIVES", "ENGINES", "default_objective"]
@@ -132,7 +132,7 @@ def _peak(problem: Problem, schedule: Schedule) -> int:
 
 
 @attrs.define
-class _Portfolio:
+class _Portfolio(RunView):
     """What one call of :func:`solve` adds to its run: the engines asked for, whether a memory level
     follows, and the phases' times. The run holds the problem, options, budget, pool and bound."""
 
@@ -146,41 +146,6 @@ class _Portfolio:
     inner: bool = False
     phases: dict[str, float] = attrs.field(factory=dict)
 
-    @property
-    def problem(self) -> Problem:
-        return self.run.problem
-
-    @property
-    def options(self) -> SearchOptions:
-        return self.run.options
-
-    @property
-    def deadline(self) -> Any:
-        return self.run.budget
-
-    @property
-    def stats(self) -> dict[str, Any]:
-        return self.run.stats
-
-    @property
-    def plans(self) -> list[Plan]:
-        return self.run.plans
-
-    @property
-    def best(self) -> Plan | None:
-        return self.run.best
-
-    @property
-    def closed(self) -> bool:
-        return self.run.closed
-
-    @property
-    def bound(self) -> int:
-        return self.run.bound
-
-    @property
-    def bound_engine(self) -> str:
-        return self.run.bound_by
 
     def offer(self, schedule: Schedule | None, provenance: Provenance, validated: bool = False) -> None:
         """Keep ``schedule`` when it is a valid plan of the problem (reported when it improves the best).

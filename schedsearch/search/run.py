@@ -395,3 +395,50 @@ class Run:
         if self.budget.wall_guard_hit:
             out["wall_guard_hit"] = True
         return out
+
+
+class RunView:
+    """The run's facts as a strategy's own state reads them: a strategy's state class (an attrs class with a
+    ``run`` field) inherits it instead of repeating one property per fact."""
+
+    run: Run
+
+    @property
+    def problem(self) -> Problem:
+        return self.run.problem
+
+    @property
+    def options(self) -> SearchOptions:
+        return self.run.options
+
+    @property
+    def deadline(self) -> Budget:
+        return self.run.budget
+
+    @property
+    def reporter(self) -> Reporter:
+        return self.run.reporter
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        return self.run.stats
+
+    @property
+    def plans(self) -> list[Plan]:
+        return self.run.plans
+
+    @property
+    def best(self) -> Plan | None:
+        return self.run.best
+
+    @property
+    def closed(self) -> bool:
+        return self.run.closed
+
+    @property
+    def bound(self) -> int:
+        return self.run.bound
+
+    @property
+    def bound_engine(self) -> str:
+        return self.run.bound_by

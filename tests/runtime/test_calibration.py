@@ -173,7 +173,7 @@ def test_a_pipeline_file_merges_the_calibration_it_names(tmp_path):
 
 def test_bad_calibrations_are_refused_naming_the_file_and_the_field(tmp_path):
     (tmp_path / "pipeline.toml").write_text('calibration = "missing.toml"\n' + _pipeline().to_toml())
-    with pytest.raises(InvalidPipelineError, match="calibration file '.*missing.toml': cannot read it"):
+    with pytest.raises(InvalidPipelineError, match="calibration file '.*missing.toml': cannot read"):
         Pipeline.load(tmp_path / "pipeline.toml")
     (tmp_path / "bad.toml").write_text("latency_ms = -1.0\n")
     with pytest.raises(InvalidPipelineError, match="calibration file '.*bad.toml': calibration: 'latency_ms' must be "
