@@ -128,3 +128,29 @@ def revision_trees(repo: Path, revisions: dict[str, str], prefix: str) -> Iterat
         for tree in made:
             subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)], capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+#: The start of a child script that runs the zero-bubble repository's scheduler modules from a fetched copy
+#: (``root``, set by the script before it calls ``load``): stub packages for the module path they import
+#: themselves under, and ``load(name)``, which executes ``<root>/<package path>/<name>.py`` as that module.
+ZB_REPO_LOADER = r'''import importlib.util, json, sys, time, types
+pkg = "megatron.core.pipeline_parallel.zerobubble.scheduler"
+parts = pkg.split(".")
+for i in range(1, len(parts) + 1):
+    mod = types.ModuleType(".".join(parts[:i])); mod.__path__ = []
+    sys.modules.setdefault(".".join(parts[:i]), mod)
+def load(name):
+    spec = importlib.util.spec_from_file_location(f"{pkg}.{name}", f"{root}/{pkg.replace('.', '/')}/{name}.py")
+    module = importlib.util.module_from_spec(spec); sys.modules[spec.name] = module
+    spec.loader.exec_module(module); return module
+'''
+
+
+def run_child(code: str, args: list[Any], timeout_s: float) -> dict[str, Any]:
+    """Run ``code`` in a fresh interpreter (no ``PYTHONPATH``) with ``args``; the JSON object its last line
+    prints, or ``{"error": its last error line}``."""
+    out = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True,
+                         timeout=timeout_s, env=dict(os.environ, PYTHONPATH=""))
+    if out.returncode:
+        return {"error": (out.stderr.strip().splitlines() or [""])[-1]}
+    return json.loads(out.stdout.strip().splitlines()[-1])

@@ -47,9 +47,7 @@ Run: ``python -m benchmarks first_plan`` or ``python benchmarks/bench_first_plan
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -60,24 +58,14 @@ if __package__ in (None, ""):  # run as a script
 
 import attrs
 
-from benchmarks._common import print_table, write_results
+from benchmarks._common import ZB_REPO_LOADER, print_table, run_child, write_results
 from schedsearch import Channel, solve
 from schedsearch.problem import Problem
 
 #: Runs the repository's V-Half / V-Min greedy: loads its graph and zbv_greedy modules by path.
-_V_CHILD = r"""
-import importlib.util, json, sys, time, types
+_V_CHILD = ZB_REPO_LOADER + r"""
 root, p, m, f, b, w, comm, kind = sys.argv[1:9]
 p, m, f, b, w, comm = int(p), int(m), int(f), int(b), int(w), float(comm)
-pkg = "megatron.core.pipeline_parallel.zerobubble.scheduler"
-parts = pkg.split(".")
-for i in range(1, len(parts) + 1):
-    mod = types.ModuleType(".".join(parts[:i])); mod.__path__ = []
-    sys.modules.setdefault(".".join(parts[:i]), mod)
-def load(name):
-    spec = importlib.util.spec_from_file_location(f"{pkg}.{name}", f"{root}/{pkg.replace('.', '/')}/{name}.py")
-    module = importlib.util.module_from_spec(spec); sys.modules[spec.name] = module
-    spec.loader.exec_module(module); return module
 load("graph")
 vg = load("zbv_greedy")
 t0 = time.perf_counter()
@@ -100,11 +88,7 @@ print(json.dumps({"span": span, "makespan": max(ends) - first, "peak": peak, "s"
 
 
 def _child(code: str, args: list[Any]) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True,
-                         timeout=1200, env=dict(os.environ, PYTHONPATH=""))
-    if out.returncode:
-        return {"error": (out.stderr.strip().splitlines() or [""])[-1]}
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child(code, args, timeout_s=1200)
 
 
 def with_communication(problem: Problem, time_per_unit: int) -> Problem:

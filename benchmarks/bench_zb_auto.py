@@ -34,11 +34,9 @@ Run: ``python -m benchmarks zb_auto`` or ``python benchmarks/bench_zb_auto.py
 from __future__ import annotations
 
 import argparse
-import json
 
 import attrs
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -47,7 +45,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import print_table, write_results
+from benchmarks._common import ZB_REPO_LOADER, print_table, run_child, write_results
 from schedsearch import Channel, solve
 from schedsearch.bounds.analytic import objective_lower_bound
 from schedsearch.handcrafted.zb_greedy import zb_greedy
@@ -57,19 +55,9 @@ from schedsearch.schedule import max_span
 F, I, W = 18, 18, 9
 
 #: Runs the repository's scheduler: loads its graph and zb modules by path under their package names.
-_REPO_CHILD = r"""
-import importlib.util, json, sys, time, types
+_REPO_CHILD = ZB_REPO_LOADER + r"""
 root, p, m, cap, comm = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
 sys.modules.setdefault("pulp", types.ModuleType("pulp"))  # imported by zb.py, unused by the greedy
-pkg = "megatron.core.pipeline_parallel.zerobubble.scheduler"
-parts = pkg.split(".")
-for i in range(1, len(parts) + 1):
-    mod = types.ModuleType(".".join(parts[:i])); mod.__path__ = []
-    sys.modules.setdefault(".".join(parts[:i]), mod)
-def load(name):
-    spec = importlib.util.spec_from_file_location(f"{pkg}.{name}", f"{root}/{pkg.replace('.', '/')}/{name}.py")
-    module = importlib.util.module_from_spec(spec); sys.modules[spec.name] = module
-    spec.loader.exec_module(module); return module
 graph_mod, zb = load("graph"), load("zb")
 config = graph_mod.GraphConfig(mem_f=[1] * p, mem_b=[0] * p, mem_w=[-1] * p, max_mem=[cap] * p,
                                cost_f=[18.0] * p, cost_b=[18.0] * p, cost_w=[9.0] * p, cost_comm=comm,
@@ -84,11 +72,7 @@ print(json.dumps({"span": best, "makespan": max(done) - min(starts), "ms": round
 
 
 def _repo(root: str, p: int, m: int, cap: int, comm: float) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, "-c", _REPO_CHILD, root, str(p), str(m), str(cap), str(comm)],
-                         capture_output=True, text=True, timeout=600, env=dict(os.environ, PYTHONPATH=""))
-    if out.returncode:
-        return {"error": (out.stderr.strip().splitlines() or [""])[-1]}
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child(_REPO_CHILD, [root, p, m, cap, comm], timeout_s=600)
 
 
 def _problem(p: int, m: int, cap: int, comm: int):
