@@ -396,7 +396,6 @@ def _quick_step(run: _JobShop, params: dict[str, Any], redundant: bool, *, hint:
                                                  det_s * DETERMINISTIC_UNITS_PER_S)
     child = _seeded(run.run.child(time_limit_s=cap_s, prefix=name, backend_params=quick_params), run)
     quick = _exact(run, child, redundant, hint=hint)
-    child.charge_unmetered(cap_s)  # a backend that reports no deterministic time: the whole cap
     run.stats[key] = {
         "status": quick.status.value,
         "makespan": quick.objective,
@@ -433,7 +432,6 @@ def _coarse_search(run: _JobShop, params: dict[str, Any], coarsen_to: int,
     if coarse_base.schedule is not None:  # HEFT validated it against the coarse problem
         child.offer(coarse_base.schedule, Provenance.warm_start(0), validated=True, report=False)
     coarse_result = exact_search(child, redundant=redundant)
-    child.charge_unmetered(budget or 0.0)  # a backend that reports no deterministic time: the whole share
     run.stats["coarse"] = {
         "status": coarse_result.status.value,
         "makespan": coarse_result.objective,
