@@ -22,10 +22,10 @@ Pipeline (every phase stays within ``time_limit_s`` in total):
 3. **quick pass** (CP-SAT, plain job shops without coarsening, when the stronger
    no-overlap propagation was switched on automatically, see
    ``strong_disjunctive`` and ``quick_pass``): short exact searches
-   without that propagation, which costs a set-up of up to 0.4
+   without that propagation (it costs a set-up of up to 0.4
    deterministic seconds on a 15x5 instance (la06: 0.4 against 0.002) and
-   about 1.7 times the wall clock per deterministic second on 10x10 ones
-   (la17). Two steps: (a) warm-started from the best plan, for 0.04
+   about 1.7 times the wall clock per deterministic second on 10x10 ones,
+   la17). Two steps: (a) warm-started from the best plan, for 0.04
    deterministic seconds: it settles the instances whose optimum meets the
    lower bound (la01, la05); (b) when step (a)'s plan is still more than
    15% above the bound, the plain model's search (the plan only caps the
@@ -34,9 +34,10 @@ Pipeline (every phase stays within ``time_limit_s`` in total):
    nothing it has cost at most that). With a smaller gap the exact search
    from step (a)'s plan, which stops at a plan that meets the bound, is
    the quicker way (la07, la09, la10, la12: step (b) would add 0.1 s for
-   nothing). Each step's plan and proven bound are kept; the exact search
-   starts from step (a)'s plan and bound, so step (b) adds its cost but
-   does not change that search.
+   nothing). Step (b) is a wall-clock measure: it does not run in
+   deterministic mode. Each step's plan and proven bound are kept; the
+   exact search starts from step (a)'s plan and bound, so step (b) adds
+   its cost but does not redirect that search.
 4. **exact search on the original problem**: warm-started from the best
    schedule so far (without coarsening this is the whole search; after it,
    the *refinement*, skipped with ``refine=False``). For a plain job shop
@@ -164,7 +165,8 @@ def jobshop(
         no-overlap propagation chosen automatically (neither
         ``strong_disjunctive`` nor ``backend_params`` set it), no
         coarsening, and no less than 1.2 s left (4 s for its plain step,
-        which runs only while the plan is more than 15% above the bound).
+        which runs only while the plan is more than 15% above the bound,
+        and not in deterministic mode).
         Its steps stop after 0.04 and 0.35 deterministic seconds of CP-SAT
         (or 0.15 and 0.5 s).
     options, common:
@@ -362,7 +364,10 @@ def _quick_pass(run: _JobShop, params: dict[str, Any], redundant: bool) -> Searc
     optimum (or infeasibility), else where the exact search starts (the
     warm-started step's best plan and bound), every plan found offered and
     every bound proven kept. The plain step runs only when the warm-started
-    step's plan is more than ``_PLAIN_MIN_GAP`` above the bound.
+    step's plan is more than ``_PLAIN_MIN_GAP`` above the bound, and not in
+    deterministic mode: there CP-SAT interleaves its subsolvers, so the step
+    is not the plain model's search; on la17-la20 it proved nothing and the
+    call used 1-2 deterministic seconds more.
 
     Applies only where :func:`_exact_options` switched the propagation on
     by itself (None otherwise); a step is skipped when less than
@@ -376,7 +381,7 @@ def _quick_pass(run: _JobShop, params: dict[str, Any], redundant: bool) -> Searc
     # the exact search starts where the warm-started step left it: the plain step only adds its cost
     start = (run.best, run.bound)
     best = run.best
-    if best is not None and best.value <= (1 + _PLAIN_MIN_GAP) * run.bound:
+    if run.options.deterministic or (best is not None and best.value <= (1 + _PLAIN_MIN_GAP) * run.bound):
         return start
     proven = _quick_step(run, params, redundant, hint=False)
     return proven if isinstance(proven, SearchResult) else start

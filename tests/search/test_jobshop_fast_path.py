@@ -231,3 +231,14 @@ def test_quick_pass_plain_step_skipped_on_a_narrow_gap(monkeypatch, shared_data)
                                                                              result.stats["analytic_bound"])
     assert "quick_plain" not in result.stats and len(calls) == 2
     assert result.status is Status.OPTIMAL and validate(problem, result.schedule) == ()
+
+
+def test_quick_pass_plain_step_not_in_deterministic_mode(shared_data):
+    # la17's warm-started step leaves a wide gap, but in deterministic mode CP-SAT interleaves its subsolvers and
+    # the plain step is no plain model's search: it does not run
+    problem = read_jobshop(shared_data / "jsp" / "la" / "la17.txt").problem
+    result = jobshop(problem, time_limit_s=30, workers=1, seed=0, deterministic=True)
+    quick = result.stats["quick"]
+    assert quick["makespan"] > 1.15 * max(quick["lower_bound"], result.stats["analytic_bound"])
+    assert "quick_plain" not in result.stats
+    assert result.status is Status.OPTIMAL and result.objective == 784 and validate(problem, result.schedule) == ()
