@@ -380,7 +380,7 @@ class Run:
         """One search of ``problem`` by the run's backend; what it used is charged to the run's budget and every
         one above it: the deterministic time it reports, or, from a backend that reports none (Z3), the whole
         time limit it was given (``options.time_limit_s``). A run that starts no backend search is charged
-        nothing (the constructions and list schedules count on the wall clock only)."""
+        nothing (constructions and list schedules are not charged to the budget)."""
         result = solve(problem, self.options.solver_backend, options)
         self.budget.charge_search(result.stats, unmetered_s=options.time_limit_s)
         return result
