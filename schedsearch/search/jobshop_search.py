@@ -21,11 +21,23 @@ Pipeline (every phase stays within ``time_limit_s`` in total):
    into a schedule of the original problem.
 3. **quick pass** (CP-SAT, plain job shops without coarsening, when the stronger
    no-overlap propagation was switched on automatically, see
-   ``strong_disjunctive`` and ``quick_pass``): a short
-   exact search without that propagation. It settles the easy instances
-   whose optimum meets the lower bound (la01, la05) at a fraction of the
-   cost of the stronger propagation's set-up; otherwise its plan and its
-   proven bound carry over to the next phase.
+   ``strong_disjunctive`` and ``quick_pass``): short exact searches
+   without that propagation (it costs a set-up of up to 0.4
+   deterministic seconds on a 15x5 instance (la06: 0.4 against 0.002) and
+   about 1.7 times the wall clock per deterministic second on 10x10 ones,
+   la17). Two steps: (a) warm-started from the best plan, for 0.04
+   deterministic seconds: it settles the instances whose optimum meets the
+   lower bound (la01, la05); (b) when step (a)'s plan is still more than
+   15% above the bound, the plain model's search (the plan only caps the
+   makespan, no hint), for 0.35 deterministic seconds: it settles the
+   instances a plain CP-SAT model proves at once (la17; where it proves
+   nothing it has cost at most that). With a smaller gap the exact search
+   from step (a)'s plan, which stops at a plan that meets the bound, is
+   the quicker way (la07, la09, la10, la12: step (b) would add 0.1 s for
+   nothing). Step (b) is a wall-clock measure: it does not run in
+   deterministic mode. Each step's plan and proven bound are kept; the
+   exact search starts from step (a)'s plan and bound, so step (b) adds
+   its cost but does not redirect that search.
 4. **exact search on the original problem**: warm-started from the best
    schedule so far (without coarsening this is the whole search; after it,
    the *refinement*, skipped with ``refine=False``). For a plain job shop
@@ -56,23 +68,34 @@ from schedsearch.schedule import Schedule
 from schedsearch.search.coarsening import coarsen
 from schedsearch.search.list_scheduling import heft
 from schedsearch.search.exact import exact_search
-from schedsearch.search.run import Provenance, Run, RunView, Source
+from schedsearch.search.run import Plan, Provenance, Run, RunView, Source
 
 __all__ = ["jobshop", "jobshop_search", "transfer_overlap"]
 
 #: CP-SAT parameter of the stronger no-overlap propagation
 _STRONG_DISJUNCTIVE = "use_strong_propagation_in_disjunctive"
 
-#: budgets of the quick pass: CP-SAT's deterministic time (in deterministic
-#: seconds, :data:`~schedsearch.options.DETERMINISTIC_UNITS_PER_S`), so the
-#: pass stops at the same point under any load, and a wall-clock cap
-#: (seconds; deterministic seconds in deterministic mode). The quick pass
-#: proves la01, ft06 and la05 within 0.002, 0.013 and 0.015 deterministic
-#: seconds (seeds 0-2, 2 workers); la02-la04 are not proven within 0.1.
+#: budgets of the quick pass's warm-started step: CP-SAT's deterministic time
+#: (in deterministic seconds, :data:`~schedsearch.options.DETERMINISTIC_UNITS_PER_S`),
+#: so the step stops at the same point under any load, and a wall-clock cap
+#: (seconds; deterministic seconds in deterministic mode). It proves la01,
+#: ft06 and la05 within 0.002, 0.013 and 0.015 deterministic seconds (seeds
+#: 0-2, 2 workers); la02-la04 are not proven within 0.1.
 _QUICK_DET_S = 0.04
 _QUICK_S = 0.15
 
-#: the quick pass runs only when at least this many wall-clock caps are left
+#: budgets of the quick pass's plain step (the plain model's search: no
+#: hint, no stronger propagation), as above. With one worker it proves
+#: la10, la17 and la01 within 0.10, 0.31 and 0.07 deterministic seconds
+#: (0.04, 0.09 and 0.03 s; the stronger propagation takes 0.1-0.2 s);
+#: la02, la04 and la07 need 0.55-0.72, la08 and la12 more than 1.
+_PLAIN_DET_S = 0.35
+_PLAIN_S = 0.5
+
+#: the plain step runs only when the best plan is more than this share above the bound
+_PLAIN_MIN_GAP = 0.15
+
+#: a step of the quick pass runs only when at least this many of its wall-clock caps are left
 _QUICK_MIN_LEFT = 8
 
 #: time kept back from each exact search for model building and validation
@@ -141,15 +164,18 @@ def jobshop(
         plain job shop (as for ``redundant``), CP-SAT, the stronger
         no-overlap propagation chosen automatically (neither
         ``strong_disjunctive`` nor ``backend_params`` set it), no
-        coarsening, and no less than 1.2 s left. The pass stops after 0.04
-        deterministic seconds of CP-SAT (or 0.15 s).
+        coarsening, and no less than 1.2 s left (4 s for its plain step,
+        which runs only while the plan is more than 15% above the bound,
+        and not in deterministic mode).
+        Its steps stop after 0.04 and 0.35 deterministic seconds of CP-SAT
+        (or 0.15 and 0.5 s).
     options, common:
         The common settings (:class:`~schedsearch.options.SearchOptions` or
         keywords of its field names); ``time_limit_s`` covers the whole
         pipeline; the best of the ``warm_starts`` (valid plans of
         ``problem``) is kept if it beats the baseline. Progress phases:
         ``"bound"``, ``"warm start i"``, ``"list scheduling (HEFT, <rule>)"``,
-        ``"quick pass: ..."``, ``"coarse search: ..."``,
+        ``"quick pass: ..."``, ``"quick pass (plain): ..."``, ``"coarse search: ..."``,
         ``"coarse plan expanded (...)"``, the backend's
         ``"exact search (<backend>)"``.
 
@@ -158,7 +184,7 @@ def jobshop(
     SearchResult
         Strategy ``"jobshop"``; ``engine`` names what found the plan,
         ``bound_engine`` what proved the bound; ``stats`` holds each
-        phase's makespan and time (``baseline``, ``quick``, ``coarse``,
+        phase's makespan and time (``baseline``, ``quick``, ``quick_plain``, ``coarse``,
         ``expanded``, ``exact``), the starting bound (``analytic_bound``;
         for a plain job shop the full lower bound, its parts in
         ``bound_parts``), the coarsening
@@ -208,15 +234,17 @@ def jobshop_search(run: Run, *, list_baseline: bool = True, list_baseline_only: 
         redundant = not (shop.plain and opts.backend_name == "cpsat")
     shop.stats["redundant"] = redundant
     coarsening = coarsen_to is not None and len(problem.graph.blocks) > coarsen_to
+    start = None
     if quick_pass and shop.plain and not coarsening:
         proven = _quick_pass(shop, params, redundant)
-        if proven is not None:
+        if isinstance(proven, SearchResult):
             return proven
+        start = proven
     if coarsening:
         _coarse_search(shop, params, coarsen_to, coarsen_options, coarse_share if refine else 1.0, redundant)
         if not refine:
             return shop.result(None)
-    return _exact_search(shop, params, redundant)
+    return _exact_search(shop, params, redundant, start)
 
 
 def _plain_job_shop(problem: Problem) -> bool:
@@ -317,35 +345,63 @@ def _exact_options(run: _JobShop, strong_disjunctive: bool | None) -> dict[str, 
     return params
 
 
-def _seeded(child: Run, run: _JobShop) -> Run:
-    """``child`` with the job shop's best plan so far (a validated plan of the same problem) to start from."""
-    best = run.best
+def _seeded(child: Run, run: _JobShop, best: Plan | None = None) -> Run:
+    """``child`` with ``best`` (default the job shop's best plan so far; a validated plan of the same problem)
+    to start from."""
+    best = run.best if best is None else best
     if best is not None:
         child.offer(best.schedule, Provenance.warm_start(0), validated=True, report=False)
     return child
 
 
-def _quick_pass(run: _JobShop, params: dict[str, Any], redundant: bool) -> SearchResult | None:
-    """A short CP-SAT search without the stronger no-overlap propagation;
-    the result when it proves the optimum (or infeasibility), else None
-    with its plan offered and its proven bound kept.
+#: where the exact search starts after the quick pass: the plan to start from and the lower bound it is given
+_Start = tuple[Plan | None, int]
+
+
+def _quick_pass(run: _JobShop, params: dict[str, Any], redundant: bool) -> SearchResult | _Start | None:
+    """The quick pass (module notes, phase 3): short CP-SAT searches without
+    the stronger no-overlap propagation; the result when one proves the
+    optimum (or infeasibility), else where the exact search starts (the
+    warm-started step's best plan and bound), every plan found offered and
+    every bound proven kept. The plain step runs only when the warm-started
+    step's plan is more than ``_PLAIN_MIN_GAP`` above the bound, and not in
+    deterministic mode: there CP-SAT interleaves its subsolvers, so the step
+    is not the plain model's search; on la17-la20 it proved nothing and the
+    call used 1-2 deterministic seconds more.
 
     Applies only where :func:`_exact_options` switched the propagation on
-    by itself; skipped (None) otherwise and when less than
-    ``_QUICK_MIN_LEFT`` budgets are left.
+    by itself (None otherwise); a step is skipped when less than
+    ``_QUICK_MIN_LEFT`` of its wall-clock caps are left.
     """
     if not run.strong_auto:
         return None
+    proven = _quick_step(run, params, redundant, hint=True)
+    if isinstance(proven, SearchResult):
+        return proven
+    # the exact search starts where the warm-started step left it: the plain step only adds its cost
+    start = (run.best, run.bound)
+    best = run.best
+    if run.options.deterministic or (best is not None and best.value <= (1 + _PLAIN_MIN_GAP) * run.bound):
+        return start
+    proven = _quick_step(run, params, redundant, hint=False)
+    return proven if isinstance(proven, SearchResult) else start
+
+
+def _quick_step(run: _JobShop, params: dict[str, Any], redundant: bool, *, hint: bool) -> SearchResult | None:
+    """One step of the quick pass: warm-started from the best plan (``hint``), or the plain model's search (the
+    plan only caps the makespan); the result when it proves the optimum (or infeasibility), else None with
+    its plan offered and its proven bound kept (also None when skipped)."""
+    det_s, cap_s, key, name = ((_QUICK_DET_S, _QUICK_S, "quick", "quick pass") if hint else
+                               (_PLAIN_DET_S, _PLAIN_S, "quick_plain", "quick pass (plain)"))
     left = run.remaining()
-    if left is not None and left < _QUICK_MIN_LEFT * _QUICK_S:
+    if left is not None and left < _QUICK_MIN_LEFT * cap_s:
         return None
     quick_params = {k: v for k, v in params.items() if k != _STRONG_DISJUNCTIVE}
     quick_params["max_deterministic_time"] = min(quick_params.get("max_deterministic_time", float("inf")),
-                                                 _QUICK_DET_S * DETERMINISTIC_UNITS_PER_S)
-    child = _seeded(run.run.child(time_limit_s=_QUICK_S, prefix="quick pass", backend_params=quick_params), run)
-    quick = _exact(run, child, redundant)
-    child.charge_unmetered(_QUICK_S)  # a backend that reports no deterministic time: the whole cap
-    run.stats["quick"] = {
+                                                 det_s * DETERMINISTIC_UNITS_PER_S)
+    child = _seeded(run.run.child(time_limit_s=cap_s, prefix=name, backend_params=quick_params), run)
+    quick = _exact(run, child, redundant, hint=hint)
+    run.stats[key] = {
         "status": quick.status.value,
         "makespan": quick.objective,
         "lower_bound": quick.lower_bound,
@@ -354,7 +410,7 @@ def _quick_pass(run: _JobShop, params: dict[str, Any], redundant: bool) -> Searc
     }
     found = child.last(Source.EXACT)
     if found is not None:
-        run.offer(found.schedule, Provenance(source=Source.QUICK, engine=f"quick pass: {found.engine}"))
+        run.offer(found.schedule, Provenance(source=Source.QUICK, engine=f"{name}: {found.engine}"))
     if quick.status in (Status.OPTIMAL, Status.INFEASIBLE):
         run.stats["deterministic_s"] = run.run.budget.reported_s
         return run.result(quick)
@@ -381,7 +437,6 @@ def _coarse_search(run: _JobShop, params: dict[str, Any], coarsen_to: int,
     if coarse_base.schedule is not None:  # HEFT validated it against the coarse problem
         child.offer(coarse_base.schedule, Provenance.warm_start(0), validated=True, report=False)
     coarse_result = exact_search(child, redundant=redundant)
-    child.charge_unmetered(budget or 0.0)  # a backend that reports no deterministic time: the whole share
     run.stats["coarse"] = {
         "status": coarse_result.status.value,
         "makespan": coarse_result.objective,
@@ -397,25 +452,28 @@ def _coarse_search(run: _JobShop, params: dict[str, Any], coarsen_to: int,
         run.offer(expanded, Provenance(source=Source.COARSE, engine=f"coarse plan expanded ({coarse_result.engine})"))
 
 
-def _exact_search(run: _JobShop, params: dict[str, Any], redundant: bool) -> SearchResult:
+def _exact_search(run: _JobShop, params: dict[str, Any], redundant: bool, start: _Start | None = None) -> SearchResult:
     """The exact search of the problem, warm-started from the best plan so
-    far, with the time left (skipped when too little is left)."""
+    far (or from ``start``'s plan, with its bound), with the time left
+    (skipped when too little is left)."""
     left = run.remaining()
     if left is not None and left < 0.1:
         run.stats["skipped_exact"] = "no time left"
         return run.result(None)
-    child = _seeded(run.run.child(time_limit_s=left, backend_params=params), run)
+    plan, lower = (None, None) if start is None else start
+    child = _seeded(run.run.child(time_limit_s=left, backend_params=params), run, plan)
     solved = _exact(
         run,
         child,
         redundant,
+        lower_bound=lower,
         # CP-SAT without the stronger no-overlap propagation (flexible options) on the wall clock: the
         # plan so far caps the makespan instead of being a hint; guided by a list schedule's hint,
         # one-worker searches of flexible job shops prove far later (mk08: 6-11 s over seeds 0-3,
         # against 0.1-0.4 s unhinted). With that propagation (classic job shops) the hint helps (la10:
         # 0.19 s against 0.57 s unhinted); in deterministic mode, where the limit counts CP-SAT's
         # deterministic time, it stays too: an unhinted search costs about 2 deterministic seconds
-        # more (mk01, mk08) at equal wall time. The quick pass keeps the hint.
+        # more (mk01, mk08) at equal wall time. The quick pass's first step keeps the hint.
         hint=run.options.deterministic or bool(params.get(_STRONG_DISJUNCTIVE)),
     )
     run.stats["exact"] = {
@@ -432,8 +490,10 @@ def _exact_search(run: _JobShop, params: dict[str, Any], redundant: bool) -> Sea
     return run.result(solved)
 
 
-def _exact(run: _JobShop, child: Run, redundant: bool, hint: bool = True) -> SearchResult:
-    """One exact search of the job shop's problem in ``child`` (from the best plan of its pool, if any).
+def _exact(run: _JobShop, child: Run, redundant: bool, hint: bool = True,
+           lower_bound: int | None = None) -> SearchResult:
+    """One exact search of the job shop's problem in ``child`` (from the best plan of its pool, if any; with
+    ``lower_bound``, default the run's bound, as the backend's).
 
     :func:`~schedsearch.search.exact.exact_search`, except for a plain job shop: its
     full lower bound is the run's (:meth:`_JobShop.start`), so the backend is
@@ -454,7 +514,7 @@ def _exact(run: _JobShop, child: Run, redundant: bool, hint: bool = True) -> Sea
         warm_start=warm if hinted else None,
         upper_bound=None if warm is None or hinted else warm.makespan,
         redundant=redundant,
-        lower_bound=run.bound,
+        lower_bound=run.bound if lower_bound is None else lower_bound,
         progress=child.options.progress,
     ))
     engine = ""

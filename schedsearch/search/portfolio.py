@@ -384,15 +384,14 @@ def _exact(pf: _Portfolio) -> Status | None:
         pf.note(f"exact search skipped: {tasks} task instances need about {tasks / _EXACT_TASKS_PER_S:.0f} s "
                 f"to model and search, {allotted:.1f} s were left")
         return None
-    # the sub-search's time is charged to this run's budget as it goes (a backend that reports no
-    # deterministic time is charged the whole share below)
+    # the sub-search's backend searches are charged to this run's budget as they go (one of a backend that
+    # reports no deterministic time: its whole limit); a sub-search that runs none is charged nothing
     child = pf.run.child(time_limit_s=allotted, warm_starts=(best.schedule,) if best else (), silent=True)
     if pf.problem.num_microbatches == 1 and pf.problem.objective == "makespan":
         result = jobshop_search(child, list_baseline=False)
     else:
         result = search_at_scale(child, rules=(), extra_ties=_mirror_ties(pf.run))
     pf.timed("exact", pf.deadline.elapsed - t)
-    child.charge_unmetered(allotted or 0.0)
     pf.stats["exact_status"] = result.stats.get("exact_status", result.status.value)
     if result.stats.get("ties"):
         pf.stats["exact_ties"] = result.stats["ties"]
@@ -504,10 +503,9 @@ def _walk_memory(pf: _Portfolio, time_cap: int | None, start: tuple[int, Schedul
             target = target.with_(objective="feasibility") if target.objective == "makespan" else target
             allotted = pf.deadline.left()
             # the search's time is charged to this run's budget as it goes (a backend that reports no
-            # deterministic time is charged the whole share)
+            # deterministic time: its whole limit)
             child = pf.run.child(target, time_limit_s=allotted, silent=True, log=False)
             result = exact_search(child, upper_bound=time_cap)
-            child.charge_unmetered(allotted or 0.0)
             exact = Provenance(source=Source.EXACT, engine=f"exact search ({pf.options.backend_name})")
             if result.status is Status.INFEASIBLE:
                 bound, engine = cap + 1, exact.engine  # none within the time cap

@@ -8,7 +8,8 @@ A public strategy (:func:`~schedsearch.solve`, :func:`~schedsearch.search.optima
 The run then holds, for the whole call:
 
 * the **budget** (:class:`Budget`): the wall clock and, in deterministic mode,
-  the deterministic time the solver searches used; a sub-search gets a child
+  the deterministic time the solver searches used (a search of a backend that
+  reports none: its whole limit); a sub-search gets a child
   run (:meth:`Run.child`) whose budget draws from its parent's, and every
   backend search charges the budget of the run that started it
   (:meth:`Run.backend_search`), so the time spent reaches every run above it
@@ -92,9 +93,10 @@ class Budget(Deadline):
         if self.parent is not None:
             self.parent.charge(seconds)
 
-    def charge_search(self, stats: Mapping[str, Any]) -> None:
+    def charge_search(self, stats: Mapping[str, Any], unmetered_s: float | None = None) -> None:
         """Charge what one backend search reports (``deterministic_s``, ``wall_guard_hit``) to this budget and
-        every one above it."""
+        every one above it; a search that reports no deterministic time (Z3) is charged ``unmetered_s`` (the
+        time limit it was given) instead, the same whatever the wall clock said."""
         budget: Budget | None = self
         while budget is not None:
             if "deterministic_s" in stats:
@@ -103,7 +105,7 @@ class Budget(Deadline):
             if stats.get("wall_guard_hit"):
                 budget.wall_guard_hit = True
             budget = budget.parent
-        self.charge(float(stats.get("deterministic_s", 0.0)))
+        self.charge(float(stats["deterministic_s"]) if "deterministic_s" in stats else float(unmetered_s or 0.0))
 
 
 class Source(enum.Enum):
@@ -375,16 +377,13 @@ class Run:
     modulo_options = repetend_options
 
     def backend_search(self, problem: Problem, options: SolveOptions) -> SearchResult:
-        """One search of ``problem`` by the run's backend; what it used is charged to the run's budget."""
+        """One search of ``problem`` by the run's backend; what it used is charged to the run's budget and every
+        one above it: the deterministic time it reports, or, from a backend that reports none (Z3), the whole
+        time limit it was given (``options.time_limit_s``). A run that starts no backend search is charged
+        nothing (constructions and list schedules are not charged to the budget)."""
         result = solve(problem, self.options.solver_backend, options)
-        self.budget.charge_search(result.stats)
+        self.budget.charge_search(result.stats, unmetered_s=options.time_limit_s)
         return result
-
-    def charge_unmetered(self, seconds: float) -> None:
-        """When no backend search of this run reported the deterministic time it used (Z3 reports none),
-        charge ``seconds`` (the run's share, say) to its budget and every one above it instead."""
-        if not self.budget.metered:
-            self.budget.charge(seconds)
 
     def budget_stats(self) -> dict[str, Any]:
         """What the run's backend searches used: ``deterministic_s`` (when one reported it) and

@@ -39,7 +39,9 @@ def test_quick_pass_hands_over_when_it_proves_nothing(shared_data):
     assert quick["status"] in ("FEASIBLE", "OPTIMAL")
     if quick["status"] == "FEASIBLE":
         assert quick["lower_bound"] <= result.lower_bound and quick["makespan"] >= result.objective
-        assert result.stats["exact"]["status"] == "OPTIMAL"
+        # the plain step (when the gap is wide) or the exact search proves it
+        proved_by = "exact" if "exact" in result.stats else "quick_plain"
+        assert result.stats[proved_by]["status"] == "OPTIMAL"
     assert result.status is Status.OPTIMAL and result.objective == result.lower_bound == 655
     assert validate(problem, result.schedule) == ()
 
@@ -190,3 +192,53 @@ def test_exact_search_of_a_classic_job_shop_keeps_the_hint(monkeypatch):
     assert "exact" in result.stats and len(calls) == 1
     assert calls[0].warm_start is not None and calls[0].upper_bound is None
     assert calls[0].warm_start.makespan == result.stats["baseline"]["makespan"] > result.objective
+
+
+def test_quick_pass_plain_step_runs_on_a_wide_gap_and_leaves_the_exact_search_alone(monkeypatch, shared_data):
+    # la17 (optimum 784 by the collection's index): the warm-started step stops well above the bound, so the
+    # plain model's search follows (no hint, the plan only as a cap, no stronger propagation); the exact
+    # search, if one follows, starts from the warm-started step's plan and bound, not the plain step's
+    problem = read_jobshop(shared_data / "jsp" / "la" / "la17.txt").problem
+    calls = _exact_calls(monkeypatch)
+    result = jobshop(problem, time_limit_s=30, workers=1, seed=0)
+    assert result.status is Status.OPTIMAL and result.objective == result.lower_bound == 784
+    assert validate(problem, result.schedule) == ()
+    stats, strong = result.stats, "use_strong_propagation_in_disjunctive"
+    quick = stats["quick"]
+    assert quick["status"] == "FEASIBLE" and calls[0].warm_start is not None and strong not in calls[0].backend_params
+    bound = max(stats["analytic_bound"], quick["lower_bound"])
+    plain_ran = quick["makespan"] > 1.15 * bound
+    assert ("quick_plain" in stats) is plain_ran
+    if plain_ran:
+        assert calls[1].warm_start is None and calls[1].upper_bound == quick["makespan"]
+        assert strong not in calls[1].backend_params
+        assert stats["quick_plain"]["lower_bound"] <= result.lower_bound
+    if "exact" in stats:
+        exact = calls[-1]
+        assert exact.backend_params[strong] is True
+        assert exact.warm_start.makespan == quick["makespan"] and exact.lower_bound == bound
+    assert len(calls) == 1 + plain_ran + ("exact" in stats)
+
+
+def test_quick_pass_plain_step_skipped_on_a_narrow_gap(monkeypatch, shared_data):
+    # la04 in deterministic mode: the warm-started step ends within 15% of the bound; the exact search follows
+    # at once (deterministic, so the same under any load)
+    problem = read_jobshop(shared_data / "jsp" / "la" / "la04.txt").problem
+    calls = _exact_calls(monkeypatch)
+    result = jobshop(problem, time_limit_s=30, workers=1, seed=0, deterministic=True)
+    quick = result.stats["quick"]
+    assert quick["status"] == "FEASIBLE" and quick["makespan"] <= 1.15 * max(quick["lower_bound"],
+                                                                             result.stats["analytic_bound"])
+    assert "quick_plain" not in result.stats and len(calls) == 2
+    assert result.status is Status.OPTIMAL and validate(problem, result.schedule) == ()
+
+
+def test_quick_pass_plain_step_not_in_deterministic_mode(shared_data):
+    # la17's warm-started step leaves a wide gap, but in deterministic mode CP-SAT interleaves its subsolvers and
+    # the plain step is no plain model's search: it does not run
+    problem = read_jobshop(shared_data / "jsp" / "la" / "la17.txt").problem
+    result = jobshop(problem, time_limit_s=30, workers=1, seed=0, deterministic=True)
+    quick = result.stats["quick"]
+    assert quick["makespan"] > 1.15 * max(quick["lower_bound"], result.stats["analytic_bound"])
+    assert "quick_plain" not in result.stats
+    assert result.status is Status.OPTIMAL and result.objective == 784 and validate(problem, result.schedule) == ()

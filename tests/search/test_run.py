@@ -8,10 +8,11 @@ import attrs
 import pytest
 
 from schedsearch.errors import InvalidOptionsError
-from schedsearch.placements import vshape
+from schedsearch.placements import vshape, vshape_chunks
 from schedsearch.result import Status
-from schedsearch.schedule import Schedule
+from schedsearch.schedule import Schedule, peak_memory
 from schedsearch.search.list_scheduling import heft
+from schedsearch.search import solve
 from schedsearch.search.exact import exact_search
 from schedsearch.search.run import Budget, Provenance, Run, Source
 from schedsearch.validate import validate
@@ -136,15 +137,33 @@ def test_the_backend_options_are_the_runs():
         == (7, 1, True, {"num_workers": 1})
 
 
-def test_a_search_that_reports_no_deterministic_time_is_charged_its_share():
-    run = Run.open(vshape(2, 2), None, {"time_limit_s": 10, **DET}, "test")
+def test_a_search_that_reports_no_deterministic_time_is_charged_its_limit():
+    # Z3 reports no deterministic time: its search is charged the whole limit it was given, whatever it took
+    problem = vshape(2, 2)
+    run = Run.open(problem, None, {"time_limit_s": 10, "backend": "z3", **DET}, "test")
     silent = run.child(time_limit_s=4.0)
-    silent.charge_unmetered(4.0)  # no backend search reported anything: the whole share is spent
-    assert run.budget.left() == pytest.approx(6.0)
+    result = exact_search(silent)
+    assert result.status is Status.OPTIMAL and validate(problem, result.schedule) == ()
+    assert not silent.budget.metered and run.budget.left() == pytest.approx(6.0)
+    # a search that reports its deterministic time is charged that, not its limit
     metered = run.child(time_limit_s=3.0)
-    metered.budget.charge_search({"deterministic_s": 0.5})
-    metered.charge_unmetered(3.0)  # it reported: only what it reported counts
+    metered.budget.charge_search({"deterministic_s": 0.5}, unmetered_s=3.0)
     assert run.budget.left() == pytest.approx(5.5)
+
+
+def test_a_sub_search_that_runs_no_backend_search_is_charged_nothing():
+    # the capped V greedy's plan meets the bound inside the exact phase's sub-search, which then starts no
+    # backend search; it once was charged its whole share in deterministic mode, which left the memory level
+    # no time at all (its bound stayed unproven)
+    problem = vshape_chunks(2, 4)
+    first = solve(problem, engines=["exact"], time_limit_s=5, **DET)
+    assert first.levels[0].proven and first.levels[0].engine == "analytic"
+    assert first.status is Status.OPTIMAL and first.levels[1].bound == first.levels[1].value
+    assert validate(problem, first.schedule) == ()
+    assert first.levels[1].value == max(peak_memory(problem, first.schedule).values())
+    # the same result again (deterministic mode)
+    again = solve(problem, engines=["exact"], time_limit_s=5, **DET)
+    assert (again.levels, again.objective) == (first.levels, first.objective)
 
 
 @pytest.mark.parametrize("problem", [vshape(4, 8), vshape(4, 8, memory=3)], ids=["V 4x8", "V 4x8 memory 3"])
