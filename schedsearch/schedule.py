@@ -242,12 +242,75 @@ def _built(value: Iterable[Any], what: str, cls: type, fields: tuple[str, ...], 
 
 def _sorted_tasks(value: Iterable[Any]) -> tuple[TaskInstance, ...]:
     tasks = _built(value, "task", TaskInstance, _TASK_FIELDS, _TASK_REQUIRED)
-    return tuple(sorted(tasks, key=lambda t: (t.start, t.devices, t.block, t.microbatch)))
+    return tuple(sorted(tasks, key=_task_order))
 
 
 def _sorted_transfers(value: Iterable[Any]) -> tuple[Transfer, ...]:
     transfers = _built(value, "transfer", Transfer, _TRANSFER_FIELDS, _TRANSFER_FIELDS)
-    return tuple(sorted(transfers, key=lambda t: (t.start, t.channel, t.src, t.dst, t.microbatch)))
+    return tuple(sorted(transfers, key=_transfer_order))
+
+
+def _task_order(t: TaskInstance) -> tuple:
+    """A schedule's order of its tasks: by start, then devices, block and micro-batch."""
+    return (t.start, t.devices, t.block, t.microbatch)
+
+
+def _transfer_order(t: Transfer) -> tuple:
+    """A schedule's order of its transfers: by start, then channel, edge and micro-batch."""
+    return (t.start, t.channel, t.src, t.dst, t.microbatch)
+
+
+_setattr = object.__setattr__
+
+
+def task_unchecked(*, block: str, microbatch: int, devices: tuple[str, ...], start: int, end: int,
+                   overlap: str | None = None) -> TaskInstance:
+    """A :class:`TaskInstance` of values the library has already checked (internal).
+
+    For the simulators that build tens of thousands of tasks from a
+    validated problem: ``block`` a block name, ``devices`` a tuple of
+    device names, ``overlap`` a tag or None. Only the times are looked at
+    (cheaply); a value the constructor would refuse goes through it, so it
+    raises the constructor's error.
+    """
+    if not (type(start) is int and type(end) is int and 0 <= start < end and type(microbatch) is int
+            and microbatch >= 0 and type(devices) is tuple and devices):
+        return TaskInstance(block=block, microbatch=microbatch, devices=devices, start=start, end=end,
+                            overlap=overlap)
+    task = object.__new__(TaskInstance)
+    _setattr(task, "block", block)
+    _setattr(task, "microbatch", microbatch)
+    _setattr(task, "devices", devices)
+    _setattr(task, "start", start)
+    _setattr(task, "end", end)
+    _setattr(task, "overlap", overlap)
+    return task
+
+
+def transfer_unchecked(*, src: str, dst: str, microbatch: int, channel: str, start: int, end: int) -> Transfer:
+    """A :class:`Transfer` of values the library has already checked (internal; see :func:`task_unchecked`)."""
+    if not (type(start) is int and type(end) is int and 0 <= start <= end and type(microbatch) is int
+            and microbatch >= 0):
+        return Transfer(src=src, dst=dst, microbatch=microbatch, channel=channel, start=start, end=end)
+    transfer = object.__new__(Transfer)
+    _setattr(transfer, "src", src)
+    _setattr(transfer, "dst", dst)
+    _setattr(transfer, "microbatch", microbatch)
+    _setattr(transfer, "channel", channel)
+    _setattr(transfer, "start", start)
+    _setattr(transfer, "end", end)
+    return transfer
+
+
+def schedule_unchecked(*, tasks: Iterable[TaskInstance], transfers: Iterable[Transfer] = (),
+                       name: str = "") -> Schedule:
+    """A :class:`Schedule` of task and transfer objects (internal): sorted as the constructor sorts them,
+    without its per-item checks (each item is already a :class:`TaskInstance` or :class:`Transfer`)."""
+    schedule = object.__new__(Schedule)
+    _setattr(schedule, "tasks", tuple(sorted(tasks, key=_task_order)))
+    _setattr(schedule, "transfers", tuple(sorted(transfers, key=_transfer_order)))
+    _setattr(schedule, "name", name)
+    return schedule
 
 
 @attrs.frozen(kw_only=True)
