@@ -459,12 +459,13 @@ def busy_time(schedule: Schedule, devices: Iterable[str] | None = None) -> dict[
     out: dict[str, int] = {d: 0 for d in (devices or ())}
     group_span: dict[tuple[str, frozenset[str], int], int] = {}
     for t in schedule.tasks:
-        g = t.group_key
-        if g is not None:
-            group_span[g] = max(group_span.get(g, 0), t.duration)
+        duration = t.end - t.start
+        if t.overlap is not None:
+            g = (t.overlap, frozenset(t.devices), t.start)  # its group_key
+            group_span[g] = max(group_span.get(g, 0), duration)
             continue
         for d in t.devices:
-            out[d] = out.get(d, 0) + t.duration
+            out[d] = out.get(d, 0) + duration
     for (_, devs, _), span in group_span.items():
         for d in devs:
             out[d] = out.get(d, 0) + span
@@ -534,16 +535,27 @@ def bubble(schedule: Schedule, definition: str = "global", devices: Iterable[str
     devs = tuple(devices) if devices is not None else schedule.devices
     if not devs:
         return 0
-    busy = busy_time(schedule, devs)
+    return _bubble(schedule, definition, devs, busy_time(schedule, devs))
+
+
+def _bubble(schedule: Schedule, definition: str, devs: tuple[str, ...], busy: Mapping[str, int]) -> int:
+    """:func:`bubble` of the devices ``devs`` (not empty), given their busy times."""
     if definition == "global":
         span = schedule.makespan
         return max(span - busy.get(d, 0) for d in devs)
     if definition == "span":
+        first: dict[str, int] = {}
+        last: dict[str, int] = {}
+        for t in schedule.tasks:
+            for d in t.devices:
+                if t.start < first.get(d, t.start + 1):
+                    first[d] = t.start
+                if t.end > last.get(d, 0):
+                    last[d] = t.end
         worst = 0
         for d in devs:
-            tasks = schedule.on_device(d)
-            if tasks:
-                worst = max(worst, max(t.end for t in tasks) - min(t.start for t in tasks) - busy[d])
+            if d in first:
+                worst = max(worst, last[d] - first[d] - busy[d])
         return worst
     raise InvalidOptionsError(f"bubble: 'definition' must be 'global' or 'span', got {definition!r}")
 
@@ -639,11 +651,12 @@ def metrics(problem: Problem, schedule: Schedule) -> Metrics:
     >>> dict(figures.busy)
     {'d0': 6, 'd1': 6}
     """
-    devs = problem.cluster.device_names
+    devs = tuple(problem.cluster.device_names)
+    busy = busy_time(schedule, devs)
     return Metrics(
         makespan=schedule.makespan,
-        busy=busy_time(schedule, devs),
+        busy=busy,
         peak_memory=peak_memory(problem, schedule),
-        bubble_global=bubble(schedule, "global", devs),
-        bubble_span=bubble(schedule, "span", devs),
+        bubble_global=_bubble(schedule, "global", devs, busy) if devs else 0,
+        bubble_span=_bubble(schedule, "span", devs, busy) if devs else 0,
     )
