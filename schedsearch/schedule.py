@@ -261,9 +261,10 @@ def _transfer_order(t: Transfer) -> tuple:
 
 
 _setattr = object.__setattr__
+_new = object.__new__
 
 
-def task_unchecked(*, block: str, microbatch: int, devices: tuple[str, ...], start: int, end: int,
+def task_unchecked(block: str, microbatch: int, devices: tuple[str, ...], start: int, end: int,
                    overlap: str | None = None) -> TaskInstance:
     """A :class:`TaskInstance` of values the library has already checked (internal).
 
@@ -277,7 +278,7 @@ def task_unchecked(*, block: str, microbatch: int, devices: tuple[str, ...], sta
             and microbatch >= 0 and type(devices) is tuple and devices):
         return TaskInstance(block=block, microbatch=microbatch, devices=devices, start=start, end=end,
                             overlap=overlap)
-    task = object.__new__(TaskInstance)
+    task = _new(TaskInstance)
     _setattr(task, "block", block)
     _setattr(task, "microbatch", microbatch)
     _setattr(task, "devices", devices)

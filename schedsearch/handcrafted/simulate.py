@@ -237,8 +237,8 @@ def _number_actions(
                 members = entry.members
                 ident: object = entry
             else:
-                ident = members0 = (str(entry[0]), int(entry[1]))
-                members = (members0,)
+                ident = key = (str(entry[0]), int(entry[1]))
+                members = (key,)
             eid = number.get(ident)
             if eid is None:
                 eid = number[ident] = len(actions)
@@ -253,15 +253,21 @@ def _number_actions(
                     if key in seen_task:
                         raise InvalidScheduleError(f"orders: task {key[0]!r} (micro-batch {key[1]}) appears twice")
                     seen_task.add(key)
-            devs = actions[eid].devices
-            if dev not in devs:
-                raise InvalidScheduleError(
-                    f"orders: {entry_label(entry)} is listed on device {dev!r} but runs on {list(devs)}"
-                )
-            if eid in listed:
-                raise InvalidScheduleError(f"orders: {entry_label(entry)} appears twice on device {dev!r}")
+                if dev not in action.devices:
+                    raise InvalidScheduleError(
+                        f"orders: {entry_label(entry)} is listed on device {dev!r} but runs on {list(action.devices)}"
+                    )
+                listed.add(eid)
+            else:  # listed before: on another of its devices, or a repeat
+                devs = actions[eid].devices
+                if dev not in devs:
+                    raise InvalidScheduleError(
+                        f"orders: {entry_label(entry)} is listed on device {dev!r} but runs on {list(devs)}"
+                    )
+                if eid in listed:
+                    raise InvalidScheduleError(f"orders: {entry_label(entry)} appears twice on device {dev!r}")
+                listed.add(eid)
             ids.append(eid)
-            listed.add(eid)
         sequences[dev] = tuple(ids)
     return actions, sequences, seen_task
 
@@ -421,13 +427,16 @@ def _as_schedule(problem: Problem, orders: _Orders, starts: Sequence[int | None]
     durations >= 1, starts >= 0), so the tasks are built without the
     constructor's checks."""
     tasks = []
-    for eid, action in enumerate(orders.actions):
-        tag = action.entry.tag if isinstance(action.entry, Group) else None
-        start = starts[eid]
+    add = tasks.append
+    for action, start in zip(orders.actions, starts):
         end = start + action.duration  # type: ignore[operator]
+        if len(action.members) == 1:
+            (b, m), = action.members
+            add(task_unchecked(b, m, action.devices, start, end, None))
+            continue
+        tag = action.entry.tag if isinstance(action.entry, Group) else None
         for b, m in action.members:
-            tasks.append(task_unchecked(block=b, microbatch=m, devices=action.devices, start=start, end=end,
-                                        overlap=tag))
+            add(task_unchecked(b, m, action.devices, start, end, tag))
     return schedule_unchecked(tasks=tasks, transfers=transfers, name=name or problem.name)
 
 
