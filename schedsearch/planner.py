@@ -47,6 +47,7 @@ from schedsearch.errors import (
     SchedSearchError,
 )
 from schedsearch.handcrafted.families import SCHEDULES, Family, family as family_record
+from schedsearch.handcrafted.simulate import validation_deferred
 from schedsearch.options import MAX_SEED, Rule, SearchOptions, check_options
 from schedsearch.pipeline import (FAMILIES, Pipeline, Stage, check_integer_range, check_plan_arguments,
                                   exact_bytes, exact_memory_unit)
@@ -377,17 +378,39 @@ def _gibs(units: Units, problem: Problem, schedule: Schedule, figures: Any = Non
     return tuple(round(units.gib(peak[d]), 3) for d in problem.cluster.device_names)
 
 
-#: The least time a candidate's search gets, whatever its share has left.
+#: The least time a candidate's search gets when the candidate has no plan yet, whatever its share has left.
 SEARCH_FLOOR_S = 0.5
 
+#: The least time a candidate's search gets when the published schedule is already its plan: the search
+#: may then only improve on it, so it gets what the share has left (the bound comes first in it).
+SEARCH_FLOOR_WITH_PLAN_S = 0.05
 
-def _left_of_share(options: SearchOptions, t0: float) -> SearchOptions:
-    """``options`` with the time limit cut to what the candidate's share has left since ``t0`` (the work
-    before the search, such as drawing the published schedule, counts against it; at least
-    :data:`SEARCH_FLOOR_S`). Deterministic limits are not cut (they must not depend on the clock)."""
+#: Seconds per task instance assumed for a candidate's work besides drawing its published schedule and
+#: searching: the search's lower bound (it runs first, whatever the time left: 4-7 us at 80,000-120,000
+#: task instances on one core) and the row's figures once the search is over (the plan's metrics, its
+#: re-timing with the real times, the real bound's time ratios: 2-5 us). Twice that when the real bound
+#: needs the bound of the problem with memory rounded down.
+ROW_S_PER_TASK = 1e-5
+
+
+def _share_left(options: SearchOptions, t0: float) -> float | None:
+    """Seconds the candidate's share has left since ``t0``; None without a wall-clock limit (deterministic
+    limits must not depend on the clock)."""
     if options.time_limit_s is None or options.deterministic:
+        return None
+    return options.time_limit_s - (time.perf_counter() - t0)
+
+
+def _left_of_share(options: SearchOptions, t0: float, reserve_s: float = 0.0,
+                   floor_s: float = SEARCH_FLOOR_S) -> SearchOptions:
+    """``options`` with the time limit cut to what the candidate's share has left since ``t0`` (the work
+    before the search, such as drawing the published schedule, counts against it) less ``reserve_s`` (the
+    work after it); at least ``floor_s``. Deterministic limits are not cut (they must not depend on the
+    clock)."""
+    left = _share_left(options, t0)
+    if left is None:
         return options
-    return options.replace(time_limit_s=max(SEARCH_FLOOR_S, options.time_limit_s - (time.perf_counter() - t0)))
+    return options.replace(time_limit_s=max(floor_s, left - reserve_s))
 
 
 def _handcrafted_refusal(name: str, exc: Exception) -> str:
@@ -402,30 +425,41 @@ def _handcrafted_refusal(name: str, exc: Exception) -> str:
 
 def _evaluate(task: _Task) -> _Outcome:
     """Solve one candidate and run its handcrafted schedule (the executor's unit of work)."""
-    from schedsearch.search.portfolio import solve
+    from schedsearch.search.portfolio import HANDCRAFTED_S_PER_TASK, solve
 
     t0 = time.perf_counter()
     pipeline, candidate, units = task.pipeline, task.candidate, task.units
     stages, _ = pipeline.stages_for(candidate.num_stages(pipeline.num_ranks))
     problem = build_problem(pipeline, candidate, stages, units)
     notes: list[str] = []
+    # the share's time besides the published schedule and the search: the search's bound, the row's figures,
+    # and the bound of the problem with memory rounded down when the integer memory is not exact
+    num_tasks = problem.num_microbatches * len(problem.graph.blocks)
+    reserve = ROW_S_PER_TASK * num_tasks * (1 if memory_exact(pipeline, candidate, stages, units) else 2)
     # the family's published schedule first, once: the row shows it, and when it fits the budget the search
     # starts from it (a warm start) instead of drawing it again
     hand, broken, hand_problem, hand_fig = None, (), None, None
     name = candidate.handcrafted_name()
-    if name is not None:
+    left = _share_left(task.options, t0)
+    need = HANDCRAFTED_S_PER_TASK * num_tasks  # drawn and validated
+    if name is not None and left is not None and need + reserve > left:
+        notes.append(f"the published {name} was not drawn: at {num_tasks} task instances it needs about "
+                     f"{need:.1f} s, and {max(left - reserve, 0.0):.1f} s of the candidate's share were left")
+    elif name is not None:
         hand_problem = problem if all(d.memory is None for d in problem.cluster.devices) \
             else with_capacities(problem, None)
         try:
-            hand = _handcrafted(candidate, hand_problem)
+            with validation_deferred():  # validated once, below, against ``problem`` itself
+                hand = _handcrafted(candidate, hand_problem)
         except Exception as exc:  # a published schedule's precondition not met: say which
             notes.append(_handcrafted_refusal(name, exc))
         else:
             broken = validate(problem, hand)  # a plan of ``problem`` itself: no check again in the search
             other = [v for v in broken if "memory" not in str(v).lower()]
             assert not other, f"{name}: the handcrafted schedule breaks more than memory: {other[:3]}"
-    options = _left_of_share(task.options, t0)
-    if hand is not None and not broken:
+    with_plan = hand is not None and not broken
+    options = _left_of_share(task.options, t0, reserve, SEARCH_FLOOR_WITH_PLAN_S if with_plan else SEARCH_FLOOR_S)
+    if with_plan:
         options = options.replace(warm_starts=(hand,))
     note = ""
     try:

@@ -28,7 +28,9 @@ stuck actions.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import contextlib
+import contextvars
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Union
 
 import attrs
@@ -39,7 +41,7 @@ from schedsearch.schedule import Schedule, Transfer, schedule_unchecked, task_un
 from schedsearch.timeline import Timeline, earliest_finish
 from schedsearch.validate import assert_valid
 
-__all__ = ["Group", "Entry", "DeadlockError", "schedule_from_orders", "entry_label"]
+__all__ = ["Group", "Entry", "DeadlockError", "schedule_from_orders", "entry_label", "validation_deferred"]
 
 
 def _keys(value: Iterable[Sequence]) -> tuple[TaskKey, ...]:
@@ -152,9 +154,40 @@ def schedule_from_orders(
     resolved = _resolve_orders(problem, orders)
     starts, transfers = _AsSoonAsPossible(problem, resolved).run()
     schedule = _as_schedule(problem, resolved, starts, transfers, name)
-    if validate:
+    if validate and not _DEFERRED.get():
         _check_valid(problem, schedule)
     return schedule
+
+
+_DEFERRED: contextvars.ContextVar[bool] = contextvars.ContextVar("schedsearch_validation_deferred", default=False)
+
+
+@contextlib.contextmanager
+def validation_deferred() -> Iterator[None]:
+    """Within it, :func:`schedule_from_orders` leaves the validation to its caller.
+
+    For a caller that validates the plan it returns once, against the
+    problem it returns it for (the validator takes about as long as the
+    simulation at scale): the constructions run inside it return their
+    schedule unvalidated, and the caller must run
+    :func:`~schedsearch.validate.validate` on it before using it.
+
+    Examples
+    --------
+    >>> from schedsearch import validate
+    >>> from schedsearch.handcrafted import one_f_one_b, validation_deferred
+    >>> from schedsearch.placements import vshape
+    >>> problem = vshape(2, 4)
+    >>> with validation_deferred():
+    ...     schedule = one_f_one_b(problem)
+    >>> validate(problem, schedule)
+    ()
+    """
+    token = _DEFERRED.set(True)
+    try:
+        yield
+    finally:
+        _DEFERRED.reset(token)
 
 
 class _Action:
