@@ -20,7 +20,7 @@ bound well within the limit (its construction meets it), every row within
 the limit. Quote ratios: the machine may be loaded.
 
 Run: ``python -m benchmarks scaling`` or ``python benchmarks/bench_scaling.py
-[--quick] [--ranks 8 64] [--microbatches 64 1024] [--limit 30] [--before-rev REV]``.
+[--quick] [--ranks 8 64] [--microbatches 64 1024] [--limit 30] [--before-rev REV | --before-tree DIR]``.
 """
 
 from __future__ import annotations
@@ -80,6 +80,14 @@ def _commit(rev: str) -> str:
     return out.stdout.strip() + (" + working tree" if rev == "." else "")
 
 
+def _tree_commit(tree: str) -> str:
+    """The commit a source tree is at (with ``+ changes`` when it has uncommitted ones)."""
+    head = subprocess.run(["git", "-C", tree, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "-C", tree, "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                           text=True)
+    return (head.stdout.strip() or "unknown") + (" + changes" if dirty.stdout.strip() else "")
+
+
 def _load() -> float:
     return round(os.getloadavg()[0], 1)
 
@@ -92,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--placements", nargs="*", default=["1F1B", "V"], choices=["1F1B", "V"])
     parser.add_argument("--limit", type=float, default=None, help="time limit per row and side (s)")
     parser.add_argument("--before-rev", default=BEFORE_REV)
+    parser.add_argument("--before-tree", default=None,
+                        help="the 'before' side from this source tree as it is (instead of --before-rev)")
     parser.add_argument("--after-rev", default="HEAD", help="the 'after' side ('.': this working tree as it is)")
     parser.add_argument("--no-before", action="store_true", help="measure the after side only")
     parser.add_argument("--name", default=None, help="results file name (default scaling / scaling_quick)")
@@ -100,8 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     mbs = args.microbatches or ([64, 1024] if args.quick else [64, 256, 1024])
     limit = args.limit or (10.0 if args.quick else 30.0)
     rows = []
-    revisions = {} if args.no_before else {"before": args.before_rev}
-    with revision_trees(REPO, {**revisions, "after": args.after_rev}, "scaling-") as sides:
+    revisions = {} if args.no_before or args.before_tree else {"before": args.before_rev}
+    with revision_trees(REPO, {**revisions, "after": args.after_rev}, "scaling-") as trees:
+        sides = {"before": Path(args.before_tree), **trees} if args.before_tree and not args.no_before else trees
         for kind in args.placements:
             for pp in ranks:
                 for m in mbs:
@@ -125,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     print_table(rows, ["placement", "PP", "m", "tasks", "side", "status", "makespan", "bound", "gap_%", "wall_s",
                        "limit_s", "in_limit", "rss_mb", "load", "engine"])
     name = args.name or ("scaling_quick" if args.quick else "scaling")
-    write_results(name, rows, limit_s=limit, before_rev=None if args.no_before else _commit(args.before_rev),
+    before = None if args.no_before else (_tree_commit(args.before_tree) if args.before_tree else _commit(args.before_rev))
+    write_results(name, rows, limit_s=limit, before_rev=before,
                   after_rev=_commit(args.after_rev))
     return 0
 

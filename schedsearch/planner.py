@@ -385,12 +385,16 @@ SEARCH_FLOOR_S = 0.5
 #: may then only improve on it, so it gets what the share has left (the bound comes first in it).
 SEARCH_FLOOR_WITH_PLAN_S = 0.05
 
-#: Seconds per task instance assumed for a candidate's work besides drawing its published schedule and
-#: searching: the search's lower bound (it runs first, whatever the time left: 4-7 us at 80,000-120,000
-#: task instances on one core) and the row's figures once the search is over (the plan's metrics, its
-#: re-timing with the real times, the real bound's time ratios: 2-5 us). Twice that when the real bound
-#: needs the bound of the problem with memory rounded down.
-ROW_S_PER_TASK = 1e-5
+#: Seconds per task instance assumed for the search's lower bound (it runs first in the search, whatever the
+#: time left): 4-5 us at 65,000-120,000 task instances on one core.
+BOUND_S_PER_TASK = 5e-6
+
+#: Seconds per task instance assumed for a row's figures of its plan once the search is over (the metrics
+#: and the real time ratios: 1-1.5 us at 80,000-120,000 task instances on one core).
+FIGURES_S_PER_TASK = 2e-6
+
+#: Seconds per task instance assumed for re-timing a plan the search found with the real times (3-4 us).
+RETIME_S_PER_TASK = 4e-6
 
 
 def _share_left(options: SearchOptions, t0: float) -> float | None:
@@ -432,19 +436,23 @@ def _evaluate(task: _Task) -> _Outcome:
     stages, _ = pipeline.stages_for(candidate.num_stages(pipeline.num_ranks))
     problem = build_problem(pipeline, candidate, stages, units)
     notes: list[str] = []
-    # the share's time besides the published schedule and the search: the search's bound, the row's figures,
-    # and the bound of the problem with memory rounded down when the integer memory is not exact
+    # the share's time after the search: the row's figures, the re-timing of a plan the search found, and the
+    # bound of the problem with memory rounded down when the integer memory is not exact
     num_tasks = problem.num_microbatches * len(problem.graph.blocks)
-    reserve = ROW_S_PER_TASK * num_tasks * (1 if memory_exact(pipeline, candidate, stages, units) else 2)
+    relaxed = 0.0 if memory_exact(pipeline, candidate, stages, units) else BOUND_S_PER_TASK
+    reserve = (FIGURES_S_PER_TASK + RETIME_S_PER_TASK + relaxed) * num_tasks
     # the family's published schedule first, once: the row shows it, and when it fits the budget the search
     # starts from it (a warm start) instead of drawing it again
     hand, broken, hand_problem, hand_fig = None, (), None, None
     name = candidate.handcrafted_name()
     left = _share_left(task.options, t0)
     need = HANDCRAFTED_S_PER_TASK * num_tasks  # drawn and validated
-    if name is not None and left is not None and need + reserve > left:
+    # with it as the plan: the search's bound (to prove it) and the row's figures (no re-timing: its times are
+    # as soon as possible in its order)
+    after = (BOUND_S_PER_TASK + FIGURES_S_PER_TASK) * num_tasks + relaxed * num_tasks
+    if name is not None and left is not None and need + after > left:
         notes.append(f"the published {name} was not drawn: at {num_tasks} task instances it needs about "
-                     f"{need:.1f} s, and {max(left - reserve, 0.0):.1f} s of the candidate's share were left")
+                     f"{need:.1f} s, and {max(left - after, 0.0):.1f} s of the candidate's share were left")
     elif name is not None:
         hand_problem = problem if all(d.memory is None for d in problem.cluster.devices) \
             else with_capacities(problem, None)
@@ -747,8 +755,10 @@ def plan(
     more: dict[str, Any] = {}
     if progress is not None:
         more["on_done"] = _progress_lines(prepared, progress)
-    outcomes = executor.run(_evaluate, prepared.tasks, timeout_s=_run_timeout([prepared], parallel=workers or getattr(
-        executor, "workers", None), deterministic=deterministic), **more)
+    timeout_s = _run_timeout([prepared], parallel=workers or getattr(executor, "workers", None),
+                             deterministic=deterministic)
+    prepared = _charge_setup(prepared, time_limit_s, time.perf_counter() - t0)
+    outcomes = executor.run(_evaluate, prepared.tasks, timeout_s=timeout_s, **more)
     result = _finish(prepared, outcomes, executor.name, t0)
     if result.best is None:
         found = [r for r in result.rows if r.makespan_ms is not None]
@@ -757,6 +767,23 @@ def plan(
         raise NoFittingPlanError(f"{pipeline}: {what}: " + "; ".join(
             f"{r.family}: {r.status}{' (' + r.note + ')' if r.note else ''}" for r in result.rows))
     return result
+
+
+def _charge_setup(prepared: _Prepared, time_limit_s: float, spent_s: float) -> _Prepared:
+    """``prepared`` with each candidate's share cut in proportion to the time ``spent_s`` of the limit before
+    any candidate started (choosing the units and the candidates, loading the solver): the rounds' shares
+    add up to the limit, so they now add up to what is left (each keeps at least half its share).
+    Deterministic shares are not cut (they must not depend on the clock)."""
+    tasks = prepared.tasks
+    if not tasks or spent_s <= 0 or time_limit_s <= 0:
+        return prepared
+    kept = max(0.5, 1.0 - spent_s / time_limit_s)
+    cut = []
+    for t in tasks:
+        if t.options.deterministic or t.options.time_limit_s is None:
+            return prepared
+        cut.append(attrs.evolve(t, options=t.options.replace(time_limit_s=t.options.time_limit_s * kept)))
+    return attrs.evolve(prepared, tasks=tuple(cut))
 
 
 def _progress_lines(prepared: _Prepared, progress: Callable[[str], None]) -> Callable[[int, Any], None]:
