@@ -254,8 +254,10 @@ def _number_actions(
     devices = set(problem.cluster.device_names)
     n = problem.num_microbatches
     durations = problem.durations
+    overridden = bool(problem.duration_overrides)
     # a plain task of a fixed block: its devices and the option's duration (overrides applied per instance)
     fixed = {name: tuple(b.options[0].devices) for name, b in blocks.items() if len(b.options) == 1}
+    length = {name: b.options[0].duration for name, b in blocks.items() if len(b.options) == 1}
     actions: list[_Action] = []
     number: dict[object, int] = {}
     seen_task: set[TaskKey] = set()
@@ -278,7 +280,7 @@ def _number_actions(
                 b, m = members[0]
                 devs = fixed.get(b) if len(members) == 1 else None
                 if devs is not None and 0 <= m < n:  # a known fixed block (the common case): checked here
-                    action = _Action(entry, members, devs, durations(b, m)[0])
+                    action = _Action(entry, members, devs, durations(b, m)[0] if overridden else length[b])
                 else:
                     action = _resolve(problem, blocks, entry, members, n)
                 actions.append(action)
@@ -338,7 +340,16 @@ class _AsSoonAsPossible:
         self.release: list[int] = [0] * len(actions)
         self.direct: list[tuple[int, ...]] = []
         self.moved: list[tuple[tuple[Edge, TaskKey, TaskKey, int], ...]] = []
+        # a block whose incoming edges carry nothing waits for its sources directly, wherever they run
+        unsized = {b: tuple(e.src for e in edges) for b, edges in preds.items() if all(e.size <= 0 for e in edges)}
         for eid, action in enumerate(actions):
+            if len(action.members) == 1 and action.members[0][0] in unsized:  # the common case, at once
+                b, m = action.members[0]
+                if has_release:
+                    self.release[eid] = max(0, release_of(b, m))
+                self.direct.append(tuple([action_of[(src, m)] for src in unsized[b]]))
+                self.moved.append(())
+                continue
             direct: list[int] = []
             moved: list[tuple[Edge, TaskKey, TaskKey, int]] = []
             grouped = len(action.members) > 1

@@ -22,7 +22,8 @@ from schedsearch.schedule import Schedule, TaskInstance, Transfer, metrics, task
 from schedsearch.validate import validate
 
 
-def _problem(kind: int, p: int, m: int, durations: list[int], releases: list[tuple[int, int]]):
+def _problem(kind: int, p: int, m: int, durations: list[int], releases: list[tuple[int, int]],
+             overrides: list[tuple[int, int]] = ()):
     d = durations
     if kind == 0:
         problem = vshape(p, m, forward=d[:p], backward=d[p:2 * p])
@@ -35,6 +36,9 @@ def _problem(kind: int, p: int, m: int, durations: list[int], releases: list[tup
            ((i, mb, t) for i, (mb, t) in enumerate(releases))}
     if rel:
         problem = problem.with_(releases=[Release(block=b, microbatch=mb, time=t) for (b, mb), t in rel.items()])
+    longer = {(blocks[i % len(blocks)], mb % m): (t,) for i, (mb, t) in enumerate(overrides)}
+    if longer:  # some task instances last another time than their block's
+        problem = problem.with_(duration_overrides=longer)
     return problem
 
 
@@ -89,9 +93,10 @@ def _reference_starts(problem, orders) -> dict[tuple[str, int], int] | None:
 @given(kind=st.integers(0, 2), p=st.integers(1, 3), m=st.integers(1, 4),
        durations=st.lists(st.integers(1, 4), min_size=12, max_size=12),
        releases=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 9)), max_size=3),
+       overrides=st.lists(st.tuples(st.integers(0, 3), st.integers(1, 5)), max_size=3),
        seed=st.integers(0, 10**6))
-def test_runnable_orders_give_the_reference_starts(kind, p, m, durations, releases, seed):
-    problem = _problem(kind, p, m, durations, releases)
+def test_runnable_orders_give_the_reference_starts(kind, p, m, durations, releases, overrides, seed):
+    problem = _problem(kind, p, m, durations, releases, overrides)
     orders = _random_orders(problem, random.Random(seed))
     schedule = schedule_from_orders(problem, orders, name="random")
     want = _reference_starts(problem, orders)
