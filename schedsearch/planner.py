@@ -684,9 +684,13 @@ def plan(
     pipeline:
         The pipeline in milliseconds and bytes.
     time_limit_s:
-        Wall time for the whole search; each candidate's search gets its
-        share (``time_limit_s / ceil(candidates / workers)``: the rounds of
-        searches end within the limit).
+        Wall time for the whole search; each candidate gets its share
+        (``time_limit_s / ceil(candidates / workers)``, less its part of the
+        time spent before the candidates start: the rounds end within the
+        limit). Its published schedule is drawn only when the share covers
+        it, its proof against the bound and the row's figures (estimated per
+        task instance; the row's note says when it was not), and its search
+        gets the rest.
     engine:
         ``"local"`` (worker processes here), ``"ray"`` (a Ray cluster;
         ``address`` to join one) or an executor of :mod:`schedsearch.executors`.
