@@ -454,6 +454,7 @@ def _evaluate(task: _Task) -> _Outcome:
         notes.append(f"the published {name} was not drawn: at {num_tasks} task instances it needs about "
                      f"{need:.1f} s, and {max(left - after, 0.0):.1f} s of the candidate's share were left")
     elif name is not None:
+        drawn_at = time.perf_counter()
         hand_problem = problem if all(d.memory is None for d in problem.cluster.devices) \
             else with_capacities(problem, None)
         try:
@@ -465,6 +466,9 @@ def _evaluate(task: _Task) -> _Outcome:
             broken = validate(problem, hand)  # a plan of ``problem`` itself: no check again in the search
             other = [v for v in broken if "memory" not in str(v).lower()]
             assert not other, f"{name}: the handcrafted schedule breaks more than memory: {other[:3]}"
+            # a machine slower than the estimates (a loaded one) is slower after the search too: keep the
+            # reserve in proportion
+            reserve *= max(1.0, (time.perf_counter() - drawn_at) / need) if need > 0 else 1.0
     with_plan = hand is not None and not broken
     options = _left_of_share(task.options, t0, reserve, SEARCH_FLOOR_WITH_PLAN_S if with_plan else SEARCH_FLOOR_S)
     if with_plan:
