@@ -32,8 +32,7 @@ def _problem(kind: int, p: int, m: int, durations: list[int], releases: list[tup
     else:
         problem = vshape_chunks(p, m, split_backward=False, forward=d[:2 * p], backward=d[2 * p:4 * p])
     blocks = [b.name for b in problem.graph.blocks]
-    rel = {(blocks[i % len(blocks)], mb % m): t for i, mb, t in
-           ((i, mb, t) for i, (mb, t) in enumerate(releases))}
+    rel = {(blocks[i % len(blocks)], mb % m): t for i, (mb, t) in enumerate(releases)}
     if rel:
         problem = problem.with_(releases=[Release(block=b, microbatch=mb, time=t) for (b, mb), t in rel.items()])
     longer = {(blocks[i % len(blocks)], mb % m): (t,) for i, (mb, t) in enumerate(overrides)}
