@@ -47,6 +47,7 @@ from schedsearch.errors import (
     SchedSearchError,
 )
 from schedsearch.handcrafted.families import SCHEDULES, Family, family as family_record
+from schedsearch.handcrafted.simulate import validation_deferred
 from schedsearch.options import MAX_SEED, Rule, SearchOptions, check_options
 from schedsearch.pipeline import (FAMILIES, Pipeline, Stage, check_integer_range, check_plan_arguments,
                                   exact_bytes, exact_memory_unit)
@@ -377,17 +378,43 @@ def _gibs(units: Units, problem: Problem, schedule: Schedule, figures: Any = Non
     return tuple(round(units.gib(peak[d]), 3) for d in problem.cluster.device_names)
 
 
-#: The least time a candidate's search gets, whatever its share has left.
+#: The least time a candidate's search gets when the candidate has no plan yet, whatever its share has left.
 SEARCH_FLOOR_S = 0.5
 
+#: The least time a candidate's search gets when the published schedule is already its plan: the search
+#: may then only improve on it, so it gets what the share has left (the bound comes first in it).
+SEARCH_FLOOR_WITH_PLAN_S = 0.05
 
-def _left_of_share(options: SearchOptions, t0: float) -> SearchOptions:
-    """``options`` with the time limit cut to what the candidate's share has left since ``t0`` (the work
-    before the search, such as drawing the published schedule, counts against it; at least
-    :data:`SEARCH_FLOOR_S`). Deterministic limits are not cut (they must not depend on the clock)."""
+#: Seconds per task instance assumed for the search's lower bound (it runs first in the search, whatever the
+#: time left): 4-5 us at 65,000-120,000 task instances on one core.
+BOUND_S_PER_TASK = 5e-6
+
+#: Seconds per task instance assumed for a row's figures of its plan once the search is over (the metrics
+#: and the real time ratios: 1-1.5 us at 80,000-120,000 task instances on one core).
+FIGURES_S_PER_TASK = 2e-6
+
+#: Seconds per task instance assumed for re-timing a plan the search found with the real times (3-4 us).
+RETIME_S_PER_TASK = 4e-6
+
+
+def _share_left(options: SearchOptions, t0: float) -> float | None:
+    """Seconds the candidate's share has left since ``t0``; None without a wall-clock limit (deterministic
+    limits must not depend on the clock)."""
     if options.time_limit_s is None or options.deterministic:
+        return None
+    return options.time_limit_s - (time.perf_counter() - t0)
+
+
+def _left_of_share(options: SearchOptions, t0: float, reserve_s: float = 0.0,
+                   floor_s: float = SEARCH_FLOOR_S) -> SearchOptions:
+    """``options`` with the time limit cut to what the candidate's share has left since ``t0`` (the work
+    before the search, such as drawing the published schedule, counts against it) less ``reserve_s`` (the
+    work after it); at least ``floor_s``. Deterministic limits are not cut (they must not depend on the
+    clock)."""
+    left = _share_left(options, t0)
+    if left is None:
         return options
-    return options.replace(time_limit_s=max(SEARCH_FLOOR_S, options.time_limit_s - (time.perf_counter() - t0)))
+    return options.replace(time_limit_s=max(floor_s, left - reserve_s))
 
 
 def _handcrafted_refusal(name: str, exc: Exception) -> str:
@@ -402,30 +429,49 @@ def _handcrafted_refusal(name: str, exc: Exception) -> str:
 
 def _evaluate(task: _Task) -> _Outcome:
     """Solve one candidate and run its handcrafted schedule (the executor's unit of work)."""
-    from schedsearch.search.portfolio import solve
+    from schedsearch.search.portfolio import HANDCRAFTED_S_PER_TASK, solve
 
     t0 = time.perf_counter()
     pipeline, candidate, units = task.pipeline, task.candidate, task.units
     stages, _ = pipeline.stages_for(candidate.num_stages(pipeline.num_ranks))
     problem = build_problem(pipeline, candidate, stages, units)
     notes: list[str] = []
+    # the share's time after the search: the row's figures, the re-timing of a plan the search found, and the
+    # bound of the problem with memory rounded down when the integer memory is not exact
+    num_tasks = problem.num_microbatches * len(problem.graph.blocks)
+    relaxed = 0.0 if memory_exact(pipeline, candidate, stages, units) else BOUND_S_PER_TASK
+    reserve = (FIGURES_S_PER_TASK + RETIME_S_PER_TASK + relaxed) * num_tasks
     # the family's published schedule first, once: the row shows it, and when it fits the budget the search
     # starts from it (a warm start) instead of drawing it again
     hand, broken, hand_problem, hand_fig = None, (), None, None
     name = candidate.handcrafted_name()
-    if name is not None:
+    left = _share_left(task.options, t0)
+    need = HANDCRAFTED_S_PER_TASK * num_tasks  # drawn and validated
+    # with it as the plan: the search's bound (to prove it) and the row's figures (no re-timing: its times are
+    # as soon as possible in its order)
+    after = (BOUND_S_PER_TASK + FIGURES_S_PER_TASK) * num_tasks + relaxed * num_tasks
+    if name is not None and left is not None and need + after > left:
+        notes.append(f"the published {name} was not drawn: at {num_tasks} task instances it needs about "
+                     f"{need:.1f} s, and {max(left - after, 0.0):.1f} s of the candidate's share were left")
+    elif name is not None:
+        drawn_at = time.perf_counter()
         hand_problem = problem if all(d.memory is None for d in problem.cluster.devices) \
             else with_capacities(problem, None)
         try:
-            hand = _handcrafted(candidate, hand_problem)
+            with validation_deferred():  # validated once, below, against ``problem`` itself
+                hand = _handcrafted(candidate, hand_problem)
         except Exception as exc:  # a published schedule's precondition not met: say which
             notes.append(_handcrafted_refusal(name, exc))
         else:
             broken = validate(problem, hand)  # a plan of ``problem`` itself: no check again in the search
             other = [v for v in broken if "memory" not in str(v).lower()]
             assert not other, f"{name}: the handcrafted schedule breaks more than memory: {other[:3]}"
-    options = _left_of_share(task.options, t0)
-    if hand is not None and not broken:
+            # a machine slower than the estimates (a loaded one) is slower after the search too: keep the
+            # reserve in proportion
+            reserve *= max(1.0, (time.perf_counter() - drawn_at) / need) if need > 0 else 1.0
+    with_plan = hand is not None and not broken
+    options = _left_of_share(task.options, t0, reserve, SEARCH_FLOOR_WITH_PLAN_S if with_plan else SEARCH_FLOOR_S)
+    if with_plan:
         options = options.replace(warm_starts=(hand,))
     note = ""
     try:
@@ -642,9 +688,13 @@ def plan(
     pipeline:
         The pipeline in milliseconds and bytes.
     time_limit_s:
-        Wall time for the whole search; each candidate's search gets its
-        share (``time_limit_s / ceil(candidates / workers)``: the rounds of
-        searches end within the limit).
+        Wall time for the whole search; each candidate gets its share
+        (``time_limit_s / ceil(candidates / workers)``, less its part of the
+        time spent before the candidates start: the rounds end within the
+        limit). Its published schedule is drawn only when the share covers
+        it, its proof against the bound and the row's figures (estimated per
+        task instance; the row's note says when it was not), and its search
+        gets the rest.
     engine:
         ``"local"`` (worker processes here), ``"ray"`` (a Ray cluster;
         ``address`` to join one) or an executor of :mod:`schedsearch.executors`.
@@ -713,8 +763,10 @@ def plan(
     more: dict[str, Any] = {}
     if progress is not None:
         more["on_done"] = _progress_lines(prepared, progress)
-    outcomes = executor.run(_evaluate, prepared.tasks, timeout_s=_run_timeout([prepared], parallel=workers or getattr(
-        executor, "workers", None), deterministic=deterministic), **more)
+    timeout_s = _run_timeout([prepared], parallel=workers or getattr(executor, "workers", None),
+                             deterministic=deterministic)
+    prepared = _charge_setup(prepared, time_limit_s, time.perf_counter() - t0)
+    outcomes = executor.run(_evaluate, prepared.tasks, timeout_s=timeout_s, **more)
     result = _finish(prepared, outcomes, executor.name, t0)
     if result.best is None:
         found = [r for r in result.rows if r.makespan_ms is not None]
@@ -723,6 +775,23 @@ def plan(
         raise NoFittingPlanError(f"{pipeline}: {what}: " + "; ".join(
             f"{r.family}: {r.status}{' (' + r.note + ')' if r.note else ''}" for r in result.rows))
     return result
+
+
+def _charge_setup(prepared: _Prepared, time_limit_s: float, spent_s: float) -> _Prepared:
+    """``prepared`` with each candidate's share cut in proportion to the time ``spent_s`` of the limit before
+    any candidate started (choosing the units and the candidates, loading the solver): the rounds' shares
+    add up to the limit, so they now add up to what is left (each keeps at least half its share).
+    Deterministic shares are not cut (they must not depend on the clock)."""
+    tasks = prepared.tasks
+    if not tasks or spent_s <= 0 or time_limit_s <= 0:
+        return prepared
+    kept = max(0.5, 1.0 - spent_s / time_limit_s)
+    cut = []
+    for t in tasks:
+        if t.options.deterministic or t.options.time_limit_s is None:
+            return prepared
+        cut.append(attrs.evolve(t, options=t.options.replace(time_limit_s=t.options.time_limit_s * kept)))
+    return attrs.evolve(prepared, tasks=tuple(cut))
 
 
 def _progress_lines(prepared: _Prepared, progress: Callable[[str], None]) -> Callable[[int, Any], None]:

@@ -54,6 +54,7 @@ class RealTimes:
     task: dict[tuple[str, int], Fraction]
     edge: dict[tuple[str, str], Fraction]
     overlap: dict[frozenset[str], Fraction]
+    _distinct: list[tuple[int, Fraction]] = attrs.field(factory=list, init=False, eq=False, repr=False)
 
     def group(self, members: Sequence[tuple[str, int]]) -> Fraction:
         """An overlapped group's real time: its own, or its longest member's when that is longer."""
@@ -62,11 +63,16 @@ class RealTimes:
 
     def _pairs(self) -> list[tuple[int, Fraction]]:
         """Each distinct (rounded time in units, real time in ms) of the problem's tasks, overlapped groups and
-        edges (alike micro-batches repeat the same pairs; keyed by whole numbers, cheap to hash)."""
-        pairs = [(self.problem.durations(b, m)[0], t) for (b, m), t in self.task.items()]
-        pairs += [(ov.duration, self.overlap[ov.key]) for ov in self.problem.overlaps]
-        pairs += [(e.size, self.edge[(e.src, e.dst)]) for e in self.problem.graph.edges]
-        return list({(ticks, real.numerator, real.denominator): (ticks, real) for ticks, real in pairs}.values())
+        edges (alike micro-batches repeat the same pairs; keyed by whole numbers, cheap to hash). Computed
+        once."""
+        if not self._distinct:
+            durations = self.problem.durations
+            pairs = [(durations(b, m)[0], t) for (b, m), t in self.task.items()]
+            pairs += [(ov.duration, self.overlap[ov.key]) for ov in self.problem.overlaps]
+            pairs += [(e.size, self.edge[(e.src, e.dst)]) for e in self.problem.graph.edges]
+            self._distinct.extend(
+                {(ticks, real.numerator, real.denominator): (ticks, real) for ticks, real in pairs}.values())
+        return list(self._distinct)
 
     def exact(self) -> bool:
         """Whether every time of the problem is its real time exactly (rounded time x unit = real time): then
@@ -130,56 +136,60 @@ def retime_ms(schedule: Schedule, times: RealTimes) -> Fraction:
     (amounts in the integer problem are rounded up, its budget down: the bytes fit).
     """
     groups = overlap_groups(schedule)
-    node_of: dict[tuple[str, int], Any] = {}
-    length: dict[Any, Fraction] = {}
-    for key, members in groups.items():
+    # nodes are numbers: the overlapped groups, the other tasks, then the transfers (the order ties keep)
+    node_of: dict[tuple[str, int], int] = {}
+    length: list[Fraction] = []
+    for members in groups.values():
         for t in members:
-            node_of[t.key] = ("group", key)
-        length[("group", key)] = times.group([t.key for t in members])
+            node_of[t.key] = len(length)
+        length.append(times.group([t.key for t in members]))
     for t in schedule.tasks:
-        if t.group_key is None:
-            node_of[t.key] = ("task", t.key)
-            length[("task", t.key)] = times.task[t.key]
-    preds: dict[Any, list[Any]] = {n: [] for n in length}
-    rank: dict[Any, tuple[int, int]] = {}
+        if t.overlap is None:  # not in a group
+            key = (t.block, t.microbatch)
+            node_of[key] = len(length)
+            length.append(times.task[key])
+    rank: list[tuple[int, int]] = [(0, 0)] * len(length)
     for t in schedule.tasks:
-        rank[node_of[t.key]] = (t.start, 1)
-    transfer_of = {tr.key: tr for tr in schedule.transfers}
+        rank[node_of[(t.block, t.microbatch)]] = (t.start, 1)
+    preds: list[list[int]] = [[] for _ in length]
+    transfer_node: dict[tuple[str, str, int], int] = {}
     for tr in schedule.transfers:
-        node = ("transfer", tr.key)
-        length[node] = times.edge[(tr.src, tr.dst)]
-        preds[node] = [node_of[(tr.src, tr.microbatch)]]
-        rank[node] = (tr.start, 0)
+        node = len(length)
+        transfer_node[tr.key] = node
+        length.append(times.edge[(tr.src, tr.dst)])
+        preds.append([node_of[(tr.src, tr.microbatch)]])
+        rank.append((tr.start, 0))
     for e in times.problem.graph.edges:
         for m in range(times.problem.num_microbatches):
             u, v = node_of[(e.src, m)], node_of[(e.dst, m)]
             if u == v:  # inside one overlapped group: the group's own order
                 continue
-            tr = transfer_of.get((e.src, e.dst, m))
-            preds[v].append(("transfer", tr.key) if tr is not None else u)
-    sequences: dict[str, list[Any]] = {}
+            tr = transfer_node.get((e.src, e.dst, m))
+            preds[v].append(tr if tr is not None else u)
+    sequences: dict[str, list[tuple[int, int]]] = {}
     for t in schedule.tasks:
+        node = node_of[(t.block, t.microbatch)]
         for d in t.devices:
-            sequences.setdefault(d, []).append((t.start, node_of[t.key]))
+            sequences.setdefault(d, []).append((t.start, node))
     for tr in schedule.transfers:
-        sequences.setdefault("channel " + tr.channel, []).append((tr.start, ("transfer", tr.key)))
+        sequences.setdefault("channel " + tr.channel, []).append((tr.start, transfer_node[tr.key]))
     for seq in sequences.values():
         nodes = list(dict.fromkeys(n for _, n in sorted(seq, key=lambda x: (x[0], rank[x[1]]))))
         for a, b in zip(nodes, nodes[1:]):
             preds[b].append(a)
-    scale = math.lcm(*{x.denominator for x in length.values()})  # whole numbers: exact and fast
+    scale = math.lcm(*{x.denominator for x in length})  # whole numbers: exact and fast
     whole: dict[tuple[int, int], int] = {}  # each distinct length once (keyed by whole numbers, cheap to hash)
-    size = {}
-    for n, x in length.items():
+    size = []
+    for x in length:
         key = (x.numerator, x.denominator)
         if key not in whole:
             whole[key] = x.numerator * (scale // x.denominator)
-        size[n] = whole[key]
-    end: dict[Any, int] = {}
-    for node in sorted(length, key=lambda n: rank[n]):
+        size.append(whole[key])
+    end: list[int | None] = [None] * len(length)
+    for node in sorted(range(len(length)), key=rank.__getitem__):
         start = max((end[p] for p in preds[node]), default=0)
         end[node] = start + size[node]
-    return Fraction(max(end.values(), default=0), scale)
+    return Fraction(max(end, default=0), scale)  # type: ignore[type-var]
 
 
 def float_below(value: Fraction) -> float:

@@ -242,12 +242,76 @@ def _built(value: Iterable[Any], what: str, cls: type, fields: tuple[str, ...], 
 
 def _sorted_tasks(value: Iterable[Any]) -> tuple[TaskInstance, ...]:
     tasks = _built(value, "task", TaskInstance, _TASK_FIELDS, _TASK_REQUIRED)
-    return tuple(sorted(tasks, key=lambda t: (t.start, t.devices, t.block, t.microbatch)))
+    return tuple(sorted(tasks, key=_task_order))
 
 
 def _sorted_transfers(value: Iterable[Any]) -> tuple[Transfer, ...]:
     transfers = _built(value, "transfer", Transfer, _TRANSFER_FIELDS, _TRANSFER_FIELDS)
-    return tuple(sorted(transfers, key=lambda t: (t.start, t.channel, t.src, t.dst, t.microbatch)))
+    return tuple(sorted(transfers, key=_transfer_order))
+
+
+def _task_order(t: TaskInstance) -> tuple:
+    """A schedule's order of its tasks: by start, then devices, block and micro-batch."""
+    return (t.start, t.devices, t.block, t.microbatch)
+
+
+def _transfer_order(t: Transfer) -> tuple:
+    """A schedule's order of its transfers: by start, then channel, edge and micro-batch."""
+    return (t.start, t.channel, t.src, t.dst, t.microbatch)
+
+
+_setattr = object.__setattr__
+_new = object.__new__
+
+
+def task_unchecked(block: str, microbatch: int, devices: tuple[str, ...], start: int, end: int,
+                   overlap: str | None = None) -> TaskInstance:
+    """A :class:`TaskInstance` of values the library has already checked (internal).
+
+    For the simulators that build tens of thousands of tasks from a
+    validated problem: ``block`` a block name, ``devices`` a tuple of
+    device names, ``overlap`` a tag or None. Only the times are looked at
+    (cheaply); a value the constructor would refuse goes through it, so it
+    raises the constructor's error.
+    """
+    if not (type(start) is int and type(end) is int and 0 <= start < end and type(microbatch) is int
+            and microbatch >= 0 and type(devices) is tuple and devices):
+        return TaskInstance(block=block, microbatch=microbatch, devices=devices, start=start, end=end,
+                            overlap=overlap)
+    task = _new(TaskInstance)
+    _setattr(task, "block", block)
+    _setattr(task, "microbatch", microbatch)
+    _setattr(task, "devices", devices)
+    _setattr(task, "start", start)
+    _setattr(task, "end", end)
+    _setattr(task, "overlap", overlap)
+    return task
+
+
+def transfer_unchecked(*, src: str, dst: str, microbatch: int, channel: str, start: int, end: int) -> Transfer:
+    """A :class:`Transfer` of values the library has already checked (internal; see :func:`task_unchecked`)."""
+    if not (type(start) is int and type(end) is int and 0 <= start <= end and type(microbatch) is int
+            and microbatch >= 0):
+        return Transfer(src=src, dst=dst, microbatch=microbatch, channel=channel, start=start, end=end)
+    transfer = object.__new__(Transfer)
+    _setattr(transfer, "src", src)
+    _setattr(transfer, "dst", dst)
+    _setattr(transfer, "microbatch", microbatch)
+    _setattr(transfer, "channel", channel)
+    _setattr(transfer, "start", start)
+    _setattr(transfer, "end", end)
+    return transfer
+
+
+def schedule_unchecked(*, tasks: Iterable[TaskInstance], transfers: Iterable[Transfer] = (),
+                       name: str = "") -> Schedule:
+    """A :class:`Schedule` of task and transfer objects (internal): sorted as the constructor sorts them,
+    without its per-item checks (each item is already a :class:`TaskInstance` or :class:`Transfer`)."""
+    schedule = object.__new__(Schedule)
+    _setattr(schedule, "tasks", tuple(sorted(tasks, key=_task_order)))
+    _setattr(schedule, "transfers", tuple(sorted(transfers, key=_transfer_order)))
+    _setattr(schedule, "name", name)
+    return schedule
 
 
 @attrs.frozen(kw_only=True)
@@ -396,12 +460,13 @@ def busy_time(schedule: Schedule, devices: Iterable[str] | None = None) -> dict[
     out: dict[str, int] = {d: 0 for d in (devices or ())}
     group_span: dict[tuple[str, frozenset[str], int], int] = {}
     for t in schedule.tasks:
-        g = t.group_key
-        if g is not None:
-            group_span[g] = max(group_span.get(g, 0), t.duration)
+        duration = t.end - t.start
+        if t.overlap is not None:
+            g = (t.overlap, frozenset(t.devices), t.start)  # its group_key
+            group_span[g] = max(group_span.get(g, 0), duration)
             continue
         for d in t.devices:
-            out[d] = out.get(d, 0) + t.duration
+            out[d] = out.get(d, 0) + duration
     for (_, devs, _), span in group_span.items():
         for d in devs:
             out[d] = out.get(d, 0) + span
@@ -471,16 +536,27 @@ def bubble(schedule: Schedule, definition: str = "global", devices: Iterable[str
     devs = tuple(devices) if devices is not None else schedule.devices
     if not devs:
         return 0
-    busy = busy_time(schedule, devs)
+    return _bubble(schedule, definition, devs, busy_time(schedule, devs))
+
+
+def _bubble(schedule: Schedule, definition: str, devs: tuple[str, ...], busy: Mapping[str, int]) -> int:
+    """:func:`bubble` of the devices ``devs`` (not empty), given their busy times."""
     if definition == "global":
         span = schedule.makespan
         return max(span - busy.get(d, 0) for d in devs)
     if definition == "span":
+        first: dict[str, int] = {}
+        last: dict[str, int] = {}
+        for t in schedule.tasks:
+            for d in t.devices:
+                if t.start < first.get(d, t.start + 1):
+                    first[d] = t.start
+                if t.end > last.get(d, 0):
+                    last[d] = t.end
         worst = 0
         for d in devs:
-            tasks = schedule.on_device(d)
-            if tasks:
-                worst = max(worst, max(t.end for t in tasks) - min(t.start for t in tasks) - busy[d])
+            if d in first:
+                worst = max(worst, last[d] - first[d] - busy[d])
         return worst
     raise InvalidOptionsError(f"bubble: 'definition' must be 'global' or 'span', got {definition!r}")
 
@@ -576,11 +652,12 @@ def metrics(problem: Problem, schedule: Schedule) -> Metrics:
     >>> dict(figures.busy)
     {'d0': 6, 'd1': 6}
     """
-    devs = problem.cluster.device_names
+    devs = tuple(problem.cluster.device_names)
+    busy = busy_time(schedule, devs)
     return Metrics(
         makespan=schedule.makespan,
-        busy=busy_time(schedule, devs),
+        busy=busy,
         peak_memory=peak_memory(problem, schedule),
-        bubble_global=bubble(schedule, "global", devs),
-        bubble_span=bubble(schedule, "span", devs),
+        bubble_global=_bubble(schedule, "global", devs, busy) if devs else 0,
+        bubble_span=_bubble(schedule, "span", devs, busy) if devs else 0,
     )

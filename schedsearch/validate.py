@@ -89,8 +89,10 @@ def _overlapping_pairs(items: list) -> list[tuple]:
     pairs = []
     active: list = []
     for item in sorted(items, key=lambda x: (x.start, x.end)):
-        active = [a for a in active if a.end > item.start]
-        pairs.extend((a, item) for a in active)
+        if active:
+            start = item.start
+            active = [a for a in active if a.end > start]
+            pairs.extend((a, item) for a in active)
         active.append(item)
     return pairs
 
@@ -132,7 +134,7 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
     out += found
     out += _check_edges(problem, placed, groups, transfers)
     out += _channel_overlaps(transfers)
-    out += _memory_excursions(problem, placed)
+    out += _memory_excursions(problem, placed, schedule)
     out += _fixed_orders(problem, placed)
     if not out:
         _LAST_VALID[0] = (weakref.ref(problem), weakref.ref(schedule))
@@ -157,48 +159,56 @@ def _check_tasks(
     out: list[Violation] = []
     blocks = problem.graph.by_name()
     n = problem.num_microbatches
+    durations_of, release_of = problem.durations, problem.release_of
     placed: dict[TaskKey, TaskInstance] = {}
     chosen_option: dict[TaskKey, int] = {}  # task -> index of its option
+    options_on: dict[tuple[str, tuple[str, ...]], list[int]] = {}  # (block, devices) -> its options there
     for t in schedule.tasks:
-        if t.block not in blocks or not 0 <= t.microbatch < n:
-            out.append(Violation("unknown_task", f"task {_label(t.block, t.microbatch)} is not in the problem"))
+        b, mb = t.block, t.microbatch
+        if b not in blocks or not 0 <= mb < n:
+            out.append(Violation("unknown_task", f"task {_label(b, mb)} is not in the problem"))
             continue
-        if t.key in placed:
-            out.append(Violation("duplicate_task", f"task {_label(*t.key)} appears more than once"))
+        key = (b, mb)
+        if key in placed:
+            out.append(Violation("duplicate_task", f"task {_label(*key)} appears more than once"))
             continue
-        placed[t.key] = t
-        block = blocks[t.block]
-        durations = problem.durations(t.block, t.microbatch)
-        same_devices = [i for i, o in enumerate(block.options) if o.devices == t.devices]
+        placed[key] = t
+        block = blocks[b]
+        same_devices = options_on.get((b, t.devices))
+        if same_devices is None:
+            same_devices = options_on[(b, t.devices)] = [i for i, o in enumerate(block.options)
+                                                         if o.devices == t.devices]
         if not same_devices:
             out.append(
                 Violation(
                     "option_not_allowed",
-                    f"task {_label(*t.key)} runs on {t.devices}, which is not one of its options "
+                    f"task {_label(*key)} runs on {t.devices}, which is not one of its options "
                     f"{[o.devices for o in block.options]} (devices in the option's order, lead first)",
                 )
             )
             continue
-        exact = [i for i in same_devices if durations[i] == t.duration]
+        durations = durations_of(b, mb)
+        duration = t.end - t.start
+        exact = [i for i in same_devices if durations[i] == duration]
         if t.overlap is not None:
             # a member of an overlapped group lasts the group's duration: checked with the groups
-            chosen_option[t.key] = (exact or same_devices)[0]
+            chosen_option[key] = (exact or same_devices)[0]
         else:
             if exact:
-                chosen_option[t.key] = exact[0]
+                chosen_option[key] = exact[0]
             else:
-                chosen_option[t.key] = same_devices[0]
+                chosen_option[key] = same_devices[0]
                 expected = sorted({durations[i] for i in same_devices})
                 out.append(
                     Violation(
                         "wrong_duration",
-                        f"task {_label(*t.key)} lasts {t.duration} on {t.devices}, expected "
+                        f"task {_label(*key)} lasts {t.duration} on {t.devices}, expected "
                         f"{expected[0] if len(expected) == 1 else 'one of ' + str(expected)}",
                     )
                 )
-        release = problem.release_of(t.block, t.microbatch)
+        release = release_of(b, mb)
         if t.start < release:
-            out.append(Violation("release", f"task {_label(*t.key)} starts at {t.start} before its release {release}"))
+            out.append(Violation("release", f"task {_label(*key)} starts at {t.start} before its release {release}"))
     return placed, chosen_option, out
 
 
@@ -321,12 +331,17 @@ def _check_edges(
     expected: set[tuple[str, str, int]] = set()
     channels = {c.name: c for c in problem.cluster.channels}
     for e in problem.graph.edges:
+        src, dst, sized = e.src, e.dst, e.size > 0
         for m in range(problem.num_microbatches):
-            u, v = placed.get((e.src, m)), placed.get((e.dst, m))
+            u, v = placed.get((src, m)), placed.get((dst, m))
             if u is None or v is None:
                 continue
-            out += _check_precedence(e, m, u, v, groups)
-            if e.size > 0 and not (set(u.devices) & set(v.devices)):
+            if u.overlap is None or v.overlap is None:  # not two members of one group: plain precedence
+                if v.start < u.end:
+                    out.append(_late(e, m, u, v))
+            else:
+                out += _check_precedence(e, m, u, v, groups)
+            if sized and not (set(u.devices) & set(v.devices)):
                 key = (e.src, e.dst, m)
                 expected.add(key)
                 out += _check_transfer(e, m, u, v, transfers.get(key), channels)
@@ -355,14 +370,16 @@ def _check_precedence(e: Edge, m: int, u: TaskInstance, v: TaskInstance, groups:
                 )
             ]
     elif v.start < u.end:
-        return [
-            Violation(
-                "dependency",
-                f"edge {e.src!r} -> {e.dst!r}, micro-batch {m}: {e.dst!r} starts at {v.start} "
-                f"before {e.src!r} ends at {u.end}",
-            )
-        ]
+        return [_late(e, m, u, v)]
     return []
+
+
+def _late(e: Edge, m: int, u: TaskInstance, v: TaskInstance) -> Violation:
+    """The violation of ``v`` (micro-batch ``m``) starting before ``u``, its predecessor along ``e``, ends."""
+    return Violation(
+        "dependency",
+        f"edge {e.src!r} -> {e.dst!r}, micro-batch {m}: {e.dst!r} starts at {v.start} before {e.src!r} ends at {u.end}",
+    )
 
 
 def _check_transfer(
@@ -418,10 +435,16 @@ def _channel_overlaps(transfers: dict[tuple[str, str, int], Transfer]) -> list[V
     ]
 
 
-def _memory_excursions(problem: Problem, placed: dict[TaskKey, TaskInstance]) -> list[Violation]:
-    """One violation per excursion of a device's memory level above its capacity (with its peak)."""
+def _memory_excursions(problem: Problem, placed: dict[TaskKey, TaskInstance], schedule: Schedule) -> list[Violation]:
+    """One violation per excursion of a device's memory level above its capacity (with its peak).
+
+    The level is of the tasks in ``placed`` (each known task instance once): the schedule's own tasks when
+    they are exactly those."""
     out: list[Violation] = []
-    profile = memory_profile(problem, Schedule(tasks=list(placed.values())))
+    if not any(d.memory is not None for d in problem.cluster.devices):
+        return out
+    tasks = schedule if len(placed) == len(schedule.tasks) else Schedule(tasks=list(placed.values()))
+    profile = memory_profile(problem, tasks)
     for d in problem.cluster.devices:
         if d.memory is None:
             continue

@@ -165,3 +165,28 @@ def test_validator_imports_no_encoder_or_solver():
     names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert not {m for m in names if m.startswith(("schedsearch.encode", "z3", "ortools"))}
+
+
+def test_memory_counts_each_known_task_instance_once():
+    # A allocates 1 on d0 (capacity 3): counted four times it would reach 4; a repeated A, or a task of an
+    # unknown block, adds nothing to the level
+    base = base_schedule()
+    a = next(t for t in base.tasks if t.block == "A")
+    extra = [a] * 3 + [TaskInstance(block="Z", microbatch=0, devices=("d0",), start=0, end=1)]
+    found = kinds(base_problem(), attrs.evolve(base, tasks=list(base.tasks) + extra))
+    assert found == {"duplicate_task", "unknown_task"}
+
+
+def test_options_on_the_same_devices_are_told_apart_by_duration_for_every_instance():
+    # one block, two options on d0 (durations 1 and 3); each instance may take either, and a third length is wrong
+    blocks = [Block(name="A", options=[Option(devices=("d0",), duration=1), Option(devices=("d0",), duration=3)])]
+    problem = Problem(graph=Graph(blocks=blocks, edges=[]), num_microbatches=3, cluster=Cluster(devices=[Device(name="d0")]))
+
+    def plan(lengths):
+        starts = [0, 4, 8]
+        return Schedule(tasks=[TaskInstance(block="A", microbatch=m, devices=("d0",), start=s, end=s + n)
+                               for m, (s, n) in enumerate(zip(starts, lengths))])
+
+    assert validate(problem, plan([1, 3, 1])) == ()
+    (v,) = validate(problem, plan([3, 2, 1]))
+    assert v.kind == "wrong_duration" and "'A' (micro-batch 1) lasts 2" in v.message and "one of [1, 3]" in v.message

@@ -85,6 +85,22 @@ def _min_duration(problem: Problem, block: str, mb: int) -> int:
     return min(problem.durations(block, mb))
 
 
+def _block_least(problem: Problem) -> dict[str, int] | None:
+    """Each block's least option duration when no task instance overrides its durations (then every
+    instance's :func:`_min_duration` is its block's), else None."""
+    if problem.duration_overrides:
+        return None
+    return {b.name: min(o.duration for o in b.options) for b in problem.graph.blocks}
+
+
+def _work(problem: Problem, keys: Sequence[TaskKey]) -> int:
+    """The least total duration of the task instances ``keys``."""
+    least = _block_least(problem)
+    if least is not None:
+        return sum(least[b] for b, _ in keys)
+    return sum(_min_duration(problem, *k) for k in keys)
+
+
 def _unavoidable_transfer(problem: Problem, src: str, dst: str, size: int) -> int:
     if size <= 0:
         return 0
@@ -168,6 +184,9 @@ def critical_path(problem: Problem, *, heads_tails: tuple[dict[TaskKey, int], di
     12
     """
     heads, tails = heads_tails or heads_and_tails(problem)
+    least = _block_least(problem)
+    if least is not None:
+        return max(heads[k] + least[k[0]] + tails[k] for k in heads)
     return max(heads[k] + _min_duration(problem, *k) + tails[k] for k in heads)
 
 
@@ -475,7 +494,7 @@ def device_bounds(problem: Problem, *, heads_tails: tuple[dict[TaskKey, int], di
         if not keys:
             out[d] = 0
             continue
-        work = sum(_min_duration(problem, *k) for k in keys)
+        work = _work(problem, keys)
         if savings:
             work -= math.floor(sum((savings[k] for k in keys if k in savings), Fraction(0)))
         out[d] = min(heads[k] for k in keys) + work + idle[d] + max(min(tails[k] for k in keys), after[d])
@@ -503,21 +522,27 @@ def preemptive_one_device(jobs: Sequence[tuple[int, int, int]]) -> int:
     0
     """
     order = sorted(jobs)
+    count = len(order)
+    push, pop = heapq.heappush, heapq.heappop
     ready: list[tuple[int, int]] = []  # (-tail, remaining duration)
     t = best = i = 0
-    while i < len(order) or ready:
-        if not ready:
-            t = max(t, order[i][0])
-        while i < len(order) and order[i][0] <= t:
-            heapq.heappush(ready, (-order[i][2], order[i][1]))
+    while i < count or ready:
+        if not ready and order[i][0] > t:
+            t = order[i][0]
+        while i < count:
+            release, duration, tail = order[i]
+            if release > t:
+                break
+            push(ready, (-tail, duration))
             i += 1
-        neg_tail, left = heapq.heappop(ready)
-        if i < len(order) and t + left > order[i][0]:
-            heapq.heappush(ready, (neg_tail, left - (order[i][0] - t)))
+        neg_tail, left = pop(ready)
+        if i < count and t + left > order[i][0]:
+            push(ready, (neg_tail, left - (order[i][0] - t)))
             t = order[i][0]
         else:
             t += left
-            best = max(best, t - neg_tail)
+            if t - neg_tail > best:
+                best = t - neg_tail
     return best
 
 
@@ -527,7 +552,11 @@ def _lines_max(lines: Mapping[int, int], n: int) -> list[int]:
     for slope in sorted(lines, reverse=True):  # a line below a steeper one at k = 1 never wins
         if not kept or lines[slope] + slope > max(c + s for s, c in kept):
             kept.append((slope, lines[slope]))
-    return [max(c + s * k for s, c in kept) for k in range(1, n + 1)]
+    out: list[int] = []
+    for s, c in kept:  # the upper envelope, one line at a time over every k
+        line = range(c + s, c + s * n + 1, s) if s else [c] * n
+        out = list(line) if not out else [a if a >= b else b for a, b in zip(out, line)]
+    return out
 
 
 def _longest_paths(problem: Problem, least: Mapping[str, int],
@@ -697,7 +726,7 @@ def span_lower_bound(problem: Problem) -> AnalyticBound:
     for d in problem.cluster.device_names:
         keys = [(b.name, m) for b in problem.graph.blocks if all(d in o.devices for o in b.options)
                 for m in range(problem.num_microbatches)]
-        work = sum(_min_duration(problem, *k) for k in keys)
+        work = _work(problem, keys)
         work -= math.floor(sum(savings.get(k, Fraction(0)) for k in keys))
         parts[f"device {d}"] = idle[d] + work
     return AnalyticBound(value=max(parts.values()), parts=parts)

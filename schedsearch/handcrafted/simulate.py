@@ -28,18 +28,20 @@ stuck actions.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import contextlib
+import contextvars
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Union
 
 import attrs
 
 from schedsearch.errors import InvalidScheduleError, ValidationFailedError
 from schedsearch.problem import Edge, Problem, TaskKey
-from schedsearch.schedule import Schedule, TaskInstance, Transfer
+from schedsearch.schedule import Schedule, Transfer, schedule_unchecked, task_unchecked, transfer_unchecked
 from schedsearch.timeline import Timeline, earliest_finish
 from schedsearch.validate import assert_valid
 
-__all__ = ["Group", "Entry", "DeadlockError", "schedule_from_orders", "entry_label"]
+__all__ = ["Group", "Entry", "DeadlockError", "schedule_from_orders", "entry_label", "validation_deferred"]
 
 
 def _keys(value: Iterable[Sequence]) -> tuple[TaskKey, ...]:
@@ -104,10 +106,6 @@ def entry_label(entry: Entry) -> str:
     return f"{entry[0]}#{entry[1]}"
 
 
-def _members(entry: Entry) -> tuple[TaskKey, ...]:
-    return entry.members if isinstance(entry, Group) else ((str(entry[0]), int(entry[1])),)
-
-
 def schedule_from_orders(
     problem: Problem,
     orders: Mapping[str, Sequence[Entry]],
@@ -156,19 +154,52 @@ def schedule_from_orders(
     resolved = _resolve_orders(problem, orders)
     starts, transfers = _AsSoonAsPossible(problem, resolved).run()
     schedule = _as_schedule(problem, resolved, starts, transfers, name)
-    if validate:
+    if validate and not _DEFERRED.get():
         _check_valid(problem, schedule)
     return schedule
 
 
-@attrs.frozen(kw_only=True)
+_DEFERRED: contextvars.ContextVar[bool] = contextvars.ContextVar("schedsearch_validation_deferred", default=False)
+
+
+@contextlib.contextmanager
+def validation_deferred() -> Iterator[None]:
+    """Within it, :func:`schedule_from_orders` leaves the validation to its caller.
+
+    For a caller that validates the plan it returns once, against the
+    problem it returns it for (the validator takes about as long as the
+    simulation at scale): the constructions run inside it return their
+    schedule unvalidated, and the caller must run
+    :func:`~schedsearch.validate.validate` on it before using it.
+
+    Examples
+    --------
+    >>> from schedsearch import validate
+    >>> from schedsearch.handcrafted import one_f_one_b, validation_deferred
+    >>> from schedsearch.placements import vshape
+    >>> problem = vshape(2, 4)
+    >>> with validation_deferred():
+    ...     schedule = one_f_one_b(problem)
+    >>> validate(problem, schedule)
+    ()
+    """
+    token = _DEFERRED.set(True)
+    try:
+        yield
+    finally:
+        _DEFERRED.reset(token)
+
+
 class _Action:
     """One action of the orders, resolved: its members, its devices and how long it runs."""
 
-    entry: Entry
-    members: tuple[TaskKey, ...]
-    devices: tuple[str, ...]
-    duration: int
+    __slots__ = ("entry", "members", "devices", "duration")
+
+    def __init__(self, entry: Entry, members: tuple[TaskKey, ...], devices: tuple[str, ...], duration: int) -> None:
+        self.entry = entry
+        self.members = members
+        self.devices = devices
+        self.duration = duration
 
 
 @attrs.frozen(kw_only=True)
@@ -189,19 +220,22 @@ def _resolve_orders(problem: Problem, orders: Mapping[str, Sequence[Entry]]) -> 
     device it does not run on, a multi-device action missing from one of
     its devices' orders, and a task instance in no order.
     """
-    actions, sequences = _number_actions(problem, orders)
-    on_device = {d: set(seq) for d, seq in sequences.items()}
+    actions, sequences, listed = _number_actions(problem, orders)
+    on_device: dict[str, set[int]] = {}
     for eid, action in enumerate(actions):
+        if len(action.devices) == 1:
+            continue  # numbered from its one device's order, so it is in it
         for d in action.devices:
-            if eid not in on_device.get(d, ()):
+            if d not in on_device:
+                on_device[d] = set(sequences.get(d, ()))
+            if eid not in on_device[d]:
                 raise InvalidScheduleError(
                     f"orders: {entry_label(action.entry)} runs on {list(action.devices)} but is missing from the "
                     f"order of device {d!r}"
                 )
-    listed = {key for action in actions for key in action.members}
-    missing = [(b.name, m) for m in range(problem.num_microbatches) for b in problem.graph.blocks
-               if (b.name, m) not in listed]
-    if missing:
+    if len(listed) < problem.num_microbatches * len(problem.graph.blocks):
+        missing = [(b.name, m) for m in range(problem.num_microbatches) for b in problem.graph.blocks
+                   if (b.name, m) not in listed]
         shown = ", ".join(f"{b!r} (micro-batch {m})" for b, m in missing[:5])
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         raise InvalidScheduleError(f"orders: {len(missing)} task instance(s) are not in any order: {shown}{more}")
@@ -212,11 +246,18 @@ def _resolve_orders(problem: Problem, orders: Mapping[str, Sequence[Entry]]) -> 
 
 def _number_actions(
     problem: Problem, orders: Mapping[str, Sequence[Entry]]
-) -> tuple[list[_Action], dict[str, tuple[int, ...]]]:
+) -> tuple[list[_Action], dict[str, tuple[int, ...]], set[TaskKey]]:
     """Each distinct action numbered once (a multi-device action is one
-    action on each of its devices), and each device's order as numbers."""
+    action on each of its devices), each device's order as numbers, and
+    every task instance listed (each a known block and micro-batch)."""
     blocks = problem.graph.by_name()
     devices = set(problem.cluster.device_names)
+    n = problem.num_microbatches
+    durations = problem.durations
+    overridden = bool(problem.duration_overrides)
+    # a plain task of a fixed block: its devices and the option's duration (overrides applied per instance)
+    fixed = {name: tuple(b.options[0].devices) for name, b in blocks.items() if len(b.options) == 1}
+    length = {name: b.options[0].duration for name, b in blocks.items() if len(b.options) == 1}
     actions: list[_Action] = []
     number: dict[object, int] = {}
     seen_task: set[TaskKey] = set()
@@ -227,51 +268,115 @@ def _number_actions(
         ids: list[int] = []
         listed: set[int] = set()
         for entry in seq:
-            members = _members(entry)
-            ident = entry if isinstance(entry, Group) else members[0]
-            if ident not in number:
-                number[ident] = len(actions)
-                actions.append(_resolve(problem, blocks, entry, members, problem.num_microbatches))
+            if isinstance(entry, Group):
+                members = entry.members
+                ident: object = entry
+            else:
+                ident = key = (str(entry[0]), int(entry[1]))
+                members = (key,)
+            eid = number.get(ident)
+            if eid is None:
+                eid = number[ident] = len(actions)
+                b, m = members[0]
+                devs = fixed.get(b) if len(members) == 1 else None
+                if devs is not None and 0 <= m < n:  # a known fixed block (the common case): checked here
+                    action = _Action(entry, members, devs, durations(b, m)[0] if overridden else length[b])
+                else:
+                    action = _resolve(problem, blocks, entry, members, n)
+                actions.append(action)
                 for key in members:
                     if key in seen_task:
                         raise InvalidScheduleError(f"orders: task {key[0]!r} (micro-batch {key[1]}) appears twice")
                     seen_task.add(key)
-            eid = number[ident]
-            if dev not in actions[eid].devices:
-                raise InvalidScheduleError(
-                    f"orders: {entry_label(entry)} is listed on device {dev!r} but runs on {list(actions[eid].devices)}"
-                )
-            if eid in listed:
-                raise InvalidScheduleError(f"orders: {entry_label(entry)} appears twice on device {dev!r}")
+                if dev not in action.devices:
+                    raise InvalidScheduleError(
+                        f"orders: {entry_label(entry)} is listed on device {dev!r} but runs on {list(action.devices)}"
+                    )
+                listed.add(eid)
+            else:  # listed before: on another of its devices, or a repeat
+                devs = actions[eid].devices
+                if dev not in devs:
+                    raise InvalidScheduleError(
+                        f"orders: {entry_label(entry)} is listed on device {dev!r} but runs on {list(devs)}"
+                    )
+                if eid in listed:
+                    raise InvalidScheduleError(f"orders: {entry_label(entry)} appears twice on device {dev!r}")
+                listed.add(eid)
             ids.append(eid)
-            listed.add(eid)
         sequences[dev] = tuple(ids)
-    return actions, sequences
+    return actions, sequences, seen_task
 
 
 class _AsSoonAsPossible:
     """Run the orders: each device's next action starts as soon as it heads
     the order of every device it runs on, those devices are free, its
-    release has passed and its data have arrived."""
+    release has passed and its data have arrived.
+
+    Actions are numbers: each one's dependencies are read once from the
+    problem's edges as the numbers of the actions they come from, split into
+    those that need a transfer (a sized edge between disjoint devices) and
+    the others."""
 
     def __init__(self, problem: Problem, orders: _Orders) -> None:
         self.problem = problem
         self.orders = orders
         self.blocks = problem.graph.by_name()
-        self.preds = problem.graph.predecessors()
         self.head = {d: 0 for d in problem.cluster.device_names}  # a device without actions has no order
         self.free = {d: 0 for d in problem.cluster.device_names}
-        self.start_of: dict[int, int] = {}
-        self.end_of: dict[TaskKey, int] = {}
-        self.placed_devices: dict[TaskKey, tuple[str, ...]] = {}
+        actions = orders.actions
+        self.start_of: list[int | None] = [None] * len(actions)
         self.channels = {c.name: Timeline() for c in problem.cluster.channels}
         self.transfers: list[Transfer] = []
+        self._dependencies()
 
-    def run(self) -> tuple[dict[int, int], list[Transfer]]:
+    def _dependencies(self) -> None:
+        """Per action: its release, the actions it waits for directly and those whose data it needs moved
+        (``(edge, source key, own key, source action)``, in member and edge order)."""
+        problem, actions, group_of = self.problem, self.orders.actions, self.orders.group_of
+        action_of = {key: eid for eid, action in enumerate(actions) for key in action.members}
+        preds = problem.graph.predecessors()
+        release_of = problem.release_of
+        has_release = bool(problem.releases)
+        self.release: list[int] = [0] * len(actions)
+        self.direct: list[tuple[int, ...]] = []
+        self.moved: list[tuple[tuple[Edge, TaskKey, TaskKey, int], ...]] = []
+        # a block whose incoming edges carry nothing waits for its sources directly, wherever they run
+        unsized = {b: tuple(e.src for e in edges) for b, edges in preds.items() if all(e.size <= 0 for e in edges)}
+        for eid, action in enumerate(actions):
+            if len(action.members) == 1 and action.members[0][0] in unsized:  # the common case, at once
+                b, m = action.members[0]
+                if has_release:
+                    self.release[eid] = max(0, release_of(b, m))
+                self.direct.append(tuple([action_of[(src, m)] for src in unsized[b]]))
+                self.moved.append(())
+                continue
+            direct: list[int] = []
+            moved: list[tuple[Edge, TaskKey, TaskKey, int]] = []
+            grouped = len(action.members) > 1
+            for key in action.members:
+                b, m = key
+                if has_release:
+                    self.release[eid] = max(self.release[eid], release_of(b, m))
+                for e in preds[b]:
+                    src = (e.src, m)
+                    if grouped and group_of.get(src) == eid and group_of.get(key) == eid:
+                        continue  # internal order of the group
+                    sid = action_of[src]
+                    if e.size > 0 and not (set(actions[sid].devices) & set(action.devices)):
+                        moved.append((e, src, key, sid))
+                    else:
+                        direct.append(sid)
+            self.direct.append(tuple(direct))
+            self.moved.append(tuple(moved))
+
+    def run(self) -> tuple[list[int | None], list[Transfer]]:
         """The start of every action and the transfers; :class:`DeadlockError` when the orders get stuck."""
         remaining = sum(len(v) for v in self.orders.sequences.values())
+        names = self.problem.cluster.device_names
         while remaining:
-            done = sum(self._advance(dev) for dev in self.problem.cluster.device_names)
+            done = 0
+            for dev in names:
+                done += self._advance(dev)
             if not done:
                 raise self._deadlock()
             remaining -= done
@@ -280,64 +385,67 @@ class _AsSoonAsPossible:
     def _advance(self, dev: str) -> int:
         """Start the actions at the head of ``dev``'s order while they can start; how many heads moved."""
         seq = self.orders.sequences.get(dev, ())
+        actions, sequences, head, start_of = self.orders.actions, self.orders.sequences, self.head, self.start_of
         moved = 0
-        while self.head[dev] < len(seq):
-            eid = seq[self.head[dev]]
-            if eid not in self.start_of:  # else a multi-device action already placed from another device
-                action = self.orders.actions[eid]
-                if any(self.orders.sequences[d][self.head[d]] != eid for d in action.devices
-                       if self.head[d] < len(self.orders.sequences[d])):
+        while head[dev] < len(seq):
+            eid = seq[head[dev]]
+            if start_of[eid] is None:  # else a multi-device action already placed from another device
+                action = actions[eid]
+                if len(action.devices) > 1 and any(
+                        sequences[d][head[d]] != eid for d in action.devices if head[d] < len(sequences[d])):
                     break  # another of its devices has work to do first
                 ready = self._ready(eid, action)
                 if ready is None:
                     break
                 self._place(eid, action, ready)
-            self.head[dev] += 1
+            head[dev] += 1
             moved += 1
         return moved
 
     def _ready(self, eid: int, action: _Action) -> int | None:
         """When ``action`` can start (its incoming transfers booked), or None while a predecessor has not run."""
-        ready = max(self.free[d] for d in action.devices)
-        pending = []
-        for key in action.members:
-            ready = max(ready, self.problem.release_of(*key))
-            for e in self.preds[key[0]]:
-                src = (e.src, key[1])
-                if self.orders.group_of.get(src) == eid and self.orders.group_of.get(key) == eid:
-                    continue  # internal order of the group
-                if src not in self.end_of:
-                    return None
-                if e.size > 0 and not (set(self.placed_devices[src]) & set(action.devices)):
-                    pending.append((e, src, key))
-                else:
-                    ready = max(ready, self.end_of[src])
-        for e, src, key in pending:
-            ready = max(ready, self._book_transfer(e, src, key, action.devices))
+        start_of, actions = self.start_of, self.orders.actions
+        free = self.free
+        ready = self.release[eid]
+        for d in action.devices:
+            if free[d] > ready:
+                ready = free[d]
+        for sid in self.direct[eid]:
+            start = start_of[sid]
+            if start is None:
+                return None
+            end = start + actions[sid].duration
+            if end > ready:
+                ready = end
+        moved = self.moved[eid]
+        if moved:
+            if any(start_of[sid] is None for *_, sid in moved):
+                return None
+            for e, src, key, sid in moved:
+                ready = max(ready, self._book_transfer(e, src, key, sid, action.devices))
         return ready
 
-    def _book_transfer(self, e: Edge, src: TaskKey, key: TaskKey, devices: tuple[str, ...]) -> int:
-        """Book edge ``e``'s transfer from ``src`` to ``key`` (on ``devices``) on
+    def _book_transfer(self, e: Edge, src: TaskKey, key: TaskKey, sid: int, devices: tuple[str, ...]) -> int:
+        """Book edge ``e``'s transfer from ``src`` (action ``sid``) to ``key`` (on ``devices``) on
         the channel between the lead devices where it ends first; its end."""
-        lead_src = _lead(self.blocks[src[0]], self.placed_devices[src])
+        source = self.orders.actions[sid]
+        lead_src = _lead(self.blocks[src[0]], source.devices)
         lead_dst = _lead(self.blocks[key[0]], devices)
         options = self.problem.cluster.channels_between(lead_src, lead_dst)
         if not options:
             raise InvalidScheduleError(f"edge {e.src!r} -> {e.dst!r}: no channel from {lead_src!r} to {lead_dst!r}")
+        sent = self.start_of[sid] + source.duration  # type: ignore[operator]
         name, start, length = earliest_finish(
-            ((ch.name, ch.transfer_time(e.size), (self.channels[ch.name],)) for ch in options), self.end_of[src])
+            ((ch.name, ch.transfer_time(e.size), (self.channels[ch.name],)) for ch in options), sent)
         self.channels[name].book(start, length)
         self.transfers.append(
-            Transfer(src=e.src, dst=e.dst, microbatch=key[1], channel=name, start=start, end=start + length)
+            transfer_unchecked(src=e.src, dst=e.dst, microbatch=key[1], channel=name, start=start, end=start + length)
         )
         return start + length
 
     def _place(self, eid: int, action: _Action, start: int) -> None:
-        """Run ``action`` from ``start``: its members end, its devices are busy until then."""
+        """Run ``action`` from ``start``: its devices are busy until it ends."""
         self.start_of[eid] = start
-        for key in action.members:
-            self.end_of[key] = start + action.duration
-            self.placed_devices[key] = action.devices
         for d in action.devices:
             self.free[d] = start + action.duration
 
@@ -355,16 +463,25 @@ class _AsSoonAsPossible:
         )
 
 
-def _as_schedule(problem: Problem, orders: _Orders, starts: Mapping[int, int], transfers: list[Transfer],
+def _as_schedule(problem: Problem, orders: _Orders, starts: Sequence[int | None], transfers: list[Transfer],
                  name: str) -> Schedule:
-    """The timed tasks of every action (a group's members share its times and tag)."""
+    """The timed tasks of every action (a group's members share its times and tag).
+
+    Every value is the problem's or the simulation's (checked names, whole
+    durations >= 1, starts >= 0), so the tasks are built without the
+    constructor's checks."""
     tasks = []
-    for eid, action in enumerate(orders.actions):
+    add = tasks.append
+    for action, start in zip(orders.actions, starts):
+        end = start + action.duration  # type: ignore[operator]
+        if len(action.members) == 1:
+            (b, m), = action.members
+            add(task_unchecked(b, m, action.devices, start, end, None))
+            continue
         tag = action.entry.tag if isinstance(action.entry, Group) else None
         for b, m in action.members:
-            tasks.append(TaskInstance(block=b, microbatch=m, devices=action.devices, start=starts[eid],
-                                      end=starts[eid] + action.duration, overlap=tag))
-    return Schedule(tasks=tasks, transfers=transfers, name=name or problem.name)
+            add(task_unchecked(b, m, action.devices, start, end, tag))
+    return schedule_unchecked(tasks=tasks, transfers=transfers, name=name or problem.name)
 
 
 def _check_valid(problem: Problem, schedule: Schedule) -> None:

@@ -93,9 +93,9 @@ ENGINES = ("list", "handcrafted", "repetend", "exact")
 LP_BOUND_TASKS = 2000
 
 #: Seconds per task instance a handcrafted construction is assumed to take before one has run (a
-#: construction, its simulation and its validation at 80,000 task instances take 15-25 us each on one
-#: core): at 400,000 task instances about 8 s.
-HANDCRAFTED_S_PER_TASK = 2e-5
+#: construction, its simulation and its validation at 50,000-100,000 task instances take 9-12 us each on
+#: one core, DualPipeV's 16): at 400,000 task instances about 4 s.
+HANDCRAFTED_S_PER_TASK = 1e-5
 
 #: The repetend search runs from this many micro-batches up (below it the
 #: exact search settles the problem faster than a steady state pays off).

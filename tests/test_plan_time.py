@@ -1,0 +1,32 @@
+"""plan(): what a candidate's share of the time covers (the published schedule is drawn only when it fits)."""
+
+from __future__ import annotations
+
+import schedsearch
+import schedsearch.search.portfolio as portfolio
+from schedsearch import Pipeline, validate
+
+
+def _uniform(num_microbatches: int = 4) -> Pipeline:
+    stage = {"forward_ms": 1.0, "backward_ms": 2.0, "input_grad_ms": 1.0, "weight_grad_ms": 1.0,
+             "activation_bytes": "1 GiB", "parameter_bytes": "1 GiB"}
+    return Pipeline(num_ranks=2, num_microbatches=num_microbatches, memory_budget_bytes="6 GiB", families=["1f1b"],
+                    stages=[stage] * 2)
+
+
+def test_a_published_schedule_the_share_cannot_cover_is_not_drawn_and_the_row_says_so(monkeypatch):
+    monkeypatch.setattr(portfolio, "HANDCRAFTED_S_PER_TASK", 1e3)  # far beyond any share, on any machine
+    result = schedsearch.plan(_uniform(), time_limit_s=4, workers=1)
+    for row in result.rows:
+        assert row.handcrafted is not None and row.handcrafted_ms is None
+        assert f"the published {row.handcrafted} was not drawn" in row.note
+        assert row.makespan_ms is not None  # the search still has its plan
+    assert not validate(result.problem, result.schedule)
+
+
+def test_a_deterministic_plan_always_draws_the_published_schedule(monkeypatch):
+    monkeypatch.setattr(portfolio, "HANDCRAFTED_S_PER_TASK", 1e3)  # the clock must not decide what runs
+    result = schedsearch.plan(_uniform(), time_limit_s=4, workers=1, deterministic=True)
+    rows = {r.family: r for r in result.rows}
+    assert rows["1F1B"].handcrafted_ms == 15.0 and rows["ZB-H1"].handcrafted_ms == 13.0
+    assert all("was not drawn" not in r.note for r in result.rows)
