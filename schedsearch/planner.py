@@ -770,8 +770,13 @@ def plan(
     result = _finish(prepared, outcomes, executor.name, t0)
     if result.best is None:
         found = [r for r in result.rows if r.makespan_ms is not None]
-        what = (f"no candidate the {runtime!r} runtime can execute has a plan (runtime='any' keeps the others)"
-                if found else "no candidate has a plan within the budget after the search")
+        if found:
+            what = f"no candidate the {runtime!r} runtime can execute has a plan (runtime='any' keeps the others)"
+        elif all(r.status == "TIMEOUT" for r in result.rows):
+            what = (f"no candidate found a plan within time_limit_s={time_limit_s:g} (each candidate's note says "
+                    f"what its share could not cover; a longer limit gives one)")
+        else:
+            what = "no candidate has a plan within the budget after the search"
         raise NoFittingPlanError(f"{pipeline}: {what}: " + "; ".join(
             f"{r.family}: {r.status}{' (' + r.note + ')' if r.note else ''}" for r in result.rows))
     return result

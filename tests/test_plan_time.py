@@ -30,3 +30,16 @@ def test_a_deterministic_plan_always_draws_the_published_schedule(monkeypatch):
     rows = {r.family: r for r in result.rows}
     assert rows["1F1B"].handcrafted_ms == 15.0 and rows["ZB-H1"].handcrafted_ms == 13.0
     assert all("was not drawn" not in r.note for r in result.rows)
+
+
+def test_when_no_candidate_finds_a_plan_in_time_the_error_names_the_time_limit(monkeypatch):
+    import pytest
+
+    from schedsearch.errors import NoFittingPlanError
+    from schedsearch.result import SearchResult, Status
+
+    monkeypatch.setattr(portfolio, "HANDCRAFTED_S_PER_TASK", 1e3)  # no published schedule drawn
+    # every search runs out of time without a plan (as at 40,000 micro-batches with a few seconds)
+    monkeypatch.setattr(portfolio, "solve", lambda problem, **kw: SearchResult(status=Status.TIMEOUT, problem=problem))
+    with pytest.raises(NoFittingPlanError, match=r"no candidate found a plan within time_limit_s=4 .*a longer limit"):
+        schedsearch.plan(_uniform(), time_limit_s=4, workers=1)
