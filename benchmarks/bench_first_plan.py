@@ -38,7 +38,10 @@ Both sides are timed after their imports (a small ``solve`` warms the
 library up first). Columns: ``heur_s`` / ``heur`` the heuristic's time and makespan;
 ``first_s`` / ``first`` / ``first_source`` solve's first plan; ``match_s``
 when solve first held a plan of at most ``heur``; ``final``, ``status``,
-``bound``, ``solve_s``; ``first<=heur`` and ``first_s<=heur_s``.
+``bound``, ``solve_s``; ``first<=heur`` and ``first_s<=heur_s``; and the
+criterion itself, ``match_s<=heur_s``: a plan at least as short as the
+heuristic's within the heuristic's time (``match_s <= heur_s``). The
+summary line counts all three.
 
 Run: ``python -m benchmarks first_plan`` or ``python benchmarks/bench_first_plan.py
 [--quick] [--limit 10] [--section v] [--zb-repo PATH]``.
@@ -130,6 +133,9 @@ def _compare(row: dict[str, Any]) -> dict[str, Any]:
     row["first<=heur"] = None if heur is None or first is None else first <= heur
     row["first_s<=heur_s"] = None if row.get("heur_s") is None or row.get("first_s") is None \
         else row["first_s"] <= row["heur_s"]
+    # the criterion: a plan at least as short as the heuristic's within the heuristic's time
+    row["match_s<=heur_s"] = None if row.get("heur_s") is None or heur is None \
+        else row.get("match_s") is not None and row["match_s"] <= row["heur_s"]
     return row
 
 
@@ -214,7 +220,7 @@ def _one_f_one_b_rows(quick: bool, limit: float) -> list[dict[str, Any]]:
 
 
 COLUMNS = ["config", "heuristic", "cap", "heur_s", "heur", "first_s", "first", "first_source", "match_s", "final",
-           "bound", "status", "solve_s", "first<=heur", "first_s<=heur_s"]
+           "bound", "status", "solve_s", "first<=heur", "first_s<=heur_s", "match_s<=heur_s"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -242,8 +248,10 @@ def main(argv: list[str] | None = None) -> int:
     print_table(rows, COLUMNS)
     judged = [r for r in rows if r.get("first<=heur") is not None]
     print(f"\nfirst plan at least as short as the heuristic's: {sum(r['first<=heur'] for r in judged)} of "
-          f"{len(judged)}; within the heuristic's time: {sum(bool(r['first_s<=heur_s']) for r in judged)} of "
-          f"{len(judged)}; load average {load:.1f} -> {os.getloadavg()[0]:.1f}")
+          f"{len(judged)}; first plan within the heuristic's time: {sum(bool(r['first_s<=heur_s']) for r in judged)} "
+          f"of {len(judged)}; a plan at least as short as the heuristic's within its time: "
+          f"{sum(bool(r['match_s<=heur_s']) for r in judged)} of {len(judged)}; "
+          f"load average {load:.1f} -> {os.getloadavg()[0]:.1f}")
     write_results("first_plan_quick" if args.quick else "first_plan", rows, limit_s=args.limit,
                   load_average=load, repo_run_live=bool(args.zb_repo), sections=sections)
     return 0

@@ -345,20 +345,24 @@ class _Builder:
             for s in range(S):
                 if not want[s]:
                     continue
-                make_room(s, mem_f[s])
+                if level[s] + mem_f[s] > cap[s]:
+                    make_room(s, mem_f[s])
                 if s > 0:
                     ready = end_f[s - 1][n_f[s]]
                     if ready < 0:
                         raise _OutOfOrder
-                    fill_before(s, ready + comm_f[s])
+                    if n_i[s] > n_w[s]:  # deferred W to fill with
+                        fill_before(s, ready + comm_f[s])
                 place_f(s)
             for s in range(S - 1, -1, -1):
-                make_room(s, mem_i[s])
+                if level[s] + mem_i[s] > cap[s]:
+                    make_room(s, mem_i[s])
                 if s + 1 < S:
                     ready = end_i[s + 1][i]
                     if ready < 0:
                         raise _OutOfOrder
-                    fill_before(s, ready + comm_i[s])
+                    if n_i[s] > n_w[s]:
+                        fill_before(s, ready + comm_i[s])
                 if s == 0 and n_f[s] == m:
                     while n_i[s] > n_w[s]:
                         place_w(s)

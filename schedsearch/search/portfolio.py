@@ -182,15 +182,20 @@ class _Portfolio(RunView):
         self.phases[phase] = self.phases.get(phase, 0.0) + seconds
 
 
+def _task_count(problem: Problem) -> int:
+    """The number of task instances, without listing them (``problem.tasks`` builds the tuple)."""
+    return len(problem.graph.blocks) * problem.num_microbatches
+
+
 def _small(problem: Problem) -> bool:
     """Small enough to build a whole exact model (or every handcrafted plan) within a fraction of a second or so."""
     from schedsearch.search.scale.driver import TIES_AUTO_TASKS
 
-    return len(problem.tasks) <= TIES_AUTO_TASKS
+    return _task_count(problem) <= TIES_AUTO_TASKS
 
 
 def _lp_applies(problem: Problem) -> bool:
-    return problem.objective == "makespan" and len(problem.tasks) <= LP_BOUND_TASKS \
+    return problem.objective == "makespan" and _task_count(problem) <= LP_BOUND_TASKS \
         and any(len(b.options) > 1 for b in problem.graph.blocks)
 
 
@@ -352,7 +357,7 @@ def _handcrafted_plans(pf: _Portfolio, first_plan: Callable[[_Portfolio], None] 
     the ``"handcrafted"`` phase.
     """
     t = pf.deadline.elapsed
-    tasks = max(1, len(pf.problem.tasks))
+    tasks = max(1, _task_count(pf.problem))
     rate = 0.0  # seconds per task instance of the slowest construction so far
     wall = not pf.options.deterministic
     skipped = False
@@ -484,7 +489,7 @@ def _exact(pf: _Portfolio) -> Status | None:
     t = pf.deadline.elapsed
     best = pf.best
     allotted = pf.deadline.left()
-    tasks = len(pf.problem.tasks)
+    tasks = _task_count(pf.problem)
     if best is not None and allotted is not None and tasks > _EXACT_TASKS_PER_S * allotted:
         # the same rule as the scale search's, decided before it would build and check anything
         pf.note(f"exact search skipped: {tasks} task instances need about {tasks / _EXACT_TASKS_PER_S:.0f} s "
@@ -528,7 +533,7 @@ def _mirror_ties(run: Run) -> tuple:
     from schedsearch.search.scale.driver import TIES_AUTO_TASKS
 
     reduced = run.reduced
-    if len(reduced.tasks) <= TIES_AUTO_TASKS or not any(b.name.endswith(".down") for b in reduced.graph.blocks):
+    if _task_count(reduced) <= TIES_AUTO_TASKS or not any(b.name.endswith(".down") for b in reduced.graph.blocks):
         return ()
     try:
         return mirror_ties(reduced, mirror_pairs(reduced))
