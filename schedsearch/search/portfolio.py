@@ -191,11 +191,11 @@ def _small(problem: Problem) -> bool:
     """Small enough to build a whole exact model (or every handcrafted plan) within a fraction of a second or so."""
     from schedsearch.search.scale.driver import TIES_AUTO_TASKS
 
-    return _task_count(problem) <= TIES_AUTO_TASKS
+    return len(problem.tasks) <= TIES_AUTO_TASKS
 
 
 def _lp_applies(problem: Problem) -> bool:
-    return problem.objective == "makespan" and _task_count(problem) <= LP_BOUND_TASKS \
+    return problem.objective == "makespan" and len(problem.tasks) <= LP_BOUND_TASKS \
         and any(len(b.options) > 1 for b in problem.graph.blocks)
 
 
@@ -392,8 +392,8 @@ def _handcrafted_plans(pf: _Portfolio, first_plan: Callable[[_Portfolio], None] 
                 schedule, engine = next(plans)  # a lazy construction builds its next plan here
             except StopIteration:
                 break
-            except SchedSearchError:
-                break  # pragma: no cover - every construction checks its placement before its first plan
+            except SchedSearchError:  # pragma: no cover - a lazy construction checks its placement at the call
+                break  # a later plan it cannot build: the ones it gave are kept
             had_plan = pf.best is not None
             # every construction validates its plan (run_actions, or the validator on the builder's own times)
             pf.offer(schedule, Provenance(source=Source.HANDCRAFTED, engine=engine), validated=True)
@@ -489,7 +489,7 @@ def _exact(pf: _Portfolio) -> Status | None:
     t = pf.deadline.elapsed
     best = pf.best
     allotted = pf.deadline.left()
-    tasks = _task_count(pf.problem)
+    tasks = len(pf.problem.tasks)
     if best is not None and allotted is not None and tasks > _EXACT_TASKS_PER_S * allotted:
         # the same rule as the scale search's, decided before it would build and check anything
         pf.note(f"exact search skipped: {tasks} task instances need about {tasks / _EXACT_TASKS_PER_S:.0f} s "
@@ -533,7 +533,7 @@ def _mirror_ties(run: Run) -> tuple:
     from schedsearch.search.scale.driver import TIES_AUTO_TASKS
 
     reduced = run.reduced
-    if _task_count(reduced) <= TIES_AUTO_TASKS or not any(b.name.endswith(".down") for b in reduced.graph.blocks):
+    if len(reduced.tasks) <= TIES_AUTO_TASKS or not any(b.name.endswith(".down") for b in reduced.graph.blocks):
         return ()
     try:
         return mirror_ties(reduced, mirror_pairs(reduced))
