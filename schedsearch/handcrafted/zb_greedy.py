@@ -45,7 +45,15 @@ keeps the one with the shortest longest span (the first in the order
 ``(True, True, True), (True, True, False), ...`` on ties). A combination
 that cannot fit a forward or an input gradient in memory (no ``W`` left to
 free room) is skipped; when all are, :class:`~schedsearch.errors.InvalidProblemError`
-says so.
+says so. A combination is not run when an earlier one's run shows that
+its switches would change none of that run's decisions (it is the same
+run, and would lose the tie).
+
+The builder keeps its state in plain lists (one entry per stage) and
+places each action at the time its device and its input allow; the
+chosen combinations' schedules are those times when the validator accepts
+them (they are then exactly the simulator's), else the simulator's times
+of the same orders.
 """
 
 from __future__ import annotations
@@ -184,14 +192,22 @@ class _Builder:
         return {ranks.index(self.devices[s]): [Act(_KIND[k], s, mb) for k, mb, _ in acts]
                 for s, acts in enumerate(outcome.actions)}
 
-    def run_timed(self, variant: GreedyVariant) -> _Outcome:
+    def run_timed(self, variant: GreedyVariant, matters: list[bool] | None = None) -> _Outcome:
         """Run one variant: each stage's actions with the times the builder placed them at (the
         as-soon-as-possible schedule of its orders, every channel assumed free), and that schedule's
         makespan and longest device span.
 
         Raises ``_NoRoom`` or ``_OutOfOrder`` when the variant has no schedule. The state is kept in
         lists indexed by stage (and micro-batch), the rules of the module docstring read off them.
+
+        ``matters`` (three flags, one per switch in :class:`GreedyVariant`'s
+        order) is set, as the run goes, for each switch whose other value
+        would have changed a decision the run took (up to its end or the
+        error): a run whose flags stay clear for some switches is also the
+        run of every variant that differs from it only in those switches.
         """
+        if matters is None:
+            matters = [False, False, False]
         S, m = self.S, self.m
         cost_f, cost_i, cost_w = self.cost
         mem_f, mem_i, mem_w = self.mem
@@ -284,6 +300,7 @@ class _Builder:
                 place_w(s)
             if n_i[s] > n_w[s] and clock[s] < ready:
                 if ready - clock[s] <= worst - idle[s]:
+                    matters[2] = True  # the one decision the switch makes: fill the wait with a W or not
                     if fill_idle_with_w:
                         place_w(s)
                 else:
@@ -299,10 +316,11 @@ class _Builder:
             last += comm_i[s]  # when micro-batch 0's input gradient can reach stage s
             lv, ck, count = level[s], clock[s], 0
             while n_f[s] + count < m and lv + mem_f[s] <= cap[s]:
-                if allow_idle:
-                    if ck + cost_f[s] > last:
-                        break
-                elif ck >= last:
+                idle_ends = ck + cost_f[s] > last  # the forward would end after the backward arrives
+                starts_late = ck >= last  # it would start after
+                if idle_ends != starts_late:
+                    matters[0] = True
+                if idle_ends if allow_idle else starts_late:
                     break
                 lv += mem_f[s]
                 ck += cost_f[s]
@@ -324,20 +342,22 @@ class _Builder:
             for s in range(S):
                 if n_f[s] >= m:
                     continue
-                if prioritise and s + 1 < S and n_f[s] >= n_f[s + 1] + 2:
+                if s + 1 < S and n_f[s] >= n_f[s + 1] + 2:
+                    # what prioritising the backward decides (read whatever the switch, to set its flag)
                     target = clock[s + 1] + cost_f[s + 1] + cost_i[s + 1] + comm_i[s]
                     if clock[s] >= target:
-                        continue
-                    w_cost, lv, k = 0, level[s] + mem_f[s], 0
-                    while lv > cap[s] and k < n_i[s] - n_w[s]:
-                        w_cost += cost_w[s]
-                        lv += mem_w[s]
-                        k += 1
-                    if clock[s] + cost_f[s] + w_cost <= target:
-                        want[s] = 1
-                        continue
-                    if target - clock[s] <= worst - idle[s]:
-                        continue
+                        wait = True
+                    else:
+                        w_cost, lv, k = 0, level[s] + mem_f[s], 0
+                        while lv > cap[s] and k < n_i[s] - n_w[s]:
+                            w_cost += cost_w[s]
+                            lv += mem_w[s]
+                            k += 1
+                        wait = clock[s] + cost_f[s] + w_cost > target and target - clock[s] <= worst - idle[s]
+                    if wait:  # without the switch the stage wants its forward
+                        matters[1] = True
+                        if prioritise:
+                            continue
                 want[s] = 1
             for s in range(S - 2, -1, -1):
                 if not want[s + 1]:
@@ -445,19 +465,31 @@ def zb_greedy_orders(problem: Problem, variant: GreedyVariant) -> dict[int, list
 def _figures(builder: _Builder, time_limit_s: float | None = None) -> dict[GreedyVariant, _Outcome]:
     """Per variant that fits: its run (orders, the builder's times, makespan and longest span).
 
-    With ``time_limit_s`` the variants are tried in order while the next
-    one, taking as long as the longest so far, would end within it (at
-    least until one fits).
+    A variant that differs from one already run only in switches that
+    changed none of that run's decisions (see :meth:`_Builder.run_timed`)
+    has the same run and is left out: it comes later in
+    :data:`GREEDY_VARIANTS`, so it would lose every tie to the one run
+    (and when that one has no schedule, neither has it). With
+    ``time_limit_s`` the variants are tried in order while the next one,
+    taking as long as the longest so far, would end within it (at least
+    until one fits).
     """
     out = {}
+    ran: list[tuple[GreedyVariant, list[bool]]] = []
     t0 = time.monotonic()
     longest = 0.0
     for variant in GREEDY_VARIANTS:
+        if any(all(flag == other or not moot for flag, other, moot in zip(attrs.astuple(variant), attrs.astuple(u),
+                                                                              matters))
+               for u, matters in ran):
+            continue  # the run of an earlier variant
         now = time.monotonic()
         if out and time_limit_s is not None and now - t0 + longest > time_limit_s:
             break
+        matters = [False, False, False]
+        ran.append((variant, matters))
         try:
-            out[variant] = builder.run_timed(variant)
+            out[variant] = builder.run_timed(variant, matters)
         except (_NoRoom, _OutOfOrder):
             continue
         finally:

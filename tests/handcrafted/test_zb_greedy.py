@@ -279,3 +279,29 @@ def test_plans_come_lazily_the_best_for_the_objective_first():
         from schedsearch.placements import vshape
 
         zb_greedy_plans(vshape(4, 8))
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(problem=zero_bubble_problems())
+def test_a_variant_left_out_has_the_run_of_one_run_before_it(problem):
+    # _figures runs a variant only when no earlier run shows it would take the same decisions; every variant
+    # left out does have the run of an earlier one (or no schedule, as that one), so the choice is that of
+    # all eight runs
+    from schedsearch.handcrafted.zb_greedy import _Builder, _figures, _NoRoom, _OutOfOrder
+
+    builder = _Builder(problem)
+    figures = _figures(builder)
+    every = {}
+    for variant in GREEDY_VARIANTS:
+        try:
+            every[variant] = builder.run_timed(variant)
+        except (_NoRoom, _OutOfOrder):
+            continue
+    assert set(figures) <= set(every)
+    for variant in every:
+        if variant not in figures:
+            assert any(every[variant] == every[u] for u in GREEDY_VARIANTS[:GREEDY_VARIANTS.index(variant)]
+                       if u in figures), variant
+    for figure in ("span", "makespan"):
+        assert min(figures, key=lambda v: getattr(figures[v], figure), default=None) == \
+            min(every, key=lambda v: getattr(every[v], figure), default=None)
