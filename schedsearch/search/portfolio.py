@@ -295,7 +295,7 @@ def _own_constructions(problem: Problem) -> tuple[str, ...]:
     else:
         mapping = view.mapping()
         S = len(mapping)
-        if S == p and len(set(mapping)) == S:
+        if len(set(mapping)) == S:  # every stage on its own device (not necessarily every device used)
             layout, chunks = "loop", 1
         elif S == 2 * p and mapping == stage_mapping("v", p, S):
             layout, chunks = "v", 2

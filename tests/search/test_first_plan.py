@@ -127,3 +127,15 @@ def test_when_no_construction_gives_a_plan_the_bound_comes_after_them():
     result, events = _solve(problem, objective="makespan", engines=("handcrafted", "list"))
     assert events[0].phase == "bound" and events[0].incumbent is None
     assert result.objective == result.lower_bound == 5
+
+
+def test_one_stage_per_device_on_part_of_the_cluster_is_still_1f1bs_placement():
+    import attrs
+
+    from schedsearch.problem import Device
+
+    problem = vshape(4, 8)
+    wider = problem.with_(cluster=attrs.evolve(problem.cluster, devices=(*problem.cluster.devices, Device(name="spare"))))
+    assert _own_constructions(wider)[0] == "1f1b"
+    result, events = _solve(wider, objective="makespan")
+    assert events[0].source == "handcrafted 1F1B" and validate(wider, result.schedule) == ()
