@@ -520,7 +520,8 @@ def zb_greedy_plans(problem: Problem, *, objective: str = "max_span", time_limit
     27
     """
     if objective not in ("max_span", "makespan"):
-        raise InvalidOptionsError(f"zero-bubble greedy: 'objective' must be 'max_span' or 'makespan', got {objective!r}")
+        raise InvalidOptionsError(
+            f"zero-bubble greedy: 'objective' must be 'max_span' or 'makespan', got {objective!r}")
     builder = _Builder(problem)  # the placement is checked (and the variants run) at the call
     figures = _figures(builder, time_limit_s)
     if not figures:

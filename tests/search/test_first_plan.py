@@ -135,7 +135,8 @@ def test_one_stage_per_device_on_part_of_the_cluster_is_still_1f1bs_placement():
     from schedsearch.problem import Device
 
     problem = vshape(4, 8)
-    wider = problem.with_(cluster=attrs.evolve(problem.cluster, devices=(*problem.cluster.devices, Device(name="spare"))))
+    spare = (*problem.cluster.devices, Device(name="spare"))
+    wider = problem.with_(cluster=attrs.evolve(problem.cluster, devices=spare))
     assert _own_constructions(wider)[0] == "1f1b"
     result, events = _solve(wider, objective="makespan")
     assert events[0].source == "handcrafted 1F1B" and validate(wider, result.schedule) == ()
