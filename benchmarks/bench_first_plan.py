@@ -35,10 +35,15 @@ Sections (``--section``):
   published order).
 
 Both sides are timed after their imports (a small ``solve`` warms the
-library up first). Columns: ``heur_s`` / ``heur`` the heuristic's time and makespan;
+library up first), each after a garbage collection; a heuristic timed in
+this process keeps only its plan's figures, so ``solve`` does not run
+beside the heuristic's plan. Columns: ``heur_s`` / ``heur`` the heuristic's time and makespan;
 ``first_s`` / ``first`` / ``first_source`` solve's first plan; ``match_s``
 when solve first held a plan of at most ``heur``; ``final``, ``status``,
-``bound``, ``solve_s``; ``first<=heur`` and ``first_s<=heur_s``.
+``bound``, ``solve_s``; ``first<=heur`` and ``first_s<=heur_s``; and the
+criterion itself, ``match_s<=heur_s``: a plan at least as short as the
+heuristic's within the heuristic's time (``match_s <= heur_s``). The
+summary line counts all three.
 
 Run: ``python -m benchmarks first_plan`` or ``python benchmarks/bench_first_plan.py
 [--quick] [--limit 10] [--section v] [--zb-repo PATH]``.
@@ -47,6 +52,7 @@ Run: ``python -m benchmarks first_plan`` or ``python benchmarks/bench_first_plan
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 import time
@@ -109,6 +115,7 @@ def _solve(problem: Problem, limit: float, heur: int | None) -> dict[str, Any]:
     """solve's progress read off its events: first plan (time, makespan, source), when it first held a plan
     of at most ``heur``, and the final figures."""
     events: list[Any] = []
+    gc.collect()  # as before the heuristic: neither side pays for collecting the other's garbage
     t0 = time.perf_counter()
     result = solve(problem, objective="makespan", time_limit_s=limit, workers=1, seed=0,
                    progress=lambda e: e.incumbent is not None and events.append(e))
@@ -125,11 +132,24 @@ def _solve(problem: Problem, limit: float, heur: int | None) -> dict[str, Any]:
     }
 
 
+def _heuristic(build: Any, problem: Problem) -> tuple[int, float]:
+    """The makespan of a library heuristic's plan of ``problem`` and the seconds it took. The plan itself is
+    not kept: timed in this process, ``solve`` would otherwise run beside it (its tens of thousands of task
+    objects scanned by every garbage collection ``solve`` triggers), which the heuristic did not."""
+    gc.collect()
+    t0 = time.perf_counter()
+    schedule = build(problem)
+    return schedule.makespan, time.perf_counter() - t0
+
+
 def _compare(row: dict[str, Any]) -> dict[str, Any]:
     heur, first = row.get("heur"), row.get("first")
     row["first<=heur"] = None if heur is None or first is None else first <= heur
     row["first_s<=heur_s"] = None if row.get("heur_s") is None or row.get("first_s") is None \
         else row["first_s"] <= row["heur_s"]
+    # the criterion: a plan at least as short as the heuristic's within the heuristic's time
+    row["match_s<=heur_s"] = None if row.get("heur_s") is None or heur is None \
+        else row.get("match_s") is not None and row["match_s"] <= row["heur_s"]
     return row
 
 
@@ -157,10 +177,9 @@ def _v_rows(quick: bool, limit: float, root: str | None) -> list[dict[str, Any]]
                         row.update(heuristic="public greedy (live)", heur_s=round(got["s"], 3),
                                    heur=int(got["makespan"]), heur_span=int(got["span"]), cap=got["peak"])
                     else:
-                        t0 = time.perf_counter()
-                        schedule = build(base)
-                        row.update(heuristic=f"library V-{kind.capitalize()}",
-                                   heur_s=round(time.perf_counter() - t0, 3), heur=schedule.makespan, cap=named_cap)
+                        makespan, seconds = _heuristic(build, base)
+                        row.update(heuristic=f"library V-{kind.capitalize()}", heur_s=round(seconds, 3),
+                                   heur=makespan, cap=named_cap)
                     problem = base.with_(cluster=attrs.evolve(
                         base.cluster, devices=tuple(attrs.evolve(d, memory=row["cap"]) for d in base.cluster.devices)))
                     row.update(_solve(problem, limit, row["heur"]))
@@ -185,10 +204,8 @@ def _zb_rows(quick: bool, limit: float, root: str | None) -> list[dict[str, Any]
                     row.update(heuristic="public zb.py (live)", heur_s=round(got["ms"] / 1000, 3),
                                heur=int(got["makespan"]), heur_span=int(got["span"]))
                 else:
-                    t0 = time.perf_counter()
-                    schedule = zb_greedy(problem)
-                    row.update(heuristic="library zero-bubble greedy", heur_s=round(time.perf_counter() - t0, 3),
-                               heur=schedule.makespan)
+                    makespan, seconds = _heuristic(zb_greedy, problem)
+                    row.update(heuristic="library zero-bubble greedy", heur_s=round(seconds, 3), heur=makespan)
                 row.update(_solve(problem, limit, row["heur"]))
                 rows.append(_compare(row))
                 print_table(rows[-1:])
@@ -203,10 +220,9 @@ def _one_f_one_b_rows(quick: bool, limit: float) -> list[dict[str, Any]]:
     for p in (8, 32):
         for m in (64,) if quick else (64, 1024):
             problem = vshape(p, m, forward=1, backward=2)
-            t0 = time.perf_counter()
-            schedule = one_f_one_b(problem)
+            makespan, seconds = _heuristic(one_f_one_b, problem)
             row: dict[str, Any] = {"section": "1f1b", "config": f"1F1B {p}x{m}", "heuristic": "library 1F1B",
-                                   "heur_s": round(time.perf_counter() - t0, 3), "heur": schedule.makespan}
+                                   "heur_s": round(seconds, 3), "heur": makespan}
             row.update(_solve(problem, limit, row["heur"]))
             rows.append(_compare(row))
             print_table(rows[-1:])
@@ -214,7 +230,7 @@ def _one_f_one_b_rows(quick: bool, limit: float) -> list[dict[str, Any]]:
 
 
 COLUMNS = ["config", "heuristic", "cap", "heur_s", "heur", "first_s", "first", "first_source", "match_s", "final",
-           "bound", "status", "solve_s", "first<=heur", "first_s<=heur_s"]
+           "bound", "status", "solve_s", "first<=heur", "first_s<=heur_s", "match_s<=heur_s"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -242,8 +258,10 @@ def main(argv: list[str] | None = None) -> int:
     print_table(rows, COLUMNS)
     judged = [r for r in rows if r.get("first<=heur") is not None]
     print(f"\nfirst plan at least as short as the heuristic's: {sum(r['first<=heur'] for r in judged)} of "
-          f"{len(judged)}; within the heuristic's time: {sum(bool(r['first_s<=heur_s']) for r in judged)} of "
-          f"{len(judged)}; load average {load:.1f} -> {os.getloadavg()[0]:.1f}")
+          f"{len(judged)}; first plan within the heuristic's time: {sum(bool(r['first_s<=heur_s']) for r in judged)} "
+          f"of {len(judged)}; a plan at least as short as the heuristic's within its time: "
+          f"{sum(bool(r['match_s<=heur_s']) for r in judged)} of {len(judged)}; "
+          f"load average {load:.1f} -> {os.getloadavg()[0]:.1f}")
     write_results("first_plan_quick" if args.quick else "first_plan", rows, limit_s=args.limit,
                   load_average=load, repo_run_live=bool(args.zb_repo), sections=sections)
     return 0

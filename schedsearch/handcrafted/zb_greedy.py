@@ -45,22 +45,33 @@ keeps the one with the shortest longest span (the first in the order
 ``(True, True, True), (True, True, False), ...`` on ties). A combination
 that cannot fit a forward or an input gradient in memory (no ``W`` left to
 free room) is skipped; when all are, :class:`~schedsearch.errors.InvalidProblemError`
-says so.
+says so. A combination is not run when an earlier one's run shows that
+its switches would change none of that run's decisions (it is the same
+run, and would lose the tie).
+
+The builder keeps its state in plain lists (one entry per stage) and
+places each action at the time its device and its input allow; the
+chosen combinations' schedules are those times when the validator accepts
+them (they are then exactly the simulator's), else the simulator's times
+of the same orders.
 """
 
 from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Iterator
 
 import attrs
 
-from schedsearch.errors import InvalidProblemError
+from schedsearch.errors import InvalidOptionsError, InvalidProblemError
 from schedsearch.handcrafted.actions import Act, pipeline_view, run_actions
 from schedsearch.problem import Problem
-from schedsearch.schedule import Schedule
+from schedsearch.schedule import Schedule, TaskInstance, Transfer
+from schedsearch.validate import validate
 
-__all__ = ["GreedyVariant", "GREEDY_VARIANTS", "zb_greedy", "zb_greedy_orders", "zb_greedy_all", "zb_greedy_best"]
+__all__ = ["GreedyVariant", "GREEDY_VARIANTS", "zb_greedy", "zb_greedy_orders", "zb_greedy_all", "zb_greedy_best",
+           "zb_greedy_plans"]
 
 
 @attrs.frozen
@@ -95,16 +106,22 @@ class _OutOfOrder(Exception):
     """
 
 
-@attrs.define
-class _Stage:
-    cost: dict[str, int]
-    mem: dict[str, int]
-    cap: int | None
-    level: int
-    clock: int = 0
-    idle: int = 0
-    nxt: dict[str, int] = attrs.field(factory=lambda: {"F": 0, "I": 0, "W": 0})
-    order: list[Act] = attrs.field(factory=list)
+#: The builder's action kinds, as the numbers it keeps them under.
+_F, _I, _W = 0, 1, 2
+_KIND = ("F", "I", "W")
+
+#: A capacity larger than any memory level: a device without a memory limit.
+_NO_CAP = 1 << 62
+
+
+@attrs.frozen
+class _Outcome:
+    """One variant's run: each stage's actions in order as ``(kind, micro-batch, start)`` (kinds ``_F``, ``_I``,
+    ``_W``; the start the builder placed it at), and the makespan and longest device span of those times."""
+
+    actions: tuple[list[tuple[int, int, int]], ...]
+    makespan: int
+    span: int
 
 
 class _Builder:
@@ -132,24 +149,22 @@ class _Builder:
         self.problem = problem
         self.m = problem.num_microbatches
         self.S = len(stages)
-        self.names = [{"F": s.forward, "I": s.input_grad, "W": s.weight_grad} for s in stages]
+        #: per stage, its blocks by kind (``_F``, ``_I``, ``_W``)
+        self.names = [(s.forward, s.input_grad, s.weight_grad) for s in stages]
         self.devices = devices
         blocks = problem.graph.by_name()
-        self.template = [
-            (
-                {k: blocks[n].options[0].duration for k, n in names.items()},
-                {k: blocks[n].memory for k, n in names.items()},
-                problem.capacity(dev),
-                problem.initial_memory_of(dev),
-            )
-            for names, dev in zip(self.names, devices)
-        ]
+        # per kind, per stage: duration and memory change
+        self.cost = [[blocks[names[k]].options[0].duration for names in self.names] for k in (_F, _I, _W)]
+        self.mem = [[blocks[names[k]].memory for names in self.names] for k in (_F, _I, _W)]
+        caps = [problem.capacity(dev) for dev in devices]
+        self.cap = [_NO_CAP if c is None else c for c in caps]
+        self.init = [problem.initial_memory_of(dev) for dev in devices]
         # the time a stage's input takes to arrive from its neighbour: F from the stage before, I from the one
         # after (the least transfer time of the edge over the channels between the two devices)
         sizes = {(e.src, e.dst): e.size for e in problem.graph.edges}
-        self.comm_f = [0] + [self._transfer(sizes, self.names[s - 1]["F"], self.names[s]["F"], s - 1, s)
+        self.comm_f = [0] + [self._transfer(sizes, self.names[s - 1][_F], self.names[s][_F], s - 1, s)
                              for s in range(1, self.S)]
-        self.comm_i = [self._transfer(sizes, self.names[s + 1]["I"], self.names[s]["I"], s + 1, s)
+        self.comm_i = [self._transfer(sizes, self.names[s + 1][_I], self.names[s][_I], s + 1, s)
                        for s in range(self.S - 1)] + [0]
 
     def _transfer(self, sizes: dict[tuple[str, str], int], src: str, dst: str, a: int, b: int) -> int:
@@ -168,152 +183,273 @@ class _Builder:
     # -- one run ------------------------------------------------------------
 
     def run(self, variant: GreedyVariant) -> dict[int, list[Act]]:
-        return self.run_timed(variant)[0]
+        """Each device's order of actions (by cluster rank)."""
+        return self.orders(self.run_timed(variant))
 
-    def run_timed(self, variant: GreedyVariant) -> tuple[dict[int, list[Act]], int, int]:
-        """Each device's order (by cluster rank), and the makespan and longest device span of the
-        as-soon-as-possible schedule of those orders (the times the builder placed the actions at)."""
-        st = [_Stage(cost=c, mem=mm, cap=cap, level=init) for c, mm, cap, init in self.template]
-        ends: dict[tuple[str, int, int], int] = {}
+    def orders(self, outcome: _Outcome) -> dict[int, list[Act]]:
+        """The orders of ``outcome`` as actions, by cluster rank."""
+        ranks = self.problem.cluster.device_names
+        return {ranks.index(self.devices[s]): [Act(_KIND[k], s, mb) for k, mb, _ in acts]
+                for s, acts in enumerate(outcome.actions)}
+
+    def run_timed(self, variant: GreedyVariant, matters: list[bool] | None = None) -> _Outcome:
+        """Run one variant: each stage's actions with the times the builder placed them at (the
+        as-soon-as-possible schedule of its orders, every channel assumed free), and that schedule's
+        makespan and longest device span.
+
+        Raises ``_NoRoom`` or ``_OutOfOrder`` when the variant has no schedule. The state is kept in
+        lists indexed by stage (and micro-batch), the rules of the module docstring read off them.
+
+        ``matters`` (three flags, one per switch in :class:`GreedyVariant`'s
+        order) is set, as the run goes, for each switch whose other value
+        would have changed a decision the run took (up to its end or the
+        error): a run whose flags stay clear for some switches is also the
+        run of every variant that differs from it only in those switches.
+        """
+        if matters is None:
+            matters = [False, False, False]
         S, m = self.S, self.m
-
-        def fits(s: int, kind: str, extra: int = 0) -> bool:
-            x = st[s]
-            return x.cap is None or x.level + extra + x.mem[kind] <= x.cap
-
+        cost_f, cost_i, cost_w = self.cost
+        mem_f, mem_i, mem_w = self.mem
+        cap = self.cap
         comm_f, comm_i = self.comm_f, self.comm_i
+        clock = [0] * S
+        idle = [0] * S
+        level = list(self.init)
+        n_f = [0] * S  # the next micro-batch of each kind, per stage
+        n_i = [0] * S
+        n_w = [0] * S
+        end_f = [[-1] * m for _ in range(S)]  # -1: not placed yet
+        end_i = [[-1] * m for _ in range(S)]
+        actions: tuple[list[tuple[int, int, int]], ...] = tuple([] for _ in range(S))
+        worst = 0  # the largest idle time of any stage (idle times only grow)
 
-        def ready_time(s: int, kind: str, mb: int) -> int:
-            if kind == "F" and s > 0:
-                return ended("F", s - 1, mb) + comm_f[s]
-            if kind == "I" and s < S - 1:
-                return ended("I", s + 1, mb) + comm_i[s]
-            if kind == "I":
-                ended("F", s, mb)  # the last stage's own forward comes first
-            if kind == "W":
-                ended("I", s, mb)
-            return 0
-
-        def ended(kind: str, s: int, mb: int) -> int:
-            end = ends.get((kind, s, mb))
-            if end is None:
-                raise _OutOfOrder
-            return end
-
-        def place(s: int, kind: str) -> None:
-            x = st[s]
-            mb = x.nxt[kind]
-            if not fits(s, kind):
+        # place_f / place_i / place_w: the stage's next action of that kind, as soon as its device and its
+        # input allow; the wait counts as idle once the stage has run a forward (the three repeat the
+        # same steps inline: they are the builder's inner loop)
+        def place_f(s: int) -> None:
+            nonlocal worst
+            mb = n_f[s]
+            if level[s] + mem_f[s] > cap[s]:
                 raise _NoRoom
-            start = max(x.clock, ready_time(s, kind, mb))
-            if x.nxt["F"] > 0:
-                x.idle += start - x.clock
-            x.clock = start + x.cost[kind]
-            ends[(kind, s, mb)] = x.clock
-            x.level += x.mem[kind]
-            x.nxt[kind] += 1
-            x.order.append(Act(kind, s, mb))
+            start = clock[s]
+            if s:
+                ready = end_f[s - 1][mb]
+                if ready < 0:
+                    raise _OutOfOrder
+                ready += comm_f[s]
+                if ready > start:
+                    if mb:
+                        idle[s] += ready - start
+                        if idle[s] > worst:
+                            worst = idle[s]
+                    start = ready
+            clock[s] = end_f[s][mb] = start + cost_f[s]
+            level[s] += mem_f[s]
+            n_f[s] = mb + 1
+            actions[s].append((_F, mb, start))
 
-        def deferred(s: int) -> int:
-            return st[s].nxt["I"] - st[s].nxt["W"]
+        def place_i(s: int) -> None:
+            nonlocal worst
+            mb = n_i[s]
+            if level[s] + mem_i[s] > cap[s]:
+                raise _NoRoom
+            start = clock[s]
+            if s < S - 1:
+                ready = end_i[s + 1][mb]
+                if ready < 0:
+                    raise _OutOfOrder
+                ready += comm_i[s]
+                if ready > start:
+                    if n_f[s]:
+                        idle[s] += ready - start
+                        if idle[s] > worst:
+                            worst = idle[s]
+                    start = ready
+            elif end_f[s][mb] < 0:  # the last stage's own forward comes first
+                raise _OutOfOrder
+            clock[s] = end_i[s][mb] = start + cost_i[s]
+            level[s] += mem_i[s]
+            n_i[s] = mb + 1
+            actions[s].append((_I, mb, start))
 
-        def make_room(s: int, kind: str) -> None:
-            while not fits(s, kind):
-                if not deferred(s):
+        def place_w(s: int) -> None:
+            mb = n_w[s]
+            if level[s] + mem_w[s] > cap[s]:
+                raise _NoRoom
+            if end_i[s][mb] < 0:
+                raise _OutOfOrder
+            start = clock[s]
+            clock[s] = start + cost_w[s]
+            level[s] += mem_w[s]
+            n_w[s] = mb + 1
+            actions[s].append((_W, mb, start))
+
+        def make_room(s: int, mem: int) -> None:
+            while level[s] + mem > cap[s]:
+                if n_i[s] == n_w[s]:
                     raise _NoRoom
-                place(s, "W")
+                place_w(s)
+
+        fill_idle_with_w = variant.fill_idle_with_w
 
         def fill_before(s: int, ready: int) -> None:
             """W that end before the input arrives; then maybe one more."""
-            x = st[s]
-            while deferred(s) and x.clock + x.cost["W"] <= ready:
-                place(s, "W")
-            if deferred(s) and x.clock < ready:
-                worst = max(y.idle for y in st)
-                if ready - x.clock <= worst - x.idle:
-                    if variant.fill_idle_with_w:
-                        place(s, "W")
+            w = cost_w[s]
+            while n_i[s] > n_w[s] and clock[s] + w <= ready:
+                place_w(s)
+            if n_i[s] > n_w[s] and clock[s] < ready:
+                if ready - clock[s] <= worst - idle[s]:
+                    matters[2] = True  # the one decision the switch makes: fill the wait with a W or not
+                    if fill_idle_with_w:
+                        place_w(s)
                 else:
-                    place(s, "W")
+                    place_w(s)
 
         # micro-batch 0
         for s in range(S):
-            place(s, "F")
+            place_f(s)
         extra = [0] * S
-        last = ends[("F", S - 1, 0)] + st[S - 1].cost["I"]
+        last = end_f[S - 1][0] + cost_i[S - 1]
+        allow_idle = variant.allow_idle_before_first_backward
         for s in range(S - 2, -1, -1):
             last += comm_i[s]  # when micro-batch 0's input gradient can reach stage s
-            x = st[s]
-            level, clock, count = x.level, x.clock, 0
-            while x.nxt["F"] + count < m and (x.cap is None or level + x.mem["F"] <= x.cap):
-                if variant.allow_idle_before_first_backward:
-                    if clock + x.cost["F"] > last:
-                        break
-                elif clock >= last:
+            lv, ck, count = level[s], clock[s], 0
+            while n_f[s] + count < m and lv + mem_f[s] <= cap[s]:
+                idle_ends = ck + cost_f[s] > last  # the forward would end after the backward arrives
+                starts_late = ck >= last  # it would start after
+                if idle_ends != starts_late:
+                    matters[0] = True
+                if idle_ends if allow_idle else starts_late:
                     break
-                level += x.mem["F"]
-                clock += x.cost["F"]
+                lv += mem_f[s]
+                ck += cost_f[s]
                 count += 1
             extra[s] = count
-            last = max(clock, last) + x.cost["I"]
+            last = max(ck, last) + cost_i[s]
         for s in range(1, S):
-            while extra[s] > 0 and extra[s] >= extra[s - 1] and st[s].nxt["F"] + extra[s] < m:
+            while extra[s] > 0 and extra[s] >= extra[s - 1] and n_f[s] + extra[s] < m:
                 extra[s] -= 1
         for s in range(S):
             for _ in range(extra[s]):
-                place(s, "F")
+                place_f(s)
         for s in range(S - 1, -1, -1):
-            place(s, "I")
+            place_i(s)
 
+        prioritise = variant.prioritise_backward
         for i in range(1, m):
             want = [0] * S
             for s in range(S):
-                x = st[s]
-                if x.nxt["F"] >= m:
+                if n_f[s] >= m:
                     continue
-                if variant.prioritise_backward and s + 1 < S and x.nxt["F"] >= st[s + 1].nxt["F"] + 2:
-                    y = st[s + 1]
-                    target = y.clock + y.cost["F"] + y.cost["I"] + comm_i[s]
-                    if x.clock >= target:
-                        continue
-                    w_cost, level, k = 0, x.level + x.mem["F"], 0
-                    while x.cap is not None and level > x.cap and k < deferred(s):
-                        w_cost += x.cost["W"]
-                        level += x.mem["W"]
-                        k += 1
-                    if x.clock + x.cost["F"] + w_cost <= target:
-                        want[s] = 1
-                        continue
-                    worst = max(z.idle for z in st)
-                    if target - x.clock <= worst - x.idle:
-                        continue
+                if s + 1 < S and n_f[s] >= n_f[s + 1] + 2:
+                    # what prioritising the backward decides (read whatever the switch, to set its flag)
+                    target = clock[s + 1] + cost_f[s + 1] + cost_i[s + 1] + comm_i[s]
+                    if clock[s] >= target:
+                        wait = True
+                    else:
+                        w_cost, lv, k = 0, level[s] + mem_f[s], 0
+                        while lv > cap[s] and k < n_i[s] - n_w[s]:
+                            w_cost += cost_w[s]
+                            lv += mem_w[s]
+                            k += 1
+                        wait = clock[s] + cost_f[s] + w_cost > target and target - clock[s] <= worst - idle[s]
+                    if wait:  # without the switch the stage wants its forward
+                        matters[1] = True
+                        if prioritise:
+                            continue
                 want[s] = 1
             for s in range(S - 2, -1, -1):
-                want[s] = min(want[s], want[s + 1])
+                if not want[s + 1]:
+                    want[s] = 0
             for s in range(S):
                 if not want[s]:
                     continue
-                make_room(s, "F")
+                if level[s] + mem_f[s] > cap[s]:
+                    make_room(s, mem_f[s])
                 if s > 0:
-                    fill_before(s, ended("F", s - 1, st[s].nxt["F"]) + comm_f[s])
-                place(s, "F")
+                    ready = end_f[s - 1][n_f[s]]
+                    if ready < 0:
+                        raise _OutOfOrder
+                    if n_i[s] > n_w[s]:  # deferred W to fill with
+                        fill_before(s, ready + comm_f[s])
+                place_f(s)
             for s in range(S - 1, -1, -1):
-                make_room(s, "I")
+                if level[s] + mem_i[s] > cap[s]:
+                    make_room(s, mem_i[s])
                 if s + 1 < S:
-                    fill_before(s, ended("I", s + 1, i) + comm_i[s])
-                if s == 0 and st[s].nxt["F"] == m:
-                    while deferred(s):
-                        place(s, "W")
-                place(s, "I")
+                    ready = end_i[s + 1][i]
+                    if ready < 0:
+                        raise _OutOfOrder
+                    if n_i[s] > n_w[s]:
+                        fill_before(s, ready + comm_i[s])
+                if s == 0 and n_f[s] == m:
+                    while n_i[s] > n_w[s]:
+                        place_w(s)
+                place_i(s)
         for s in range(S):
-            while deferred(s):
-                place(s, "W")
-        ranks = self.problem.cluster.device_names
-        orders = {ranks.index(self.devices[s]): st[s].order for s in range(S)}
-        firsts = [ends[("F", s, 0)] - st[s].cost["F"] for s in range(S)]
-        makespan = max(x.clock for x in st) - min(firsts)
-        span = max(x.clock - first for x, first in zip(st, firsts))
-        return orders, makespan, span
+            while n_i[s] > n_w[s]:
+                place_w(s)
+        firsts = [end_f[s][0] - cost_f[s] for s in range(S)]
+        makespan = max(clock) - min(firsts)
+        span = max(c - first for c, first in zip(clock, firsts))
+        return _Outcome(actions=actions, makespan=makespan, span=span)
+
+    # -- the schedule of a run ------------------------------------------------
+
+    def schedule(self, outcome: _Outcome, name: str) -> Schedule:
+        """The validated schedule of ``outcome``'s orders.
+
+        The builder's own times, with each transfer on the first of the
+        fastest channels from the moment its data is ready, are the
+        simulator's (:func:`~schedsearch.handcrafted.actions.run_actions`)
+        whenever they form a valid plan: every channel then was free when
+        the builder assumed it, and every dependency the builder does not
+        read was met. When the validator rejects them (one channel carrying
+        transfers both ways, say), the orders go through the simulator.
+        """
+        schedule = self._direct(outcome, name)
+        if schedule is not None and not validate(self.problem, schedule):
+            return schedule
+        return run_actions(self.view, self.orders(outcome), name=name)
+
+    def _direct(self, outcome: _Outcome, name: str) -> Schedule | None:
+        """The schedule of the builder's own times (not validated), or None when a transfer has no channel."""
+        problem = self.problem
+        cost = self.cost
+        end: dict[tuple[str, int], int] = {}
+        device_of: dict[str, str] = {}
+        tasks = []
+        for s, acts in enumerate(outcome.actions):
+            names, devices = self.names[s], (self.devices[s],)
+            for kind in (_F, _I, _W):
+                device_of[names[kind]] = self.devices[s]
+            for kind, mb, start in acts:
+                block, stop = names[kind], start + cost[kind][s]
+                end[(block, mb)] = stop
+                tasks.append(TaskInstance(block=block, microbatch=mb, devices=devices, start=start, end=stop))
+        transfers = []
+        cluster = problem.cluster
+        for e in problem.graph.edges:
+            if not e.size:
+                continue
+            a, b = device_of.get(e.src), device_of.get(e.dst)
+            if a is None or b is None or a == b:
+                continue
+            fastest = None
+            for ch in cluster.channels_between(a, b):
+                if fastest is None or ch.transfer_time(e.size) < fastest.transfer_time(e.size):
+                    fastest = ch
+            if fastest is None:
+                return None
+            length = fastest.transfer_time(e.size)
+            for mb in range(self.m):
+                ready = end.get((e.src, mb))
+                if ready is None:
+                    return None
+                transfers.append(Transfer(src=e.src, dst=e.dst, microbatch=mb, channel=fastest.name, start=ready,
+                                          end=ready + length))
+        return Schedule(tasks=tasks, transfers=transfers, name=name)
 
 
 def zb_greedy_orders(problem: Problem, variant: GreedyVariant) -> dict[int, list[Act]] | None:
@@ -326,23 +462,34 @@ def zb_greedy_orders(problem: Problem, variant: GreedyVariant) -> dict[int, list
         return None
 
 
-def _figures(builder: _Builder, time_limit_s: float | None = None
-             ) -> dict[GreedyVariant, tuple[dict[int, list[Act]], int, int]]:
-    """Per variant that fits: its orders, makespan and longest span (from the builder's own times).
+def _figures(builder: _Builder, time_limit_s: float | None = None) -> dict[GreedyVariant, _Outcome]:
+    """Per variant that fits: its run (orders, the builder's times, makespan and longest span).
 
-    With ``time_limit_s`` the variants are tried in order while the next
-    one, taking as long as the longest so far, would end within it (at
-    least until one fits).
+    A variant that differs from one already run only in switches that
+    changed none of that run's decisions (see :meth:`_Builder.run_timed`)
+    has the same run and is left out: it comes later in
+    :data:`GREEDY_VARIANTS`, so it would lose every tie to the one run
+    (and when that one has no schedule, neither has it). With
+    ``time_limit_s`` the variants are tried in order while the next one,
+    taking as long as the longest so far, would end within it (at least
+    until one fits).
     """
     out = {}
+    ran: list[tuple[GreedyVariant, list[bool]]] = []
     t0 = time.monotonic()
     longest = 0.0
     for variant in GREEDY_VARIANTS:
+        if any(all(flag == other or not moot for flag, other, moot in zip(attrs.astuple(variant), attrs.astuple(u),
+                                                                              matters))
+               for u, matters in ran):
+            continue  # the run of an earlier variant
         now = time.monotonic()
         if out and time_limit_s is not None and now - t0 + longest > time_limit_s:
             break
+        matters = [False, False, False]
+        ran.append((variant, matters))
         try:
-            out[variant] = builder.run_timed(variant)
+            out[variant] = builder.run_timed(variant, matters)
         except (_NoRoom, _OutOfOrder):
             continue
         finally:
@@ -350,29 +497,61 @@ def _figures(builder: _Builder, time_limit_s: float | None = None
     return out
 
 
+def zb_greedy_plans(problem: Problem, *, objective: str = "max_span", time_limit_s: float | None = None
+                    ) -> Iterator[tuple[GreedyVariant, Schedule]]:
+    """The variant of least ``objective`` first, then the variant of least other figure (longest span,
+    makespan) when it is another one.
+
+    The variants run at the call (a placement that is not the greedy's
+    raises :class:`~schedsearch.errors.InvalidProblemError` there); each
+    schedule is built, and validated, only when the iterator reaches it.
+
+    ``objective``: ``"max_span"`` (the longest device span, the greedy's own
+    figure of merit) or ``"makespan"``; the first in :data:`GREEDY_VARIANTS`
+    wins a tie. With ``time_limit_s`` only the variants tried within it
+    compete (see :func:`zb_greedy_best`). Nothing when no variant fits.
+
+    Examples
+    --------
+    >>> from schedsearch.handcrafted.zb_greedy import zb_greedy_plans
+    >>> from schedsearch.placements import zero_bubble
+    >>> variant, schedule = next(zb_greedy_plans(zero_bubble(4, 8, memory=4), objective="makespan"))
+    >>> schedule.makespan
+    27
+    """
+    if objective not in ("max_span", "makespan"):
+        raise InvalidOptionsError(
+            f"zero-bubble greedy: 'objective' must be 'max_span' or 'makespan', got {objective!r}")
+    builder = _Builder(problem)  # the placement is checked (and the variants run) at the call
+    figures = _figures(builder, time_limit_s)
+    if not figures:
+        return iter(())
+    by_span = min(figures, key=lambda v: figures[v].span)
+    by_makespan = min(figures, key=lambda v: figures[v].makespan)
+    first, second = (by_span, by_makespan) if objective == "max_span" else (by_makespan, by_span)
+    return ((variant, builder.schedule(figures[variant], name=f"zero-bubble greedy ({variant})"))
+            for variant in dict.fromkeys((first, second)))
+
+
 def zb_greedy_best(problem: Problem, *, time_limit_s: float | None = None) -> dict[GreedyVariant, Schedule]:
     """The variant of least longest span and the variant of least makespan (the first in
-    :data:`GREEDY_VARIANTS` on ties; one entry when they are the same), each simulated and validated.
+    :data:`GREEDY_VARIANTS` on ties; one entry when they are the same), each validated.
     With ``time_limit_s`` only the variants tried within it compete (:func:`_figures`).
 
     The variants are ranked by the times the builder gives its actions (the
-    as-soon-as-possible times of its orders; where one channel carries
-    transfers both ways, the simulator may delay one behind another and
-    give later times), so only the chosen ones go through the simulator
-    and the validator. Empty when no variant fits.
+    as-soon-as-possible times of its orders, every channel assumed free),
+    and only the chosen ones become schedules: the builder's times when the
+    validator accepts them (they are then the simulator's), else the
+    simulator's (where one channel carries transfers both ways, it may
+    delay one behind another and give later times). Empty when no variant
+    fits.
     """
-    builder = _Builder(problem)
-    figures = _figures(builder, time_limit_s)
-    if not figures:
-        return {}
-    by_span = min(figures, key=lambda v: figures[v][2])
-    by_makespan = min(figures, key=lambda v: figures[v][1])
-    return {v: run_actions(builder.view, figures[v][0], name=f"zero-bubble greedy ({v})")
-            for v in dict.fromkeys((by_span, by_makespan))}
+    return dict(zb_greedy_plans(problem, objective="max_span", time_limit_s=time_limit_s))
 
 
 def zb_greedy_all(problem: Problem) -> dict[GreedyVariant, Schedule | None]:
-    """The schedule of every variant (None where it cannot fit the memory or order the stage times)."""
+    """The schedule of every variant (None where it cannot fit the memory or order the stage times), each
+    timed by the simulator (:func:`~schedsearch.handcrafted.actions.run_actions`)."""
     builder = _Builder(problem)
     out: dict[GreedyVariant, Schedule | None] = {}
     for variant in GREEDY_VARIANTS:
@@ -392,7 +571,7 @@ def zb_greedy(problem: Problem) -> Schedule:
     any single pipeline, one stage per device, backward split into ``I``
     and ``W``). The schedule is validated (memory capacities included).
     """
-    best = next(iter(zb_greedy_best(problem).values()), None)  # the least longest span comes first
+    _, best = next(zb_greedy_plans(problem), (None, None))  # the least longest span
     if best is None:
         caps = {d.name: d.memory for d in problem.cluster.devices}
         raise InvalidProblemError(

@@ -7,20 +7,28 @@ which engine found the plan and which proved the bound.
 The time level (makespan, or the longest device span):
 
 1. **Warm starts**: the user's plans, each checked by the validator.
-2. **Bound**: the analytic lower bound (critical path, per-device work and
+2. **Handcrafted plans**: every published schedule whose placement matches
+   the problem, at every size (they are linear in the task instances),
+   kept only when the validator accepts it (memory limits included).
+   Nothing needs naming: the placement is read off the problem, and the
+   constructions of its own family run first (one stage per device: the
+   zero-bubble greedy where backwards are split, then ZB-H1, 1F1B, GPipe;
+   the V mapping: the V stable pattern of V-Half or V-Min that fits the
+   memory, then ZB-V, V-Half, V-Min; the loop mapping: interleaved 1F1B
+   or ZB; two pipelines: Chimera, DualPipe; DualPipe and DualPipeV first
+   where forwards pair with backwards), then every other one (each
+   refuses a placement not its own at once). The first runs whatever the
+   clock says; each later one only when half the time left covers it at
+   the slowest rate seen.
+3. **Bound**: the analytic lower bound (critical path, per-device work and
    forced idle, memory), with the assignment LP where blocks choose among
-   options and the model is small.
-3. **Handcrafted plans**: every published schedule whose placement matches
-   the problem (the zero-bubble greedy first, then the V stable pattern of
-   V-Half or V-Min that fits the memory, then 1F1B, interleaved, ZB-H1,
-   ZB-V, Chimera, DualPipe, DualPipeV, ...), at every size (they are linear
-   in the task instances), kept only when the validator accepts it (memory
-   limits included). Nothing needs naming: the placement is read off the
-   problem. The first that matches runs whatever the clock says; each
-   later one only when half the time left covers it at the slowest rate
-   seen.
-   One that meets the bound ends the time level (when a memory level
-   follows, the others still run: they are its candidates, e.g. 1F1B's
+   options and the model is small. It is computed right after the first
+   plan is offered (after the warm starts when one is given, else after
+   the first construction that gives a plan, else after the
+   constructions), so the first plan is reported at a construction's cost.
+   A plan that meets it ends the time level at once: a construction's
+   later variants and the later constructions do not run (when a memory
+   level follows, they still run: they are its candidates, e.g. 1F1B's
    peak among plans of GPipe's makespan).
 4. **List schedules**: the pipeline priority rules
    (:mod:`~schedsearch.search.list_scheduling`, on the problem with its
@@ -145,6 +153,8 @@ class _Portfolio(RunView):
     #: starts were checked at the call's door, here only those that fit the level's capacities are offered
     inner: bool = False
     phases: dict[str, float] = attrs.field(factory=dict)
+    #: whether the time level's bound has been computed (:func:`_bound`, right after the first plan)
+    bounded: bool = False
 
 
     def offer(self, schedule: Schedule | None, provenance: Provenance, validated: bool = False) -> None:
@@ -170,6 +180,11 @@ class _Portfolio(RunView):
 
     def timed(self, phase: str, seconds: float) -> None:
         self.phases[phase] = self.phases.get(phase, 0.0) + seconds
+
+
+def _task_count(problem: Problem) -> int:
+    """The number of task instances, without listing them (``problem.tasks`` builds the tuple)."""
+    return len(problem.graph.blocks) * problem.num_microbatches
 
 
 def _small(problem: Problem) -> bool:
@@ -199,11 +214,13 @@ def _time_bound(run: Run) -> tuple[int, str]:
 def _handcrafted(problem: Problem, left: Callable[[], float | None] = lambda: None,
                  work: Callable[[], int | None] = lambda: None
                  ) -> Iterator[tuple[Callable[[], Iterable[tuple[Schedule, str]]], str]]:
-    """Every handcrafted construction that may match ``problem``, the zero-bubble greedy first.
+    """Every handcrafted construction that may match ``problem``: those of its placement's own family
+    first (:func:`_own_constructions`), then the others in the library's order.
 
     Yields (build, name): ``build()`` gives its schedules (each validated
     against ``problem`` by the construction, as every handcrafted
-    construction does) with the engine names they are offered under, or raises
+    construction does; possibly lazily, each built when the iteration
+    reaches it) with the engine names they are offered under, or raises
     :class:`~schedsearch.errors.SchedSearchError` when the placement is
     not the construction's. ``left()``: the seconds left (None: no
     limit), read by the constructions that try variants (the zero-bubble
@@ -212,21 +229,93 @@ def _handcrafted(problem: Problem, left: Callable[[], float | None] = lambda: No
     instances (None: their own default).
     """
     from schedsearch.handcrafted.families import SCHEDULES
-    from schedsearch.handcrafted.zb_greedy import zb_greedy_best
+    from schedsearch.handcrafted.zb_greedy import zb_greedy_plans
 
     def greedy() -> Iterable[tuple[Schedule, str]]:
-        return [(schedule, f"handcrafted zero-bubble greedy ({variant})")
-                for variant, schedule in zb_greedy_best(problem, time_limit_s=left()).items()]
+        # the variant best for the problem's own objective comes first
+        objective = "max_span" if problem.objective == "max_span" else "makespan"
+        plans = zb_greedy_plans(problem, objective=objective, time_limit_s=left())
+        return ((schedule, f"handcrafted zero-bubble greedy ({variant})") for variant, schedule in plans)
 
-    yield greedy, "zero-bubble greedy"
-    yield (lambda: _v_pattern(problem)), "V stable pattern"
     def build(spec: Any) -> Schedule:
         if spec.generate_within is not None:
             return spec.generate_within(problem, dict(spec.defaults), work())
         return spec.generate(problem, dict(spec.defaults))
 
-    for spec in SCHEDULES.values():
-        yield (lambda spec=spec: [(build(spec), f"handcrafted {spec.title}")]), spec.title
+    every: dict[str, tuple[Callable[[], Iterable[tuple[Schedule, str]]], str]] = {
+        ZB_GREEDY: (greedy, "zero-bubble greedy"),
+        V_PATTERN: ((lambda: _v_pattern(problem)), "V stable pattern"),
+    }
+    for key, spec in SCHEDULES.items():
+        every[key] = (lambda spec=spec: [(build(spec), f"handcrafted {spec.title}")]), spec.title
+    for key in dict.fromkeys((*_own_constructions(problem), *every)):
+        yield every[key]
+
+
+#: The keys of the two constructions outside :data:`~schedsearch.handcrafted.families.SCHEDULES`.
+ZB_GREEDY, V_PATTERN = "zero-bubble greedy", "V stable pattern"
+
+
+def _own_constructions(problem: Problem) -> tuple[str, ...]:
+    """The constructions written for ``problem``'s placement, in the order to try them (keys of
+    :data:`~schedsearch.handcrafted.families.SCHEDULES`, :data:`ZB_GREEDY`, :data:`V_PATTERN`).
+
+    The placement is read off the problem (one pass over its blocks): its
+    layout (one pipeline or two opposite ones; one stage per device, the
+    ``"loop"`` mapping with several, or the ``"v"`` mapping) and whether
+    backwards are split. The families of that layout give their published
+    schedules, the one of the problem's backward style first; before them
+    the greedy constructions of the public heuristics of that placement:
+    the zero-bubble greedy (one stage per device, split backwards) and the
+    V stable pattern (the V mapping, split backwards). Where the problem
+    pairs a forward with a backward (an ``F&B`` overlap) the families that
+    do come first (DualPipe, DualPipeV). Empty for a problem
+    that is no pipeline or has another mapping (every construction then
+    runs in the library's order, each refusing it at once).
+
+    >>> from schedsearch.placements import vshape, vshape_chunks, zero_bubble
+    >>> _own_constructions(vshape(4, 8))
+    ('1f1b', 'zb-h1', 'gpipe')
+    >>> _own_constructions(zero_bubble(4, 8))
+    ('zero-bubble greedy', 'zb-h1', '1f1b', 'gpipe')
+    >>> _own_constructions(vshape_chunks(4, 8))[:3]
+    ('V stable pattern', 'zb-v', 'v-half')
+    """
+    from schedsearch.handcrafted.actions import pipeline_view
+    from schedsearch.handcrafted.families import ALL_FAMILIES
+    from schedsearch.placements.stages import stage_mapping
+
+    try:
+        view = pipeline_view(problem)
+    except InvalidProblemError:
+        return ()
+    p = len(problem.cluster.devices)
+    if list(view.pipelines) != [""]:
+        layout, chunks = "bidirectional", 1
+    else:
+        mapping = view.mapping()
+        S = len(mapping)
+        if len(set(mapping)) == S:  # every stage on its own device (not necessarily every device used)
+            layout, chunks = "loop", 1
+        elif S == 2 * p and mapping == stage_mapping("v", p, S):
+            layout, chunks = "v", 2
+        elif S % p == 0 and mapping == stage_mapping("loop", p, S):
+            layout, chunks = "loop", S // p
+        else:
+            return ()
+    kinds = {b.name: b.kind for b in problem.graph.blocks}
+    pairs = any(len({kinds[b] == "F" for b in ov.blocks}) == 2 for ov in problem.overlaps)  # an F&B overlap
+    families = sorted((fam for fam in ALL_FAMILIES.values() if fam.layout == layout and chunks in fam.chunks),
+                      key=lambda fam: fam.overlap != pairs)
+    own = []
+    if not pairs and view.split and (layout, chunks) == ("loop", 1):
+        own.append(ZB_GREEDY)
+    if not pairs and view.split and layout == "v":
+        own.append(V_PATTERN)
+    for fam in families:  # the family's schedule of the problem's backward style first
+        own += [v.schedule for v in fam.variants if v.split_backward == view.split and v.schedule]
+        own += fam.schedules
+    return tuple(dict.fromkeys(own))
 
 
 def _v_pattern(problem: Problem) -> Iterable[tuple[Schedule, str]]:
@@ -250,7 +339,7 @@ def _warm_starts(pf: _Portfolio) -> None:
         pf.offer(schedule, Provenance.warm_start(i), validated=True)  # checked just now
 
 
-def _handcrafted_plans(pf: _Portfolio) -> None:
+def _handcrafted_plans(pf: _Portfolio, first_plan: Callable[[_Portfolio], None] | None = None) -> None:
     """Every construction whose placement matches, until one meets the bound (all of them when a memory
     level follows).
 
@@ -260,12 +349,19 @@ def _handcrafted_plans(pf: _Portfolio) -> None:
     :data:`HANDCRAFTED_S_PER_TASK`): all the time left while the call has
     no plan, half of it once it has one (the rest is the list schedules'
     and the search's). In deterministic mode every construction runs.
+
+    ``first_plan(pf)`` runs once, right after the call's first plan is
+    offered when the call had none (the time level's bound: a plan that
+    meets it ends the constructions at once, a construction's later
+    variants included); its time counts neither as a construction's nor in
+    the ``"handcrafted"`` phase.
     """
     t = pf.deadline.elapsed
-    tasks = max(1, len(pf.problem.tasks))
+    tasks = max(1, _task_count(pf.problem))
     rate = 0.0  # seconds per task instance of the slowest construction so far
     wall = not pf.options.deterministic
     skipped = False
+    hook = 0.0  # the time first_plan took
     from schedsearch.handcrafted.v_capped import V_TASKS_PER_S
 
     def work() -> int | None:
@@ -286,15 +382,30 @@ def _handcrafted_plans(pf: _Portfolio) -> None:
             skipped = True
             continue
         start = pf.deadline.elapsed
+        spent = 0.0  # on first_plan during this construction
         try:
-            plans = build()
+            plans = iter(build())
         except SchedSearchError:
             continue  # the placement is not this construction's
-        for schedule, engine in plans:
-            # every construction validates its plan (run_actions)
+        while True:
+            try:
+                schedule, engine = next(plans)  # a lazy construction builds its next plan here
+            except StopIteration:
+                break
+            except SchedSearchError:  # pragma: no cover - a lazy construction checks its placement at the call
+                break  # a later plan it cannot build: the ones it gave are kept
+            had_plan = pf.best is not None
+            # every construction validates its plan (run_actions, or the validator on the builder's own times)
             pf.offer(schedule, Provenance(source=Source.HANDCRAFTED, engine=engine), validated=True)
-        rate = max(rate, (pf.deadline.elapsed - start) / tasks)
-    pf.timed("handcrafted", pf.deadline.elapsed - t)
+            if first_plan is not None and not had_plan and pf.best is not None:
+                at = pf.deadline.elapsed
+                first_plan(pf)
+                spent += pf.deadline.elapsed - at
+            if pf.closed and not pf.memory_level:
+                break  # its later plans (the greedy's other variant) are not built
+        hook += spent
+        rate = max(rate, (pf.deadline.elapsed - start - spent) / tasks)
+    pf.timed("handcrafted", pf.deadline.elapsed - t - hook)
 
 
 def _known_plans(pf: _Portfolio) -> None:
@@ -431,6 +542,7 @@ def _mirror_ties(run: Run) -> tuple:
 
 def _bound(pf: _Portfolio) -> None:
     """The cheap lower bound of the time objective, unless the list phase computed it (and no LP applies)."""
+    pf.bounded = True
     if not pf.bound_engine or _lp_applies(pf.problem):
         t = pf.deadline.elapsed
         bound, engine = _time_bound(pf.run)
@@ -443,13 +555,19 @@ def _bound(pf: _Portfolio) -> None:
 def _time_level(pf: _Portfolio) -> Status | None:
     """Run the time level's phases; returns INFEASIBLE when that was proven."""
     _warm_starts(pf)
-    # the bound, then the handcrafted plans at every size (linear in the task
-    # instances; they often meet the bound, and they are candidates for the
-    # memory level too: 1F1B's peak among plans of the same makespan), then the
-    # list schedules
-    _bound(pf)
+    # the handcrafted plans at every size (linear in the task instances; they
+    # often meet the bound, and they are candidates for the memory level too:
+    # 1F1B's peak among plans of the same makespan), then the list schedules.
+    # The bound comes right after the first plan (a warm start's, else the first
+    # construction's), so that plan is reported at a construction's cost and a
+    # plan that meets the bound still ends the level at once; when no plan
+    # came, after the constructions
+    if pf.best is not None:
+        _bound(pf)
     if "handcrafted" in pf.engines:
-        _handcrafted_plans(pf)
+        _handcrafted_plans(pf, first_plan=_bound)
+    if not pf.bounded:
+        _bound(pf)
     if "list" in pf.engines and not pf.closed and not pf.deadline.expired():
         _list_schedules(pf)
     if pf.closed or pf.deadline.expired():

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from schedsearch.errors import InvalidProblemError
 from schedsearch.handcrafted.zb_greedy import GREEDY_VARIANTS, zb_greedy, zb_greedy_all, zb_greedy_best
@@ -136,3 +138,170 @@ def test_reproduces_the_public_greedy_with_communication_time(setting, expected)
     assert schedule.transfers  # the activations and gradients do cross the channels
     best = zb_greedy_best(problem)
     assert (max_span(schedule), min(s.makespan for s in best.values())) == expected
+
+
+# -- the chosen plans: the builder's own times when valid, else the simulator's -------------------------
+
+def _linked(problem, time_per_unit, latency=0, *, both_ways=False, parallel=False):
+    """``problem`` with a 1-unit transfer on every edge between devices: one directed channel each way
+    between neighbours, or (``both_ways``) one undirected channel carrying both directions; ``parallel``
+    doubles every channel."""
+    import attrs
+
+    from schedsearch import Channel
+
+    graph = problem.graph
+    devices = {b.name: b.options[0].devices for b in graph.blocks}
+    edges = [attrs.evolve(e, size=1) if devices[e.src] != devices[e.dst] else e for e in graph.edges]
+    names = problem.cluster.device_names
+    pairs = [(names[i], names[i + 1]) for i in range(len(names) - 1)]
+    if not both_ways:
+        pairs += [(b, a) for a, b in pairs]
+    channels = [Channel(name=f"{a}-{b}{tag}", endpoints=(a, b), time_per_unit=time_per_unit, latency=latency,
+                        directed=not both_ways)
+                for a, b in pairs for tag in (("", "+") if parallel else ("",))]
+    return problem.with_(graph=attrs.evolve(graph, edges=edges), cluster=attrs.evolve(problem.cluster,
+                                                                                       channels=channels))
+
+
+@st.composite
+def zero_bubble_problems(draw):
+    """Zero-bubble placements: uneven or even stage times, memory per micro-batch, a cap or none, and no
+    transfers, transfers over a directed channel each way (one or two per direction) or over one channel
+    shared by both directions."""
+    p = draw(st.integers(2, 6))
+    m = draw(st.integers(1, 14))
+    times = st.one_of(st.integers(1, 12), st.lists(st.integers(1, 12), min_size=p, max_size=p))
+    F, I, W = draw(times), draw(times), draw(times)
+    fm, im = draw(st.integers(1, 3)), draw(st.sampled_from([0, -1]))
+    cap = draw(st.one_of(st.none(), st.integers(fm, 3 * p * fm)))
+    try:
+        problem = zero_bubble(p, m, forward=F, input_grad=I, weight_grad=W, forward_memory=fm,
+                              input_grad_memory=im, weight_grad_memory=-(fm + im), memory=cap)
+    except InvalidProblemError:
+        assume(False)  # a cap below one forward's memory
+    links = draw(st.sampled_from(["none", "directed", "parallel", "shared"]))
+    if links != "none":
+        problem = _linked(problem, draw(st.integers(0, 4)), draw(st.sampled_from([0, 2])),
+                          both_ways=links == "shared", parallel=links == "parallel")
+    return problem
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(problem=zero_bubble_problems())
+def test_the_chosen_plans_are_the_simulated_schedules_of_their_orders(problem):
+    # the plans zb_greedy_best gives (from the builder's own times where the validator accepts them) are
+    # exactly the simulator's schedules of the same variants' orders (run_actions, in zb_greedy_all), and valid
+    every = zb_greedy_all(problem)
+    best = zb_greedy_best(problem)
+    assert bool(best) == any(s is not None for s in every.values())
+    for variant, schedule in best.items():
+        simulated = every[variant]
+        assert simulated is not None
+        assert schedule.tasks == simulated.tasks
+        assert schedule.transfers == simulated.transfers
+        assert schedule.name == simulated.name
+        assert validate(problem, schedule) == ()
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(problem=zero_bubble_problems())
+def test_the_figures_the_variants_are_ranked_by_are_those_of_their_schedules(problem):
+    # the builder's makespan and longest span of each variant are those of the schedule of its orders
+    # wherever its times are the plan (no transfer waits for a busy channel), and never above them
+    from schedsearch.handcrafted.zb_greedy import _Builder, _figures
+
+    builder = _Builder(problem)
+    every = zb_greedy_all(problem)
+    for variant, outcome in _figures(builder).items():
+        simulated = every[variant]
+        assert simulated is not None
+        assert outcome.makespan <= simulated.makespan - min(t.start for t in simulated.tasks)
+        assert outcome.span <= max_span(simulated)
+        if not problem.cluster.channels:
+            assert (outcome.makespan, outcome.span) == (simulated.makespan, max_span(simulated))
+
+
+def test_without_transfers_no_plan_goes_through_the_simulator():
+    from unittest import mock
+
+    import schedsearch.handcrafted.zb_greedy as zg
+
+    problem = zero_bubble(4, 24, forward=18, input_grad=18, weight_grad=9, forward_memory=1, weight_grad_memory=-1,
+                          memory=8)
+    with mock.patch.object(zg, "run_actions", side_effect=AssertionError("simulated")):
+        best = zb_greedy_best(problem)
+    assert best and all(validate(problem, s) == () for s in best.values())
+
+
+def test_a_channel_carrying_both_directions_falls_back_to_the_simulator():
+    # one channel between neighbours, both ways: the builder assumes every channel free, so its times put two
+    # transfers on one channel at once; the validator refuses them and the simulator times the orders
+    from unittest import mock
+
+    import schedsearch.handcrafted.zb_greedy as zg
+    from schedsearch.handcrafted.zb_greedy import _Builder, _figures
+
+    problem = _linked(zero_bubble(3, 4), 2, both_ways=True)
+    builder = _Builder(problem)
+    outcome = _figures(builder)[GREEDY_VARIANTS[0]]
+    assert any(v.kind == "channel_overlap" for v in validate(problem, builder._direct(outcome, "x")))
+    with mock.patch.object(zg, "run_actions", wraps=zg.run_actions) as simulator:
+        schedule = builder.schedule(outcome, name="x")
+    assert simulator.call_count == 1
+    assert validate(problem, schedule) == ()
+
+
+def test_plans_come_lazily_the_best_for_the_objective_first():
+    from unittest import mock
+
+    from schedsearch.errors import InvalidOptionsError
+    from schedsearch.handcrafted.zb_greedy import _Builder, zb_greedy_plans
+
+    # here the variant of least longest span and the one of least makespan differ
+    problem = zero_bubble(3, 8, forward=3, input_grad=2, weight_grad=2, forward_memory=1, weight_grad_memory=-1,
+                          memory=4)
+    every = {v: s for v, s in zb_greedy_all(problem).items() if s is not None}
+    by_span = min(every, key=lambda v: max_span(every[v]))
+    by_makespan = min(every, key=lambda v: every[v].makespan)
+    assert by_span != by_makespan
+    for objective, first, second in (("makespan", by_makespan, by_span), ("max_span", by_span, by_makespan)):
+        with mock.patch.object(_Builder, "schedule", autospec=True, side_effect=_Builder.schedule) as built:
+            plans = zb_greedy_plans(problem, objective=objective)
+            assert built.call_count == 0
+            variant, schedule = next(plans)
+            assert (variant, built.call_count) == (first, 1)
+            assert schedule.tasks == every[first].tasks
+            assert [v for v, _ in plans] == [second] and built.call_count == 2
+    with pytest.raises(InvalidOptionsError, match="'objective'"):
+        zb_greedy_plans(problem, objective="peak_memory")
+    with pytest.raises(InvalidProblemError, match="split into I and W"):  # at the call, not at the first plan
+        from schedsearch.placements import vshape
+
+        zb_greedy_plans(vshape(4, 8))
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(problem=zero_bubble_problems())
+def test_a_variant_left_out_has_the_run_of_one_run_before_it(problem):
+    # _figures runs a variant only when no earlier run shows it would take the same decisions; every variant
+    # left out does have the run of an earlier one (or no schedule, as that one), so the choice is that of
+    # all eight runs
+    from schedsearch.handcrafted.zb_greedy import _Builder, _figures, _NoRoom, _OutOfOrder
+
+    builder = _Builder(problem)
+    figures = _figures(builder)
+    every = {}
+    for variant in GREEDY_VARIANTS:
+        try:
+            every[variant] = builder.run_timed(variant)
+        except (_NoRoom, _OutOfOrder):
+            continue
+    assert set(figures) <= set(every)
+    for variant in every:
+        if variant not in figures:
+            assert any(every[variant] == every[u] for u in GREEDY_VARIANTS[:GREEDY_VARIANTS.index(variant)]
+                       if u in figures), variant
+    for figure in ("span", "makespan"):
+        assert min(figures, key=lambda v: getattr(figures[v], figure), default=None) == \
+            min(every, key=lambda v: getattr(every[v], figure), default=None)

@@ -30,8 +30,9 @@ def test_a_construction_proves_1f1b_at_1024_microbatches(ranks):
 
 
 def test_the_memory_level_starts_from_the_least_peak_construction():
-    # GPipe meets the time bound first, but holds every micro-batch's activation; 1F1B holds at most
-    # p of them on a device, so the memory level starts from 1F1B's peak (at most the ranks)
+    # 1F1B and GPipe both meet the time bound; GPipe holds every micro-batch's activation, 1F1B at most
+    # p of them on a device: with a memory level every construction runs (whichever meets the bound first),
+    # and the level starts from 1F1B's peak (at most the ranks)
     problem = vshape(8, 256)
     result = solve(problem, time_limit_s=60, workers=1, engines=("handcrafted",))
     assert result.levels[0].value == _one_f_one_b_makespan(8, 256)
