@@ -772,7 +772,8 @@ def plan(
         found = [r for r in result.rows if r.makespan_ms is not None]
         if found:
             what = f"no candidate the {runtime!r} runtime can execute has a plan (runtime='any' keeps the others)"
-        elif all(r.status == "TIMEOUT" for r in result.rows):
+        elif any(r.status == "TIMEOUT" for r in result.rows) \
+                and all(r.status in ("TIMEOUT", "skipped") for r in result.rows):  # skipped: not the shape
             what = (f"no candidate found a plan within time_limit_s={time_limit_s:g} (each candidate's note says "
                     f"what its share could not cover; a longer limit gives one)")
         else:

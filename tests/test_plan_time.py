@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 import schedsearch
 import schedsearch.search.portfolio as portfolio
 from schedsearch import Pipeline, validate
+from schedsearch.errors import NoFittingPlanError
+from schedsearch.result import SearchResult, Status
 
 
 def _uniform(num_microbatches: int = 4) -> Pipeline:
@@ -33,13 +37,27 @@ def test_a_deterministic_plan_always_draws_the_published_schedule(monkeypatch):
 
 
 def test_when_no_candidate_finds_a_plan_in_time_the_error_names_the_time_limit(monkeypatch):
-    import pytest
-
-    from schedsearch.errors import NoFittingPlanError
-    from schedsearch.result import SearchResult, Status
-
     monkeypatch.setattr(portfolio, "HANDCRAFTED_S_PER_TASK", 1e3)  # no published schedule drawn
     # every search runs out of time without a plan (as at 40,000 micro-batches with a few seconds)
     monkeypatch.setattr(portfolio, "solve", lambda problem, **kw: SearchResult(status=Status.TIMEOUT, problem=problem))
     with pytest.raises(NoFittingPlanError, match=r"no candidate found a plan within time_limit_s=4 .*a longer limit"):
         schedsearch.plan(_uniform(), time_limit_s=4, workers=1)
+
+
+def _two_families() -> Pipeline:
+    stage = {"forward_ms": 1.0, "backward_ms": 2.0, "input_grad_ms": 1.0, "weight_grad_ms": 1.0,
+             "activation_bytes": "1 GiB", "parameter_bytes": "1 GiB"}
+    # ZB-V needs 4 stages: its rows are skipped, the 1F1B and ZB-H1 rows run
+    return Pipeline(num_ranks=2, num_microbatches=4, memory_budget_bytes="6 GiB", families=["1f1b", "zb-v"],
+                    stages=[stage] * 2)
+
+
+def test_the_time_limit_error_also_when_other_candidates_were_skipped_for_their_shape(monkeypatch):
+    monkeypatch.setattr(portfolio, "HANDCRAFTED_S_PER_TASK", 1e3)  # no published schedule drawn
+    monkeypatch.setattr(portfolio, "solve", lambda problem, **kw: SearchResult(status=Status.TIMEOUT, problem=problem))
+    with pytest.raises(NoFittingPlanError) as caught:
+        schedsearch.plan(_two_families(), time_limit_s=4, workers=1)
+    message = str(caught.value)
+    assert "skipped" in message and "TIMEOUT" in message  # the situation: skipped rows beside timed-out ones
+    assert "time_limit_s=4" in message
+    assert "within the budget" not in message

@@ -40,7 +40,6 @@ from schedsearch.handcrafted.simulate import (
     DeadlockError as DeadlockError,
     Group as Group,
     schedule_from_orders as schedule_from_orders,
-    validation_deferred as validation_deferred,
 )
 from schedsearch.handcrafted.zero_bubble import (
     interleaved_zero_bubble as interleaved_zero_bubble,
@@ -72,7 +71,6 @@ __all__ = [
     "DeadlockError",
     "Group",
     "schedule_from_orders",
-    "validation_deferred",
     "interleaved_zero_bubble",
     "zb_h1",
     "zb_v",

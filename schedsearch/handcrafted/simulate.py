@@ -41,7 +41,7 @@ from schedsearch.schedule import Schedule, Transfer, schedule_unchecked, task_un
 from schedsearch.timeline import Timeline, earliest_finish
 from schedsearch.validate import assert_valid
 
-__all__ = ["Group", "Entry", "DeadlockError", "schedule_from_orders", "entry_label", "validation_deferred"]
+__all__ = ["Group", "Entry", "DeadlockError", "schedule_from_orders", "entry_label"]
 
 
 def _keys(value: Iterable[Sequence]) -> tuple[TaskKey, ...]:
@@ -164,7 +164,7 @@ _DEFERRED: contextvars.ContextVar[bool] = contextvars.ContextVar("schedsearch_va
 
 @contextlib.contextmanager
 def validation_deferred() -> Iterator[None]:
-    """Within it, :func:`schedule_from_orders` leaves the validation to its caller.
+    """Within it, :func:`schedule_from_orders` leaves the validation to its caller (internal: the planner's).
 
     For a caller that validates the plan it returns once, against the
     problem it returns it for (the validator takes about as long as the
@@ -175,7 +175,8 @@ def validation_deferred() -> Iterator[None]:
     Examples
     --------
     >>> from schedsearch import validate
-    >>> from schedsearch.handcrafted import one_f_one_b, validation_deferred
+    >>> from schedsearch.handcrafted import one_f_one_b
+    >>> from schedsearch.handcrafted.simulate import validation_deferred
     >>> from schedsearch.placements import vshape
     >>> problem = vshape(2, 4)
     >>> with validation_deferred():
@@ -188,6 +189,12 @@ def validation_deferred() -> Iterator[None]:
         yield
     finally:
         _DEFERRED.reset(token)
+
+
+def validation_is_deferred() -> bool:
+    """Whether the code runs inside :func:`validation_deferred` (a construction's schedule is then unchecked:
+    whatever trusts a construction to have validated its plan, a search's pool say, must check it itself)."""
+    return _DEFERRED.get()
 
 
 class _Action:

@@ -313,13 +313,17 @@ class Run:
         """Keep ``schedule`` when it is a valid plan of the run's problem; the plan kept, or None.
 
         ``validated``: it has already passed the validator against this very
-        problem (a plan is validated once). An improvement of the best plan
+        problem (a plan is validated once; not trusted inside
+        :func:`~schedsearch.handcrafted.simulate.validation_deferred`, where the
+        constructions leave the check to their caller). An improvement of the best plan
         is reported (``report``). ``value``: what the plan is ranked by
         (default its objective value for the run's problem).
         """
         if schedule is None:
             return None
-        if not validated:
+        from schedsearch.handcrafted.simulate import validation_is_deferred
+
+        if not validated or validation_is_deferred():
             from schedsearch.validate import validate
 
             if validate(self.problem, schedule):

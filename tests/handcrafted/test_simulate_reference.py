@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedsearch.errors import InvalidScheduleError
-from schedsearch.handcrafted import DeadlockError, one_f_one_b, schedule_from_orders, validation_deferred
+from schedsearch.handcrafted import DeadlockError, one_f_one_b, schedule_from_orders
+from schedsearch.handcrafted.simulate import validation_deferred
 from schedsearch.placements import vshape, vshape_chunks, zero_bubble
 from schedsearch.problem import Release
 from schedsearch.schedule import Schedule, TaskInstance, Transfer, metrics, task_unchecked, transfer_unchecked

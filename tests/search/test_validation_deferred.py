@@ -1,17 +1,13 @@
-"""Review: the public ``validation_deferred`` context must not let a search return an invalid plan.
-
-Inside it, :func:`schedule_from_orders` returns its schedule unvalidated and leaves the check to the caller.
-The portfolio's handcrafted phase still offers every construction's plan as already validated (and skips a
-construction only when it raises), so a :func:`solve` called inside the context takes a construction that
-breaks a memory capacity as its plan, and may call it OPTIMAL below the true optimum.
-"""
+"""A search inside ``validation_deferred`` (the planner's: constructions leave the check to their caller) still
+returns only valid plans: its pool does not trust a construction's plan there (vshape(2, 4, memory=1): 1F1B
+breaks the capacity; before the guard, solve called it OPTIMAL at 15 against the true 24)."""
 
 from __future__ import annotations
 
 import pytest
 
 from schedsearch import solve, validate
-from schedsearch.handcrafted import validation_deferred
+from schedsearch.handcrafted.simulate import validation_deferred
 from schedsearch.placements import vshape
 from schedsearch.result import Status
 
