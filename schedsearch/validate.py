@@ -40,6 +40,7 @@ Rules checked (violation ``kind`` in brackets):
 
 from __future__ import annotations
 
+import operator
 import weakref
 from collections import defaultdict
 
@@ -84,11 +85,14 @@ def _label(block: str, mb: int) -> str:
     return f"{block!r} (micro-batch {mb})"
 
 
+_span = operator.attrgetter("start", "end")
+
+
 def _overlapping_pairs(items: list) -> list[tuple]:
     """Every pair of half-open ``[start, end)`` items that overlap (a sweep by start)."""
     pairs = []
     active: list = []
-    for item in sorted(items, key=lambda x: (x.start, x.end)):
+    for item in sorted(items, key=_span):
         if active:
             start = item.start
             active = [a for a in active if a.end > start]
@@ -146,8 +150,22 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
 _LAST_VALID: list[tuple[weakref.ref, weakref.ref] | None] = [None]
 
 
-#: A declared group's key (tag, member blocks, start) -> its Overlap.
-_Groups = dict[tuple[str, frozenset[str], int], Overlap]
+#: A group's key (tag, devices, start), as :attr:`TaskInstance.group_key` gives it.
+_GroupKey = tuple[str, frozenset[str], int]
+
+
+@attrs.frozen
+class _Groups:
+    """The schedule's declared overlapped groups: each one's :class:`Overlap` by its key, and the group key of
+    every member (a tagged task outside any declared group is in neither)."""
+
+    rules: dict[_GroupKey, Overlap]
+    member_of: dict[TaskKey, _GroupKey]
+
+    def together(self, a: TaskInstance, b: TaskInstance) -> bool:
+        """Whether ``a`` and ``b`` are members of one declared group."""
+        g = self.member_of.get((a.block, a.microbatch))
+        return g is not None and g == self.member_of.get((b.block, b.microbatch))
 
 
 def _check_tasks(
@@ -232,17 +250,27 @@ def _check_groups(
     task and lasts its option's duration.
     """
     out: list[Violation] = []
-    tagged: dict[tuple[str, frozenset[str], int], list[TaskInstance]] = defaultdict(list)
+    tagged: dict[_GroupKey, list[TaskInstance]] = defaultdict(list)
+    device_sets: dict[tuple[str, ...], frozenset[str]] = {}  # each task's devices as a set, built once per tuple
     for t in placed.values():
-        if t.group_key is not None:
-            tagged[t.group_key].append(t)
-    groups: _Groups = {}
+        if t.overlap is not None:
+            devices = device_sets.get(t.devices)
+            if devices is None:
+                devices = device_sets[t.devices] = frozenset(t.devices)
+            tagged[(t.overlap, devices, t.start)].append(t)
+    groups = _Groups(rules={}, member_of={})
+    rule_for: dict[frozenset[str], Overlap | None] = {}  # the declared overlap of each set of member blocks
+    durations = problem.durations
     for gkey, members in tagged.items():
-        rule = _declared_overlap(problem, members)
+        rule = _declared_overlap(problem, members, rule_for)
         if rule is not None:
-            groups[gkey] = rule
-            own = [problem.durations(m.block, m.microbatch)[option.get(m.key, 0)] for m in members]
-            lasts = max([rule.duration, *own])
+            groups.rules[gkey] = rule
+            own = []
+            for m in members:
+                key = (m.block, m.microbatch)
+                groups.member_of[key] = gkey
+                own.append(durations(m.block, m.microbatch)[option.get(key, 0)])
+            lasts = max(rule.duration, *own)
             out += [
                 Violation(
                     "wrong_duration",
@@ -250,14 +278,14 @@ def _check_groups(
                     f"{rule.name or '+'.join(rule.blocks)!r}, which lasts {lasts}",
                 )
                 for m in members
-                if m.duration != lasts
+                if m.end - m.start != lasts
             ]
             continue
         names = [m.block for m in members]
         for m in members:
             if m.key not in option:
                 continue  # its option was already reported
-            want = problem.durations(m.block, m.microbatch)[option[m.key]]
+            want = durations(m.block, m.microbatch)[option[m.key]]
             if m.duration != want:
                 out.append(
                     Violation(
@@ -269,42 +297,57 @@ def _check_groups(
     return groups, out
 
 
-def _declared_overlap(problem: Problem, members: list[TaskInstance]) -> Overlap | None:
+def _declared_overlap(
+    problem: Problem, members: list[TaskInstance], rule_for: dict[frozenset[str], Overlap | None]
+) -> Overlap | None:
     """The overlap a set of tasks tagged together forms, or None when they
     form none the problem declares (one instance per member block, the
-    ``same_microbatch`` sets sharing a micro-batch)."""
-    names = [m.block for m in members]
-    if len(members) < 2 or len(set(names)) != len(names):
+    ``same_microbatch`` sets sharing a micro-batch). ``rule_for`` holds the
+    problem's answer for each set of block names already asked about."""
+    if len(members) < 2:
         return None
-    rule = problem.overlap_for(names)
-    if rule is not None:
+    names = frozenset(m.block for m in members)
+    if len(names) != len(members):
+        return None
+    if names in rule_for:
+        rule = rule_for[names]
+    else:
+        rule = rule_for[names] = problem.overlap_for(names)
+    if rule is not None and rule.same_microbatch:
         mb_of = {m.block: m.microbatch for m in members}
         if any(len({mb_of[b] for b in tied}) > 1 for tied in rule.same_microbatch):
             return None  # its members must share a micro-batch: not a group the problem declares
     return rule
 
 
-def _grouped_together(groups: _Groups, a: TaskInstance, b: TaskInstance) -> bool:
-    """Whether ``a`` and ``b`` are members of one declared group."""
-    return a.group_key is not None and a.group_key == b.group_key and a.group_key in groups
-
-
 def _device_overlaps(placed: dict[TaskKey, TaskInstance], groups: _Groups) -> list[Violation]:
-    """Every pair of tasks that overlap on a device, members of one declared group excepted."""
+    """Every pair of tasks that overlap on a device, members of one declared group excepted (a sweep by start,
+    as :func:`_overlapping_pairs`, that skips the pairs inside a group as it finds them)."""
+    member_of = groups.member_of
     per_device: dict[str, list[TaskInstance]] = defaultdict(list)
     for t in placed.values():
         for d in t.devices:
             per_device[d].append(t)
-    return [
-        Violation(
-            "device_overlap",
-            f"device {d!r}: task {_label(*a.key)} [{a.start}, {a.end}) overlaps "
-            f"task {_label(*t.key)} [{t.start}, {t.end})",
-        )
-        for d, tasks in per_device.items()
-        for a, t in _overlapping_pairs(tasks)
-        if not _grouped_together(groups, a, t)
-    ]
+    out: list[Violation] = []
+    for d, tasks in per_device.items():
+        active: list[TaskInstance] = []
+        for t in sorted(tasks, key=_span):
+            if active:
+                start = t.start
+                active = [a for a in active if a.end > start]
+                if active:
+                    g = member_of.get((t.block, t.microbatch)) if member_of else None
+                    out += [
+                        Violation(
+                            "device_overlap",
+                            f"device {d!r}: task {_label(*a.key)} [{a.start}, {a.end}) overlaps "
+                            f"task {_label(*t.key)} [{t.start}, {t.end})",
+                        )
+                        for a in active
+                        if g is None or g != member_of.get((a.block, a.microbatch))
+                    ]
+            active.append(t)
+    return out
 
 
 def _unique_transfers(schedule: Schedule) -> tuple[dict[tuple[str, str, int], Transfer], list[Violation]]:
@@ -336,11 +379,8 @@ def _check_edges(
             u, v = placed.get((src, m)), placed.get((dst, m))
             if u is None or v is None:
                 continue
-            if u.overlap is None or v.overlap is None:  # not two members of one group: plain precedence
-                if v.start < u.end:
-                    out.append(_late(e, m, u, v))
-            else:
-                out += _check_precedence(e, m, u, v, groups)
+            if v.start < u.end and not _runs_in_group(e, m, u, v, groups, out):
+                out.append(_late(e, m, u, v))
             if sized and not (set(u.devices) & set(v.devices)):
                 key = (e.src, e.dst, m)
                 expected.add(key)
@@ -357,21 +397,21 @@ def _check_edges(
     return out
 
 
-def _check_precedence(e: Edge, m: int, u: TaskInstance, v: TaskInstance, groups: _Groups) -> list[Violation]:
-    """``v`` starts after ``u`` ends, or, inside one declared group, the group runs them in the edge's order."""
-    if _grouped_together(groups, u, v):
-        rule = groups[u.group_key]
-        if rule.blocks.index(e.dst) < rule.blocks.index(e.src):
-            return [
-                Violation(
-                    "dependency",
-                    f"edge {e.src!r} -> {e.dst!r}, micro-batch {m}: the overlapped group "
-                    f"{rule.name or '+'.join(rule.blocks)!r} runs {e.dst!r} before {e.src!r}",
-                )
-            ]
-    elif v.start < u.end:
-        return [_late(e, m, u, v)]
-    return []
+def _runs_in_group(e: Edge, m: int, u: TaskInstance, v: TaskInstance, groups: _Groups, out: list[Violation]) -> bool:
+    """Whether ``u`` and ``v`` are members of one declared group, which then runs them in the edge's order or
+    adds that violation to ``out``; False for any other two tasks (plain precedence applies)."""
+    if u.overlap is None or v.overlap is None or not groups.together(u, v):
+        return False
+    rule = groups.rules[groups.member_of[(u.block, u.microbatch)]]
+    if rule.blocks.index(e.dst) < rule.blocks.index(e.src):
+        out.append(
+            Violation(
+                "dependency",
+                f"edge {e.src!r} -> {e.dst!r}, micro-batch {m}: the overlapped group "
+                f"{rule.name or '+'.join(rule.blocks)!r} runs {e.dst!r} before {e.src!r}",
+            )
+        )
+    return True
 
 
 def _late(e: Edge, m: int, u: TaskInstance, v: TaskInstance) -> Violation:
