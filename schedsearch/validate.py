@@ -162,10 +162,6 @@ class _Groups:
     rules: dict[_GroupKey, Overlap]
     member_of: dict[TaskKey, _GroupKey]
 
-    def together(self, a: TaskInstance, b: TaskInstance) -> bool:
-        """Whether ``a`` and ``b`` are members of one declared group."""
-        g = self.member_of.get((a.block, a.microbatch))
-        return g is not None and g == self.member_of.get((b.block, b.microbatch))
 
 
 def _check_tasks(
@@ -259,29 +255,33 @@ def _check_groups(
                 devices = device_sets[t.devices] = frozenset(t.devices)
             tagged[(t.overlap, devices, t.start)].append(t)
     groups = _Groups(rules={}, member_of={})
-    rule_for: dict[frozenset[str], Overlap | None] = {}  # the declared overlap of each set of member blocks
-    durations = problem.durations
+    shapes: dict[tuple[str, ...], tuple[Overlap | None, tuple[tuple[int, ...], ...]]] = {}  # by member blocks
+    durations, member_of = problem.durations, groups.member_of
     for gkey, members in tagged.items():
-        rule = _declared_overlap(problem, members, rule_for)
+        names = tuple(m.block for m in members)
+        shape = shapes.get(names)
+        if shape is None:
+            shape = shapes[names] = _group_shape(problem, names)
+        rule, tied = shape
+        if rule is not None and any(len({members[i].microbatch for i in positions}) > 1 for positions in tied):
+            rule = None  # its members must share a micro-batch: not a group the problem declares
         if rule is not None:
             groups.rules[gkey] = rule
-            own = []
+            lasts = rule.duration
             for m in members:
                 key = (m.block, m.microbatch)
-                groups.member_of[key] = gkey
-                own.append(durations(m.block, m.microbatch)[option.get(key, 0)])
-            lasts = max(rule.duration, *own)
-            out += [
-                Violation(
-                    "wrong_duration",
-                    f"task {_label(*m.key)} lasts {m.duration} in the overlapped group "
-                    f"{rule.name or '+'.join(rule.blocks)!r}, which lasts {lasts}",
-                )
-                for m in members
-                if m.end - m.start != lasts
-            ]
+                member_of[key] = gkey
+                lasts = max(lasts, durations(m.block, m.microbatch)[option.get(key, 0)])
+            for m in members:
+                if m.end - m.start != lasts:
+                    out.append(
+                        Violation(
+                            "wrong_duration",
+                            f"task {_label(*m.key)} lasts {m.duration} in the overlapped group "
+                            f"{rule.name or '+'.join(rule.blocks)!r}, which lasts {lasts}",
+                        )
+                    )
             continue
-        names = [m.block for m in members]
         for m in members:
             if m.key not in option:
                 continue  # its option was already reported
@@ -297,27 +297,17 @@ def _check_groups(
     return groups, out
 
 
-def _declared_overlap(
-    problem: Problem, members: list[TaskInstance], rule_for: dict[frozenset[str], Overlap | None]
-) -> Overlap | None:
-    """The overlap a set of tasks tagged together forms, or None when they
-    form none the problem declares (one instance per member block, the
-    ``same_microbatch`` sets sharing a micro-batch). ``rule_for`` holds the
-    problem's answer for each set of block names already asked about."""
-    if len(members) < 2:
-        return None
-    names = frozenset(m.block for m in members)
-    if len(names) != len(members):
-        return None
-    if names in rule_for:
-        rule = rule_for[names]
-    else:
-        rule = rule_for[names] = problem.overlap_for(names)
-    if rule is not None and rule.same_microbatch:
-        mb_of = {m.block: m.microbatch for m in members}
-        if any(len({mb_of[b] for b in tied}) > 1 for tied in rule.same_microbatch):
-            return None  # its members must share a micro-batch: not a group the problem declares
-    return rule
+def _group_shape(problem: Problem, names: tuple[str, ...]) -> tuple[Overlap | None, tuple[tuple[int, ...], ...]]:
+    """The overlap that tasks of blocks ``names`` (in this order) tagged together form when their
+    micro-batches allow it, and the positions in ``names`` of each of its ``same_microbatch`` sets (whose
+    members must share a micro-batch); None when they form none the problem declares (one instance per
+    member block)."""
+    if len(names) < 2 or len(set(names)) != len(names):
+        return None, ()
+    rule = problem.overlap_for(names)
+    if rule is None:
+        return None, ()
+    return rule, tuple(tuple(names.index(b) for b in tied) for tied in rule.same_microbatch)
 
 
 def _device_overlaps(placed: dict[TaskKey, TaskInstance], groups: _Groups) -> list[Violation]:
@@ -373,14 +363,19 @@ def _check_edges(
     out: list[Violation] = []
     expected: set[tuple[str, str, int]] = set()
     channels = {c.name: c for c in problem.cluster.channels}
+    member_of = groups.member_of
     for e in problem.graph.edges:
         src, dst, sized = e.src, e.dst, e.size > 0
         for m in range(problem.num_microbatches):
             u, v = placed.get((src, m)), placed.get((dst, m))
             if u is None or v is None:
                 continue
-            if v.start < u.end and not _runs_in_group(e, m, u, v, groups, out):
-                out.append(_late(e, m, u, v))
+            if v.start < u.end:  # late, unless the two are members of one group (which share a start)
+                g = member_of.get((src, m)) if u.overlap is not None and v.overlap is not None else None
+                if g is None or g != member_of.get((dst, m)):
+                    out.append(_late(e, m, u, v))
+                elif _runs_backwards(groups.rules[g], e):
+                    out.append(_backwards(groups.rules[g], e, m))
             if sized and not (set(u.devices) & set(v.devices)):
                 key = (e.src, e.dst, m)
                 expected.add(key)
@@ -397,21 +392,18 @@ def _check_edges(
     return out
 
 
-def _runs_in_group(e: Edge, m: int, u: TaskInstance, v: TaskInstance, groups: _Groups, out: list[Violation]) -> bool:
-    """Whether ``u`` and ``v`` are members of one declared group, which then runs them in the edge's order or
-    adds that violation to ``out``; False for any other two tasks (plain precedence applies)."""
-    if u.overlap is None or v.overlap is None or not groups.together(u, v):
-        return False
-    rule = groups.rules[groups.member_of[(u.block, u.microbatch)]]
-    if rule.blocks.index(e.dst) < rule.blocks.index(e.src):
-        out.append(
-            Violation(
-                "dependency",
-                f"edge {e.src!r} -> {e.dst!r}, micro-batch {m}: the overlapped group "
-                f"{rule.name or '+'.join(rule.blocks)!r} runs {e.dst!r} before {e.src!r}",
-            )
-        )
-    return True
+def _runs_backwards(rule: Overlap, e: Edge) -> bool:
+    """Whether the overlapped group ``rule`` runs the two members of edge ``e`` against the edge's order."""
+    return rule.blocks.index(e.dst) < rule.blocks.index(e.src)
+
+
+def _backwards(rule: Overlap, e: Edge, m: int) -> Violation:
+    """The violation of a group that runs edge ``e``'s two members (micro-batch ``m``) in the wrong order."""
+    return Violation(
+        "dependency",
+        f"edge {e.src!r} -> {e.dst!r}, micro-batch {m}: the overlapped group "
+        f"{rule.name or '+'.join(rule.blocks)!r} runs {e.dst!r} before {e.src!r}",
+    )
 
 
 def _late(e: Edge, m: int, u: TaskInstance, v: TaskInstance) -> Violation:
