@@ -105,6 +105,10 @@ LP_BOUND_TASKS = 2000
 #: one core, DualPipeV's 16): at 400,000 task instances about 4 s.
 HANDCRAFTED_S_PER_TASK = 1e-5
 
+#: Seconds per task instance assumed for the list phase's first list schedule with the analytic bound
+#: of the problem it searches and its validation (16 us at 288,000 task instances on 4 ranks, one core).
+LIST_S_PER_TASK = 2e-5
+
 #: What a task instance of a block in a declared overlapped group counts in the per-task-instance
 #: estimates of a construction, its validation and a plan's figures (:func:`estimated_tasks`): drawing the
 #: groups, running them and checking them costs more per instance (at 288,000 task instances on 4 ranks,
@@ -469,6 +473,16 @@ def _list_plans(problem: Problem, pf: _Portfolio, share: float) -> list[tuple[Sc
 
 
 def _list_schedules(pf: _Portfolio) -> None:
+    """The list phase (:func:`_list_plans`); with a plan at hand on the wall clock, only when the time left
+    covers one list schedule with its bound and validation (:data:`LIST_S_PER_TASK`), else a note says so."""
+    left = pf.deadline.left()
+    if pf.best is not None and left is not None and not pf.options.deterministic:
+        tasks = _task_count(pf.problem)
+        need = LIST_S_PER_TASK * tasks
+        if need > left:
+            pf.note(f"list schedules skipped: at {tasks} task instances one needs about {need:.1f} s with its "
+                    f"bound and validation, {max(left, 0.0):.1f} s were left")
+            return
     t = pf.deadline.elapsed
     for schedule, provenance in _list_plans(pf.problem, pf, 1.0):
         pf.offer(schedule, provenance, validated=True)
@@ -484,11 +498,15 @@ def _repetend_applies(run: Run) -> bool:
     return repetend_support_error(run.reduced) is None
 
 
+#: The least time the repetend search is given: with a plan at hand it does not start with less left.
+_REPETEND_FLOOR_S = 1.0
+
+
 def _repetend(pf: _Portfolio, share: float) -> None:
     from schedsearch.search.repetend_search import _check_supported, repetend_search
 
     t = pf.deadline.elapsed
-    limit = pf.deadline.slice(share, floor_s=1.0)
+    limit = pf.deadline.slice(share, floor_s=_REPETEND_FLOOR_S)
     # on the wall clock with the backend's default parameters, reporting nothing (as it always ran here)
     child = pf.run.child(pf.run.reduced, time_limit_s=limit, silent=True, deterministic=False, log=False,
                          backend_params={})
@@ -600,7 +618,11 @@ def _time_level(pf: _Portfolio) -> Status | None:
         return None
     # the repetend search cuts its inner searches by wall-clock slices: not in deterministic mode
     if "repetend" in pf.engines and not pf.options.deterministic and _repetend_applies(pf.run):
-        _repetend(pf, share=0.5 if "exact" in pf.engines else 1.0)
+        left = pf.deadline.left()
+        if pf.best is not None and left is not None and left < _REPETEND_FLOOR_S:
+            pf.note(f"repetend search skipped: it needs at least {_REPETEND_FLOOR_S:.1f} s, {left:.1f} s were left")
+        else:
+            _repetend(pf, share=0.5 if "exact" in pf.engines else 1.0)
     if pf.closed or pf.deadline.expired(0.5):
         return None
     if "exact" in pf.engines:
