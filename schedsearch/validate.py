@@ -255,14 +255,14 @@ def _check_groups(
                 devices = device_sets[t.devices] = frozenset(t.devices)
             tagged[(t.overlap, devices, t.start)].append(t)
     groups = _Groups(rules={}, member_of={})
-    shapes: dict[tuple[str, ...], tuple[Overlap | None, tuple[tuple[int, ...], ...]]] = {}  # by member blocks
+    shapes: dict[tuple[str, ...], tuple[Overlap | None, tuple[tuple[int, ...], ...], int | None]] = {}
     durations, member_of = problem.durations, groups.member_of
     for gkey, members in tagged.items():
         names = tuple(m.block for m in members)
         shape = shapes.get(names)
         if shape is None:
             shape = shapes[names] = _group_shape(problem, names)
-        rule, tied = shape
+        rule, tied, known_length = shape
         if rule is not None and any(len({members[i].microbatch for i in positions}) > 1 for positions in tied):
             rule = None  # its members must share a micro-batch: not a group the problem declares
         if rule is not None:
@@ -271,7 +271,10 @@ def _check_groups(
             for m in members:
                 key = (m.block, m.microbatch)
                 member_of[key] = gkey
-                lasts = max(lasts, durations(m.block, m.microbatch)[option.get(key, 0)])
+                if known_length is None:
+                    lasts = max(lasts, durations(m.block, m.microbatch)[option.get(key, 0)])
+            if known_length is not None:
+                lasts = known_length
             for m in members:
                 if m.end - m.start != lasts:
                     out.append(
@@ -297,17 +300,24 @@ def _check_groups(
     return groups, out
 
 
-def _group_shape(problem: Problem, names: tuple[str, ...]) -> tuple[Overlap | None, tuple[tuple[int, ...], ...]]:
+def _group_shape(
+    problem: Problem, names: tuple[str, ...]
+) -> tuple[Overlap | None, tuple[tuple[int, ...], ...], int | None]:
     """The overlap that tasks of blocks ``names`` (in this order) tagged together form when their
-    micro-batches allow it, and the positions in ``names`` of each of its ``same_microbatch`` sets (whose
-    members must share a micro-batch); None when they form none the problem declares (one instance per
-    member block)."""
+    micro-batches allow it, the positions in ``names`` of each of its ``same_microbatch`` sets (whose
+    members must share a micro-batch), and how long every such group lasts when that is known from the
+    blocks alone (each member block has one option and no instance overrides its duration; else None);
+    None when they form none the problem declares (one instance per member block)."""
     if len(names) < 2 or len(set(names)) != len(names):
-        return None, ()
+        return None, (), None
     rule = problem.overlap_for(names)
     if rule is None:
-        return None, ()
-    return rule, tuple(tuple(names.index(b) for b in tied) for tied in rule.same_microbatch)
+        return None, (), None
+    tied = tuple(tuple(names.index(b) for b in tied) for tied in rule.same_microbatch)
+    blocks = problem.graph.by_name()
+    if problem.duration_overrides or any(len(blocks[b].options) != 1 for b in names):
+        return rule, tied, None
+    return rule, tied, max(rule.duration, *(blocks[b].options[0].duration for b in names))
 
 
 def _device_overlaps(placed: dict[TaskKey, TaskInstance], groups: _Groups) -> list[Violation]:
@@ -364,8 +374,11 @@ def _check_edges(
     expected: set[tuple[str, str, int]] = set()
     channels = {c.name: c for c in problem.cluster.channels}
     member_of = groups.member_of
+    disjoint: dict[tuple[tuple[str, ...], tuple[str, ...]], bool] = {}
+    rules = groups.rules
     for e in problem.graph.edges:
         src, dst, sized = e.src, e.dst, e.size > 0
+        backwards: dict[int, bool] = {}  # per overlap (by identity): it runs e's two ends against e's order
         for m in range(problem.num_microbatches):
             u, v = placed.get((src, m)), placed.get((dst, m))
             if u is None or v is None:
@@ -374,9 +387,14 @@ def _check_edges(
                 g = member_of.get((src, m)) if u.overlap is not None and v.overlap is not None else None
                 if g is None or g != member_of.get((dst, m)):
                     out.append(_late(e, m, u, v))
-                elif _runs_backwards(groups.rules[g], e):
-                    out.append(_backwards(groups.rules[g], e, m))
-            if sized and not (set(u.devices) & set(v.devices)):
+                else:
+                    rule = rules[g]
+                    wrong = backwards.get(id(rule))
+                    if wrong is None:
+                        wrong = backwards[id(rule)] = rule.blocks.index(e.dst) < rule.blocks.index(e.src)
+                    if wrong:
+                        out.append(_backwards(rule, e, m))
+            if sized and _disjoint(u.devices, v.devices, disjoint):
                 key = (e.src, e.dst, m)
                 expected.add(key)
                 out += _check_transfer(e, m, u, v, transfers.get(key), channels)
@@ -392,9 +410,12 @@ def _check_edges(
     return out
 
 
-def _runs_backwards(rule: Overlap, e: Edge) -> bool:
-    """Whether the overlapped group ``rule`` runs the two members of edge ``e`` against the edge's order."""
-    return rule.blocks.index(e.dst) < rule.blocks.index(e.src)
+def _disjoint(a: tuple[str, ...], b: tuple[str, ...], known: dict[tuple[tuple[str, ...], tuple[str, ...]], bool]) -> bool:
+    """Whether device tuples ``a`` and ``b`` share no device (each pair worked out once, kept in ``known``)."""
+    found = known.get((a, b))
+    if found is None:
+        found = known[(a, b)] = not (set(a) & set(b))
+    return found
 
 
 def _backwards(rule: Overlap, e: Edge, m: int) -> Violation:
