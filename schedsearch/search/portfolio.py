@@ -48,7 +48,14 @@ The time level (makespan, or the longest device span):
 
 It stops as soon as a plan meets the proven bound. Every phase checks the
 clock; the exact search is skipped (``stats["notes"]`` says so) when the
-problem has more task instances than it can model in the time left.
+problem has more task instances than it can model in the time left. With
+a plan at hand, the list phase starts only when the time left covers one
+list schedule (:data:`LIST_S_PER_TASK` per task instance) and the
+repetend phase only when its one-second floor is left; the capped V
+greedy of the list phase only when its share covers one candidate and
+the run of its orders. The per-task-instance estimates count a member of
+an overlapped group :data:`GROUPED_TASK_WEIGHT` times
+(:func:`estimated_tasks`). Each skip is a note.
 
 In deterministic mode (``deterministic=True``) every limit is reproducible:
 the solver searches run under deterministic-time limits (CP-SAT's
