@@ -374,7 +374,7 @@ def _check_edges(
     expected: set[tuple[str, str, int]] = set()
     channels = {c.name: c for c in problem.cluster.channels}
     member_of = groups.member_of
-    disjoint: dict[tuple[tuple[str, ...], tuple[str, ...]], bool] = {}
+    disjoint: _DevicePairs = {}
     rules = groups.rules
     for e in problem.graph.edges:
         src, dst, sized = e.src, e.dst, e.size > 0
@@ -410,7 +410,10 @@ def _check_edges(
     return out
 
 
-def _disjoint(a: tuple[str, ...], b: tuple[str, ...], known: dict[tuple[tuple[str, ...], tuple[str, ...]], bool]) -> bool:
+_DevicePairs = dict[tuple[tuple[str, ...], tuple[str, ...]], bool]
+
+
+def _disjoint(a: tuple[str, ...], b: tuple[str, ...], known: _DevicePairs) -> bool:
     """Whether device tuples ``a`` and ``b`` share no device (each pair worked out once, kept in ``known``)."""
     found = known.get((a, b))
     if found is None:

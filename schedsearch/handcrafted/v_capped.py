@@ -146,7 +146,8 @@ from schedsearch.handcrafted.actions import check_v_mapping, Act, pipeline_view,
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
 
-__all__ = ["VVariant", "V_VARIANTS", "V_PATTERNS", "V_TURNS", "V_TASKS_PER_S", "V_FIRST_S_PER_TASK", "v_capped_applies", "v_half_cap", "v_min_cap", "v_capped", "v_half", "v_min",
+__all__ = ["VVariant", "V_VARIANTS", "V_PATTERNS", "V_TURNS", "V_TASKS_PER_S", "V_FIRST_S_PER_TASK", "v_capped_applies",
+           "v_half_cap", "v_min_cap", "v_capped", "v_half", "v_min",
            "v_capped_orders", "v_stable_pattern", "v_pattern_fit"]
 
 
