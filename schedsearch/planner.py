@@ -429,7 +429,7 @@ def _handcrafted_refusal(name: str, exc: Exception) -> str:
 
 def _evaluate(task: _Task) -> _Outcome:
     """Solve one candidate and run its handcrafted schedule (the executor's unit of work)."""
-    from schedsearch.search.portfolio import HANDCRAFTED_S_PER_TASK, solve
+    from schedsearch.search.portfolio import HANDCRAFTED_S_PER_TASK, estimated_tasks, solve
 
     t0 = time.perf_counter()
     pipeline, candidate, units = task.pipeline, task.candidate, task.units
@@ -439,17 +439,18 @@ def _evaluate(task: _Task) -> _Outcome:
     # the share's time after the search: the row's figures, the re-timing of a plan the search found, and the
     # bound of the problem with memory rounded down when the integer memory is not exact
     num_tasks = problem.num_microbatches * len(problem.graph.blocks)
+    weighted = estimated_tasks(problem)  # members of overlapped groups count more (not in the bound's estimate)
     relaxed = 0.0 if memory_exact(pipeline, candidate, stages, units) else BOUND_S_PER_TASK
-    reserve = (FIGURES_S_PER_TASK + RETIME_S_PER_TASK + relaxed) * num_tasks
+    reserve = (FIGURES_S_PER_TASK + RETIME_S_PER_TASK) * weighted + relaxed * num_tasks
     # the family's published schedule first, once: the row shows it, and when it fits the budget the search
     # starts from it (a warm start) instead of drawing it again
     hand, broken, hand_problem, hand_fig = None, (), None, None
     name = candidate.handcrafted_name()
     left = _share_left(task.options, t0)
-    need = HANDCRAFTED_S_PER_TASK * num_tasks  # drawn and validated
+    need = HANDCRAFTED_S_PER_TASK * weighted  # drawn and validated
     # with it as the plan: the search's bound (to prove it) and the row's figures (no re-timing: its times are
     # as soon as possible in its order)
-    after = (BOUND_S_PER_TASK + FIGURES_S_PER_TASK) * num_tasks + relaxed * num_tasks
+    after = (BOUND_S_PER_TASK + relaxed) * num_tasks + FIGURES_S_PER_TASK * weighted
     if name is not None and left is not None and need + after > left:
         notes.append(f"the published {name} was not drawn: at {num_tasks} task instances it needs about "
                      f"{need:.1f} s, and {max(left - after, 0.0):.1f} s of the candidate's share were left")

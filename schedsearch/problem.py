@@ -1176,6 +1176,9 @@ class Problem:
     _option_durations: dict[str, tuple[int, ...]] = attrs.field(
         init=False, repr=False, eq=False, hash=False, factory=dict
     )
+    _overlap_index: dict[frozenset[str], Overlap] = attrs.field(
+        init=False, repr=False, eq=False, hash=False, factory=dict
+    )
 
     def __attrs_post_init__(self) -> None:
         # Every check below runs in time linear in the size of the problem
@@ -1225,6 +1228,7 @@ class Problem:
         for r in self.releases:
             rel[(r.block, r.microbatch)] = max(rel.get((r.block, r.microbatch), 0), r.time)
         object.__setattr__(self, "_release_index", rel)
+        object.__setattr__(self, "_overlap_index", {ov.key: ov for ov in self.overlaps})  # keys checked distinct
 
     def _check_shapes(self) -> None:
         """The containers hold items of the right kind (converters keep what
@@ -1500,11 +1504,7 @@ class Problem:
 
     def overlap_for(self, blocks: Iterable[str]) -> Overlap | None:
         """The declared :class:`Overlap` whose blocks are exactly ``blocks`` (any order), or None."""
-        key = frozenset(blocks)
-        for ov in self.overlaps:
-            if ov.key == key:
-                return ov
-        return None
+        return self._overlap_index.get(blocks if isinstance(blocks, frozenset) else frozenset(blocks))
 
     @property
     def tasks(self) -> tuple[TaskKey, ...]:

@@ -154,7 +154,10 @@ def overlaps_redundant(problem: Problem) -> bool:
     position = {name: i for i, name in enumerate(problem.graph.topological_order())}
     n = problem.num_microbatches
     for ov in problem.overlaps:
-        longest = sum(max(problem.durations(b, m)[0] for m in range(n)) for b in ov.blocks)
+        if problem.duration_overrides:
+            longest = sum(max(problem.durations(b, m)[0] for m in range(n)) for b in ov.blocks)
+        else:  # every micro-batch of a block lasts its option's duration
+            longest = sum(blocks[b].options[0].duration for b in ov.blocks)
         if ov.duration < longest:
             return False
         for u in ov.blocks:

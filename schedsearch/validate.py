@@ -40,6 +40,7 @@ Rules checked (violation ``kind`` in brackets):
 
 from __future__ import annotations
 
+import operator
 import weakref
 from collections import defaultdict
 
@@ -84,11 +85,14 @@ def _label(block: str, mb: int) -> str:
     return f"{block!r} (micro-batch {mb})"
 
 
+_span = operator.attrgetter("start", "end")
+
+
 def _overlapping_pairs(items: list) -> list[tuple]:
     """Every pair of half-open ``[start, end)`` items that overlap (a sweep by start)."""
     pairs = []
     active: list = []
-    for item in sorted(items, key=lambda x: (x.start, x.end)):
+    for item in sorted(items, key=_span):
         if active:
             start = item.start
             active = [a for a in active if a.end > start]
@@ -146,8 +150,18 @@ def validate(problem: Problem, schedule: Schedule) -> tuple[Violation, ...]:
 _LAST_VALID: list[tuple[weakref.ref, weakref.ref] | None] = [None]
 
 
-#: A declared group's key (tag, member blocks, start) -> its Overlap.
-_Groups = dict[tuple[str, frozenset[str], int], Overlap]
+#: A group's key (tag, devices, start), as :attr:`TaskInstance.group_key` gives it.
+_GroupKey = tuple[str, frozenset[str], int]
+
+
+@attrs.frozen
+class _Groups:
+    """The schedule's declared overlapped groups: each one's :class:`Overlap` by its key, and the group key of
+    every member (a tagged task outside any declared group is in neither)."""
+
+    rules: dict[_GroupKey, Overlap]
+    member_of: dict[TaskKey, _GroupKey]
+
 
 
 def _check_tasks(
@@ -232,32 +246,49 @@ def _check_groups(
     task and lasts its option's duration.
     """
     out: list[Violation] = []
-    tagged: dict[tuple[str, frozenset[str], int], list[TaskInstance]] = defaultdict(list)
+    tagged: dict[_GroupKey, list[TaskInstance]] = defaultdict(list)
+    device_sets: dict[tuple[str, ...], frozenset[str]] = {}  # each task's devices as a set, built once per tuple
     for t in placed.values():
-        if t.group_key is not None:
-            tagged[t.group_key].append(t)
-    groups: _Groups = {}
+        if t.overlap is not None:
+            devices = device_sets.get(t.devices)
+            if devices is None:
+                devices = device_sets[t.devices] = frozenset(t.devices)
+            tagged[(t.overlap, devices, t.start)].append(t)
+    groups = _Groups(rules={}, member_of={})
+    shapes: dict[tuple[str, ...], tuple[Overlap | None, tuple[tuple[int, ...], ...], int | None]] = {}
+    durations, member_of = problem.durations, groups.member_of
     for gkey, members in tagged.items():
-        rule = _declared_overlap(problem, members)
+        names = tuple(m.block for m in members)
+        shape = shapes.get(names)
+        if shape is None:
+            shape = shapes[names] = _group_shape(problem, names)
+        rule, tied, known_length = shape
+        if rule is not None and any(len({members[i].microbatch for i in positions}) > 1 for positions in tied):
+            rule = None  # its members must share a micro-batch: not a group the problem declares
         if rule is not None:
-            groups[gkey] = rule
-            own = [problem.durations(m.block, m.microbatch)[option.get(m.key, 0)] for m in members]
-            lasts = max([rule.duration, *own])
-            out += [
-                Violation(
-                    "wrong_duration",
-                    f"task {_label(*m.key)} lasts {m.duration} in the overlapped group "
-                    f"{rule.name or '+'.join(rule.blocks)!r}, which lasts {lasts}",
-                )
-                for m in members
-                if m.duration != lasts
-            ]
+            groups.rules[gkey] = rule
+            lasts = rule.duration
+            for m in members:
+                key = (m.block, m.microbatch)
+                member_of[key] = gkey
+                if known_length is None:
+                    lasts = max(lasts, durations(m.block, m.microbatch)[option.get(key, 0)])
+            if known_length is not None:
+                lasts = known_length
+            for m in members:
+                if m.end - m.start != lasts:
+                    out.append(
+                        Violation(
+                            "wrong_duration",
+                            f"task {_label(*m.key)} lasts {m.duration} in the overlapped group "
+                            f"{rule.name or '+'.join(rule.blocks)!r}, which lasts {lasts}",
+                        )
+                    )
             continue
-        names = [m.block for m in members]
         for m in members:
             if m.key not in option:
                 continue  # its option was already reported
-            want = problem.durations(m.block, m.microbatch)[option[m.key]]
+            want = durations(m.block, m.microbatch)[option[m.key]]
             if m.duration != want:
                 out.append(
                     Violation(
@@ -269,42 +300,54 @@ def _check_groups(
     return groups, out
 
 
-def _declared_overlap(problem: Problem, members: list[TaskInstance]) -> Overlap | None:
-    """The overlap a set of tasks tagged together forms, or None when they
-    form none the problem declares (one instance per member block, the
-    ``same_microbatch`` sets sharing a micro-batch)."""
-    names = [m.block for m in members]
-    if len(members) < 2 or len(set(names)) != len(names):
-        return None
+def _group_shape(
+    problem: Problem, names: tuple[str, ...]
+) -> tuple[Overlap | None, tuple[tuple[int, ...], ...], int | None]:
+    """The overlap that tasks of blocks ``names`` (in this order) tagged together form when their
+    micro-batches allow it, the positions in ``names`` of each of its ``same_microbatch`` sets (whose
+    members must share a micro-batch), and how long every such group lasts when that is known from the
+    blocks alone (each member block has one option and no instance overrides its duration; else None);
+    None when they form none the problem declares (one instance per member block)."""
+    if len(names) < 2 or len(set(names)) != len(names):
+        return None, (), None
     rule = problem.overlap_for(names)
-    if rule is not None:
-        mb_of = {m.block: m.microbatch for m in members}
-        if any(len({mb_of[b] for b in tied}) > 1 for tied in rule.same_microbatch):
-            return None  # its members must share a micro-batch: not a group the problem declares
-    return rule
-
-
-def _grouped_together(groups: _Groups, a: TaskInstance, b: TaskInstance) -> bool:
-    """Whether ``a`` and ``b`` are members of one declared group."""
-    return a.group_key is not None and a.group_key == b.group_key and a.group_key in groups
+    if rule is None:
+        return None, (), None
+    tied = tuple(tuple(names.index(b) for b in tied) for tied in rule.same_microbatch)
+    blocks = problem.graph.by_name()
+    if problem.duration_overrides or any(len(blocks[b].options) != 1 for b in names):
+        return rule, tied, None
+    return rule, tied, max(rule.duration, *(blocks[b].options[0].duration for b in names))
 
 
 def _device_overlaps(placed: dict[TaskKey, TaskInstance], groups: _Groups) -> list[Violation]:
-    """Every pair of tasks that overlap on a device, members of one declared group excepted."""
+    """Every pair of tasks that overlap on a device, members of one declared group excepted (a sweep by start,
+    as :func:`_overlapping_pairs`, that skips the pairs inside a group as it finds them)."""
+    member_of = groups.member_of
     per_device: dict[str, list[TaskInstance]] = defaultdict(list)
     for t in placed.values():
         for d in t.devices:
             per_device[d].append(t)
-    return [
-        Violation(
-            "device_overlap",
-            f"device {d!r}: task {_label(*a.key)} [{a.start}, {a.end}) overlaps "
-            f"task {_label(*t.key)} [{t.start}, {t.end})",
-        )
-        for d, tasks in per_device.items()
-        for a, t in _overlapping_pairs(tasks)
-        if not _grouped_together(groups, a, t)
-    ]
+    out: list[Violation] = []
+    for d, tasks in per_device.items():
+        active: list[TaskInstance] = []
+        for t in sorted(tasks, key=_span):
+            if active:
+                start = t.start
+                active = [a for a in active if a.end > start]
+                if active:
+                    g = member_of.get((t.block, t.microbatch)) if member_of else None
+                    out += [
+                        Violation(
+                            "device_overlap",
+                            f"device {d!r}: task {_label(*a.key)} [{a.start}, {a.end}) overlaps "
+                            f"task {_label(*t.key)} [{t.start}, {t.end})",
+                        )
+                        for a in active
+                        if g is None or g != member_of.get((a.block, a.microbatch))
+                    ]
+            active.append(t)
+    return out
 
 
 def _unique_transfers(schedule: Schedule) -> tuple[dict[tuple[str, str, int], Transfer], list[Violation]]:
@@ -330,18 +373,28 @@ def _check_edges(
     out: list[Violation] = []
     expected: set[tuple[str, str, int]] = set()
     channels = {c.name: c for c in problem.cluster.channels}
+    member_of = groups.member_of
+    disjoint: _DevicePairs = {}
+    rules = groups.rules
     for e in problem.graph.edges:
         src, dst, sized = e.src, e.dst, e.size > 0
+        backwards: dict[int, bool] = {}  # per overlap (by identity): it runs e's two ends against e's order
         for m in range(problem.num_microbatches):
             u, v = placed.get((src, m)), placed.get((dst, m))
             if u is None or v is None:
                 continue
-            if u.overlap is None or v.overlap is None:  # not two members of one group: plain precedence
-                if v.start < u.end:
+            if v.start < u.end:  # late, unless the two are members of one group (which share a start)
+                g = member_of.get((src, m)) if u.overlap is not None and v.overlap is not None else None
+                if g is None or g != member_of.get((dst, m)):
                     out.append(_late(e, m, u, v))
-            else:
-                out += _check_precedence(e, m, u, v, groups)
-            if sized and not (set(u.devices) & set(v.devices)):
+                else:
+                    rule = rules[g]
+                    wrong = backwards.get(id(rule))
+                    if wrong is None:
+                        wrong = backwards[id(rule)] = rule.blocks.index(e.dst) < rule.blocks.index(e.src)
+                    if wrong:
+                        out.append(_backwards(rule, e, m))
+            if sized and _disjoint(u.devices, v.devices, disjoint):
                 key = (e.src, e.dst, m)
                 expected.add(key)
                 out += _check_transfer(e, m, u, v, transfers.get(key), channels)
@@ -357,21 +410,24 @@ def _check_edges(
     return out
 
 
-def _check_precedence(e: Edge, m: int, u: TaskInstance, v: TaskInstance, groups: _Groups) -> list[Violation]:
-    """``v`` starts after ``u`` ends, or, inside one declared group, the group runs them in the edge's order."""
-    if _grouped_together(groups, u, v):
-        rule = groups[u.group_key]
-        if rule.blocks.index(e.dst) < rule.blocks.index(e.src):
-            return [
-                Violation(
-                    "dependency",
-                    f"edge {e.src!r} -> {e.dst!r}, micro-batch {m}: the overlapped group "
-                    f"{rule.name or '+'.join(rule.blocks)!r} runs {e.dst!r} before {e.src!r}",
-                )
-            ]
-    elif v.start < u.end:
-        return [_late(e, m, u, v)]
-    return []
+_DevicePairs = dict[tuple[tuple[str, ...], tuple[str, ...]], bool]
+
+
+def _disjoint(a: tuple[str, ...], b: tuple[str, ...], known: _DevicePairs) -> bool:
+    """Whether device tuples ``a`` and ``b`` share no device (each pair worked out once, kept in ``known``)."""
+    found = known.get((a, b))
+    if found is None:
+        found = known[(a, b)] = not (set(a) & set(b))
+    return found
+
+
+def _backwards(rule: Overlap, e: Edge, m: int) -> Violation:
+    """The violation of a group that runs edge ``e``'s two members (micro-batch ``m``) in the wrong order."""
+    return Violation(
+        "dependency",
+        f"edge {e.src!r} -> {e.dst!r}, micro-batch {m}: the overlapped group "
+        f"{rule.name or '+'.join(rule.blocks)!r} runs {e.dst!r} before {e.src!r}",
+    )
 
 
 def _late(e: Edge, m: int, u: TaskInstance, v: TaskInstance) -> Violation:

@@ -59,7 +59,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
 
 import attrs
@@ -456,6 +456,36 @@ def _savings(problem: Problem) -> dict[TaskKey, Fraction]:
     return out
 
 
+def _block_savings(problem: Problem) -> dict[str, Fraction] | None:
+    """:func:`_savings` per block when no task instance overrides its durations (every micro-batch of a
+    block then saves the same), computed once per block instead of per instance; None otherwise."""
+    least = _block_least(problem)
+    if least is None:
+        return None
+    out: dict[str, Fraction] = {}
+    longest = {b.name: max(o.duration for o in b.options) for b in problem.graph.blocks}
+    for ov in problem.overlaps:
+        others = sum(longest[b] for b in ov.blocks)
+        for b in ov.blocks:
+            saving = least[b] + others - longest[b] - ov.duration
+            if saving > 0:
+                out[b] = max(out.get(b, Fraction(0)), Fraction(saving, len(ov.blocks)))
+    return out
+
+
+def _saved(problem: Problem) -> Callable[[Iterable[str]], Fraction]:
+    """The most that every micro-batch of the given blocks together can save by joining groups (the sum of
+    :func:`_savings` over their task instances; by block when no instance overrides its durations)."""
+    n = problem.num_microbatches
+    if not problem.overlaps:
+        return lambda names: Fraction(0)
+    per_block = _block_savings(problem)
+    if per_block is not None:
+        return lambda names: sum((per_block[b] * n for b in names if b in per_block), Fraction(0))
+    savings = _savings(problem)
+    return lambda names: sum((savings[(b, m)] for b in names for m in range(n) if (b, m) in savings), Fraction(0))
+
+
 def device_bounds(problem: Problem, *, heads_tails: tuple[dict[TaskKey, int], dict[TaskKey, int]] | None = None) -> dict[str, int]:
     """Per device: ``min head + mandatory work + forced idle + min tail`` (0
     without mandatory work; the forced idle is :func:`memory_idle`; the work
@@ -482,21 +512,15 @@ def device_bounds(problem: Problem, *, heads_tails: tuple[dict[TaskKey, int], di
     heads, tails = heads_tails or heads_and_tails(problem)
     idle = memory_idle(problem)
     after = _memory_tails(problem, tails)
-    savings = _savings(problem)
+    saved = _saved(problem)
     out: dict[str, int] = {}
     for d in problem.cluster.device_names:
-        keys = [
-            (b.name, m)
-            for b in problem.graph.blocks
-            if all(d in o.devices for o in b.options)
-            for m in range(problem.num_microbatches)
-        ]
+        names = [b.name for b in problem.graph.blocks if all(d in o.devices for o in b.options)]
+        keys = [(b, m) for b in names for m in range(problem.num_microbatches)]
         if not keys:
             out[d] = 0
             continue
-        work = _work(problem, keys)
-        if savings:
-            work -= math.floor(sum((savings[k] for k in keys if k in savings), Fraction(0)))
+        work = _work(problem, keys) - math.floor(saved(names))
         out[d] = min(heads[k] for k in keys) + work + idle[d] + max(min(tails[k] for k in keys), after[d])
     return out
 
@@ -677,7 +701,8 @@ def _average_load(problem: Problem) -> int:
         else:
             work += problem.num_microbatches * min(o.duration * k for o, k in zip(b.options, sizes))
     blocks = problem.graph.by_name()
-    saved = sum((s * len(blocks[b].options[0].devices) for (b, _), s in _savings(problem).items()), Fraction(0))
+    saved_by = _saved(problem)
+    saved = sum((saved_by([b]) * len(blocks[b].options[0].devices) for b in blocks), Fraction(0))
     return math.ceil((work - saved) / len(problem.cluster.devices))
 
 
@@ -722,12 +747,11 @@ def span_lower_bound(problem: Problem) -> AnalyticBound:
                             for b in problem.graph.blocks for m in range(problem.num_microbatches))
     }
     idle = memory_idle(problem)
-    savings = _savings(problem)
+    saved = _saved(problem)
     for d in problem.cluster.device_names:
-        keys = [(b.name, m) for b in problem.graph.blocks if all(d in o.devices for o in b.options)
-                for m in range(problem.num_microbatches)]
-        work = _work(problem, keys)
-        work -= math.floor(sum(savings.get(k, Fraction(0)) for k in keys))
+        names = [b.name for b in problem.graph.blocks if all(d in o.devices for o in b.options)]
+        keys = [(b, m) for b in names for m in range(problem.num_microbatches)]
+        work = _work(problem, keys) - math.floor(saved(names))
         parts[f"device {d}"] = idle[d] + work
     return AnalyticBound(value=max(parts.values()), parts=parts)
 

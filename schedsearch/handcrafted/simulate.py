@@ -265,6 +265,8 @@ def _number_actions(
     # a plain task of a fixed block: its devices and the option's duration (overrides applied per instance)
     fixed = {name: tuple(b.options[0].devices) for name, b in blocks.items() if len(b.options) == 1}
     length = {name: b.options[0].duration for name, b in blocks.items() if len(b.options) == 1}
+    # a group of known member blocks: its devices and duration, the same for every instance (micro-batches checked)
+    group_shape: dict[tuple[str, ...], tuple[tuple[str, ...], int]] = {}
     actions: list[_Action] = []
     number: dict[object, int] = {}
     seen_task: set[TaskKey] = set()
@@ -288,6 +290,14 @@ def _number_actions(
                 devs = fixed.get(b) if len(members) == 1 else None
                 if devs is not None and 0 <= m < n:  # a known fixed block (the common case): checked here
                     action = _Action(entry, members, devs, durations(b, m)[0] if overridden else length[b])
+                elif isinstance(entry, Group):
+                    names = tuple(name for name, _ in members)
+                    shape = group_shape.get(names)
+                    if shape is not None and all(0 <= mb < n for _, mb in members):
+                        action = _Action(entry, members, *shape)
+                    else:
+                        action = _resolve(problem, blocks, entry, members, n)
+                        group_shape[names] = (action.devices, action.duration)
                 else:
                     action = _resolve(problem, blocks, entry, members, n)
                 actions.append(action)

@@ -146,7 +146,8 @@ from schedsearch.handcrafted.actions import check_v_mapping, Act, pipeline_view,
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
 
-__all__ = ["VVariant", "V_VARIANTS", "V_PATTERNS", "V_TURNS", "V_TASKS_PER_S", "v_half_cap", "v_min_cap", "v_capped", "v_half", "v_min",
+__all__ = ["VVariant", "V_VARIANTS", "V_PATTERNS", "V_TURNS", "V_TASKS_PER_S", "V_FIRST_S_PER_TASK", "v_capped_applies",
+           "v_half_cap", "v_min_cap", "v_capped", "v_half", "v_min",
            "v_capped_orders", "v_stable_pattern", "v_pattern_fit"]
 
 
@@ -208,6 +209,30 @@ def v_min_cap(num_devices: int) -> int:
 #: core at a few thousand task instances, a stable pattern's squeeze about 30 us at 100,000: a count, not
 #: a measurement, the same on every machine).
 V_TASKS_PER_S = 100_000
+
+#: Seconds per task instance assumed for the first candidate of :func:`v_capped` and the run of its orders
+#: (which :func:`v_capped` always finishes): 12-16 us at 24,000-288,000 task instances on one loaded core,
+#: on V placements with and without overlapped groups. A wall-clock estimate, for a caller deciding whether
+#: to start it.
+V_FIRST_S_PER_TASK = 2e-5
+
+
+def v_capped_applies(problem: Problem) -> bool:
+    """Whether :func:`v_capped` takes the problem's placement (a single V pipeline of two chunks with split
+    backwards, alike micro-batches, the memory deltas it models); checked per block, not per task instance.
+
+    Examples
+    --------
+    >>> from schedsearch.placements import vshape, vshape_chunks
+    >>> from schedsearch.handcrafted.v_capped import v_capped_applies
+    >>> v_capped_applies(vshape_chunks(4, 8)), v_capped_applies(vshape(4, 8))
+    (True, False)
+    """
+    try:
+        _Setup(problem, None, "capped V greedy")
+    except InvalidProblemError:
+        return False
+    return True
 
 
 def _check_devices(p: object) -> None:

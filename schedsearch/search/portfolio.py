@@ -48,7 +48,14 @@ The time level (makespan, or the longest device span):
 
 It stops as soon as a plan meets the proven bound. Every phase checks the
 clock; the exact search is skipped (``stats["notes"]`` says so) when the
-problem has more task instances than it can model in the time left.
+problem has more task instances than it can model in the time left. With
+a plan at hand, the list phase starts only when the time left covers one
+list schedule (:data:`LIST_S_PER_TASK` per task instance) and the
+repetend phase only when its one-second floor is left; the capped V
+greedy of the list phase only when its share covers one candidate and
+the run of its orders. The per-task-instance estimates count a member of
+an overlapped group :data:`GROUPED_TASK_WEIGHT` times
+(:func:`estimated_tasks`). Each skip is a note.
 
 In deterministic mode (``deterministic=True``) every limit is reproducible:
 the solver searches run under deterministic-time limits (CP-SAT's
@@ -104,6 +111,17 @@ LP_BOUND_TASKS = 2000
 #: construction, its simulation and its validation at 50,000-100,000 task instances take 9-12 us each on
 #: one core, DualPipeV's 16): at 400,000 task instances about 4 s.
 HANDCRAFTED_S_PER_TASK = 1e-5
+
+#: Seconds per task instance assumed for the list phase's first list schedule with the analytic bound
+#: of the problem it searches and its validation (16 us at 288,000 task instances on 4 ranks, one core).
+LIST_S_PER_TASK = 2e-5
+
+#: What a task instance of a block in a declared overlapped group counts in the per-task-instance
+#: estimates of a construction, its validation and a plan's figures (:func:`estimated_tasks`): drawing the
+#: groups, running them and checking them costs more per instance (at 288,000 task instances on 4 ranks,
+#: one core: DualPipeV's F&B groups 11.4 us per task instance for the construction and its validation
+#: against 1F1B's 8.8 us, figures 1.0 against 0.6 us; the analytic bound costs no more with groups).
+GROUPED_TASK_WEIGHT = 1.3
 
 #: The repetend search runs from this many micro-batches up (below it the
 #: exact search settles the problem faster than a steady state pays off).
@@ -185,6 +203,22 @@ class _Portfolio(RunView):
 def _task_count(problem: Problem) -> int:
     """The number of task instances, without listing them (``problem.tasks`` builds the tuple)."""
     return len(problem.graph.blocks) * problem.num_microbatches
+
+
+def estimated_tasks(problem: Problem) -> float:
+    """The task instances as the per-task-instance time estimates count them: each instance of a block that
+    is a member of a declared overlapped group counts :data:`GROUPED_TASK_WEIGHT`, the others 1.
+
+    Examples
+    --------
+    >>> from schedsearch.placements import dualpipev, vshape
+    >>> from schedsearch.search.portfolio import estimated_tasks
+    >>> estimated_tasks(vshape(4, 8)), round(estimated_tasks(dualpipev(4, 8)), 6)  # 64 plain; 192 all grouped
+    (64.0, 249.6)
+    """
+    grouped = {b for ov in problem.overlaps for b in ov.blocks}
+    per_microbatch = len(problem.graph.blocks) + (GROUPED_TASK_WEIGHT - 1.0) * len(grouped)
+    return float(problem.num_microbatches * per_microbatch)
 
 
 def _small(problem: Problem) -> bool:
@@ -357,7 +391,7 @@ def _handcrafted_plans(pf: _Portfolio, first_plan: Callable[[_Portfolio], None] 
     the ``"handcrafted"`` phase.
     """
     t = pf.deadline.elapsed
-    tasks = max(1, _task_count(pf.problem))
+    tasks = max(1.0, estimated_tasks(pf.problem))  # the rates below are per task instance so counted
     rate = 0.0  # seconds per task instance of the slowest construction so far
     wall = not pf.options.deterministic
     skipped = False
@@ -427,6 +461,9 @@ def _list_plans(problem: Problem, pf: _Portfolio, share: float) -> list[tuple[Sc
     try:
         child = pf.run.child(problem, time_limit_s=pf.deadline.slice(share, floor_s=0.2), silent=True)
         result = search_at_scale(child, exact=False)
+        for text in result.stats.get("notes", ()):  # what the list phase left out (the capped V greedy)
+            if text not in pf.run.stats.get("notes", ()):
+                pf.note(text)
         if result.schedule is not None and child.best is not None:
             out.append((result.schedule, child.best.provenance))
         if problem is pf.problem and result.lower_bound is not None and result.lower_bound > pf.bound:
@@ -443,6 +480,16 @@ def _list_plans(problem: Problem, pf: _Portfolio, share: float) -> list[tuple[Sc
 
 
 def _list_schedules(pf: _Portfolio) -> None:
+    """The list phase (:func:`_list_plans`); with a plan at hand on the wall clock, only when the time left
+    covers one list schedule with its bound and validation (:data:`LIST_S_PER_TASK`), else a note says so."""
+    left = pf.deadline.left()
+    if pf.best is not None and left is not None and not pf.options.deterministic:
+        tasks = _task_count(pf.problem)
+        need = LIST_S_PER_TASK * tasks
+        if need > left:
+            pf.note(f"list schedules skipped: at {tasks} task instances one needs about {need:.1f} s with its "
+                    f"bound and validation, {max(left, 0.0):.1f} s were left")
+            return
     t = pf.deadline.elapsed
     for schedule, provenance in _list_plans(pf.problem, pf, 1.0):
         pf.offer(schedule, provenance, validated=True)
@@ -458,11 +505,15 @@ def _repetend_applies(run: Run) -> bool:
     return repetend_support_error(run.reduced) is None
 
 
+#: The least time the repetend search is given: with a plan at hand it does not start with less left.
+_REPETEND_FLOOR_S = 1.0
+
+
 def _repetend(pf: _Portfolio, share: float) -> None:
     from schedsearch.search.repetend_search import _check_supported, repetend_search
 
     t = pf.deadline.elapsed
-    limit = pf.deadline.slice(share, floor_s=1.0)
+    limit = pf.deadline.slice(share, floor_s=_REPETEND_FLOOR_S)
     # on the wall clock with the backend's default parameters, reporting nothing (as it always ran here)
     child = pf.run.child(pf.run.reduced, time_limit_s=limit, silent=True, deterministic=False, log=False,
                          backend_params={})
@@ -574,7 +625,11 @@ def _time_level(pf: _Portfolio) -> Status | None:
         return None
     # the repetend search cuts its inner searches by wall-clock slices: not in deterministic mode
     if "repetend" in pf.engines and not pf.options.deterministic and _repetend_applies(pf.run):
-        _repetend(pf, share=0.5 if "exact" in pf.engines else 1.0)
+        left = pf.deadline.left()
+        if pf.best is not None and left is not None and left < _REPETEND_FLOOR_S:
+            pf.note(f"repetend search skipped: it needs at least {_REPETEND_FLOOR_S:.1f} s, {left:.1f} s were left")
+        else:
+            _repetend(pf, share=0.5 if "exact" in pf.engines else 1.0)
     if pf.closed or pf.deadline.expired(0.5):
         return None
     if "exact" in pf.engines:

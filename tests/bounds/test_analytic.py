@@ -164,3 +164,23 @@ def test_bounds_with_lengthened_microbatches_never_exceed_an_optimum_proven_with
                                                             symmetry_breaking=False))
         if result.status is Status.OPTIMAL:
             assert bound(target).value <= result.objective, (objective, memory_idle(target))
+
+
+def test_group_savings_by_block_equal_the_savings_by_task_instance():
+    # without duration overrides the groups' savings are worked out per block; an override that keeps a
+    # block's duration sends the bounds through the per-instance path: the two must agree everywhere
+    from schedsearch.bounds import device_bounds
+    from schedsearch.placements import dualpipev
+
+    saving = 0
+    for overlap in (3, 4, 6, 9):
+        problem = dualpipev(4, 10, overlap=overlap, forward=2, backward=3, weight_grad=1)
+        saving += analytic_lower_bound(problem.with_(overlaps=())).parts["device d0"] \
+            - analytic_lower_bound(problem).parts["device d0"]
+        block = problem.graph.blocks[0]
+        same = problem.with_(duration_overrides=[(block.name, 3, (block.options[0].duration,))])
+        assert device_bounds(problem) == device_bounds(same)
+        assert analytic_lower_bound(problem).parts == analytic_lower_bound(same).parts
+        assert span_lower_bound(problem.with_(objective="max_span")).parts == \
+            span_lower_bound(same.with_(objective="max_span")).parts
+    assert saving > 0  # some of the overlaps save time (the savings are not all zero)

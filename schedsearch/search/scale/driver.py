@@ -204,9 +204,15 @@ def _capped_v(state: _Scale) -> None:
     capacities, within half the time left (in deterministic mode a work
     limit of that many deterministic seconds at
     :data:`~schedsearch.handcrafted.v_capped.V_TASKS_PER_S`, no wall
-    clock); other problems: nothing."""
+    clock); other problems: nothing.
+
+    The greedy always finishes its first candidate and runs its orders, so
+    it starts only when that share covers them: at
+    :data:`~schedsearch.handcrafted.v_capped.V_FIRST_S_PER_TASK` per task
+    instance on the wall clock, or (deterministic mode) twice the task
+    instances of work; otherwise ``stats["notes"]`` says it was skipped."""
     from schedsearch.errors import SchedSearchError
-    from schedsearch.handcrafted.v_capped import V_TASKS_PER_S, v_capped
+    from schedsearch.handcrafted.v_capped import V_FIRST_S_PER_TASK, V_TASKS_PER_S, v_capped, v_capped_applies
 
     run = state.run
     if run.closed:
@@ -216,6 +222,14 @@ def _capped_v(state: _Scale) -> None:
     limit: dict[str, Any] = {"time_limit_s": share}
     if run.options.deterministic:
         limit = {"work_limit": None if share is None else int(share * V_TASKS_PER_S)}
+    if share is not None and v_capped_applies(run.problem):
+        tasks = run.problem.num_microbatches * len(run.problem.graph.blocks)
+        # one candidate and the run of its orders: a count of work in deterministic mode, the clock's otherwise
+        need = 2 * tasks / V_TASKS_PER_S if run.options.deterministic else V_FIRST_S_PER_TASK * tasks
+        if need > share:
+            run.note(f"capped V greedy skipped: its first candidate and the run of its orders need about "
+                     f"{need:.1f} s at {tasks} task instances, {max(share, 0.0):.1f} s of the time left were its share")
+            return
     try:
         schedule = v_capped(run.problem, None, **limit)
     except SchedSearchError:

@@ -87,3 +87,22 @@ def test_deterministic_mode_gives_the_capped_v_greedy_work_not_wall_clock(monkey
     # the same slow clock does cut the wall-clock mode after the first candidate, a longer plan (so the
     # comparison above can fail)
     assert v_capped_module.v_capped(problem, None, time_limit_s=5).makespan > idle[0]
+
+
+def test_capped_v_greedy_does_not_start_when_its_share_cannot_cover_one_candidate():
+    # the greedy always finishes its first candidate and runs its orders: in deterministic mode (a work
+    # count, whatever the load) a share below twice the task instances of work skips it with a note, and a
+    # share that covers them runs it
+    from schedsearch.handcrafted.v_capped import V_TASKS_PER_S
+    from schedsearch.placements import vshape_chunks
+
+    problem = vshape_chunks(4, 200)  # 4,800 task instances: one candidate and its run count 0.096 s
+    tasks = len(problem.tasks)
+    short = scale_search(problem, rules=(), exact=False, time_limit_s=tasks / V_TASKS_PER_S, deterministic=True,
+                         workers=1)
+    assert "capped_v_s" not in short.stats and short.schedule is None
+    assert any(note.startswith("capped V greedy skipped") for note in short.stats["notes"])
+    enough = scale_search(problem, rules=(), exact=False, time_limit_s=5 * tasks / V_TASKS_PER_S,
+                          deterministic=True, workers=1)
+    assert "capped_v_s" in enough.stats and not validate(problem, enough.schedule)
+    assert not any(note.startswith("capped V greedy") for note in enough.stats.get("notes", ()))
