@@ -264,6 +264,14 @@ _setattr = object.__setattr__
 _new = object.__new__
 
 
+def _filled(cls: type, **fields: Any) -> Any:
+    """An instance of the frozen attrs class ``cls`` with ``fields`` set as they are (no converters or checks)."""
+    obj = _new(cls)
+    for name, value in fields.items():
+        _setattr(obj, name, value)
+    return obj
+
+
 def task_unchecked(block: str, microbatch: int, devices: tuple[str, ...], start: int, end: int,
                    overlap: str | None = None) -> TaskInstance:
     """A :class:`TaskInstance` of values the library has already checked (internal).
@@ -278,14 +286,8 @@ def task_unchecked(block: str, microbatch: int, devices: tuple[str, ...], start:
             and microbatch >= 0 and type(devices) is tuple and devices):
         return TaskInstance(block=block, microbatch=microbatch, devices=devices, start=start, end=end,
                             overlap=overlap)
-    task = _new(TaskInstance)
-    _setattr(task, "block", block)
-    _setattr(task, "microbatch", microbatch)
-    _setattr(task, "devices", devices)
-    _setattr(task, "start", start)
-    _setattr(task, "end", end)
-    _setattr(task, "overlap", overlap)
-    return task
+    return _filled(TaskInstance, block=block, microbatch=microbatch, devices=devices, start=start, end=end,
+                   overlap=overlap)
 
 
 def transfer_unchecked(*, src: str, dst: str, microbatch: int, channel: str, start: int, end: int) -> Transfer:
@@ -293,14 +295,7 @@ def transfer_unchecked(*, src: str, dst: str, microbatch: int, channel: str, sta
     if not (type(start) is int and type(end) is int and 0 <= start <= end and type(microbatch) is int
             and microbatch >= 0):
         return Transfer(src=src, dst=dst, microbatch=microbatch, channel=channel, start=start, end=end)
-    transfer = object.__new__(Transfer)
-    _setattr(transfer, "src", src)
-    _setattr(transfer, "dst", dst)
-    _setattr(transfer, "microbatch", microbatch)
-    _setattr(transfer, "channel", channel)
-    _setattr(transfer, "start", start)
-    _setattr(transfer, "end", end)
-    return transfer
+    return _filled(Transfer, src=src, dst=dst, microbatch=microbatch, channel=channel, start=start, end=end)
 
 
 def schedule_unchecked(*, tasks: Iterable[TaskInstance], transfers: Iterable[Transfer] = (),
