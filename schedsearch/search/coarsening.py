@@ -93,8 +93,8 @@ __all__ = ["Coarsening", "coarsen", "transitive_reduction", "redundant_edges"]
 # --------------------------------------------------------------------------
 
 
-def _reach(nodes: list[int], succ: Mapping[int, Any]) -> dict[int, int]:
-    """Descendant bit sets of a DAG given as node ids and successor maps."""
+def _topological(nodes: list[int], succ: Mapping[int, Any]) -> list[int]:
+    """The nodes of a DAG (node ids and successor maps) in a topological order."""
     indeg = {n: 0 for n in nodes}
     for n in nodes:
         for s in succ[n]:
@@ -110,6 +110,12 @@ def _reach(nodes: list[int], succ: Mapping[int, Any]) -> dict[int, int]:
                 stack.append(s)
     if len(order) != len(nodes):
         raise InvalidProblemError("coarsening: the merged graph has a cycle (this is a bug)")
+    return order
+
+
+def _reach(nodes: list[int], succ: Mapping[int, Any]) -> dict[int, int]:
+    """Descendant bit sets of a DAG given as node ids and successor maps."""
+    order = _topological(nodes, succ)
     reach: dict[int, int] = {}
     for n in reversed(order):
         acc = 0
@@ -500,16 +506,7 @@ def _group_heads_tails(
     nodes: list[int], succ: dict[int, dict[int, int]], pred: dict[int, dict[int, int]], groups: dict[int, _Group]
 ) -> tuple[dict[int, int], dict[int, int]]:
     """Longest path (in largest durations, no transfers) into and out of each group."""
-    indeg = {n: len(pred[n]) for n in nodes}
-    stack = [n for n in nodes if indeg[n] == 0]
-    order = []
-    while stack:
-        n = stack.pop()
-        order.append(n)
-        for s in succ[n]:
-            indeg[s] -= 1
-            if indeg[s] == 0:
-                stack.append(s)
+    order = _topological(nodes, succ)
     heads: dict[int, int] = {}
     for n in order:
         heads[n] = max((heads[p] + groups[p].size for p in pred[n]), default=0)
