@@ -103,7 +103,7 @@ def _load() -> list[float]:
 def emulated_pipelines(ranks: int, microbatches: int, seed: int, p2p_ms: float,
                        activation_bytes: int) -> dict[int, Any]:
     """Per stages-per-rank (1, 2), the pipeline description with seeded uneven stage times of 20-60 ms."""
-    from schedsearch.pipeline import Pipeline
+    from schedsearch.plan.pipeline import Pipeline
 
     out = {}
     for chunks in (1, 2):
@@ -123,7 +123,7 @@ def emulated_pipelines(ranks: int, microbatches: int, seed: int, p2p_ms: float,
 
 
 def _family_problem(pipeline: Any, family: str, chunks: int, split: bool) -> Any:
-    from schedsearch.planner import Candidate, build_problem
+    from schedsearch.plan.planner import Candidate, build_problem
     from schedsearch.units import choose_units
 
     times = {f"stage {i} {k}": getattr(s, f"{k}_ms") for i, s in enumerate(pipeline.stages)

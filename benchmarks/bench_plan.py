@@ -36,7 +36,7 @@ GIB = 2**30
 
 def handcrafted_peaks(pipeline: Pipeline) -> dict[str, int]:
     """Worst-rank peak bytes of each family's handcrafted schedule on the pipeline's own costs (no budget)."""
-    from schedsearch.planner import _handcrafted, _prepare, build_problem
+    from schedsearch.plan.planner import _handcrafted, _prepare, build_problem
     from schedsearch.schedule import metrics
 
     prepared = _prepare(pipeline, time_limit_s=1.0, parallel=1, deterministic=False, seed=0)

@@ -9,7 +9,7 @@ per row (:func:`schedsearch.units.choose_units`, every stage time within 1%)
 for all three placements' stage times, so they share their costs.
 
 Per row, each schedule runs on its own placement's problem built from the
-same profile (:func:`schedsearch.planner.build_problem`): 1F1B on the 1F1B
+same profile (:func:`schedsearch.plan.planner.build_problem`): 1F1B on the 1F1B
 placement with the whole backward ``B``, ZB-H1 on the same placement with
 ``B = I + W``, ZB-V on the V placement (two stages per rank, the layers split
 into twice as many stages). No memory cap: every schedule and plan may hold
@@ -40,7 +40,7 @@ from typing import Any
 
 from schedsearch import Pipeline
 from schedsearch.bounds.analytic import analytic_lower_bound
-from schedsearch.planner import Candidate, build_problem
+from schedsearch.plan.planner import Candidate, build_problem
 from schedsearch.schedule import peak_memory
 from schedsearch.units import choose_units
 from schedsearch.validate import validate

@@ -72,8 +72,8 @@ print(json.dumps({
 
 _PLAN_CHILD = r"""
 import json, sys, time
-from schedsearch.planner import plan
-from schedsearch.pipeline import Pipeline
+from schedsearch.plan.planner import plan
+from schedsearch.plan.pipeline import Pipeline
 m, limit = int(sys.argv[1]), float(sys.argv[2])
 stage = {"forward_ms": 1.0, "backward_ms": 2.0, "input_grad_ms": 1.0, "weight_grad_ms": 1.0,
          "activation_bytes": "1 MiB", "parameter_bytes": "1 GiB"}

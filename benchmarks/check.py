@@ -152,7 +152,7 @@ def case_calibration(f: Figures, data: Path) -> None:
     import tempfile
 
     from schedsearch import Pipeline
-    from schedsearch.calibration import Calibration, fit_link
+    from schedsearch.plan.calibration import Calibration, fit_link
     from schedsearch.runtime.calibrate import family_plan, fit_overhead
     from schedsearch.runtime.profiler_traces import pipeline_from_traces
 
@@ -436,7 +436,7 @@ def case_plan(f: Figures, data: Path) -> None:
 def case_real_profiles(f: Figures, data: Path) -> None:
     """bench_real_profiles: solve() on vgg16's profile split onto 4 ranks, 16 micro-batches, time objective."""
     from schedsearch import Pipeline, solve
-    from schedsearch.planner import Candidate, build_problem
+    from schedsearch.plan.planner import Candidate, build_problem
     from schedsearch.units import choose_units
 
     pipeline = Pipeline.from_profile(ROOT / "models" / "pipedream" / "vgg16" / "graph.txt", num_ranks=4,

@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
             paths = result.write(Path(args.out) / f"ranks-{ranks}")
             print("wrote", ", ".join(str(p) for p in paths.values()))
         else:
-            from schedsearch.export.torchtitan import torchtitan_overrides
+            from schedsearch.plan.torchtitan import torchtitan_overrides
             from schedsearch.export.torch_csv import to_torch_csv
 
             print(to_torch_csv(result.problem, result.schedule).splitlines()[0][:100], "...")

@@ -17,10 +17,14 @@ Layers, bottom up (imports point down only; ``tests/test_layers.py`` checks it):
   and ``search`` (the strategies, DiviML's MILP, the comparison with
   handcrafted schedules); ``loaders`` (job-shop files as problems,
   operator-graph files for the partitioners);
+* ``plan``: the floor above search, from a pipeline description to the
+  files a trainer runs (the description, calibration, the candidates and
+  their times, the planner's table, torchtitan's settings);
 * ``cli``.
 
 Module names and function names. A few packages export a function under its
-own module's name: ``schedsearch.validate``, ``schedsearch.handcrafted.chimera``,
+own module's name: ``schedsearch.validate``, ``schedsearch.plan`` (the planner's package; the
+attribute is its entry point, ``schedsearch.plan(pipeline)``), ``schedsearch.handcrafted.chimera``,
 ``schedsearch.handcrafted.dualpipe`` and ``schedsearch.runtime.profile``.
 There the package's attribute is the function, as ``from schedsearch.validate
 import validate`` expects, so ``import schedsearch.validate as m`` binds the
@@ -52,11 +56,12 @@ from schedsearch.problem import (
     Option as Option,
     Problem as Problem,
 )
-from schedsearch.pipeline import Pipeline as Pipeline
 from schedsearch.options import ProgressEvent as ProgressEvent, SearchOptions as SearchOptions
 from schedsearch.result import Level as Level, SearchResult as SearchResult, Status as Status
 from schedsearch.schedule import Schedule as Schedule, TaskInstance as TaskInstance, Transfer as Transfer, metrics as metrics
 from schedsearch.validate import validate as validate
+# the package schedsearch.plan, then its entry point under the same name (as validate above)
+from schedsearch.plan import Pipeline as Pipeline, plan as plan, plan_sweep as plan_sweep
 
 __version__ = "0.1.0"
 
@@ -69,16 +74,6 @@ def __getattr__(name: str):
 
         globals()["solve"] = solve
         return solve
-    if name == "plan":
-        from schedsearch.planner import plan
-
-        globals()["plan"] = plan
-        return plan
-    if name == "plan_sweep":
-        from schedsearch.planner import plan_sweep
-
-        globals()["plan_sweep"] = plan_sweep
-        return plan_sweep
     raise AttributeError(f"module 'schedsearch' has no attribute {name!r}")
 
 

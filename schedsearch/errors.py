@@ -132,7 +132,7 @@ class PlanError(SchedSearchError, ValueError):
 
 
 class InvalidPipelineError(InvalidProblemError):
-    """A pipeline description (:class:`~schedsearch.pipeline.Pipeline`) is malformed:
+    """A pipeline description (:class:`~schedsearch.plan.pipeline.Pipeline`) is malformed:
     the message names the stage or section, the field and the value."""
 
 

@@ -66,7 +66,7 @@ def test_a_search_stopped_by_the_wall_clock_guard_says_so(monkeypatch):
     its result says it may differ on another run."""
     import schedsearch.encode.cpsat.model as cpsat_model
     from schedsearch.options import SearchOptions
-    from schedsearch.planner import _prepare, build_problem
+    from schedsearch.plan.planner import _prepare, build_problem
 
     monkeypatch.setattr(cpsat_model, "DETERMINISTIC_WALL_GUARD", 0.0)
     monkeypatch.setattr(cpsat_model, "DETERMINISTIC_WALL_GUARD_S", 0.05)
@@ -82,7 +82,7 @@ def test_a_search_stopped_by_the_wall_clock_guard_says_so(monkeypatch):
 
 def test_plan_honours_its_wall_clock_limit_by_default():
     """Without deterministic mode each candidate's share is wall-clock time: the searches stop at their share."""
-    from schedsearch.planner import _prepare
+    from schedsearch.plan.planner import _prepare
 
     prepared = _prepare(_pipeline(), time_limit_s=4, parallel=2, deterministic=False, seed=0)
     assert all(not t.options.deterministic and t.options.time_limit_s == 4.0 for t in prepared.tasks)

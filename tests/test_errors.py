@@ -143,7 +143,7 @@ def test_replaced_raises_are_hierarchy_value_errors(index: int) -> None:
 
 
 def test_pipeline_toml_of_an_unwritable_value_is_a_format_error() -> None:
-    from schedsearch.pipeline import _toml_value
+    from schedsearch.plan.pipeline import _toml_value
 
     with pytest.raises(FormatError, match="cannot write value .* of type object"):
         _toml_value(object())

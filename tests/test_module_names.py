@@ -21,6 +21,7 @@ import schedsearch
 #: submodule -> why its package's same-named function stays (each named in schedsearch's docstring)
 DOCUMENTED = {
     "schedsearch.validate": "the validator's module is the core's vocabulary, imported by that name throughout",
+    "schedsearch.plan": "the planner's package and its entry point, as the design names both (schedsearch.plan(pipeline))",
     "schedsearch.handcrafted.chimera": "a published generator's module; a rename waits for the family registry work",
     "schedsearch.handcrafted.dualpipe": "a published generator's module; a rename waits for the family registry work",
     "schedsearch.runtime.profile": "the runtime's profiler; a rename waits for the runtime work in progress",
@@ -37,6 +38,11 @@ DEPRECATED_ALIASES = {
     "schedsearch.search.coarsen": "schedsearch.search.coarsening",
     "schedsearch.search.jobshop": "schedsearch.search.jobshop_search",
     "schedsearch.search.pareto": "schedsearch.search.pareto_front",
+    "schedsearch.planner": "schedsearch.plan.planner",
+    "schedsearch.pipeline": "schedsearch.plan.pipeline",
+    "schedsearch.calibration": "schedsearch.plan.calibration",
+    "schedsearch.real_ms": "schedsearch.plan.real_ms",
+    "schedsearch.export.torchtitan": "schedsearch.plan.torchtitan",
 }
 
 

@@ -21,7 +21,7 @@ import schedsearch.partition.dp as dp_module
 import schedsearch.partition.heuristics as heuristics_module
 import schedsearch.partition.modules as modules_module
 import schedsearch.partition.slicegraph as slicegraph_module
-import schedsearch.planner as planner_module
+from schedsearch.plan import planner as planner_module
 import schedsearch.executors as sweep_module
 from schedsearch import Pipeline, SearchOptions, plan, solve
 from schedsearch.errors import InvalidOptionsError

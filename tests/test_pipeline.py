@@ -6,7 +6,7 @@ import pytest
 
 from schedsearch import Pipeline
 from schedsearch.errors import InvalidPipelineError, InvalidProblemError
-from schedsearch.pipeline import P2P, Stage, parse_bytes, split_layers
+from schedsearch.plan.pipeline import P2P, Stage, parse_bytes, split_layers
 
 
 

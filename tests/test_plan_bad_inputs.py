@@ -17,7 +17,8 @@ import pytest
 import schedsearch
 from schedsearch.cli import main
 from schedsearch.errors import InvalidOptionsError, InvalidPipelineError, NoFittingPlanError, SchedSearchError
-from schedsearch.pipeline import Pipeline
+from schedsearch.plan.pipeline import Pipeline
+from schedsearch.plan import planner as planner_module
 
 STAGE = {"forward_ms": 1.0, "backward_ms": 2.0, "activation_bytes": "1 GiB", "parameter_bytes": "1 GiB"}
 BASE = {"num_ranks": 2, "num_microbatches": 4, "memory_budget_bytes": "8 GiB", "families": ["1f1b"],
@@ -250,7 +251,7 @@ def test_plan_arguments_are_checked_first(case):
     with pytest.raises(InvalidOptionsError, match=fragment):
         schedsearch.plan(GOOD, engine=NoSearch(), **kwargs)
     with pytest.raises(InvalidOptionsError, match=fragment):
-        schedsearch.planner.plan_sweep(GOOD, engine=NoSearch(), **kwargs)
+        planner_module.plan_sweep(GOOD, engine=NoSearch(), **kwargs)
 
 
 def test_a_path_is_not_a_pipeline():

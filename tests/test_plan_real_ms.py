@@ -248,8 +248,8 @@ def test_the_fitting_handcrafted_plan_is_returned_when_no_search_returns():
 def test_a_published_schedule_with_exact_times_reads_its_own_times_in_ms(families, p2p):
     # the shortcut plan() takes for a published schedule when every time is exact: its makespan in units
     # times the unit equals the as-soon-as-possible re-timing of its order with the real times
-    from schedsearch.planner import _handcrafted, _prepare, build_problem
-    from schedsearch.real_ms import real_times, retime_ms
+    from schedsearch.plan.planner import _handcrafted, _prepare, build_problem
+    from schedsearch.plan.real_ms import real_times, retime_ms
 
     stage = {"forward_ms": 2.0, "backward_ms": 4.0, "input_grad_ms": 2.0, "weight_grad_ms": 2.0,
              "activation_bytes": "1 GiB", "parameter_bytes": "1 GiB", "send_bytes": "1 MiB"}

@@ -14,8 +14,9 @@ from optional import require
 import schedsearch
 from schedsearch import Pipeline, validate
 from schedsearch.errors import NoFittingPlanError
-from schedsearch.planner import Candidate, build_problem, candidates
+from schedsearch.plan.planner import Candidate, build_problem, candidates
 from schedsearch.units import choose_units
+from schedsearch.plan import pipeline as pipeline_module
 
 GIB = 2**30
 
@@ -77,7 +78,7 @@ def test_units_keep_every_time_within_the_tolerance():
 
 
 def test_candidates_cover_the_families():
-    p = _uniform(families=list(schedsearch.pipeline.FAMILIES), fb_overlap_ms=1.0)
+    p = _uniform(families=list(pipeline_module.FAMILIES), fb_overlap_ms=1.0)
     labels = [c.label for c in candidates(p)]
     assert labels[:2] == ["1F1B", "ZB-H1"]
     assert "interleaved ZB v=4" in labels and "ZB-V" in labels
@@ -168,7 +169,7 @@ def test_uneven_microbatches_write_no_torchtitan_args(tmp_path):
     result = schedsearch.plan(pipeline, time_limit_s=30, workers=1)
     paths = result.write(tmp_path)
     assert "csv" in paths and "torchtitan" not in paths and "train" not in paths
-    from schedsearch.export.torchtitan import not_written
+    from schedsearch.plan.torchtitan import not_written
 
     (why,) = not_written(paths["table"])
     assert why.startswith("torchtitan.args, train.sh:") and "8, 8, 7, 7" in why
@@ -229,7 +230,7 @@ def test_smaller_microbatches_take_proportionally_less_time(family):
 
 
 def test_a_plan_for_any_runtime_says_why_torch_files_are_missing(tmp_path):
-    from schedsearch.export.torchtitan import not_written
+    from schedsearch.plan.torchtitan import not_written
 
     result = schedsearch.plan(_uniform(families=["dualpipe"], stages=2, num_microbatches=4), time_limit_s=30,
                               workers=1, runtime="any")

@@ -116,7 +116,7 @@ def print_result(problem: Problem, result: SearchResult, stream: TextIO | None =
 def byte_amount(text: str) -> int:
     """``"6GiB"``, ``"512 MB"``, ``"1e9"`` -> bytes (argparse type of the ``--memory-bytes`` flags)."""
     from schedsearch.errors import InvalidPipelineError
-    from schedsearch.pipeline import parse_bytes
+    from schedsearch.plan.pipeline import parse_bytes
 
     try:
         return parse_bytes(float(text) if text.strip().replace(".", "", 1).replace("e", "", 1).isdigit() else text,

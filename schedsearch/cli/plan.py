@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from schedsearch.errors import SchedSearchError
-from schedsearch.pipeline import Pipeline
+from schedsearch.plan.pipeline import Pipeline
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -45,7 +45,7 @@ def add_engine_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from schedsearch.planner import RUNTIMES, plan
+    from schedsearch.plan.planner import RUNTIMES, plan
 
     if args.microbatch_size is not None and args.microbatch_size < 1:
         raise SchedSearchError(f"plan: --microbatch-size must be a positive integer, got {args.microbatch_size}")
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"no plan that {RUNTIMES[args.runtime]} can execute was found: nothing written")
         return 1
     if args.out:
-        from schedsearch.export.torchtitan import not_written
+        from schedsearch.plan.torchtitan import not_written
 
         paths = result.write(args.out, microbatch_size=args.microbatch_size)
         print(f"plan written: {result.best.family} ({result.best.makespan_ms:g} ms), for {RUNTIMES[args.runtime]}")

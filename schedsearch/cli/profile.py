@@ -44,7 +44,7 @@ import attrs
 from schedsearch.cli._common import byte_amount, plain_name
 from schedsearch.cli.run import int_list
 from schedsearch.errors import InvalidPipelineError
-from schedsearch.pipeline import P2P
+from schedsearch.plan.pipeline import P2P
 from schedsearch.runtime import build_workload, parse_model_spec, profile
 
 __all__ = ["add_parser", "run"]
@@ -166,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace, prof: Any, problem: Any, microbatches: int) -> None:
-    from schedsearch.pipeline import Pipeline
+    from schedsearch.plan.pipeline import Pipeline
 
     one_per_rank = args.mapping is None and (args.devices or args.stages) == args.stages
     sizes = args.microbatch_sizes

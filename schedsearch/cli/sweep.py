@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from schedsearch.cli.plan import add_engine_arguments
-from schedsearch.pipeline import Pipeline
+from schedsearch.plan.pipeline import Pipeline
 
 
 def _list(text: str) -> list[str]:
@@ -36,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from schedsearch.errors import InvalidOptionsError
-    from schedsearch.planner import plan_sweep
+    from schedsearch.plan.planner import plan_sweep
 
     pipeline = Pipeline.load(args.pipeline)
     counts = None

@@ -22,9 +22,9 @@ pipeline schedules:
   runtime cannot run it, in a user's words, when it cannot.
 
 Everything that names a family reads it from here: the planner's
-candidates and problems (:mod:`schedsearch.planner`), the allowed
-families of a description (:data:`schedsearch.pipeline.FAMILIES`), the
-torchtitan settings (:mod:`schedsearch.export.torchtitan`), the
+candidates and problems (:mod:`schedsearch.plan.planner`), the allowed
+families of a description (:data:`schedsearch.plan.pipeline.FAMILIES`), the
+torchtitan settings (:mod:`schedsearch.plan.torchtitan`), the
 reproductions and the command line. Adding a family is adding a record to
 this module.
 

@@ -1,14 +1,14 @@
 """Calibrate the cost model on this machine: the point-to-point link and the runtime's overhead per action.
 
-:func:`calibrate` measures what a :class:`~schedsearch.pipeline.Pipeline`
+:func:`calibrate` measures what a :class:`~schedsearch.plan.pipeline.Pipeline`
 needs beside the stage times (which :func:`~schedsearch.runtime.profile.profile`
-measures) and returns a :class:`~schedsearch.calibration.Calibration`:
+measures) and returns a :class:`~schedsearch.plan.calibration.Calibration`:
 
 * :func:`measure_link`: two processes joined in a gloo group (the
   runtime's backend on CPU, loopback) send tensors of several sizes back
   and forth with the point-to-point operations torch's pipeline runtime
   uses (``batch_isend_irecv``); a size's one-way time is half the median
-  round trip; :func:`~schedsearch.calibration.fit_link` fits a latency and
+  round trip; :func:`~schedsearch.plan.calibration.fit_link` fits a latency and
   a bandwidth to them by least squares and reports the residual;
 * :func:`measure_overhead`: torch's pipeline runtime runs 1F1B plans of
   near-empty actions (a model of two ``Linear(1, 1)`` stages, one sample
@@ -37,9 +37,9 @@ from typing import Any
 
 import attrs
 
-from schedsearch.calibration import Calibration, LinkFit, fit_link
+from schedsearch.plan.calibration import Calibration, LinkFit, fit_link
 from schedsearch.errors import InvalidPipelineError
-from schedsearch.pipeline import Pipeline
+from schedsearch.plan.pipeline import Pipeline
 from schedsearch.problem import Problem
 from schedsearch.runtime._ranks import run_ranks
 from schedsearch.runtime._torch import pipelining_internals, require_torch
@@ -111,10 +111,10 @@ def family_plan(pipeline: Pipeline, family: str) -> tuple[Problem, Schedule, flo
 
     Returns its integer problem (as :func:`~schedsearch.plan` builds it),
     the schedule and its makespan in milliseconds of the pipeline's own
-    times (the schedule's order re-timed, :func:`~schedsearch.real_ms.retime_ms`):
+    times (the schedule's order re-timed, :func:`~schedsearch.plan.real_ms.retime_ms`):
     the step time the model predicts for it.
     """
-    from schedsearch.real_ms import real_times, retime_ms
+    from schedsearch.plan.real_ms import real_times, retime_ms
 
     candidate, stages, units, problem, schedule = _family_problem(pipeline, family)
     makespan = retime_ms(schedule, real_times(pipeline, candidate, stages, problem, units))
@@ -123,7 +123,7 @@ def family_plan(pipeline: Pipeline, family: str) -> tuple[Problem, Schedule, flo
 
 def _family_problem(pipeline: Pipeline, family: str) -> tuple[Any, tuple[Any, ...], Any, Problem, Schedule]:
     from schedsearch.handcrafted import one_f_one_b, zb_h1
-    from schedsearch.planner import Candidate, build_problem
+    from schedsearch.plan.planner import Candidate, build_problem
     from schedsearch.units import choose_units
 
     builders = {"1F1B": (False, one_f_one_b), "ZB-H1": (True, zb_h1)}
@@ -235,7 +235,7 @@ def measure_overhead(link: LinkFit | None = None, *, microbatches: Sequence[int]
     action and per step to them with the model's makespan of the same plan
     (:func:`family_plan`, the order re-timed with each overhead tried).
     """
-    from schedsearch.real_ms import real_times, retime_ms
+    from schedsearch.plan.real_ms import real_times, retime_ms
     from schedsearch.runtime.convert import plan_from_schedule
     from schedsearch.runtime.execute import run
     from schedsearch.runtime.models import build_workload
@@ -276,7 +276,7 @@ def calibrate(*, link_sizes: Sequence[int] = DEFAULT_LINK_SIZES, link_repeats: i
               timeout_s: float = 120.0) -> tuple[Calibration, OverheadFit]:
     """Measure the link (:func:`measure_link`) and the runtime's overhead (:func:`measure_overhead`) here.
 
-    Returns the :class:`~schedsearch.calibration.Calibration` (link,
+    Returns the :class:`~schedsearch.plan.calibration.Calibration` (link,
     overhead per action and per step) and the
     overhead fit with its runs.
     """
@@ -301,7 +301,7 @@ class RunCalibration:
     computed them (:func:`calibration_from_trace`), its ``p2p`` the measured
     transfer time and its ``action_overhead_ms`` the measured gap per
     action; ``calibration`` holds the link, the overheads per action and per
-    step (:meth:`~schedsearch.calibration.Calibration.step_ms` gives the step
+    step (:meth:`~schedsearch.plan.calibration.Calibration.step_ms` gives the step
     time to expect of a makespan). ``measured[(stage, kind)]`` is the stage
     call's time (ms; see :func:`calibration_from_trace`) and
     ``samples[(stage, kind)]`` how many calls it was read from; a kind the
@@ -408,8 +408,8 @@ def calibration_from_trace(pipeline: Pipeline, trace: Any, *, warmup: int = 1, l
         When the pipeline does not hold one stage per rank, or the trace
         has another number of ranks or a stage it never computed.
     """
-    from schedsearch.calibration import Calibration
-    from schedsearch.pipeline import P2P
+    from schedsearch.plan.calibration import Calibration
+    from schedsearch.plan.pipeline import P2P
     from schedsearch.runtime.trace import COMPUTE_KINDS, MeasuredTrace
 
     if not isinstance(pipeline, Pipeline):
@@ -529,7 +529,7 @@ def calibrate_from_run(pipeline: Pipeline, workload: Any, *, family: str = "1F1B
     """Run ``workload`` pipelined under ``pipeline``'s ``family`` plan and calibrate the pipeline on what it measured.
 
     ``pipeline`` holds one stage per rank (as profiled:
-    :meth:`~schedsearch.pipeline.Pipeline.from_profile`); ``workload`` is
+    :meth:`~schedsearch.plan.pipeline.Pipeline.from_profile`); ``workload`` is
     the model split into those stages
     (:func:`~schedsearch.runtime.build_workload`, its batch ``pipeline.num_microbatches``
     micro-batches). The published ``family`` schedule (``"1F1B"``, the

@@ -1,4 +1,4 @@
-"""A :class:`~schedsearch.pipeline.Pipeline` from the torch profiler traces of a pipelined run.
+"""A :class:`~schedsearch.plan.pipeline.Pipeline` from the torch profiler traces of a pipelined run.
 
 ``torch.profiler`` writes one Chrome trace (JSON) per rank, as a torchtitan
 profiling run leaves them (``rank0_trace.json``, ``rank1_trace.json``, ...).
@@ -65,7 +65,7 @@ import attrs
 
 from schedsearch._io import read_text
 from schedsearch.errors import InvalidPipelineError
-from schedsearch.pipeline import Pipeline, Stage
+from schedsearch.plan.pipeline import Pipeline, Stage
 
 __all__ = ["ActionSpan", "RankTrace", "read_trace", "read_traces", "pipeline_from_traces", "record_traces",
            "COMPUTE_KINDS", "LABEL_PREFIX"]
@@ -341,7 +341,7 @@ def pipeline_from_traces(
         Per stage, fields the traces do not hold (``activation_bytes``,
         ``parameter_bytes``, ``send_bytes``, ``name``).
     fields:
-        Further :class:`~schedsearch.pipeline.Pipeline` fields
+        Further :class:`~schedsearch.plan.pipeline.Pipeline` fields
         (``memory_budget_bytes``, ``families``, ``name``, ...).
 
     Examples

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from schedsearch.cli import main
-from schedsearch.pipeline import Pipeline
+from schedsearch.plan.pipeline import Pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
 

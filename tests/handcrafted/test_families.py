@@ -20,7 +20,7 @@ import schedsearch
 from schedsearch.cli import build_parser
 from schedsearch.cli.search import placements
 from schedsearch.errors import FormatError, InvalidPipelineError, InvalidProblemError
-from schedsearch.export.torchtitan import torchtitan_schedule_name
+from schedsearch.plan.torchtitan import torchtitan_schedule_name
 from schedsearch.handcrafted import reproduce, schedule_names
 from schedsearch.handcrafted.families import (
     ALL_FAMILIES,
@@ -32,8 +32,9 @@ from schedsearch.handcrafted.families import (
     family_of_schedule,
     planner_families,
 )
-from schedsearch.pipeline import FAMILIES, Pipeline
-from schedsearch.planner import Candidate, candidates, runtime_gap
+from schedsearch.plan.pipeline import FAMILIES, Pipeline
+from schedsearch.plan.planner import Candidate, candidates, runtime_gap
+from schedsearch.plan import torchtitan as torchtitan_module
 
 
 def _pipeline(families, num_ranks=2, num_microbatches=4, **extra) -> Pipeline:
@@ -151,7 +152,7 @@ def test_a_family_added_to_the_registry_alone_reaches_every_consumer(added_famil
     assert [(r.family, r.status, r.makespan_ms, r.handcrafted, r.handcrafted_ms) for r in copy.rows] == [
         ("copy " + r.family, r.status, r.makespan_ms, "copy " + r.handcrafted, r.handcrafted_ms) for r in ref.rows]
     # the exports: the torch CSV and torchtitan's settings of the plan
-    paths = schedsearch.export.torchtitan.write_plan_outputs(copy, tmp_path)
+    paths = torchtitan_module.write_plan_outputs(copy, tmp_path)
     assert {"csv", "torchtitan"} <= set(paths)
     assert "--parallelism.pipeline_parallel_schedule=PipelineScheduleSingle" in paths["torchtitan"].read_text()
 

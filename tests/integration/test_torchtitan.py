@@ -39,7 +39,7 @@ if os.environ.get("SCHEDSEARCH_REQUIRE_TORCHTITAN") != "1":
 import torch  # noqa: E402
 
 import schedsearch  # noqa: E402
-from schedsearch.export.torchtitan import TORCH_VERSION, TORCHTITAN_VERSION, torchtitan_split  # noqa: E402
+from schedsearch.plan.torchtitan import TORCH_VERSION, TORCHTITAN_VERSION, torchtitan_split  # noqa: E402
 
 WORKER = Path(__file__).with_name("titan_worker.py")
 RUN_TIMEOUT_S = 600  # one torchrun of both steps; a hang fails here with the log

@@ -15,7 +15,7 @@ import attrs
 import pytest
 
 from schedsearch import Pipeline
-from schedsearch.calibration import Calibration, fit_link
+from schedsearch.plan.calibration import Calibration, fit_link
 from schedsearch.errors import InvalidPipelineError
 from schedsearch.runtime.calibrate import family_plan, fit_overhead
 

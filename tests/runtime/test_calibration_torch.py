@@ -14,7 +14,7 @@ from optional import require
 torch = require("torch")
 
 from schedsearch import Pipeline  # noqa: E402
-from schedsearch.calibration import Calibration  # noqa: E402
+from schedsearch.plan.calibration import Calibration  # noqa: E402
 from schedsearch.cli import main  # noqa: E402
 from schedsearch.errors import InvalidPipelineError  # noqa: E402
 from schedsearch.runtime import build_workload, profile  # noqa: E402

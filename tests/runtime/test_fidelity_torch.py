@@ -168,8 +168,8 @@ def test_a_plan_whose_last_stage_runs_its_forwards_out_of_label_order_is_traced_
 
 
 def test_the_emulated_stages_send_the_planned_activation_bytes_up_to_the_cap():
-    from schedsearch.pipeline import Pipeline
-    from schedsearch.planner import Candidate, build_problem
+    from schedsearch.plan.pipeline import Pipeline
+    from schedsearch.plan.planner import Candidate, build_problem
     from schedsearch.runtime.emulate import emulated_workload
     from schedsearch.units import choose_units
 

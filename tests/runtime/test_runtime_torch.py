@@ -25,7 +25,7 @@ from runtime_strategies import linearised_plans, shuffled_plans  # noqa: E402
 
 from schedsearch.errors import ExecutionError, InvalidProblemError, PlanError  # noqa: E402
 from schedsearch.handcrafted import reproduce  # noqa: E402
-from schedsearch.pipeline import Pipeline  # noqa: E402
+from schedsearch.plan.pipeline import Pipeline  # noqa: E402
 from schedsearch.problem import Problem  # noqa: E402
 from schedsearch.runtime import (  # noqa: E402
     Workload,

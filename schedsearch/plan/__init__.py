@@ -1,0 +1,33 @@
+"""The floor above search: from a pipeline description to the files a trainer runs.
+
+The flow, one module a step:
+
+* :mod:`~schedsearch.plan.pipeline`: the description (stages or layers in
+  milliseconds and bytes, the ranks, the memory budget), read from TOML,
+  JSON, a profile or Python;
+* :mod:`~schedsearch.plan.calibration`: what a calibration run measured
+  (links, the step's own overhead), applied to a description;
+* :mod:`~schedsearch.plan.planner`: the candidates (a schedule family with
+  its shape), each turned into a :class:`~schedsearch.Problem`, searched
+  within one budget, and ranked in a table (:class:`PlanResult`);
+* :mod:`~schedsearch.plan.real_ms`: a candidate's times in exact
+  milliseconds, from which the problem's integer ticks are derived and every
+  figure shown in milliseconds is read;
+* :mod:`~schedsearch.plan.torchtitan`: the files a torchtitan user launches.
+
+``schedsearch.plan`` is also the name of the planner's entry point on the
+package: ``schedsearch.plan(pipeline)`` calls :func:`plan`, as
+``schedsearch.validate(problem, schedule)`` calls the validator (import names
+from the modules: ``from schedsearch.plan import Pipeline, plan``).
+"""
+
+from schedsearch.plan.pipeline import P2P as P2P, Pipeline as Pipeline, Stage as Stage
+from schedsearch.plan.planner import (
+    Candidate as Candidate,
+    PlanResult as PlanResult,
+    PlanRow as PlanRow,
+    plan as plan,
+    plan_sweep as plan_sweep,
+)
+
+__all__ = ["Candidate", "P2P", "Pipeline", "PlanResult", "PlanRow", "Stage", "plan", "plan_sweep"]

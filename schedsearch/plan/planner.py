@@ -1,0 +1,1185 @@
+"""``plan(pipeline)``: search across schedule families under a memory budget.
+
+For a :class:`~schedsearch.plan.pipeline.Pipeline` (milliseconds and bytes), the
+planner
+
+1. lists the candidate families it allows: the "loop" layout with v = 1..4
+   stages per rank (1F1B, interleaved), the "v" layout (ZB-V, DualPipeV) and
+   DualPipe's two opposite pipelines (each rank holds two stages' parameters:
+   two parameter copies, counted against the budget), each with a full and,
+   where the description gives input- and weight-gradient times, a split
+   backward; DualPipe and DualPipeV with overlapped F&B pairs when
+   ``fb_overlap_ms`` is given;
+2. chooses the units once (:func:`~schedsearch.units.choose_units`) for
+   every candidate's stage times;
+3. leaves out, with the reason, each candidate that cannot fit: a rank must
+   hold its parameters and one micro-batch's activations of all its stages of
+   one pipeline at once in any plan (every forward of a micro-batch runs
+   before its first backward);
+4. runs :func:`~schedsearch.search.portfolio.solve` on each remaining candidate
+   (makespan, then the worst rank's peak memory) and the handcrafted schedule
+   of the same family on the same problem, through one executor
+   (:mod:`schedsearch.executors`: local processes or Ray);
+5. returns a :class:`PlanResult`: the ranked table and the best plan, every
+   figure in milliseconds of the unrounded times (:mod:`schedsearch.plan.real_ms`).
+
+Memory is held as a real runtime holds it: an activation is freed when the
+block that frees it ends (``free_at_end``); parameters are the ranks'
+initial memory.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from schedsearch.errors import (
+    InvalidOptionsError,
+    InvalidPipelineError,
+    InvalidProblemError,
+    NoFittingPlanError,
+    SchedSearchError,
+)
+from schedsearch.handcrafted.families import SCHEDULES, Family, family as family_record
+from schedsearch.handcrafted.simulate import validation_deferred
+from schedsearch.options import MAX_SEED, Rule, SearchOptions, check_options
+from schedsearch.plan.pipeline import (FAMILIES, Pipeline, Stage, check_integer_range, check_plan_arguments,
+                                  exact_bytes, exact_memory_unit)
+from schedsearch.placements import chain_pipelines, device_names, stage_mapping
+from schedsearch.rewrite import with_capacities
+from schedsearch.problem import Channel, Cluster, Edge, Graph, Problem
+from schedsearch.plan.real_ms import RealTimes, float_below, real_bound_ms, real_times, retime_ms
+from schedsearch.schedule import Schedule, metrics
+from schedsearch.units import GIB, Units, choose_units
+from schedsearch.validate import validate
+
+__all__ = ["RUNTIMES", "Candidate", "PlanRow", "PlanResult", "SweepPoint", "SweepResult", "candidates", "build_problem",
+           "plan", "plan_sweep", "runtime_gap"]
+
+#: The runtimes a plan can be made for: name -> what it is.
+RUNTIMES = {
+    "torch": "torch's CSV runtime (torch.distributed.pipelining, as torchtitan runs it)",
+    "any": "no runtime in particular: the best plan of every family, whether a runtime can execute it or not",
+}
+
+
+@attrs.frozen(kw_only=True)
+class Candidate:
+    """One schedule family at one setting: ``chunks`` stages per rank, split backward or not, F&B pairs or not.
+
+    Examples
+    --------
+    >>> from schedsearch.plan.planner import Candidate
+    >>> Candidate(family="interleaved", chunks=2, split_backward=True).label
+    'interleaved ZB v=2'
+    >>> Candidate(family="dualpipe", chunks=1, split_backward=True, overlap=True).num_stages(4)
+    4
+    """
+
+    family: str
+    chunks: int = 1
+    split_backward: bool = False
+    overlap: bool = False
+
+    @property
+    def record(self) -> Family:
+        """The family's record (:mod:`schedsearch.handcrafted.families`)."""
+        return family_record(self.family)
+
+    @property
+    def label(self) -> str:
+        return self.record.label(self.chunks, self.split_backward) + (" (F&B)" if self.overlap else "")
+
+    @property
+    def layout(self) -> str:
+        """The stage-to-rank layout: ``"loop"`` or ``"v"`` (torch's styles), ``"bidirectional"`` (two pipelines)."""
+        return self.record.layout
+
+    def num_stages(self, num_ranks: int) -> int:
+        return num_ranks * self.chunks
+
+    def handcrafted_name(self) -> str | None:
+        """The published schedule of the same family and backward, or None."""
+        variant = next((v for v in self.record.variants if v.split_backward == self.split_backward), None)
+        return variant.name if variant is not None and variant.schedule is not None else None
+
+
+def runtime_gap(candidate: Candidate, runtime: str) -> str:
+    """Why ``runtime`` (a key of :data:`RUNTIMES`) cannot execute plans of ``candidate``, in a user's terms; "" when it can.
+
+    Examples
+    --------
+    >>> from schedsearch.plan.planner import Candidate, runtime_gap
+    >>> runtime_gap(Candidate(family="dualpipe", split_backward=True), "torch")
+    "needs two copies of every stage's parameters; torch's CSV runtime holds one"
+    >>> runtime_gap(Candidate(family="zb-v", chunks=2, split_backward=True), "torch")
+    ''
+    """
+    _check_runtime(runtime)
+    return candidate.record.torch_gap if runtime == "torch" else ""
+
+
+def _check_runtime(runtime: str) -> None:
+    if runtime not in RUNTIMES:
+        raise InvalidPipelineError(f"plan: runtime must be one of {sorted(RUNTIMES)}, got {runtime!r}")
+
+
+def candidates(pipeline: Pipeline) -> list[Candidate]:
+    """Every candidate of the pipeline's allowed families, in table order."""
+    out: list[Candidate] = []
+    overlap = pipeline.fb_overlap_ms is not None
+    for key in pipeline.families:
+        fam = family_record(key)
+        out += [Candidate(family=key, chunks=v, split_backward=variant.split_backward, overlap=overlap and fam.overlap)
+                for v in fam.chunks for variant in fam.variants]
+    return out
+
+
+def _pipelines(candidate: Candidate, num_ranks: int) -> tuple[list[list[int]], list[str] | None]:
+    if candidate.record.two_pipelines:
+        return [list(range(num_ranks)), list(range(num_ranks - 1, -1, -1))], [".down", ".up"]
+    return [list(stage_mapping(candidate.layout, num_ranks, candidate.num_stages(num_ranks)))], None
+
+
+def _why_not(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage] | None) -> str:
+    """Why ``candidate`` cannot be planned (empty when it can be tried)."""
+    P, m = pipeline.num_ranks, pipeline.num_microbatches
+    n = candidate.num_stages(P)
+    if stages is None:
+        what = "layers" if pipeline.partition == "dp" else "stages"
+        return f"needs {n} stages, the description gives {len(pipeline.stages)} {what}"
+    if candidate.split_backward and not all(s.has_split for s in stages):
+        return "needs input_grad_ms and weight_grad_ms for every stage (split backward)"
+    fields = ("forward_ms", "input_grad_ms", "weight_grad_ms") if candidate.split_backward else ("forward_ms",)
+    if candidate.record.full_backward or not candidate.split_backward:
+        fields += ("backward_ms",)
+    for k, s in enumerate(stages):
+        zero = next((f for f in fields if getattr(s, f) == 0), None)
+        if zero is not None:
+            return (f"stage {k} ({s.name}) has {zero} = 0: the schedule model's blocks last at least one time "
+                    f"unit, so a zero time cannot be kept (give it a positive time)")
+    why = candidate.record.requires(P, m)
+    if why:
+        return why
+    if candidate.overlap:
+        longest = max(max(s.forward_ms, s.input_grad_ms, s.weight_grad_ms) for s in stages)
+        if pipeline.fb_overlap_ms < longest:
+            return (f"fb_overlap_ms {pipeline.fb_overlap_ms:g} is shorter than the longest forward or gradient "
+                    f"block of its stages ({longest:g} ms): an overlapped pair lasts at least its longest member")
+    return ""
+
+
+def _memory_need(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage]) -> tuple[int, int, int, int]:
+    """(rank, its parameter bytes, activation bytes it must hold at once, total) for the neediest rank."""
+    pipes, _ = _pipelines(candidate, pipeline.num_ranks)
+    worst = (0, 0, 0, -1)
+    for r in range(pipeline.num_ranks):
+        params = sum(stages[s].parameter_bytes for pipe in pipes for s, d in enumerate(pipe) if d == r)
+        acts = max(sum(stages[s].activation_bytes for s, d in enumerate(pipe) if d == r) for pipe in pipes)
+        if params + acts > worst[3]:
+            worst = (r, params, acts, params + acts)
+    return worst
+
+
+def build_problem(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage], units: Units, *,
+                  relaxed_memory: bool = False) -> Problem:
+    """The integer problem of one candidate: durations in ``units`` time units, memory in memory units.
+
+    Activations are allocated by the forward and freed when the backward
+    (or the weight gradient) ends; each rank starts with its parameters and
+    may hold at most the budget. Transfers between stages on different ranks
+    cost ``pipeline.p2p`` for the sending stage's activation bytes. Memory
+    amounts are rounded up and the budget down (a plan that fits in units
+    fits in bytes); with ``relaxed_memory`` the other way round (amounts
+    down, budget up: every plan that fits in bytes fits in units, the
+    problem whose bounds hold for the bytes).
+    """
+    P = pipeline.num_ranks
+    pipes, suffixes = _pipelines(candidate, P)
+    amount = units.capacity if relaxed_memory else units.memory
+    kwargs: dict[str, Any] = {
+        "forward": [units.ticks(s.forward_ms) for s in stages],
+        "backward": [units.ticks(s.backward_ms) for s in stages],
+        "forward_memory": [amount(s.activation_bytes) for s in stages],
+    }
+    if candidate.split_backward:
+        kwargs.update(split_backward=True, input_grad=[units.ticks(s.input_grad_ms) for s in stages],
+                      weight_grad=[units.ticks(s.weight_grad_ms) for s in stages])
+        if candidate.record.full_backward:
+            kwargs["full_backward"] = True
+            if candidate.overlap:
+                kwargs["overlap_forward_backward"] = units.ticks(pipeline.fb_overlap_ms)
+    budget = None if pipeline.memory_budget_bytes is None else (units.memory if relaxed_memory else units.capacity)(
+        pipeline.memory_budget_bytes)
+    m = pipeline.num_microbatches // 2 if candidate.record.two_pipelines else pipeline.num_microbatches
+    problem = chain_pipelines(pipes, P, m, memory=budget, free_at_end=True, suffixes=suffixes,
+                              name=f"{pipeline.name or 'pipeline'} {candidate.label}", **kwargs)
+    names = device_names(P)
+    params = {names[r]: amount(sum(stages[s].parameter_bytes for pipe in pipes for s, d in enumerate(pipe)
+                                         if d == r)) for r in range(P)}
+    problem = problem.with_(initial_memory={d: v for d, v in params.items() if v},
+                            time_unit_s=units.time_unit_ms / 1e3, memory_unit_bytes=units.memory_unit_bytes,
+                            duration_overrides=_size_overrides(pipeline, candidate, problem, stages, units))
+    if pipeline.p2p.free:
+        return problem
+    return _with_transfers(problem, pipeline, stages, units)
+
+
+_TIME_FIELD = {"F": "forward_ms", "B": "backward_ms", "I": "input_grad_ms", "W": "weight_grad_ms"}
+
+
+def _size_overrides(pipeline: Pipeline, candidate: Candidate, problem: Problem, stages: Sequence[Stage],
+                    units: Units) -> list[tuple[str, int, tuple[int, ...]]]:
+    """Durations of the micro-batches smaller than the largest: each block's stage time times the size ratio.
+
+    DualPipe's two pipelines carry the first and the second half of the
+    micro-batches (instance ``i`` of ``.up`` is micro-batch ``n/2 + i``).
+    """
+    ratios = pipeline.size_ratios()
+    if ratios is None:
+        return []
+    half = pipeline.num_microbatches // 2
+    out = []
+    for b in problem.graph.blocks:
+        offset = half if candidate.record.two_pipelines and b.name.endswith(".up") else 0
+        for m in range(problem.num_microbatches):
+            r = ratios[offset + m]
+            if r < 1.0:
+                ms = getattr(stages[b.stage], _TIME_FIELD[b.kind])
+                out.append((b.name, m, (units.ticks(ms * r),) * len(b.options)))
+    return out
+
+
+def _with_transfers(problem: Problem, pipeline: Pipeline, stages: Sequence[Stage], units: Units) -> Problem:
+    device_of = {b.name: b.options[0].devices[0] for b in problem.graph.blocks}
+    stage_of = {b.name: b.stage for b in problem.graph.blocks}
+    edges, pairs = [], set()
+    for e in problem.graph.edges:
+        a, b = device_of[e.src], device_of[e.dst]
+        size = 0
+        if a != b:
+            sender = stage_of[e.src] if e.src.startswith("F") else stage_of[e.dst]
+            ms = pipeline.p2p.transfer_ms(stages[sender].p2p_bytes)
+            size = units.ticks(ms) if ms > 0 else 0  # a positive time is at least one unit, as chosen
+            if size:
+                pairs.add(tuple(sorted((a, b))))
+        edges.append(Edge(src=e.src, dst=e.dst, size=size))
+    channels = [Channel(name=f"{a}-{b}", endpoints=(a, b)) for a, b in sorted(pairs)]
+    return problem.with_(graph=Graph(blocks=problem.graph.blocks, edges=edges),
+                         cluster=Cluster(devices=problem.cluster.devices, channels=channels))
+
+
+def memory_exact(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage], units: Units) -> bool:
+    """True when every memory amount of the candidate's problem is a whole number of memory units.
+
+    Then the integer problem's memory is the byte problem's: a level of
+    whole units is within ``floor(budget / unit)`` units exactly when its
+    bytes are within the budget.
+    """
+    if pipeline.memory_budget_bytes is None:
+        return True
+    pipes, _ = _pipelines(candidate, pipeline.num_ranks)
+    amounts = [s.activation_bytes for s in stages]
+    amounts += [sum(stages[s].parameter_bytes for pipe in pipes for s, d in enumerate(pipe) if d == r)
+                for r in range(pipeline.num_ranks)]
+    return all(a % units.memory_unit_bytes == 0 for a in amounts)
+
+
+def _real_bound(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage], units: Units, times: RealTimes,
+                bound_ticks: int | None) -> Fraction | None:
+    """:func:`~schedsearch.plan.real_ms.real_bound_ms` of the candidate: the search's bound when memory counts
+    exactly (:func:`memory_exact`), else the bound of the problem with memory rounded the other way (with no
+    budget when its constructor refuses it)."""
+    if memory_exact(pipeline, candidate, stages, units):
+        return real_bound_ms(times, bound_ticks)
+    try:
+        relaxed = build_problem(pipeline, candidate, stages, units, relaxed_memory=True)
+    except InvalidProblemError:
+        relaxed = with_capacities(build_problem(pipeline, candidate, stages, units), None)
+    return real_bound_ms(times, bound_ticks, relaxed)
+
+
+def _handcrafted(candidate: Candidate, problem: Problem) -> Schedule:
+    spec = SCHEDULES[candidate.record.variant(candidate.split_backward).schedule]
+    return spec.generate(problem, dict(spec.defaults))
+
+
+@attrs.frozen(kw_only=True)
+class PlanRow:
+    """One line of the plan table (times in ms, memory in GiB per rank, peak including parameters).
+
+    ``status`` is ``OPTIMAL`` when ``bound_ms`` meets ``makespan_ms``,
+    ``FEASIBLE`` for another plan, the search's ``INFEASIBLE`` or
+    ``TIMEOUT`` without one, ``"skipped"`` (with ``note`` saying why) or
+    ``"failed"``/``"timeout"`` from the executor. ``makespan_ms``,
+    ``handcrafted_ms`` and ``bound_ms`` are of the pipeline's unrounded
+    times (:mod:`schedsearch.plan.real_ms`). The plan is the search's, or the
+    handcrafted one when that fits and the search had nothing better in
+    time (``note`` says so). ``bubble_pct`` is the
+    global bubble (makespan minus busy time, worst rank) over the makespan,
+    in the integer problem. ``handcrafted_*`` are the published schedule of
+    the same family on the same problem; ``handcrafted_fits`` says whether
+    it stays within the budget.
+    """
+
+    candidate: Candidate
+    status: str
+    makespan_ms: float | None = None
+    bubble_pct: float | None = None
+    peak_gib: tuple[float, ...] = ()
+    bound_ms: float | None = None
+    gap: float | None = None
+    peak_proven: bool = False
+    handcrafted: str | None = None
+    handcrafted_ms: float | None = None
+    handcrafted_peak_gib: tuple[float, ...] = ()
+    handcrafted_fits: bool | None = None
+    engine: str = ""
+    wall_time_s: float = 0.0
+    note: str = ""
+
+    @property
+    def family(self) -> str:
+        return self.candidate.label
+
+    def to_dict(self) -> dict[str, Any]:
+        out = attrs.asdict(self, recurse=False)
+        out["candidate"] = attrs.asdict(self.candidate)
+        out["family"] = self.family
+        out["peak_gib"] = list(self.peak_gib)
+        out["handcrafted_peak_gib"] = list(self.handcrafted_peak_gib)
+        return out
+
+
+@attrs.frozen(kw_only=True)
+class _Task:
+    pipeline: Pipeline
+    candidate: Candidate
+    units: Units
+    options: SearchOptions
+
+
+@attrs.frozen(kw_only=True)
+class _Outcome:
+    row: PlanRow
+    schedule: Schedule | None
+    handcrafted: Schedule | None
+
+
+def _gibs(units: Units, problem: Problem, schedule: Schedule, figures: Any = None) -> tuple[float, ...]:
+    """Each rank's peak in GiB (from ``figures``, the plan's metrics, when already computed)."""
+    peak = (figures or metrics(problem, schedule)).peak_memory
+    return tuple(round(units.gib(peak[d]), 3) for d in problem.cluster.device_names)
+
+
+#: The least time a candidate's search gets when the candidate has no plan yet, whatever its share has left.
+SEARCH_FLOOR_S = 0.5
+
+#: The least time a candidate's search gets when the published schedule is already its plan: the search
+#: may then only improve on it, so it gets what the share has left (the bound comes first in it).
+SEARCH_FLOOR_WITH_PLAN_S = 0.05
+
+#: Seconds per task instance assumed for the search's lower bound (it runs first in the search, whatever the
+#: time left): 4-5 us at 65,000-120,000 task instances on one core.
+BOUND_S_PER_TASK = 5e-6
+
+#: Seconds per task instance assumed for a row's figures of its plan once the search is over (the metrics
+#: and the real time ratios: 1-1.5 us at 80,000-120,000 task instances on one core).
+FIGURES_S_PER_TASK = 2e-6
+
+#: Seconds per task instance assumed for re-timing a plan the search found with the real times (3-4 us).
+RETIME_S_PER_TASK = 4e-6
+
+
+def _share_left(options: SearchOptions, t0: float) -> float | None:
+    """Seconds the candidate's share has left since ``t0``; None without a wall-clock limit (deterministic
+    limits must not depend on the clock)."""
+    if options.time_limit_s is None or options.deterministic:
+        return None
+    return options.time_limit_s - (time.perf_counter() - t0)
+
+
+def _left_of_share(options: SearchOptions, t0: float, reserve_s: float = 0.0,
+                   floor_s: float = SEARCH_FLOOR_S) -> SearchOptions:
+    """``options`` with the time limit cut to what the candidate's share has left since ``t0`` (the work
+    before the search, such as drawing the published schedule, counts against it) less ``reserve_s`` (the
+    work after it); at least ``floor_s``. Deterministic limits are not cut (they must not depend on the
+    clock)."""
+    left = _share_left(options, t0)
+    if left is None:
+        return options
+    return options.replace(time_limit_s=max(floor_s, left - reserve_s))
+
+
+def _handcrafted_refusal(name: str, exc: Exception) -> str:
+    """Why the published ``name`` schedule cannot be drawn for this description, in the user's terms."""
+    text = str(exc)
+    if "declares no overlap" in text:
+        return (f"no published {name} to compare with: it runs a forward and a backward together, which the "
+                f"description does not time (give 'fb_overlap_ms')")
+    first = text.splitlines()[0] if text else type(exc).__name__
+    return f"no published {name} to compare with: {first}"
+
+
+def _evaluate(task: _Task) -> _Outcome:
+    """Solve one candidate and run its handcrafted schedule (the executor's unit of work)."""
+    from schedsearch.search.portfolio import HANDCRAFTED_S_PER_TASK, estimated_tasks, solve
+
+    t0 = time.perf_counter()
+    pipeline, candidate, units = task.pipeline, task.candidate, task.units
+    stages, _ = pipeline.stages_for(candidate.num_stages(pipeline.num_ranks))
+    problem = build_problem(pipeline, candidate, stages, units)
+    notes: list[str] = []
+    # the share's time after the search: the row's figures, the re-timing of a plan the search found, and the
+    # bound of the problem with memory rounded down when the integer memory is not exact
+    num_tasks = problem.num_microbatches * len(problem.graph.blocks)
+    weighted = estimated_tasks(problem)  # members of overlapped groups count more (not in the bound's estimate)
+    relaxed = 0.0 if memory_exact(pipeline, candidate, stages, units) else BOUND_S_PER_TASK
+    reserve = (FIGURES_S_PER_TASK + RETIME_S_PER_TASK) * weighted + relaxed * num_tasks
+    # the family's published schedule first, once: the row shows it, and when it fits the budget the search
+    # starts from it (a warm start) instead of drawing it again
+    hand, broken, hand_problem, hand_fig = None, (), None, None
+    name = candidate.handcrafted_name()
+    left = _share_left(task.options, t0)
+    need = HANDCRAFTED_S_PER_TASK * weighted  # drawn and validated
+    # with it as the plan: the search's bound (to prove it) and the row's figures (no re-timing: its times are
+    # as soon as possible in its order)
+    after = (BOUND_S_PER_TASK + relaxed) * num_tasks + FIGURES_S_PER_TASK * weighted
+    if name is not None and left is not None and need + after > left:
+        notes.append(f"the published {name} was not drawn: at {num_tasks} task instances it needs about "
+                     f"{need:.1f} s, and {max(left - after, 0.0):.1f} s of the candidate's share were left")
+    elif name is not None:
+        drawn_at = time.perf_counter()
+        hand_problem = problem if all(d.memory is None for d in problem.cluster.devices) \
+            else with_capacities(problem, None)
+        try:
+            with validation_deferred():  # validated once, below, against ``problem`` itself
+                hand = _handcrafted(candidate, hand_problem)
+        except Exception as exc:  # a published schedule's precondition not met: say which
+            notes.append(_handcrafted_refusal(name, exc))
+        else:
+            broken = validate(problem, hand)  # a plan of ``problem`` itself: no check again in the search
+            other = [v for v in broken if "memory" not in str(v).lower()]
+            assert not other, f"{name}: the handcrafted schedule breaks more than memory: {other[:3]}"
+            # a machine slower than the estimates (a loaded one) is slower after the search too: keep the
+            # reserve in proportion
+            reserve *= max(1.0, (time.perf_counter() - drawn_at) / need) if need > 0 else 1.0
+    with_plan = hand is not None and not broken
+    options = _left_of_share(task.options, t0, reserve, SEARCH_FLOOR_WITH_PLAN_S if with_plan else SEARCH_FLOOR_S)
+    if with_plan:
+        options = options.replace(warm_starts=(hand,))
+    note = ""
+    try:
+        result = solve(problem, options=options)
+    except (KeyError, IndexError) as exc:
+        # a handcrafted construction of the portfolio failed on this problem: search without them
+        from schedsearch.search.portfolio import ENGINES
+
+        note = ("the published schedules the search starts from could not be drawn for this candidate "
+                f"({type(exc).__name__}); searched without them")
+        result = solve(problem, options=options, engines=[e for e in ENGINES if e != "handcrafted"])
+    if result.stats.get("wall_guard_hit"):
+        note = (note + "; " if note else "") + ("a deterministic search hit its wall-clock guard: this row may "
+                                                "differ on another run")
+    notes[:0] = [note] if note else []
+    engine = f"handcrafted {name}" if hand is not None and result.schedule is hand else result.engine
+    row: dict[str, Any] = {"candidate": candidate, "status": result.status.value, "engine": engine}
+    # every figure in ms is of the real times: the plan's order re-timed, a bound on the real problem
+    times = real_times(pipeline, candidate, stages, problem, units)
+    bound = _real_bound(pipeline, candidate, stages, units, times, result.lower_bound)
+    if bound is not None:
+        row["bound_ms"] = float_below(bound)
+    schedule = result.schedule  # validated by the search (every plan solve returns is)
+    hand_real = None
+    if hand is not None:
+        # a published schedule is timed as soon as possible in its order (schedule_from_orders): with every
+        # time exact, re-timing it with the real times gives its own times in ms
+        hand_real = Fraction(hand.makespan) * times.unit_ms if times.exact() else retime_ms(hand, times)
+    real = None
+    if schedule is not None:
+        real = hand_real if schedule is hand else retime_ms(schedule, times)
+    if name is not None:
+        row["handcrafted"] = name
+        if hand is not None:
+            hand_fig = metrics(problem, hand)
+            row.update(handcrafted_ms=float(hand_real), handcrafted_peak_gib=_gibs(units, problem, hand, hand_fig),
+                       handcrafted_fits=not broken)
+            if not broken and (real is None or hand_real < real):  # the search had nothing better in time
+                notes.append(f"the search found {'no plan' if real is None else 'no better plan'} in time: "
+                             f"the plan is {name}'s")
+                schedule, real = hand, hand_real
+                if result.status.value in ("TIMEOUT", "OPTIMAL"):
+                    row["status"] = "FEASIBLE"
+    if schedule is not None:
+        fig = hand_fig if schedule is hand else metrics(problem, schedule)
+        row.update(makespan_ms=float(real), bubble_pct=round(100 * fig.bubble_global / fig.makespan, 2),
+                   peak_gib=_gibs(units, problem, schedule, fig),
+                   peak_proven=result.proven_levels >= 2 and schedule is result.schedule)
+        if bound is not None:
+            row["gap"] = float((real - bound) / real) if real else 0.0
+            if bound >= real:
+                row["status"] = "OPTIMAL"
+            elif row["status"] == "OPTIMAL":
+                row["status"] = "FEASIBLE"
+                notes.append(f"optimal for the times rounded to {units.time_unit_ms:g} ms units; with the real "
+                             f"times within {100 * row['gap']:.2f}% of the bound")
+    row["note"] = "; ".join(notes)
+    row["wall_time_s"] = round(time.perf_counter() - t0, 3)
+    return _Outcome(row=PlanRow(**row), schedule=schedule, handcrafted=hand)
+
+
+@attrs.frozen(kw_only=True)
+class PlanResult:
+    """What :func:`plan` found: the ranked table, the best plan and how to export it.
+
+    ``rows`` are ranked: plans first by makespan then worst-rank peak memory,
+    then the candidates without a plan. ``best`` is the first row with a
+    plan that ``runtime`` (a key of :data:`RUNTIMES`) can execute (None when
+    none fitted in time); a better plan it cannot execute stays in ``rows``
+    with the reason in its note. ``problem`` and
+    ``schedule`` are its integer problem and validated schedule, ``stages``
+    its stages and ``layers`` the layers (or given stages) each holds;
+    ``units`` say how the integers read in milliseconds and bytes.
+    """
+
+    pipeline: Pipeline
+    units: Units
+    rows: tuple[PlanRow, ...]
+    best: PlanRow | None
+    problem: Problem | None
+    schedule: Schedule | None
+    stages: tuple[Stage, ...] = ()
+    layers: tuple[tuple[int, ...], ...] = ()
+    engine: str = "local"
+    wall_time_s: float = 0.0
+    runtime: str = "torch"
+
+    def table(self) -> str:
+        """The ranked table as text: makespan in ms, peak memory in GiB on ``rank0`` .. ``rankN``, then the rest.
+
+        Every line of the table proper has its columns at the same offsets,
+        whatever the number of ranks; the notes go under their row, indented,
+        and the solver's units in a details section at the end.
+        """
+        ranks = [f"rank{d}" for d in range(self.pipeline.num_ranks)]
+
+        def num(x: float | None, fmt: str) -> str:
+            return "-" if x is None else format(x, fmt)
+
+        # (header, alignment); a space-only header is a gap of two spaces between column groups
+        columns = [("#", ">"), ("family", "<"), ("makespan ms", ">"), *((r, ">") for r in ranks), ("status", "<"),
+                   ("bound ms", ">"), ("gap", ">"), ("bubble %", ">"), ("handcrafted", "<"), ("its ms", ">"),
+                   ("fits", ">")]
+        cells = []
+        for i, r in enumerate(self.rows, 1):
+            fits = "-" if r.handcrafted_fits is None else ("yes" if r.handcrafted_fits else "no")
+            peaks = [format(g, ".2f") for g in r.peak_gib] if r.peak_gib else ["-"] * len(ranks)
+            cells.append([str(i), r.family, num(r.makespan_ms, ".3f"), *peaks, r.status, num(r.bound_ms, ".3f"),
+                          "-" if r.gap is None else f"{100 * r.gap:.1f}%", num(r.bubble_pct, ".1f"),
+                          r.handcrafted or "-", num(r.handcrafted_ms, ".3f"), fits])
+        widths = [max(len(h), *(len(c[k]) for c in cells)) if cells else len(h) for k, (h, _) in enumerate(columns)]
+        wide_after = {0, 2, 2 + len(ranks), 6 + len(ranks)}  # two spaces after #, makespan, the peaks, bubble
+
+        def line(values: Sequence[str]) -> str:
+            out = ""
+            for k, (value, (_, align)) in enumerate(zip(values, columns)):
+                out += format(value, f"{align}{widths[k]}")
+                if k < len(columns) - 1:
+                    out += "  " if k in wide_after else " "
+            return out
+
+        head = line([h for h, _ in columns])
+        lines = [f"{self.pipeline}",
+                 "makespan in ms; peak memory in GiB on each rank (parameters included); the solver's units below",
+                 head, "-" * len(head)]
+        for r, row_cells in zip(self.rows, cells):
+            lines.append(line(row_cells))
+            for note in _row_notes(r):
+                lines.append(f"    {note}")
+        lines += ["", "details:", f"  units: {self.units}",
+                  "  makespan, bound and handcrafted ms are of your times, unrounded; bubble % of the rounded ones"]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def metadata(self) -> dict[str, Any]:
+        """What every export of this plan carries beside the problem: units, family, stages, the table."""
+        best = self.best
+        return {
+            "units": self.units.to_dict(),
+            "pipeline": self.pipeline.to_dict(),
+            "family": best.family if best else None,
+            "runtime": self.runtime,
+            "candidate": attrs.asdict(best.candidate) if best else None,
+            "layers_per_stage": [list(g) for g in self.layers],
+            "table": [r.to_dict() for r in self.rows],
+        }
+
+    def write(self, out_dir: str | Path, *, microbatch_size: int | None = None) -> dict[str, Path]:
+        """Write the best plan; return the paths by kind (see :func:`~schedsearch.plan.torchtitan.write_plan_outputs`).
+
+        ``schedule.csv``, ``torchtitan.args`` and ``train.sh`` (torch's CSV
+        runtime under torchtitan), ``trace.json``, ``gantt.png`` (with
+        matplotlib), ``plan.json`` and ``plan.txt``; ``plan.txt`` ends with
+        why any of them was not written. ``microbatch_size``: samples per
+        micro-batch for torchtitan's batch settings (default: the
+        description's ``microbatch_sizes`` when all equal, else 1).
+        """
+        from schedsearch.plan.torchtitan import write_plan_outputs
+
+        return write_plan_outputs(self, out_dir, microbatch_size=microbatch_size)
+
+
+def _row_notes(row: PlanRow) -> list[str]:
+    """What the table says under ``row``: which proof is open, then its note."""
+    out = []
+    if row.makespan_ms is not None and row.status in ("OPTIMAL", "FEASIBLE"):
+        proven = row.status == "OPTIMAL"
+        if proven and not row.peak_proven:
+            out.append("makespan proven, peak memory not proven")
+        elif not proven and row.bound_ms is not None:
+            out.append(f"makespan not proven: within {100 * (row.gap or 0.0):.1f}% of the bound")
+    if row.note:
+        out.append(row.note)
+    return out
+
+
+def _rank_key(row: PlanRow) -> tuple:
+    if row.makespan_ms is None:
+        return (1, 0.0, 0.0)
+    return (0, row.makespan_ms, max(row.peak_gib, default=0.0))
+
+
+def _check_call(where: str, pipeline: Any, runtime: Any, *, time_limit_s: Any, workers: Any, address: Any,
+                deterministic: Any, seed: Any) -> None:
+    """The checks :func:`plan` and :func:`plan_sweep` make before any work: the pipeline, the options, the runtime."""
+    check_plan_arguments(where, pipeline)
+    check_options(where, {
+        "time_limit_s": (time_limit_s, Rule.number(maximum=10**7, above=0)),
+        "workers": (workers, Rule.integer(1, 4096, none=True)),
+        "address": (address, Rule.instance(str, "an address string", none=True)),
+        "deterministic": (deterministic, Rule.boolean()), "seed": (seed, Rule.integer(0, MAX_SEED)),
+    })
+    _check_runtime(runtime)
+
+
+def plan(
+    pipeline: Pipeline,
+    *,
+    time_limit_s: float = 60.0,
+    engine: Any = "local",
+    workers: int | None = None,
+    address: str | None = None,
+    deterministic: bool = False,
+    seed: int = 0,
+    runtime: str = "torch",
+    progress: Callable[[str], None] | None = None,
+) -> PlanResult:
+    """Search every allowed schedule family for ``pipeline`` and rank the plans.
+
+    Parameters
+    ----------
+    pipeline:
+        The pipeline in milliseconds and bytes.
+    time_limit_s:
+        Wall time for the whole search; each candidate gets its share
+        (``time_limit_s / ceil(candidates / workers)``, less its part of the
+        time spent before the candidates start: the rounds end within the
+        limit). Its published schedule is drawn only when the share covers
+        it, its proof against the bound and the row's figures (estimated per
+        task instance; the row's note says when it was not), and its search
+        gets the rest.
+    engine:
+        ``"local"`` (worker processes here), ``"ray"`` (a Ray cluster;
+        ``address`` to join one) or an executor of :mod:`schedsearch.executors`.
+    workers:
+        Parallel candidates (default: one per CPU).
+    deterministic, seed:
+        Each candidate's search runs one solver worker with a fixed seed.
+        By default its share of the time is wall-clock time, so ``plan``
+        ends within about ``time_limit_s``; a search stopped by its limit
+        may then find another plan on another run or engine. With
+        ``deterministic=True`` the share is read as deterministic time (the
+        solver's work count: see :class:`~schedsearch.options.SearchOptions`),
+        so every engine and every run gives the same table, also when
+        searches stop at their limit; the wall time then depends on the
+        machine (a guard of several times the share stops a runaway search,
+        and the row says so).
+    runtime:
+        What the plan is for (a key of :data:`RUNTIMES`): ``"torch"``
+        (default: torch's CSV runtime, as torchtitan runs it) makes ``best``
+        the best plan it can execute, while a better plan it cannot (DualPipe's
+        two parameter copies) stays in the table with the reason;
+        ``"any"``: the best plan of every family.
+    progress:
+        Called with one line per candidate as its search finishes
+        (``"[3/9] ZB-V: 104.000 ms, OPTIMAL (2.1 s)"``); the executor must
+        take ``on_done`` (the local and Ray ones do).
+
+    Returns
+    -------
+    PlanResult
+        Its ``best`` is never None: :class:`~schedsearch.errors.NoFittingPlanError`
+        is raised when no candidate can fit the budget (before any search,
+        saying per family why) or none has a plan after the search (a row
+        whose search found nothing in time keeps its handcrafted schedule
+        when that fits). A bad value of the pipeline or of these arguments
+        raises :class:`~schedsearch.errors.InvalidPipelineError` before any
+        search.
+
+    Every figure in milliseconds is of the pipeline's own (unrounded)
+    times: a row's makespan is its plan's order re-timed with them
+    (:func:`~schedsearch.plan.real_ms.retime_ms`), its bound a bound on every plan with them
+    (:func:`~schedsearch.plan.real_ms.real_bound_ms`), and ``OPTIMAL`` means the two meet.
+
+    Examples
+    --------
+    >>> import schedsearch
+    >>> pipeline = schedsearch.Pipeline(num_ranks=2, num_microbatches=4, memory_budget_bytes="6 GiB",
+    ...     families=["1f1b"], stages=[{"forward_ms": 1.0, "backward_ms": 2.0, "input_grad_ms": 1.0,
+    ...     "weight_grad_ms": 1.0, "activation_bytes": "1 GiB", "parameter_bytes": "1 GiB"}] * 2)
+    >>> result = schedsearch.plan(pipeline, time_limit_s=20, workers=1)
+    >>> [(r.family, r.status, r.makespan_ms, r.handcrafted_ms) for r in result.rows]
+    [('ZB-H1', 'OPTIMAL', 13.0, 13.0), ('1F1B', 'OPTIMAL', 15.0, 15.0)]
+    >>> result.best.peak_gib  # 1 GiB of parameters and 2 activations of 1 GiB on each rank
+    (3.0, 3.0)
+    """
+    from schedsearch.executors import get_executor
+
+    _check_call("plan", pipeline, runtime, time_limit_s=time_limit_s, workers=workers, address=address,
+                deterministic=deterministic, seed=seed)
+    if progress is not None and not callable(progress):
+        raise InvalidOptionsError(f"plan: 'progress' must be a function of one line of text, got {progress!r}")
+    t0 = time.perf_counter()
+    executor = get_executor(engine, workers=workers, address=address)
+    prepared = _prepare(pipeline, time_limit_s=time_limit_s, parallel=workers or getattr(executor, "workers", None),
+                        deterministic=deterministic, seed=seed, runtime=runtime)
+    more: dict[str, Any] = {}
+    if progress is not None:
+        more["on_done"] = _progress_lines(prepared, progress)
+    timeout_s = _run_timeout([prepared], parallel=workers or getattr(executor, "workers", None),
+                             deterministic=deterministic)
+    prepared = _charge_setup(prepared, time_limit_s, time.perf_counter() - t0)
+    outcomes = executor.run(_evaluate, prepared.tasks, timeout_s=timeout_s, **more)
+    result = _finish(prepared, outcomes, executor.name, t0)
+    if result.best is None:
+        found = [r for r in result.rows if r.makespan_ms is not None]
+        if found:
+            what = f"no candidate the {runtime!r} runtime can execute has a plan (runtime='any' keeps the others)"
+        elif any(r.status == "TIMEOUT" for r in result.rows) \
+                and all(r.status in ("TIMEOUT", "skipped") for r in result.rows):  # skipped: not the shape
+            what = (f"no candidate found a plan within time_limit_s={time_limit_s:g} (each candidate's note says "
+                    f"what its share could not cover; a longer limit gives one)")
+        else:
+            what = "no candidate has a plan within the budget after the search"
+        raise NoFittingPlanError(f"{pipeline}: {what}: " + "; ".join(
+            f"{r.family}: {r.status}{' (' + r.note + ')' if r.note else ''}" for r in result.rows))
+    return result
+
+
+def _charge_setup(prepared: _Prepared, time_limit_s: float, spent_s: float) -> _Prepared:
+    """``prepared`` with each candidate's share cut in proportion to the time ``spent_s`` of the limit before
+    any candidate started (choosing the units and the candidates, loading the solver): the rounds' shares
+    add up to the limit, so they now add up to what is left (each keeps at least half its share).
+    Deterministic shares are not cut (they must not depend on the clock)."""
+    tasks = prepared.tasks
+    if not tasks or spent_s <= 0 or time_limit_s <= 0:
+        return prepared
+    kept = max(0.5, 1.0 - spent_s / time_limit_s)
+    cut = []
+    for t in tasks:
+        if t.options.deterministic or t.options.time_limit_s is None:
+            return prepared
+        cut.append(attrs.evolve(t, options=t.options.replace(time_limit_s=t.options.time_limit_s * kept)))
+    return attrs.evolve(prepared, tasks=tuple(cut))
+
+
+def _progress_lines(prepared: _Prepared, progress: Callable[[str], None]) -> Callable[[int, Any], None]:
+    """The executor's ``on_done``: one line per finished candidate search, in the order they finish."""
+    total = len(prepared.tasks)
+    finished = [0]
+
+    def on_done(index: int, outcome: Any) -> None:
+        finished[0] += 1
+        label = prepared.runnable[index].label
+        if outcome.ok:
+            row = outcome.value.row
+            what = (f"{row.makespan_ms:.3f} ms, {row.status}" if row.makespan_ms is not None
+                    else f"no plan ({row.status})")
+        else:
+            what = f"{outcome.status}: {outcome.error}"
+        progress(f"[{finished[0]}/{total}] {label}: {what} ({outcome.wall_time_s:.1f} s)")
+
+    return on_done
+
+
+def _run_timeout(prepared: Sequence[Any], *, parallel: int | None, deterministic: bool) -> float:
+    """Wall time an executor allows a batch of candidate searches before it reports the rest as timed out.
+
+    Each search stops at its share (wall-clock), or in deterministic mode at
+    its wall-clock guard; the batch runs ``parallel`` at a time. The margin
+    covers building problems, handcrafted schedules and start-up.
+    """
+    from schedsearch.encode.cpsat.model import wall_guard_s
+
+    tasks = [t for p in prepared if isinstance(p, _Prepared) for t in p.tasks]
+    if not tasks:
+        return 60.0
+    share = tasks[0].options.time_limit_s or 0.0
+    per_task = wall_guard_s(share) if deterministic else 1.5 * share
+    rounds = math.ceil(len(tasks) / max(1, parallel or 2))
+    return rounds * (per_task + 30.0) + 60.0
+
+
+@attrs.frozen(kw_only=True)
+class _Prepared:
+    """One pipeline's candidates before the search: units, the rows of those left out, the tasks to run."""
+
+    pipeline: Pipeline
+    units: Units
+    splits: dict[Candidate, Any]
+    skipped: tuple[PlanRow, ...]
+    runnable: tuple[Candidate, ...]
+    tasks: tuple[_Task, ...]
+    runtime: str = "torch"
+
+
+def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, deterministic: bool,
+             seed: int, runtime: str = "torch") -> _Prepared:
+    """Units, candidates that cannot fit (with why) and the search tasks of the others.
+
+    Each candidate's search gets ``time_limit_s / ceil(candidates / parallel)``
+    seconds (``parallel``: candidates searched at once, default 2), so the
+    rounds of searches end within the limit. Raises
+    :class:`~schedsearch.errors.NoFittingPlanError` when none can fit.
+    """
+    cands = candidates(pipeline)
+    splits = {c: pipeline.stages_for(c.num_stages(pipeline.num_ranks)) for c in cands}
+    times = {}
+    amounts = []
+    for c, split in splits.items():
+        if split is None:
+            continue
+        for k, s in enumerate(split[0]):
+            for f in ("forward_ms", "backward_ms", "input_grad_ms", "weight_grad_ms"):
+                if getattr(s, f) is not None:
+                    times[f"{len(split[0])}-stage split, stage {k} {f}"] = getattr(s, f)
+            amounts += [s.activation_bytes, s.parameter_bytes]
+            if not pipeline.p2p.free:
+                times[f"{len(split[0])}-stage split, stage {k} transfer"] = pipeline.p2p.transfer_ms(s.p2p_bytes)
+    if not times:
+        raise NoFittingPlanError(
+            f"{pipeline}: no family applies: " + "; ".join(f"{c.label}: {_why_not(pipeline, c, None)}" for c in cands)
+        )
+    if pipeline.fb_overlap_ms is not None:
+        times["F&B pair"] = pipeline.fb_overlap_ms
+    ratios = sorted(set(pipeline.size_ratios() or ()))
+    for r in ratios:
+        if r < 1.0:  # a smaller micro-batch's times are rounded too
+            times.update({f"{k} at size ratio {r:.3g}": v * r for k, v in list(times.items()) if " at size ratio " not in k})
+    if pipeline.memory_budget_bytes is not None:
+        amounts.append(pipeline.memory_budget_bytes)
+    if not any(t > 0 for t in times.values()):
+        raise InvalidPipelineError(f"{pipeline}: every stage time is 0 ms: nothing to schedule")
+    units = choose_units(times, amounts, tolerance=pipeline.time_tolerance)
+    check_integer_range(pipeline, times, amounts, units)
+    rows: list[PlanRow] = []
+    runnable: list[Candidate] = []
+    for c in cands:
+        split = splits[c]
+        why = _why_not(pipeline, c, None if split is None else split[0])
+        if not why and pipeline.memory_budget_bytes is not None:
+            rank, params, acts, need = _memory_need(pipeline, c, split[0])
+            if need > pipeline.memory_budget_bytes:  # exact bytes: an exact fit fits
+                copies = " (two parameter copies)" if c.record.two_pipelines else ""
+                why = (f"rank {rank} holds its parameters{copies} ({exact_bytes(params)}) and one micro-batch's "
+                       f"activations of its stages ({exact_bytes(acts)}) at once in any {c.label} plan: "
+                       f"{exact_bytes(need)} > budget {exact_bytes(pipeline.memory_budget_bytes)}")
+            elif units.memory(params) + units.memory(acts) > units.capacity(pipeline.memory_budget_bytes):
+                units = exact_memory_unit(pipeline, amounts, units)
+                if units.memory(params) + units.memory(acts) > units.capacity(pipeline.memory_budget_bytes):
+                    why = (f"rank {rank} needs {exact_bytes(need)} at once in any {c.label} plan, within the budget "
+                           f"{exact_bytes(pipeline.memory_budget_bytes)} by less than the memory unit "
+                           f"({exact_bytes(units.memory_unit_bytes)}), and no exact unit keeps the amounts in range")
+        if why:
+            rows.append(PlanRow(candidate=c, status="skipped", note=why, handcrafted=c.handcrafted_name()))
+        else:
+            runnable.append(c)
+    kept = []
+    for c in runnable:  # what the schedule model refuses is said here, before any search
+        try:
+            build_problem(pipeline, c, splits[c][0], units)
+        except InvalidProblemError as exc:
+            rows.append(PlanRow(candidate=c, status="skipped", handcrafted=c.handcrafted_name(),
+                                note=f"the schedule model refuses its integer problem: {exc}"))
+        else:
+            kept.append(c)
+    runnable = kept
+    if not runnable:
+        raise NoFittingPlanError(
+            "no schedule family fits: " + "; ".join(f"{r.family}: {r.note}" for r in rows)
+        )
+    # the candidates run ``parallel`` at a time: ceil(n / parallel) rounds share the limit
+    share = max(1.0, time_limit_s / math.ceil(len(runnable) / max(1, parallel or 2)))
+    options = SearchOptions(time_limit_s=share, deterministic=deterministic, seed=seed, workers=1)
+    tasks = tuple(_Task(pipeline=pipeline, candidate=c, units=units, options=options) for c in runnable)
+    return _Prepared(pipeline=pipeline, units=units, splits=splits, skipped=tuple(rows), runnable=tuple(runnable),
+                     tasks=tasks, runtime=runtime)
+
+
+def _handcrafted_outcome(prepared: _Prepared, row: PlanRow) -> _Outcome | None:
+    """``row`` with its handcrafted schedule as the plan, when that applies and fits the budget (else None)."""
+    c, pipeline, units = row.candidate, prepared.pipeline, prepared.units
+    stages = prepared.splits[c][0]
+    problem = build_problem(pipeline, c, stages, units)
+    try:
+        hand = _handcrafted(c, with_capacities(problem, None))
+    except Exception:  # a published schedule's precondition not met: the row stays as it is
+        return None
+    if validate(problem, hand):
+        return None
+    real = retime_ms(hand, real_times(pipeline, c, stages, problem, units))
+    fig = metrics(problem, hand)
+    peaks = _gibs(units, problem, hand, fig)
+    note = f"{row.note}; " if row.note else ""
+    return _Outcome(row=attrs.evolve(row, status="FEASIBLE", makespan_ms=float(real), handcrafted_ms=float(real),
+                                     bubble_pct=round(100 * fig.bubble_global / fig.makespan, 2), peak_gib=peaks,
+                                     handcrafted_peak_gib=peaks, handcrafted_fits=True,
+                                     note=f"{note}the search returned nothing: the plan is {row.handcrafted}'s"),
+                    schedule=hand, handcrafted=hand)
+
+
+def _finish(prepared: _Prepared, outcomes: Sequence[Any], engine: str, t0: float) -> PlanResult:
+    """The ranked table and the best plan from the executor's outcomes of ``prepared.tasks``."""
+    pipeline, units = prepared.pipeline, prepared.units
+    rows = list(prepared.skipped)
+    found: dict[PlanRow, _Outcome] = {}
+    for c, o in zip(prepared.runnable, outcomes):
+        if o.ok:
+            rows.append(o.value.row)
+            found[o.value.row] = o.value
+        else:
+            rows.append(PlanRow(candidate=c, status=o.status, note=_executor_note(o), handcrafted=c.handcrafted_name()))
+    if all(r.makespan_ms is None for r in rows):
+        # no search returned a plan (stopped by the executor): the handcrafted plans that fit, run here
+        for i, r in enumerate(rows):
+            if r.status in ("failed", "timeout") and r.handcrafted is not None:
+                outcome = _handcrafted_outcome(prepared, r)
+                if outcome is not None:
+                    rows[i] = outcome.row
+                    found[outcome.row] = outcome
+    ordered = sorted((r for r in rows if r.makespan_ms is not None), key=_rank_key)
+    ordered += [r for r in rows if r.makespan_ms is None]
+    best = next((r for r in ordered if r.makespan_ms is not None and not runtime_gap(r.candidate, prepared.runtime)),
+                None)
+    problem = schedule = None
+    stages: tuple[Stage, ...] = ()
+    layers: tuple[tuple[int, ...], ...] = ()
+    if best is not None:
+        stages, layers = prepared.splits[best.candidate]
+        problem = build_problem(pipeline, best.candidate, stages, units)
+        schedule = found[best].schedule  # validated against this candidate's problem where it was found, once
+    ordered = [_with_runtime_note(r, prepared.runtime, best) for r in ordered]
+    best = next((r for r in ordered if best is not None and r.candidate == best.candidate), None)
+    return PlanResult(pipeline=pipeline, units=units, rows=tuple(ordered), best=best, problem=problem,
+                      schedule=schedule, stages=stages, layers=layers, engine=engine,
+                      wall_time_s=round(time.perf_counter() - t0, 3), runtime=prepared.runtime)
+
+
+def _executor_note(outcome: Any) -> str:
+    """Why a candidate's search gave no answer, in the user's terms (an error inside the library says so)."""
+    if outcome.status == "failed" and not outcome.error.startswith(("the worker process", "its answer")):
+        return f"the search stopped on an error inside the library, please report it: {outcome.error}"
+    if outcome.status == "timeout":
+        return f"the search gave {outcome.error}" if outcome.error.startswith("no answer") else outcome.error
+    return outcome.error
+
+
+def _with_runtime_note(row: PlanRow, runtime: str, best: PlanRow | None) -> PlanRow:
+    """``row`` with why the runtime cannot execute it, when it has a plan the runtime cannot run."""
+    why = runtime_gap(row.candidate, runtime) if row.makespan_ms is not None else ""
+    if not why:
+        return row
+    written = "no plan of another family was found" if best is None else f"the plan written is {best.family}"
+    note = f"not the plan written: {why} ({written})"
+    return attrs.evolve(row, note=f"{note}; {row.note}" if row.note else note)
+
+
+@attrs.frozen(kw_only=True)
+class SweepPoint:
+    """One grid point of :func:`plan_sweep`: the pipeline's micro-batches, budget and families there.
+
+    ``result`` is its :class:`PlanResult`, or None with ``error`` saying why
+    (no family fits, a value the description rejects).
+
+    Examples
+    --------
+    >>> from schedsearch.plan.planner import SweepPoint
+    >>> SweepPoint(num_microbatches=8, memory_budget_bytes=4 * 2**30, families=("1f1b",)).label
+    'm=8 budget=4 GiB families=1f1b'
+    """
+
+    num_microbatches: int
+    memory_budget_bytes: int | None
+    families: tuple[str, ...]
+    result: PlanResult | None = attrs.field(default=None, eq=False)
+    error: str = ""
+
+    @property
+    def label(self) -> str:
+        budget = "none" if self.memory_budget_bytes is None else f"{self.memory_budget_bytes / GIB:g} GiB"
+        return f"m={self.num_microbatches} budget={budget} families={','.join(self.families)}"
+
+    @property
+    def best(self) -> PlanRow | None:
+        return None if self.result is None else self.result.best
+
+
+@attrs.frozen(kw_only=True)
+class SweepResult:
+    """What :func:`plan_sweep` found: one :class:`SweepPoint` per grid point, in grid order.
+
+    :meth:`table` prints one ranked table per point; :meth:`combined` one
+    line per point (its best plan), failed points with their reason.
+    """
+
+    pipeline: Pipeline
+    points: tuple[SweepPoint, ...]
+    engine: str = "local"
+    wall_time_s: float = 0.0
+
+    def table(self) -> str:
+        """Every point's ranked table (or its error), one after the other."""
+        parts = []
+        for pt in self.points:
+            body = pt.result.table() if pt.result is not None else f"error: {pt.error}"
+            parts.append(f"== {pt.label}\n{body}")
+        return "\n\n".join(parts)
+
+    def combined(self) -> str:
+        """One line per point: its best family, makespan, peak, bound and gap; failed points say why."""
+        head = (f"{'#':>2}  {'grid point':<44} {'best family':<24} {'makespan ms':>11} {'bound ms':>9} {'gap':>6}  "
+                f"{'max peak GiB':>12}")
+        lines = [head, "-" * len(head)]
+        for i, pt in enumerate(self.points, 1):
+            b = pt.best
+            if b is None:
+                why = pt.error or "no candidate found a plan: " + "; ".join(
+                    f"{r.family}: {r.status}{' (' + r.note + ')' if r.note else ''}" for r in pt.result.rows)
+                lines.append(f"{i:>2}  {pt.label:<44} -  {why}")
+                continue
+            gap = "-" if b.gap is None else f"{100 * b.gap:.1f}%"
+            bound = "-" if b.bound_ms is None else f"{b.bound_ms:.3f}"
+            lines.append(f"{i:>2}  {pt.label:<44} {b.family:<24} {b.makespan_ms:>11.3f} {bound:>9} {gap:>6}  "
+                         f"{max(b.peak_gib, default=0.0):>12.2f}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.combined()
+
+
+def _grid_values(name: str, values: Any, default: Any) -> list[Any]:
+    if values is None:
+        return [default]
+    if isinstance(values, (str, bytes, int)) and not isinstance(values, bool):
+        values = [values]
+    out = list(values)
+    if not out:
+        raise InvalidPipelineError(f"plan_sweep: {name!r} must list at least one value, got []")
+    return out
+
+
+def plan_sweep(
+    pipeline: Pipeline,
+    *,
+    num_microbatches: Sequence[int] | None = None,
+    memory_budgets: Sequence[Any] | None = None,
+    families: Sequence[Sequence[str] | str] | None = None,
+    time_limit_s: float = 60.0,
+    engine: Any = "local",
+    workers: int | None = None,
+    address: str | None = None,
+    deterministic: bool = False,
+    seed: int = 0,
+    runtime: str = "torch",
+) -> SweepResult:
+    """:func:`plan` over a grid of micro-batch counts, memory budgets and family sets of one pipeline.
+
+    Every candidate of every grid point runs through one executor call
+    (``engine`` and ``runtime`` as in :func:`plan`), so the points are searched in parallel;
+    each point's candidates share ``time_limit_s`` as in :func:`plan`, and a
+    point's table equals ``plan`` of that point with the same ``workers``.
+    A point that cannot be planned (no family fits, a value the description
+    rejects) is reported with its reason; a candidate that failed or timed
+    out stays in its point's table. Ctrl-C stops the workers.
+
+    Parameters
+    ----------
+    num_microbatches, memory_budgets, families:
+        The grid's axes (default: the pipeline's own value). Budgets are
+        bytes or strings such as ``"24 GiB"`` (None: no budget); a family
+        entry is one family name or a list of them.
+
+    Examples
+    --------
+    >>> import schedsearch
+    >>> from schedsearch.plan.planner import plan_sweep
+    >>> pipeline = schedsearch.Pipeline(num_ranks=2, num_microbatches=4, families=["1f1b"],
+    ...     stages=[{"forward_ms": 1.0, "backward_ms": 2.0, "activation_bytes": "1 GiB",
+    ...              "parameter_bytes": "1 GiB"}] * 2)
+    >>> sweep = plan_sweep(pipeline, num_microbatches=[4, 8], memory_budgets=["1.5 GiB", "4 GiB"],
+    ...                    time_limit_s=10, workers=1)
+    >>> [(p.label, p.best and p.best.makespan_ms) for p in sweep.points]
+    [('m=4 budget=1.5 GiB families=1f1b', None), ('m=4 budget=4 GiB families=1f1b', 15.0),
+     ('m=8 budget=1.5 GiB families=1f1b', None), ('m=8 budget=4 GiB families=1f1b', 27.0)]
+    >>> print(sweep.points[0].error.split(" at once")[0])
+    no schedule family fits: 1F1B: rank 0 holds its parameters (1 GiB) and one micro-batch's activations of its stages (1 GiB)
+    """
+    from schedsearch.executors import get_executor
+
+    _check_call("plan_sweep", pipeline, runtime, time_limit_s=time_limit_s, workers=workers, address=address,
+                deterministic=deterministic, seed=seed)
+    t0 = time.perf_counter()
+    executor = get_executor(engine, workers=workers, address=address)
+    grid = [(m, b, f) for m in _grid_values("num_microbatches", num_microbatches, pipeline.num_microbatches)
+            for b in _grid_values("memory_budgets", memory_budgets, pipeline.memory_budget_bytes)
+            for f in _grid_values("families", families, pipeline.families)]
+    parallel = workers or getattr(executor, "workers", None)
+    prepared: list[_Prepared | str] = []
+    points: list[SweepPoint] = []
+    for m, b, f in grid:
+        try:
+            point = attrs.evolve(pipeline, num_microbatches=m, memory_budget_bytes=b, families=f)
+        except SchedSearchError as exc:  # a value the description rejects
+            prepared.append(str(exc))
+            points.append(SweepPoint(num_microbatches=m, memory_budget_bytes=b if isinstance(b, int) else None,
+                                     families=tuple([f] if isinstance(f, str) else f)))
+            continue
+        try:
+            prepared.append(_prepare(point, time_limit_s=time_limit_s, parallel=parallel,
+                                     deterministic=deterministic, seed=seed, runtime=runtime))
+        except SchedSearchError as exc:
+            prepared.append(str(exc))
+        points.append(SweepPoint(num_microbatches=point.num_microbatches,
+                                 memory_budget_bytes=point.memory_budget_bytes, families=point.families))
+    tasks = [t for p in prepared if isinstance(p, _Prepared) for t in p.tasks]
+    outcomes = executor.run(_evaluate, tasks, timeout_s=_run_timeout(prepared, parallel=parallel,
+                                                                       deterministic=deterministic))
+    out: list[SweepPoint] = []
+    k = 0
+    for pt, p in zip(points, prepared):
+        if isinstance(p, str):
+            out.append(attrs.evolve(pt, error=p))
+            continue
+        result = _finish(p, outcomes[k:k + len(p.tasks)], executor.name, t0)
+        k += len(p.tasks)
+        out.append(attrs.evolve(pt, result=result))
+    return SweepResult(pipeline=pipeline, points=tuple(out), engine=executor.name,
+                       wall_time_s=round(time.perf_counter() - t0, 3))
