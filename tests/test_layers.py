@@ -104,8 +104,8 @@ def imports_of(module: str, path: Path) -> set[tuple[str, int, bool]]:
                 base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
             # ``from schedsearch.search import optimal`` names the function the package exports under an
             # alias module's name (the package's attribute is the function), not the alias
-            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES and f"{base}.{a.name}" not in DEPRECATED_ALIASES
-                     else base for a in node.names]
+            named = [f"{base}.{a.name}" for a in node.names]
+            names = [n if n in MODULES and n not in DEPRECATED_ALIASES else base for n in named]
         elif isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         else:
