@@ -8,6 +8,17 @@ a folder that ``schedsearch plan --out`` wrote (its ``plan.json``).
 The plan is checked before anything starts (this library's checks, then
 PyTorch's own); ``--check-only`` stops there and needs no torch.
 
+PLAN may also be a search result (``NAME.result.json``); ``run``,
+``report`` and ``export`` read the same plans, and a file of another kind
+(a pipeline description, a problem document) is refused naming what it is
+and what to do with it.
+
+The model of a real-compute run is the one the plan's pipeline was
+profiled from (its ``model_spec``, which ``schedsearch profile`` records),
+so that the prediction is of the model that runs. A plan that names none,
+and a CSV, need ``--model``; a ``--model`` that differs from the recorded
+one is refused (export the schedule as a CSV to run it on another model).
+
 Running needs the optional extra ``schedsearch[torch]``: one process per
 rank (gloo on loopback, rendezvous through a file in a temporary
 directory) trains the model for ``--steps`` steps and every gradient is
@@ -208,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
         spec = model_to_run(args.model, meta, repr(str(args.plan)))
         batch = args.batch_size if args.batch_size is not None else (sum(sizes) if sizes else 4 * plan.num_microbatches)
         workload = build_workload(spec, plan.num_stages, batch_size=batch, dtype=args.dtype, seed=args.seed)
-        print(f"model: {workload}")
+        print(f"model: {workload}{' (the model the plan was profiled from)' if args.model is None else ''}")
     result = run_plan(
         plan,
         workload,
