@@ -41,6 +41,7 @@ from schedsearch.errors import FormatError, InvalidPipelineError, InvalidProblem
 from schedsearch.handcrafted.families import planner_families
 from schedsearch.problem import MAX_INT, MAX_MICROBATCHES, MAX_TOTAL
 from schedsearch.plan.calibration import P2P as P2P, Calibration
+from schedsearch.plan.model_spec import parse_model_spec
 from schedsearch.units import (
     Units,
     format_bytes as format_bytes,
@@ -224,8 +225,6 @@ def _model_spec(value: Any) -> str | None:
     """A model spec (``mlp:8x64``, ``transformer:4x32``) in its normal form, or None."""
     if value is None:
         return None
-    from schedsearch.runtime.models import parse_model_spec
-
     if not isinstance(value, str):
         raise InvalidPipelineError(f"pipeline: 'model_spec' must be a model spec such as 'transformer:4x32', got "
                                    f"{short_repr(value)}")
@@ -288,7 +287,7 @@ class Pipeline:
     model_spec:
         The model the stage times were measured on, as a spec of the
         runtime's built-in models (``transformer:4x32``, ``mlp:8x64``; see
-        :func:`~schedsearch.runtime.models.parse_model_spec`), or None.
+        :func:`~schedsearch.plan.model_spec.parse_model_spec`), or None.
         ``schedsearch profile`` records the model it profiled;
         ``schedsearch run`` builds it to run the plan, so that the run's
         prediction is of the model that runs. A spec that does not parse is

@@ -19,8 +19,8 @@ from schedsearch.cli import main
 from schedsearch.cli._inputs import InputKind, identify
 from schedsearch.cli.run import model_to_run
 from schedsearch.errors import FormatError, InvalidPipelineError, PlanError
+from schedsearch.plan.model_spec import parse_model_spec
 from schedsearch.plan.pipeline import Pipeline
-from schedsearch.runtime.models import parse_model_spec
 
 STAGES = [{"forward_ms": 1.0, "backward_ms": 2.0, "activation_bytes": "1 GiB"}] * 2
 
