@@ -25,7 +25,10 @@ directory) trains the model for ``--steps`` steps and every gradient is
 compared with a one-process reference step. Every action on every rank is
 timed on one clock; each rank's order is checked against the plan's. With
 a plan document, each step after the first is compared with the plan's
-prediction: predicted and measured step time, their ratio, the error of
+prediction (the plan table's makespan, plus the cost per step a
+calibration measured when the pipeline was calibrated; ``run.json``'s
+``prediction`` names the parts; with ``--emulate``, the problem's rounded
+makespan, which the emulated actions sleep): predicted and measured step time, their ratio, the error of
 the actions' start times and the difference by cause (compute,
 communication, waiting on a receive, runtime overhead), and the measured
 schedule goes through the validator's order checks. ``--emulate`` makes
@@ -131,9 +134,15 @@ def load_plan(args: argparse.Namespace) -> CsvPlan:
     return load_plan_document(args)[0]
 
 
-def load_plan_document(args: argparse.Namespace) -> tuple[CsvPlan, Any, Any, dict[str, Any]]:
-    """The plan named on the command line, checked, with its problem, schedule and metadata (None, None and
-    ``{}`` for a CSV)."""
+def load_plan_document(args: argparse.Namespace) -> tuple[CsvPlan, Any, Any]:
+    """The plan named on the command line, checked, with its problem and schedule (None for a CSV)."""
+    return _load_plan(args)[:3]
+
+
+def _load_plan(args: argparse.Namespace) -> tuple[CsvPlan, Any, Any, Any, dict[str, Any]]:
+    """:func:`load_plan_document`, the prediction the plan document records (None for a CSV, or a document
+    without one: then the schedule's makespan in its problem's unit is the prediction) and its metadata
+    (``{}`` for a CSV)."""
     inp = open_input(args.plan, "run", RUN_INPUTS)
     num_mb = args.microbatches
     if args.microbatch_sizes is not None:
@@ -143,7 +152,10 @@ def load_plan_document(args: argparse.Namespace) -> tuple[CsvPlan, Any, Any, dic
             )
         num_mb = len(args.microbatch_sizes)
     if inp.syntax in ("json", "toml"):
+        from schedsearch.runtime.trace import Prediction
+
         problem, schedule, meta = plan_of(inp)
+        prediction = Prediction.from_plan_document(meta, f"run: plan document {str(inp.path)!r}")
         plan = plan_from_schedule(problem, schedule, name=inp.path.name)
         if num_mb is not None and num_mb != plan.num_microbatches:
             raise PlanError(f"run: the plan runs {plan.num_microbatches} micro-batches, the run asks for {num_mb}")
@@ -153,7 +165,7 @@ def load_plan_document(args: argparse.Namespace) -> tuple[CsvPlan, Any, Any, dic
             raise PlanError(
                 f"run: --stage-map {args.stage_map} differs from the placement's {list(plan.stage_to_rank)}"
             )
-        return plan, problem, schedule, meta
+        return plan, problem, schedule, prediction, meta
     if getattr(args, "emulate", False):
         raise PlanError(
             f"run: --emulate needs the planned durations, which a CSV does not hold: run the plan document "
@@ -161,7 +173,7 @@ def load_plan_document(args: argparse.Namespace) -> tuple[CsvPlan, Any, Any, dic
         )
     plan = parse_plan(inp.text, num_ranks=args.processes, num_microbatches=num_mb, stage_to_rank=args.stage_map,
                       name=inp.path.name)
-    return plan, None, None, {}
+    return plan, None, None, None, {}
 
 
 def model_to_run(given: str | None, meta: dict[str, Any], where: str) -> ModelSpec:
@@ -201,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
         parse_model_spec(args.model)  # a malformed --model is refused before anything is read
     if args.emulate and args.microbatch_sizes is not None:
         raise PlanError("run: --emulate runs one sample per micro-batch; leave out --microbatch-sizes")
-    plan, problem, schedule, meta = load_plan_document(args)
+    plan, problem, schedule, prediction, meta = _load_plan(args)
     print(f"plan: {plan}")
     if args.check_only:
         if torch_available():
@@ -233,6 +245,8 @@ def run(args: argparse.Namespace) -> int:
         tolerance=args.tolerance,
         timeout_s=args.timeout,
         start_method=args.start_method,
+        # an emulated run sleeps the problem's rounded times and has no step overhead of the real runtime's
+        prediction=None if args.emulate else prediction,
     )
     print(f"micro-batch sizes: {list(result.microbatch_sizes)}")
     print(f"{'rank':>4}  {'stages':<10} {'startup ms':>10}  step times ms")
