@@ -72,10 +72,12 @@ from typing import Any
 
 import attrs
 
+from schedsearch._io import read_text, toml_value
 from schedsearch._json import short_repr
 from schedsearch.errors import InvalidPipelineError
 from schedsearch.handcrafted.families import Family, Variant, family, planner_families
-from schedsearch.plan.pipeline import P2P, MAX_MS, Pipeline, Stage, _sum_ms, _toml_value, format_bytes, parse_bytes
+from schedsearch.plan.pipeline import P2P, Pipeline, Stage, _sum_ms
+from schedsearch.units import format_bytes, parse_bytes, read_ms
 from schedsearch.problem import MAX_MICROBATCHES
 
 __all__ = [
@@ -112,15 +114,6 @@ def _integer(where: str, field: str, value: Any, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise InvalidPipelineError(f"{where}: {field!r} must be an integer from {low} to {high:,}, got {short_repr(value)}")
     return value
-
-
-def _ms(where: str, field: str, value: Any) -> float:
-    ok = not isinstance(value, bool) and isinstance(value, (int, float))
-    number = float(value) if ok and math.isfinite(value) and abs(value) <= MAX_MS else None
-    if number is None or number < 0:
-        raise InvalidPipelineError(
-            f"{where}: {field!r} must be a time in milliseconds from 0 to 1e12, got {short_repr(value)}")
-    return number
 
 
 def _table(where: str, value: Any, cls: type, required: Sequence[str]) -> dict[str, Any]:
@@ -177,14 +170,14 @@ class Measurement:
         where = f"micro-batch size {short_repr(self.microbatch_size)}"
         _integer(where, "microbatch_size", self.microbatch_size, 1, MAX_MICROBATCH_SIZE)
         for field in ("forward_ms", "backward_ms"):
-            object.__setattr__(self, field, _ms(where, field, getattr(self, field)))
+            object.__setattr__(self, field, read_ms(where, field, getattr(self, field)))
         if (self.input_grad_ms is None) != (self.weight_grad_ms is None):
             raise InvalidPipelineError(
                 f"{where}: give both 'input_grad_ms' and 'weight_grad_ms' or neither, got "
                 f"input_grad_ms={short_repr(self.input_grad_ms)}, weight_grad_ms={short_repr(self.weight_grad_ms)}")
         for field in ("input_grad_ms", "weight_grad_ms"):
             if getattr(self, field) is not None:
-                object.__setattr__(self, field, _ms(where, field, getattr(self, field)))
+                object.__setattr__(self, field, read_ms(where, field, getattr(self, field)))
         object.__setattr__(self, "activation_bytes", parse_bytes(self.activation_bytes, where, "activation_bytes"))
         for field in ("checkpoint_bytes", "send_bytes"):
             if getattr(self, field) is not None:
@@ -624,12 +617,7 @@ class LayerModel:
     def load(cls, path: str | Path) -> LayerModel:
         """Read a model from a ``.toml`` or ``.json`` file."""
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InvalidPipelineError(f"model file {str(path)!r}: cannot read it ({exc.strerror})") from None
-        except UnicodeDecodeError as exc:
-            raise InvalidPipelineError(f"model file {str(path)!r}: not UTF-8 text ({exc.reason})") from None
+        text = read_text(path, f"model file {str(path)!r}", InvalidPipelineError)
         try:
             document = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
         except (ValueError, tomllib.TOMLDecodeError) as exc:
@@ -648,16 +636,16 @@ class LayerModel:
     def to_toml(self) -> str:
         """The TOML text of :meth:`to_dict` (``[[layers]]`` tables, each with its ``[[layers.measured]]``)."""
         doc = self.to_dict()
-        lines = [f"{k} = {_toml_value(v)}" for k, v in doc.items() if k not in ("p2p", "layers")]
+        lines = [f"{k} = {toml_value(v)}" for k, v in doc.items() if k not in ("p2p", "layers")]
         if "p2p" in doc:
             lines.append("\n[p2p]")
-            lines += [f"{k} = {_toml_value(v)}" for k, v in doc["p2p"].items()]
+            lines += [f"{k} = {toml_value(v)}" for k, v in doc["p2p"].items()]
         for layer in doc["layers"]:
             lines.append("\n[[layers]]")
-            lines += [f"{k} = {_toml_value(v)}" for k, v in layer.items() if k != "measured"]
+            lines += [f"{k} = {toml_value(v)}" for k, v in layer.items() if k != "measured"]
             for m in layer["measured"]:
                 lines.append("[[layers.measured]]")
-                lines += [f"{k} = {_toml_value(v)}" for k, v in m.items()]
+                lines += [f"{k} = {toml_value(v)}" for k, v in m.items()]
         return "\n".join(lines) + "\n"
 
 
