@@ -155,7 +155,7 @@ def part_a(ranks_list: list[int], microbatches: int, seed: int, steps: int, p2p_
             result = run_schedule(problem, schedule, emulate=True, steps=steps, timeout_s=600)
             rows.append(_row("a emulated", label, problem, result))
             print(f"  {ranks} ranks {label}: {result.fidelity}", flush=True)
-        found = plan(pipes[2], time_limit_s=plan_limit_s, workers=1, runtime="torch")
+        found = plan(pipes[2], time_limit_s=plan_limit_s, parallel=1, runtime="torch")
         result = run_schedule(found.problem, found.schedule, emulate=True, steps=steps, timeout_s=600)
         rows.append(_row("a emulated", f"searched: {found.best.family}", found.problem, result))
         print(f"  {ranks} ranks searched ({found.best.family}): {result.fidelity}", flush=True)
@@ -168,7 +168,7 @@ def _real_plans(pipeline: Any, time_limit_s: float) -> dict[str, tuple[Any, Any,
     from schedsearch.runtime.calibrate import family_plan
 
     out = {name: family_plan(pipeline, name) for name in ("1F1B", "ZB-H1")}
-    result = plan(pipeline, time_limit_s=time_limit_s, workers=1, deterministic=True, seed=0)
+    result = plan(pipeline, time_limit_s=time_limit_s, parallel=1, deterministic=True, seed=0)
     out[f"searched ({result.best.family})"] = (result.problem, result.schedule, float(result.best.makespan_ms))
     return out
 

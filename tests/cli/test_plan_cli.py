@@ -14,7 +14,7 @@ def test_plan_command_writes_the_files(tmp_path, capsys):
     pipeline = Pipeline(num_ranks=2, num_microbatches=4, memory_budget_bytes="8 GiB", families=["1f1b"],
                         stages=[{"forward_ms": 1.0, "backward_ms": 2.0, "activation_bytes": "1 GiB"}] * 2)
     path = pipeline.save(tmp_path / "pipeline.toml")
-    assert main(["plan", str(path), "--out", str(tmp_path / "out"), "--time-limit", "20", "--workers", "1"]) == 0
+    assert main(["plan", str(path), "--out", str(tmp_path / "out"), "--time-limit", "20", "--parallel", "1"]) == 0
     out, err = capsys.readouterr()
     assert "1F1B" in out and "makespan ms" in out
     # one progress line per candidate searched, on stderr, as each finishes
@@ -30,7 +30,7 @@ def test_plan_command_names_what_it_did_not_write(tmp_path, capsys):
     pipeline = Pipeline(num_ranks=2, num_microbatches=4, families=["1f1b"], microbatch_sizes=[8, 8, 7, 7],
                         stages=[{"forward_ms": 1.0, "backward_ms": 2.0}] * 2)
     path = pipeline.save(tmp_path / "pipeline.toml")
-    assert main(["plan", str(path), "--out", str(tmp_path / "out"), "--time-limit", "20", "--workers", "1"]) == 0
+    assert main(["plan", str(path), "--out", str(tmp_path / "out"), "--time-limit", "20", "--parallel", "1"]) == 0
     out = capsys.readouterr().out
     assert "wrote " + str(tmp_path / "out" / "schedule.csv") in out
     assert "not written: torchtitan.args, train.sh: torchtitan cuts the per-rank batch into equal micro-batches" in out
