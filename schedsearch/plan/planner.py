@@ -407,9 +407,12 @@ def _gibs(units: Units, problem: Problem, schedule: Schedule, figures: Any = Non
 
 def _seconds(s: float) -> str:
     """A duration in words with two significant figures: ``"0.41 ms"``, ``"12 ms"``, ``"3.4 s"``."""
+    def figures(x: float) -> str:
+        return f"{x:.0f}" if x >= 10 else f"{x:.2g}"
+
     if s >= 1.0:
-        return f"{s:.2g} s" if s < 10 else f"{s:.0f} s"
-    return f"{s * 1e3:.2g} ms" if s * 1e3 >= 0.01 else "under 0.01 ms"
+        return f"{figures(s)} s"
+    return f"{figures(s * 1e3)} ms" if s * 1e3 >= 0.01 else "under 0.01 ms"
 
 
 def _not_drawn_note(name: str, num_tasks: int, share_s: float, spent_s: float, need_s: float) -> str:
@@ -872,7 +875,7 @@ def _per_family(headline: str, entries: Sequence[tuple[str, str]]) -> str:
     lines = [f"{headline}:"]
     for why, families in list(by_reason.items())[:MAX_ERROR_FAMILIES]:
         line = f"  {', '.join(families)}: {why}"
-        lines.append(line if len(line) <= MAX_ERROR_LINE else line[:MAX_ERROR_LINE - 5] + " ...")
+        lines.append(line if len(line) <= MAX_ERROR_LINE else line[:MAX_ERROR_LINE - 4] + " ...")
     if len(by_reason) > MAX_ERROR_FAMILIES:
         lines.append(f"  ... and {len(by_reason) - MAX_ERROR_FAMILIES} more")
     return "\n".join(lines)
@@ -1017,8 +1020,8 @@ def _model_refusal(pipeline: Pipeline, c: Candidate, stages: Sequence[Stage], un
     if free is not None and budget is not None \
             and free.memory_refusal({d: units.capacity(budget) for d in free.cluster.device_names}) is not None:
         return _row_without_plan(c, Reason.MEMORY, (
-            f"no {c.label} plan keeps every rank within the budget {exact_bytes(budget)}: some block's activations "
-            f"cannot be held with the parameters and what must stay allocated before it, in any order (a larger "
+            f"no {c.label} plan keeps every rank within the budget {exact_bytes(budget)}: the schedule model proves "
+            f"that a rank's parameters and the activations it must hold at once exceed it in any order (a larger "
             f"memory_budget_bytes, or a family with fewer stages per rank)"))
     return _row_without_plan(c, Reason.MODEL, (
         f"{c.label} was not searched: the description passed the planner's checks but its schedule model could not "
