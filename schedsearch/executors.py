@@ -203,8 +203,8 @@ def _no_worker_answered() -> str:
     if script and getattr(main, "__spec__", None) is None:
         return (f"the worker processes stopped before answering any task. They start by importing the script "
                 f"{os.path.basename(script)!r} again: when it calls plan() at its top level, put that code under "
-                f"'if __name__ == \"__main__\":' (or pass workers=1 to search in this process)")
-    return ("the worker processes stopped before answering any task (killed, or out of memory); pass workers=1 to "
+                f"'if __name__ == \"__main__\":' (or pass parallel=1 to search in this process)")
+    return ("the worker processes stopped before answering any task (killed, or out of memory); pass parallel=1 to "
             "search in this process")
 
 

@@ -100,14 +100,14 @@ def test_a_refused_integer_problem_is_told_without_the_models_text(monkeypatch):
 
 
 def test_any_other_refusal_is_an_error_inside_the_library(monkeypatch):
-    real = planner_module.build_problem
+    real = planner_module.candidate_times
 
     def refusing(pipeline, candidate, *args, **kwargs):
         if candidate.family == "dualpipe":
             raise InvalidProblemError("placement: an internal text the user must not read")
         return real(pipeline, candidate, *args, **kwargs)
 
-    monkeypatch.setattr(planner_module, "build_problem", refusing)
+    monkeypatch.setattr(planner_module, "candidate_times", refusing)
     result = schedsearch.plan(_sample(families=("dualpipe", "1f1b")), time_limit_s=5, parallel=1, deterministic=True)
     row = next(r for r in result.rows if r.family == "DualPipe")
     assert row.reason is Reason.MODEL and row.mark == "skipped"

@@ -65,7 +65,7 @@ stage = {{"forward_ms": 1.0, "backward_ms": 2.0, "input_grad_ms": 1.0, "weight_g
 pipeline = schedsearch.Pipeline(num_ranks=2, num_microbatches=4, families=["1f1b"], stages=[stage] * 2)
 {body}
 """
-CALL = "result = schedsearch.plan(pipeline, time_limit_s=5, workers=2)\nprint('best', result.best.family)"
+CALL = "result = schedsearch.plan(pipeline, time_limit_s=5, parallel=2)\nprint('best', result.best.family)"
 
 
 @pytest.mark.parametrize("guarded", [False, True])
@@ -91,10 +91,10 @@ def test_a_script_calling_plan_works_or_says_to_add_a_main_guard(tmp_path, guard
         assert "if __name__ == \"__main__\":" in last and "BrokenProcessPool" not in last
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_plan_reports_each_candidate_as_it_finishes(workers):
+@pytest.mark.parametrize("parallel", [1, 2])
+def test_plan_reports_each_candidate_as_it_finishes(parallel):
     lines = []
-    result = schedsearch.plan(_pipeline(), time_limit_s=10, parallel=workers, progress=lines.append)
+    result = schedsearch.plan(_pipeline(), time_limit_s=10, parallel=parallel, progress=lines.append)
     assert sorted(line.split("] ", 1)[1].split(":")[0] for line in lines) == sorted(r.family for r in result.rows)
     assert [line.split("]")[0] for line in lines] == [f"[{k}/{len(result.rows)}" for k in range(1, len(lines) + 1)]
     for row in result.rows:

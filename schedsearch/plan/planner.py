@@ -21,7 +21,7 @@ planner
    of the same family on the same problem, through one executor
    (:mod:`schedsearch.executors`: local processes or Ray);
 5. returns a :class:`PlanResult`: the ranked table and the best plan, every
-   figure in milliseconds of the unrounded times (:mod:`schedsearch.plan.real_ms`).
+   figure in milliseconds of the unrounded times (:mod:`schedsearch.plan.times`).
 
 Memory is held as a real runtime holds it: an activation is freed when the
 block that frees it ends (``free_at_end``); parameters are the ranks'
@@ -52,13 +52,13 @@ from schedsearch.handcrafted.simulate import validation_deferred
 from schedsearch.options import MAX_SEED, Rule, SearchOptions, check_options
 from schedsearch.plan.pipeline import (FAMILIES, Pipeline, Stage, check_integer_range, check_plan_arguments,
                                   exact_bytes, exact_memory_unit)
-from schedsearch.placements import chain_pipelines, device_names, stage_mapping
 from schedsearch.rewrite import with_capacities
-from schedsearch.problem import Channel, Cluster, Edge, Graph, Problem
+from schedsearch.problem import Problem
 from schedsearch.plan.outcome import Reason
 from schedsearch.plan.shares import (SEARCH_FLOOR_S, SEARCH_FLOOR_WITH_PLAN_S, ShareClock, Shares,
                                      WorkEstimate)
-from schedsearch.plan.real_ms import RealTimes, float_below, real_bound_ms, real_times, retime_ms
+from schedsearch.plan.times import (CandidateTimes, candidate_times, float_below, named_times, rank_pipelines,
+                                    retime_ms)
 from schedsearch.result import Status
 from schedsearch.schedule import Schedule, metrics
 from schedsearch.units import GIB, Units, choose_units
@@ -135,12 +135,6 @@ def candidates(pipeline: Pipeline) -> list[Candidate]:
     return out
 
 
-def _pipelines(candidate: Candidate, num_ranks: int) -> tuple[list[list[int]], list[str] | None]:
-    if candidate.record.two_pipelines:
-        return [list(range(num_ranks)), list(range(num_ranks - 1, -1, -1))], [".down", ".up"]
-    return [list(stage_mapping(candidate.layout, num_ranks, candidate.num_stages(num_ranks)))], None
-
-
 def _why_not(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage] | None) -> str:
     """Why ``candidate`` cannot be planned (empty when it can be tried)."""
     P, m = pipeline.num_ranks, pipeline.num_microbatches
@@ -171,7 +165,7 @@ def _why_not(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage] |
 
 def _memory_need(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage]) -> tuple[int, int, int, int]:
     """(rank, its parameter bytes, activation bytes it must hold at once, total) for the neediest rank."""
-    pipes, _ = _pipelines(candidate, pipeline.num_ranks)
+    pipes, _ = rank_pipelines(candidate, pipeline.num_ranks)
     worst = (0, 0, 0, -1)
     for r in range(pipeline.num_ranks):
         params = sum(stages[s].parameter_bytes for pipe in pipes for s, d in enumerate(pipe) if d == r)
@@ -185,118 +179,20 @@ def build_problem(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Sta
                   relaxed_memory: bool = False) -> Problem:
     """The integer problem of one candidate: durations in ``units`` time units, memory in memory units.
 
-    Activations are allocated by the forward and freed when the backward
-    (or the weight gradient) ends; each rank starts with its parameters and
-    may hold at most the budget. Transfers between stages on different ranks
-    cost ``pipeline.p2p`` for the sending stage's activation bytes. Memory
-    amounts are rounded up and the budget down (a plan that fits in units
-    fits in bytes); with ``relaxed_memory`` the other way round (amounts
-    down, budget up: every plan that fits in bytes fits in units, the
-    problem whose bounds hold for the bytes).
+    Its times are the candidate's (:func:`~schedsearch.plan.times.candidate_times`,
+    which holds them in exact ms and this problem beside them): each
+    duration is its time rounded to whole units. Activations are allocated
+    by the forward and freed when the backward (or the weight gradient)
+    ends; each rank starts with its parameters and may hold at most the
+    budget. Transfers between stages on different ranks run on the channel
+    between the two ranks, which takes ``pipeline.p2p``'s time for the
+    sending stage's bytes. Memory amounts are rounded up and the budget down
+    (a plan that fits in units fits in bytes); with ``relaxed_memory`` the
+    other way round (amounts down, budget up: every plan that fits in bytes
+    fits in units, the problem whose bounds hold for the bytes).
     """
-    P = pipeline.num_ranks
-    pipes, suffixes = _pipelines(candidate, P)
-    amount = units.capacity if relaxed_memory else units.memory
-    kwargs: dict[str, Any] = {
-        "forward": [units.ticks(s.forward_ms) for s in stages],
-        "backward": [units.ticks(s.backward_ms) for s in stages],
-        "forward_memory": [amount(s.activation_bytes) for s in stages],
-    }
-    if candidate.split_backward:
-        kwargs.update(split_backward=True, input_grad=[units.ticks(s.input_grad_ms) for s in stages],
-                      weight_grad=[units.ticks(s.weight_grad_ms) for s in stages])
-        if candidate.record.full_backward:
-            kwargs["full_backward"] = True
-            if candidate.overlap:
-                kwargs["overlap_forward_backward"] = units.ticks(pipeline.fb_overlap_ms)
-    budget = None if pipeline.memory_budget_bytes is None else (units.memory if relaxed_memory else units.capacity)(
-        pipeline.memory_budget_bytes)
-    m = pipeline.num_microbatches // 2 if candidate.record.two_pipelines else pipeline.num_microbatches
-    problem = chain_pipelines(pipes, P, m, memory=budget, free_at_end=True, suffixes=suffixes,
-                              name=f"{pipeline.name or 'pipeline'} {candidate.label}", **kwargs)
-    names = device_names(P)
-    params = {names[r]: amount(sum(stages[s].parameter_bytes for pipe in pipes for s, d in enumerate(pipe)
-                                         if d == r)) for r in range(P)}
-    problem = problem.with_(initial_memory={d: v for d, v in params.items() if v},
-                            time_unit_s=units.time_unit_ms / 1e3, memory_unit_bytes=units.memory_unit_bytes,
-                            duration_overrides=_size_overrides(pipeline, candidate, problem, stages, units))
-    if pipeline.p2p.free:
-        return problem
-    return _with_transfers(problem, pipeline, stages, units)
-
-
-_TIME_FIELD = {"F": "forward_ms", "B": "backward_ms", "I": "input_grad_ms", "W": "weight_grad_ms"}
-
-
-def _size_overrides(pipeline: Pipeline, candidate: Candidate, problem: Problem, stages: Sequence[Stage],
-                    units: Units) -> list[tuple[str, int, tuple[int, ...]]]:
-    """Durations of the micro-batches smaller than the largest: each block's stage time times the size ratio.
-
-    DualPipe's two pipelines carry the first and the second half of the
-    micro-batches (instance ``i`` of ``.up`` is micro-batch ``n/2 + i``).
-    """
-    ratios = pipeline.size_ratios()
-    if ratios is None:
-        return []
-    half = pipeline.num_microbatches // 2
-    out = []
-    for b in problem.graph.blocks:
-        offset = half if candidate.record.two_pipelines and b.name.endswith(".up") else 0
-        for m in range(problem.num_microbatches):
-            r = ratios[offset + m]
-            if r < 1.0:
-                ms = getattr(stages[b.stage], _TIME_FIELD[b.kind])
-                out.append((b.name, m, (units.ticks(ms * r),) * len(b.options)))
-    return out
-
-
-def _with_transfers(problem: Problem, pipeline: Pipeline, stages: Sequence[Stage], units: Units) -> Problem:
-    device_of = {b.name: b.options[0].devices[0] for b in problem.graph.blocks}
-    stage_of = {b.name: b.stage for b in problem.graph.blocks}
-    edges, pairs = [], set()
-    for e in problem.graph.edges:
-        a, b = device_of[e.src], device_of[e.dst]
-        size = 0
-        if a != b:
-            sender = stage_of[e.src] if e.src.startswith("F") else stage_of[e.dst]
-            ms = pipeline.p2p.transfer_ms(stages[sender].p2p_bytes)
-            size = units.ticks(ms) if ms > 0 else 0  # a positive time is at least one unit, as chosen
-            if size:
-                pairs.add(tuple(sorted((a, b))))
-        edges.append(Edge(src=e.src, dst=e.dst, size=size))
-    channels = [Channel(name=f"{a}-{b}", endpoints=(a, b)) for a, b in sorted(pairs)]
-    return problem.with_(graph=Graph(blocks=problem.graph.blocks, edges=edges),
-                         cluster=Cluster(devices=problem.cluster.devices, channels=channels))
-
-
-def memory_exact(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage], units: Units) -> bool:
-    """True when every memory amount of the candidate's problem is a whole number of memory units.
-
-    Then the integer problem's memory is the byte problem's: a level of
-    whole units is within ``floor(budget / unit)`` units exactly when its
-    bytes are within the budget.
-    """
-    if pipeline.memory_budget_bytes is None:
-        return True
-    pipes, _ = _pipelines(candidate, pipeline.num_ranks)
-    amounts = [s.activation_bytes for s in stages]
-    amounts += [sum(stages[s].parameter_bytes for pipe in pipes for s, d in enumerate(pipe) if d == r)
-                for r in range(pipeline.num_ranks)]
-    return all(a % units.memory_unit_bytes == 0 for a in amounts)
-
-
-def _real_bound(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage], units: Units, times: RealTimes,
-                bound_ticks: int | None) -> Fraction | None:
-    """:func:`~schedsearch.plan.real_ms.real_bound_ms` of the candidate: the search's bound when memory counts
-    exactly (:func:`memory_exact`), else the bound of the problem with memory rounded the other way (with no
-    budget when its constructor refuses it)."""
-    if memory_exact(pipeline, candidate, stages, units):
-        return real_bound_ms(times, bound_ticks)
-    try:
-        relaxed = build_problem(pipeline, candidate, stages, units, relaxed_memory=True)
-    except InvalidProblemError:
-        relaxed = with_capacities(build_problem(pipeline, candidate, stages, units), None)
-    return real_bound_ms(times, bound_ticks, relaxed)
+    times = candidate_times(pipeline, candidate, stages, units)
+    return times.relaxed_problem() if relaxed_memory and not times.memory_exact else times.problem
 
 
 def _handcrafted(candidate: Candidate, problem: Problem) -> Schedule:
@@ -318,7 +214,7 @@ class PlanRow:
     least among plans of that makespan (``peak_proven``); it is
     ``FEASIBLE`` otherwise. ``makespan_ms``,
     ``handcrafted_ms`` and ``bound_ms`` are of the pipeline's unrounded
-    times (:mod:`schedsearch.plan.real_ms`). The plan is the search's, or the
+    times (:mod:`schedsearch.plan.times`). The plan is the search's, or the
     handcrafted one when that fits and the search had nothing better in
     time (``note`` says so). ``bubble_pct`` is the
     global bubble (makespan minus busy time, worst rank) over the makespan,
@@ -390,6 +286,7 @@ class _Task:
     candidate: Candidate
     units: Units
     options: SearchOptions
+    times: CandidateTimes  # the candidate's times and its integer problem, built once
 
 
 @attrs.frozen(kw_only=True)
@@ -494,11 +391,9 @@ def _evaluate(task: _Task) -> _Outcome:
     from schedsearch.search.portfolio import HANDCRAFTED_S_PER_TASK, estimated_tasks
 
     clock = ShareClock(task.options)
-    pipeline, candidate, units = task.pipeline, task.candidate, task.units
-    stages, _ = pipeline.stages_for(candidate.num_stages(pipeline.num_ranks))
-    problem = build_problem(pipeline, candidate, stages, units)
+    candidate, problem = task.candidate, task.times.problem
     work = WorkEstimate(num_tasks=problem.num_microbatches * len(problem.graph.blocks),
-                        weighted=estimated_tasks(problem), memory_exact=memory_exact(pipeline, candidate, stages, units),
+                        weighted=estimated_tasks(problem), memory_exact=task.times.memory_exact,
                         draw_s_per_task=HANDCRAFTED_S_PER_TASK)
     published = _draw_published(candidate, problem, clock, work)
     reserve = work.after_search_s
@@ -512,21 +407,21 @@ def _evaluate(task: _Task) -> _Outcome:
     result, notes = _search(problem, options)
     if published.note:
         notes.append(published.note)
-    row, schedule = _figures(task, stages, problem, result, published, notes)
+    row, schedule = _figures(task, result, published, notes)
     row["wall_time_s"] = round(clock.spent_s, 3)
     return _Outcome(row=PlanRow(**row), schedule=schedule, handcrafted=published.schedule)
 
 
-def _figures(task: _Task, stages: Sequence[Stage], problem: Problem, result: Any, published: _Published,
+def _figures(task: _Task, result: Any, published: _Published,
              notes: list[str]) -> tuple[dict[str, Any], Schedule | None]:
     """The row's fields of one candidate's search and published schedule, every figure in ms of the real
     times (the plan's order re-timed, a bound on the real problem), and the plan it shows."""
-    pipeline, candidate, units = task.pipeline, task.candidate, task.units
+    candidate, units, times = task.candidate, task.units, task.times
+    problem = times.problem
     hand, name = published.schedule, published.name
     found_by = f"handcrafted {name}" if hand is not None and result.schedule is hand else result.engine
     row: dict[str, Any] = {"candidate": candidate, "status": result.status, "found_by": found_by}
-    times = real_times(pipeline, candidate, stages, problem, units)
-    bound = _real_bound(pipeline, candidate, stages, units, times, result.lower_bound)
+    bound = times.bound_ms(result.lower_bound)
     if bound is not None:
         row["bound_ms"] = float_below(bound)
     schedule = result.schedule  # validated by the search (every plan solve returns is)
@@ -803,8 +698,8 @@ def plan(
 
     Every figure in milliseconds is of the pipeline's own (unrounded)
     times: a row's makespan is its plan's order re-timed with them
-    (:func:`~schedsearch.plan.real_ms.retime_ms`), its bound a bound on every plan with them
-    (:func:`~schedsearch.plan.real_ms.real_bound_ms`). A row is ``OPTIMAL`` when the two meet and its
+    (:func:`~schedsearch.plan.times.retime_ms`), its bound a bound on every plan with them
+    (:func:`~schedsearch.plan.times.real_bound_ms`). A row is ``OPTIMAL`` when the two meet and its
     peak memory is proven least for that makespan; ``FEASIBLE`` otherwise.
 
     Examples
@@ -946,27 +841,12 @@ class _Prepared:
 
 def _units(pipeline: Pipeline, cands: Sequence[Candidate], splits: dict[Candidate, Any]) -> tuple[Units, list[int]]:
     """The units of every candidate's stage times and memory amounts, and the amounts (bytes) they cover."""
-    times = {}
-    amounts = []
-    for c, split in splits.items():
-        if split is None:
-            continue
-        for k, s in enumerate(split[0]):
-            for f in ("forward_ms", "backward_ms", "input_grad_ms", "weight_grad_ms"):
-                if getattr(s, f) is not None:
-                    times[f"{len(split[0])}-stage split, stage {k} {f}"] = getattr(s, f)
-            amounts += [s.activation_bytes, s.parameter_bytes]
-            if not pipeline.p2p.free:
-                times[f"{len(split[0])}-stage split, stage {k} transfer"] = pipeline.p2p.transfer_ms(s.p2p_bytes)
-    if not times:
+    staged = [split[0] for split in splits.values() if split is not None]
+    if not staged:
         raise NoFittingPlanError(_per_family(f"{pipeline}: no family applies",
                                              [(c.label, _why_not(pipeline, c, None)) for c in cands]))
-    if pipeline.fb_overlap_ms is not None:
-        times["F&B pair"] = pipeline.fb_overlap_ms
-    ratios = sorted(set(pipeline.size_ratios() or ()))
-    for r in ratios:
-        if r < 1.0:  # a smaller micro-batch's times are rounded too
-            times.update({f"{k} at size ratio {r:.3g}": v * r for k, v in list(times.items()) if " at size ratio " not in k})
+    times = named_times(pipeline, staged)
+    amounts = [a for stages in staged for s in stages for a in (s.activation_bytes, s.parameter_bytes)]
     if pipeline.memory_budget_bytes is not None:
         amounts.append(pipeline.memory_budget_bytes)
     if not any(t > 0 for t in times.values()):
@@ -998,8 +878,10 @@ def _over_budget(pipeline: Pipeline, c: Candidate, stages: Sequence[Stage], unit
     return "", units, need
 
 
-def _model_refusal(pipeline: Pipeline, c: Candidate, stages: Sequence[Stage], units: Units) -> PlanRow | None:
-    """The row of ``c`` when the schedule model refuses its integer problem (None when it builds).
+def _times_or_refusal(pipeline: Pipeline, c: Candidate, stages: Sequence[Stage],
+                   units: Units) -> CandidateTimes | PlanRow:
+    """The times of ``c`` (:func:`~schedsearch.plan.times.candidate_times`, its integer problem with them), or
+    its row when the schedule model refuses that problem.
 
     The memory check of the problem (:meth:`~schedsearch.problem.Problem.memory_refusal`)
     is asked of the problem without a budget, so that a refusal is known as
@@ -1007,11 +889,9 @@ def _model_refusal(pipeline: Pipeline, c: Candidate, stages: Sequence[Stage], un
     through, an error inside the library.
     """
     try:
-        build_problem(pipeline, c, stages, units)
+        return candidate_times(pipeline, c, stages, units)
     except InvalidProblemError:
         pass
-    else:
-        return None
     try:
         free = build_problem(attrs.evolve(pipeline, memory_budget_bytes=None), c, stages, units)
     except InvalidProblemError:
@@ -1057,12 +937,14 @@ def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, d
         else:
             runnable.append(c)
     kept = []
+    built: dict[Candidate, CandidateTimes] = {}
     for c in runnable:  # what the schedule model refuses is said here, before any search
-        refused = _model_refusal(pipeline, c, splits[c][0], units)
-        if refused is None:
+        times_or_row = _times_or_refusal(pipeline, c, splits[c][0], units)
+        if isinstance(times_or_row, CandidateTimes):
+            built[c] = times_or_row
             kept.append(c)
         else:
-            rows.append(refused)
+            rows.append(times_or_row)
     runnable = kept
     if not runnable:
         fix = (f" (the least any family holds at once on a rank is {exact_bytes(min(needs))}: a memory_budget_bytes of "
@@ -1070,23 +952,29 @@ def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, d
         raise NoFittingPlanError(_per_family(f"no schedule family fits{fix}", [(r.family, r.note) for r in rows]))
     share = Shares(time_limit_s=time_limit_s, num_candidates=len(runnable), parallel=parallel).share_s
     options = SearchOptions(time_limit_s=share, deterministic=deterministic, seed=seed, workers=1)
-    tasks = tuple(_Task(pipeline=pipeline, candidate=c, units=units, options=options) for c in runnable)
+    tasks = tuple(_Task(pipeline=pipeline, candidate=c, units=units, options=options, times=built[c])
+                  for c in runnable)
     return _Prepared(pipeline=pipeline, units=units, splits=splits, skipped=tuple(rows), runnable=tuple(runnable),
                      tasks=tasks, runtime=runtime)
 
 
+def _times_of(prepared: _Prepared, candidate: Candidate) -> CandidateTimes:
+    """The times (and the integer problem) of one of ``prepared``'s candidates, as its search task holds them."""
+    return next(t.times for t in prepared.tasks if t.candidate == candidate)
+
+
 def _handcrafted_outcome(prepared: _Prepared, row: PlanRow) -> _Outcome | None:
     """``row`` with its handcrafted schedule as the plan, when that applies and fits the budget (else None)."""
-    c, pipeline, units = row.candidate, prepared.pipeline, prepared.units
-    stages = prepared.splits[c][0]
-    problem = build_problem(pipeline, c, stages, units)
+    c, units = row.candidate, prepared.units
+    times = _times_of(prepared, c)
+    problem = times.problem
     try:
         hand = _handcrafted(c, with_capacities(problem, None))
     except Exception:  # a published schedule's precondition not met (or its construction failed): the row stays
         return None
     if validate(problem, hand):
         return None
-    real = retime_ms(hand, real_times(pipeline, c, stages, problem, units))
+    real = retime_ms(hand, times)
     fig = metrics(problem, hand)
     peaks = _gibs(units, problem, hand, fig)
     note = f"{row.note}; " if row.note else ""
@@ -1125,7 +1013,7 @@ def _finish(prepared: _Prepared, outcomes: Sequence[Any], executor: str, t0: flo
     layers: tuple[tuple[int, ...], ...] = ()
     if best is not None:
         stages, layers = prepared.splits[best.candidate]
-        problem = build_problem(pipeline, best.candidate, stages, units)
+        problem = _times_of(prepared, best.candidate).problem
         schedule = found[best].schedule  # validated against this candidate's problem where it was found, once
     ordered = [_with_runtime_note(r, prepared.runtime, best) for r in ordered]
     best = next((r for r in ordered if best is not None and r.candidate == best.candidate), None)
