@@ -52,7 +52,7 @@ def test_ray_equals_local():
     try:
         local = schedsearch.plan(_pipeline(), time_limit_s=20, parallel=1, deterministic=True)
         on_ray = schedsearch.plan(_pipeline(), time_limit_s=20, executor=RayExecutor(num_cpus=2), deterministic=True)
-        assert on_ray.engine == "ray"
+        assert on_ray.executor == "ray"
         assert _figures(on_ray) == _figures(local)
         assert on_ray.schedule == local.schedule
     finally:

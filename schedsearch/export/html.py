@@ -251,9 +251,8 @@ def _headline(problem: Problem, schedule: Schedule, result: Any, meta: Mapping[s
                          ("-" if row.get("handcrafted_ms") is None else f"{row['handcrafted_ms']:.3f} ms")
                          + (f", fits the budget: {_yes_no(row.get('handcrafted_fits'))}"
                             if row.get("handcrafted_fits") is not None else "")))
-        found_by = row.get("found_by") or row.get("engine")  # "engine": plan.json of earlier versions
-        if found_by:
-            rows.append(("found by", str(found_by)))
+        if row.get("engine"):
+            rows.append(("found by", str(row["engine"])))
         if row.get("note"):
             rows.append(("note", str(row["note"])))
     elif res:

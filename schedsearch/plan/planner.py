@@ -220,8 +220,8 @@ class PlanRow:
     global bubble (makespan minus busy time, worst rank) over the makespan,
     in the integer problem. ``handcrafted_*`` are the published schedule of
     the same family on the same problem; ``handcrafted_fits`` says whether
-    it stays within the budget. ``found_by`` names what found the plan (a
-    search result's ``engine``).
+    it stays within the budget. ``engine`` names what found the plan (as a
+    search result's :attr:`~schedsearch.result.SearchResult.engine`).
     """
 
     candidate: Candidate
@@ -239,7 +239,7 @@ class PlanRow:
     handcrafted_ms: float | None = None
     handcrafted_peak_gib: tuple[float, ...] = ()
     handcrafted_fits: bool | None = None
-    found_by: str = ""
+    engine: str = ""
     wall_time_s: float = 0.0
     note: str = ""
 
@@ -254,13 +254,6 @@ class PlanRow:
         if self.reason is not None and self.reason.mark and self.makespan_ms is None:
             return self.reason.mark
         return self.status.value
-
-    @property
-    def engine(self) -> str:
-        """Deprecated name of :attr:`found_by`."""
-        warnings.warn("PlanRow.engine is deprecated: use PlanRow.found_by (what found the plan)",
-                      DeprecationWarning, stacklevel=2)
-        return self.found_by
 
     def to_dict(self) -> dict[str, Any]:
         out = attrs.asdict(self, recurse=False)
@@ -419,8 +412,8 @@ def _figures(task: _Task, result: Any, published: _Published,
     candidate, units, times = task.candidate, task.units, task.times
     problem = times.problem
     hand, name = published.schedule, published.name
-    found_by = f"handcrafted {name}" if hand is not None and result.schedule is hand else result.engine
-    row: dict[str, Any] = {"candidate": candidate, "status": result.status, "found_by": found_by}
+    engine = f"handcrafted {name}" if hand is not None and result.schedule is hand else result.engine
+    row: dict[str, Any] = {"candidate": candidate, "status": result.status, "engine": engine}
     bound = times.bound_ms(result.lower_bound)
     if bound is not None:
         row["bound_ms"] = float_below(bound)

@@ -45,3 +45,14 @@ def test_sample_pipeline_loads():
 def test_plan_command_rejects_a_bad_microbatch_size_before_any_work(tmp_path, capsys):
     assert main(["plan", str(tmp_path / "missing.toml"), "--microbatch-size", "0"]) == 2
     assert "--microbatch-size must be a positive integer, got 0" in capsys.readouterr().err
+
+
+def test_the_old_flags_still_work_with_a_note(tmp_path, capsys, monkeypatch):
+    from schedsearch.cli import build_parser
+
+    args = build_parser().parse_args(["plan", "p.toml", "--engine", "ray", "--workers", "3"])
+    assert (args.executor, args.parallel) == ("ray", 3)
+    err = capsys.readouterr().err
+    assert "--engine is deprecated: use --executor" in err and "--workers is deprecated: use --parallel" in err
+    args = build_parser().parse_args(["plan", "p.toml", "--executor", "local", "--parallel", "2"])
+    assert (args.executor, args.parallel) == ("local", 2) and capsys.readouterr().err == ""
