@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from schedsearch.cli._inputs import InputKind, open_input
 from schedsearch.errors import SchedSearchError
 from schedsearch.plan.pipeline import Pipeline
 
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.microbatch_size is not None and args.microbatch_size < 1:
         raise SchedSearchError(f"plan: --microbatch-size must be a positive integer, got {args.microbatch_size}")
-    pipeline = Pipeline.load(args.pipeline)
+    pipeline = Pipeline.load(open_input(args.pipeline, "plan", (InputKind.PIPELINE,)).path)
     result = plan(pipeline, time_limit_s=args.time_limit, executor=args.executor, parallel=args.parallel,
                   address=args.address, deterministic=args.deterministic, seed=args.seed, runtime=args.runtime,
                   progress=lambda line: print(line, file=sys.stderr, flush=True))

@@ -535,7 +535,8 @@ class PlanResult:
         return self.table()
 
     def metadata(self) -> dict[str, Any]:
-        """What every export of this plan carries beside the problem: units, family, stages, the table."""
+        """What every export of this plan carries beside the problem: units, family, stages, the table, and the
+        step time a run of the best plan is predicted to take (:meth:`prediction`)."""
         best = self.best
         return {
             "units": self.units.to_dict(),
@@ -545,7 +546,19 @@ class PlanResult:
             "candidate": attrs.asdict(best.candidate) if best else None,
             "layers_per_stage": [list(g) for g in self.layers],
             "table": [r.to_dict() for r in self.rows],
+            "prediction": self.prediction(),
         }
+
+    def prediction(self) -> dict[str, float] | None:
+        """The step time a run of the best plan is predicted to take, in ms, and its parts: the plan's makespan
+        as the table shows it (its order re-timed with the pipeline's unrounded times) and the pipeline's
+        ``step_overhead_ms`` (what a calibration measured a step to cost beyond its actions; 0 when not
+        calibrated). None without a best plan."""
+        if self.best is None or self.best.makespan_ms is None:
+            return None
+        overhead = self.pipeline.step_overhead_ms
+        return {"makespan_ms": self.best.makespan_ms, "step_overhead_ms": overhead,
+                "step_ms": self.best.makespan_ms + overhead}
 
     def write(self, out_dir: str | Path, *, microbatch_size: int | None = None) -> dict[str, Path]:
         """Write the best plan; return the paths by kind (see :func:`~schedsearch.plan.torchtitan.write_plan_outputs`).
