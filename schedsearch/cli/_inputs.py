@@ -118,7 +118,7 @@ def _kind_of(document: Any, syntax: str) -> InputKind:
         return InputKind.RESULT if "schedule" in keys else InputKind.RESULT_SUMMARY
     if {"layers", "global_batch"} <= keys:
         return InputKind.LAYER_MODEL
-    if "num_ranks" in keys or "stages" in keys and isinstance(document.get("stages"), list):
+    if "num_ranks" in keys or ("stages" in keys and isinstance(document.get("stages"), list)):
         return InputKind.PIPELINE
     if {"latency_ms", "action_overhead_ms", "step_overhead_ms"} <= keys:
         return InputKind.CALIBRATION
