@@ -84,13 +84,13 @@ class Figures:
         self.lower(f"{prefix}objective", result.objective)
         self.higher(f"{prefix}lower_bound", result.lower_bound)
         self.proof(f"{prefix}proven", result.status is Status.OPTIMAL)
+        if result.deterministic_s is not None:
+            self.work(f"{prefix}deterministic_s", round(float(result.deterministic_s), 4), floor=0.2)
         stats = result.stats or {}
-        if "deterministic_s" in stats:
-            self.work(f"{prefix}deterministic_s", round(float(stats["deterministic_s"]), 4), floor=0.2)
         for count in ("branches", "conflicts"):
             if count in stats:
                 self.work(f"{prefix}{count}", int(stats[count]), floor=2000)
-        if stats.get("wall_guard_hit"):
+        if result.wall_guard_hit:
             self.notes.append(f"{prefix}the solver's wall-clock guard stopped it: not reproducible")
 
 
@@ -629,24 +629,24 @@ def solver_work() -> Iterator[dict[str, float]]:
 
     work = {"deterministic_s": 0.0, "branches": 0, "conflicts": 0, "searches": 0, "wall_guard_hits": 0}
 
-    def count(stats: Any) -> None:
-        stats = stats or {}
+    def count(result: Any) -> None:
+        stats = result.stats or {}
         work["searches"] += 1
-        work["deterministic_s"] += float(stats.get("deterministic_s", 0.0))
+        work["deterministic_s"] += float(getattr(result, "deterministic_s", None) or 0.0)  # a repetend reports none
         work["branches"] += int(stats.get("branches", 0))
         work["conflicts"] += int(stats.get("conflicts", 0))
-        work["wall_guard_hits"] += bool(stats.get("wall_guard_hit"))
+        work["wall_guard_hits"] += bool(result.wall_guard_hit)
 
     solve, solve_repetend = CpSatBackend.solve, cpsat_repetend.solve_repetend
 
     def counted_solve(self: Any, problem: Any, options: Any) -> Any:
         result = solve(self, problem, options)
-        count(result.stats)
+        count(result)
         return result
 
     def counted_repetend(problem: Any, options: Any) -> Any:
         result = solve_repetend(problem, options)
-        count(result.stats)
+        count(result)
         return result
 
     CpSatBackend.solve, cpsat_repetend.solve_repetend = counted_solve, counted_repetend  # type: ignore[method-assign]

@@ -22,23 +22,20 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "schedsearch"
 
 SOLVER_FREE = ["problem.py", "schedule.py", "periodic.py", "validate.py", "result.py", "options.py", "rewrite.py",
-               "timeline.py", "errors.py", "bounds/__init__.py", "bounds/analytic.py", "bounds/schedule_bounds.py",
+               "timeline.py", "errors.py", "status.py", "registry.py", "bounds/__init__.py", "bounds/analytic.py", "bounds/schedule_bounds.py",
                "encode/structure.py", "encode/solve_options.py", "encode/backends.py",
                "encode/repetend.py", "_json.py", "_io.py"]
 
 #: Files that neither search nor encode: the core, and the faces that only read and write plans.
 BELOW_SEARCH = ["problem.py", "schedule.py", "periodic.py", "validate.py", "result.py", "options.py", "rewrite.py",
-                "timeline.py", "errors.py", "_json.py", "_io.py", "placements/*.py", "handcrafted/*.py", "export/*.py",
+                "timeline.py", "errors.py", "status.py", "registry.py", "_json.py", "_io.py", "placements/*.py", "handcrafted/*.py", "export/*.py",
                 "runtime/*.py"]
 SEARCH_LAYERS = ("schedsearch.search", "schedsearch.encode", "schedsearch.partition", "schedsearch.bounds.mip")
 
 #: Deferred (function-level) imports of a higher layer that are allowed, and why:
 #: ``SearchResult.export()`` hands its problem and plan to :func:`schedsearch.export.export`
 #: (solver-free, and it imports no result), a convenience for the user of a result.
-DEFERRED_UP = {"result.py": {"schedsearch.export"},
-               # the strategies' door (``resolve_options``) checks a backend's name against the registry of
-               # backends and its ``backend_params`` against what that backend takes, before any work
-               "options.py": {"schedsearch.encode.backends"}}
+DEFERRED_UP = {"result.py": {"schedsearch.export"}}
 
 
 def imported_modules(path: Path, top_level_only: bool = False) -> set[str]:
@@ -82,7 +79,7 @@ def test_problem_and_schedule_import_nothing_above_them():
         mods = {m for m in imported_modules(PACKAGE / rel) if m.startswith("schedsearch.")}
         # _json: the shared JSON-document reader, a leaf below them (next test)
         allowed = {"schedsearch.errors", "schedsearch.problem", "schedsearch.schedule", "schedsearch.result",
-                   "schedsearch._json"} | DEFERRED_UP.get(rel, set())
+                   "schedsearch.status", "schedsearch._json"} | DEFERRED_UP.get(rel, set())
         assert mods <= allowed, f"{rel} imports {mods - allowed}"
         top = {m for m in imported_modules(PACKAGE / rel, top_level_only=True) if m.startswith("schedsearch.")}
         assert not top & DEFERRED_UP.get(rel, set()), f"{rel} imports {top} when it loads"

@@ -484,7 +484,7 @@ def _evaluate(task: _Task) -> _Outcome:
         note = ("the published schedules the search starts from could not be drawn for this candidate "
                 f"({type(exc).__name__}); searched without them")
         result = solve(problem, options=options, engines=[e for e in ENGINES if e != "handcrafted"])
-    if result.stats.get("wall_guard_hit"):
+    if result.wall_guard_hit:
         note = (note + "; " if note else "") + ("a deterministic search hit its wall-clock guard: this row may "
                                                 "differ on another run")
     notes[:0] = [note] if note else []
@@ -824,16 +824,19 @@ def _run_timeout(prepared: Sequence[Any], *, parallel: int | None, deterministic
     """Wall time an executor allows a batch of candidate searches before it reports the rest as timed out.
 
     Each search stops at its share (wall-clock), or in deterministic mode at
-    its wall-clock guard; the batch runs ``parallel`` at a time. The margin
-    covers building problems, handcrafted schedules and start-up.
+    its backend's wall-clock guard (a backend without one stops at its share);
+    the batch runs ``parallel`` at a time. The margin covers building
+    problems, handcrafted schedules and start-up.
     """
-    from schedsearch.encode.cpsat.model import wall_guard_s
+    from schedsearch.encode.backends import Capability, get_backend, supports
 
     tasks = [t for p in prepared if isinstance(p, _Prepared) for t in p.tasks]
     if not tasks:
         return 60.0
     share = tasks[0].options.time_limit_s or 0.0
-    per_task = wall_guard_s(share) if deterministic else 1.5 * share
+    backend = get_backend(tasks[0].options.solver_backend)
+    guarded = deterministic and supports(backend, Capability.WALL_GUARD)
+    per_task = backend.wall_guard_s(share) if guarded else 1.5 * share
     rounds = math.ceil(len(tasks) / max(1, parallel or 2))
     return rounds * (per_task + 30.0) + 60.0
 
