@@ -181,3 +181,19 @@ def solve_deterministic(problem, **kwargs):
     from schedsearch import solve
 
     return solve(problem, time_limit_s=10, **DET, **kwargs)
+
+
+def test_the_facts_a_caller_reads_are_typed_fields():
+    # solve's exact sub-search status is a Status, its notes a tuple; the JSON document carries them,
+    # the exported plan's meta does not (a plan does not depend on how the search ran)
+    import json
+
+    problem = vshape(2, 4, memory=2)
+    result = solve(problem, time_limit_s=10, engines=["exact"], **DET)
+    assert result.status is Status.OPTIMAL and result.exact_status is Status.OPTIMAL
+    assert result.notes == () and result.ties == 0 and result.restricted_status is None
+    assert "exact_status" not in result.stats and "notes" not in result.stats
+    doc = json.loads(json.dumps(result.to_dict()))
+    assert doc["exact_status"] == "OPTIMAL" and doc["notes"] == [] and doc["wall_guard_hit"] is False
+    meta = json.loads(result.export("json"))["meta"]["result"]
+    assert "exact_status" not in meta and "notes" not in meta and meta["status"] == "OPTIMAL"
