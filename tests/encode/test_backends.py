@@ -165,16 +165,19 @@ def test_registry_errors():
     assert get_backend("z3").name == "z3"
 
 
+class _Limited:
+    """A backend that expresses no feature and declares no capability (never asked to solve)."""
+
+    name = "limited"
+    features = frozenset()
+
+    def solve(self, problem, options):  # pragma: no cover - never reached
+        raise AssertionError
+
+
 def test_unsupported_feature_names_the_alternative():
-    class Limited:
-        name = "limited"
-        features = frozenset()
-
-        def solve(self, problem, options):  # pragma: no cover - never reached
-            raise AssertionError
-
     with pytest.raises(UnsupportedFeatureError, match=r"cannot express \['memory'\]; use backend 'cpsat'"):
-        solve(vshape(2, 2, memory=2), Limited())
+        solve(vshape(2, 2, memory=2), _Limited())
 
 
 def test_a_lying_backend_is_caught():
@@ -242,14 +245,7 @@ def test_every_backend_declares_what_it_supports_with_what_that_needs():
 def test_a_backend_object_without_capabilities_supports_none():
     from schedsearch.encode.backends import Capability, supports
 
-    class Bare:
-        name = "bare"
-        features = frozenset()
-
-        def solve(self, problem, options):  # pragma: no cover - never called
-            raise AssertionError
-
-    assert not any(supports(Bare(), capability) for capability in Capability)
+    assert not any(supports(_Limited(), capability) for capability in Capability)
 
 
 def test_the_facts_of_a_search_are_fields():
