@@ -37,10 +37,11 @@ import attrs
 
 from schedsearch._io import toml_value as _toml_value
 from schedsearch._json import short_repr
-from schedsearch.errors import FormatError, InvalidPipelineError
+from schedsearch.errors import FormatError, InvalidPipelineError, InvalidProblemError
 from schedsearch.handcrafted.families import planner_families
 from schedsearch.problem import MAX_INT, MAX_MICROBATCHES, MAX_TOTAL
 from schedsearch.plan.calibration import P2P as P2P, Calibration
+from schedsearch.plan.model_spec import parse_model_spec
 from schedsearch.units import (
     Units,
     format_bytes as format_bytes,
@@ -220,6 +221,19 @@ def _sizes(value: Any) -> tuple[float, ...] | None:
     return tuple(out)
 
 
+def _model_spec(value: Any) -> str | None:
+    """A model spec (``mlp:8x64``, ``transformer:4x32``) in its normal form, or None."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidPipelineError(f"pipeline: 'model_spec' must be a model spec such as 'transformer:4x32', got "
+                                   f"{short_repr(value)}")
+    try:
+        return str(parse_model_spec(value))
+    except InvalidProblemError as exc:
+        raise InvalidPipelineError(f"pipeline: 'model_spec': {exc}") from None
+
+
 def _budget(value: Any) -> int | None:
     return None if value is None else parse_bytes(value, "pipeline", "memory_budget_bytes")
 
@@ -262,6 +276,12 @@ class Pipeline:
         layer); a smaller micro-batch's times scale with its size overhead
         included. ``fb_overlap_ms`` is an overlapped pair's own time, taken
         as given. A calibration (:mod:`schedsearch.plan.calibration`) measures it.
+    step_overhead_ms:
+        What a step costs once beyond its actions (its set-up, the gradient
+        reduction at its end), in milliseconds: not part of any plan's
+        makespan, added to it in the step time a run of the plan is
+        predicted to take (``plan.json``'s ``prediction``). A calibration
+        measures it.
     microbatch_sizes:
         Sizes of the micro-batches in order (samples or tokens; one per
         micro-batch), when they differ: a batch of 30 in 4 micro-batches is
@@ -270,6 +290,14 @@ class Pipeline:
         micro-batch's times scale with its size, while its activations are
         counted at the largest size's (an upper bound: a plan that fits the
         budget fits at run time). None: all the same size.
+    model_spec:
+        The model the stage times were measured on, as a spec of the
+        runtime's built-in models (``transformer:4x32``, ``mlp:8x64``; see
+        :func:`~schedsearch.plan.model_spec.parse_model_spec`), or None.
+        ``schedsearch profile`` records the model it profiled;
+        ``schedsearch run`` builds it to run the plan, so that the run's
+        prediction is of the model that runs. A spec that does not parse is
+        refused.
     name:
         Free text.
 
@@ -298,6 +326,8 @@ class Pipeline:
     time_tolerance: float = 0.01
     microbatch_sizes: tuple[float, ...] | None = attrs.field(default=None, converter=_sizes)
     action_overhead_ms: float = 0.0
+    step_overhead_ms: float = 0.0
+    model_spec: str | None = attrs.field(default=None, converter=_model_spec)
     name: str = ""
 
     def __attrs_post_init__(self) -> None:
@@ -330,6 +360,7 @@ class Pipeline:
         if self.fb_overlap_ms == 0:
             raise InvalidPipelineError("pipeline: 'fb_overlap_ms' must be > 0 (or absent), got 0.0")
         object.__setattr__(self, "action_overhead_ms", _time("pipeline", "action_overhead_ms", self.action_overhead_ms))
+        object.__setattr__(self, "step_overhead_ms", _time("pipeline", "step_overhead_ms", self.step_overhead_ms))
         tol = _number(self.time_tolerance)
         if tol is None or not MIN_TIME_TOLERANCE <= tol < 0.5:
             raise InvalidPipelineError(
@@ -382,8 +413,10 @@ class Pipeline:
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as plain data; byte amounts as exact unit strings where one divides them."""
-        out: dict[str, Any] = {"name": self.name, "num_ranks": self.num_ranks,
-                               "num_microbatches": self.num_microbatches}
+        out: dict[str, Any] = {"name": self.name}
+        if self.model_spec is not None:
+            out["model_spec"] = self.model_spec
+        out.update(num_ranks=self.num_ranks, num_microbatches=self.num_microbatches)
         if self.memory_budget_bytes is not None:
             out["memory_budget_bytes"] = format_bytes(self.memory_budget_bytes)
         out["families"] = list(self.families)
@@ -395,6 +428,8 @@ class Pipeline:
             out["microbatch_sizes"] = [int(x) if x == int(x) else x for x in self.microbatch_sizes]
         if self.action_overhead_ms:
             out["action_overhead_ms"] = self.action_overhead_ms
+        if self.step_overhead_ms:
+            out["step_overhead_ms"] = self.step_overhead_ms
         p2p = self.p2p.to_dict()
         if p2p:
             out["p2p"] = p2p
@@ -437,16 +472,18 @@ class Pipeline:
         return pipeline if calibration is None else pipeline.calibrated(calibration)
 
     def calibrated(self, calibration: Any) -> Pipeline:
-        """This pipeline with a calibration's link as its ``p2p`` and its overhead per action as its
-        ``action_overhead_ms`` (a :class:`~schedsearch.plan.calibration.Calibration` or the path of its
-        file). Both replace what the pipeline had (calibrating twice gives the same pipeline as once); the
-        stage times stay as given, the overhead being added where the stages of a family are made."""
+        """This pipeline with a calibration's link as its ``p2p``, its overhead per action as its
+        ``action_overhead_ms`` and its overhead per step as its ``step_overhead_ms`` (a
+        :class:`~schedsearch.plan.calibration.Calibration` or the path of its file). They replace what the
+        pipeline had (calibrating twice gives the same pipeline as once); the stage times stay as given, the
+        overhead per action being added where the stages of a family are made."""
         if isinstance(calibration, (str, Path)):
             calibration = Calibration.load(calibration)
         if not isinstance(calibration, Calibration):
             raise InvalidPipelineError(f"pipeline: 'calibration' must be a Calibration or the path of its file, got "
                                        f"{type(calibration).__name__}")
-        return attrs.evolve(self, p2p=calibration.p2p, action_overhead_ms=calibration.action_overhead_ms)
+        return attrs.evolve(self, p2p=calibration.p2p, action_overhead_ms=calibration.action_overhead_ms,
+                            step_overhead_ms=calibration.step_overhead_ms)
 
     def save(self, path: str | Path) -> Path:
         """Write the pipeline as TOML (or JSON when the name ends in ``.json``)."""
@@ -511,7 +548,8 @@ class Pipeline:
 
         A runtime profile gives stages (its input-gradient and weight-gradient
         times too; ``microbatch_size`` picks one profiled size, default the
-        base one). A PipeDream profile (a path) gives layers in topological
+        base one) and the model it measured (``model_spec``, when the
+        profile names one). A PipeDream profile (a path) gives layers in topological
         order; they are split into stages with the library's DP
         (``partition="dp"``, the default for it). PipeDream does not measure
         the split backward: ``weight_grad_share`` (for example 0.5) sets the
@@ -544,6 +582,7 @@ class Pipeline:
         else:
             stages = _runtime_stages(profile, microbatch_size)
             partition = partition or "fixed"
+            fields.setdefault("model_spec", getattr(profile, "model_spec", None))
         return cls(num_ranks=num_ranks, num_microbatches=num_microbatches, memory_budget_bytes=memory_budget_bytes,
                    stages=stages, partition=partition, **fields)
 

@@ -101,6 +101,7 @@ from schedsearch.runtime.torch_checks import torch_check
 from schedsearch.runtime.trace import (
     Fidelity,
     MeasuredTrace,
+    Prediction,
     seconds_per_unit,
     compare,
     planned_seconds,
@@ -236,6 +237,10 @@ class RunResult:
             "emulated": self.emulated,
             "emulated_bytes": None if self.emulated_bytes is None else list(self.emulated_bytes),
             "predicted_step_s": None if self.fidelity is None else self.fidelity.predicted_step_s,
+            # which parts make the prediction: the plan's makespan (the plan table's, or the problem's) and the
+            # calibrated cost per step
+            "prediction": None if self.fidelity is None or self.fidelity.prediction is None
+            else self.fidelity.prediction.to_dict(),
             "ratio": None if self.fidelity is None else self.step_time_s / self.fidelity.predicted_step_s,
             "breakdown": None if self.fidelity is None else self.fidelity.median_step.breakdown.to_dict(),
             "order_as_planned": self.order_as_planned,
@@ -765,7 +770,7 @@ class _Checked:
 
 
 def _check_settings(steps: Any, start_method: Any, timeout_s: Any, problem: Problem | None,
-                    schedule: Schedule | None, emulate: Any) -> None:
+                    schedule: Schedule | None, emulate: Any, prediction: Any = None) -> None:
     """The run's settings, alone and together (before the plan and the workload are read)."""
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise PlanError(f"run: 'steps' must be an integer >= 1, got {steps!r}")
@@ -782,6 +787,11 @@ def _check_settings(steps: Any, start_method: Any, timeout_s: Any, problem: Prob
             "run: 'emulate' needs the planned durations: pass 'problem' and 'schedule' (or run a plan document, "
             "e.g. the plan.json that schedsearch plan writes)"
         )
+    if prediction is not None and not isinstance(prediction, Prediction):
+        raise PlanError(f"run: 'prediction' must be a Prediction, got {type(prediction).__name__}")
+    if prediction is not None and problem is None:
+        raise PlanError("run: a 'prediction' is compared with the run through the plan's 'problem' and 'schedule': "
+                        "pass them too")
     if emulate and start_method != "fork":
         raise PlanError(f"run: an emulated run starts its processes with 'fork', got start_method {start_method!r}")
 
@@ -827,12 +837,12 @@ def _check_run(plan: CsvPlan | str | os.PathLike, workload: Workload | None, *, 
                schedule: Schedule | None, emulate: bool, emulate_max_bytes: int, num_processes: int | None,
                steps: int, microbatch_sizes: Sequence[int] | None, stage_to_rank: Sequence[int] | None,
                tolerance: float | None, timeout_s: float, start_method: str,
-               schedule_plan: CsvPlan | None = None) -> _Checked:
+               schedule_plan: CsvPlan | None = None, prediction: Any = None) -> _Checked:
     """Every check of :func:`run` before anything starts, in one place: the settings, the workload (the
     emulated one made here), the plan against the run's counts, against the schedule it was written from
     (``schedule_plan``: that schedule's plan when the caller already holds it) and against PyTorch's own
     checks, the workload against the plan."""
-    _check_settings(steps, start_method, timeout_s, problem, schedule, emulate)
+    _check_settings(steps, start_method, timeout_s, problem, schedule, emulate, prediction)
     emulated_bytes = None
     if workload is None and emulate:
         workload, sizes_sent = emulated_workload(problem, max_bytes=emulate_max_bytes)
@@ -867,7 +877,7 @@ def _check_run(plan: CsvPlan | str | os.PathLike, workload: Workload | None, *, 
 
 def _result(checked: _Checked, reports: Sequence[_WorkerReport], reference: _Reference, *, problem: Problem | None,
             schedule: Schedule | None, steps: int, wall_time_s: float, start_method: str, scale_grads: bool,
-            emulate: bool) -> RunResult:
+            emulate: bool, prediction: Prediction | None = None) -> RunResult:
     """The ranks' reports assembled: the gradient differences, the losses under the plan's labels, the
     measured trace on one clock, the rows run out of order, and with a problem the comparison with the
     prediction."""
@@ -886,7 +896,7 @@ def _result(checked: _Checked, reports: Sequence[_WorkerReport], reference: _Ref
                                        one_host=len({rep.host for rep in reports}) == 1)
     rows = [[(a.stage, a.kind, a.microbatch) for c in row for a in c.actions] for row in plan.rows]
     row_order = tuple(f"step {k}: {msg}" for k, st in enumerate(trace.steps) for msg in row_order_violations(rows, st))
-    fidelity = None if problem is None else compare(problem, schedule, trace)
+    fidelity = None if problem is None else compare(problem, schedule, trace, prediction=prediction)
     return RunResult(
         plan=plan.to_dict(),
         num_processes=plan.num_ranks,
@@ -938,6 +948,7 @@ def run(
     start_method: str = "fork",
     threads_per_process: int = 1,
     scale_grads: bool = True,
+    prediction: Prediction | None = None,
     _schedule_plan: CsvPlan | None = None,
 ) -> RunResult:
     """Run ``steps`` training steps of ``workload`` under ``plan`` on one process per rank.
@@ -989,6 +1000,12 @@ def run(
     scale_grads:
         Passed to the runtime; ``False`` is a negative control (see the
         module docstring).
+    prediction:
+        The step time the plan is predicted to take and its parts (see
+        :class:`~schedsearch.runtime.trace.Prediction`; a plan document
+        records it: the plan table's makespan plus the calibrated cost per
+        step); default: the schedule's makespan in the problem's time unit.
+        Needs ``problem`` and ``schedule``.
     _schedule_plan:
         Internal (:func:`run_schedule`): the plan of ``schedule``, already
         written, so that it is not written a second time for the check.
@@ -1009,43 +1026,54 @@ def run(
     ExecutionError
         When a rank raises, dies or times out (every process is stopped).
     """
-    torch = require_torch()
+    require_torch()
     checked = _check_run(plan, workload, problem=problem, schedule=schedule, emulate=emulate,
                          emulate_max_bytes=emulate_max_bytes, num_processes=num_processes, steps=steps,
                          microbatch_sizes=microbatch_sizes, stage_to_rank=stage_to_rank, tolerance=tolerance,
-                         timeout_s=timeout_s, start_method=start_method, schedule_plan=_schedule_plan)
-    workload, runnable, order, label = checked.workload, checked.runnable, checked.order, checked.label
+                         timeout_s=timeout_s, start_method=start_method, schedule_plan=_schedule_plan,
+                         prediction=prediction)
     t0 = time.perf_counter()
-    reference = _reference(workload, steps, learning_rate)
-    inputs = torch.split(workload.inputs, list(checked.microbatch_sizes))
-    targets = torch.split(workload.target, list(checked.microbatch_sizes))
+    reference = _reference(checked.workload, steps, learning_rate)
     with tempfile.TemporaryDirectory(prefix="schedsearch-run-") as tmp:
-        csv_path = Path(tmp) / "plan.csv"
-        csv_path.write_text(runnable.text)
-        job = _Job(
-            plan=runnable,
-            csv_path=str(csv_path),
-            init_method=f"file://{Path(tmp) / 'rendezvous'}",
-            log_dir=tmp,
-            stages=tuple(workload.stages),
-            # label k runs the data of the plan's micro-batch order[k]
-            input_chunks=tuple(inputs[m] for m in order),
-            target_chunks=tuple(targets[m] for m in order),
-            loss=SizeWeightedLoss(workload.loss_fn, runnable.num_microbatches, workload.batch_size),
-            reference=reference,
-            steps=steps,
-            learning_rate=learning_rate,
-            scale_grads=scale_grads,
-            timeout_s=float(timeout_s),
-            threads=threads_per_process,
-            emulate=None if not emulate else {
-                (st, kind, label[m]): secs for (st, kind, m), secs in planned_seconds(problem, schedule).items()
-            },
-        )
+        job = _job(checked, tmp, reference, steps=steps, learning_rate=learning_rate, scale_grads=scale_grads,
+                   timeout_s=float(timeout_s), threads=threads_per_process,
+                   emulate=None if not emulate else planned_seconds(problem, schedule))
         reports = _launch(job, start_method, float(timeout_s))
     return _result(checked, reports, reference, problem=problem, schedule=schedule, steps=steps,
                    wall_time_s=time.perf_counter() - t0, start_method=start_method, scale_grads=scale_grads,
-                   emulate=emulate)
+                   emulate=emulate, prediction=prediction)
+
+
+def _job(checked: _Checked, tmp: str, reference: _Reference, *, steps: int, learning_rate: float,
+         scale_grads: bool, timeout_s: float, threads: int,
+         emulate: Mapping[tuple[int, str, int], float] | None) -> _Job:
+    """What every worker gets: the runnable plan (also written as the CSV PyTorch loads, in ``tmp``), the
+    rendezvous, the stages, the micro-batches' data in the runnable plan's labels, the size-weighted loss,
+    the reference; ``emulate``: the planned seconds per (stage, kind, micro-batch) of an emulated run."""
+    torch = require_torch()
+    workload, runnable, order, label = checked.workload, checked.runnable, checked.order, checked.label
+    inputs = torch.split(workload.inputs, list(checked.microbatch_sizes))
+    targets = torch.split(workload.target, list(checked.microbatch_sizes))
+    csv_path = Path(tmp) / "plan.csv"
+    csv_path.write_text(runnable.text)
+    return _Job(
+        plan=runnable,
+        csv_path=str(csv_path),
+        init_method=f"file://{Path(tmp) / 'rendezvous'}",
+        log_dir=tmp,
+        stages=tuple(workload.stages),
+        # label k runs the data of the plan's micro-batch order[k]
+        input_chunks=tuple(inputs[m] for m in order),
+        target_chunks=tuple(targets[m] for m in order),
+        loss=SizeWeightedLoss(workload.loss_fn, runnable.num_microbatches, workload.batch_size),
+        reference=reference,
+        steps=steps,
+        learning_rate=learning_rate,
+        scale_grads=scale_grads,
+        timeout_s=timeout_s,
+        threads=threads,
+        emulate=None if emulate is None else {(st, kind, label[m]): secs for (st, kind, m), secs in emulate.items()},
+    )
 
 
 def run_schedule(problem: Problem, schedule: Schedule, workload: Any = None, **kwargs: Any) -> RunResult:
