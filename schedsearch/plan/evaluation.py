@@ -67,12 +67,11 @@ def _seconds(s: float) -> str:
 def _not_drawn_note(name: str, num_tasks: int, share_s: float, spent_s: float, need_s: float) -> str:
     """Why the published ``name`` was not drawn: what the candidate's share had left against what it needed."""
     left = share_s - spent_s
-    what = (f"the candidate's share of the time limit ({_seconds(share_s)}) was used up by building its problem "
-            f"({num_tasks} task instances, {_seconds(spent_s)})" if left <= 0 else
-            f"the candidate's share of the time limit ({_seconds(share_s)}) had {_seconds(left)} left after "
-            f"building its problem ({num_tasks} task instances)")
-    return (f"the published {name} was not drawn: {what}, and drawing it and proving it against the bound take "
-            f"about {_seconds(need_s)} (a longer time_limit_s, or fewer candidates at once, gives it time)")
+    what = (f"was used up ({_seconds(spent_s)} went to the work before it)" if left <= 0 else
+            f"had {_seconds(left)} left")
+    return (f"the published {name} was not drawn: the candidate's share of the time limit ({_seconds(share_s)}) "
+            f"{what}, and drawing it and proving it against the bound take about {_seconds(need_s)} at {num_tasks} "
+            f"task instances (a longer time_limit_s, or fewer candidates at once, gives it time)")
 
 
 @attrs.frozen(kw_only=True)
