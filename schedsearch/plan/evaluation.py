@@ -126,7 +126,7 @@ def _search(problem: Problem, options: SearchOptions) -> tuple[Any, list[str]]:
         notes.append("the published schedules the search starts from could not be drawn for this candidate "
                      f"({type(exc).__name__}); searched without them")
         result = solve(problem, options=options, engines=[e for e in ENGINES if e != "handcrafted"])
-    if result.stats.get("wall_guard_hit"):
+    if result.wall_guard_hit:
         notes.append("a deterministic search hit its wall-clock guard: this row may differ on another run")
     return result, notes
 
