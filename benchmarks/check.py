@@ -108,6 +108,33 @@ def _validated(problem: Any, schedule: Any) -> bool:
 # One function per benchmark module, named after it; each fills a Figures. ``data`` is the shared data folder.
 
 
+def case_autoplan(f: Figures, data: Path) -> None:
+    """bench_autoplan: the planner's configuration and schedule for a small model in layers (4 blocks, 2 ranks,
+    memory-bound: recomputation or more stages needed), against torchtitan's default 1F1B, deterministic."""
+    from schedsearch.plan.autoplan import plan_configuration, plan_layers
+    from schedsearch.plan.candidates import Candidate
+    from schedsearch.plan.layers import LayerModel
+    from schedsearch.plan.peers import torchtitan_default
+
+    at = [{"microbatch_size": b, "forward_ms": 1.0 * b, "backward_ms": 2.0 * b, "input_grad_ms": 1.0 * b,
+           "weight_grad_ms": 1.0 * b, "activation_bytes": f"{b} GiB", "checkpoint_bytes": f"{b / 8} GiB"}
+          for b in (1, 2)]
+    edge = [dict(m, forward_ms=0.5 * m["microbatch_size"], backward_ms=1.0 * m["microbatch_size"],
+                 input_grad_ms=0.5 * m["microbatch_size"], weight_grad_ms=0.5 * m["microbatch_size"]) for m in at]
+    model = LayerModel(global_batch=4, num_ranks=2, memory_budget_bytes="7 GiB", layers=[
+        {"name": "embed", "kind": "embedding", "measured": edge, "parameter_bytes": "1 GiB"},
+        {"name": "block", "repeat": 4, "measured": at, "parameter_bytes": "0.5 GiB"},
+        {"name": "head", "kind": "head", "measured": edge, "parameter_bytes": "1 GiB"}])
+    titan = plan_configuration(model, torchtitan_default(model, num_ranks=2), Candidate(family="1f1b"),
+                               time_limit_s=1, deterministic=True)
+    result = plan_layers(model, time_limit_s=1, parallel=1, deterministic=True)
+    f.lower("titan_1f1b_ms", titan.makespan_ms)
+    f.lower("planner_ms", result.best.makespan_ms)
+    f.higher("planner_bound_ms", result.bound_ms)
+    f.proof("planner_proven", result.gap == 0)
+    f.work("searched", result.searched, floor=4)
+
+
 def case_bounds(f: Figures, data: Path) -> None:
     """bench_bounds: Tarnawski et al.'s non-contiguous IP on a small workload, HiGHS, one thread."""
     from schedsearch.loaders.opgraph import read_dnn_partitioning
