@@ -84,6 +84,7 @@ from typing import Any
 
 import attrs
 
+from schedsearch.actions import Action
 from schedsearch.errors import ExecutionError, PlanError
 from schedsearch.runtime._torch import (
     ActionRecorder,
@@ -348,8 +349,8 @@ class _Job:
     scale_grads: bool
     timeout_s: float
     threads: int
-    #: (stage, kind, micro-batch label) -> seconds each stage call lasts (emulated compute), or None
-    emulate: Mapping[tuple[int, str, int], float] | None = None
+    #: compute action (micro-batch labels as run) -> seconds each stage call lasts (emulated compute), or None
+    emulate: Mapping[Action, float] | None = None
 
 
 def _die_with_parent() -> None:
@@ -472,7 +473,7 @@ def _worker(job: _Job, rank: int, conn: Any) -> None:  # pragma: no cover - runs
         offsets, rtts = _clock_offsets(torch, dist, rank, plan.num_ranks)
         emulate = None
         if job.emulate is not None:
-            emulate = {k: v for k, v in job.emulate.items() if k[0] in mine}
+            emulate = {k: v for k, v in job.emulate.items() if k.stage in mine}
         instrument_stages(stages, emulate, rank=rank)
         recorder = ActionRecorder()
         trace: list[dict[str, Any]] = []
@@ -888,7 +889,8 @@ def run(
             timeout_s=float(timeout_s),
             threads=threads_per_process,
             emulate=None if not emulate else {
-                (st, kind, label[m]): secs for (st, kind, m), secs in planned_seconds(problem, schedule).items()
+                attrs.evolve(a, microbatch=label[a.microbatch]): secs
+                for a, secs in planned_seconds(problem, schedule).items()
             },
         )
         reports = _launch(job, start_method, float(timeout_s))
@@ -904,7 +906,7 @@ def run(
             losses = tuple(tuple(step[label[m]] for m in range(plan.num_microbatches)) for step in rep["losses"])
     trace = MeasuredTrace.from_reports(reports, reports[0]["clock_offsets_s"], reports[0]["clock_rtt_s"],
                                        relabel=order, one_host=len({rep["host"] for rep in reports}) == 1)
-    rows = [[(a.stage, a.kind, a.microbatch) for c in row for a in c.actions] for row in plan.rows]
+    rows = [[a for c in row for a in c.actions] for row in plan.rows]
     row_order = tuple(f"step {k}: {msg}" for k, st in enumerate(trace.steps) for msg in row_order_violations(rows, st))
     fidelity = None if problem is None else compare(problem, schedule, trace)
     return RunResult(
