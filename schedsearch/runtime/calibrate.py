@@ -547,7 +547,7 @@ def calibrate_from_run(pipeline: Pipeline, workload: Any, *, family: str = "1F1B
     loaded while it ran: the compute of two ranks sharing the machine's
     memory and cores, not of one stage profiled alone.
     """
-    from schedsearch.runtime.convert import run_schedule
+    from schedsearch.runtime.execute import run_schedule
 
     if not isinstance(pipeline, Pipeline):
         raise InvalidPipelineError(f"calibrate_from_run: needs a Pipeline, got {type(pipeline).__name__}")

@@ -191,27 +191,27 @@ class MeasuredTrace:
 
     @classmethod
     def from_reports(
-        cls, reports: Sequence[Mapping[str, Any]], offsets: Sequence[float], rtts: Sequence[float],
+        cls, traces: Sequence[Sequence[Mapping[str, Any]]], offsets: Sequence[float], rtts: Sequence[float],
         relabel: Sequence[int] | None = None, one_host: bool = False,
     ) -> MeasuredTrace:
         """Assemble the workers' raw records.
 
-        ``reports[r]["trace"]`` is rank ``r``'s list of steps, each
+        ``traces[r]`` is rank ``r``'s list of steps, each
         ``{"span": (start, end), "actions": [(label, start, end)],
         "computes": [(stage, kind, mb, start, end)]}`` on its own clock;
         ``relabel[k]`` is the plan's micro-batch that the runtime ran as
         ``k`` (None: the same labels); ``one_host``: apply zero offsets.
         """
-        n = len(reports)
+        n = len(traces)
         applied = [0.0] * n if one_host else list(offsets)
-        num_steps = min(len(rep["trace"]) for rep in reports)
+        num_steps = min(len(trace) for trace in traces)
 
         def mb(k: int | None) -> int | None:
             return k if k is None or relabel is None else relabel[k]
 
         steps = []
         for k in range(num_steps):
-            raw = [rep["trace"][k] for rep in reports]
+            raw = [trace[k] for trace in traces]
             zero = min(raw[r]["span"][0] - applied[r] for r in range(n))
             spans, events, computes = [], [], []
             for r in range(n):
