@@ -30,7 +30,8 @@ runtime's plan reader and traces and the profiler-trace importer all hold
 actions of this one type.
 
 A position in time is not part of an action: a planned or measured span is
-a record that holds an action (:class:`Span`).
+a record that holds one (the runtime's measured stage calls, the profiler's
+action spans, a schedule's planned actions).
 
 This module imports nothing of the package but its errors.
 
@@ -64,7 +65,6 @@ __all__ = [
     "Action",
     "Cell",
     "Kind",
-    "Span",
     "format_rows",
     "kind_order",
     "parse_cell",
@@ -134,11 +134,15 @@ def kind_order(kind: str) -> int:
     return _ORDER.get(kind, len(_ORDER))
 
 
+#: A kind by its letter (a kind hashes and compares as its letter, so a kind finds itself too).
+_KIND_OF: dict[str, Kind] = {k.value: k for k in Kind}
+
+
 def _kind(value: str) -> Kind:
-    try:
-        return Kind(value)
-    except ValueError:
-        raise FormatError(f"action kind {value!r} is not one of {[k.value for k in Kind]}") from None
+    kind = _KIND_OF.get(value)
+    if kind is None:
+        raise FormatError(f"action kind {value!r} is not one of {[k.value for k in Kind]}")
+    return kind
 
 
 @attrs.frozen(order=True, repr=False)
@@ -215,15 +219,6 @@ class Action:
 
     def __repr__(self) -> str:
         return f"Action.parse({str(self)!r})"
-
-
-@attrs.frozen(kw_only=True)
-class Span:
-    """An action in time: ``action`` from ``start`` to ``end`` (in the unit its holder states)."""
-
-    action: Action
-    start: float
-    end: float
 
 
 # --------------------------------------------------------------------------
