@@ -30,8 +30,8 @@ runtime's plan reader and traces and the profiler-trace importer all hold
 actions of this one type.
 
 A position in time is not part of an action: a planned or measured span is
-a record that holds one (the runtime's measured stage calls, the profiler's
-action spans, a schedule's planned actions).
+a record that holds one (:class:`OnAction`: the runtime's measured stage
+calls, the profiler's action spans).
 
 This module imports nothing of the package but its errors.
 
@@ -65,6 +65,7 @@ __all__ = [
     "Action",
     "Cell",
     "Kind",
+    "OnAction",
     "format_rows",
     "kind_order",
     "parse_cell",
@@ -219,6 +220,26 @@ class Action:
 
     def __repr__(self) -> str:
         return f"Action.parse({str(self)!r})"
+
+
+class OnAction:
+    """A record that holds an action in ``action`` (a span of it in time, a call of it): its stage, kind and
+    micro-batch read through."""
+
+    __slots__ = ()
+    action: Action
+
+    @property
+    def stage(self) -> int:
+        return self.action.stage
+
+    @property
+    def kind(self) -> Kind:
+        return self.action.kind
+
+    @property
+    def microbatch(self) -> int | None:
+        return self.action.microbatch
 
 
 # --------------------------------------------------------------------------

@@ -64,7 +64,7 @@ from typing import Any
 import attrs
 
 from schedsearch._io import read_text
-from schedsearch.actions import COMPUTE_KINDS, Action, Kind
+from schedsearch.actions import COMPUTE_KINDS, Action, Kind, OnAction
 from schedsearch.errors import FormatError, InvalidPipelineError
 from schedsearch.plan.pipeline import Pipeline, Stage
 
@@ -78,7 +78,7 @@ _RECEIVE = re.compile(r"^(gloo|nccl):recv$")
 
 
 @attrs.frozen(kw_only=True)
-class ActionSpan:
+class ActionSpan(OnAction):
     """One action of torch's pipeline runtime in a trace, with its start and duration (us).
 
     ``action`` is any of torch's kinds (compute, send, receive, sharding,
@@ -89,18 +89,6 @@ class ActionSpan:
     action: Action
     start_us: float
     duration_us: float
-
-    @property
-    def stage(self) -> int:
-        return self.action.stage
-
-    @property
-    def kind(self) -> Kind:
-        return self.action.kind
-
-    @property
-    def microbatch(self) -> int | None:
-        return self.action.microbatch
 
     @property
     def end_us(self) -> float:

@@ -48,7 +48,7 @@ from typing import Any
 
 import attrs
 
-from schedsearch.actions import Action, Kind
+from schedsearch.actions import Action, Kind, OnAction
 from schedsearch.errors import FormatError
 from schedsearch.handcrafted.actions import (
     PlannedActions as PlannedActions,
@@ -120,25 +120,13 @@ class Event:
 
 
 @attrs.frozen(kw_only=True)
-class Compute:
+class Compute(OnAction):
     """One stage call (the computation of a compute action) on one rank."""
 
     rank: int
     action: Action
     start_s: float
     end_s: float
-
-    @property
-    def stage(self) -> int:
-        return self.action.stage
-
-    @property
-    def kind(self) -> Kind:
-        return self.action.kind
-
-    @property
-    def microbatch(self) -> int | None:
-        return self.action.microbatch
 
     def to_dict(self) -> dict[str, Any]:
         return {"rank": self.rank, "stage": self.stage, "kind": str(self.kind), "microbatch": self.microbatch,
