@@ -14,7 +14,10 @@ directory) trains the model for ``--steps`` steps and every gradient is
 compared with a one-process reference step. Every action on every rank is
 timed on one clock; each rank's order is checked against the plan's. With
 a plan document, each step after the first is compared with the plan's
-prediction: predicted and measured step time, their ratio, the error of
+prediction (the plan table's makespan, plus the cost per step a
+calibration measured when the pipeline was calibrated; ``run.json``'s
+``prediction`` names the parts; with ``--emulate``, the problem's rounded
+makespan, which the emulated actions sleep): predicted and measured step time, their ratio, the error of
 the actions' start times and the difference by cause (compute,
 communication, waiting on a receive, runtime overhead), and the measured
 schedule goes through the validator's order checks. ``--emulate`` makes
@@ -126,6 +129,12 @@ def _plan_path(path: Path) -> Path:
 
 def load_plan_document(args: argparse.Namespace) -> tuple[CsvPlan, Any, Any]:
     """The plan named on the command line, checked, with its problem and schedule (None for a CSV)."""
+    return _load_plan(args)[:3]
+
+
+def _load_plan(args: argparse.Namespace) -> tuple[CsvPlan, Any, Any, Any]:
+    """:func:`load_plan_document` and the prediction the plan document records (None for a CSV, or a document
+    without one: then the schedule's makespan in its problem's unit is the prediction)."""
     path = _plan_path(args.plan)
     num_mb = args.microbatches
     if args.microbatch_sizes is not None:
@@ -137,7 +146,10 @@ def load_plan_document(args: argparse.Namespace) -> tuple[CsvPlan, Any, Any]:
     if path.suffix.lower() == ".json":
         from schedsearch.export.json import read_json
 
-        problem, schedule, _ = read_json(path)
+        from schedsearch.runtime.trace import Prediction
+
+        problem, schedule, meta = read_json(path)
+        prediction = Prediction.from_plan_document(meta or {}, f"run: plan document {str(path)!r}")
         plan = plan_from_schedule(problem, schedule, name=path.name)
         if num_mb is not None and num_mb != plan.num_microbatches:
             raise PlanError(f"run: the plan runs {plan.num_microbatches} micro-batches, the run asks for {num_mb}")
@@ -147,21 +159,21 @@ def load_plan_document(args: argparse.Namespace) -> tuple[CsvPlan, Any, Any]:
             raise PlanError(
                 f"run: --stage-map {args.stage_map} differs from the placement's {list(plan.stage_to_rank)}"
             )
-        return plan, problem, schedule
+        return plan, problem, schedule, prediction
     if getattr(args, "emulate", False):
         raise PlanError(
             f"run: --emulate needs the planned durations, which a CSV does not hold: run the plan document "
             f"(plan.json, or the folder schedsearch plan --out wrote) instead of {str(path)!r}"
         )
     plan = read_plan(path, num_ranks=args.processes, num_microbatches=num_mb, stage_to_rank=args.stage_map)
-    return plan, None, None
+    return plan, None, None, None
 
 
 def run(args: argparse.Namespace) -> int:
     spec = parse_model_spec(args.model)
     if args.emulate and args.microbatch_sizes is not None:
         raise PlanError("run: --emulate runs one sample per micro-batch; leave out --microbatch-sizes")
-    plan, problem, schedule = load_plan_document(args)
+    plan, problem, schedule, prediction = _load_plan(args)
     print(f"plan: {plan}")
     if args.check_only:
         if torch_available():
@@ -192,6 +204,8 @@ def run(args: argparse.Namespace) -> int:
         tolerance=args.tolerance,
         timeout_s=args.timeout,
         start_method=args.start_method,
+        # an emulated run sleeps the problem's rounded times and has no step overhead of the real runtime's
+        prediction=None if args.emulate else prediction,
     )
     print(f"micro-batch sizes: {list(result.microbatch_sizes)}")
     print(f"{'rank':>4}  {'stages':<10} {'startup ms':>10}  step times ms")

@@ -203,8 +203,10 @@ class Calibration:
         the action's own compute.
     step_overhead_ms:
         What a step costs once beyond its actions (its set-up, the gradient
-        reduction at its end). A plan's makespan does not hold it: add it
-        to a makespan (:meth:`step_ms`) to compare with a measured step time.
+        reduction at its end). A plan's makespan does not hold it: applied,
+        it is the pipeline's ``step_overhead_ms``, which the step time a run
+        of the plan is predicted to take adds to the makespan (as
+        :meth:`step_ms` does).
     residual_ms:
         Root mean square residual of the link fit over ``samples``.
     samples:
@@ -268,11 +270,11 @@ class Calibration:
         return P2P(latency_ms=self.latency_ms, bandwidth_bytes_per_s=self.bandwidth_bytes_per_s)
 
     def apply(self, pipeline: Any) -> Any:
-        """``pipeline`` (a :class:`~schedsearch.plan.pipeline.Pipeline`) with this link as its ``p2p`` and this
-        overhead as its ``action_overhead_ms``: :meth:`Pipeline.calibrated
+        """``pipeline`` (a :class:`~schedsearch.plan.pipeline.Pipeline`) with this link as its ``p2p`` and these
+        overheads as its ``action_overhead_ms`` and ``step_overhead_ms``: :meth:`Pipeline.calibrated
         <schedsearch.plan.pipeline.Pipeline.calibrated>`.
 
-        Both replace what the pipeline had (applying a calibration twice
+        They replace what the pipeline had (applying a calibration twice
         gives the same pipeline as applying it once); the stage times stay
         as given, the overhead being added where the stages of a family are
         made.

@@ -262,6 +262,12 @@ class Pipeline:
         layer); a smaller micro-batch's times scale with its size overhead
         included. ``fb_overlap_ms`` is an overlapped pair's own time, taken
         as given. A calibration (:mod:`schedsearch.plan.calibration`) measures it.
+    step_overhead_ms:
+        What a step costs once beyond its actions (its set-up, the gradient
+        reduction at its end), in milliseconds: not part of any plan's
+        makespan, added to it in the step time a run of the plan is
+        predicted to take (``plan.json``'s ``prediction``). A calibration
+        measures it.
     microbatch_sizes:
         Sizes of the micro-batches in order (samples or tokens; one per
         micro-batch), when they differ: a batch of 30 in 4 micro-batches is
@@ -298,6 +304,7 @@ class Pipeline:
     time_tolerance: float = 0.01
     microbatch_sizes: tuple[float, ...] | None = attrs.field(default=None, converter=_sizes)
     action_overhead_ms: float = 0.0
+    step_overhead_ms: float = 0.0
     name: str = ""
 
     def __attrs_post_init__(self) -> None:
@@ -330,6 +337,7 @@ class Pipeline:
         if self.fb_overlap_ms == 0:
             raise InvalidPipelineError("pipeline: 'fb_overlap_ms' must be > 0 (or absent), got 0.0")
         object.__setattr__(self, "action_overhead_ms", _time("pipeline", "action_overhead_ms", self.action_overhead_ms))
+        object.__setattr__(self, "step_overhead_ms", _time("pipeline", "step_overhead_ms", self.step_overhead_ms))
         tol = _number(self.time_tolerance)
         if tol is None or not MIN_TIME_TOLERANCE <= tol < 0.5:
             raise InvalidPipelineError(
@@ -395,6 +403,8 @@ class Pipeline:
             out["microbatch_sizes"] = [int(x) if x == int(x) else x for x in self.microbatch_sizes]
         if self.action_overhead_ms:
             out["action_overhead_ms"] = self.action_overhead_ms
+        if self.step_overhead_ms:
+            out["step_overhead_ms"] = self.step_overhead_ms
         p2p = self.p2p.to_dict()
         if p2p:
             out["p2p"] = p2p
@@ -437,16 +447,18 @@ class Pipeline:
         return pipeline if calibration is None else pipeline.calibrated(calibration)
 
     def calibrated(self, calibration: Any) -> Pipeline:
-        """This pipeline with a calibration's link as its ``p2p`` and its overhead per action as its
-        ``action_overhead_ms`` (a :class:`~schedsearch.plan.calibration.Calibration` or the path of its
-        file). Both replace what the pipeline had (calibrating twice gives the same pipeline as once); the
-        stage times stay as given, the overhead being added where the stages of a family are made."""
+        """This pipeline with a calibration's link as its ``p2p``, its overhead per action as its
+        ``action_overhead_ms`` and its overhead per step as its ``step_overhead_ms`` (a
+        :class:`~schedsearch.plan.calibration.Calibration` or the path of its file). They replace what the
+        pipeline had (calibrating twice gives the same pipeline as once); the stage times stay as given, the
+        overhead per action being added where the stages of a family are made."""
         if isinstance(calibration, (str, Path)):
             calibration = Calibration.load(calibration)
         if not isinstance(calibration, Calibration):
             raise InvalidPipelineError(f"pipeline: 'calibration' must be a Calibration or the path of its file, got "
                                        f"{type(calibration).__name__}")
-        return attrs.evolve(self, p2p=calibration.p2p, action_overhead_ms=calibration.action_overhead_ms)
+        return attrs.evolve(self, p2p=calibration.p2p, action_overhead_ms=calibration.action_overhead_ms,
+                            step_overhead_ms=calibration.step_overhead_ms)
 
     def save(self, path: str | Path) -> Path:
         """Write the pipeline as TOML (or JSON when the name ends in ``.json``)."""

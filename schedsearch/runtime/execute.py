@@ -102,6 +102,7 @@ from schedsearch.runtime.torch_checks import torch_check
 from schedsearch.runtime.trace import (
     Fidelity,
     MeasuredTrace,
+    Prediction,
     seconds_per_unit,
     compare,
     planned_seconds,
@@ -237,6 +238,10 @@ class RunResult:
             "emulated": self.emulated,
             "emulated_bytes": None if self.emulated_bytes is None else list(self.emulated_bytes),
             "predicted_step_s": None if self.fidelity is None else self.fidelity.predicted_step_s,
+            # which parts make the prediction: the plan's makespan (the plan table's, or the problem's) and the
+            # calibrated cost per step
+            "prediction": None if self.fidelity is None or self.fidelity.prediction is None
+            else self.fidelity.prediction.to_dict(),
             "ratio": None if self.fidelity is None else self.step_time_s / self.fidelity.predicted_step_s,
             "breakdown": None if self.fidelity is None else self.fidelity.median_step.breakdown.to_dict(),
             "order_as_planned": self.order_as_planned,
@@ -766,7 +771,7 @@ class _Checked:
 
 
 def _check_settings(steps: Any, start_method: Any, timeout_s: Any, problem: Problem | None,
-                    schedule: Schedule | None, emulate: Any) -> None:
+                    schedule: Schedule | None, emulate: Any, prediction: Any = None) -> None:
     """The run's settings, alone and together (before the plan and the workload are read)."""
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise PlanError(f"run: 'steps' must be an integer >= 1, got {steps!r}")
@@ -783,6 +788,11 @@ def _check_settings(steps: Any, start_method: Any, timeout_s: Any, problem: Prob
             "run: 'emulate' needs the planned durations: pass 'problem' and 'schedule' (or run a plan document, "
             "e.g. the plan.json that schedsearch plan writes)"
         )
+    if prediction is not None and not isinstance(prediction, Prediction):
+        raise PlanError(f"run: 'prediction' must be a Prediction, got {type(prediction).__name__}")
+    if prediction is not None and problem is None:
+        raise PlanError("run: a 'prediction' is compared with the run through the plan's 'problem' and 'schedule': "
+                        "pass them too")
     if emulate and start_method != "fork":
         raise PlanError(f"run: an emulated run starts its processes with 'fork', got start_method {start_method!r}")
 
@@ -828,12 +838,12 @@ def _check_run(plan: CsvPlan | str | os.PathLike, workload: Workload | None, *, 
                schedule: Schedule | None, emulate: bool, emulate_max_bytes: int, num_processes: int | None,
                steps: int, microbatch_sizes: Sequence[int] | None, stage_to_rank: Sequence[int] | None,
                tolerance: float | None, timeout_s: float, start_method: str,
-               schedule_plan: CsvPlan | None = None) -> _Checked:
+               schedule_plan: CsvPlan | None = None, prediction: Any = None) -> _Checked:
     """Every check of :func:`run` before anything starts, in one place: the settings, the workload (the
     emulated one made here), the plan against the run's counts, against the schedule it was written from
     (``schedule_plan``: that schedule's plan when the caller already holds it) and against PyTorch's own
     checks, the workload against the plan."""
-    _check_settings(steps, start_method, timeout_s, problem, schedule, emulate)
+    _check_settings(steps, start_method, timeout_s, problem, schedule, emulate, prediction)
     emulated_bytes = None
     if workload is None and emulate:
         workload, sizes_sent = emulated_workload(problem, max_bytes=emulate_max_bytes)
@@ -868,7 +878,7 @@ def _check_run(plan: CsvPlan | str | os.PathLike, workload: Workload | None, *, 
 
 def _result(checked: _Checked, reports: Sequence[_WorkerReport], reference: _Reference, *, problem: Problem | None,
             schedule: Schedule | None, steps: int, wall_time_s: float, start_method: str, scale_grads: bool,
-            emulate: bool) -> RunResult:
+            emulate: bool, prediction: Prediction | None = None) -> RunResult:
     """The ranks' reports assembled: the gradient differences, the losses under the plan's labels, the
     measured trace on one clock, the rows run out of order, and with a problem the comparison with the
     prediction."""
@@ -887,7 +897,7 @@ def _result(checked: _Checked, reports: Sequence[_WorkerReport], reference: _Ref
                                        one_host=len({rep.host for rep in reports}) == 1)
     rows = [[a for c in row for a in c.actions] for row in plan.rows]
     row_order = tuple(f"step {k}: {msg}" for k, st in enumerate(trace.steps) for msg in row_order_violations(rows, st))
-    fidelity = None if problem is None else compare(problem, schedule, trace)
+    fidelity = None if problem is None else compare(problem, schedule, trace, prediction=prediction)
     return RunResult(
         plan=plan.to_dict(),
         num_processes=plan.num_ranks,
@@ -939,6 +949,7 @@ def run(
     start_method: str = "fork",
     threads_per_process: int = 1,
     scale_grads: bool = True,
+    prediction: Prediction | None = None,
     _schedule_plan: CsvPlan | None = None,
 ) -> RunResult:
     """Run ``steps`` training steps of ``workload`` under ``plan`` on one process per rank.
@@ -990,6 +1001,12 @@ def run(
     scale_grads:
         Passed to the runtime; ``False`` is a negative control (see the
         module docstring).
+    prediction:
+        The step time the plan is predicted to take and its parts (see
+        :class:`~schedsearch.runtime.trace.Prediction`; a plan document
+        records it: the plan table's makespan plus the calibrated cost per
+        step); default: the schedule's makespan in the problem's time unit.
+        Needs ``problem`` and ``schedule``.
     _schedule_plan:
         Internal (:func:`run_schedule`): the plan of ``schedule``, already
         written, so that it is not written a second time for the check.
@@ -1014,7 +1031,8 @@ def run(
     checked = _check_run(plan, workload, problem=problem, schedule=schedule, emulate=emulate,
                          emulate_max_bytes=emulate_max_bytes, num_processes=num_processes, steps=steps,
                          microbatch_sizes=microbatch_sizes, stage_to_rank=stage_to_rank, tolerance=tolerance,
-                         timeout_s=timeout_s, start_method=start_method, schedule_plan=_schedule_plan)
+                         timeout_s=timeout_s, start_method=start_method, schedule_plan=_schedule_plan,
+                         prediction=prediction)
     workload, runnable, order, label = checked.workload, checked.runnable, checked.order, checked.label
     t0 = time.perf_counter()
     reference = _reference(workload, steps, learning_rate)
@@ -1047,7 +1065,7 @@ def run(
         reports = _launch(job, start_method, float(timeout_s))
     return _result(checked, reports, reference, problem=problem, schedule=schedule, steps=steps,
                    wall_time_s=time.perf_counter() - t0, start_method=start_method, scale_grads=scale_grads,
-                   emulate=emulate)
+                   emulate=emulate, prediction=prediction)
 
 
 def run_schedule(problem: Problem, schedule: Schedule, workload: Any = None, **kwargs: Any) -> RunResult:
