@@ -37,10 +37,11 @@ import attrs
 
 from schedsearch._io import toml_value as _toml_value
 from schedsearch._json import short_repr
-from schedsearch.errors import FormatError, InvalidPipelineError
+from schedsearch.errors import FormatError, InvalidPipelineError, InvalidProblemError
 from schedsearch.handcrafted.families import planner_families
 from schedsearch.problem import MAX_INT, MAX_MICROBATCHES, MAX_TOTAL
 from schedsearch.plan.calibration import P2P as P2P, Calibration
+from schedsearch.plan.model_spec import parse_model_spec
 from schedsearch.units import (
     Units,
     format_bytes as format_bytes,
@@ -220,6 +221,19 @@ def _sizes(value: Any) -> tuple[float, ...] | None:
     return tuple(out)
 
 
+def _model_spec(value: Any) -> str | None:
+    """A model spec (``mlp:8x64``, ``transformer:4x32``) in its normal form, or None."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidPipelineError(f"pipeline: 'model_spec' must be a model spec such as 'transformer:4x32', got "
+                                   f"{short_repr(value)}")
+    try:
+        return str(parse_model_spec(value))
+    except InvalidProblemError as exc:
+        raise InvalidPipelineError(f"pipeline: 'model_spec': {exc}") from None
+
+
 def _budget(value: Any) -> int | None:
     return None if value is None else parse_bytes(value, "pipeline", "memory_budget_bytes")
 
@@ -276,6 +290,14 @@ class Pipeline:
         micro-batch's times scale with its size, while its activations are
         counted at the largest size's (an upper bound: a plan that fits the
         budget fits at run time). None: all the same size.
+    model_spec:
+        The model the stage times were measured on, as a spec of the
+        runtime's built-in models (``transformer:4x32``, ``mlp:8x64``; see
+        :func:`~schedsearch.plan.model_spec.parse_model_spec`), or None.
+        ``schedsearch profile`` records the model it profiled;
+        ``schedsearch run`` builds it to run the plan, so that the run's
+        prediction is of the model that runs. A spec that does not parse is
+        refused.
     name:
         Free text.
 
@@ -305,6 +327,7 @@ class Pipeline:
     microbatch_sizes: tuple[float, ...] | None = attrs.field(default=None, converter=_sizes)
     action_overhead_ms: float = 0.0
     step_overhead_ms: float = 0.0
+    model_spec: str | None = attrs.field(default=None, converter=_model_spec)
     name: str = ""
 
     def __attrs_post_init__(self) -> None:
@@ -390,8 +413,10 @@ class Pipeline:
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as plain data; byte amounts as exact unit strings where one divides them."""
-        out: dict[str, Any] = {"name": self.name, "num_ranks": self.num_ranks,
-                               "num_microbatches": self.num_microbatches}
+        out: dict[str, Any] = {"name": self.name}
+        if self.model_spec is not None:
+            out["model_spec"] = self.model_spec
+        out.update(num_ranks=self.num_ranks, num_microbatches=self.num_microbatches)
         if self.memory_budget_bytes is not None:
             out["memory_budget_bytes"] = format_bytes(self.memory_budget_bytes)
         out["families"] = list(self.families)
@@ -523,7 +548,8 @@ class Pipeline:
 
         A runtime profile gives stages (its input-gradient and weight-gradient
         times too; ``microbatch_size`` picks one profiled size, default the
-        base one). A PipeDream profile (a path) gives layers in topological
+        base one) and the model it measured (``model_spec``, when the
+        profile names one). A PipeDream profile (a path) gives layers in topological
         order; they are split into stages with the library's DP
         (``partition="dp"``, the default for it). PipeDream does not measure
         the split backward: ``weight_grad_share`` (for example 0.5) sets the
@@ -556,6 +582,7 @@ class Pipeline:
         else:
             stages = _runtime_stages(profile, microbatch_size)
             partition = partition or "fixed"
+            fields.setdefault("model_spec", getattr(profile, "model_spec", None))
         return cls(num_ranks=num_ranks, num_microbatches=num_microbatches, memory_budget_bytes=memory_budget_bytes,
                    stages=stages, partition=partition, **fields)
 
