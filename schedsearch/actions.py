@@ -272,7 +272,7 @@ def _parse_one(text: str, compute_only: bool) -> Action:
         raise _Malformed(
             f"{letters} is not a compute action; a compute-only plan holds F, B, I, W and overlapped groups, no "
             "communication or sharding actions (the runtime adds the sends, receives and gradient reductions itself)")
-    if kind is None or (compute_only and not kind.is_compute):
+    if kind is None:
         expected = ", ".join(k.value for k in (COMPUTE_KINDS if compute_only else _SINGLE_KINDS.values()))
         raise _Malformed(f"unknown action kind {letters!r} (expected one of {expected}): not an action of the form "
                          f"{form}")
