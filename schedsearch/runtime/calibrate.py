@@ -297,10 +297,11 @@ class RunCalibration:
     ``pipeline`` is the pipeline given with each stage's ``forward_ms``,
     ``backward_ms``, ``input_grad_ms`` and ``weight_grad_ms`` as the run
     computed them (:func:`calibration_from_trace`), its ``p2p`` the measured
-    transfer time and its ``action_overhead_ms`` the measured gap per
-    action; ``calibration`` holds the link, the overheads per action and per
-    step (:meth:`~schedsearch.plan.calibration.Calibration.step_ms` gives the step
-    time to expect of a makespan). ``measured[(stage, kind)]`` is the stage
+    transfer time, its ``action_overhead_ms`` the measured gap per
+    action and its ``step_overhead_ms`` the cost per step; ``calibration``
+    holds the link, the overheads per action and per step
+    (:meth:`~schedsearch.plan.calibration.Calibration.step_ms` gives the
+    step time to expect of a makespan). ``measured[(stage, kind)]`` is the stage
     call's time (ms; see :func:`calibration_from_trace`) and
     ``samples[(stage, kind)]`` how many calls it was read from; a kind the
     run did not compute (I and W in a 1F1B run, B in
@@ -425,6 +426,7 @@ def calibration_from_trace(pipeline: Pipeline, trace: Any, *, warmup: int = 1, l
     measured_step = statistics.median(1e3 * st.step_time_s for st in steps)
     if family is not None:
         step = max(0.0, measured_step - family_plan(calibrated, family)[2])
+    calibrated = attrs.evolve(calibrated, step_overhead_ms=step)  # a run's prediction adds it to the makespan
     calibration = Calibration(latency_ms=latency, bandwidth_bytes_per_s=bandwidth, action_overhead_ms=overhead,
                               step_overhead_ms=step, residual_ms=residual, samples=samples, backend="gloo",
                               note=note or f"from a measured run: medians over {len(steps)} step(s)")
