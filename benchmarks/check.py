@@ -258,6 +258,7 @@ def case_fidelity(f: Figures, data: Path) -> None:
         return
     from schedsearch.handcrafted import reproduce
     from schedsearch.runtime import run_schedule
+    from schedsearch.actions import Action
     from schedsearch.runtime.trace import Compute, StepTrace, order_violations
 
     for name in ("1f1b", "zb-h1"):
@@ -269,9 +270,9 @@ def case_fidelity(f: Figures, data: Path) -> None:
         f.proof(f"{key}_grads_equal", result.grads_equal)
         f.proof(f"{key}_not_faster_than_predicted", result.fidelity.ratio >= 1 - 1e-6)
         step = result.trace.steps[-1]
-        first, second = (next(c for c in step.computes if c.key == (0, "F", m)) for m in (0, 1))
+        first, second = (next(c for c in step.computes if c.action == Action(0, "F", m)) for m in (0, 1))
         swapped = tuple(
-            Compute(rank=c.rank, stage=c.stage, kind=c.kind, microbatch=c.microbatch,
+            Compute(rank=c.rank, action=c.action,
                     start_s=(second if c is first else first).start_s, end_s=(second if c is first else first).end_s)
             if c in (first, second) else c
             for c in step.computes
@@ -290,9 +291,9 @@ def case_fidelity(f: Figures, data: Path) -> None:
         for m in range(4):
             for k in ("F", "B"):
                 at += 0.25
-                computes.append(Compute(rank=r, stage=r, kind=k, microbatch=m, start_s=at / 1e3,
+                computes.append(Compute(rank=r, action=Action(r, k, m), start_s=at / 1e3,
                                         end_s=(at + want[(r, k)]) / 1e3))
-                events.append(Event(rank=r, label=f"{r}{k}{m}", kind=k, stage=r, microbatch=m, start_s=at / 1e3,
+                events.append(Event(rank=r, label=f"{r}{k}{m}", action=Action(r, k, m), start_s=at / 1e3,
                                     end_s=(at + want[(r, k)]) / 1e3))
                 at += want[(r, k)]
     step = StepTrace(rank_spans=((0.0, 0.03), (0.0, 0.03)), events=tuple(events), computes=tuple(computes))
