@@ -21,7 +21,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "torchtitan.args (torchtitan's command-line overrides, one per line), train.sh (the torchrun launch line), "
         "trace.json (Perfetto), gantt.png, plan.json, plan.txt.",
     )
-    p.add_argument("pipeline", metavar="PIPELINE", help="pipeline description (.toml or .json)")
+    p.add_argument("pipeline", metavar="PIPELINE", help="pipeline description (.toml or .json), or a model in "
+                   "layers: then the split, micro-batching and recomputation are chosen with the schedule, on each "
+                   "of its pipeline degrees, and --time-limit is each candidate's share")
     p.add_argument("--out", default="out", help="folder to write the plan into (default out/; '' writes nothing)")
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds for the whole search (default 60)")
     p.add_argument("--runtime", choices=("torch", "any"), default="torch",
@@ -68,7 +70,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.microbatch_size is not None and args.microbatch_size < 1:
         raise SchedSearchError(f"plan: --microbatch-size must be a positive integer, got {args.microbatch_size}")
-    pipeline = Pipeline.load(open_input(args.pipeline, "plan", (InputKind.PIPELINE,)).path)
+    inp = open_input(args.pipeline, "plan", (InputKind.PIPELINE, InputKind.LAYER_MODEL))
+    if inp.kind is InputKind.LAYER_MODEL:
+        return _run_layers(args, inp.path)
+    pipeline = Pipeline.load(inp.path)
     result = plan(pipeline, time_limit_s=args.time_limit, executor=args.executor, parallel=args.parallel,
                   address=args.address, deterministic=args.deterministic, seed=args.seed, runtime=args.runtime,
                   progress=lambda line: print(line, file=sys.stderr, flush=True))
@@ -85,6 +90,34 @@ def run(args: argparse.Namespace) -> int:
             print(f"wrote {path}  ({_WHAT.get(kind, kind)})")
         for line in not_written(paths["table"]):
             print(f"not written: {line}")
+    return 0
+
+
+def _run_layers(args: argparse.Namespace, path: Any) -> int:
+    """``schedsearch plan MODEL``: a model in layers, its configuration chosen with the schedule."""
+    from schedsearch.plan.autoplan import plan_layers
+    from schedsearch.plan.layers import LayerModel
+    from schedsearch.plan.planner import RUNTIMES
+
+    if args.microbatch_size is not None:
+        raise SchedSearchError("plan: --microbatch-size applies to a pipeline description; for a model in layers "
+                               "the micro-batch size is chosen with the schedule")
+    model = LayerModel.load(path)
+    for degree in model.num_ranks:
+        result = plan_layers(model, num_ranks=degree, time_limit_s=args.time_limit, executor=args.executor,
+                             parallel=args.parallel, address=args.address, deterministic=args.deterministic,
+                             seed=args.seed, runtime=args.runtime,
+                             progress=lambda line: print(line, file=sys.stderr, flush=True))
+        print(result.table())
+        if args.out:
+            from pathlib import Path
+
+            out = Path(args.out) / f"p{degree}" if len(model.num_ranks) > 1 else Path(args.out)
+            paths = result.result.write(out, microbatch_size=result.configuration.microbatch_size)
+            print(f"plan written: {result.best.candidate.label} on {result.configuration.label()} "
+                  f"({result.best.makespan_ms:g} ms), for {RUNTIMES[args.runtime]}")
+            for kind, where in paths.items():
+                print(f"wrote {where}  ({_WHAT.get(kind, kind)})")
     return 0
 
 
