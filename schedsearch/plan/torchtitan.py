@@ -547,11 +547,7 @@ exec torchrun --nproc_per_node={P} --rdzv_backend c10d --rdzv_endpoint=localhost
 
 def _plain_entries(num_entries: int, layers_per_entry: int) -> list[list[str]]:
     """The modules of entries not named after modules: ``layers_per_entry`` layers each, the ends as the model's."""
-    out = [[f"layers.{i}" for i in range(e * layers_per_entry, (e + 1) * layers_per_entry)]
-           for e in range(num_entries)]
-    out[0].insert(0, "tok_embeddings")
-    out[-1] += ["norm", "lm_head"]
-    return out
+    return _stage_modules([list(range(e * layers_per_entry, (e + 1) * layers_per_entry)) for e in range(num_entries)])
 
 
 def write_plan_outputs(result: Any, out_dir: str | Path, *, microbatch_size: int | None = None,
