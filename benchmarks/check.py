@@ -405,6 +405,25 @@ def case_partition(f: Figures, data: Path) -> None:
         f.lower(f"{short}_dpl_max_load", round(partition_dpl(w).max_load, 6))
 
 
+def case_partition_contraction(f: Figures, data: Path) -> None:
+    """bench_partition: the exact contiguous DP where its contraction rules bite: optimum, ideals, pairs.
+
+    GNMT (inference and training) and Inception-v3 (inference) are the workloads whose ideal counts a
+    contraction rule changes: GNMT's 17,914 ideals grew past 2,000,000 when the memory-limited leaf rule
+    was lost, a regression the three workloads of :func:`case_partition` do not see.
+    """
+    from schedsearch.loaders.opgraph import read_dnn_partitioning
+    from schedsearch.partition import partition_dp
+
+    for name in ("gnmt_inference", "gnmt_training", "inceptionv3_inference"):
+        w = read_dnn_partitioning(data / "dnn-partitioning" / "throughput-inputs" / "LayerGraphs" / f"{name}.json")
+        r = partition_dp(w)
+        f.lower(f"{name}_max_load", round(r.max_load, 6))
+        f.proof(f"{name}_optimal", r.optimal)
+        f.work(f"{name}_ideals", int(r.stats["ideals"]), floor=50)
+        f.work(f"{name}_pairs", int(r.stats["pairs"]), floor=5000)
+
+
 def case_partition_methods(f: Figures, data: Path) -> None:
     """bench_partition_methods: the heuristics on one workload with fixed seeds and budgets."""
     from schedsearch.loaders.opgraph import read_dnn_partitioning

@@ -1,26 +1,36 @@
 """schedsearch: exact placement and schedule search for distributed deep learning.
 
-Layers, bottom up (imports point down only; ``tests/test_layers.py`` checks it):
+Layers, bottom up (each imports its own layer and those below it, and the
+module import graph has no circle; ``tests/test_layers.py`` places every
+module and checks both):
 
-* the solver-free core: ``problem``, ``schedule`` (metrics), ``periodic``,
-  ``validate``, ``result``, ``options``, ``rewrite`` (the problem under
-  other capacities, overlapped groups flattened and regrouped) and
-  ``timeline`` (the free gaps of devices and channels that the list
-  schedulers and the simulator of device orders book);
-* beside it, also solver-free: ``placements`` (problem builders),
-  ``handcrafted`` (the published schedules), ``export`` (CSV, traces, JSON,
-  pictures), ``runtime`` (PyTorch execution);
+* the leaves: ``errors``, the text and JSON readers, ``timeline`` (the free
+  gaps of devices and channels that the list schedulers and the simulator
+  of device orders book), ``units``, ``executors``;
+* the solver-free core: ``problem``, then ``schedule`` (metrics), then
+  ``validate``, then ``periodic``, ``rewrite`` (the problem under other
+  capacities, overlapped groups flattened and regrouped), ``result`` and
+  ``options``;
+* solver-free faces that build and write plans: ``placements`` and
+  ``graphs`` (problem builders), ``handcrafted`` (the published schedules),
+  ``export`` (CSV, traces, JSON, pictures) and ``testing``;
 * ``bounds``: the schedule lower bounds (analytic, memory, assignment LP);
   ``bounds.mip``, the MIP layer, is loaded only when used;
 * ``encode``: the CP-SAT and Z3 backends;
 * ``partition`` (operator graphs, partitioners and their integer programs)
-  and ``search`` (the strategies, DiviML's MILP, the comparison with
-  handcrafted schedules); ``loaders`` (job-shop files as problems,
-  operator-graph files for the partitioners);
+  with ``loaders`` (job-shop files as problems, operator-graph files for the
+  partitioners);
+* ``search``: the strategies, DiviML's MILP, the comparison with handcrafted
+  schedules;
 * ``plan``: the floor above search, from a pipeline description to the
   files a trainer runs (the description, calibration, the candidates and
   their times, the planner's table, torchtitan's settings);
-* ``cli``.
+* ``runtime``: PyTorch execution, profiling and calibration runs (it never
+  imports a search; the planner does);
+* this package's names, then ``cli``.
+
+One upward import is deliberate and deferred into a function:
+``SearchResult.export()`` calls the exporters.
 
 Module names and function names. A few packages export a function under its
 own module's name: ``schedsearch.validate``, ``schedsearch.plan`` (the planner's package; the

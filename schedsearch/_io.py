@@ -5,18 +5,21 @@ skipped) and turns every way that can fail into a one-line
 :class:`~schedsearch.errors.FormatError` naming the file: it cannot be read,
 it is UTF-16 or UTF-32 (a byte-order mark or NUL bytes; editors on Windows
 save "Unicode" text that way), or it holds bytes that are not UTF-8 (the
-message gives the line).
+message gives the line). :func:`toml_value` writes one value of a TOML
+file (the pipeline and calibration files).
 """
 
 from __future__ import annotations
 
 import codecs
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 from schedsearch.errors import FormatError
 
-__all__ = ["read_text", "decode_text"]
+__all__ = ["read_text", "decode_text", "toml_value"]
 
 _WIDE_BOMS = (
     (codecs.BOM_UTF32_LE, "UTF-32"),
@@ -51,3 +54,16 @@ def read_text(path: str | os.PathLike[str], what: str, error: type[ValueError] =
     except OSError as exc:
         raise error(f"{what}: cannot read: {exc.strerror or exc}") from None
     return decode_text(data, what, error)
+
+
+def toml_value(value: Any) -> str:
+    """``value`` (a bool, number, string or list of them) as a TOML value; the pipeline and calibration files."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    raise FormatError(f"pipeline TOML: cannot write value {value!r} of type {type(value).__name__}")

@@ -14,16 +14,100 @@ never written into its name).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
+from fractions import Fraction
 from typing import Any
 
 import attrs
 
+from schedsearch._json import short_repr
 from schedsearch.errors import InvalidPipelineError
 
-__all__ = ["Units", "choose_units"]
+__all__ = ["MAX_BYTES", "MAX_MS", "Units", "choose_units", "format_bytes", "number", "parse_bytes", "read_ms"]
 
 GIB = 2**30
+#: Largest byte amount a pipeline may give (1 EiB).
+MAX_BYTES = 2**60
+#: Largest time in milliseconds a pipeline or a calibration may give (about 31 years).
+MAX_MS = 1e12
+_UNITS = {
+    "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+}
+_BYTES = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+
+
+def parse_bytes(value: Any, where: str = "pipeline", field: str = "bytes") -> int:
+    """Bytes from an integer, a float or a string with a unit (``"80 GiB"``, ``"1.5 GB"``).
+
+    Examples
+    --------
+    >>> from schedsearch.plan.pipeline import parse_bytes
+    >>> parse_bytes("80 GiB"), parse_bytes("1.5 kB"), parse_bytes(4096)
+    (85899345920, 1500, 4096)
+    >>> parse_bytes("-1 GiB", "stage 'embed'", "activation_bytes")
+    Traceback (most recent call last):
+    ...
+    schedsearch.errors.InvalidPipelineError: stage 'embed': 'activation_bytes' must be a byte amount from 0 to 2**60 (an integer or a string such as "80 GiB"), got '-1 GiB'
+    """
+    amount: Fraction | None = None
+    if isinstance(value, bool):
+        amount = None
+    elif isinstance(value, int):
+        amount = Fraction(value)
+    elif isinstance(value, float):
+        amount = Fraction(repr(value)) if math.isfinite(value) else None
+    elif isinstance(value, str) and len(value) <= 64:
+        match = _BYTES.match(value)
+        unit = match.group(2).lower() if match else ""
+        if match and (unit in _UNITS or unit == "") and len(match.group(1)) <= 32:
+            amount = Fraction(match.group(1)) * _UNITS.get(unit, 1)
+    if amount is None or amount < 0 or amount > MAX_BYTES:
+        raise InvalidPipelineError(
+            f"{where}: {field!r} must be a byte amount from 0 to 2**60 (an integer or a string such as "
+            f"\"80 GiB\"), got {short_repr(value)}"
+        )
+    return round(amount)
+
+
+def format_bytes(amount: int) -> str | int:
+    """The exact string form of a byte amount (``"80 GiB"``), or the integer when no unit divides it.
+
+    Examples
+    --------
+    >>> from schedsearch.plan.pipeline import format_bytes
+    >>> format_bytes(80 * 2**30), format_bytes(3 * 2**19), format_bytes(1000)
+    ('80 GiB', '1536 KiB', 1000)
+    """
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if amount and amount % size == 0:
+            return f"{amount // size} {unit}"
+    return amount
+
+
+def number(value: Any) -> float | None:
+    """``value`` as a finite float, or None when it is not a number (a bool, a string, NaN, inf, 10**400)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        out = float(value)
+    except OverflowError:
+        return None
+    return out if math.isfinite(out) else None
+
+
+def read_ms(where: str, field: str, value: Any, optional: bool = False) -> float | None:
+    """``value`` as a time in milliseconds from 0 to :data:`MAX_MS` (None when ``optional`` and absent); ``where``
+    and ``field`` name it in the error."""
+    if value is None and optional:
+        return None
+    number_ = number(value)
+    if number_ is None or number_ < 0 or number_ > MAX_MS:
+        raise InvalidPipelineError(
+            f"{where}: {field!r} must be a time in milliseconds from 0 to 1e12, got {short_repr(value)}")
+    return number_
+
 
 
 @attrs.frozen(kw_only=True)

@@ -1,25 +1,63 @@
-"""Architecture rules checked by scanning imports: the solver-free layers
-import no solver, and imports point down only.
+"""Architecture rules checked by scanning imports: every module of the package sits in a layer, imports
+point down (or stay within their layer), the module import graph has no circle, and the solver-free layers
+import no solver.
 
-Layers, bottom up: the core (``problem``, ``schedule``, ``periodic``,
-``validate``, ``result``, ``options``, ``rewrite``, ``timeline``) -> the schedule bounds
-(``bounds``; its MIP layer ``bounds.mip`` is loaded only on demand) ->
-encoders -> partitioners and search strategies. Beside the core and below
-every solver: the placement builders, the handcrafted schedules, the
-exporters and the PyTorch runtime, which read and write plans but never
-search for one.
+Layers, bottom up (:data:`LAYERS`): the leaves (errors, the JSON and text readers, the timeline, the
+units, the executors) -> the core (``problem``, then ``schedule``, then ``validate``, then ``periodic``,
+``rewrite``, ``result``, ``options``) -> the problem builders (``placements``, ``graphs``) -> the
+handcrafted schedules -> the exporters and the test machinery -> the schedule bounds -> the encoders ->
+the partitioners and their loaders -> the search strategies (which compare with the handcrafted
+schedules and build problems with the placement builders) -> ``plan`` (the pipeline description, its
+calibration, the planner and what it writes for torchtitan) -> ``runtime`` (which runs, profiles and
+calibrates plans) -> the package's top (its public names) -> ``cli``.
+
+The graph counts every import: at module level, inside functions and under ``TYPE_CHECKING``. The
+deprecated alias modules (``tests/test_module_names.py``) are left out: they only re-export their
+successor, and no module of the package may import one.
 """
 
 from __future__ import annotations
 
 import ast
+import fnmatch
 import subprocess
 import sys
 from pathlib import Path
 
+import networkx as nx
 import pytest
 
+from test_module_names import DEPRECATED_ALIASES
+
 PACKAGE = Path(__file__).resolve().parents[1] / "schedsearch"
+
+#: The layers, bottom up: (name, module patterns relative to ``schedsearch``; ``""`` is the package
+#: itself, ``x.*`` every module below ``x``). A module may import modules of its own layer and below.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("leaves", ("errors", "_json", "_io", "_union_find", "timeline", "units", "executors")),
+    ("problem", ("problem",)),
+    ("schedule", ("schedule",)),
+    ("validator", ("validate",)),
+    ("core", ("periodic", "rewrite", "result", "options")),
+    ("problem builders", ("placements", "placements.*", "graphs", "graphs.*")),
+    ("handcrafted schedules", ("handcrafted", "handcrafted.*")),
+    ("exporters and test machinery", ("export", "export.*", "testing", "testing.*")),
+    ("bounds", ("bounds", "bounds.*")),
+    ("encoders", ("encode", "encode.*")),
+    ("partitioners", ("partition", "partition.*", "loaders", "loaders.*")),
+    ("search", ("search", "search.*")),
+    ("plan", ("plan", "plan.*")),
+    ("runtime", ("runtime", "runtime.*")),
+    ("package", ("",)),
+    ("cli", ("cli", "cli.*", "__main__")),
+)
+
+#: Deferred (function-level) imports of a higher layer that are allowed, and why.
+DEFERRED_UP = {
+    # ``SearchResult.export()`` hands its problem and plan to :func:`schedsearch.export.export`
+    # (solver-free, and it imports no result), a convenience for the user of a result
+    ("schedsearch.result", "schedsearch.export"),
+}
 
 SOLVER_FREE = ["problem.py", "schedule.py", "periodic.py", "validate.py", "result.py", "options.py", "rewrite.py",
                "timeline.py", "errors.py", "bounds/__init__.py", "bounds/analytic.py", "bounds/schedule_bounds.py",
@@ -32,13 +70,107 @@ BELOW_SEARCH = ["problem.py", "schedule.py", "periodic.py", "validate.py", "resu
                 "runtime/*.py"]
 SEARCH_LAYERS = ("schedsearch.search", "schedsearch.encode", "schedsearch.partition", "schedsearch.bounds.mip")
 
-#: Deferred (function-level) imports of a higher layer that are allowed, and why:
-#: ``SearchResult.export()`` hands its problem and plan to :func:`schedsearch.export.export`
-#: (solver-free, and it imports no result), a convenience for the user of a result.
-DEFERRED_UP = {"result.py": {"schedsearch.export"},
-               # the strategies' door (``resolve_options``) checks a backend's name against the registry of
-               # backends and its ``backend_params`` against what that backend takes, before any work
-               "options.py": {"schedsearch.encode.backends"}}
+
+def module_files() -> dict[str, Path]:
+    """Every module of the package by its dotted name (a package by its own name)."""
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = ("schedsearch", *path.relative_to(PACKAGE).with_suffix("").parts)
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+MODULES = module_files()
+
+
+def imports_of(module: str, path: Path) -> set[tuple[str, int, bool]]:
+    """``(imported module, line, at module level)`` for every import of ``module`` (in functions and under
+    ``TYPE_CHECKING`` too), each resolved to the longest module name of the package it names."""
+    tree = ast.parse(path.read_text())
+    top = set()
+    stack = list(tree.body)
+    while stack:  # module level: the body and what sits in its if/try blocks, not in functions or classes
+        node = stack.pop()
+        top.add(id(node))
+        if isinstance(node, (ast.If, ast.Try)):
+            stack.extend(node.body + node.orelse + getattr(node, "finalbody", []) +
+                         [h for handler in getattr(node, "handlers", []) for h in handler.body])
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            # ``from schedsearch.search import optimal`` names the function the package exports under an
+            # alias module's name (the package's attribute is the function), not the alias
+            named = [f"{base}.{a.name}" for a in node.names]
+            names = [n if n in MODULES and n not in DEPRECATED_ALIASES else base for n in named]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        for name in names:
+            while name and name not in MODULES:
+                name = name.rpartition(".")[0]
+            if name and name != module:
+                out.add((name, node.lineno, id(node) in top))
+    return out
+
+
+def layer_of(module: str) -> int | None:
+    rel = module.removeprefix("schedsearch").removeprefix(".")
+    found = [i for i, (_, patterns) in enumerate(LAYERS) for pattern in patterns if fnmatch.fnmatchcase(rel, pattern)]
+    assert len(set(found)) <= 1, f"{module} matches layers {[LAYERS[i][0] for i in found]}"
+    return found[0] if found else None
+
+
+def import_graph() -> nx.DiGraph:
+    graph = nx.DiGraph()
+    for module, path in MODULES.items():
+        if module in DEPRECATED_ALIASES:
+            continue
+        graph.add_node(module)
+        for imported, line, at_top in imports_of(module, path):
+            if imported not in DEPRECATED_ALIASES:
+                graph.add_edge(module, imported, line=line, at_top=at_top)
+    return graph
+
+
+def test_every_module_sits_in_a_layer():
+    unplaced = [m for m in MODULES if m not in DEPRECATED_ALIASES and layer_of(m) is None]
+    assert not unplaced, f"place these modules in a layer of LAYERS: {unplaced}"
+
+
+def test_imports_point_down():
+    graph = import_graph()
+    upward = []
+    for module, imported, data in graph.edges(data=True):
+        if layer_of(imported) <= layer_of(module):
+            continue
+        if (module, imported) in DEFERRED_UP and not data["at_top"]:
+            continue
+        upward.append(f"{module} (layer {LAYERS[layer_of(module)][0]!r}, line {data['line']}) imports {imported} "
+                      f"(layer {LAYERS[layer_of(imported)][0]!r})")
+    assert not upward, "\n".join(upward)
+
+
+def test_the_deferred_upward_imports_are_still_there():
+    graph = import_graph()
+    stale = [pair for pair in DEFERRED_UP if not graph.has_edge(*pair)]
+    assert not stale, f"DEFERRED_UP lists imports that are gone: {stale}"
+
+
+def test_no_import_circles():
+    graph = import_graph()
+    circles = [sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1]
+    assert not circles, f"import circles: {circles}"
+
+
+def test_no_module_imports_a_deprecated_alias():
+    users = [f"{m} imports {imported} (line {line})" for m, path in MODULES.items() if m not in DEPRECATED_ALIASES
+             for imported, line, _ in imports_of(m, path) if imported in DEPRECATED_ALIASES]
+    assert not users, users
 
 
 def imported_modules(path: Path, top_level_only: bool = False) -> set[str]:
@@ -68,24 +200,22 @@ def test_solver_free_layers_import_no_solver():
         assert not bad, f"{path.relative_to(PACKAGE)} imports {bad}"
 
 
-def test_the_core_and_the_faces_below_search_import_no_search_encoder_or_partitioner():
-    for path in files(BELOW_SEARCH):
-        rel = str(path.relative_to(PACKAGE))
-        bad = {m for m in imported_modules(path) if within(m, SEARCH_LAYERS)} - DEFERRED_UP.get(rel, set())
-        assert not bad, f"{rel} imports {bad}"
-        top = {m for m in imported_modules(path, top_level_only=True) if within(m, SEARCH_LAYERS)}
-        assert not top, f"{rel} imports {top} when it loads"
+def test_the_runtime_imports_no_search_encoder_or_partitioner():
+    # the runtime stands above the planner, yet reads and writes plans only: it reaches a search through
+    # the planner, never directly (the layers below search are held there by test_imports_point_down)
+    for path in files(["runtime/*.py"]):
+        bad = {m for m in imported_modules(path) if within(m, SEARCH_LAYERS)}
+        assert not bad, f"runtime/{path.name} imports {bad}"
 
 
 def test_problem_and_schedule_import_nothing_above_them():
     for rel in ("problem.py", "schedule.py", "validate.py", "result.py"):
         mods = {m for m in imported_modules(PACKAGE / rel) if m.startswith("schedsearch.")}
         # _json: the shared JSON-document reader, a leaf below them (next test)
+        deferred = {imported for module, imported in DEFERRED_UP if module == "schedsearch." + rel[:-3]}
         allowed = {"schedsearch.errors", "schedsearch.problem", "schedsearch.schedule", "schedsearch.result",
-                   "schedsearch._json"} | DEFERRED_UP.get(rel, set())
+                   "schedsearch._json"} | deferred
         assert mods <= allowed, f"{rel} imports {mods - allowed}"
-        top = {m for m in imported_modules(PACKAGE / rel, top_level_only=True) if m.startswith("schedsearch.")}
-        assert not top & DEFERRED_UP.get(rel, set()), f"{rel} imports {top} when it loads"
 
 
 def test_the_timeline_is_a_leaf():
@@ -145,7 +275,7 @@ def test_the_oracle_shares_no_code_with_what_it_checks():
 
 def test_the_test_machinery_stays_below_the_solvers():
     # schedsearch.testing: the model, the validator and the placement builders; no encoder, bound or search
-    allowed = {"schedsearch", "schedsearch.errors", "schedsearch.problem", "schedsearch.schedule",
+    allowed = {"schedsearch.errors", "schedsearch.problem", "schedsearch.schedule",
                "schedsearch.validate", "schedsearch.placements"}
     for path in (PACKAGE / "testing").glob("*.py"):
         mods = {m for m in imported_modules(path) if m.split(".")[0] in ("schedsearch", "z3", "ortools")}

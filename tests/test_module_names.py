@@ -41,7 +41,7 @@ DEPRECATED_ALIASES = {
     "schedsearch.planner": "schedsearch.plan.planner",
     "schedsearch.pipeline": "schedsearch.plan.pipeline",
     "schedsearch.calibration": "schedsearch.plan.calibration",
-    "schedsearch.real_ms": "schedsearch.plan.real_ms",
+    "schedsearch.real_ms": "schedsearch.plan.times",
     "schedsearch.export.torchtitan": "schedsearch.plan.torchtitan",
 }
 

@@ -217,7 +217,7 @@ def test_toml_text_is_refused_with_one_line(case, tmp_path, capsys, no_local_sea
 
 
 @pytest.mark.parametrize("name, data, fragment", [
-    ("binary.json", b"\xff\xfe\x00{", "not UTF-8"),
+    ("binary.json", b"\xff\xfe\x00{", "the file is UTF-16 text"),
     ("deep.json", b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
     ("list.json", b"[1, 2]", "must be a table of fields"),
     ("bad.json", b"{num_ranks: 2}", "not valid json"),

@@ -248,8 +248,8 @@ def test_the_fitting_handcrafted_plan_is_returned_when_no_search_returns():
 def test_a_published_schedule_with_exact_times_reads_its_own_times_in_ms(families, p2p):
     # the shortcut plan() takes for a published schedule when every time is exact: its makespan in units
     # times the unit equals the as-soon-as-possible re-timing of its order with the real times
-    from schedsearch.plan.planner import _handcrafted, _prepare, build_problem
-    from schedsearch.plan.real_ms import real_times, retime_ms
+    from schedsearch.plan.planner import _handcrafted, _prepare
+    from schedsearch.plan.times import retime_ms
 
     stage = {"forward_ms": 2.0, "backward_ms": 4.0, "input_grad_ms": 2.0, "weight_grad_ms": 2.0,
              "activation_bytes": "1 GiB", "parameter_bytes": "1 GiB", "send_bytes": "1 MiB"}
@@ -258,14 +258,12 @@ def test_a_published_schedule_with_exact_times_reads_its_own_times_in_ms(familie
     pipeline = Pipeline(num_ranks=4, num_microbatches=8, families=families, stages=[stage] * num_stages, **extra)
     prepared = _prepare(pipeline, time_limit_s=10, parallel=1, deterministic=False, seed=0)
     checked = 0
-    for candidate in prepared.runnable:
-        stages = prepared.splits[candidate][0]
-        problem = build_problem(pipeline, candidate, stages, prepared.units)
+    for task in prepared.tasks:
+        times = task.times
         try:
-            hand = _handcrafted(candidate, problem)
+            hand = _handcrafted(task.candidate, times.problem)
         except Exception:
             continue  # the published schedule does not apply to this candidate
-        times = real_times(pipeline, candidate, stages, problem, prepared.units)
         assert times.exact()  # whole milliseconds on a unit that divides them
         assert retime_ms(hand, times) == Fraction(hand.makespan) * times.unit_ms
         checked += 1

@@ -95,10 +95,12 @@ def test_transfers_cost_time():
 
 
 def _transfer_ms(pipeline):
-    """The time of each transfer between ranks in the built 1F1B problem, in ms (the integer size times the unit)."""
+    """The time of each transfer between ranks in the built 1F1B problem, in ms (its channel's time for its size,
+    times the unit)."""
     result = schedsearch.plan(pipeline, time_limit_s=20, workers=1)
     problem = build_problem(pipeline, Candidate(family="1f1b"), pipeline.stages, result.units)
-    return {e.size * result.units.time_unit_ms for e in problem.graph.edges if e.size}, result
+    (channel,) = problem.cluster.channels
+    return {channel.transfer_time(e.size) * result.units.time_unit_ms for e in problem.graph.edges if e.size}, result
 
 
 def test_transfers_are_sized_by_what_a_stage_sends_not_by_its_activation():

@@ -1,8 +1,10 @@
 """``schedsearch export``: write a plan as a PyTorch CSV, a trace, JSON, a text timeline or a picture.
 
-Input: a plan document (``{stem}.plan.json``, written by ``--format json``
-of ``search``, ``reproduce``, ``pareto`` and ``jobshop``), a search result
-(``{stem}.result.json``, which holds its problem and schedule), or a problem
+Input: what ``run`` and ``report`` read but a CSV: a plan folder (what
+``plan --out`` writes), a plan document (``{stem}.plan.json``, written by
+``--format json`` of ``search``, ``reproduce``, ``pareto`` and ``jobshop``),
+a search result (``{stem}.result.json``, which holds its problem and
+schedule, or with the problem and schedule documents beside it), or a problem
 document (``--problem``) with a schedule document or search result
 (``--schedule``). The schedule is validated against the problem first.
 
@@ -16,12 +18,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from schedsearch._io import read_text
-from schedsearch._json import load_document
 from schedsearch.cli._common import CLI_FORMATS, format_list, output_formats, plain_name, write_plan
+from schedsearch.cli._inputs import PLAN_INPUTS, InputKind, open_input, plan_of, schedule_in
 from schedsearch.errors import FormatError, InvalidScheduleError, ValidationFailedError
 from schedsearch.export import export
-from schedsearch.export.json import from_document
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
 from schedsearch.validate import assert_valid
@@ -36,7 +36,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("plan", nargs="?", type=Path, help="plan document or search result (JSON)")
+    p.add_argument("plan", nargs="?", type=Path, help="plan folder, plan document or search result (JSON)")
     p.add_argument("--problem", type=Path, help="problem document (with --schedule)")
     p.add_argument("--schedule", type=Path, help="schedule document or search result (with --problem)")
     p.add_argument("--format", dest="formats", required=True, type=format_list, metavar="FMT[,FMT...]",
@@ -51,32 +51,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     return p
 
 
-def _schedule_of(doc: object, what: str) -> Schedule:
-    if isinstance(doc, dict) and doc.get("format") != "schedsearch.schedule" and "schedule" in doc:
-        doc = doc["schedule"]  # a search result
-    if doc is None:
-        raise FormatError(f"{what} holds no schedule (the search found no plan)")
-    return Schedule.from_dict(doc)
-
-
 def load_inputs(args: argparse.Namespace) -> tuple[Problem, Schedule]:
     """The problem and the validated schedule the arguments name."""
     if args.plan is not None:
         if args.problem is not None or args.schedule is not None:
             raise FormatError("give a plan document or --problem and --schedule, not both")
-        what = f"plan file {str(args.plan)!r}"
-        doc = load_document(read_text(args.plan, what), what)
-        if isinstance(doc, dict) and doc.get("format") != "schedsearch.plan" and "problem" in doc:
-            problem = Problem.from_dict(doc["problem"])  # a search result holding its problem
-            schedule = _schedule_of(doc, what)
-        else:
-            problem, schedule, _ = from_document(doc, validate=False)
-    else:
-        if args.problem is None or args.schedule is None:
-            raise FormatError("give a plan document or search result, or both --problem and --schedule")
-        problem = Problem.from_json(read_text(args.problem, f"problem file {str(args.problem)!r}"))
-        what = f"schedule file {str(args.schedule)!r}"
-        schedule = _schedule_of(load_document(read_text(args.schedule, what), what), what)
+        problem, schedule, _ = plan_of(open_input(args.plan, "export", PLAN_INPUTS))
+        return problem, schedule
+    if args.problem is None or args.schedule is None:
+        raise FormatError("give a plan document or search result, or both --problem and --schedule")
+    problem = Problem.from_json(open_input(args.problem, "export --problem", (InputKind.PROBLEM,)).text)
+    inp = open_input(args.schedule, "export --schedule", (InputKind.SCHEDULE, InputKind.RESULT, InputKind.RESULT_SUMMARY))
+    schedule = schedule_in(inp)
     try:
         assert_valid(problem, schedule, "schedule")
     except ValidationFailedError as exc:

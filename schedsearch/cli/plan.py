@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from schedsearch.cli._inputs import InputKind, open_input
 from schedsearch.errors import SchedSearchError
 from schedsearch.plan.pipeline import Pipeline
 
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.microbatch_size is not None and args.microbatch_size < 1:
         raise SchedSearchError(f"plan: --microbatch-size must be a positive integer, got {args.microbatch_size}")
-    pipeline = Pipeline.load(args.pipeline)
+    pipeline = Pipeline.load(open_input(args.pipeline, "plan", (InputKind.PIPELINE,)).path)
     if args.out:  # the torchtitan settings' model, checked before the search
         from schedsearch.plan.torchtitan import entry_modules, torchtitan_model
 

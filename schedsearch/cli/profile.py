@@ -42,6 +42,7 @@ from typing import Any
 import attrs
 
 from schedsearch.cli._common import byte_amount, plain_name
+from schedsearch.cli._inputs import InputKind, open_input
 from schedsearch.cli.run import int_list
 from schedsearch.errors import InvalidPipelineError
 from schedsearch.plan.pipeline import P2P
@@ -94,6 +95,9 @@ def _from_traces(args: argparse.Namespace) -> int:
     from schedsearch.runtime.profiler_traces import pipeline_from_traces
 
     paths = args.traces[0] if len(args.traces) == 1 and Path(args.traces[0]).is_dir() else args.traces
+    if paths is args.traces:  # each a file: a missing, empty or binary one, or a document of another kind, is refused
+        for path in paths:
+            open_input(path, "profile --traces", (InputKind.TRACE,))
     pipeline = pipeline_from_traces(paths, num_microbatches=args.microbatches_given)
     print(f"pipeline: {pipeline}")
     for s in pipeline.stages:
@@ -134,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
         repeats=args.repeats,
         time_unit_s=args.time_unit,
         memory_unit_bytes=args.memory_unit,
+        model_spec=str(spec),
     )
     print(prof.table())
     microbatches = 8 if args.microbatches_given is None else args.microbatches_given

@@ -1,8 +1,9 @@
 """``schedsearch report PLAN --out DIR``: one self-contained HTML report of a plan, ``DIR/report.html``.
 
-PLAN is a plan document (``schedsearch.plan`` JSON: ``plan``'s
-``plan.json``, ``result.export("json", ...)``, ``export --format json``)
-or a search's result file (``NAME.result.json``: holding its problem and
+PLAN is what ``run`` reads but a CSV: a folder ``schedsearch plan --out``
+wrote (its ``plan.json``), a plan document (``schedsearch.plan`` JSON:
+``plan``'s ``plan.json``, ``result.export("json", ...)``, ``export --format
+json``) or a search's result file (``NAME.result.json``: holding its problem and
 schedule, or read with the ``NAME.problem.json`` and
 ``NAME.schedule.json`` beside it). The report leads with the plan in
 milliseconds and GiB, ranks named rank0, rank1...: status (and which proof
@@ -24,12 +25,11 @@ from typing import Any
 
 from schedsearch._io import read_text
 from schedsearch._json import load_document
-from schedsearch.errors import FormatError, InvalidScheduleError, ValidationFailedError
+from schedsearch.cli._inputs import PLAN_INPUTS, open_input, plan_of
+from schedsearch.errors import FormatError
 from schedsearch.export.html import write_report
-from schedsearch.export.json import PLAN_FORMAT, from_document
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
-from schedsearch.validate import assert_valid
 
 __all__ = ["add_parser", "run", "load_plan"]
 
@@ -37,7 +37,7 @@ __all__ = ["add_parser", "run", "load_plan"]
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="write a plan's HTML report (ms and GiB per rank, Gantt chart, memory, bound, engines)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("plan", metavar="PLAN", type=Path, help="plan document or NAME.result.json")
+    p.add_argument("plan", metavar="PLAN", type=Path, help="plan folder, plan document or NAME.result.json")
     p.add_argument("--out", metavar="DIR", default="out",
                    help="folder to write report.html into (default: out; '' checks the plan and writes nothing; a "
                    "name ending in .html is the file itself)")
@@ -47,34 +47,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def load_plan(path: Path) -> tuple[Problem, Schedule, dict[str, Any]]:
-    """``(problem, schedule, meta)`` of a plan document or of a result summary and its sibling files."""
-    doc = load_document(read_text(path, f"report: {path}"), f"report: {path}")
-    if isinstance(doc, dict) and doc.get("format") == PLAN_FORMAT:
-        return from_document(doc)
-    if isinstance(doc, dict) and "status" in doc and isinstance(doc.get("problem"), dict) \
-            and isinstance(doc.get("schedule"), dict):  # a search result holding its problem and plan
-        problem = Problem.from_dict(doc["problem"])
-        schedule = Schedule.from_dict(doc["schedule"])
-        try:
-            assert_valid(problem, schedule, "schedule")
-        except ValidationFailedError as exc:
-            raise InvalidScheduleError(str(exc)) from None
-        return problem, schedule, {"result": {k: v for k, v in doc.items() if k not in ("problem", "schedule")}}
-    if isinstance(doc, dict) and "status" in doc and path.name.endswith(".result.json"):
-        stem = path.name[: -len(".result.json")]
-        problem_path, schedule_path = path.with_name(f"{stem}.problem.json"), path.with_name(f"{stem}.schedule.json")
-        if not problem_path.is_file() or not schedule_path.is_file():
-            raise FormatError(f"report: {path} is a result summary; it needs {problem_path.name} and "
-                              f"{schedule_path.name} beside it")
-        problem = Problem.from_json(read_text(problem_path, f"report: {problem_path}"))
-        schedule = Schedule.from_json(read_text(schedule_path, f"report: {schedule_path}"))
-        try:
-            assert_valid(problem, schedule, "schedule")
-        except ValidationFailedError as exc:
-            raise InvalidScheduleError(str(exc)) from None
-        return problem, schedule, {"result": doc}
-    raise FormatError(f"report: {path} is neither a plan document ('format': {PLAN_FORMAT!r}) nor a result summary "
-                      f"(NAME.result.json)")
+    """``(problem, schedule, meta)`` of a plan folder, a plan document or a search result (what ``run`` reads
+    but a CSV, which holds no times)."""
+    return plan_of(open_input(path, "report", PLAN_INPUTS))
 
 
 def run(args: argparse.Namespace) -> int:

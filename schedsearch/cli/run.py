@@ -8,13 +8,27 @@ a folder that ``schedsearch plan --out`` wrote (its ``plan.json``).
 The plan is checked before anything starts (this library's checks, then
 PyTorch's own); ``--check-only`` stops there and needs no torch.
 
+PLAN may also be a search result (``NAME.result.json``); ``run``,
+``report`` and ``export`` read the same plans, and a file of another kind
+(a pipeline description, a problem document) is refused naming what it is
+and what to do with it.
+
+The model of a real-compute run is the one the plan's pipeline was
+profiled from (its ``model_spec``, which ``schedsearch profile`` records),
+so that the prediction is of the model that runs. A plan that names none,
+and a CSV, need ``--model``; a ``--model`` that differs from the recorded
+one is refused (export the schedule as a CSV to run it on another model).
+
 Running needs the optional extra ``schedsearch[torch]``: one process per
 rank (gloo on loopback, rendezvous through a file in a temporary
 directory) trains the model for ``--steps`` steps and every gradient is
 compared with a one-process reference step. Every action on every rank is
 timed on one clock; each rank's order is checked against the plan's. With
 a plan document, each step after the first is compared with the plan's
-prediction: predicted and measured step time, their ratio, the error of
+prediction (the plan table's makespan, plus the cost per step a
+calibration measured when the pipeline was calibrated; ``run.json``'s
+``prediction`` names the parts; with ``--emulate``, the problem's rounded
+makespan, which the emulated actions sleep): predicted and measured step time, their ratio, the error of
 the actions' start times and the difference by cause (compute,
 communication, waiting on a receive, runtime overhead), and the measured
 schedule goes through the validator's order checks. ``--emulate`` makes
@@ -39,15 +53,17 @@ from pathlib import Path
 from typing import Any
 
 from schedsearch.cli._common import add_out_argument, add_retired_flag
-from schedsearch.errors import PlanError, UnsupportedFeatureError
+from schedsearch.cli._inputs import PLAN_INPUTS, InputKind, open_input, plan_of
+from schedsearch.errors import FormatError, PlanError, SchedSearchError, UnsupportedFeatureError
 from schedsearch.runtime.emulate import DEFAULT_MAX_BYTES
 from schedsearch.runtime import (
     DEFAULT_TOLERANCE,
     CsvPlan,
+    ModelSpec,
     build_workload,
     parse_model_spec,
+    parse_plan,
     plan_from_schedule,
-    read_plan,
     run as run_plan,
     torch_available,
     torch_check,
@@ -55,6 +71,9 @@ from schedsearch.runtime import (
 
 __all__ = ["add_parser", "run", "load_plan", "int_list", "OUT_NAME", "MEASURED_TRACE", "PREDICTED_TRACE",
            "OVERLAY"]
+
+#: what ``run`` reads: a plan folder, plan document or search result (as ``report`` and ``export``), or a CSV
+RUN_INPUTS = (*PLAN_INPUTS, InputKind.CSV)
 
 #: the file ``--out DIR`` holds: the run's result (timings, losses, gradient check, predicted against measured)
 OUT_NAME = "run.json"
@@ -81,10 +100,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("plan", type=Path, help="compute-only CSV, plan document (JSON), or a folder schedsearch plan "
-                   "wrote (its plan.json)")
-    p.add_argument("--model", default="mlp:8x64", help="model spec: mlp:LAYERSxWIDTH or transformer:LAYERSxWIDTH "
-                   "(default mlp:8x64), split evenly into the plan's stages")
+    p.add_argument("plan", type=Path, help="compute-only CSV, plan document (JSON), search result (NAME.result.json), "
+                   "or a folder schedsearch plan wrote (its plan.json)")
+    p.add_argument("--model", default=None, help="model spec: mlp:LAYERSxWIDTH or transformer:LAYERSxWIDTH, split "
+                   "evenly into the plan's stages (default: the model the plan's pipeline was profiled from; a plan "
+                   "that records none, and a CSV, need it; one that differs from the recorded model is refused)")
     p.add_argument("--processes", type=int, help="processes (must equal the plan's rows)")
     p.add_argument("--steps", type=int, default=1, help="training steps (default 1)")
     p.add_argument("--microbatches", type=int, help="micro-batches of the run (default: the plan's)")
@@ -114,19 +134,16 @@ def load_plan(args: argparse.Namespace) -> CsvPlan:
     return load_plan_document(args)[0]
 
 
-def _plan_path(path: Path) -> Path:
-    """The plan a path names: a folder of ``schedsearch plan --out`` gives its ``plan.json``."""
-    if path.is_dir():
-        doc = path / "plan.json"
-        if not doc.is_file():
-            raise PlanError(f"run: folder {str(path)!r} holds no plan.json (the plan document schedsearch plan writes)")
-        return doc
-    return path
-
-
 def load_plan_document(args: argparse.Namespace) -> tuple[CsvPlan, Any, Any]:
     """The plan named on the command line, checked, with its problem and schedule (None for a CSV)."""
-    path = _plan_path(args.plan)
+    return _load_plan(args)[:3]
+
+
+def _load_plan(args: argparse.Namespace) -> tuple[CsvPlan, Any, Any, Any, dict[str, Any]]:
+    """:func:`load_plan_document`, the prediction the plan document records (None for a CSV, or a document
+    without one: then the schedule's makespan in its problem's unit is the prediction) and its metadata
+    (``{}`` for a CSV)."""
+    inp = open_input(args.plan, "run", RUN_INPUTS)
     num_mb = args.microbatches
     if args.microbatch_sizes is not None:
         if num_mb is not None and num_mb != len(args.microbatch_sizes):
@@ -134,11 +151,12 @@ def load_plan_document(args: argparse.Namespace) -> tuple[CsvPlan, Any, Any]:
                 f"run: --microbatches {num_mb} but --microbatch-sizes gives {len(args.microbatch_sizes)} sizes"
             )
         num_mb = len(args.microbatch_sizes)
-    if path.suffix.lower() == ".json":
-        from schedsearch.export.json import read_json
+    if inp.syntax in ("json", "toml"):
+        from schedsearch.runtime.trace import Prediction
 
-        problem, schedule, _ = read_json(path)
-        plan = plan_from_schedule(problem, schedule, name=path.name)
+        problem, schedule, meta = plan_of(inp)
+        prediction = Prediction.from_plan_document(meta, f"run: plan document {str(inp.path)!r}")
+        plan = plan_from_schedule(problem, schedule, name=inp.path.name)
         if num_mb is not None and num_mb != plan.num_microbatches:
             raise PlanError(f"run: the plan runs {plan.num_microbatches} micro-batches, the run asks for {num_mb}")
         if args.processes is not None and args.processes != plan.num_ranks:
@@ -147,21 +165,55 @@ def load_plan_document(args: argparse.Namespace) -> tuple[CsvPlan, Any, Any]:
             raise PlanError(
                 f"run: --stage-map {args.stage_map} differs from the placement's {list(plan.stage_to_rank)}"
             )
-        return plan, problem, schedule
+        return plan, problem, schedule, prediction, meta
     if getattr(args, "emulate", False):
         raise PlanError(
             f"run: --emulate needs the planned durations, which a CSV does not hold: run the plan document "
-            f"(plan.json, or the folder schedsearch plan --out wrote) instead of {str(path)!r}"
+            f"(plan.json, or the folder schedsearch plan --out wrote) instead of {str(inp.given)!r}"
         )
-    plan = read_plan(path, num_ranks=args.processes, num_microbatches=num_mb, stage_to_rank=args.stage_map)
-    return plan, None, None
+    plan = parse_plan(inp.text, num_ranks=args.processes, num_microbatches=num_mb, stage_to_rank=args.stage_map,
+                      name=inp.path.name)
+    return plan, None, None, None, {}
+
+
+def model_to_run(given: str | None, meta: dict[str, Any], where: str) -> ModelSpec:
+    """The model a real-compute run builds: the one the plan records (``meta['pipeline']['model_spec']``, what
+    ``schedsearch profile`` measured), or ``--model`` (``given``) when the plan records none.
+
+    A ``--model`` that differs from the recorded one is refused: the plan's times and its prediction are of
+    the recorded model. A plan that records none needs ``--model``.
+    """
+    pipeline = meta.get("pipeline")
+    recorded = pipeline.get("model_spec") if isinstance(pipeline, dict) else None
+    if recorded is not None:
+        try:
+            spec = parse_model_spec(recorded)
+        except SchedSearchError as exc:
+            raise FormatError(f"{where}: 'meta.pipeline.model_spec': {exc}") from None
+        if given is not None and parse_model_spec(given) != spec:
+            raise PlanError(
+                f"run: --model {given} differs from the model the plan was profiled from ({spec}): the plan's "
+                f"times and its prediction are of {spec}; leave out --model to run {spec}, or export the schedule "
+                f"(schedsearch export PLAN --format csv) and run that CSV with --model {given}")
+        return spec
+    if given is not None:
+        return parse_model_spec(given)
+    if not meta:
+        why = "a compute-only CSV names none"
+    elif "pipeline" in meta:
+        why = "its pipeline description has no model_spec; schedsearch profile records the model it measured"
+    else:
+        why = "it records no pipeline description"
+    raise PlanError(f"run: {where} names no model to run ({why}): pass --model KIND:LAYERSxWIDTH, e.g. --model "
+                    f"mlp:8x64{'' if not meta else ', or --emulate to sleep the planned times'}")
 
 
 def run(args: argparse.Namespace) -> int:
-    spec = parse_model_spec(args.model)
+    if args.model is not None:
+        parse_model_spec(args.model)  # a malformed --model is refused before anything is read
     if args.emulate and args.microbatch_sizes is not None:
         raise PlanError("run: --emulate runs one sample per micro-batch; leave out --microbatch-sizes")
-    plan, problem, schedule = load_plan_document(args)
+    plan, problem, schedule, prediction, meta = _load_plan(args)
     print(f"plan: {plan}")
     if args.check_only:
         if torch_available():
@@ -176,9 +228,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"model: emulated (each compute action sleeps its planned duration; activations up to "
               f"{args.emulate_max_bytes} bytes)")
     else:
+        spec = model_to_run(args.model, meta, repr(str(args.plan)))
         batch = args.batch_size if args.batch_size is not None else (sum(sizes) if sizes else 4 * plan.num_microbatches)
         workload = build_workload(spec, plan.num_stages, batch_size=batch, dtype=args.dtype, seed=args.seed)
-        print(f"model: {workload}")
+        print(f"model: {workload}{' (the model the plan was profiled from)' if args.model is None else ''}")
     result = run_plan(
         plan,
         workload,
@@ -192,6 +245,8 @@ def run(args: argparse.Namespace) -> int:
         tolerance=args.tolerance,
         timeout_s=args.timeout,
         start_method=args.start_method,
+        # an emulated run sleeps the problem's rounded times and has no step overhead of the real runtime's
+        prediction=None if args.emulate else prediction,
     )
     print(f"micro-batch sizes: {list(result.microbatch_sizes)}")
     print(f"{'rank':>4}  {'stages':<10} {'startup ms':>10}  step times ms")

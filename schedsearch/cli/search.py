@@ -16,7 +16,6 @@ import argparse
 import inspect
 from collections.abc import Callable
 
-from schedsearch._io import read_text
 from schedsearch.cli._common import (
     ProgressPrinter,
     add_output_arguments,
@@ -25,6 +24,7 @@ from schedsearch.cli._common import (
     print_result,
     write_plan,
 )
+from schedsearch.cli._inputs import InputKind, open_input
 from schedsearch.errors import InvalidOptionsError, InvalidProblemError
 from schedsearch.handcrafted.families import SCHEDULES
 from schedsearch.placements import (
@@ -137,7 +137,7 @@ def build_problem(args: argparse.Namespace) -> Problem:
         extra = sorted(given)
         if extra:
             raise InvalidOptionsError(f"{', '.join(extra)} apply to --placement, not to --problem")
-        return Problem.from_json(read_text(args.problem, f"problem file {str(args.problem)!r}"))
+        return Problem.from_json(open_input(args.problem, "search --problem", (InputKind.PROBLEM,)).text)
     builder = placements()[args.placement]
     params = inspect.signature(builder).parameters
     kwargs = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from schedsearch.cli.plan import add_engine_arguments
+from schedsearch.cli._inputs import InputKind, open_input
 from schedsearch.plan.pipeline import Pipeline
 
 
@@ -38,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from schedsearch.errors import InvalidOptionsError
     from schedsearch.plan.planner import plan_sweep
 
-    pipeline = Pipeline.load(args.pipeline)
+    pipeline = Pipeline.load(open_input(args.pipeline, "sweep", (InputKind.PIPELINE,)).path)
     counts = None
     if args.microbatches is not None:
         try:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from schedsearch._io import read_text
+from schedsearch.cli._inputs import InputKind, open_input, schedule_in
 from schedsearch.problem import Problem
-from schedsearch.schedule import Schedule, metrics
+from schedsearch.schedule import metrics
 from schedsearch.validate import validate
 
 
@@ -18,13 +18,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "exit status 1 when there is any.",
     )
     p.add_argument("problem", metavar="PROBLEM", help="problem JSON file")
-    p.add_argument("schedule", metavar="SCHEDULE", help="schedule JSON file")
+    p.add_argument("schedule", metavar="SCHEDULE", help="schedule JSON file, or a search result holding one")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    problem = Problem.from_json(read_text(args.problem, f"problem file {str(args.problem)!r}"))
-    schedule = Schedule.from_json(read_text(args.schedule, f"schedule file {str(args.schedule)!r}"))
+    problem = Problem.from_json(open_input(args.problem, "validate's PROBLEM", (InputKind.PROBLEM,)).text)
+    inp = open_input(args.schedule, "validate's SCHEDULE", (InputKind.SCHEDULE, InputKind.RESULT))
+    schedule = schedule_in(inp)
     violations = validate(problem, schedule)
     if violations:
         print(f"INVALID: {len(violations)} violation(s)")

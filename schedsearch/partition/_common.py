@@ -12,21 +12,33 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
+import attrs
 import numpy as np
 
 from schedsearch.errors import InvalidOperatorGraphError
+from schedsearch.partition.contraction import ContractedGraph
 from schedsearch.partition.cost import evaluate_split
 from schedsearch.partition.ideals import column_sums, ideals_to_words, membership_matrix
 from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload, Slot, Split
 from schedsearch.partition.result import PartitionResult
 
-if TYPE_CHECKING:
-    from schedsearch.partition.contraction import ContractedGraph
-    from schedsearch.partition.dp import ContiguousSolution
+__all__ = ["ContiguousSolution", "IdealTable", "partition_result", "resolve_workload", "split_of_stages"]
 
-__all__ = ["IdealTable", "partition_result", "resolve_workload", "split_of_stages", "strongly_connected_components"]
+
+@attrs.frozen(kw_only=True)
+class ContiguousSolution:
+    """Result of a contiguous-split DP on a contracted graph (:func:`~schedsearch.partition.dp.solve_contracted`,
+    the slice-graph DP).
+
+    ``stages`` lists ``(kind, supernodes)`` in pipeline order; ``kind`` is
+    ``"accel"`` or ``"cpu"``; empty devices are omitted.
+    """
+
+    max_load: float
+    stages: tuple[tuple[str, tuple[int, ...]], ...]
+    num_ideals: int
+    num_pairs: int
+    upper_bound: float
 
 
 def split_of_stages(cg: ContractedGraph, stages: Sequence[tuple[str, Sequence[int]]]) -> Split:
@@ -153,51 +165,3 @@ class IdealTable:
     def difference(self, p: int, q: int) -> tuple[int, ...]:
         diff = self.ints[p] & ~self.ints[q]
         return tuple(v for v in range(self.n) if diff >> v & 1)
-
-
-def strongly_connected_components(nodes: list, succ: dict) -> list[list]:
-    """Strongly connected components (iterative Tarjan)."""
-    index: dict = {}
-    low: dict = {}
-    on_stack: set = set()
-    stack: list = []
-    comps: list[list] = []
-    counter = 0
-    for root in nodes:
-        if root in index:
-            continue
-        work = [(root, iter(succ.get(root, ())))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            v, it = work[-1]
-            advanced = False
-            for w in it:
-                if w not in index:
-                    index[w] = low[w] = counter
-                    counter += 1
-                    stack.append(w)
-                    on_stack.add(w)
-                    work.append((w, iter(succ.get(w, ()))))
-                    advanced = True
-                    break
-                if w in on_stack:
-                    low[v] = min(low[v], index[w])
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[v])
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                comps.append(comp)
-    return comps

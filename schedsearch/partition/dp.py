@@ -64,12 +64,17 @@ import math
 import time
 from collections.abc import Sequence
 
-import attrs
 import numpy as np
 
 from schedsearch.errors import InvalidOperatorGraphError, SolverError
 from schedsearch.options import check_partition_options
-from schedsearch.partition._common import IdealTable, partition_result, resolve_workload, split_of_stages
+from schedsearch.partition._common import (
+    ContiguousSolution,
+    IdealTable,
+    partition_result,
+    resolve_workload,
+    split_of_stages,
+)
 from schedsearch.partition.contraction import ContractedGraph, contract, linearize
 from schedsearch.partition.cost import evaluate_split
 from schedsearch.partition.ideals import IdealLimitExceeded, enumerate_ideals
@@ -83,21 +88,6 @@ DEFAULT_IDEAL_LIMIT = 2_000_000
 _INF = math.inf
 _REL = 1e-9  # slack on the pruning bounds against rounding
 _SMALL_LATTICE = 4  # below this many ideals per chain ideal, skip the DPL bound
-
-
-@attrs.frozen(kw_only=True)
-class ContiguousSolution:
-    """Result of the DP on a contracted graph.
-
-    ``stages`` lists ``(kind, supernodes)`` in pipeline order; ``kind`` is
-    ``"accel"`` or ``"cpu"``; empty devices are omitted.
-    """
-
-    max_load: float
-    stages: tuple[tuple[str, tuple[int, ...]], ...]
-    num_ideals: int
-    num_pairs: int
-    upper_bound: float
 
 
 def _ratio(cg: ContractedGraph) -> float:

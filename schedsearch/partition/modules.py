@@ -46,8 +46,8 @@ import time
 
 from schedsearch.errors import InvalidOperatorGraphError
 from schedsearch.options import check_partition_options
-from schedsearch.partition._common import partition_result, resolve_workload, strongly_connected_components
-from schedsearch.partition.contraction import ContractedGraph, contract, linearize
+from schedsearch.partition._common import partition_result, resolve_workload
+from schedsearch.partition.contraction import ContractedGraph, contract, linearize, strongly_connected_components
 from schedsearch.partition.dp import solve_contracted
 from schedsearch.partition.ideals import IdealLimitExceeded, enumerate_ideals
 from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload

@@ -48,9 +48,8 @@ import numpy as np
 
 from schedsearch.errors import InvalidOperatorGraphError
 from schedsearch.options import check_partition_options
-from schedsearch.partition._common import partition_result, resolve_workload
+from schedsearch.partition._common import ContiguousSolution, partition_result, resolve_workload
 from schedsearch.partition.contraction import ContractedGraph, contract, kahn_dfs_order
-from schedsearch.partition.dp import ContiguousSolution
 from schedsearch.partition.opgraph import DeviceLimits, OperatorGraph, PartitionWorkload
 from schedsearch.partition.result import PartitionResult
 

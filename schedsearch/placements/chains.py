@@ -173,6 +173,42 @@ def chain_pipelines(
     >>> chain_pipelines([[0, 1], [1, 0]], 2, 1, backward=None).graph.block_names
     ('F0.p0', 'F1.p0', 'F0.p1', 'F1.p1')
     """
+    suffixes = _check_chain_settings(pipelines, num_devices, num_microbatches, suffixes, training=backward is not None,
+                                     split_backward=split_backward, full_backward=full_backward,
+                                     overlap_forward_backward=overlap_forward_backward)
+    names = device_names(num_devices)
+    capacities = _capacities(memory, num_devices)
+    chain = _Chain(names=names)
+    for p, (stages, sfx) in enumerate(zip(pipelines, suffixes)):
+        if not stages:
+            raise InvalidProblemError(f"placement: pipeline {p} must hold at least one stage, got []")
+        values = _StageValues.of(len(stages), forward=forward, backward=backward, forward_memory=forward_memory,
+                                 backward_memory=backward_memory, split_backward=split_backward,
+                                 input_grad=input_grad, weight_grad=weight_grad, input_grad_memory=input_grad_memory,
+                                 weight_grad_memory=weight_grad_memory)
+        chain.add_forwards(p, stages, sfx, values)
+        if backward is not None:
+            chain.add_backwards(stages, sfx, values, split_backward=split_backward, full_backward=full_backward)
+    if overlap_forward_backward is not None:
+        chain.pair_forwards_with_backwards(overlap_forward_backward)
+    blocks = chain.blocks
+    if free_at_end:
+        blocks = [attrs.evolve(b, workspace=b.workspace - b.memory) if b.memory < 0 else b for b in blocks]
+    cluster = Cluster(devices=[Device(name=n, memory=c) for n, c in zip(names, capacities)])
+    return Problem(
+        graph=Graph(blocks=blocks, edges=chain.edges),
+        num_microbatches=num_microbatches,
+        cluster=cluster,
+        initial_memory={n: initial_memory for n in names} if initial_memory else {},
+        name=name,
+        overlaps=chain.overlaps,
+    )
+
+
+def _check_chain_settings(pipelines: Sequence[Sequence[int]], num_devices: int, num_microbatches: int,
+                          suffixes: Sequence[str] | None, *, training: bool, split_backward: bool,
+                          full_backward: bool, overlap_forward_backward: int | None) -> Sequence[str]:
+    """The settings of :func:`chain_pipelines` that hold across pipelines; the pipelines' name suffixes."""
     check_positive("num_devices", num_devices)
     check_positive("num_microbatches", num_microbatches)
     if not pipelines:
@@ -185,7 +221,6 @@ def chain_pipelines(
         )
     if len(set(suffixes)) != len(suffixes):
         raise InvalidProblemError(f"placement: 'suffixes' must be distinct, got {list(suffixes)}")
-    training = backward is not None
     if split_backward and not training:
         raise InvalidProblemError("placement: 'split_backward' needs a backward pass ('backward' is None)")
     if full_backward and not split_backward:
@@ -199,99 +234,132 @@ def chain_pipelines(
                 "placement: 'overlap_forward_backward' with the zero-bubble split needs 'full_backward=True' "
                 "(the pair overlaps a forward with a full backward)"
             )
-    names = device_names(num_devices)
+    return suffixes
+
+
+def _capacities(memory: int | Sequence[int | None] | None, num_devices: int) -> list[int | None]:
+    """Every device's capacity: ``memory`` for all of them, or one per device."""
     if memory is None or isinstance(memory, int) and not isinstance(memory, bool):
-        capacities = [memory] * num_devices
-    else:
-        capacities = list(memory)
-        if len(capacities) != num_devices:
-            raise InvalidProblemError(
-                f"placement: 'memory' must give one capacity per device ({num_devices}), got {capacities}"
-            )
-    blocks: list[Block] = []
-    edges: list[Edge] = []
-    overlaps: list[Overlap] = []
-    #: per device: (forward block, backward blocks (B) or (I, W), full backward duration)
-    per_device: dict[int, list[tuple[str, tuple[str, ...], int]]] = {}
-    for p, (stages, sfx) in enumerate(zip(pipelines, suffixes)):
-        if not stages:
-            raise InvalidProblemError(f"placement: pipeline {p} must hold at least one stage, got []")
-        S = len(stages)
+        return [memory] * num_devices
+    capacities = list(memory)
+    if len(capacities) != num_devices:
+        raise InvalidProblemError(
+            f"placement: 'memory' must give one capacity per device ({num_devices}), got {capacities}"
+        )
+    return capacities
+
+
+@attrs.frozen(kw_only=True)
+class _StageValues:
+    """One pipeline's durations and memory deltas, one per stage (None: the default, or no backward)."""
+
+    fwd: list[int | None]
+    bwd: list[int | None]
+    fmem: list[int | None]
+    bmem: list[int | None]
+    #: with the zero-bubble split: the I and W durations (defaults applied) and memory deltas
+    ig: list[int | None] = attrs.field(factory=list)
+    wg: list[int | None] = attrs.field(factory=list)
+    imem: list[int | None] = attrs.field(factory=list)
+    wmem: list[int | None] = attrs.field(factory=list)
+
+    @classmethod
+    def of(cls, S: int, *, forward: IntOrSeq, backward: IntOrSeq | None, forward_memory: IntOrSeq,
+           backward_memory: IntOrSeq | None, split_backward: bool, input_grad: IntOrSeq | None,
+           weight_grad: IntOrSeq | None, input_grad_memory: IntOrSeq,
+           weight_grad_memory: IntOrSeq | None) -> _StageValues:
+        """The values of a pipeline of ``S`` stages, checked (``weight_grad`` defaults to ``max(1, B // 2)``
+        and ``input_grad`` to ``B - weight_grad``)."""
         fwd = _per_stage("forward", forward, S, 1)
-        bwd = _per_stage("backward", backward, S, 1) if training else [None] * S
+        bwd = _per_stage("backward", backward, S, 1) if backward is not None else [None] * S
         fmem = _per_stage("forward_memory", forward_memory, S, None)
         bmem = _per_stage("backward_memory", backward_memory, S, None)
-        if split_backward:
-            wg = _per_stage("weight_grad", weight_grad, S, 1)
-            ig = _per_stage("input_grad", input_grad, S, 1)
-            for s in range(S):
-                if wg[s] is None:
-                    wg[s] = max(1, bwd[s] // 2)
-                if ig[s] is None:
-                    ig[s] = bwd[s] - wg[s]
-                    if ig[s] < 1:
-                        raise InvalidProblemError(
-                            f"placement: stage {s}: 'input_grad' defaults to backward - weight_grad = "
-                            f"{bwd[s]} - {wg[s]}, which is < 1; give 'input_grad' or a larger 'backward'"
-                        )
-            imem = _per_stage("input_grad_memory", input_grad_memory, S, None)
-            wmem = _per_stage("weight_grad_memory", weight_grad_memory, S, None)
+        if not split_backward:
+            return cls(fwd=fwd, bwd=bwd, fmem=fmem, bmem=bmem)
+        wg = _per_stage("weight_grad", weight_grad, S, 1)
+        ig = _per_stage("input_grad", input_grad, S, 1)
+        for s in range(S):
+            if wg[s] is None:
+                wg[s] = max(1, bwd[s] // 2)
+            if ig[s] is None:
+                ig[s] = bwd[s] - wg[s]
+                if ig[s] < 1:
+                    raise InvalidProblemError(
+                        f"placement: stage {s}: 'input_grad' defaults to backward - weight_grad = "
+                        f"{bwd[s]} - {wg[s]}, which is < 1; give 'input_grad' or a larger 'backward'"
+                    )
+        imem = _per_stage("input_grad_memory", input_grad_memory, S, None)
+        wmem = _per_stage("weight_grad_memory", weight_grad_memory, S, None)
+        return cls(fwd=fwd, bwd=bwd, fmem=fmem, bmem=bmem, ig=ig, wg=wg, imem=imem, wmem=wmem)
+
+
+@attrs.define
+class _Chain:
+    """The blocks, edges and overlapped groups of :func:`chain_pipelines`, pipeline after pipeline."""
+
+    names: tuple[str, ...]
+    blocks: list[Block] = attrs.field(factory=list)
+    edges: list[Edge] = attrs.field(factory=list)
+    overlaps: list[Overlap] = attrs.field(factory=list)
+    #: per device: (forward block, backward blocks (B) or (I, W), full backward duration)
+    per_device: dict[int, list[tuple[str, tuple[str, ...], int]]] = attrs.field(factory=dict)
+
+    def add_forwards(self, p: int, stages: Sequence[int], sfx: str, values: _StageValues) -> None:
+        """Pipeline ``p``'s forward chain ``F0 -> F1 -> ...``, stage ``s`` on device ``stages[s]``."""
+        num_devices = len(self.names)
         for s, dev in enumerate(stages):
             if isinstance(dev, bool) or not isinstance(dev, int) or not 0 <= dev < num_devices:
                 raise InvalidProblemError(
                     f"placement: pipeline {p}, stage {s}: device must be in 0..{num_devices - 1}, got {dev!r}"
                 )
-            blocks.append(
-                Block(name=f"F{s}{sfx}", kind="F", options=[Option(devices=(names[dev],), duration=fwd[s])],
-                      memory=fmem[s], stage=s)
+            self.blocks.append(
+                Block(name=f"F{s}{sfx}", kind="F", options=[Option(devices=(self.names[dev],), duration=values.fwd[s])],
+                      memory=values.fmem[s], stage=s)
             )
             if s:
-                edges.append(Edge(src=f"F{s - 1}{sfx}", dst=f"F{s}{sfx}"))
-        if not training:
-            continue
-        last = S - 1
+                self.edges.append(Edge(src=f"F{s - 1}{sfx}", dst=f"F{s}{sfx}"))
+
+    def add_backwards(self, stages: Sequence[int], sfx: str, values: _StageValues, *, split_backward: bool,
+                      full_backward: bool) -> None:
+        """The backward chain from the last stage down, after the last forward: ``B`` blocks, or ``I`` then
+        ``W`` per stage with the split (with ``full_backward``, the pair as an overlapped group ``"B"``)."""
+        last = len(stages) - 1
         for s in range(last, -1, -1):
-            dev = names[stages[s]]
+            dev = self.names[stages[s]]
             if split_backward:
-                i_mem = imem[s]
-                w_mem = wmem[s] if wmem[s] is not None else -(fmem[s] + i_mem)
-                blocks.append(Block(name=f"I{s}{sfx}", kind="I", options=[Option(devices=(dev,), duration=ig[s])],
-                                    memory=i_mem, stage=s))
-                blocks.append(Block(name=f"W{s}{sfx}", kind="W", options=[Option(devices=(dev,), duration=wg[s])],
-                                    memory=w_mem, stage=s))
-                edges.append(Edge(src=f"I{s + 1}{sfx}" if s < last else f"F{last}{sfx}", dst=f"I{s}{sfx}"))
-                edges.append(Edge(src=f"I{s}{sfx}", dst=f"W{s}{sfx}"))
+                i_mem = values.imem[s]
+                w_mem = values.wmem[s] if values.wmem[s] is not None else -(values.fmem[s] + i_mem)
+                self.blocks.append(Block(name=f"I{s}{sfx}", kind="I",
+                                         options=[Option(devices=(dev,), duration=values.ig[s])], memory=i_mem,
+                                         stage=s))
+                self.blocks.append(Block(name=f"W{s}{sfx}", kind="W",
+                                         options=[Option(devices=(dev,), duration=values.wg[s])], memory=w_mem,
+                                         stage=s))
+                self.edges.append(Edge(src=f"I{s + 1}{sfx}" if s < last else f"F{last}{sfx}", dst=f"I{s}{sfx}"))
+                self.edges.append(Edge(src=f"I{s}{sfx}", dst=f"W{s}{sfx}"))
                 if full_backward:
-                    overlaps.append(Overlap(blocks=(f"I{s}{sfx}", f"W{s}{sfx}"), duration=bwd[s], name="B",
-                                                    same_microbatch=((f"I{s}{sfx}", f"W{s}{sfx}"),)))
+                    self.overlaps.append(Overlap(blocks=(f"I{s}{sfx}", f"W{s}{sfx}"), duration=values.bwd[s], name="B",
+                                                 same_microbatch=((f"I{s}{sfx}", f"W{s}{sfx}"),)))
                 back: tuple[str, ...] = (f"I{s}{sfx}", f"W{s}{sfx}")
             else:
-                b_mem = bmem[s] if bmem[s] is not None else -fmem[s]
-                blocks.append(Block(name=f"B{s}{sfx}", kind="B", options=[Option(devices=(dev,), duration=bwd[s])],
-                                    memory=b_mem, stage=s))
-                edges.append(Edge(src=f"B{s + 1}{sfx}" if s < last else f"F{last}{sfx}", dst=f"B{s}{sfx}"))
+                b_mem = values.bmem[s] if values.bmem[s] is not None else -values.fmem[s]
+                self.blocks.append(Block(name=f"B{s}{sfx}", kind="B",
+                                         options=[Option(devices=(dev,), duration=values.bwd[s])], memory=b_mem,
+                                         stage=s))
+                self.edges.append(Edge(src=f"B{s + 1}{sfx}" if s < last else f"F{last}{sfx}", dst=f"B{s}{sfx}"))
                 back = (f"B{s}{sfx}",)
-            per_device.setdefault(stages[s], []).append((f"F{s}{sfx}", back, bwd[s]))
-    if overlap_forward_backward is not None:
-        for dev in sorted(per_device):
-            entries = per_device[dev]
+            self.per_device.setdefault(stages[s], []).append((f"F{s}{sfx}", back, values.bwd[s]))
+
+    def pair_forwards_with_backwards(self, duration: int) -> None:
+        """An ``"F&B"`` group of every forward with the full backward of every other stage on its device."""
+        for dev in sorted(self.per_device):
+            entries = self.per_device[dev]
             for f_block, _, _ in entries:
                 for other_f, back, _ in entries:
                     if other_f == f_block:
                         continue
-                    overlaps.append(Overlap(blocks=(f_block, *back), duration=overlap_forward_backward, name="F&B",
-                                           same_microbatch=(back,) if len(back) > 1 else ()))
-    if free_at_end:
-        blocks = [attrs.evolve(b, workspace=b.workspace - b.memory) if b.memory < 0 else b for b in blocks]
-    cluster = Cluster(devices=[Device(name=n, memory=c) for n, c in zip(names, capacities)])
-    return Problem(
-        graph=Graph(blocks=blocks, edges=edges),
-        num_microbatches=num_microbatches,
-        cluster=cluster,
-        initial_memory={n: initial_memory for n in names} if initial_memory else {},
-        name=name,
-        overlaps=overlaps,
-    )
+                    self.overlaps.append(Overlap(blocks=(f_block, *back), duration=duration, name="F&B",
+                                                 same_microbatch=(back,) if len(back) > 1 else ()))
 
 
 def vshape(

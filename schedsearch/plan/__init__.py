@@ -7,12 +7,12 @@ The flow, one module a step:
   JSON, a profile or Python;
 * :mod:`~schedsearch.plan.calibration`: what a calibration run measured
   (links, the step's own overhead), applied to a description;
+* :mod:`~schedsearch.plan.times`: a candidate's times in exact
+  milliseconds, from which its problem's integer ticks are derived once and
+  every figure shown in milliseconds is read;
 * :mod:`~schedsearch.plan.planner`: the candidates (a schedule family with
-  its shape), each turned into a :class:`~schedsearch.Problem`, searched
-  within one budget, and ranked in a table (:class:`PlanResult`);
-* :mod:`~schedsearch.plan.real_ms`: a candidate's times in exact
-  milliseconds, from which the problem's integer ticks are derived and every
-  figure shown in milliseconds is read;
+  its shape), each turned into its times and :class:`~schedsearch.Problem`,
+  searched within one budget, and ranked in a table (:class:`PlanResult`);
 * :mod:`~schedsearch.plan.torchtitan`: the files a torchtitan user launches.
 
 ``schedsearch.plan`` is also the name of the planner's entry point on the

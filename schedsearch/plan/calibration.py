@@ -35,12 +35,12 @@ from typing import Any
 
 import attrs
 
-from schedsearch._io import read_text
+from schedsearch._io import read_text, toml_value
 from schedsearch._json import short_repr
 from schedsearch.errors import InvalidPipelineError
-from schedsearch.plan.pipeline import MAX_MS, P2P, Pipeline, _toml_value
+from schedsearch.units import MAX_MS, parse_bytes, read_ms as _time
 
-__all__ = ["LinkFit", "Calibration", "fit_link"]
+__all__ = ["LinkFit", "Calibration", "P2P", "fit_link"]
 
 
 @attrs.frozen(kw_only=True)
@@ -131,6 +131,64 @@ def _samples(value: Any) -> tuple[tuple[int, float], ...]:
 
 
 @attrs.frozen(kw_only=True)
+class P2P:
+    """Point-to-point transfer of what a stage sends (its ``send_bytes``) between neighbouring ranks.
+
+    Either a fixed ``time_ms`` per transfer, or ``latency_ms`` plus the
+    bytes crossing the boundary (the sending stage's ``send_bytes``; the
+    gradient coming back is as large) over ``bandwidth_bytes_per_s`` (a
+    number or a string such as ``"25 GB"``, read per second). All zero (the default):
+    transfers are free.
+
+    Examples
+    --------
+    >>> from schedsearch.plan.pipeline import P2P
+    >>> P2P(latency_ms=0.01, bandwidth_bytes_per_s="10 GB").transfer_ms(10**8)
+    10.01
+    >>> P2P(time_ms=0.5).transfer_ms(10**9)
+    0.5
+    """
+
+    latency_ms: float = 0.0
+    bandwidth_bytes_per_s: int | None = None
+    time_ms: float | None = None
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "latency_ms", _time("p2p", "latency_ms", self.latency_ms))
+        object.__setattr__(self, "time_ms", _time("p2p", "time_ms", self.time_ms, optional=True))
+        if self.bandwidth_bytes_per_s is not None:
+            bw = parse_bytes(self.bandwidth_bytes_per_s, "p2p", "bandwidth_bytes_per_s")
+            if bw <= 0:
+                raise InvalidPipelineError(f"p2p: 'bandwidth_bytes_per_s' must be > 0, got {self.bandwidth_bytes_per_s!r}")
+            object.__setattr__(self, "bandwidth_bytes_per_s", bw)
+        if self.time_ms is not None and (self.bandwidth_bytes_per_s is not None or self.latency_ms):
+            raise InvalidPipelineError(
+                f"p2p: give either 'time_ms' ({self.time_ms!r}) or 'latency_ms' and 'bandwidth_bytes_per_s', not both"
+            )
+
+    def transfer_ms(self, num_bytes: int) -> float:
+        """Milliseconds to send ``num_bytes`` to the neighbouring rank."""
+        if self.time_ms is not None:
+            return self.time_ms
+        size = num_bytes / self.bandwidth_bytes_per_s * 1e3 if self.bandwidth_bytes_per_s else 0.0
+        return self.latency_ms + size
+
+    @property
+    def free(self) -> bool:
+        return not self.time_ms and not self.latency_ms and self.bandwidth_bytes_per_s is None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.time_ms is not None:
+            out["time_ms"] = self.time_ms
+        if self.latency_ms:
+            out["latency_ms"] = self.latency_ms
+        if self.bandwidth_bytes_per_s is not None:
+            out["bandwidth_bytes_per_s"] = self.bandwidth_bytes_per_s
+        return out
+
+
+@attrs.frozen(kw_only=True)
 class Calibration:
     """A machine's point-to-point link and its pipeline runtime's overhead per action.
 
@@ -145,8 +203,10 @@ class Calibration:
         the action's own compute.
     step_overhead_ms:
         What a step costs once beyond its actions (its set-up, the gradient
-        reduction at its end). A plan's makespan does not hold it: add it
-        to a makespan (:meth:`step_ms`) to compare with a measured step time.
+        reduction at its end). A plan's makespan does not hold it: applied,
+        it is the pipeline's ``step_overhead_ms``, which the step time a run
+        of the plan is predicted to take adds to the makespan (as
+        :meth:`step_ms` does).
     residual_ms:
         Root mean square residual of the link fit over ``samples``.
     samples:
@@ -206,20 +266,23 @@ class Calibration:
 
     @property
     def p2p(self) -> P2P:
-        """The link as a pipeline's :class:`~schedsearch.plan.pipeline.P2P`."""
+        """The link as a pipeline's :class:`P2P`."""
         return P2P(latency_ms=self.latency_ms, bandwidth_bytes_per_s=self.bandwidth_bytes_per_s)
 
-    def apply(self, pipeline: Pipeline) -> Pipeline:
-        """``pipeline`` with this link as its ``p2p`` and this overhead as its ``action_overhead_ms``.
+    def apply(self, pipeline: Any) -> Any:
+        """``pipeline`` (a :class:`~schedsearch.plan.pipeline.Pipeline`) with this link as its ``p2p`` and these
+        overheads as its ``action_overhead_ms`` and ``step_overhead_ms``: :meth:`Pipeline.calibrated
+        <schedsearch.plan.pipeline.Pipeline.calibrated>`.
 
-        Both replace what the pipeline had (applying a calibration twice
+        They replace what the pipeline had (applying a calibration twice
         gives the same pipeline as applying it once); the stage times stay
         as given, the overhead being added where the stages of a family are
         made.
         """
-        if not isinstance(pipeline, Pipeline):
+        calibrated = getattr(pipeline, "calibrated", None)
+        if not callable(calibrated):
             raise InvalidPipelineError(f"calibration: apply needs a Pipeline, got {type(pipeline).__name__}")
-        return attrs.evolve(pipeline, p2p=self.p2p, action_overhead_ms=self.action_overhead_ms)
+        return calibrated(self)
 
     def __str__(self) -> str:
         bw = "no size term" if self.bandwidth_bytes_per_s is None else f"{self.bandwidth_bytes_per_s / 1e9:.4g} GB/s"
@@ -249,7 +312,7 @@ class Calibration:
         return cls(**document)
 
     def to_toml(self) -> str:
-        return "".join(f"{k} = {_toml_value(v)}\n" for k, v in self.to_dict().items())
+        return "".join(f"{k} = {toml_value(v)}\n" for k, v in self.to_dict().items())
 
     def save(self, path: str | Path) -> Path:
         """Write the calibration as TOML (or JSON when the name ends in ``.json``)."""

@@ -27,22 +27,28 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
+from schedsearch._io import toml_value as _toml_value
 from schedsearch._json import short_repr
-from schedsearch.errors import FormatError, InvalidPipelineError
+from schedsearch.errors import FormatError, InvalidPipelineError, InvalidProblemError
 from schedsearch.handcrafted.families import planner_families
 from schedsearch.problem import MAX_INT, MAX_MICROBATCHES, MAX_TOTAL
-
-if TYPE_CHECKING:
-    from schedsearch.units import Units
+from schedsearch.plan.calibration import P2P as P2P, Calibration
+from schedsearch.plan.model_spec import parse_model_spec
+from schedsearch.units import (
+    Units,
+    format_bytes as format_bytes,
+    number as _number,
+    parse_bytes as parse_bytes,
+    read_ms as _time,
+)
 
 __all__ = [
     "FAMILIES",
@@ -61,89 +67,9 @@ __all__ = [
 #: "v" layout; ``"dualpipe"``: two opposite pipelines, two parameter copies per rank).
 FAMILIES = planner_families()
 
-#: Largest byte amount a description may give (1 EiB).
-MAX_BYTES = 2**60
-#: Largest time in milliseconds (about 31 years).
-MAX_MS = 1e12
 #: Smallest relative rounding tolerance on the times: tighter ones need time units so fine that
 #: the integers outgrow the model's range for ordinary ratios of times, and no profile is that precise.
 MIN_TIME_TOLERANCE = 1e-6
-
-_UNITS = {
-    "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
-}
-_BYTES = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
-
-
-def parse_bytes(value: Any, where: str = "pipeline", field: str = "bytes") -> int:
-    """Bytes from an integer, a float or a string with a unit (``"80 GiB"``, ``"1.5 GB"``).
-
-    Examples
-    --------
-    >>> from schedsearch.plan.pipeline import parse_bytes
-    >>> parse_bytes("80 GiB"), parse_bytes("1.5 kB"), parse_bytes(4096)
-    (85899345920, 1500, 4096)
-    >>> parse_bytes("-1 GiB", "stage 'embed'", "activation_bytes")
-    Traceback (most recent call last):
-    ...
-    schedsearch.errors.InvalidPipelineError: stage 'embed': 'activation_bytes' must be a byte amount from 0 to 2**60 (an integer or a string such as "80 GiB"), got '-1 GiB'
-    """
-    amount: Fraction | None = None
-    if isinstance(value, bool):
-        amount = None
-    elif isinstance(value, int):
-        amount = Fraction(value)
-    elif isinstance(value, float):
-        amount = Fraction(repr(value)) if math.isfinite(value) else None
-    elif isinstance(value, str) and len(value) <= 64:
-        match = _BYTES.match(value)
-        unit = match.group(2).lower() if match else ""
-        if match and (unit in _UNITS or unit == "") and len(match.group(1)) <= 32:
-            amount = Fraction(match.group(1)) * _UNITS.get(unit, 1)
-    if amount is None or amount < 0 or amount > MAX_BYTES:
-        raise InvalidPipelineError(
-            f"{where}: {field!r} must be a byte amount from 0 to 2**60 (an integer or a string such as "
-            f"\"80 GiB\"), got {short_repr(value)}"
-        )
-    return round(amount)
-
-
-def format_bytes(amount: int) -> str | int:
-    """The exact string form of a byte amount (``"80 GiB"``), or the integer when no unit divides it.
-
-    Examples
-    --------
-    >>> from schedsearch.plan.pipeline import format_bytes
-    >>> format_bytes(80 * 2**30), format_bytes(3 * 2**19), format_bytes(1000)
-    ('80 GiB', '1536 KiB', 1000)
-    """
-    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if amount and amount % size == 0:
-            return f"{amount // size} {unit}"
-    return amount
-
-
-def _number(value: Any) -> float | None:
-    """``value`` as a finite float, or None when it is not a number (a bool, a string, NaN, inf, 10**400)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        out = float(value)
-    except OverflowError:
-        return None
-    return out if math.isfinite(out) else None
-
-
-def _time(where: str, field: str, value: Any, optional: bool = False) -> float | None:
-    if value is None and optional:
-        return None
-    number = _number(value)
-    if number is None or number < 0 or number > MAX_MS:
-        raise InvalidPipelineError(
-            f"{where}: {field!r} must be a time in milliseconds from 0 to 1e12, got {short_repr(value)}")
-    return number
-
 
 def _name(where: str, value: Any) -> str:
     if not isinstance(value, str):
@@ -228,64 +154,6 @@ class Stage:
         return out
 
 
-@attrs.frozen(kw_only=True)
-class P2P:
-    """Point-to-point transfer of what a stage sends (its ``send_bytes``) between neighbouring ranks.
-
-    Either a fixed ``time_ms`` per transfer, or ``latency_ms`` plus the
-    bytes crossing the boundary (the sending stage's ``send_bytes``; the
-    gradient coming back is as large) over ``bandwidth_bytes_per_s`` (a
-    number or a string such as ``"25 GB"``, read per second). All zero (the default):
-    transfers are free.
-
-    Examples
-    --------
-    >>> from schedsearch.plan.pipeline import P2P
-    >>> P2P(latency_ms=0.01, bandwidth_bytes_per_s="10 GB").transfer_ms(10**8)
-    10.01
-    >>> P2P(time_ms=0.5).transfer_ms(10**9)
-    0.5
-    """
-
-    latency_ms: float = 0.0
-    bandwidth_bytes_per_s: int | None = None
-    time_ms: float | None = None
-
-    def __attrs_post_init__(self) -> None:
-        object.__setattr__(self, "latency_ms", _time("p2p", "latency_ms", self.latency_ms))
-        object.__setattr__(self, "time_ms", _time("p2p", "time_ms", self.time_ms, optional=True))
-        if self.bandwidth_bytes_per_s is not None:
-            bw = parse_bytes(self.bandwidth_bytes_per_s, "p2p", "bandwidth_bytes_per_s")
-            if bw <= 0:
-                raise InvalidPipelineError(f"p2p: 'bandwidth_bytes_per_s' must be > 0, got {self.bandwidth_bytes_per_s!r}")
-            object.__setattr__(self, "bandwidth_bytes_per_s", bw)
-        if self.time_ms is not None and (self.bandwidth_bytes_per_s is not None or self.latency_ms):
-            raise InvalidPipelineError(
-                f"p2p: give either 'time_ms' ({self.time_ms!r}) or 'latency_ms' and 'bandwidth_bytes_per_s', not both"
-            )
-
-    def transfer_ms(self, num_bytes: int) -> float:
-        """Milliseconds to send ``num_bytes`` to the neighbouring rank."""
-        if self.time_ms is not None:
-            return self.time_ms
-        size = num_bytes / self.bandwidth_bytes_per_s * 1e3 if self.bandwidth_bytes_per_s else 0.0
-        return self.latency_ms + size
-
-    @property
-    def free(self) -> bool:
-        return not self.time_ms and not self.latency_ms and self.bandwidth_bytes_per_s is None
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if self.time_ms is not None:
-            out["time_ms"] = self.time_ms
-        if self.latency_ms:
-            out["latency_ms"] = self.latency_ms
-        if self.bandwidth_bytes_per_s is not None:
-            out["bandwidth_bytes_per_s"] = self.bandwidth_bytes_per_s
-        return out
-
-
 def _stages(value: Any) -> tuple[Stage, ...]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         raise InvalidPipelineError(f"pipeline: 'stages' must be a list of stages, got {short_repr(value)}")
@@ -353,6 +221,19 @@ def _sizes(value: Any) -> tuple[float, ...] | None:
     return tuple(out)
 
 
+def _model_spec(value: Any) -> str | None:
+    """A model spec (``mlp:8x64``, ``transformer:4x32``) in its normal form, or None."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidPipelineError(f"pipeline: 'model_spec' must be a model spec such as 'transformer:4x32', got "
+                                   f"{short_repr(value)}")
+    try:
+        return str(parse_model_spec(value))
+    except InvalidProblemError as exc:
+        raise InvalidPipelineError(f"pipeline: 'model_spec': {exc}") from None
+
+
 def _budget(value: Any) -> int | None:
     return None if value is None else parse_bytes(value, "pipeline", "memory_budget_bytes")
 
@@ -395,6 +276,12 @@ class Pipeline:
         layer); a smaller micro-batch's times scale with its size overhead
         included. ``fb_overlap_ms`` is an overlapped pair's own time, taken
         as given. A calibration (:mod:`schedsearch.plan.calibration`) measures it.
+    step_overhead_ms:
+        What a step costs once beyond its actions (its set-up, the gradient
+        reduction at its end), in milliseconds: not part of any plan's
+        makespan, added to it in the step time a run of the plan is
+        predicted to take (``plan.json``'s ``prediction``). A calibration
+        measures it.
     microbatch_sizes:
         Sizes of the micro-batches in order (samples or tokens; one per
         micro-batch), when they differ: a batch of 30 in 4 micro-batches is
@@ -403,6 +290,14 @@ class Pipeline:
         micro-batch's times scale with its size, while its activations are
         counted at the largest size's (an upper bound: a plan that fits the
         budget fits at run time). None: all the same size.
+    model_spec:
+        The model the stage times were measured on, as a spec of the
+        runtime's built-in models (``transformer:4x32``, ``mlp:8x64``; see
+        :func:`~schedsearch.plan.model_spec.parse_model_spec`), or None.
+        ``schedsearch profile`` records the model it profiled;
+        ``schedsearch run`` builds it to run the plan, so that the run's
+        prediction is of the model that runs. A spec that does not parse is
+        refused.
     name:
         Free text.
 
@@ -431,6 +326,8 @@ class Pipeline:
     time_tolerance: float = 0.01
     microbatch_sizes: tuple[float, ...] | None = attrs.field(default=None, converter=_sizes)
     action_overhead_ms: float = 0.0
+    step_overhead_ms: float = 0.0
+    model_spec: str | None = attrs.field(default=None, converter=_model_spec)
     name: str = ""
 
     def __attrs_post_init__(self) -> None:
@@ -463,6 +360,7 @@ class Pipeline:
         if self.fb_overlap_ms == 0:
             raise InvalidPipelineError("pipeline: 'fb_overlap_ms' must be > 0 (or absent), got 0.0")
         object.__setattr__(self, "action_overhead_ms", _time("pipeline", "action_overhead_ms", self.action_overhead_ms))
+        object.__setattr__(self, "step_overhead_ms", _time("pipeline", "step_overhead_ms", self.step_overhead_ms))
         tol = _number(self.time_tolerance)
         if tol is None or not MIN_TIME_TOLERANCE <= tol < 0.5:
             raise InvalidPipelineError(
@@ -515,8 +413,10 @@ class Pipeline:
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as plain data; byte amounts as exact unit strings where one divides them."""
-        out: dict[str, Any] = {"name": self.name, "num_ranks": self.num_ranks,
-                               "num_microbatches": self.num_microbatches}
+        out: dict[str, Any] = {"name": self.name}
+        if self.model_spec is not None:
+            out["model_spec"] = self.model_spec
+        out.update(num_ranks=self.num_ranks, num_microbatches=self.num_microbatches)
         if self.memory_budget_bytes is not None:
             out["memory_budget_bytes"] = format_bytes(self.memory_budget_bytes)
         out["families"] = list(self.families)
@@ -528,6 +428,8 @@ class Pipeline:
             out["microbatch_sizes"] = [int(x) if x == int(x) else x for x in self.microbatch_sizes]
         if self.action_overhead_ms:
             out["action_overhead_ms"] = self.action_overhead_ms
+        if self.step_overhead_ms:
+            out["step_overhead_ms"] = self.step_overhead_ms
         p2p = self.p2p.to_dict()
         if p2p:
             out["p2p"] = p2p
@@ -570,17 +472,18 @@ class Pipeline:
         return pipeline if calibration is None else pipeline.calibrated(calibration)
 
     def calibrated(self, calibration: Any) -> Pipeline:
-        """This pipeline with a calibration's link and overhead per action (a
-        :class:`~schedsearch.plan.calibration.Calibration` or the path of its file;
-        see :meth:`Calibration.apply <schedsearch.plan.calibration.Calibration.apply>`)."""
-        from schedsearch.plan.calibration import Calibration
-
+        """This pipeline with a calibration's link as its ``p2p``, its overhead per action as its
+        ``action_overhead_ms`` and its overhead per step as its ``step_overhead_ms`` (a
+        :class:`~schedsearch.plan.calibration.Calibration` or the path of its file). They replace what the
+        pipeline had (calibrating twice gives the same pipeline as once); the stage times stay as given, the
+        overhead per action being added where the stages of a family are made."""
         if isinstance(calibration, (str, Path)):
             calibration = Calibration.load(calibration)
         if not isinstance(calibration, Calibration):
             raise InvalidPipelineError(f"pipeline: 'calibration' must be a Calibration or the path of its file, got "
                                        f"{type(calibration).__name__}")
-        return calibration.apply(self)
+        return attrs.evolve(self, p2p=calibration.p2p, action_overhead_ms=calibration.action_overhead_ms,
+                            step_overhead_ms=calibration.step_overhead_ms)
 
     def save(self, path: str | Path) -> Path:
         """Write the pipeline as TOML (or JSON when the name ends in ``.json``)."""
@@ -645,7 +548,8 @@ class Pipeline:
 
         A runtime profile gives stages (its input-gradient and weight-gradient
         times too; ``microbatch_size`` picks one profiled size, default the
-        base one). A PipeDream profile (a path) gives layers in topological
+        base one) and the model it measured (``model_spec``, when the
+        profile names one). A PipeDream profile (a path) gives layers in topological
         order; they are split into stages with the library's DP
         (``partition="dp"``, the default for it). PipeDream does not measure
         the split backward: ``weight_grad_share`` (for example 0.5) sets the
@@ -678,6 +582,7 @@ class Pipeline:
         else:
             stages = _runtime_stages(profile, microbatch_size)
             partition = partition or "fixed"
+            fields.setdefault("model_spec", getattr(profile, "model_spec", None))
         return cls(num_ranks=num_ranks, num_microbatches=num_microbatches, memory_budget_bytes=memory_budget_bytes,
                    stages=stages, partition=partition, **fields)
 
@@ -787,18 +692,6 @@ def check_integer_range(pipeline: Pipeline, times: dict[str, float], amounts: Se
 
 def _gib(amount: int) -> str:
     return f"{amount / 2**30:.3g} GiB"
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    raise FormatError(f"pipeline TOML: cannot write value {value!r} of type {type(value).__name__}")
 
 
 def _sum_ms(values: Sequence[float]) -> float:

@@ -21,7 +21,7 @@ planner
    of the same family on the same problem, through one executor
    (:mod:`schedsearch.executors`: local processes or Ray);
 5. returns a :class:`PlanResult`: the ranked table and the best plan, every
-   figure in milliseconds of the unrounded times (:mod:`schedsearch.plan.real_ms`).
+   figure in milliseconds of the unrounded times (:mod:`schedsearch.plan.times`).
 
 Memory is held as a real runtime holds it: an activation is freed when the
 block that frees it ends (``free_at_end``); parameters are the ranks'
@@ -51,10 +51,10 @@ from schedsearch.handcrafted.simulate import validation_deferred
 from schedsearch.options import MAX_SEED, Rule, SearchOptions, check_options
 from schedsearch.plan.pipeline import (FAMILIES, Pipeline, Stage, check_integer_range, check_plan_arguments,
                                   exact_bytes, exact_memory_unit)
-from schedsearch.placements import chain_pipelines, device_names, stage_mapping
 from schedsearch.rewrite import with_capacities
-from schedsearch.problem import Channel, Cluster, Edge, Graph, Problem
-from schedsearch.plan.real_ms import RealTimes, float_below, real_bound_ms, real_times, retime_ms
+from schedsearch.problem import Problem
+from schedsearch.plan.times import (CandidateTimes, candidate_times, float_below, named_times, rank_pipelines,
+                                    retime_ms)
 from schedsearch.schedule import Schedule, metrics
 from schedsearch.units import GIB, Units, choose_units
 from schedsearch.validate import validate
@@ -141,12 +141,6 @@ def candidates(pipeline: Pipeline) -> list[Candidate]:
     return out
 
 
-def _pipelines(candidate: Candidate, num_ranks: int) -> tuple[list[list[int]], list[str] | None]:
-    if candidate.record.two_pipelines:
-        return [list(range(num_ranks)), list(range(num_ranks - 1, -1, -1))], [".down", ".up"]
-    return [list(stage_mapping(candidate.layout, num_ranks, candidate.num_stages(num_ranks)))], None
-
-
 def _why_not(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage] | None) -> str:
     """Why ``candidate`` cannot be planned (empty when it can be tried)."""
     P, m = pipeline.num_ranks, pipeline.num_microbatches
@@ -177,7 +171,7 @@ def _why_not(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage] |
 
 def _memory_need(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage]) -> tuple[int, int, int, int]:
     """(rank, its parameter bytes, activation bytes it must hold at once, total) for the neediest rank."""
-    pipes, _ = _pipelines(candidate, pipeline.num_ranks)
+    pipes, _ = rank_pipelines(candidate, pipeline.num_ranks)
     worst = (0, 0, 0, -1)
     for r in range(pipeline.num_ranks):
         params = sum(stages[s].parameter_bytes for pipe in pipes for s, d in enumerate(pipe) if d == r)
@@ -191,118 +185,20 @@ def build_problem(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Sta
                   relaxed_memory: bool = False) -> Problem:
     """The integer problem of one candidate: durations in ``units`` time units, memory in memory units.
 
-    Activations are allocated by the forward and freed when the backward
-    (or the weight gradient) ends; each rank starts with its parameters and
-    may hold at most the budget. Transfers between stages on different ranks
-    cost ``pipeline.p2p`` for the sending stage's activation bytes. Memory
-    amounts are rounded up and the budget down (a plan that fits in units
-    fits in bytes); with ``relaxed_memory`` the other way round (amounts
-    down, budget up: every plan that fits in bytes fits in units, the
-    problem whose bounds hold for the bytes).
+    Its times are the candidate's (:func:`~schedsearch.plan.times.candidate_times`,
+    which holds them in exact ms and this problem beside them): each
+    duration is its time rounded to whole units. Activations are allocated
+    by the forward and freed when the backward (or the weight gradient)
+    ends; each rank starts with its parameters and may hold at most the
+    budget. Transfers between stages on different ranks run on the channel
+    between the two ranks, which takes ``pipeline.p2p``'s time for the
+    sending stage's bytes. Memory amounts are rounded up and the budget down
+    (a plan that fits in units fits in bytes); with ``relaxed_memory`` the
+    other way round (amounts down, budget up: every plan that fits in bytes
+    fits in units, the problem whose bounds hold for the bytes).
     """
-    P = pipeline.num_ranks
-    pipes, suffixes = _pipelines(candidate, P)
-    amount = units.capacity if relaxed_memory else units.memory
-    kwargs: dict[str, Any] = {
-        "forward": [units.ticks(s.forward_ms) for s in stages],
-        "backward": [units.ticks(s.backward_ms) for s in stages],
-        "forward_memory": [amount(s.activation_bytes) for s in stages],
-    }
-    if candidate.split_backward:
-        kwargs.update(split_backward=True, input_grad=[units.ticks(s.input_grad_ms) for s in stages],
-                      weight_grad=[units.ticks(s.weight_grad_ms) for s in stages])
-        if candidate.record.full_backward:
-            kwargs["full_backward"] = True
-            if candidate.overlap:
-                kwargs["overlap_forward_backward"] = units.ticks(pipeline.fb_overlap_ms)
-    budget = None if pipeline.memory_budget_bytes is None else (units.memory if relaxed_memory else units.capacity)(
-        pipeline.memory_budget_bytes)
-    m = pipeline.num_microbatches // 2 if candidate.record.two_pipelines else pipeline.num_microbatches
-    problem = chain_pipelines(pipes, P, m, memory=budget, free_at_end=True, suffixes=suffixes,
-                              name=f"{pipeline.name or 'pipeline'} {candidate.label}", **kwargs)
-    names = device_names(P)
-    params = {names[r]: amount(sum(stages[s].parameter_bytes for pipe in pipes for s, d in enumerate(pipe)
-                                         if d == r)) for r in range(P)}
-    problem = problem.with_(initial_memory={d: v for d, v in params.items() if v},
-                            time_unit_s=units.time_unit_ms / 1e3, memory_unit_bytes=units.memory_unit_bytes,
-                            duration_overrides=_size_overrides(pipeline, candidate, problem, stages, units))
-    if pipeline.p2p.free:
-        return problem
-    return _with_transfers(problem, pipeline, stages, units)
-
-
-_TIME_FIELD = {"F": "forward_ms", "B": "backward_ms", "I": "input_grad_ms", "W": "weight_grad_ms"}
-
-
-def _size_overrides(pipeline: Pipeline, candidate: Candidate, problem: Problem, stages: Sequence[Stage],
-                    units: Units) -> list[tuple[str, int, tuple[int, ...]]]:
-    """Durations of the micro-batches smaller than the largest: each block's stage time times the size ratio.
-
-    DualPipe's two pipelines carry the first and the second half of the
-    micro-batches (instance ``i`` of ``.up`` is micro-batch ``n/2 + i``).
-    """
-    ratios = pipeline.size_ratios()
-    if ratios is None:
-        return []
-    half = pipeline.num_microbatches // 2
-    out = []
-    for b in problem.graph.blocks:
-        offset = half if candidate.record.two_pipelines and b.name.endswith(".up") else 0
-        for m in range(problem.num_microbatches):
-            r = ratios[offset + m]
-            if r < 1.0:
-                ms = getattr(stages[b.stage], _TIME_FIELD[b.kind])
-                out.append((b.name, m, (units.ticks(ms * r),) * len(b.options)))
-    return out
-
-
-def _with_transfers(problem: Problem, pipeline: Pipeline, stages: Sequence[Stage], units: Units) -> Problem:
-    device_of = {b.name: b.options[0].devices[0] for b in problem.graph.blocks}
-    stage_of = {b.name: b.stage for b in problem.graph.blocks}
-    edges, pairs = [], set()
-    for e in problem.graph.edges:
-        a, b = device_of[e.src], device_of[e.dst]
-        size = 0
-        if a != b:
-            sender = stage_of[e.src] if e.src.startswith("F") else stage_of[e.dst]
-            ms = pipeline.p2p.transfer_ms(stages[sender].p2p_bytes)
-            size = units.ticks(ms) if ms > 0 else 0  # a positive time is at least one unit, as chosen
-            if size:
-                pairs.add(tuple(sorted((a, b))))
-        edges.append(Edge(src=e.src, dst=e.dst, size=size))
-    channels = [Channel(name=f"{a}-{b}", endpoints=(a, b)) for a, b in sorted(pairs)]
-    return problem.with_(graph=Graph(blocks=problem.graph.blocks, edges=edges),
-                         cluster=Cluster(devices=problem.cluster.devices, channels=channels))
-
-
-def memory_exact(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage], units: Units) -> bool:
-    """True when every memory amount of the candidate's problem is a whole number of memory units.
-
-    Then the integer problem's memory is the byte problem's: a level of
-    whole units is within ``floor(budget / unit)`` units exactly when its
-    bytes are within the budget.
-    """
-    if pipeline.memory_budget_bytes is None:
-        return True
-    pipes, _ = _pipelines(candidate, pipeline.num_ranks)
-    amounts = [s.activation_bytes for s in stages]
-    amounts += [sum(stages[s].parameter_bytes for pipe in pipes for s, d in enumerate(pipe) if d == r)
-                for r in range(pipeline.num_ranks)]
-    return all(a % units.memory_unit_bytes == 0 for a in amounts)
-
-
-def _real_bound(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage], units: Units, times: RealTimes,
-                bound_ticks: int | None) -> Fraction | None:
-    """:func:`~schedsearch.plan.real_ms.real_bound_ms` of the candidate: the search's bound when memory counts
-    exactly (:func:`memory_exact`), else the bound of the problem with memory rounded the other way (with no
-    budget when its constructor refuses it)."""
-    if memory_exact(pipeline, candidate, stages, units):
-        return real_bound_ms(times, bound_ticks)
-    try:
-        relaxed = build_problem(pipeline, candidate, stages, units, relaxed_memory=True)
-    except InvalidProblemError:
-        relaxed = with_capacities(build_problem(pipeline, candidate, stages, units), None)
-    return real_bound_ms(times, bound_ticks, relaxed)
+    times = candidate_times(pipeline, candidate, stages, units)
+    return times.relaxed_problem() if relaxed_memory and not times.memory_exact else times.problem
 
 
 def _handcrafted(candidate: Candidate, problem: Problem) -> Schedule:
@@ -319,7 +215,7 @@ class PlanRow:
     ``TIMEOUT`` without one, ``"skipped"`` (with ``note`` saying why) or
     ``"failed"``/``"timeout"`` from the executor. ``makespan_ms``,
     ``handcrafted_ms`` and ``bound_ms`` are of the pipeline's unrounded
-    times (:mod:`schedsearch.plan.real_ms`). The plan is the search's, or the
+    times (:mod:`schedsearch.plan.times`). The plan is the search's, or the
     handcrafted one when that fits and the search had nothing better in
     time (``note`` says so). ``bubble_pct`` is the
     global bubble (makespan minus busy time, worst rank) over the makespan,
@@ -363,6 +259,7 @@ class _Task:
     candidate: Candidate
     units: Units
     options: SearchOptions
+    times: CandidateTimes  # the candidate's times and its integer problem, built once
 
 
 @attrs.frozen(kw_only=True)
@@ -432,15 +329,14 @@ def _evaluate(task: _Task) -> _Outcome:
     from schedsearch.search.portfolio import HANDCRAFTED_S_PER_TASK, estimated_tasks, solve
 
     t0 = time.perf_counter()
-    pipeline, candidate, units = task.pipeline, task.candidate, task.units
-    stages, _ = pipeline.stages_for(candidate.num_stages(pipeline.num_ranks))
-    problem = build_problem(pipeline, candidate, stages, units)
+    candidate, units, times = task.candidate, task.units, task.times
+    problem = times.problem
     notes: list[str] = []
     # the share's time after the search: the row's figures, the re-timing of a plan the search found, and the
     # bound of the problem with memory rounded down when the integer memory is not exact
     num_tasks = problem.num_microbatches * len(problem.graph.blocks)
     weighted = estimated_tasks(problem)  # members of overlapped groups count more (not in the bound's estimate)
-    relaxed = 0.0 if memory_exact(pipeline, candidate, stages, units) else BOUND_S_PER_TASK
+    relaxed = 0.0 if times.memory_exact else BOUND_S_PER_TASK
     reserve = (FIGURES_S_PER_TASK + RETIME_S_PER_TASK) * weighted + relaxed * num_tasks
     # the family's published schedule first, once: the row shows it, and when it fits the budget the search
     # starts from it (a warm start) instead of drawing it again
@@ -491,8 +387,7 @@ def _evaluate(task: _Task) -> _Outcome:
     engine = f"handcrafted {name}" if hand is not None and result.schedule is hand else result.engine
     row: dict[str, Any] = {"candidate": candidate, "status": result.status.value, "engine": engine}
     # every figure in ms is of the real times: the plan's order re-timed, a bound on the real problem
-    times = real_times(pipeline, candidate, stages, problem, units)
-    bound = _real_bound(pipeline, candidate, stages, units, times, result.lower_bound)
+    bound = times.bound_ms(result.lower_bound)
     if bound is not None:
         row["bound_ms"] = float_below(bound)
     schedule = result.schedule  # validated by the search (every plan solve returns is)
@@ -610,7 +505,8 @@ class PlanResult:
         return self.table()
 
     def metadata(self) -> dict[str, Any]:
-        """What every export of this plan carries beside the problem: units, family, stages, the table."""
+        """What every export of this plan carries beside the problem: units, family, stages, the table, and the
+        step time a run of the best plan is predicted to take (:meth:`prediction`)."""
         best = self.best
         return {
             "units": self.units.to_dict(),
@@ -620,7 +516,19 @@ class PlanResult:
             "candidate": attrs.asdict(best.candidate) if best else None,
             "layers_per_stage": [list(g) for g in self.layers],
             "table": [r.to_dict() for r in self.rows],
+            "prediction": self.prediction(),
         }
+
+    def prediction(self) -> dict[str, float] | None:
+        """The step time a run of the best plan is predicted to take, in ms, and its parts: the plan's makespan
+        as the table shows it (its order re-timed with the pipeline's unrounded times) and the pipeline's
+        ``step_overhead_ms`` (what a calibration measured a step to cost beyond its actions; 0 when not
+        calibrated). None without a best plan."""
+        if self.best is None or self.best.makespan_ms is None:
+            return None
+        overhead = self.pipeline.step_overhead_ms
+        return {"makespan_ms": self.best.makespan_ms, "step_overhead_ms": overhead,
+                "step_ms": self.best.makespan_ms + overhead}
 
     def write(self, out_dir: str | Path, *, microbatch_size: int | None = None, torchtitan_config: str | None = None,
               torchtitan_module: str = "llama3", layers_per_entry: int = 1) -> dict[str, Path]:
@@ -742,8 +650,8 @@ def plan(
 
     Every figure in milliseconds is of the pipeline's own (unrounded)
     times: a row's makespan is its plan's order re-timed with them
-    (:func:`~schedsearch.plan.real_ms.retime_ms`), its bound a bound on every plan with them
-    (:func:`~schedsearch.plan.real_ms.real_bound_ms`), and ``OPTIMAL`` means the two meet.
+    (:func:`~schedsearch.plan.times.retime_ms`), its bound a bound on every plan with them
+    (:func:`~schedsearch.plan.times.real_bound_ms`), and ``OPTIMAL`` means the two meet.
 
     Examples
     --------
@@ -868,28 +776,13 @@ def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, d
     """
     cands = candidates(pipeline)
     splits = {c: pipeline.stages_for(c.num_stages(pipeline.num_ranks)) for c in cands}
-    times = {}
-    amounts = []
-    for c, split in splits.items():
-        if split is None:
-            continue
-        for k, s in enumerate(split[0]):
-            for f in ("forward_ms", "backward_ms", "input_grad_ms", "weight_grad_ms"):
-                if getattr(s, f) is not None:
-                    times[f"{len(split[0])}-stage split, stage {k} {f}"] = getattr(s, f)
-            amounts += [s.activation_bytes, s.parameter_bytes]
-            if not pipeline.p2p.free:
-                times[f"{len(split[0])}-stage split, stage {k} transfer"] = pipeline.p2p.transfer_ms(s.p2p_bytes)
-    if not times:
+    staged = [split[0] for split in splits.values() if split is not None]
+    if not staged:
         raise NoFittingPlanError(
             f"{pipeline}: no family applies: " + "; ".join(f"{c.label}: {_why_not(pipeline, c, None)}" for c in cands)
         )
-    if pipeline.fb_overlap_ms is not None:
-        times["F&B pair"] = pipeline.fb_overlap_ms
-    ratios = sorted(set(pipeline.size_ratios() or ()))
-    for r in ratios:
-        if r < 1.0:  # a smaller micro-batch's times are rounded too
-            times.update({f"{k} at size ratio {r:.3g}": v * r for k, v in list(times.items()) if " at size ratio " not in k})
+    times = named_times(pipeline, staged)
+    amounts = [a for stages in staged for s in stages for a in (s.activation_bytes, s.parameter_bytes)]
     if pipeline.memory_budget_bytes is not None:
         amounts.append(pipeline.memory_budget_bytes)
     if not any(t > 0 for t in times.values()):
@@ -919,9 +812,10 @@ def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, d
         else:
             runnable.append(c)
     kept = []
+    built: dict[Candidate, CandidateTimes] = {}
     for c in runnable:  # what the schedule model refuses is said here, before any search
         try:
-            build_problem(pipeline, c, splits[c][0], units)
+            built[c] = candidate_times(pipeline, c, splits[c][0], units)
         except InvalidProblemError as exc:
             rows.append(PlanRow(candidate=c, status="skipped", handcrafted=c.handcrafted_name(),
                                 note=f"the schedule model refuses its integer problem: {exc}"))
@@ -935,23 +829,29 @@ def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, d
     # the candidates run ``parallel`` at a time: ceil(n / parallel) rounds share the limit
     share = max(1.0, time_limit_s / math.ceil(len(runnable) / max(1, parallel or 2)))
     options = SearchOptions(time_limit_s=share, deterministic=deterministic, seed=seed, workers=1)
-    tasks = tuple(_Task(pipeline=pipeline, candidate=c, units=units, options=options) for c in runnable)
+    tasks = tuple(_Task(pipeline=pipeline, candidate=c, units=units, options=options, times=built[c])
+                  for c in runnable)
     return _Prepared(pipeline=pipeline, units=units, splits=splits, skipped=tuple(rows), runnable=tuple(runnable),
                      tasks=tasks, runtime=runtime)
 
 
+def _times_of(prepared: _Prepared, candidate: Candidate) -> CandidateTimes:
+    """The times (and the integer problem) of one of ``prepared``'s candidates, as its search task holds them."""
+    return next(t.times for t in prepared.tasks if t.candidate == candidate)
+
+
 def _handcrafted_outcome(prepared: _Prepared, row: PlanRow) -> _Outcome | None:
     """``row`` with its handcrafted schedule as the plan, when that applies and fits the budget (else None)."""
-    c, pipeline, units = row.candidate, prepared.pipeline, prepared.units
-    stages = prepared.splits[c][0]
-    problem = build_problem(pipeline, c, stages, units)
+    c, units = row.candidate, prepared.units
+    times = _times_of(prepared, c)
+    problem = times.problem
     try:
         hand = _handcrafted(c, with_capacities(problem, None))
     except Exception:  # a published schedule's precondition not met: the row stays as it is
         return None
     if validate(problem, hand):
         return None
-    real = retime_ms(hand, real_times(pipeline, c, stages, problem, units))
+    real = retime_ms(hand, times)
     fig = metrics(problem, hand)
     peaks = _gibs(units, problem, hand, fig)
     note = f"{row.note}; " if row.note else ""
@@ -990,7 +890,7 @@ def _finish(prepared: _Prepared, outcomes: Sequence[Any], engine: str, t0: float
     layers: tuple[tuple[int, ...], ...] = ()
     if best is not None:
         stages, layers = prepared.splits[best.candidate]
-        problem = build_problem(pipeline, best.candidate, stages, units)
+        problem = _times_of(prepared, best.candidate).problem
         schedule = found[best].schedule  # validated against this candidate's problem where it was found, once
     ordered = [_with_runtime_note(r, prepared.runtime, best) for r in ordered]
     best = next((r for r in ordered if best is not None and r.candidate == best.candidate), None)

@@ -31,7 +31,6 @@ from schedsearch.runtime._torch import (
 from schedsearch.runtime.convert import (
     check_problem as check_problem,
     plan_from_schedule as plan_from_schedule,
-    run_schedule as run_schedule,
 )
 from schedsearch.runtime.emulate import emulated_workload as emulated_workload
 from schedsearch.runtime.execute import (
@@ -40,6 +39,7 @@ from schedsearch.runtime.execute import (
     RunResult as RunResult,
     microbatch_split as microbatch_split,
     run as run,
+    run_schedule as run_schedule,
 )
 from schedsearch.runtime.models import (
     ModelSpec as ModelSpec,

@@ -111,19 +111,20 @@ def family_plan(pipeline: Pipeline, family: str) -> tuple[Problem, Schedule, flo
 
     Returns its integer problem (as :func:`~schedsearch.plan` builds it),
     the schedule and its makespan in milliseconds of the pipeline's own
-    times (the schedule's order re-timed, :func:`~schedsearch.plan.real_ms.retime_ms`):
+    times (the schedule's order re-timed, :func:`~schedsearch.plan.times.retime_ms`):
     the step time the model predicts for it.
     """
-    from schedsearch.plan.real_ms import real_times, retime_ms
+    from schedsearch.plan.times import retime_ms
 
-    candidate, stages, units, problem, schedule = _family_problem(pipeline, family)
-    makespan = retime_ms(schedule, real_times(pipeline, candidate, stages, problem, units))
-    return problem, schedule, float(makespan)
+    candidate, stages, units, times, schedule = _family_problem(pipeline, family)
+    return times.problem, schedule, float(retime_ms(schedule, times))
 
 
-def _family_problem(pipeline: Pipeline, family: str) -> tuple[Any, tuple[Any, ...], Any, Problem, Schedule]:
+def _family_problem(pipeline: Pipeline, family: str) -> tuple[Any, tuple[Any, ...], Any, Any, Schedule]:
+    """(candidate, stages, units, its :class:`~schedsearch.plan.times.CandidateTimes`, the published schedule)."""
     from schedsearch.handcrafted import one_f_one_b, zb_h1
-    from schedsearch.plan.planner import Candidate, build_problem
+    from schedsearch.plan.planner import Candidate
+    from schedsearch.plan.times import candidate_times, named_times
     from schedsearch.units import choose_units
 
     builders = {"1F1B": (False, one_f_one_b), "ZB-H1": (True, zb_h1)}
@@ -137,14 +138,10 @@ def _family_problem(pipeline: Pipeline, family: str) -> tuple[Any, tuple[Any, ..
     stages = staged[0]
     if split and not all(s.has_split for s in stages):
         raise InvalidPipelineError(f"{pipeline}: {family} needs every stage's 'input_grad_ms' and 'weight_grad_ms'")
-    times = {f"stage {k} {f}": getattr(s, f) for k, s in enumerate(stages)
-             for f in ("forward_ms", "backward_ms", "input_grad_ms", "weight_grad_ms") if getattr(s, f)}
-    if not pipeline.p2p.free:
-        times.update({f"stage {k} transfer": pipeline.p2p.transfer_ms(s.p2p_bytes) for k, s in enumerate(stages)})
     amounts = [a for s in stages for a in (s.activation_bytes, s.parameter_bytes)]
-    units = choose_units(times, amounts, tolerance=pipeline.time_tolerance)
-    problem = build_problem(pipeline, candidate, stages, units)
-    return candidate, stages, units, problem, build(problem)
+    units = choose_units(named_times(pipeline, [stages]), amounts, tolerance=pipeline.time_tolerance)
+    times = candidate_times(pipeline, candidate, stages, units)
+    return candidate, stages, units, times, build(times.problem)
 
 
 # ------------------------------------------------------------------ the runtime's overhead
@@ -235,7 +232,7 @@ def measure_overhead(link: LinkFit | None = None, *, microbatches: Sequence[int]
     action and per step to them with the model's makespan of the same plan
     (:func:`family_plan`, the order re-timed with each overhead tried).
     """
-    from schedsearch.plan.real_ms import real_times, retime_ms
+    from schedsearch.plan.times import candidate_times, retime_ms
     from schedsearch.runtime.convert import plan_from_schedule
     from schedsearch.runtime.execute import run
     from schedsearch.runtime.models import build_workload
@@ -254,7 +251,8 @@ def measure_overhead(link: LinkFit | None = None, *, microbatches: Sequence[int]
     plans: dict[int, tuple[Any, ...]] = {}
     for m in counts:
         base = Pipeline.from_profile(prof, num_ranks=2, num_microbatches=m, families=["1f1b"], **p2p)
-        candidate, _, units, problem, schedule = _family_problem(base, "1F1B")
+        candidate, _, units, times, schedule = _family_problem(base, "1F1B")
+        problem = times.problem
         plans[m] = (base, candidate, units, problem, schedule)
         small = build_workload("mlp:2x1", 2, batch_size=m, dtype="float32")
         measured[m] = 1e3 * run(plan_from_schedule(problem, schedule), small, steps=steps,
@@ -264,8 +262,8 @@ def measure_overhead(link: LinkFit | None = None, *, microbatches: Sequence[int]
         # the plan's order (1F1B's does not depend on the times) re-timed with the overhead
         base, candidate, units, problem, schedule = plans[m]
         pipeline = attrs.evolve(base, action_overhead_ms=o)
-        stages = pipeline.stages_for(2)[0]
-        return float(retime_ms(schedule, real_times(pipeline, candidate, stages, problem, units)))
+        times = candidate_times(pipeline, candidate, pipeline.stages_for(2)[0], units)
+        return float(retime_ms(schedule, times))
 
     return fit_overhead(measured, predict)
 
@@ -546,7 +544,7 @@ def calibrate_from_run(pipeline: Pipeline, workload: Any, *, family: str = "1F1B
     loaded while it ran: the compute of two ranks sharing the machine's
     memory and cores, not of one stage profiled alone.
     """
-    from schedsearch.runtime.convert import run_schedule
+    from schedsearch.runtime.execute import run_schedule
 
     if not isinstance(pipeline, Pipeline):
         raise InvalidPipelineError(f"calibrate_from_run: needs a Pipeline, got {type(pipeline).__name__}")

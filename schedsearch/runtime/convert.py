@@ -24,7 +24,6 @@ the rows.
 
 from __future__ import annotations
 
-from typing import Any
 
 from schedsearch.errors import FormatError, InvalidProblemError, PlanError
 from schedsearch.export.torch_csv import stage_to_rank, to_torch_csv
@@ -33,7 +32,7 @@ from schedsearch.problem import Problem
 from schedsearch.runtime.plan import CsvPlan, parse_plan
 from schedsearch.schedule import Schedule
 
-__all__ = ["check_problem", "plan_from_schedule", "run_schedule"]
+__all__ = ["check_problem", "plan_from_schedule"]
 
 _KINDS = ("F", "B", "I", "W")
 
@@ -99,11 +98,3 @@ def plan_from_schedule(problem: Problem, schedule: Schedule, *, name: str = "") 
         stage_to_rank=[mapping[s] for s in range(len(mapping))],
         name=name or schedule.name or problem.name,
     )
-
-
-def run_schedule(problem: Problem, schedule: Schedule, workload: Any = None, **kwargs: Any) -> Any:
-    """:func:`~schedsearch.runtime.run` the plan of ``schedule`` (see :func:`plan_from_schedule`),
-    compared with its prediction (``workload`` None with ``emulate=True``)."""
-    from schedsearch.runtime.execute import run
-
-    return run(plan_from_schedule(problem, schedule), workload, problem=problem, schedule=schedule, **kwargs)

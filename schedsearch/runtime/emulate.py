@@ -16,7 +16,7 @@ over the feature dimension, multiplies by one parameter and sends a tensor
 of ``width_s`` features per sample, where ``width_s`` elements of the
 dtype are the stage's activation bytes: what the problem records of them,
 its forward block's memory (times ``memory_unit_bytes``; a problem's edges
-carry transfer times, not bytes), or the sizes given, at most
+carry transfer sizes in their channel's units, not bytes), or the sizes given, at most
 ``max_bytes`` (big activations are capped: a loopback transfer of a GiB
 takes far longer than the link the plan assumes, and the ranks share one
 machine's memory).

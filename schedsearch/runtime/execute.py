@@ -101,6 +101,7 @@ from schedsearch.runtime.torch_checks import torch_check
 from schedsearch.runtime.trace import (
     Fidelity,
     MeasuredTrace,
+    Prediction,
     seconds_per_unit,
     compare,
     planned_seconds,
@@ -111,7 +112,7 @@ from schedsearch.runtime.emulate import DEFAULT_MAX_BYTES, emulated_workload
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
 
-__all__ = ["RankReport", "RunResult", "run", "microbatch_split", "DEFAULT_TOLERANCE"]
+__all__ = ["RankReport", "RunResult", "run", "run_schedule", "microbatch_split", "DEFAULT_TOLERANCE"]
 
 #: Largest accepted absolute gradient difference per dtype.
 DEFAULT_TOLERANCE: dict[str, float] = {"float64": 1e-12, "float32": 1e-5}
@@ -236,6 +237,10 @@ class RunResult:
             "emulated": self.emulated,
             "emulated_bytes": None if self.emulated_bytes is None else list(self.emulated_bytes),
             "predicted_step_s": None if self.fidelity is None else self.fidelity.predicted_step_s,
+            # which parts make the prediction: the plan's makespan (the plan table's, or the problem's) and the
+            # calibrated cost per step
+            "prediction": None if self.fidelity is None or self.fidelity.prediction is None
+            else self.fidelity.prediction.to_dict(),
             "ratio": None if self.fidelity is None else self.step_time_s / self.fidelity.predicted_step_s,
             "breakdown": None if self.fidelity is None else self.fidelity.median_step.breakdown.to_dict(),
             "order_as_planned": self.order_as_planned,
@@ -427,11 +432,55 @@ def _describe(exc: BaseException) -> str:
     return f"{type(root).__name__}: {lines[0]}" if lines else type(root).__name__
 
 
-def _worker(job: _Job, rank: int, conn: Any) -> None:  # pragma: no cover - runs in a child process
-    _die_with_parent()
-    os.environ["GLOO_SOCKET_IFNAME"] = "lo"
-    log = open(os.path.join(job.log_dir, f"rank{rank}.log"), "w")  # noqa: SIM115 - lives as long as the process
-    # this rank's stderr (fd 2, and whatever descriptor sys.stderr writes to) goes to its log file
+@attrs.frozen(kw_only=True)
+class _WorkerReport:
+    """What a rank sends its parent when its steps are done (it crosses the pipe: picklable)."""
+
+    rank: int
+    stages: tuple[int, ...]
+    step_times_s: tuple[float, ...]
+    startup_s: float
+    #: per step, the loss of each micro-batch label (on the last stage's rank; None elsewhere)
+    losses: tuple[tuple[float, ...], ...] | None
+    #: parameter key -> largest absolute difference from the reference's gradient over the steps
+    grad_diffs: Mapping[str, float]
+    #: parameters the pipeline left without a gradient while the reference has one
+    missing: tuple[str, ...]
+    #: per step, the raw records :meth:`MeasuredTrace.from_reports` assembles (on this rank's clock)
+    trace: tuple[Mapping[str, Any], ...]
+    clock_offsets_s: tuple[float, ...]
+    clock_rtt_s: tuple[float, ...]
+    host: str
+
+
+@attrs.frozen(kw_only=True)
+class _WorkerFailure:
+    """What a rank sends its parent when it raised: the phase it was in, the innermost error, when."""
+
+    rank: int
+    phase: str
+    message: str
+    traceback: str
+    time: float
+
+
+class _Phase:
+    """Where a rank's process is (named when it fails); some phases are announced to the parent as they start
+    (a plain string on the pipe), so that a rank that dies or hangs is reported with its phase."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.name = "starting"
+
+    def enter(self, name: str, announce: bool = False) -> None:
+        self.name = name
+        if announce:
+            self.conn.send(name)
+
+
+def _stderr_to_log(log_dir: str, rank: int) -> None:
+    """Send this process's stderr (fd 2, and whatever descriptor ``sys.stderr`` writes to) to ``rank{rank}.log``."""
+    log = open(os.path.join(log_dir, f"rank{rank}.log"), "w")  # noqa: SIM115 - lives as long as the process
     targets = {2}
     try:
         targets.add(sys.stderr.fileno())
@@ -439,117 +488,115 @@ def _worker(job: _Job, rank: int, conn: Any) -> None:  # pragma: no cover - runs
         pass
     for fd in targets:
         os.dup2(log.fileno(), fd)
-    phase = "starting"
 
-    def send(kind: str, payload: Any) -> None:
-        conn.send((kind, payload))
 
+def _fold_grad_diffs(torch: Any, params: Sequence[tuple[str, Any]], reference: Mapping[str, Any],
+                     diffs: dict[str, float], missing: set[str]) -> None:
+    """Fold one step's gradients into ``diffs`` (per parameter, the largest absolute difference from the
+    reference's gradient so far); a parameter without a gradient where the reference has one goes to
+    ``missing``."""
+    with torch.no_grad():
+        for key, p in params:
+            want = reference[key]
+            if want is None:
+                d = 0.0 if p.grad is None else float(p.grad.abs().max())
+            elif p.grad is None:
+                missing.add(key)
+                continue
+            else:
+                d = float((p.grad - want).abs().max())
+            diffs[key] = max(diffs.get(key, 0.0), d)
+
+
+def _rank_steps(job: _Job, rank: int, tp: Any, phase: _Phase, started: float) -> _WorkerReport:
+    """Rank ``rank``'s part of the run, in a process group already joined: build its stages in ascending
+    order, load the plan into PyTorch's runtime, measure the clock offsets, run ``job.steps`` steps (each
+    recorded and its gradients compared with the reference), then meet the other ranks at a barrier.
+    ``started``: when the rank began to join the group (its start-up time counts from there)."""
+    torch = tp.torch
+    dist = torch.distributed
+    plan = job.plan
+    phase.enter("building its stages")
+    mine = plan.stages_of(rank)
+    modules = [job.stages[s] for s in mine]
+    stages = [tp.PipelineStage(m, s, plan.num_stages, torch.device("cpu")) for s, m in zip(mine, modules)]
+    schedule = tp.ScheduleRuntime(stages, plan.num_microbatches, loss_fn=job.loss, scale_grads=job.scale_grads)
+    phase.enter("loading the plan")
+    load_compute_csv(schedule, job.csv_path)
+    phase.enter("measuring clock offsets")
+    offsets, rtts = _clock_offsets(torch, dist, rank, plan.num_ranks)
+    emulate = None
+    if job.emulate is not None:
+        emulate = {k: v for k, v in job.emulate.items() if k[0] in mine}
+    instrument_stages(stages, emulate, rank=rank)
+    recorder = ActionRecorder()
+    trace: list[dict[str, Any]] = []
+    params = [(_param_key(s, n), p) for s, m in zip(mine, modules) for n, p in m.named_parameters()]
+    opt = torch.optim.SGD([p for _, p in params], lr=job.learning_rate) if job.learning_rate else None
+    startup = time.perf_counter() - started
+    args = [(c,) for c in job.input_chunks] if 0 in mine else [()] * plan.num_microbatches
+    targets = list(job.target_chunks)
+    sizes = [int(t.shape[0]) for t in targets]
+    if len(set(sizes)) > 1:
+        phase.enter("inferring shapes")
+        infer_stage_shapes(schedule, stages, args[0], targets[0])
+        _fit_recv_buffers(torch, stages, sizes)
+    times: list[float] = []
+    losses: list[tuple[float, ...]] = []
+    diffs: dict[str, float] = {}
+    missing: set[str] = set()
+    for step in range(job.steps):
+        phase.enter(f"step {step}", announce=True)
+        for _, p in params:
+            p.grad = None
+        dist.barrier()
+        mb_losses: list = []
+        recorder.clear()
+        t = time.perf_counter()
+        with recording(recorder):
+            _pipeline_step(schedule, stages, args, targets, mb_losses)
+        t_end = time.perf_counter()
+        times.append(t_end - t)
+        trace.append({"span": (t, t_end), "actions": recorder.actions, "computes": recorder.computes})
+        losses.append(tuple(float(x.detach()) for x in mb_losses))
+        _fold_grad_diffs(torch, params, job.reference.grads[step], diffs, missing)
+        if opt is not None:
+            opt.step()
+    phase.enter("finishing")
+    dist.barrier()
+    return _WorkerReport(rank=rank, stages=tuple(mine), step_times_s=tuple(times), startup_s=startup,
+                         losses=tuple(losses) if plan.num_stages - 1 in mine else None, grad_diffs=diffs,
+                         missing=tuple(sorted(missing)), trace=tuple(trace), clock_offsets_s=tuple(offsets),
+                         clock_rtt_s=tuple(rtts), host=socket.gethostname())
+
+
+def _worker(job: _Job, rank: int, conn: Any) -> None:  # pragma: no cover - runs in a child process
+    """The process of rank ``rank``: join the gloo group, run its part (:func:`_rank_steps`) and send the
+    parent a :class:`_WorkerReport`, or a :class:`_WorkerFailure` naming the phase it failed in; then leave."""
+    _die_with_parent()
+    os.environ["GLOO_SOCKET_IFNAME"] = "lo"
+    _stderr_to_log(job.log_dir, rank)
+    phase = _Phase(conn)
     try:
         tp = pipelining_internals()
-        torch = tp.torch
-        dist = torch.distributed
-        torch.set_num_threads(job.threads)
-        phase = "joining the process group"
-        send("progress", phase)
-        t0 = time.perf_counter()
-        plan = job.plan
+        dist = tp.torch.distributed
+        tp.torch.set_num_threads(job.threads)
+        phase.enter("joining the process group", announce=True)
+        started = time.perf_counter()
         dist.init_process_group(
             "gloo",
             init_method=job.init_method,
             rank=rank,
-            world_size=plan.num_ranks,
+            world_size=job.plan.num_ranks,
             # a backstop only: the parent stops every process at its own deadline first
             timeout=timedelta(seconds=job.timeout_s + 30),
         )
-        phase = "building its stages"
-        mine = plan.stages_of(rank)
-        modules = [job.stages[s] for s in mine]
-        stages = [tp.PipelineStage(m, s, plan.num_stages, torch.device("cpu")) for s, m in zip(mine, modules)]
-        schedule = tp.ScheduleRuntime(stages, plan.num_microbatches, loss_fn=job.loss, scale_grads=job.scale_grads)
-        phase = "loading the plan"
-        load_compute_csv(schedule, job.csv_path)
-        phase = "measuring clock offsets"
-        offsets, rtts = _clock_offsets(torch, dist, rank, plan.num_ranks)
-        emulate = None
-        if job.emulate is not None:
-            emulate = {k: v for k, v in job.emulate.items() if k[0] in mine}
-        instrument_stages(stages, emulate, rank=rank)
-        recorder = ActionRecorder()
-        trace: list[dict[str, Any]] = []
-        params = [(_param_key(s, n), p) for s, m in zip(mine, modules) for n, p in m.named_parameters()]
-        opt = torch.optim.SGD([p for _, p in params], lr=job.learning_rate) if job.learning_rate else None
-        startup = time.perf_counter() - t0
-        args = [(c,) for c in job.input_chunks] if 0 in mine else [()] * plan.num_microbatches
-        targets = list(job.target_chunks)
-        sizes = [int(t.shape[0]) for t in targets]
-        if len(set(sizes)) > 1:
-            phase = "inferring shapes"
-            infer_stage_shapes(schedule, stages, args[0], targets[0])
-            _fit_recv_buffers(torch, stages, sizes)
-        times: list[float] = []
-        losses: list[list[float]] = []
-        diffs: dict[str, float] = {}
-        missing: set[str] = set()
-        for step in range(job.steps):
-            phase = f"step {step}"
-            send("progress", phase)
-            for _, p in params:
-                p.grad = None
-            dist.barrier()
-            mb_losses: list = []
-            recorder.clear()
-            t = time.perf_counter()
-            with recording(recorder):
-                _pipeline_step(schedule, stages, args, targets, mb_losses)
-            t_end = time.perf_counter()
-            times.append(t_end - t)
-            trace.append({"span": (t, t_end), "actions": recorder.actions, "computes": recorder.computes})
-            losses.append([float(x.detach()) for x in mb_losses])
-            ref = job.reference.grads[step]
-            with torch.no_grad():
-                for key, p in params:
-                    want = ref[key]
-                    if want is None:
-                        d = 0.0 if p.grad is None else float(p.grad.abs().max())
-                    elif p.grad is None:
-                        missing.add(key)
-                        continue
-                    else:
-                        d = float((p.grad - want).abs().max())
-                    diffs[key] = max(diffs.get(key, 0.0), d)
-            if opt is not None:
-                opt.step()
-        phase = "finishing"
-        dist.barrier()
-        send(
-            "ok",
-            {
-                "rank": rank,
-                "stages": list(mine),
-                "step_times_s": times,
-                "startup_s": startup,
-                "losses": losses if plan.num_stages - 1 in mine else None,
-                "grad_diffs": diffs,
-                "missing": sorted(missing),
-                "trace": trace,
-                "clock_offsets_s": offsets,
-                "clock_rtt_s": rtts,
-                "host": socket.gethostname(),
-            },
-        )
+        conn.send(_rank_steps(job, rank, tp, phase, started))
         dist.destroy_process_group()
     except BaseException as exc:  # report everything, then leave
         try:
-            send(
-                "error",
-                {
-                    "rank": rank,
-                    "phase": phase,
-                    "message": _describe(exc),
-                    "traceback": traceback.format_exc(),
-                    "time": time.time(),
-                },
-            )
+            conn.send(_WorkerFailure(rank=rank, phase=phase.name, message=_describe(exc),
+                                     traceback=traceback.format_exc(), time=time.time()))
         finally:
             os._exit(1)
 
@@ -591,7 +638,7 @@ def _stop(processes: Sequence[Any], grace_s: float = 2.0) -> None:
             p.join(5.0)
 
 
-def _launch(job: _Job, start_method: str, timeout_s: float) -> list[dict[str, Any]]:
+def _launch(job: _Job, start_method: str, timeout_s: float) -> list[_WorkerReport]:
     import multiprocessing as mp
     from multiprocessing.connection import wait
 
@@ -610,30 +657,24 @@ def _launch(job: _Job, start_method: str, timeout_s: float) -> list[dict[str, An
             readers.append(reader)
             processes.append(p)
         deadline = time.monotonic() + timeout_s
-        results: dict[int, dict[str, Any]] = {}
+        results: dict[int, _WorkerReport] = {}
         phases = {r: "starting" for r in range(n)}
         failures: list[tuple[float, int, str, str]] = []  # (time, rank, message, details)
         closed: set[int] = set()  # ranks whose pipe reached its end
 
         def read(rank: int) -> None:
             try:
-                kind, payload = readers[rank].recv()
+                message = readers[rank].recv()
             except (EOFError, OSError):
                 closed.add(rank)
                 return
-            if kind == "progress":
-                phases[rank] = payload
-            elif kind == "ok":
-                results[rank] = payload
+            if isinstance(message, str):  # the phase it enters
+                phases[rank] = message
+            elif isinstance(message, _WorkerReport):
+                results[rank] = message
             else:
-                failures.append(
-                    (
-                        payload["time"],
-                        rank,
-                        f"rank {rank} failed ({payload['phase']}): {payload['message']}",
-                        payload["traceback"],
-                    )
-                )
+                failures.append((message.time, rank, f"rank {rank} failed ({message.phase}): {message.message}",
+                                 message.traceback))
 
         def died(rank: int) -> None:
             while rank not in closed and readers[rank].poll():
@@ -705,6 +746,185 @@ def _launch(job: _Job, start_method: str, timeout_s: float) -> list[dict[str, An
             r.close()
 
 
+@attrs.frozen(kw_only=True)
+class _Checked:
+    """What :func:`run` runs, once every check at its door passed."""
+
+    #: the plan as given (its micro-batch labels are the ones reported)
+    plan: CsvPlan
+    #: the plan PyTorch runs: its micro-batches relabelled in the last stage's forward order
+    runnable: CsvPlan
+    #: label ``k`` of ``runnable`` runs the plan's micro-batch ``order[k]``
+    order: tuple[int, ...]
+    workload: Workload
+    microbatch_sizes: tuple[int, ...]
+    #: the bytes each emulated stage sends (an emulated workload), else None
+    emulated_bytes: tuple[int, ...] | None
+    dtype: str
+    tolerance: float
+
+    @property
+    def label(self) -> dict[int, int]:
+        """The plan's micro-batch -> its label in ``runnable``."""
+        return {m: k for k, m in enumerate(self.order)}
+
+
+def _check_settings(steps: Any, start_method: Any, timeout_s: Any, problem: Problem | None,
+                    schedule: Schedule | None, emulate: Any, prediction: Any = None) -> None:
+    """The run's settings, alone and together (before the plan and the workload are read)."""
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise PlanError(f"run: 'steps' must be an integer >= 1, got {steps!r}")
+    if start_method not in START_METHODS:
+        raise PlanError(f"run: 'start_method' must be one of {START_METHODS}, got {start_method!r}")
+    if not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
+        raise PlanError(f"run: 'timeout_s' must be > 0, got {timeout_s!r}")
+    if (problem is None) != (schedule is None):
+        raise PlanError("run: give 'problem' and 'schedule' together (the plan's placement problem and its schedule)")
+    if not isinstance(emulate, bool):
+        raise PlanError(f"run: 'emulate' must be True or False, got {emulate!r}")
+    if emulate and problem is None:
+        raise PlanError(
+            "run: 'emulate' needs the planned durations: pass 'problem' and 'schedule' (or run a plan document, "
+            "e.g. the plan.json that schedsearch plan writes)"
+        )
+    if prediction is not None and not isinstance(prediction, Prediction):
+        raise PlanError(f"run: 'prediction' must be a Prediction, got {type(prediction).__name__}")
+    if prediction is not None and problem is None:
+        raise PlanError("run: a 'prediction' is compared with the run through the plan's 'problem' and 'schedule': "
+                        "pass them too")
+    if emulate and start_method != "fork":
+        raise PlanError(f"run: an emulated run starts its processes with 'fork', got start_method {start_method!r}")
+
+
+def _read_plan(plan: CsvPlan | str | os.PathLike, num_processes: int | None, num_microbatches: int | None,
+               stage_to_rank: Sequence[int] | None) -> CsvPlan:
+    """The plan (read from its file when a path), checked against the run's process count, micro-batch
+    count and stage-to-rank map where given."""
+    if not isinstance(plan, CsvPlan):
+        return read_plan(plan, num_ranks=num_processes, num_microbatches=num_microbatches,
+                         stage_to_rank=stage_to_rank)
+    if num_processes is not None and num_processes != plan.num_ranks:
+        raise PlanError(
+            f"run: the plan has {plan.num_ranks} rows (one per rank) but the run uses {num_processes} processes"
+        )
+    if num_microbatches is not None and num_microbatches != plan.num_microbatches:
+        raise PlanError(
+            f"run: the plan runs {plan.num_microbatches} micro-batches, 'microbatch_sizes' gives {num_microbatches}"
+        )
+    if stage_to_rank is not None and tuple(stage_to_rank) != plan.stage_to_rank:
+        raise PlanError(
+            f"run: the stage-to-rank map {list(stage_to_rank)} differs from the plan's {list(plan.stage_to_rank)}"
+        )
+    return plan
+
+
+def _check_workload(workload: Workload, plan: CsvPlan, microbatch_sizes: Sequence[int] | None) -> tuple[int, ...]:
+    """The workload against the plan (its stage count, its batch); the micro-batch sizes."""
+    if workload.num_stages != plan.num_stages:
+        raise PlanError(
+            f"run: the plan has {plan.num_stages} stages but the workload {workload.name or ''} is split into "
+            f"{workload.num_stages}; split the model into {plan.num_stages} stages"
+        )
+    sizes = microbatch_split(workload.batch_size, plan.num_microbatches, microbatch_sizes)
+    if int(workload.target.shape[0]) != workload.batch_size:
+        raise PlanError(
+            f"run: inputs hold {workload.batch_size} samples but the target {int(workload.target.shape[0])}"
+        )
+    return sizes
+
+
+def _check_run(plan: CsvPlan | str | os.PathLike, workload: Workload | None, *, problem: Problem | None,
+               schedule: Schedule | None, emulate: bool, emulate_max_bytes: int, num_processes: int | None,
+               steps: int, microbatch_sizes: Sequence[int] | None, stage_to_rank: Sequence[int] | None,
+               tolerance: float | None, timeout_s: float, start_method: str,
+               schedule_plan: CsvPlan | None = None, prediction: Any = None) -> _Checked:
+    """Every check of :func:`run` before anything starts, in one place: the settings, the workload (the
+    emulated one made here), the plan against the run's counts, against the schedule it was written from
+    (``schedule_plan``: that schedule's plan when the caller already holds it) and against PyTorch's own
+    checks, the workload against the plan."""
+    _check_settings(steps, start_method, timeout_s, problem, schedule, emulate, prediction)
+    emulated_bytes = None
+    if workload is None and emulate:
+        workload, sizes_sent = emulated_workload(problem, max_bytes=emulate_max_bytes)
+        emulated_bytes = sizes_sent.sent_bytes
+    if not isinstance(workload, Workload):
+        raise PlanError(f"run: 'workload' must be a Workload, got {type(workload).__name__}")
+    plan = _read_plan(plan, num_processes, None if microbatch_sizes is None else len(microbatch_sizes),
+                      stage_to_rank)
+    if problem is not None:
+        written = schedule_plan if schedule_plan is not None else plan_from_schedule(problem, schedule)
+        if written.rows != plan.rows or written.stage_to_rank != plan.stage_to_rank:
+            raise PlanError(
+                f"run: the plan {plan.name!r} is not the one schedule {schedule.name!r} of problem {problem.name!r} "
+                "writes (rows or stage-to-rank map differ)"
+            )
+        if emulate:
+            seconds_per_unit(problem, "run (emulate)")
+    # PyTorch keeps the last stage's losses in forward order and looks them up by
+    # micro-batch index: run the plan with its micro-batches labelled in that order
+    order = tuple(plan.forward_order(plan.num_stages - 1))
+    label = {m: k for k, m in enumerate(order)}
+    runnable = plan if list(order) == list(range(plan.num_microbatches)) else plan.relabelled(
+        [label[m] for m in range(plan.num_microbatches)]
+    )
+    torch_check(runnable)
+    sizes = _check_workload(workload, plan, microbatch_sizes)
+    dtype = next((str(p.dtype).replace("torch.", "") for st in workload.stages for p in st.parameters()), "float64")
+    tol = DEFAULT_TOLERANCE.get(dtype, 1e-5) if tolerance is None else float(tolerance)
+    return _Checked(plan=plan, runnable=runnable, order=order, workload=workload, microbatch_sizes=sizes,
+                    emulated_bytes=emulated_bytes, dtype=dtype, tolerance=tol)
+
+
+def _result(checked: _Checked, reports: Sequence[_WorkerReport], reference: _Reference, *, problem: Problem | None,
+            schedule: Schedule | None, steps: int, wall_time_s: float, start_method: str, scale_grads: bool,
+            emulate: bool, prediction: Prediction | None = None) -> RunResult:
+    """The ranks' reports assembled: the gradient differences, the losses under the plan's labels, the
+    measured trace on one clock, the rows run out of order, and with a problem the comparison with the
+    prediction."""
+    plan, order, label = checked.plan, checked.order, checked.label
+    diffs: dict[str, float] = {}
+    missing: list[str] = []
+    losses: tuple[tuple[float, ...], ...] = ()
+    for rep in reports:
+        diffs.update(rep.grad_diffs)
+        missing.extend(rep.missing)
+        if rep.losses is not None:
+            # back to the plan's labels: the loss of label k is micro-batch order[k]'s
+            losses = tuple(tuple(step[label[m]] for m in range(plan.num_microbatches)) for step in rep.losses)
+    trace = MeasuredTrace.from_reports([rep.trace for rep in reports], reports[0].clock_offsets_s,
+                                       reports[0].clock_rtt_s, relabel=order,
+                                       one_host=len({rep.host for rep in reports}) == 1)
+    rows = [[(a.stage, a.kind, a.microbatch) for c in row for a in c.actions] for row in plan.rows]
+    row_order = tuple(f"step {k}: {msg}" for k, st in enumerate(trace.steps) for msg in row_order_violations(rows, st))
+    fidelity = None if problem is None else compare(problem, schedule, trace, prediction=prediction)
+    return RunResult(
+        plan=plan.to_dict(),
+        num_processes=plan.num_ranks,
+        num_stages=plan.num_stages,
+        num_microbatches=plan.num_microbatches,
+        microbatch_sizes=checked.microbatch_sizes,
+        stage_to_rank=plan.stage_to_rank,
+        steps=steps,
+        ranks=tuple(RankReport(rank=rep.rank, stages=rep.stages, step_times_s=rep.step_times_s,
+                               startup_s=rep.startup_s) for rep in reports),
+        losses=losses,
+        loss=tuple(sum(x) / plan.num_microbatches for x in losses),
+        reference_loss=reference.losses,
+        grad_diffs=tuple(sorted(diffs.items())),
+        missing_grads=tuple(sorted(missing)),
+        tolerance=checked.tolerance,
+        wall_time_s=wall_time_s,
+        start_method=start_method,
+        dtype=checked.dtype,
+        scale_grads=scale_grads,
+        trace=trace,
+        fidelity=fidelity,
+        row_order=row_order,
+        emulated=emulate,
+        emulated_bytes=checked.emulated_bytes,
+    )
+
+
 # --------------------------------------------------------------------------
 # The entry point
 # --------------------------------------------------------------------------
@@ -728,6 +948,8 @@ def run(
     start_method: str = "fork",
     threads_per_process: int = 1,
     scale_grads: bool = True,
+    prediction: Prediction | None = None,
+    _schedule_plan: CsvPlan | None = None,
 ) -> RunResult:
     """Run ``steps`` training steps of ``workload`` under ``plan`` on one process per rank.
 
@@ -778,6 +1000,15 @@ def run(
     scale_grads:
         Passed to the runtime; ``False`` is a negative control (see the
         module docstring).
+    prediction:
+        The step time the plan is predicted to take and its parts (see
+        :class:`~schedsearch.runtime.trace.Prediction`; a plan document
+        records it: the plan table's makespan plus the calibrated cost per
+        step); default: the schedule's makespan in the problem's time unit.
+        Needs ``problem`` and ``schedule``.
+    _schedule_plan:
+        Internal (:func:`run_schedule`): the plan of ``schedule``, already
+        written, so that it is not written a second time for the check.
 
     Returns
     -------
@@ -796,78 +1027,16 @@ def run(
         When a rank raises, dies or times out (every process is stopped).
     """
     torch = require_torch()
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise PlanError(f"run: 'steps' must be an integer >= 1, got {steps!r}")
-    if start_method not in START_METHODS:
-        raise PlanError(f"run: 'start_method' must be one of {START_METHODS}, got {start_method!r}")
-    if not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
-        raise PlanError(f"run: 'timeout_s' must be > 0, got {timeout_s!r}")
-    if (problem is None) != (schedule is None):
-        raise PlanError("run: give 'problem' and 'schedule' together (the plan's placement problem and its schedule)")
-    if not isinstance(emulate, bool):
-        raise PlanError(f"run: 'emulate' must be True or False, got {emulate!r}")
-    if emulate and problem is None:
-        raise PlanError(
-            "run: 'emulate' needs the planned durations: pass 'problem' and 'schedule' (or run a plan document, "
-            "e.g. the plan.json that schedsearch plan writes)"
-        )
-    if emulate and start_method != "fork":
-        raise PlanError(f"run: an emulated run starts its processes with 'fork', got start_method {start_method!r}")
-    emulated_bytes = None
-    if workload is None and emulate:
-        workload, sizes_sent = emulated_workload(problem, max_bytes=emulate_max_bytes)
-        emulated_bytes = sizes_sent.sent_bytes
-    if not isinstance(workload, Workload):
-        raise PlanError(f"run: 'workload' must be a Workload, got {type(workload).__name__}")
-    num_mb = None if microbatch_sizes is None else len(microbatch_sizes)
-    if not isinstance(plan, CsvPlan):
-        plan = read_plan(plan, num_ranks=num_processes, num_microbatches=num_mb, stage_to_rank=stage_to_rank)
-    else:
-        if num_processes is not None and num_processes != plan.num_ranks:
-            raise PlanError(
-                f"run: the plan has {plan.num_ranks} rows (one per rank) but the run uses {num_processes} processes"
-            )
-        if num_mb is not None and num_mb != plan.num_microbatches:
-            raise PlanError(
-                f"run: the plan runs {plan.num_microbatches} micro-batches, 'microbatch_sizes' gives {num_mb}"
-            )
-        if stage_to_rank is not None and tuple(stage_to_rank) != plan.stage_to_rank:
-            raise PlanError(
-                f"run: the stage-to-rank map {list(stage_to_rank)} differs from the plan's {list(plan.stage_to_rank)}"
-            )
-    if problem is not None:
-        written = plan_from_schedule(problem, schedule)
-        if written.rows != plan.rows or written.stage_to_rank != plan.stage_to_rank:
-            raise PlanError(
-                f"run: the plan {plan.name!r} is not the one schedule {schedule.name!r} of problem {problem.name!r} "
-                "writes (rows or stage-to-rank map differ)"
-            )
-        if emulate:
-            seconds_per_unit(problem, "run (emulate)")
-    # PyTorch keeps the last stage's losses in forward order and looks them up by
-    # micro-batch index: run the plan with its micro-batches labelled in that order
-    order = plan.forward_order(plan.num_stages - 1)
-    label = {m: k for k, m in enumerate(order)}
-    runnable = plan if list(order) == list(range(plan.num_microbatches)) else plan.relabelled(
-        [label[m] for m in range(plan.num_microbatches)]
-    )
-    torch_check(runnable)
-    if workload.num_stages != plan.num_stages:
-        raise PlanError(
-            f"run: the plan has {plan.num_stages} stages but the workload {workload.name or ''} is split into "
-            f"{workload.num_stages}; split the model into {plan.num_stages} stages"
-        )
-    sizes = microbatch_split(workload.batch_size, plan.num_microbatches, microbatch_sizes)
-    if int(workload.target.shape[0]) != workload.batch_size:
-        raise PlanError(
-            f"run: inputs hold {workload.batch_size} samples but the target {int(workload.target.shape[0])}"
-        )
-    dtype = next((str(p.dtype).replace("torch.", "") for st in workload.stages for p in st.parameters()), "float64")
-    tol = DEFAULT_TOLERANCE.get(dtype, 1e-5) if tolerance is None else float(tolerance)
+    checked = _check_run(plan, workload, problem=problem, schedule=schedule, emulate=emulate,
+                         emulate_max_bytes=emulate_max_bytes, num_processes=num_processes, steps=steps,
+                         microbatch_sizes=microbatch_sizes, stage_to_rank=stage_to_rank, tolerance=tolerance,
+                         timeout_s=timeout_s, start_method=start_method, schedule_plan=_schedule_plan,
+                         prediction=prediction)
+    workload, runnable, order, label = checked.workload, checked.runnable, checked.order, checked.label
     t0 = time.perf_counter()
     reference = _reference(workload, steps, learning_rate)
-    inputs = torch.split(workload.inputs, list(sizes))
-    targets = torch.split(workload.target, list(sizes))
+    inputs = torch.split(workload.inputs, list(checked.microbatch_sizes))
+    targets = torch.split(workload.target, list(checked.microbatch_sizes))
     with tempfile.TemporaryDirectory(prefix="schedsearch-run-") as tmp:
         csv_path = Path(tmp) / "plan.csv"
         csv_path.write_text(runnable.text)
@@ -880,7 +1049,7 @@ def run(
             # label k runs the data of the plan's micro-batch order[k]
             input_chunks=tuple(inputs[m] for m in order),
             target_chunks=tuple(targets[m] for m in order),
-            loss=SizeWeightedLoss(workload.loss_fn, plan.num_microbatches, workload.batch_size),
+            loss=SizeWeightedLoss(workload.loss_fn, runnable.num_microbatches, workload.batch_size),
             reference=reference,
             steps=steps,
             learning_rate=learning_rate,
@@ -892,51 +1061,13 @@ def run(
             },
         )
         reports = _launch(job, start_method, float(timeout_s))
-    wall = time.perf_counter() - t0
-    diffs: dict[str, float] = {}
-    missing: list[str] = []
-    losses: tuple[tuple[float, ...], ...] = ()
-    for rep in reports:
-        diffs.update(rep["grad_diffs"])
-        missing.extend(rep["missing"])
-        if rep["losses"] is not None:
-            # back to the plan's labels: the loss of label k is micro-batch order[k]'s
-            losses = tuple(tuple(step[label[m]] for m in range(plan.num_microbatches)) for step in rep["losses"])
-    trace = MeasuredTrace.from_reports(reports, reports[0]["clock_offsets_s"], reports[0]["clock_rtt_s"],
-                                       relabel=order, one_host=len({rep["host"] for rep in reports}) == 1)
-    rows = [[(a.stage, a.kind, a.microbatch) for c in row for a in c.actions] for row in plan.rows]
-    row_order = tuple(f"step {k}: {msg}" for k, st in enumerate(trace.steps) for msg in row_order_violations(rows, st))
-    fidelity = None if problem is None else compare(problem, schedule, trace)
-    return RunResult(
-        plan=plan.to_dict(),
-        num_processes=plan.num_ranks,
-        num_stages=plan.num_stages,
-        num_microbatches=plan.num_microbatches,
-        microbatch_sizes=sizes,
-        stage_to_rank=plan.stage_to_rank,
-        steps=steps,
-        ranks=tuple(
-            RankReport(
-                rank=rep["rank"],
-                stages=tuple(rep["stages"]),
-                step_times_s=tuple(rep["step_times_s"]),
-                startup_s=rep["startup_s"],
-            )
-            for rep in reports
-        ),
-        losses=losses,
-        loss=tuple(sum(x) / plan.num_microbatches for x in losses),
-        reference_loss=reference.losses,
-        grad_diffs=tuple(sorted(diffs.items())),
-        missing_grads=tuple(sorted(missing)),
-        tolerance=tol,
-        wall_time_s=wall,
-        start_method=start_method,
-        dtype=dtype,
-        scale_grads=scale_grads,
-        trace=trace,
-        fidelity=fidelity,
-        row_order=row_order,
-        emulated=emulate,
-        emulated_bytes=emulated_bytes,
-    )
+    return _result(checked, reports, reference, problem=problem, schedule=schedule, steps=steps,
+                   wall_time_s=time.perf_counter() - t0, start_method=start_method, scale_grads=scale_grads,
+                   emulate=emulate, prediction=prediction)
+
+
+def run_schedule(problem: Problem, schedule: Schedule, workload: Any = None, **kwargs: Any) -> RunResult:
+    """:func:`run` the plan of ``schedule`` (see :func:`~schedsearch.runtime.plan_from_schedule`),
+    compared with its prediction (``workload`` None with ``emulate=True``)."""
+    plan = plan_from_schedule(problem, schedule)
+    return run(plan, workload, problem=problem, schedule=schedule, _schedule_plan=plan, **kwargs)

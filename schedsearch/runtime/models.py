@@ -20,57 +20,27 @@ recorded in :attr:`Workload.layers_per_stage`, never changed silently).
 Parameters are drawn from a generator seeded with ``seed``, so two builds
 with the same arguments are equal.
 
-:func:`parse_model_spec` needs no torch; the builders import it lazily.
+:func:`parse_model_spec` (of :mod:`schedsearch.plan.model_spec`, where a
+pipeline description's ``model_spec`` is checked) needs no torch; the
+builders import it lazily.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 
 from schedsearch.errors import InvalidProblemError
+from schedsearch.plan.model_spec import MODEL_KINDS as MODEL_KINDS, ModelSpec as ModelSpec, parse_model_spec
 from schedsearch.runtime._torch import require_torch
 
 __all__ = ["ModelSpec", "Workload", "parse_model_spec", "build_workload", "split_layers", "MODEL_KINDS"]
 
-#: Model kinds of :func:`parse_model_spec`.
-MODEL_KINDS = ("mlp", "transformer")
-
-_SPEC_RE = re.compile(r"(mlp|transformer):(\d+)x(\d+)")
-
 #: transformer constants
 VOCAB = 64
 SEQ_LEN = 8
-
-
-@attrs.frozen(kw_only=True)
-class ModelSpec:
-    """A model named by a spec string (``mlp:8x64``, ``transformer:4x32``)."""
-
-    kind: str
-    layers: int
-    width: int
-
-    def __str__(self) -> str:
-        return f"{self.kind}:{self.layers}x{self.width}"
-
-
-def parse_model_spec(spec: str) -> ModelSpec:
-    """Read ``kind:LAYERSxWIDTH`` (kinds: ``mlp``, ``transformer``)."""
-    m = _SPEC_RE.fullmatch(spec.strip()) if isinstance(spec, str) else None
-    if m is None:
-        raise InvalidProblemError(
-            f"model spec: must be KIND:LAYERSxWIDTH with KIND in {MODEL_KINDS} (e.g. 'mlp:8x64'), got {spec!r}"
-        )
-    kind, layers, width = m.group(1), int(m.group(2)), int(m.group(3))
-    if layers < 1:
-        raise InvalidProblemError(f"model spec {spec!r}: 'layers' must be >= 1, got {layers}")
-    if width < 1:
-        raise InvalidProblemError(f"model spec {spec!r}: 'width' must be >= 1, got {width}")
-    return ModelSpec(kind=kind, layers=layers, width=width)
 
 
 def split_layers(num_layers: int, num_stages: int, what: str = "model") -> tuple[int, ...]:

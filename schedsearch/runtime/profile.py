@@ -94,6 +94,9 @@ class Profile:
     """Per-stage figures at each profiled micro-batch size, and the units.
 
     ``sizes[0]`` is the base size: its figures are the blocks' durations.
+    ``model_spec`` names the built-in model profiled, when it is one
+    (:meth:`Pipeline.from_profile <schedsearch.plan.pipeline.Pipeline.from_profile>`
+    records it in the pipeline, so that a run of its plan builds that model).
     """
 
     sizes: tuple[int, ...]
@@ -101,6 +104,8 @@ class Profile:
     repeats: int
     time_unit_s: float
     memory_unit_bytes: int
+    #: the built-in model profiled (``transformer:4x32``), when it is one: what a pipeline of these figures records
+    model_spec: str | None = None
 
     @property
     def num_stages(self) -> int:
@@ -247,6 +252,7 @@ class Profile:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            **({} if self.model_spec is None else {"model_spec": self.model_spec}),
             "sizes": list(self.sizes),
             "repeats": self.repeats,
             "time_unit_s": self.time_unit_s,
@@ -271,6 +277,7 @@ def profile(
     time_unit_s: float | None = None,
     memory_unit_bytes: int = 1024,
     threads: int | None = 1,
+    model_spec: str | None = None,
 ) -> Profile:
     """Measure every stage's F, B, I, W times and activation memory.
 
@@ -296,6 +303,9 @@ def profile(
         ``torch.set_num_threads`` while measuring (restored afterwards);
         default 1, as each rank of :func:`~schedsearch.runtime.run` uses.
         None keeps the current setting.
+    model_spec:
+        The spec of the built-in model whose stages these are (recorded in
+        the profile as :attr:`Profile.model_spec`), or None.
     """
     tp = pipelining_internals()
     torch = tp.torch
@@ -339,6 +349,7 @@ def profile(
         repeats=repeats,
         time_unit_s=float(time_unit_s),
         memory_unit_bytes=memory_unit_bytes,
+        model_spec=model_spec,
     )
 
 

@@ -30,8 +30,11 @@ From a :class:`MeasuredTrace` and the plan (its problem and schedule):
   check runs on a copy whose times are the ranks of the measured instants
   (an order-preserving relabelling), so rounding to the time unit can
   neither hide a reordering nor invent one;
-* :func:`compare`: per step after the first, the predicted step time (the
-  plan's makespan times the problem's ``time_unit_s``), the measured one,
+* :func:`compare`: per step after the first, the predicted step time (a
+  :class:`Prediction`: the plan's makespan as its table shows it, in the
+  description's unrounded times, plus the calibrated cost per step; or,
+  without a plan document, the schedule's makespan in the problem's time
+  unit), the measured one,
   their ratio, the error of every action's start (median, 95th percentile)
   and the difference broken down by cause on the rank that finished last
   (see :class:`Breakdown`).
@@ -57,6 +60,7 @@ from schedsearch.validate import Violation, validate
 
 __all__ = [
     "ORDER_KINDS",
+    "Prediction",
     "Breakdown",
     "Compute",
     "Event",
@@ -171,27 +175,27 @@ class MeasuredTrace:
 
     @classmethod
     def from_reports(
-        cls, reports: Sequence[Mapping[str, Any]], offsets: Sequence[float], rtts: Sequence[float],
+        cls, traces: Sequence[Sequence[Mapping[str, Any]]], offsets: Sequence[float], rtts: Sequence[float],
         relabel: Sequence[int] | None = None, one_host: bool = False,
     ) -> MeasuredTrace:
         """Assemble the workers' raw records.
 
-        ``reports[r]["trace"]`` is rank ``r``'s list of steps, each
+        ``traces[r]`` is rank ``r``'s list of steps, each
         ``{"span": (start, end), "actions": [(label, start, end)],
         "computes": [(stage, kind, mb, start, end)]}`` on its own clock;
         ``relabel[k]`` is the plan's micro-batch that the runtime ran as
         ``k`` (None: the same labels); ``one_host``: apply zero offsets.
         """
-        n = len(reports)
+        n = len(traces)
         applied = [0.0] * n if one_host else list(offsets)
-        num_steps = min(len(rep["trace"]) for rep in reports)
+        num_steps = min(len(trace) for trace in traces)
 
         def mb(k: int | None) -> int | None:
             return k if k is None or relabel is None else relabel[k]
 
         steps = []
         for k in range(num_steps):
-            raw = [rep["trace"][k] for rep in reports]
+            raw = [trace[k] for trace in traces]
             zero = min(raw[r]["span"][0] - applied[r] for r in range(n))
             spans, events, computes = [], [], []
             for r in range(n):
@@ -506,7 +510,10 @@ class Breakdown:
     the final action). The prediction splits the makespan into the rank's
     planned compute and its planned idle time. The differences (measured
     less planned; ``receive_wait_s`` less the planned idle time; seconds)
-    sum to the step time less the predicted one.
+    sum to the step time less the planned one (``planned["step_s"]``: the
+    schedule's makespan in the problem's time unit; the prediction's
+    makespan differs from it by the rounding to that unit, and a
+    calibrated cost per step shows in ``overhead_s``).
     """
 
     rank: int
@@ -572,18 +579,79 @@ class StepFidelity:
         }
 
 
+def _non_negative_ms(where: str, field: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise PlanError(f"{where}: {field!r} must be a time in milliseconds >= 0, got {value!r}")
+    return float(value)
+
+
+@attrs.frozen(kw_only=True)
+class Prediction:
+    """The step time a run of a plan is predicted to take, in milliseconds, and the parts it is made of.
+
+    ``makespan_ms`` is the plan's makespan and ``source`` says which one:
+    ``"plan table"`` (the figure the plan's table shows: its order re-timed
+    with the description's unrounded times, read from the plan document
+    ``schedsearch plan`` writes) or ``"problem"`` (the schedule's makespan
+    times the problem's time unit: the rounded times, what an emulated run
+    sleeps). ``step_overhead_ms`` is what a step costs beyond its actions
+    as a calibration measured it (the pipeline's ``step_overhead_ms``; 0
+    when it was not calibrated). The prediction is their sum.
+
+    Examples
+    --------
+    >>> from schedsearch.runtime.trace import Prediction
+    >>> prediction = Prediction.from_plan_document({"prediction": {"makespan_ms": 139.25, "step_overhead_ms": 28.5}})
+    >>> prediction.step_ms, prediction.source
+    (167.75, 'plan table')
+    """
+
+    makespan_ms: float
+    step_overhead_ms: float = 0.0
+    source: str = "problem"
+
+    @property
+    def step_ms(self) -> float:
+        return self.makespan_ms + self.step_overhead_ms
+
+    @classmethod
+    def of_schedule(cls, problem: Problem, schedule: Schedule) -> Prediction:
+        """The schedule's makespan in the problem's time unit, no cost per step (``source`` ``"problem"``)."""
+        return cls(makespan_ms=1e3 * seconds_per_unit(problem, "predicted against measured") * schedule.makespan)
+
+    @classmethod
+    def from_plan_document(cls, meta: Mapping[str, Any], where: str = "plan document") -> Prediction | None:
+        """The prediction a plan document's metadata records (``meta["prediction"]``, written by
+        :meth:`~schedsearch.plan.planner.PlanResult.metadata`), or None when it records none."""
+        doc = meta.get("prediction") if isinstance(meta, Mapping) else None
+        if doc is None:
+            return None
+        if not isinstance(doc, Mapping):
+            raise PlanError(f"{where}: 'prediction' must be a table of times in ms, got {doc!r}")
+        return cls(makespan_ms=_non_negative_ms(f"{where}: prediction", "makespan_ms", doc.get("makespan_ms")),
+                   step_overhead_ms=_non_negative_ms(f"{where}: prediction", "step_overhead_ms",
+                                                     doc.get("step_overhead_ms", 0.0)),
+                   source="plan table")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"step_ms": self.step_ms, "makespan_ms": self.makespan_ms, "makespan_source": self.source,
+                "step_overhead_ms": self.step_overhead_ms}
+
+
 @attrs.frozen(kw_only=True)
 class Fidelity:
     """Predicted against measured over the steps after the first (all steps when there is one).
 
+    ``predicted_step_s`` is ``prediction``'s step time in seconds;
     ``step_time_s`` is the median of the steps' measured times;
     ``breakdown`` is the median step's (the lower middle one for an even
-    count), so it sums to that step's difference.
+    count), so it sums to that step's difference from the planned step.
     """
 
     predicted_step_s: float
     steps: tuple[StepFidelity, ...]
     time_unit_s: float
+    prediction: Prediction | None = None
 
     @property
     def step_time_s(self) -> float:
@@ -613,6 +681,7 @@ class Fidelity:
     def to_dict(self) -> dict[str, Any]:
         return {
             "predicted_step_s": self.predicted_step_s,
+            "prediction": None if self.prediction is None else self.prediction.to_dict(),
             "step_time_s": self.step_time_s,
             "ratio": self.ratio,
             "start_error_median_s": self.start_error_median_s,
@@ -690,8 +759,14 @@ def _breakdown(st: StepTrace, rank: int, planned: PlannedActions, unit: float) -
     )
 
 
-def compare(problem: Problem, schedule: Schedule, trace: MeasuredTrace, *, warmup: int = 1) -> Fidelity:
+def compare(problem: Problem, schedule: Schedule, trace: MeasuredTrace, *, warmup: int = 1,
+            prediction: Prediction | None = None) -> Fidelity:
     """Predicted against measured for every step after ``warmup`` (all steps when there are no more).
+
+    The predicted step time is ``prediction``'s (default: the schedule's
+    makespan in the problem's time unit, :meth:`Prediction.of_schedule`);
+    the action start errors and the breakdown are against the schedule's
+    own times in the problem's unit.
 
     Raises
     ------
@@ -700,7 +775,11 @@ def compare(problem: Problem, schedule: Schedule, trace: MeasuredTrace, *, warmu
     """
     unit = seconds_per_unit(problem, "predicted against measured")
     planned = planned_actions(problem, schedule)
-    predicted = unit * planned.makespan
+    if prediction is None:
+        prediction = Prediction.of_schedule(problem, schedule)
+        predicted = unit * planned.makespan
+    else:
+        predicted = prediction.step_ms / 1e3
     first = warmup if len(trace.steps) > warmup else 0
     out = []
     for k in range(first, len(trace.steps)):
@@ -725,4 +804,4 @@ def compare(problem: Problem, schedule: Schedule, trace: MeasuredTrace, *, warmu
                 call_excess_p95_s=_percentile(excess, 0.95),
             )
         )
-    return Fidelity(predicted_step_s=predicted, steps=tuple(out), time_unit_s=unit)
+    return Fidelity(predicted_step_s=predicted, steps=tuple(out), time_unit_s=unit, prediction=prediction)

@@ -312,7 +312,7 @@ def _stage_times(draw: Any, stages: int, max_duration: int, minimum: int = 1) ->
 
 def _build_pipeline(draw: Any, layout: str, D: int, max_duration: int, fmem: int) -> Problem:
     """One micro-batch of ``layout`` on ``D`` devices (the count is set afterwards)."""
-    from schedsearch import placements as pl
+    import schedsearch.placements as pl
 
     if layout in ("1f1b", "zb"):
         F = _stage_times(draw, D, max_duration)

@@ -122,4 +122,4 @@ def test_bad_problem_files_are_one_line_errors(tmp_path, capsys, data, fragment)
         assert fragment in err and "\n" not in err
     missing = tmp_path / "missing.json"
     assert main(["validate", str(missing), str(missing)]) == 2
-    assert "cannot read" in capsys.readouterr().err
+    assert "no such file or folder" in capsys.readouterr().err

@@ -122,3 +122,32 @@ def test_run_executes_a_plan_document(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "stage-to-rank 0,1,1,0, 'v'" in out
     assert "micro-batch sizes: [3, 1, 2, 2]" in out
+
+
+def test_run_of_a_plan_folder_predicts_the_plan_table_makespan_plus_the_calibrated_step_overhead(tmp_path, capsys):
+    require("torch")
+    from schedsearch import Pipeline
+    from schedsearch.plan.calibration import Calibration
+
+    calibration = Calibration(latency_ms=0.02, bandwidth_bytes_per_s=10**9, action_overhead_ms=0.01,
+                              step_overhead_ms=3.5)
+    pipeline = Pipeline(num_ranks=2, num_microbatches=4, families=["1f1b"], stages=[
+        {"forward_ms": 0.33, "backward_ms": 0.61, "send_bytes": "64 KiB"}] * 2)
+    path = tmp_path / "pipeline.toml"
+    pipeline.save(path)
+    calibration.save(tmp_path / "calibration.toml")
+    path.write_text('calibration = "calibration.toml"\n' + path.read_text())
+    assert main(["plan", str(path), "--out", str(tmp_path / "plan"), "--time-limit", "10", "--deterministic"]) == 0
+    table = json.loads((tmp_path / "plan" / "plan.json").read_text())["meta"]["table"]
+    makespan_ms = next(r["makespan_ms"] for r in table if r["family"] == "1F1B")
+    assert main(["run", str(tmp_path / "plan"), "--model", "mlp:2x8", "--steps", "2",
+                 "--out", str(tmp_path / "run")]) == 0
+    capsys.readouterr()
+    doc = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert doc["prediction"] == {"step_ms": makespan_ms + 3.5, "makespan_ms": makespan_ms,
+                                 "makespan_source": "plan table", "step_overhead_ms": 3.5}
+    assert doc["predicted_step_s"] == (makespan_ms + 3.5) / 1e3
+    # emulated, the actions sleep the problem's rounded times: that makespan is the prediction, no overhead
+    assert main(["run", str(tmp_path / "plan"), "--emulate", "--steps", "2", "--out", str(tmp_path / "emulated")]) == 0
+    emulated = json.loads((tmp_path / "emulated" / "run.json").read_text())["prediction"]
+    assert emulated["makespan_source"] == "problem" and emulated["step_overhead_ms"] == 0.0

@@ -205,7 +205,7 @@ def test_package_and_cli_work_without_torch(tmp_path):
         "import schedsearch.runtime\n"
         "from schedsearch.cli import main\n"
         f"assert main(['run', {str(csv)!r}, '--check-only']) == 0\n"
-        f"assert main(['run', {str(csv)!r}, '--steps', '1']) == 2\n"
+        f"assert main(['run', {str(csv)!r}, '--model', 'mlp:8x64', '--steps', '1']) == 2\n"
         "assert 'torch' not in [m for m in sys.modules if sys.modules[m] is not None]\n"
     )
     proc = subprocess.run(

@@ -165,3 +165,27 @@ def test_compare_reports_how_much_longer_than_planned_the_calls_lasted():
     excess = [0.5 * (t.end - t.start) * UNIT_S for t in schedule.tasks]
     assert fid.steps[0].call_excess_median_s == pytest.approx(statistics.median(excess))
     assert fid.steps[0].call_excess_p95_s == pytest.approx(statistics.quantiles(excess, n=20, method="inclusive")[18])
+
+
+def test_compare_with_a_plan_prediction_predicts_its_makespan_plus_the_step_overhead():
+    from schedsearch.runtime.trace import Prediction
+
+    problem, schedule = _problem("1f1b", devices=3, microbatches=4)
+    steps = [_as_planned(problem, schedule, stretch=s) for s in (1.5, 1.1, 1.3)]
+    # a plan table's makespan (unrounded: a little under the problem's) and a calibrated cost per step
+    prediction = Prediction(makespan_ms=1e3 * schedule.makespan * UNIT_S - 0.125, step_overhead_ms=2.5,
+                            source="plan table")
+    fid = compare(problem, schedule, _trace(*steps), prediction=prediction)
+    assert fid.predicted_step_s == pytest.approx((1e3 * schedule.makespan * UNIT_S - 0.125 + 2.5) / 1e3)
+    assert fid.ratio == pytest.approx(fid.step_time_s / fid.predicted_step_s)
+    parts = fid.to_dict()["prediction"]
+    assert parts["makespan_source"] == "plan table" and parts["step_overhead_ms"] == 2.5
+    assert parts["step_ms"] == pytest.approx(parts["makespan_ms"] + 2.5)
+    for s in fid.steps:  # the breakdown stays against the schedule's own times
+        b = s.breakdown
+        assert b.planned["step_s"] == pytest.approx(schedule.makespan * UNIT_S)
+        assert b.total_s == pytest.approx(s.measured_s - b.planned["step_s"], abs=1e-12)
+    # without one: the schedule's makespan in the problem's unit, no overhead
+    plain = compare(problem, schedule, _trace(*steps))
+    assert plain.predicted_step_s == schedule.makespan * UNIT_S
+    assert plain.prediction == Prediction(makespan_ms=1e3 * UNIT_S * schedule.makespan)
