@@ -91,7 +91,7 @@ def test_the_sample_against_llama3_8b_is_refused_before_the_search(tmp_path: Pat
 
 def test_an_unknown_config_is_refused_naming_the_known_ones() -> None:
     with pytest.raises(InvalidOptionsError, match="llama3_1b is not one the library knows without torchtitan "
-                                                  r"\(llama3_debugmodel, llama3_8b, llama3_70b, llama3_405b"):
+                                                  r"\(llama3_debugmodel, llama3_8b, llama3_70b of llama3\)"):
         torchtitan_model("llama3_1b")
     assert torchtitan_model("llama3_70b").num_layers == 80
     with pytest.raises(InvalidOptionsError, match="layers_per_entry must be a positive integer"):

@@ -101,7 +101,6 @@ TORCHTITAN_LAYERS = {
     ("llama3", "llama3_debugmodel"): 6,
     ("llama3", "llama3_8b"): 32,
     ("llama3", "llama3_70b"): 80,
-    ("llama3", "llama3_405b"): 126,
 }
 
 

@@ -247,7 +247,8 @@ def titan_data(tmp_path_factory: pytest.TempPathFactory):
             f.write(json.dumps({"text": " ".join(rng.choice(words) for _ in range(rng.randint(20, 120)))}) + "\n")
     yield root
     if _TABLE:
-        print("\n\n[torchtitan trainer] plan                     ranks  steps  loss max |difference|  wall (plan, built-in)")
+        print(f"\n\n[torchtitan trainer] {'plan':<34} ranks  steps  loss max |difference|  wall plan  "
+              "wall built-in  built-in schedule")
         print("\n".join(_TABLE))
 
 
@@ -332,8 +333,9 @@ def test_torchtitans_trainer_runs_the_plan_with_its_builtin_schedules_losses(
     # float32; the plan and the built-in schedule run the same kernels on the same micro-batches, and each
     # stage accumulates its micro-batches' gradients in the same order: exactly equal losses are expected
     assert plan_losses == ref_losses, (plan_losses, ref_losses)
-    row = (f"{result.best.family:<26} {ranks:>5}  {TRAIN_STEPS:>5}  {worst:>22.3g}  {wall:.1f} s, {ref_wall:.1f} s"
-           f"  ({'train.sh, ' if via_train_sh else ''}vs {next(iter(ref_classes))})")
+    label = f"{result.best.family}{', uneven split' if fqns else ''}{', train.sh' if via_train_sh else ''}"
+    row = (f"{label:<34} {ranks:>5}  {TRAIN_STEPS:>5}  {worst:>22.3g}  {wall:6.1f} s  {ref_wall:6.1f} s  "
+           f"{next(iter(ref_classes))}")
     _TABLE.append(row)
     print(f"\n[torchtitan trainer] {row}")
 
