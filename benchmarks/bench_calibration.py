@@ -61,7 +61,7 @@ def _plans(pipeline: Any, time_limit_s: float) -> dict[str, tuple[Any, Any, floa
     from schedsearch.runtime.calibrate import family_plan
 
     out = {name: family_plan(pipeline, name) for name in ("1F1B", "ZB-H1")}
-    result = plan(pipeline, time_limit_s=time_limit_s, workers=1, deterministic=True, seed=0)
+    result = plan(pipeline, time_limit_s=time_limit_s, parallel=1, deterministic=True, seed=0)
     out["searched"] = (result.problem, result.schedule, float(result.best.makespan_ms))
     return out
 

@@ -13,8 +13,8 @@ v=2 and ZB-V (two stages per rank, stage times drawn alike), and the plan
 family torch runs).
 
 (b) Real compute, before calibration: the built-in transformer
-(``--model``, default ``transformer:8x128``) split into two stages, 2 ranks
-of one thread each (gloo on loopback). Profile (each stage alone, one
+(``--model``, default ``transformer:8x128``) split into one stage per rank,
+on 2 and 4 ranks (``--real-ranks``) of one thread each (gloo on loopback). Profile (each stage alone, one
 thread: :func:`schedsearch.runtime.profile`) -> pipeline -> plans -> run
 -> compare, for 1F1B and ZB-H1 (the published schedules,
 :func:`~schedsearch.runtime.calibrate.family_plan`) and the plan
@@ -33,10 +33,12 @@ all alike). Only those later runs are measured: the calibration does not
 see the runs it predicts. When 1F1B then measures more than 5% off what
 it took in the runs calibrated on (the machine's load moved in between),
 the model is calibrated again on those latest 1F1B runs and every plan
-is measured again (``--retries`` times, default 1); the ratio is printed. The prediction of (c) is the makespan plus the
-calibrated cost per step.
+is measured again (``--retries`` times, default 1); the ratio is printed. Each prediction is the library's, as ``run.json``
+reports it: the plan's makespan in the pipeline's unrounded times (the
+plan table's figure) plus the pipeline's cost per step (0 in (b), the
+calibrated one in (c)); the columns give both parts.
 
-For each row: predicted step time (makespan x time unit), measured (median
+For each row: predicted step time (makespan plus cost per step), measured (median
 over the steps after the first: the slowest rank's step call), the ratio,
 the median and 95th percentile of the actions' start error, the median
 excess of a stage call over its planned duration (emulated: how late a
@@ -67,7 +69,8 @@ import attrs
 
 from benchmarks._common import print_table, write_results
 
-COLUMNS = ["part", "ranks", "microbatches", "plan", "predicted_ms", "measured_ms", "ratio", "start_err_med_ms",
+COLUMNS = ["part", "ranks", "microbatches", "plan", "predicted_ms", "makespan_ms", "step_overhead_ms", "measured_ms",
+           "ratio", "start_err_med_ms",
            "start_err_p95_ms", "call_excess_ms", "d_compute_ms", "d_comm_ms", "d_recv_wait_ms", "d_overhead_ms", "order_ok",
            "grads_equal"]
 
@@ -81,6 +84,8 @@ def _row(part: str, label: str, problem: Any, result: Any) -> dict[str, Any]:
         "microbatches": result.num_microbatches,
         "plan": label,
         "predicted_ms": 1e3 * fid.predicted_step_s,
+        "makespan_ms": None if fid.prediction is None else fid.prediction.makespan_ms,
+        "step_overhead_ms": None if fid.prediction is None else fid.prediction.step_overhead_ms,
         "measured_ms": 1e3 * fid.step_time_s,
         "ratio": fid.ratio,
         "start_err_med_ms": 1e3 * fid.start_error_median_s,
@@ -124,12 +129,10 @@ def emulated_pipelines(ranks: int, microbatches: int, seed: int, p2p_ms: float,
 
 def _family_problem(pipeline: Any, family: str, chunks: int, split: bool) -> Any:
     from schedsearch.plan.planner import Candidate, build_problem
+    from schedsearch.plan.times import named_times
     from schedsearch.units import choose_units
 
-    times = {f"stage {i} {k}": getattr(s, f"{k}_ms") for i, s in enumerate(pipeline.stages)
-             for k in ("forward", "backward", "input_grad", "weight_grad")}
-    times["p2p"] = pipeline.p2p.time_ms or 0.0
-    units = choose_units(times, [s.activation_bytes for s in pipeline.stages])
+    units = choose_units(named_times(pipeline, [pipeline.stages]), [s.activation_bytes for s in pipeline.stages])
     return build_problem(pipeline, Candidate(family=family, chunks=chunks, split_backward=split), pipeline.stages,
                          units)
 
@@ -155,21 +158,29 @@ def part_a(ranks_list: list[int], microbatches: int, seed: int, steps: int, p2p_
             result = run_schedule(problem, schedule, emulate=True, steps=steps, timeout_s=600)
             rows.append(_row("a emulated", label, problem, result))
             print(f"  {ranks} ranks {label}: {result.fidelity}", flush=True)
-        found = plan(pipes[2], time_limit_s=plan_limit_s, workers=1, runtime="torch")
+        found = plan(pipes[2], time_limit_s=plan_limit_s, parallel=1, runtime="torch")
         result = run_schedule(found.problem, found.schedule, emulate=True, steps=steps, timeout_s=600)
         rows.append(_row("a emulated", f"searched: {found.best.family}", found.problem, result))
         print(f"  {ranks} ranks searched ({found.best.family}): {result.fidelity}", flush=True)
     return rows
 
 
-def _real_plans(pipeline: Any, time_limit_s: float) -> dict[str, tuple[Any, Any, float]]:
-    """(problem, schedule, predicted makespan ms) of 1F1B, ZB-H1 and the searched plan of ``pipeline``."""
+def _real_plans(pipeline: Any, time_limit_s: float) -> dict[str, tuple[Any, Any, Any]]:
+    """(problem, schedule, :class:`~schedsearch.runtime.trace.Prediction`) of 1F1B, ZB-H1 and the searched plan
+    of ``pipeline``: the plan's makespan in the pipeline's own times plus its cost per step (0 before the
+    calibration), the prediction a plan document records (the searched plan's is read from it)."""
     from schedsearch import plan
     from schedsearch.runtime.calibrate import family_plan
+    from schedsearch.runtime.trace import Prediction
 
-    out = {name: family_plan(pipeline, name) for name in ("1F1B", "ZB-H1")}
-    result = plan(pipeline, time_limit_s=time_limit_s, workers=1, deterministic=True, seed=0)
-    out[f"searched ({result.best.family})"] = (result.problem, result.schedule, float(result.best.makespan_ms))
+    out = {}
+    for name in ("1F1B", "ZB-H1"):
+        problem, schedule, makespan_ms = family_plan(pipeline, name)
+        out[name] = (problem, schedule, Prediction(makespan_ms=makespan_ms, source="plan table",
+                                                   step_overhead_ms=pipeline.step_overhead_ms))
+    result = plan(pipeline, time_limit_s=time_limit_s, parallel=1, deterministic=True, seed=0)
+    out[f"searched ({result.best.family})"] = (result.problem, result.schedule,
+                                               Prediction.from_plan_document(result.metadata()))
     return out
 
 
@@ -191,9 +202,10 @@ def _run_rounds(runnable: dict[str, tuple[Any, Any, Any]], workload: Any, steps:
 
 
 def part_bc(model: str, microbatches: int, mb_size: int, steps: int, rounds: int, plan_limit_s: float,
-            loads: dict[str, list[float]], retries: int = 1,
-            drifts: list[float] | None = None) -> tuple[list[dict[str, Any]], Any]:
-    """(b) the profiled pipeline's plans, (c) the plans of the pipeline calibrated on measured 1F1B runs.
+            loads: dict[str, list[float]], retries: int = 1, drifts: list[float] | None = None,
+            ranks: int = 2) -> tuple[list[dict[str, Any]], Any]:
+    """(b) the profiled pipeline's plans, (c) the plans of the pipeline calibrated on measured 1F1B runs, on
+    ``ranks`` processes (the model split into as many stages).
 
     First the (b) plans run ``rounds`` rounds (each round every plan once, in turn): the 1F1B runs among
     them are what the model is calibrated on (:func:`~schedsearch.runtime.calibrate.calibration_from_trace`
@@ -201,7 +213,9 @@ def part_bc(model: str, microbatches: int, mb_size: int, steps: int, rounds: int
     rounds, and those runs alone are the measured figures: the calibration never sees the runs it predicts.
     When 1F1B then measures more than 5% off what it took in the runs calibrated on (the machine's load moved),
     the model is calibrated again on those latest 1F1B runs and every plan measured again, up to ``retries``
-    times; ``drifts`` receives each attempt's ratio.
+    times; ``drifts`` receives each attempt's ratio. A row's prediction is the library's
+    (:func:`~schedsearch.runtime.trace.compare` with the plan's
+    :class:`~schedsearch.runtime.trace.Prediction`, as ``run.json`` reports it).
     """
     drifts = [] if drifts is None else drifts
     from schedsearch import Pipeline
@@ -209,12 +223,12 @@ def part_bc(model: str, microbatches: int, mb_size: int, steps: int, rounds: int
     from schedsearch.runtime.calibrate import calibration_from_trace
     from schedsearch.runtime.trace import compare
 
-    workload = build_workload(model, 2, batch_size=microbatches * mb_size, dtype="float32")
+    workload = build_workload(model, ranks, batch_size=microbatches * mb_size, dtype="float32")
     prof = profile(workload.stages, workload.inputs, target=workload.target, loss_fn=workload.loss_fn,
                    sizes=[mb_size], repeats=7, warmup=2, threads=1)
     print(prof.table())
-    base = Pipeline.from_profile(prof, num_ranks=2, num_microbatches=microbatches, families=["1f1b"],
-                                 name=f"{model} 2 ranks")
+    base = Pipeline.from_profile(prof, num_ranks=ranks, num_microbatches=microbatches, families=["1f1b"],
+                                 name=f"{model} {ranks} ranks")
     made = {"b real": _real_plans(base, plan_limit_s)}
     runnable: dict[str, tuple[Any, Any, Any]] = {}  # CSV text -> (plan, problem, schedule); a plan made twice runs once
     key: dict[tuple[str, str], str] = {}
@@ -227,7 +241,8 @@ def part_bc(model: str, microbatches: int, mb_size: int, steps: int, rounds: int
 
     add("b real")
     plans_b = dict(runnable)
-    _, first = _run_rounds(plans_b, workload, steps, rounds, "calibrating", loads)
+    tag = f"{ranks} ranks"
+    _, first = _run_rounds(plans_b, workload, steps, rounds, f"{tag} calibrating", loads)
     traces = [r.trace for r in first[key[("b real", "1F1B")]]]
     for attempt in range(1 + retries):
         calibrated = calibration_from_trace(base, traces, family="1F1B")
@@ -235,28 +250,26 @@ def part_bc(model: str, microbatches: int, mb_size: int, steps: int, rounds: int
         made["c calibrated"] = _real_plans(calibrated.pipeline, plan_limit_s)
         runnable = dict(plans_b)
         add("c calibrated")
-        times, results = _run_rounds(runnable, workload, steps, rounds, f"measuring {attempt + 1}", loads)
+        times, results = _run_rounds(runnable, workload, steps, rounds, f"{tag} measuring {attempt + 1}", loads)
         drift = 1e3 * statistics.median(times[key[("b real", "1F1B")]]) / calibrated.step_time_ms
         drifts.append(drift)
-        print(f"  1F1B measured {drift:.3f}x what it took in the runs calibrated on", flush=True)
+        print(f"  {tag}: 1F1B measured {drift:.3f}x what it took in the runs calibrated on", flush=True)
         if abs(drift - 1) <= 0.05 or attempt == retries:
             break
         # the machine's load moved between calibrating and measuring: calibrate again on the latest runs
         traces = [r.trace for r in results[key[("b real", "1F1B")]]]
-    step_ms = {"b real": 0.0, "c calibrated": calibrated.calibration.step_overhead_ms}
     rows = []
     for part, plans in made.items():
-        for name, (problem, schedule, makespan_ms) in plans.items():
+        for name, (problem, schedule, prediction) in plans.items():
             text = key[(part, name)]
             runs = results[text]
-            result = runs[-1]
-            if result.trace is not None:  # the breakdown against this part's prediction (one run may serve both)
-                result = attrs.evolve(result, fidelity=compare(problem, schedule, result.trace))
+            # the run against this part's prediction (one run may serve both parts)
+            result = attrs.evolve(runs[-1], fidelity=compare(problem, schedule, runs[-1].trace, prediction=prediction))
             row = _row(part, name, problem, result)
-            predicted = makespan_ms + step_ms[part]
             measured = 1e3 * statistics.median(times[text])
             ok = all(r.order_as_planned for r in runs)
-            row.update(predicted_ms=predicted, measured_ms=measured, ratio=measured / predicted,
+            row.update(measured_ms=measured, ratio=measured / row["predicted_ms"],
+                       makespan_ms=prediction.makespan_ms, step_overhead_ms=prediction.step_overhead_ms,
                        steps_ms=[round(1e3 * t, 2) for t in times[text]], order_ok=ok,
                        grads_equal=all(r.grads_equal for r in runs))
             rows.append(row)
@@ -302,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--real-steps", type=int, default=6, help="steps per run in (b, c) (default 6)")
     parser.add_argument("--retries", type=int, default=1, help="calibrations again when the load moved (default 1)")
     parser.add_argument("--rounds", type=int, default=4, help="interleaved runs of each plan in (b, c) (default 4)")
+    parser.add_argument("--real-ranks", default="2,4", help="CPU ranks of (b, c), comma-separated (default 2,4)")
     args = parser.parse_args(argv)
 
     from schedsearch.runtime import torch_available
@@ -315,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     loads: dict[str, list[float]] = {"start": _load()}
     print(f"load average at start (1, 5, 15 min): {loads['start']} on {os.cpu_count()} cores")
     t0 = time.perf_counter()
-    calibrated = None
+    calibrations: dict[int, Any] = {}
     drifts: list[float] = []
     if args.part in ("a", "all"):
         ranks = [4] if args.quick else [4, 8]
@@ -324,9 +338,12 @@ def main(argv: list[str] | None = None) -> int:
         loads["after (a)"] = _load()
         print(f"load average after (a): {loads['after (a)']}")
     if args.part in ("bc", "all"):
-        real, calibrated = part_bc(args.model, args.real_microbatches, args.mb_size, args.real_steps, args.rounds,
-                                   args.plan_limit, loads, args.retries, drifts)
-        rows += real
+        calibrations = {}
+        for ranks in [int(r) for r in args.real_ranks.split(",")]:
+            real, calibrated = part_bc(args.model, args.real_microbatches, args.mb_size, args.real_steps,
+                                       args.rounds, args.plan_limit, loads, args.retries, drifts, ranks=ranks)
+            rows += real
+            calibrations[ranks] = calibrated
         loads["after (b, c)"] = _load()
     goal = {"a emulated": 0.03, "b real": 0.10, "c calibrated": 0.10}
     agreement = order_agreement(rows)
@@ -342,14 +359,14 @@ def main(argv: list[str] | None = None) -> int:
         for line in agreement:
             if line.startswith(part):
                 print("  " + line)
-    if calibrated is not None:
-        print(f"\ncalibrated on the 1F1B runs of (b)'s first rounds:\n{calibrated.table()}")
+    for ranks, calibrated in calibrations.items():
+        print(f"\n{ranks} ranks: calibrated on the 1F1B runs of (b)'s first rounds:\n{calibrated.table()}")
     print(f"load averages: {loads}; wall {time.perf_counter() - t0:.0f} s")
     if drifts:
         print(f"1F1B measured over its calibration runs, per calibration: {[round(d, 3) for d in drifts]}")
     write_results("fidelity", rows, loads=loads, order_agreement=agreement, args=vars(args), drifts=drifts,
-                  calibration=None if calibrated is None else calibrated.calibration.to_dict(),
-                  calibrated_pipeline=None if calibrated is None else calibrated.pipeline.to_dict())
+                  calibration={r: c.calibration.to_dict() for r, c in calibrations.items()},
+                  calibrated_pipeline={r: c.pipeline.to_dict() for r, c in calibrations.items()})
     return 0 if all(r["order_ok"] and r["grads_equal"] for r in rows) else 1
 
 

@@ -70,7 +70,7 @@ def row_of(model: str, ranks: int, microbatches: int, time_limit: float, engine:
     budget, peaks = binding_budget(base)
     pipeline = Pipeline.from_dict({**base.to_dict(), "memory_budget_bytes": budget})
     interleaved = min((v for k, v in peaks.items() if k.startswith("interleaved")), default=None)
-    result = schedsearch.plan(pipeline, time_limit_s=time_limit, engine=engine, deterministic=deterministic)
+    result = schedsearch.plan(pipeline, time_limit_s=time_limit, executor=engine, deterministic=deterministic)
     best = result.best
     hands = [r for r in result.rows if r.handcrafted_fits]
     hand = min(hands, key=lambda r: r.handcrafted_ms) if hands else None

@@ -81,8 +81,8 @@ pipeline = Pipeline(num_ranks=2, num_microbatches=m, memory_budget_bytes="80 GiB
                     stages=[stage] * 2, p2p={"time_ms": 0.0})
 t0 = time.perf_counter()
 try:
-    result = plan(pipeline, time_limit_s=limit, workers=1)
-    rows = "; ".join(f"{r.family} {r.status} {r.makespan_ms}" for r in result.rows)
+    result = plan(pipeline, time_limit_s=limit, parallel=1)
+    rows = "; ".join(f"{r.family} {r.mark} {r.makespan_ms}" for r in result.rows)
 except Exception as exc:
     rows = type(exc).__name__
 print(json.dumps({"wall_s": round(time.perf_counter() - t0, 2), "rows": rows}))

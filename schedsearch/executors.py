@@ -1,17 +1,18 @@
 """Executors: run independent tasks (plan candidates, sweep points) in parallel.
 
 One interface, :class:`Executor` (``run(fn, tasks, timeout_s)``), two
-engines:
+executors, by name (:data:`EXECUTORS`):
 
-* ``"local"`` (:class:`LocalExecutor`, the default): worker processes of this
-  machine (``workers`` of them; one runs the tasks in this process), nothing
+* ``"local"`` (:class:`LocalExecutor`, the default): processes of this
+  machine (``parallel`` of them; one runs the tasks in this process), nothing
   to start;
 * ``"ray"`` (:class:`RayExecutor`): tasks of a Ray cluster, joined at
   ``address`` or started locally by ``ray.init()`` (install the optional
   extra: ``pip install 'schedsearch[ray]'``).
 
-Every task comes back as a :class:`TaskOutcome` in the order given: its
-value, or the error it raised, or that it timed out; nothing is lost. The
+Every task comes back as a :class:`TaskOutcome` in the order given, with a
+:class:`TaskStatus`: its value, or the error it raised, or that it timed out,
+or that its worker process was lost; nothing is lost. The
 function and the tasks must be picklable (module-level functions, attrs
 data). Ctrl-C stops the workers.
 """
@@ -24,40 +25,70 @@ import os
 import sys
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
+
+import enum
 
 import attrs
 
 from schedsearch.errors import InvalidOptionsError, MissingDependencyError, WorkerProcessError
 
-__all__ = ["TaskOutcome", "Executor", "LocalExecutor", "RayExecutor", "get_executor", "ENGINES"]
+__all__ = ["TaskStatus", "TaskOutcome", "Executor", "LocalExecutor", "RayExecutor", "get_executor", "EXECUTORS",
+           "ENGINES"]
 
-ENGINES = ("local", "ray")
+#: The executors :func:`get_executor` knows by name.
+EXECUTORS = ("local", "ray")
+#: Deprecated name of :data:`EXECUTORS`.
+ENGINES = EXECUTORS
+
+
+class TaskStatus(enum.Enum):
+    """What became of one task (callers decide on it, never on the ``error`` text)."""
+
+    DONE = "done"  #: the function returned: ``value`` is its answer
+    RAISED = "raised"  #: the function raised: ``error`` is the exception's last line
+    TIMEOUT = "timeout"  #: no answer within the run's ``timeout_s``
+    WORKER_LOST = "worker lost"  #: the worker process running it stopped (killed, out of memory) before answering
+    ANSWER_LOST = "answer lost"  #: the answer could not come back from the worker process (not picklable, ...)
 
 
 @attrs.frozen(kw_only=True)
 class TaskOutcome:
-    """What became of one task: ``status`` is ``"done"``, ``"failed"`` or ``"timeout"``.
+    """What became of one task: its :class:`TaskStatus`, its value when done, else ``error`` in words.
 
     Examples
     --------
     >>> from schedsearch.executors import LocalExecutor
-    >>> outcomes = LocalExecutor(workers=1).run(abs, [-2, "x"])
-    >>> [(o.status, o.value) for o in outcomes]
-    [('done', 2), ('failed', None)]
+    >>> outcomes = LocalExecutor(parallel=1).run(abs, [-2, "x"])
+    >>> [(o.status.name, o.value) for o in outcomes]
+    [('DONE', 2), ('RAISED', None)]
     >>> outcomes[1].error
     "TypeError: bad operand type for abs(): 'str'"
     """
 
-    status: str
+    status: TaskStatus = attrs.field(converter=lambda s: _task_status(s),
+                                     validator=attrs.validators.instance_of(TaskStatus))
     value: Any = None
     error: str = ""
     wall_time_s: float = 0.0
 
     @property
     def ok(self) -> bool:
-        return self.status == "done"
+        return self.status is TaskStatus.DONE
+
+
+#: The status words of earlier versions (an executor written for them still works, with a warning).
+_OLD_STATUS = {"done": TaskStatus.DONE, "failed": TaskStatus.RAISED, "timeout": TaskStatus.TIMEOUT}
+
+
+def _task_status(status: Any) -> Any:
+    if isinstance(status, str) and status in _OLD_STATUS:
+        warnings.warn(f"TaskOutcome(status={status!r}) is deprecated: pass TaskStatus.{_OLD_STATUS[status].name}",
+                      DeprecationWarning, stacklevel=4)
+        return _OLD_STATUS[status]
+    return status
 
 
 def _call(fn: Callable[[Any], Any], task: Any) -> TaskOutcome:
@@ -66,12 +97,16 @@ def _call(fn: Callable[[Any], Any], task: Any) -> TaskOutcome:
         value = fn(task)
     except Exception as exc:  # a failed task is reported, not raised
         last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        return TaskOutcome(status="failed", error=last, wall_time_s=time.perf_counter() - t0)
-    return TaskOutcome(status="done", value=value, wall_time_s=time.perf_counter() - t0)
+        return TaskOutcome(status=TaskStatus.RAISED, error=last, wall_time_s=time.perf_counter() - t0)
+    return TaskOutcome(status=TaskStatus.DONE, value=value, wall_time_s=time.perf_counter() - t0)
 
 
 class Executor(Protocol):
-    """Runs ``fn`` on every task; returns one :class:`TaskOutcome` per task, in order."""
+    """Runs ``fn`` on every task; returns one :class:`TaskOutcome` per task, in order.
+
+    ``name`` says which executor it is; an optional ``parallel`` attribute
+    says how many tasks it runs at once.
+    """
 
     name: str
 
@@ -79,24 +114,37 @@ class Executor(Protocol):
         ...
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, init=False)
 class LocalExecutor:
-    """Worker processes on this machine (``workers=None``: one per CPU, at most one per task).
+    """``parallel`` processes on this machine running tasks at once (None: one per CPU, at most one per task).
 
-    With one worker (or one task) the tasks run in this process, one after
-    the other. ``timeout_s`` is the wall time allowed to the whole run past
-    which the unfinished tasks are reported as timed out and the workers
-    stopped.
+    With ``parallel=1`` (or one task) the tasks run in this process, one
+    after the other. ``timeout_s`` is the wall time allowed to the whole run
+    past which the unfinished tasks are reported as timed out and the
+    processes stopped. (``workers=`` is the deprecated name of ``parallel``.)
     """
 
-    workers: int | None = None
+    parallel: int | None = None
     name: str = "local"
+
+    def __init__(self, *, parallel: int | None = None, name: str = "local", workers: Any = None) -> None:
+        if workers is not None:
+            warnings.warn("LocalExecutor(workers=...) is deprecated: use parallel=", DeprecationWarning, stacklevel=2)
+            parallel = workers if parallel is None else parallel
+        self.__attrs_init__(parallel=parallel, name=name)
+
+    @property
+    def workers(self) -> int | None:
+        """Deprecated name of :attr:`parallel`."""
+        warnings.warn("LocalExecutor.workers is deprecated: use LocalExecutor.parallel", DeprecationWarning,
+                      stacklevel=2)
+        return self.parallel
 
     def run(self, fn: Callable[[Any], Any], tasks: Sequence[Any], timeout_s: float | None = None,
             on_done: Callable[[int, TaskOutcome], None] | None = None) -> list[TaskOutcome]:
         """One outcome per task, in order; ``on_done(index, outcome)`` is called as each task finishes."""
         tasks = list(tasks)
-        workers = min(self.workers or os.cpu_count() or 1, max(1, len(tasks)))
+        workers = min(self.parallel or os.cpu_count() or 1, max(1, len(tasks)))
         if workers <= 1:
             out = []
             for i, t in enumerate(tasks):
@@ -121,11 +169,12 @@ class LocalExecutor:
                     try:
                         outcome = f.result()
                     except cf.process.BrokenProcessPool:  # a worker process died
-                        outcome = TaskOutcome(status="failed", error="the worker process running it stopped "
-                                                                     "(killed, or out of memory)")
+                        outcome = TaskOutcome(status=TaskStatus.WORKER_LOST, error="the worker process running "
+                                                                          "it stopped (killed, or out of memory)")
                     except Exception as exc:  # the answer could not come back (not picklable, ...)
-                        outcome = TaskOutcome(status="failed", error=f"its answer could not come back from the "
-                                                                     f"worker process ({type(exc).__name__})")
+                        outcome = TaskOutcome(status=TaskStatus.ANSWER_LOST, error=f"its answer could not come back "
+                                                                          f"from the worker process "
+                                                                          f"({type(exc).__name__})")
                     results[index[f]] = outcome
                     if on_done is not None:
                         on_done(index[f], outcome)
@@ -133,11 +182,11 @@ class LocalExecutor:
             _stop(pool)
             raise
         for f in sorted(pending, key=index.__getitem__):
-            results[index[f]] = TaskOutcome(status="timeout", error=f"no answer within {timeout_s:g} s")
+            results[index[f]] = TaskOutcome(status=TaskStatus.TIMEOUT, error=f"no answer within {timeout_s:g} s")
             if on_done is not None:
                 on_done(index[f], results[index[f]])
         out = [results[i] for i in range(len(futures))]
-        if out and all(o.status == "failed" and o.error.startswith("the worker process") for o in out):
+        if out and all(o.status is TaskStatus.WORKER_LOST for o in out):
             _stop(pool)
             raise WorkerProcessError(_no_worker_answered())
         if pending:
@@ -154,8 +203,8 @@ def _no_worker_answered() -> str:
     if script and getattr(main, "__spec__", None) is None:
         return (f"the worker processes stopped before answering any task. They start by importing the script "
                 f"{os.path.basename(script)!r} again: when it calls plan() at its top level, put that code under "
-                f"'if __name__ == \"__main__\":' (or pass workers=1 to search in this process)")
-    return ("the worker processes stopped before answering any task (killed, or out of memory); pass workers=1 to "
+                f"'if __name__ == \"__main__\":' (or pass parallel=1 to search in this process)")
+    return ("the worker processes stopped before answering any task (killed, or out of memory); pass parallel=1 to "
             "search in this process")
 
 
@@ -195,9 +244,10 @@ class RayExecutor:
                     out.append(ray.get(ref, timeout=left))
                 except ray.exceptions.GetTimeoutError:
                     ray.cancel(ref, force=True)
-                    out.append(TaskOutcome(status="timeout", error=f"no answer within {timeout_s:g} s"))
+                    out.append(TaskOutcome(status=TaskStatus.TIMEOUT, error=f"no answer within {timeout_s:g} s"))
                 except ray.exceptions.RayError as exc:
-                    out.append(TaskOutcome(status="failed", error=f"ray task failed: {type(exc).__name__}"))
+                    out.append(TaskOutcome(status=TaskStatus.WORKER_LOST,
+                                           error=f"its Ray task failed ({type(exc).__name__})"))
                 if on_done is not None:
                     on_done(len(out) - 1, out[-1])
         except KeyboardInterrupt:
@@ -217,25 +267,31 @@ def _ray() -> Any:
     return ray
 
 
-def get_executor(engine: str | Executor = "local", *, workers: int | None = None, address: str | None = None) -> Executor:
-    """The executor named ``engine`` (``"local"`` or ``"ray"``), or ``engine`` itself when it is one.
+def get_executor(executor: str | Executor = "local", *, parallel: int | None = None, address: str | None = None,
+                 workers: int | None = None) -> Executor:
+    """The executor named ``executor`` (``"local"`` or ``"ray"``), or ``executor`` itself when it is one.
+
+    ``parallel``: tasks run at once (``workers=`` is its deprecated name).
 
     Examples
     --------
     >>> from schedsearch.executors import get_executor
-    >>> get_executor("local", workers=2)
-    LocalExecutor(workers=2, name='local')
+    >>> get_executor("local", parallel=2)
+    LocalExecutor(parallel=2, name='local')
     >>> get_executor("dask")
     Traceback (most recent call last):
     ...
-    schedsearch.errors.InvalidOptionsError: plan: 'engine' must be one of ('local', 'ray') or an executor, got 'dask'
+    schedsearch.errors.InvalidOptionsError: plan: 'executor' must be one of ('local', 'ray') or an executor, got 'dask'
     """
-    if not isinstance(engine, str):
-        if not callable(getattr(engine, "run", None)):
-            raise InvalidOptionsError(f"plan: 'engine' must be one of {ENGINES} or an executor, got {engine!r}")
-        return engine
-    if engine == "local":
-        return LocalExecutor(workers=workers)
-    if engine == "ray":
-        return RayExecutor(address=address, num_cpus=workers)
-    raise InvalidOptionsError(f"plan: 'engine' must be one of {ENGINES} or an executor, got {engine!r}")
+    if workers is not None:
+        warnings.warn("get_executor(workers=...) is deprecated: use parallel=", DeprecationWarning, stacklevel=2)
+        parallel = workers if parallel is None else parallel
+    if not isinstance(executor, str):
+        if not callable(getattr(executor, "run", None)):
+            raise InvalidOptionsError(f"plan: 'executor' must be one of {EXECUTORS} or an executor, got {executor!r}")
+        return executor
+    if executor == "local":
+        return LocalExecutor(parallel=parallel)
+    if executor == "ray":
+        return RayExecutor(address=address, num_cpus=parallel)
+    raise InvalidOptionsError(f"plan: 'executor' must be one of {EXECUTORS} or an executor, got {executor!r}")

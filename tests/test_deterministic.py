@@ -10,6 +10,7 @@ import schedsearch
 from schedsearch import Pipeline
 from schedsearch.options import Deadline
 from schedsearch.executors import LocalExecutor, RayExecutor
+from schedsearch.result import Status
 
 # uneven stages, a budget below what 1F1B's warm-up needs on rank 0: ZB-H1's search stops at its limit
 _MS = [(1.3, 2.9, 1.4, 1.5), (1.7, 3.1, 1.6, 1.5), (1.1, 2.6, 1.2, 1.4), (1.9, 3.4, 1.8, 1.6)]
@@ -38,10 +39,10 @@ def test_deadline_spends_only_what_is_charged():
 
 def test_local_runs_stopped_by_the_limit_are_equal():
     # 8 micro-batches and a budget of 1 s: both searches stop at their limit, far below the wall-clock guard
-    first = schedsearch.plan(_pipeline(8), time_limit_s=1, engine=LocalExecutor(workers=2), workers=2,
+    first = schedsearch.plan(_pipeline(8), time_limit_s=1, executor=LocalExecutor(parallel=2), parallel=2,
                              deterministic=True)
-    assert "FEASIBLE" in [r.status for r in first.rows]  # a search stopped at its limit, not proven
-    second = schedsearch.plan(_pipeline(8), time_limit_s=1, engine=LocalExecutor(workers=1), workers=2,
+    assert Status.FEASIBLE in [r.status for r in first.rows]  # a search stopped at its limit, not proven
+    second = schedsearch.plan(_pipeline(8), time_limit_s=1, executor=LocalExecutor(parallel=1), parallel=2,
                               deterministic=True)
     assert _table(second) == _table(first)
     assert second.schedule == first.schedule
@@ -51,10 +52,10 @@ def test_local_runs_stopped_by_the_limit_are_equal():
 def test_ray_equals_local_when_stopped_by_the_limit():
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'schedsearch[ray]')")
     try:
-        local = schedsearch.plan(_pipeline(), time_limit_s=2, workers=2, deterministic=True)
-        on_ray = schedsearch.plan(_pipeline(), time_limit_s=2, engine=RayExecutor(num_cpus=2), workers=2,
+        local = schedsearch.plan(_pipeline(), time_limit_s=2, parallel=2, deterministic=True)
+        on_ray = schedsearch.plan(_pipeline(), time_limit_s=2, executor=RayExecutor(num_cpus=2), parallel=2,
                                   deterministic=True)
-        assert "FEASIBLE" in [r.status for r in local.rows]
+        assert Status.FEASIBLE in [r.status for r in local.rows]
         assert _table(on_ray) == _table(local)
         assert on_ray.schedule == local.schedule
     finally:

@@ -212,11 +212,11 @@ PIPELINE = Pipeline(num_ranks=2, num_microbatches=4, memory_budget_bytes="6 GiB"
 
 BAD_PLAN_OPTIONS = [
     ({"time_limit_s": 0}, "'time_limit_s' must be a number in (0, "),
-    ({"workers": 0}, "'workers' must be an integer in 1..4096, or None, got 0"),
+    ({"parallel": 0}, "'parallel' must be an integer in 1..4096, or None, got 0"),
     ({"seed": -1}, "'seed' must be an integer in 0.."),
     ({"deterministic": 1}, "'deterministic' must be True or False, got 1"),
     ({"address": 6379}, "'address' must be an address string, or None, got 6379"),
-    ({"engine": "rey"}, "'engine' must be one of"),
+    ({"executor": "rey"}, "'executor' must be one of"),
 ]
 
 
@@ -226,11 +226,11 @@ def test_a_bad_plan_option_is_refused_before_any_work(bad, fragment, monkeypatch
     monkeypatch.setattr(planner_module, "_prepare", lambda *a, **k: prepared.append(a) or pytest.fail("prepared"))
     real_executor = sweep_module.get_executor
 
-    def executor(engine, **kw):  # the engine's name is checked here; nothing else may run
-        if engine in ("local", "ray"):
-            prepared.append(engine)
+    def executor(name, **kw):  # the executor's name is checked here; nothing else may run
+        if name in ("local", "ray"):
+            prepared.append(name)
             pytest.fail("an executor was started although an option was bad")
-        return real_executor(engine, **kw)
+        return real_executor(name, **kw)
 
     monkeypatch.setattr(sweep_module, "get_executor", executor)
     with pytest.raises(InvalidOptionsError) as caught:

@@ -172,10 +172,23 @@ def test_the_table_holds_60_cases_or_more():
 def test_the_api_refuses_with_a_named_error_before_any_search(case):
     _, change, error, fragment = case
     with pytest.raises(SchedSearchError) as info:
-        schedsearch.plan(Pipeline.from_dict(document(change)), time_limit_s=1, engine=NoSearch())
+        schedsearch.plan(Pipeline.from_dict(document(change)), time_limit_s=1, executor=NoSearch())
     assert type(info.value) is error, (type(info.value).__name__, str(info.value))
     text = str(info.value)
-    assert fragment in text and "\n" not in text and len(text) < 2000, text
+    assert fragment in text, text
+    _assert_bounded(text, per_family=error is NoFittingPlanError)
+
+
+def _assert_bounded(text, per_family):
+    """One line; or, when no family fits, a headline and one line per family (with its reason), bounded."""
+    lines = text.splitlines()
+    if not per_family:
+        assert len(lines) == 1 and len(text) < 2000, text
+        return
+    assert lines[0].endswith(":") and len(lines) >= 2, text
+    assert len(lines) <= planner_module.MAX_ERROR_FAMILIES + 2, text
+    for line in lines[1:]:
+        assert line.startswith("  ") and ": " in line and len(line) <= planner_module.MAX_ERROR_LINE, line
 
 
 @pytest.fixture
@@ -187,12 +200,13 @@ def no_local_search(monkeypatch):
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_the_command_line_refuses_with_one_line(case, tmp_path, capsys, no_local_search):
-    _, change, _, fragment = case
+    _, change, error, fragment = case
     path = tmp_path / "pipeline.json"
     path.write_text(json.dumps(document(change)))  # NaN and Infinity as Python's json reads them
     assert main(["plan", str(path), "--out", "", "--time-limit", "1"]) == 2
     out, err = capsys.readouterr()
-    assert err.startswith("schedsearch plan: error: ") and err.count("\n") == 1 and fragment in err, err
+    assert err.startswith("schedsearch plan: error: ") and err.endswith("\n") and fragment in err, err
+    _assert_bounded(err[:-1], per_family=error is NoFittingPlanError)
     assert "Traceback" not in out + err
 
 
@@ -236,8 +250,8 @@ ARGUMENTS = [
     ("time limit NaN", {"time_limit_s": math.nan}, "'time_limit_s'"),
     ("time limit bool", {"time_limit_s": True}, "'time_limit_s'"),
     ("time limit text", {"time_limit_s": "5"}, "'time_limit_s'"),
-    ("workers 0", {"workers": 0}, "'workers'"),
-    ("workers bool", {"workers": True}, "'workers'"),
+    ("parallel 0", {"parallel": 0}, "'parallel'"),
+    ("parallel bool", {"parallel": True}, "'parallel'"),
     ("seed negative", {"seed": -1}, "'seed'"),
     ("seed beyond int32", {"seed": 2**40}, "'seed'"),
     ("deterministic text", {"deterministic": "yes"}, "'deterministic'"),
@@ -249,11 +263,19 @@ ARGUMENTS = [
 def test_plan_arguments_are_checked_first(case):
     _, kwargs, fragment = case
     with pytest.raises(InvalidOptionsError, match=fragment):
-        schedsearch.plan(GOOD, engine=NoSearch(), **kwargs)
+        schedsearch.plan(GOOD, executor=NoSearch(), **kwargs)
     with pytest.raises(InvalidOptionsError, match=fragment):
-        planner_module.plan_sweep(GOOD, engine=NoSearch(), **kwargs)
+        planner_module.plan_sweep(GOOD, executor=NoSearch(), **kwargs)
+
+
+@pytest.mark.parametrize("old, new, value", [("workers", "parallel", 0), ("engine", "executor", "dask")])
+def test_the_old_keywords_still_work_with_a_warning(old, new, value):
+    # the deprecated name is read as the new one: its bad value is refused under the new name
+    with pytest.warns(DeprecationWarning, match=f"'{old}' is deprecated: use '{new}'"):
+        with pytest.raises(InvalidOptionsError, match=f"'{new}'"):
+            schedsearch.plan(GOOD, time_limit_s=1, **{old: value})
 
 
 def test_a_path_is_not_a_pipeline():
     with pytest.raises(InvalidPipelineError, match="'pipeline' must be a Pipeline"):
-        schedsearch.plan("pipeline.toml", engine=NoSearch())
+        schedsearch.plan("pipeline.toml", executor=NoSearch())

@@ -20,6 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
+from schedsearch.result import Status
+from schedsearch.plan.outcome import Reason
 import schedsearch
 from schedsearch import Pipeline
 
@@ -157,16 +159,16 @@ def test_every_figure_in_ms_holds_for_the_unrounded_pipeline(case):
     stages, m, budget, split, tolerance = case
     pipeline = Pipeline(num_ranks=len(stages), num_microbatches=m, memory_budget_bytes=budget, families=["1f1b"],
                         stages=stages, time_tolerance=tolerance)
-    result = schedsearch.plan(pipeline, time_limit_s=20, workers=1, deterministic=True)
+    result = schedsearch.plan(pipeline, time_limit_s=20, parallel=1, deterministic=True)
     for row in result.rows:
-        if row.status == "skipped":
+        if row.reason is not None and row.reason.left_out:
             continue
         optimum = oracle_optimum_ms(stages, m, budget, split=row.family == "ZB-H1")
         if row.bound_ms is not None:
             assert Fraction(row.bound_ms) <= optimum, (row.family, row.bound_ms, optimum)
         if row.makespan_ms is not None:
             assert optimum <= Fraction(row.makespan_ms) * (1 + Fraction(1, 10**12)), (row.family, optimum)
-        if row.status == "OPTIMAL":
+        if row.makespan_proven:
             assert row.bound_ms == pytest.approx(row.makespan_ms, rel=1e-12)
     assert result.best.makespan_ms == float(retime_ms(result))
 
@@ -175,8 +177,8 @@ def test_the_bound_is_the_real_one_when_times_round_up():
     # 0.995 and 1.99 ms on a 0.5 ms unit: the integer problem says 15 ms; the real optimum is 14.925 ms
     pipeline = Pipeline(num_ranks=2, num_microbatches=4, families=["1f1b"],
                         stages=[{"forward_ms": 0.995, "backward_ms": 1.99}] * 2)
-    row = schedsearch.plan(pipeline, time_limit_s=20, workers=1, deterministic=True).rows[0]
-    assert row.family == "1F1B" and row.status == "OPTIMAL"
+    row = schedsearch.plan(pipeline, time_limit_s=20, parallel=1, deterministic=True).rows[0]
+    assert row.family == "1F1B" and row.makespan_proven
     assert row.makespan_ms == pytest.approx(14.925) and row.bound_ms <= 14.925
     assert Fraction(row.bound_ms) <= oracle_optimum_ms([{"forward_ms": 0.995, "backward_ms": 1.99}] * 2, 4, None,
                                                        split=False)
@@ -185,9 +187,9 @@ def test_the_bound_is_the_real_one_when_times_round_up():
 def test_a_zero_weight_gradient_is_not_rounded_up():
     stage = {"forward_ms": 10.0, "backward_ms": 20.0, "input_grad_ms": 10.0, "weight_grad_ms": 0.0}
     result = schedsearch.plan(Pipeline(num_ranks=2, num_microbatches=4, families=["1f1b"], stages=[stage] * 2),
-                              time_limit_s=20, workers=1, deterministic=True)
+                              time_limit_s=20, parallel=1, deterministic=True)
     rows = {r.family: r for r in result.rows}
-    assert rows["ZB-H1"].status == "skipped" and "weight_grad_ms = 0" in rows["ZB-H1"].note
+    assert rows["ZB-H1"].reason is Reason.SHAPE and "weight_grad_ms = 0" in rows["ZB-H1"].note
     assert rows["1F1B"].makespan_ms == 150.0 and result.units.max_time_error == 0.0
 
 
@@ -195,7 +197,7 @@ def test_transfers_are_retimed_with_their_real_time():
     stages = [{"forward_ms": 1.013, "backward_ms": 2.0, "activation_bytes": 2**20}] * 3
     pipeline = Pipeline(num_ranks=3, num_microbatches=3, families=["1f1b"], stages=stages,
                         p2p={"time_ms": 0.0304}, time_tolerance=0.2)
-    result = schedsearch.plan(pipeline, time_limit_s=20, workers=1, deterministic=True)
+    result = schedsearch.plan(pipeline, time_limit_s=20, parallel=1, deterministic=True)
     assert result.schedule.transfers
     assert result.best.makespan_ms == float(retime_ms(result))
     assert result.best.bound_ms <= result.best.makespan_ms
@@ -208,7 +210,7 @@ def test_overlapped_groups_and_transfers_are_retimed_with_their_real_time(family
                               (0.983, 0.996, 1.012)]]
     pipeline = Pipeline(num_ranks=2, num_microbatches=4, families=[family], stages=layers, partition="dp",
                         fb_overlap_ms=2.203, p2p={"time_ms": 0.0513}, time_tolerance=0.1)
-    result = schedsearch.plan(pipeline, time_limit_s=20, workers=1, deterministic=True, runtime="any")
+    result = schedsearch.plan(pipeline, time_limit_s=20, parallel=1, deterministic=True, runtime="any")
     assert result.best.makespan_ms == float(retime_ms(result))
     assert result.best.bound_ms <= result.best.makespan_ms
     if family.startswith("dualpipe"):
@@ -222,23 +224,23 @@ class TimesOut:
     workers = 1
 
     def run(self, fn, tasks, timeout_s=None):
-        from schedsearch.executors import TaskOutcome
+        from schedsearch.executors import TaskOutcome, TaskStatus
 
-        return [TaskOutcome(status="timeout", error="stopped at the time limit") for _ in tasks]
+        return [TaskOutcome(status=TaskStatus.TIMEOUT, error="stopped at the time limit") for _ in tasks]
 
 
 def test_the_fitting_handcrafted_plan_is_returned_when_no_search_returns():
     stage = {"forward_ms": 1.0, "backward_ms": 2.0, "activation_bytes": "1 GiB", "parameter_bytes": "1 GiB"}
     pipeline = Pipeline(num_ranks=2, num_microbatches=6, memory_budget_bytes="4 GiB", families=["1f1b"],
                         stages=[stage] * 2)
-    result = schedsearch.plan(pipeline, time_limit_s=5, engine=TimesOut())
-    assert result.best.family == "1F1B" and result.best.status == "FEASIBLE"
+    result = schedsearch.plan(pipeline, time_limit_s=5, executor=TimesOut())
+    assert result.best.family == "1F1B" and result.best.status is Status.FEASIBLE
     assert result.best.makespan_ms == 21.0 == float(retime_ms(result))  # (m + p - 1)(F + B)
     assert "the plan is 1F1B's" in result.best.note
     assert not schedsearch.validate(result.problem, result.schedule)
     # a budget the handcrafted plan does not fit: nothing to return, a named error
     with pytest.raises(schedsearch.errors.NoFittingPlanError, match="no candidate has a plan"):
-        schedsearch.plan(attrs.evolve(pipeline, memory_budget_bytes="2.5 GiB"), time_limit_s=5, engine=TimesOut())
+        schedsearch.plan(attrs.evolve(pipeline, memory_budget_bytes="2.5 GiB"), time_limit_s=5, executor=TimesOut())
 
 
 @pytest.mark.parametrize("families, p2p", [

@@ -5,7 +5,8 @@ from __future__ import annotations
 import schedsearch
 from schedsearch import Pipeline
 from schedsearch.cli import main
-from schedsearch.executors import TaskOutcome
+from schedsearch.executors import TaskOutcome, TaskStatus
+from schedsearch.plan.outcome import Reason
 
 
 def _pipeline() -> Pipeline:
@@ -21,7 +22,7 @@ def _figures(result):
 
 def test_each_point_equals_plan_of_that_point():
     sweep = schedsearch.plan_sweep(_pipeline(), num_microbatches=[4, 6], memory_budgets=["1.5 GiB", "6 GiB"],
-                                   time_limit_s=10, workers=2, deterministic=True)
+                                   time_limit_s=10, parallel=2, deterministic=True)
     assert [(p.num_microbatches, p.memory_budget_bytes) for p in sweep.points] == [
         (4, 3 * 2**29), (4, 6 * 2**30), (6, 3 * 2**29), (6, 6 * 2**30)]
     for point in sweep.points:
@@ -29,7 +30,7 @@ def test_each_point_equals_plan_of_that_point():
             assert point.result is None and "rank 0 holds its parameters" in point.error
             continue
         alone = schedsearch.plan(Pipeline(**{**_pipeline().to_dict(), "num_microbatches": point.num_microbatches}),
-                                 time_limit_s=10, workers=2, deterministic=True)
+                                 time_limit_s=10, parallel=2, deterministic=True)
         assert _figures(point.result) == _figures(alone)
         assert point.result.schedule == alone.schedule
     combined = sweep.combined()
@@ -40,7 +41,7 @@ def test_each_point_equals_plan_of_that_point():
 
 def test_rejected_values_and_families_are_points_too():
     sweep = schedsearch.plan_sweep(_pipeline(), num_microbatches=[0], families=[["1f1b"], ["zb-v", "1f1b"]],
-                                   time_limit_s=5, workers=1)
+                                   time_limit_s=5, parallel=1)
     assert len(sweep.points) == 2 and all(p.result is None for p in sweep.points)
     assert "num_microbatches" in sweep.points[0].error
     assert sweep.points[1].families == ("zb-v", "1f1b")
@@ -50,16 +51,16 @@ class _TimesOut:
     name = "stub"
 
     def run(self, fn, tasks, timeout_s=None):
-        return [TaskOutcome(status="timeout", error="no answer within 1 s") for _ in tasks]
+        return [TaskOutcome(status=TaskStatus.TIMEOUT, error="no answer within 1 s") for _ in tasks]
 
 
 def test_timed_out_candidates_are_reported_in_their_point():
     # 2.5 GiB: no handcrafted plan fits (each rank holds two activations), so nothing stands in for the searches
     sweep = schedsearch.plan_sweep(_pipeline(), num_microbatches=[4, 6], memory_budgets=["2.5 GiB"],
-                                   engine=_TimesOut(), time_limit_s=5)
+                                   executor=_TimesOut(), time_limit_s=5)
     for point in sweep.points:
-        assert {r.status for r in point.result.rows} == {"timeout"} and point.best is None
-    assert "1F1B: timeout (the search gave no answer within 1 s)" in sweep.combined()
+        assert {r.reason for r in point.result.rows} == {Reason.TIMED_OUT} and point.best is None
+    assert "1F1B: timeout (the executor stopped waiting for its search: no answer within 1 s; a longer time_limit_s gives it more time)" in sweep.combined()
 
 
 def test_sweep_command(tmp_path, capsys):
@@ -90,7 +91,7 @@ def test_ctrl_c_stops_the_workers():
     t0 = time.monotonic()
     try:
         with pytest.raises(KeyboardInterrupt):
-            LocalExecutor(workers=2).run(time.sleep, [60, 60])
+            LocalExecutor(parallel=2).run(time.sleep, [60, 60])
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)

@@ -20,7 +20,7 @@ def _uniform(num_microbatches: int = 4) -> Pipeline:
 
 def test_a_published_schedule_the_share_cannot_cover_is_not_drawn_and_the_row_says_so(monkeypatch):
     monkeypatch.setattr(portfolio, "HANDCRAFTED_S_PER_TASK", 1e3)  # far beyond any share, on any machine
-    result = schedsearch.plan(_uniform(), time_limit_s=4, workers=1)
+    result = schedsearch.plan(_uniform(), time_limit_s=4, parallel=1)
     for row in result.rows:
         assert row.handcrafted is not None and row.handcrafted_ms is None
         assert f"the published {row.handcrafted} was not drawn" in row.note
@@ -30,7 +30,7 @@ def test_a_published_schedule_the_share_cannot_cover_is_not_drawn_and_the_row_sa
 
 def test_a_deterministic_plan_always_draws_the_published_schedule(monkeypatch):
     monkeypatch.setattr(portfolio, "HANDCRAFTED_S_PER_TASK", 1e3)  # the clock must not decide what runs
-    result = schedsearch.plan(_uniform(), time_limit_s=4, workers=1, deterministic=True)
+    result = schedsearch.plan(_uniform(), time_limit_s=4, parallel=1, deterministic=True)
     rows = {r.family: r for r in result.rows}
     assert rows["1F1B"].handcrafted_ms == 15.0 and rows["ZB-H1"].handcrafted_ms == 13.0
     assert all("was not drawn" not in r.note for r in result.rows)
@@ -41,7 +41,7 @@ def test_when_no_candidate_finds_a_plan_in_time_the_error_names_the_time_limit(m
     # every search runs out of time without a plan (as at 40,000 micro-batches with a few seconds)
     monkeypatch.setattr(portfolio, "solve", lambda problem, **kw: SearchResult(status=Status.TIMEOUT, problem=problem))
     with pytest.raises(NoFittingPlanError, match=r"no candidate found a plan within time_limit_s=4 .*a longer limit"):
-        schedsearch.plan(_uniform(), time_limit_s=4, workers=1)
+        schedsearch.plan(_uniform(), time_limit_s=4, parallel=1)
 
 
 def _two_families() -> Pipeline:
@@ -56,7 +56,7 @@ def test_the_time_limit_error_also_when_other_candidates_were_skipped_for_their_
     monkeypatch.setattr(portfolio, "HANDCRAFTED_S_PER_TASK", 1e3)  # no published schedule drawn
     monkeypatch.setattr(portfolio, "solve", lambda problem, **kw: SearchResult(status=Status.TIMEOUT, problem=problem))
     with pytest.raises(NoFittingPlanError) as caught:
-        schedsearch.plan(_two_families(), time_limit_s=4, workers=1)
+        schedsearch.plan(_two_families(), time_limit_s=4, parallel=1)
     message = str(caught.value)
     assert "skipped" in message and "TIMEOUT" in message  # the situation: skipped rows beside timed-out ones
     assert "time_limit_s=4" in message

@@ -147,8 +147,8 @@ def test_a_one_microbatch_plan_reads_its_transfers_in_ms_from_the_link():
     pipeline = Pipeline(num_ranks=2, num_microbatches=1, families=["1f1b"],
                         p2p={"latency_ms": 0.05, "bandwidth_bytes_per_s": "1 GB"},
                         stages=[{"forward_ms": 1.3, "backward_ms": 2.6, "send_bytes": "3 MB"}] * 2)
-    result = schedsearch.plan(pipeline, time_limit_s=20, workers=1, deterministic=True)
-    assert result.best.makespan_ms == 13.9 and result.best.status == "OPTIMAL"
+    result = schedsearch.plan(pipeline, time_limit_s=20, parallel=1, deterministic=True)
+    assert result.best.makespan_ms == 13.9 and result.best.makespan_proven
     (channel,) = result.problem.cluster.channels
     unit = Fraction(str(result.units.time_unit_ms))
     assert channel.time_per_unit == 1 and channel.latency * unit == Fraction("0.05")
@@ -158,7 +158,7 @@ def test_a_one_microbatch_plan_reads_its_transfers_in_ms_from_the_link():
 
 def test_the_figures_in_ms_are_retimings_with_the_candidate_times():
     pipeline = _pipeline(**PIPELINES["sizes and F&B pairs"], families=["1f1b", "zb-v"])
-    result = schedsearch.plan(pipeline, time_limit_s=20, workers=1, deterministic=True)
+    result = schedsearch.plan(pipeline, time_limit_s=20, parallel=1, deterministic=True)
     prepared = _prepare(pipeline, time_limit_s=20, parallel=1, deterministic=True, seed=0)
     times = next(t.times for t in prepared.tasks if t.candidate == result.best.candidate)
     assert times.problem == result.problem
@@ -178,7 +178,7 @@ def test_the_plan_document_records_the_prediction_with_the_calibrated_step_overh
     pipeline = calibration.apply(Pipeline(num_ranks=2, num_microbatches=4, families=["1f1b"],
                                           stages=[{"forward_ms": 1.0, "backward_ms": 2.0, "send_bytes": "1 MiB"}] * 2))
     assert pipeline.step_overhead_ms == 4.25 and Pipeline.from_dict(pipeline.to_dict()) == pipeline
-    result = schedsearch.plan(pipeline, time_limit_s=20, workers=1, deterministic=True)
+    result = schedsearch.plan(pipeline, time_limit_s=20, parallel=1, deterministic=True)
     _, _, meta = read_json(result.write(tmp_path)["json"])
     prediction = Prediction.from_plan_document(meta)
     assert prediction.makespan_ms == result.best.makespan_ms and prediction.step_overhead_ms == 4.25

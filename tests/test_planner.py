@@ -11,6 +11,7 @@ import pytest
 
 from optional import require
 
+from schedsearch.result import Status
 import schedsearch
 from schedsearch import Pipeline, validate
 from schedsearch.errors import NoFittingPlanError
@@ -30,10 +31,10 @@ def _uniform(num_ranks=2, num_microbatches=4, budget=None, families=("1f1b",), s
 
 def test_1f1b_family_against_the_formulas():
     # p=2, m=4, F=1, B=2 ms: 1F1B makespan (m+p-1)(F+B) = 15 ms; ZB-H1 (F=I=W=1) m(F+I+W)+(p-1)(F+I-W) = 13 ms
-    result = schedsearch.plan(_uniform(budget="6 GiB"), time_limit_s=20, workers=1)
+    result = schedsearch.plan(_uniform(budget="6 GiB"), time_limit_s=20, parallel=1)
     rows = {r.family: r for r in result.rows}
     assert rows["1F1B"].makespan_ms == 15.0 and rows["1F1B"].handcrafted_ms == 15.0
-    assert rows["ZB-H1"].makespan_ms == 13.0 and rows["ZB-H1"].status == "OPTIMAL"
+    assert rows["ZB-H1"].makespan_ms == 13.0 and rows["ZB-H1"].status is Status.OPTIMAL
     assert result.best.family == "ZB-H1"
     # 1F1B's global bubble: (p-1)(F+B) = 3 of 15 ms
     assert rows["1F1B"].bubble_pct == 20.0
@@ -45,7 +46,7 @@ def test_1f1b_family_against_the_formulas():
 def test_memory_held_until_the_freeing_block_ends():
     # 1F1B rank 0 holds p = 2 activations: with free-at-end, the second forward starts before
     # the first backward ends, so 1 GiB parameters + 2 GiB of activations = 3 GiB
-    result = schedsearch.plan(_uniform(families=["1f1b"]), time_limit_s=20, workers=1)
+    result = schedsearch.plan(_uniform(families=["1f1b"]), time_limit_s=20, parallel=1)
     one = next(r for r in result.rows if r.family == "1F1B")
     assert one.peak_gib[0] == 3.0
     problem = build_problem(result.pipeline, Candidate(family="1f1b"), result.pipeline.stages, result.units)
@@ -57,11 +58,11 @@ def test_memory_held_until_the_freeing_block_ends():
 def test_budget_binds_and_no_family_fits_says_why():
     # 2.5 GiB: parameters (1) + one activation (1) fit, but no rank can hold 3 GiB: 1F1B must run
     # with at most one micro-batch in flight per rank and still gets a plan
-    result = schedsearch.plan(_uniform(budget="2.5 GiB", families=["1f1b"]), time_limit_s=20, workers=1)
+    result = schedsearch.plan(_uniform(budget="2.5 GiB", families=["1f1b"]), time_limit_s=20, parallel=1)
     one = next(r for r in result.rows if r.family == "1F1B")
     assert max(one.peak_gib) <= 2.5 and one.handcrafted_fits is False
     with pytest.raises(NoFittingPlanError) as info:
-        schedsearch.plan(_uniform(budget="1.5 GiB"), time_limit_s=5, workers=1)
+        schedsearch.plan(_uniform(budget="1.5 GiB"), time_limit_s=5, parallel=1)
     text = str(info.value)
     assert "rank 0 holds its parameters (1 GiB) and one micro-batch's activations of its stages (1 GiB)" in text
     assert "2 GiB > budget 1.5 GiB" in text
@@ -86,8 +87,8 @@ def test_candidates_cover_the_families():
 
 
 def test_transfers_cost_time():
-    free = schedsearch.plan(_uniform(families=["1f1b"]), time_limit_s=20, workers=1)
-    paid = schedsearch.plan(_uniform(families=["1f1b"], p2p={"time_ms": 0.5}), time_limit_s=20, workers=1)
+    free = schedsearch.plan(_uniform(families=["1f1b"]), time_limit_s=20, parallel=1)
+    paid = schedsearch.plan(_uniform(families=["1f1b"], p2p={"time_ms": 0.5}), time_limit_s=20, parallel=1)
     one_free = next(r for r in free.rows if r.family == "1F1B")
     one_paid = next(r for r in paid.rows if r.family == "1F1B")
     assert one_paid.makespan_ms > one_free.makespan_ms
@@ -97,7 +98,7 @@ def test_transfers_cost_time():
 def _transfer_ms(pipeline):
     """The time of each transfer between ranks in the built 1F1B problem, in ms (its channel's time for its size,
     times the unit)."""
-    result = schedsearch.plan(pipeline, time_limit_s=20, workers=1)
+    result = schedsearch.plan(pipeline, time_limit_s=20, parallel=1)
     problem = build_problem(pipeline, Candidate(family="1f1b"), pipeline.stages, result.units)
     (channel,) = problem.cluster.channels
     return {channel.transfer_time(e.size) * result.units.time_unit_ms for e in problem.graph.edges if e.size}, result
@@ -125,7 +126,7 @@ def test_transfers_are_sized_by_what_a_stage_sends_not_by_its_activation():
 
 def test_outputs(tmp_path):
     result = schedsearch.plan(_uniform(families=["1f1b", "interleaved"], stages=4, num_microbatches=4),
-                              time_limit_s=30, workers=1)
+                              time_limit_s=30, parallel=1)
     paths = result.write(tmp_path)
     assert {"csv", "torchtitan", "trace", "json", "table"} <= set(paths)
     doc = json.loads(paths["json"].read_text())
@@ -156,7 +157,7 @@ def test_outputs(tmp_path):
 
 
 def test_microbatch_size_sets_the_real_batch(tmp_path):
-    result = schedsearch.plan(_uniform(families=["1f1b"], stages=2, num_microbatches=4), time_limit_s=30, workers=1)
+    result = schedsearch.plan(_uniform(families=["1f1b"], stages=2, num_microbatches=4), time_limit_s=30, parallel=1)
     lines = result.write(tmp_path, microbatch_size=3)["torchtitan"].read_text().splitlines()
     assert "--parallelism.pipeline_parallel_microbatch_size=3" in lines
     assert "--training.local_batch_size=12" in lines
@@ -168,7 +169,7 @@ def test_microbatch_size_sets_the_real_batch(tmp_path):
 
 def test_uneven_microbatches_write_no_torchtitan_args(tmp_path):
     pipeline = attrs.evolve(_uniform(families=["1f1b"], stages=2, num_microbatches=4), microbatch_sizes=[8, 8, 7, 7])
-    result = schedsearch.plan(pipeline, time_limit_s=30, workers=1)
+    result = schedsearch.plan(pipeline, time_limit_s=30, parallel=1)
     paths = result.write(tmp_path)
     assert "csv" in paths and "torchtitan" not in paths and "train" not in paths
     from schedsearch.plan.torchtitan import not_written
@@ -180,8 +181,8 @@ def test_uneven_microbatches_write_no_torchtitan_args(tmp_path):
 def test_the_runtime_chooses_the_plan_written():
     """DualPipe's plan may be faster, but torch's CSV runtime cannot hold its two copies: it stays, with why."""
     pipeline = _uniform(families=["1f1b", "dualpipe"], stages=2, num_microbatches=4)
-    torch_rt = schedsearch.plan(pipeline, time_limit_s=30, workers=1)
-    any_rt = schedsearch.plan(pipeline, time_limit_s=30, workers=1, runtime="any")
+    torch_rt = schedsearch.plan(pipeline, time_limit_s=30, parallel=1)
+    any_rt = schedsearch.plan(pipeline, time_limit_s=30, parallel=1, runtime="any")
     dual = next(r for r in torch_rt.rows if r.family.startswith("DualPipe"))
     assert dual.makespan_ms is not None
     assert torch_rt.best.candidate.family == "1f1b"
@@ -189,14 +190,14 @@ def test_the_runtime_chooses_the_plan_written():
     assert any_rt.best.makespan_ms == min(r.makespan_ms for r in any_rt.rows if r.makespan_ms is not None)
     assert all("not the plan written" not in r.note for r in any_rt.rows)
     with pytest.raises(schedsearch.errors.SchedSearchError, match="runtime must be one of"):
-        schedsearch.plan(pipeline, time_limit_s=30, workers=1, runtime="deepspeed")
+        schedsearch.plan(pipeline, time_limit_s=30, parallel=1, runtime="deepspeed")
 
 
 def test_csv_loads_in_torch(tmp_path):
     schedules = require("torch.distributed.pipelining.schedules")
     import csv
 
-    result = schedsearch.plan(_uniform(families=["1f1b", "interleaved"], stages=4), time_limit_s=30, workers=1)
+    result = schedsearch.plan(_uniform(families=["1f1b", "interleaved"], stages=4), time_limit_s=30, parallel=1)
     text = result.write(tmp_path)["csv"].read_text()
     actions = {rank: [schedules._Action.from_str(cell) for cell in row]
                for rank, row in enumerate(csv.reader(text.splitlines()))}
@@ -213,7 +214,7 @@ def test_smaller_microbatches_take_proportionally_less_time(family):
     uneven = _uniform(num_microbatches=4, families=[family], microbatch_sizes=sizes)
     even = _uniform(num_microbatches=4, families=[family])
     # runtime="any": DualPipe's plan, which torch's CSV runtime cannot execute, is the one looked at here
-    result = schedsearch.plan(uneven, time_limit_s=20, workers=1, runtime="any")
+    result = schedsearch.plan(uneven, time_limit_s=20, parallel=1, runtime="any")
     problem = result.problem
     assert problem.time_unit_s == result.units.time_unit_ms / 1e3  # the units are data of the problem
     half = uneven.num_microbatches // 2 if family == "dualpipe" else 0  # .up carries the second half
@@ -225,9 +226,9 @@ def test_smaller_microbatches_take_proportionally_less_time(family):
             want = full * sizes[real] / 8
             assert abs(got - want) <= 0.011 * want, (block.name, m, got, want)
     assert not validate(problem, result.schedule)
-    alone = schedsearch.plan(even, time_limit_s=20, workers=1, runtime="any")
+    alone = schedsearch.plan(even, time_limit_s=20, parallel=1, runtime="any")
     assert result.best.makespan_ms <= alone.best.makespan_ms
-    if result.best.status == "OPTIMAL" and alone.best.status == "OPTIMAL":
+    if result.best.makespan_proven and alone.best.makespan_proven:
         assert result.best.makespan_ms < alone.best.makespan_ms
 
 
@@ -235,7 +236,7 @@ def test_a_plan_for_any_runtime_says_why_torch_files_are_missing(tmp_path):
     from schedsearch.plan.torchtitan import not_written
 
     result = schedsearch.plan(_uniform(families=["dualpipe"], stages=2, num_microbatches=4), time_limit_s=30,
-                              workers=1, runtime="any")
+                              parallel=1, runtime="any")
     assert result.best.family.startswith("DualPipe")
     paths = result.write(tmp_path)
     assert not {"csv", "torchtitan", "train"} & set(paths) and {"trace", "json", "table"} <= set(paths)
@@ -249,7 +250,7 @@ def test_the_8_rank_table_keeps_its_columns_aligned_and_names_ranks():
              "activation_bytes": "1 GiB", "parameter_bytes": "1 GiB"}
     pipeline = Pipeline(num_ranks=8, num_microbatches=8, partition="dp", families=["1f1b", "interleaved"],
                         stages=[layer] * 16)
-    result = schedsearch.plan(pipeline, time_limit_s=6, workers=1)
+    result = schedsearch.plan(pipeline, time_limit_s=6, parallel=1)
     lines = result.table().splitlines()
     head = next(i for i, line in enumerate(lines) if line.lstrip().startswith("#"))
     header = lines[head]
@@ -282,16 +283,16 @@ def test_the_8_rank_table_keeps_its_columns_aligned_and_names_ranks():
 
 
 def test_a_search_that_raised_is_told_in_the_users_terms():
-    from schedsearch.executors import TaskOutcome
+    from schedsearch.executors import TaskOutcome, TaskStatus
 
     class Failing:
         name = "failing"
         workers = 1
 
         def run(self, fn, tasks, timeout_s=None):
-            return [TaskOutcome(status="failed", error="ZeroDivisionError: division by zero") for _ in tasks]
+            return [TaskOutcome(status=TaskStatus.RAISED, error="ZeroDivisionError: division by zero") for _ in tasks]
 
-    result = schedsearch.plan(_uniform(budget="6 GiB"), time_limit_s=5, engine=Failing())
+    result = schedsearch.plan(_uniform(budget="6 GiB"), time_limit_s=5, executor=Failing())
     for row in result.rows:  # the handcrafted plans fit: each row keeps one, and says why the search gave none
         assert row.note.startswith("the search stopped on an error inside the library, please report it: "), row.note
         assert "the plan is" in row.note and row.makespan_ms is not None

@@ -9,7 +9,7 @@ import pytest
 import schedsearch
 from schedsearch import Pipeline
 from schedsearch.errors import InvalidOptionsError
-from schedsearch.executors import LocalExecutor, RayExecutor, get_executor
+from schedsearch.executors import LocalExecutor, RayExecutor, TaskStatus, get_executor
 
 
 def _slow(seconds: float) -> float:
@@ -29,19 +29,19 @@ def _figures(result):
 
 
 def test_failed_and_timed_out_tasks_are_reported():
-    outcomes = LocalExecutor(workers=2).run(_slow, [0.0, "x", 30.0], timeout_s=3.0)
-    assert [o.status for o in outcomes] == ["done", "failed", "timeout"]
+    outcomes = LocalExecutor(parallel=2).run(_slow, [0.0, "x", 30.0], timeout_s=3.0)
+    assert [o.status for o in outcomes] == [TaskStatus.DONE, TaskStatus.RAISED, TaskStatus.TIMEOUT]
     assert "TypeError" in outcomes[1].error and outcomes[0].value == 0.0
 
 
-def test_unknown_engine():
-    with pytest.raises(InvalidOptionsError, match="'engine' must be one of"):
+def test_unknown_executor():
+    with pytest.raises(InvalidOptionsError, match="'executor' must be one of"):
         get_executor("dask")
 
 
 def test_local_processes_equal_inline():
-    inline = schedsearch.plan(_pipeline(), time_limit_s=20, workers=1, deterministic=True)
-    processes = schedsearch.plan(_pipeline(), time_limit_s=20, workers=2, deterministic=True)
+    inline = schedsearch.plan(_pipeline(), time_limit_s=20, parallel=1, deterministic=True)
+    processes = schedsearch.plan(_pipeline(), time_limit_s=20, parallel=2, deterministic=True)
     assert _figures(processes) == _figures(inline)
     assert processes.schedule == inline.schedule
 
@@ -50,9 +50,9 @@ def test_local_processes_equal_inline():
 def test_ray_equals_local():
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'schedsearch[ray]')")
     try:
-        local = schedsearch.plan(_pipeline(), time_limit_s=20, workers=1, deterministic=True)
-        on_ray = schedsearch.plan(_pipeline(), time_limit_s=20, engine=RayExecutor(num_cpus=2), deterministic=True)
-        assert on_ray.engine == "ray"
+        local = schedsearch.plan(_pipeline(), time_limit_s=20, parallel=1, deterministic=True)
+        on_ray = schedsearch.plan(_pipeline(), time_limit_s=20, executor=RayExecutor(num_cpus=2), deterministic=True)
+        assert on_ray.executor == "ray"
         assert _figures(on_ray) == _figures(local)
         assert on_ray.schedule == local.schedule
     finally:
@@ -65,7 +65,7 @@ stage = {{"forward_ms": 1.0, "backward_ms": 2.0, "input_grad_ms": 1.0, "weight_g
 pipeline = schedsearch.Pipeline(num_ranks=2, num_microbatches=4, families=["1f1b"], stages=[stage] * 2)
 {body}
 """
-CALL = "result = schedsearch.plan(pipeline, time_limit_s=5, workers=2)\nprint('best', result.best.family)"
+CALL = "result = schedsearch.plan(pipeline, time_limit_s=5, parallel=2)\nprint('best', result.best.family)"
 
 
 @pytest.mark.parametrize("guarded", [False, True])
@@ -91,14 +91,14 @@ def test_a_script_calling_plan_works_or_says_to_add_a_main_guard(tmp_path, guard
         assert "if __name__ == \"__main__\":" in last and "BrokenProcessPool" not in last
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_plan_reports_each_candidate_as_it_finishes(workers):
+@pytest.mark.parametrize("parallel", [1, 2])
+def test_plan_reports_each_candidate_as_it_finishes(parallel):
     lines = []
-    result = schedsearch.plan(_pipeline(), time_limit_s=10, workers=workers, progress=lines.append)
+    result = schedsearch.plan(_pipeline(), time_limit_s=10, parallel=parallel, progress=lines.append)
     assert sorted(line.split("] ", 1)[1].split(":")[0] for line in lines) == sorted(r.family for r in result.rows)
     assert [line.split("]")[0] for line in lines] == [f"[{k}/{len(result.rows)}" for k in range(1, len(lines) + 1)]
     for row in result.rows:
         line = next(line for line in lines if f"] {row.family}: " in line)
-        assert f"{row.makespan_ms:.3f} ms, {row.status}" in line
+        assert f"{row.makespan_ms:.3f} ms, {row.mark}" in line
     with pytest.raises(InvalidOptionsError, match="'progress'"):
-        schedsearch.plan(_pipeline(), time_limit_s=10, workers=1, progress="stderr")
+        schedsearch.plan(_pipeline(), time_limit_s=10, parallel=1, progress="stderr")

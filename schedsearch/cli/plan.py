@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from schedsearch.cli._inputs import InputKind, open_input
 from schedsearch.errors import SchedSearchError
@@ -37,18 +38,35 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--layers-per-entry", type=int, default=1, metavar="N",
                    help="transformer layers each entry of the description stands for (default 1; entries named "
                    "after torchtitan's modules, tok_embeddings, layers.N, norm, lm_head, hold what they name)")
-    add_engine_arguments(p)
+    add_executor_arguments(p)
     p.set_defaults(func=run)
 
 
-def add_engine_arguments(p: argparse.ArgumentParser) -> None:
-    """--engine, --address, --workers: where the candidates run (plan and sweep); --deterministic, --seed."""
-    p.add_argument("--engine", choices=("local", "ray"), default="local",
-                   help="where candidates run: local processes (default) or a Ray cluster")
+class _Renamed(argparse.Action):
+    """Store the value; its second spelling is the deprecated one, and using it prints a note on stderr."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        if option_string == self.option_strings[1]:
+            print(f"schedsearch {parser.prog.split()[-1]}: {option_string} is deprecated: use {self.option_strings[0]}",
+                  file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def add_executor_arguments(p: argparse.ArgumentParser) -> None:
+    """--executor, --address, --parallel: where the candidates run (plan and sweep); --deterministic, --seed.
+
+    ``--engine`` and ``--workers`` are the deprecated spellings of ``--executor`` and ``--parallel``.
+    """
+    p.add_argument("--executor", "--engine", dest="executor", choices=("local", "ray"), default="local",
+                   action=_Renamed, help="what runs the candidates: local processes (default) or a Ray cluster "
+                                         "(--engine: deprecated)")
     p.add_argument("--address", default=None, help="Ray cluster address to join (default: start Ray locally)")
-    p.add_argument("--workers", type=int, default=None, help="candidates searched at once (default: one per CPU)")
+    p.add_argument("--parallel", "--workers", dest="parallel", type=int, default=None, action=_Renamed,
+                   help="candidates searched at once, each with one solver thread (default: one per CPU; "
+                        "--workers: deprecated)")
     p.add_argument("--deterministic", action="store_true",
-                   help="read each search's share of the time as solver work, so that every run and engine gives "
+                   help="read each search's share of the time as solver work, so that every run and executor gives "
                    "the same table (the wall time then depends on the machine)")
     p.add_argument("--seed", type=int, default=0, help="the searches' random seed (default 0)")
 
@@ -65,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         model = None if args.torchtitan_config is None else torchtitan_model(args.torchtitan_config,
                                                                              args.torchtitan_module)
         entry_modules(pipeline, layers_per_entry=args.layers_per_entry, model=model)
-    result = plan(pipeline, time_limit_s=args.time_limit, engine=args.engine, workers=args.workers,
+    result = plan(pipeline, time_limit_s=args.time_limit, executor=args.executor, parallel=args.parallel,
                   address=args.address, deterministic=args.deterministic, seed=args.seed, runtime=args.runtime,
                   progress=lambda line: print(line, file=sys.stderr, flush=True))
     print(result.table())

@@ -19,7 +19,7 @@ scaled alike), the transfer time of the receives that waited, the
 runtime's gap per action and its cost per step. It writes
 ``calibration.toml`` and ``{name}.pipeline.toml`` (the run's stage times
 as a pipeline for ``schedsearch plan``, naming the calibration, which
-``plan`` merges: transfer and overhead per action). ``--calibrate micro``
+``plan`` merges: transfer, overhead per action and per step). ``--calibrate micro``
 measures instead on micro-benchmarks, without running the model: the
 point-to-point link (gloo, latency and bandwidth fitted to several tensor
 sizes) and the runtime's overheads (1F1B plans of near-empty actions),
@@ -189,7 +189,8 @@ def _calibrate(args: argparse.Namespace, prof: Any, problem: Any, microbatches: 
         print(calibrated.table())
         calibration = calibrated.calibration
         print(calibration)
-        pipeline = attrs.evolve(calibrated.pipeline, p2p=P2P(), action_overhead_ms=0.0)  # the file merges them
+        # the file merges them
+        pipeline = attrs.evolve(calibrated.pipeline, p2p=P2P(), action_overhead_ms=0.0, step_overhead_ms=0.0)
     else:
         from schedsearch.runtime.calibrate import calibrate
 
@@ -206,7 +207,7 @@ def _calibrate(args: argparse.Namespace, prof: Any, problem: Any, microbatches: 
         stem = plain_name(problem.name or "profile")
         cal_path = calibration.save(out / "calibration.toml")
         path = out / f"{stem}.pipeline.toml"
-        path.write_text(f"calibration = {json.dumps(cal_path.name)}  # merged when read: link and overhead per "
-                        f"action\n" + pipeline.to_toml())
+        path.write_text(f"calibration = {json.dumps(cal_path.name)}  # merged when read: link, overhead per "
+                        f"action and per step\n" + pipeline.to_toml())
         print(f"wrote {cal_path}")
         print(f"wrote {path}")

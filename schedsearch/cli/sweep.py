@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from schedsearch.cli.plan import add_engine_arguments
+from schedsearch.cli.plan import add_executor_arguments
 from schedsearch.cli._inputs import InputKind, open_input
 from schedsearch.plan.pipeline import Pipeline
 
@@ -31,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="one family set per use of the option, for example --families 1f1b --families zb-v,dualpipev")
     p.add_argument("--combined", action="store_true", help="one line per grid point instead of one table per point")
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds per grid point (default 60)")
-    add_engine_arguments(p)
+    add_executor_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError:
             raise InvalidOptionsError(f"sweep: '--microbatches' must be integers, got {args.microbatches!r}") from None
     result = plan_sweep(pipeline, num_microbatches=counts, memory_budgets=args.budgets, families=args.families,
-                        time_limit_s=args.time_limit, engine=args.engine, workers=args.workers, address=args.address,
+                        time_limit_s=args.time_limit, executor=args.executor, parallel=args.parallel, address=args.address,
                         deterministic=args.deterministic, seed=args.seed)
     print(result.combined() if args.combined else result.table())
     return 0 if any(pt.best is not None for pt in result.points) else 1

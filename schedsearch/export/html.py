@@ -211,7 +211,7 @@ def _row_proof(row: Mapping[str, Any]) -> str:
     status = row.get("status")
     if row.get("makespan_ms") is None:
         return ""
-    if status == "OPTIMAL":
+    if status == "OPTIMAL" or status == "FEASIBLE" and row.get("makespan_proven"):
         return "makespan proven, " + ("peak memory proven" if row.get("peak_proven") else "peak memory not proven")
     if status == "FEASIBLE" and row.get("bound_ms") is not None:
         return f"makespan not proven, within {100 * (row.get('gap') or 0.0):.1f}% of the bound"
@@ -242,7 +242,7 @@ def _headline(problem: Problem, schedule: Schedule, result: Any, meta: Mapping[s
         rows.append(("plan", f"{row.get('family')}" + (f", for {meta['runtime']}'s runtime" if meta.get("runtime")
                                                        and meta["runtime"] != "any" else "")))
         proof = _row_proof(row)
-        rows.append(("status", str(row.get("status", "-")) + (f": {proof}" if proof else "")))
+        rows.append(("status", str(row.get("mark") or row.get("status", "-")) + (f": {proof}" if proof else "")))
         rows.append(("makespan", "-" if row.get("makespan_ms") is None else f"{row['makespan_ms']:.3f} ms"))
         rows.append(("lower bound", "-" if row.get("bound_ms") is None else f"{row['bound_ms']:.3f} ms"))
         rows.append(("gap", "-" if row.get("gap") is None else f"{100 * row['gap']:.1f}%"))
@@ -346,7 +346,7 @@ def _table_html(table: Sequence[Mapping[str, Any]], ranks: Sequence[str], units:
         for r in table:
             peaks = list(r.get("peak_gib") or ()) or [None] * n
             values = [cell(r.get("family")), "-" if r.get("makespan_ms") is None else f"{r['makespan_ms']:.3f}",
-                      *("-" if g is None else f"{g:.2f}" for g in peaks), cell(r.get("status")),
+                      *("-" if g is None else f"{g:.2f}" for g in peaks), cell(r.get("mark") or r.get("status")),
                       "-" if r.get("bound_ms") is None else f"{r['bound_ms']:.3f}",
                       "-" if r.get("gap") is None else f"{100 * r['gap']:.1f}%",
                       "-" if r.get("bubble_pct") is None else f"{r['bubble_pct']:.1f}",

@@ -18,8 +18,9 @@ pipeline schedules:
   backward (``F&B``) and what it needs of the ranks and micro-batches;
 * torch and torchtitan: the stage style torch's runtime builds for it, the
   ``pipeline_parallel_schedule`` name that makes torchtitan place its
-  stages, torch's own schedule class per variant, and why torch's CSV
-  runtime cannot run it, in a user's words, when it cannot.
+  stages, torch's own schedule class per variant, and whether a runtime
+  of :data:`RUNTIMES` can run its plans (:meth:`Family.runtime_gap`: why
+  not, in a user's words).
 
 Everything that names a family reads it from here: the planner's
 candidates and problems (:mod:`schedsearch.plan.planner`), the allowed
@@ -71,7 +72,7 @@ from typing import Any
 
 import attrs
 
-from schedsearch.errors import InvalidProblemError
+from schedsearch.errors import InvalidPipelineError, InvalidProblemError
 from schedsearch.handcrafted.chimera import chimera as _chimera_schedule
 from schedsearch.handcrafted.classic import gpipe as _gpipe, interleaved_1f1b as _interleaved_1f1b
 from schedsearch.handcrafted.classic import one_f_one_b as _one_f_one_b
@@ -84,7 +85,7 @@ from schedsearch.placements.chains import vshape
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
 
-__all__ = ["ALL_FAMILIES", "LAYOUTS", "SCHEDULES", "Family", "ScheduleSpec", "Variant", "family", "family_of_schedule",
+__all__ = ["ALL_FAMILIES", "LAYOUTS", "RUNTIMES", "SCHEDULES", "Family", "ScheduleSpec", "Variant", "check_runtime", "family", "family_of_schedule",
            "planner_families"]
 
 Params = Mapping[str, Any]
@@ -448,10 +449,37 @@ class Family:
             f"family {self.key!r} has no {'split' if split_backward else 'whole'} backward; its backward styles "
             f"are {[v.name for v in self.variants]}")
 
+    def runtime_gap(self, runtime: str) -> str:
+        """Why ``runtime`` (a key of :data:`RUNTIMES`) cannot execute this family's plans, in a user's words;
+        "" when it can.
+
+        Examples
+        --------
+        >>> from schedsearch.handcrafted import family
+        >>> family("dualpipe").runtime_gap("torch")
+        "needs two copies of every stage's parameters; torch's CSV runtime holds one"
+        >>> family("dualpipe").runtime_gap("any"), family("zb-v").runtime_gap("torch")
+        ('', '')
+        """
+        check_runtime(runtime)
+        return self.torch_gap if runtime == "torch" else ""
+
     def label(self, chunks: int, split_backward: bool) -> str:
         """The plan table's name of the variant at ``chunks`` stages per rank (``v=`` when the family has several)."""
         name = self.variant(split_backward).name
         return f"{name} v={chunks}" if len(self.chunks) > 1 else name
+
+
+#: The runtimes a plan can be made for: name -> what it is (:meth:`Family.runtime_gap` says which families each runs).
+RUNTIMES = {
+    "torch": "torch's CSV runtime (torch.distributed.pipelining, as torchtitan runs it)",
+    "any": "no runtime in particular: the best plan of every family, whether a runtime can execute it or not",
+}
+
+def check_runtime(runtime: Any) -> None:
+    """Raise :class:`~schedsearch.errors.InvalidPipelineError` unless ``runtime`` is a key of :data:`RUNTIMES`."""
+    if not isinstance(runtime, str) or runtime not in RUNTIMES:
+        raise InvalidPipelineError(f"plan: runtime must be one of {sorted(RUNTIMES)}, got {runtime!r}")
 
 
 #: Every family, by key, in the order the planner lists them.

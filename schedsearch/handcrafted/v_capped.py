@@ -315,7 +315,13 @@ class _NoProgress(Exception):
 
 
 def _run(su: _Setup, variant: VVariant) -> tuple[int, dict[int, list[Act]]]:
-    """One greedy run: the makespan and each device's order of actions."""
+    """One greedy run: the makespan and each device's order of actions.
+
+    Deliberately one long function: it is the event loop that every candidate variant of the search
+    runs (devices deciding in time order, one decision per action placed), its state held in locals
+    that the small closures share; split into functions over a state object, each decision would pay
+    calls and attribute lookups.
+    """
     p, m, dur, mem, delay = su.p, su.m, su.dur, su.mem, su.delay
     ends: dict[tuple[str, int, int], int] = {}
     nxt = {(k, s): 0 for k in "FIW" for s in range(2 * p)}

@@ -205,6 +205,11 @@ class _Builder:
         would have changed a decision the run took (up to its end or the
         error): a run whose flags stay clear for some switches is also the
         run of every variant that differs from it only in those switches.
+
+        Deliberately one long function: it is the builder's inner loop, run for every variant the
+        search tries, with its state in local lists and the three placements written out inline;
+        split into methods over the builder's attributes, each action placed would pay calls and
+        attribute lookups.
         """
         if matters is None:
             matters = [False, False, False]

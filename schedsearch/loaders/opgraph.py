@@ -29,8 +29,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import attrs
-
 from schedsearch._io import read_text
 from schedsearch.errors import FormatError, InvalidOperatorGraphError
 from schedsearch.partition.opgraph import (
@@ -374,6 +372,41 @@ def parse_pipedream_profile(
         raise InvalidOperatorGraphError(
             f"pipedream profile: 'cpu_slowdown' must be >= 0, got {cpu_slowdown!r}"
         )
+    records, raw_edges = _pd_lines(text, name)
+    number = {rec[0]: i for i, rec in enumerate(records)}
+    for a, b in raw_edges:
+        for val in (a, b):
+            if val not in number:
+                raise InvalidOperatorGraphError(
+                    f"{name or 'profile'}: edge {a} -- {b}: unknown node id {val!r}"
+                )
+    ops = []
+    for i, (node_id, desc, m) in enumerate(records):
+        fwd = m["forward_compute_time"]
+        act = m["activation_size"]
+        size = m["parameter_size"] + (act if size_includes_activations else 0.0)
+        ops.append(
+            Operator(
+                id=i,
+                name=f"{node_id}: {desc}",
+                accel_latency=fwd,
+                cpu_latency=fwd * cpu_slowdown,
+                size=size,
+                output_cost=act / bandwidth_bytes_per_ms,
+                color_class=i,
+            )
+        )
+    edges = [(number[a], number[b]) for a, b in raw_edges]
+    if training:
+        bwd_ops, bwd_edges = _pd_backward(records, edges, bandwidth_bytes_per_ms, cpu_slowdown)
+        ops += bwd_ops
+        edges = edges + bwd_edges
+    return OperatorGraph(operators=ops, edges=edges, name=name)
+
+
+def _pd_lines(text: str, name: str) -> tuple[list[tuple[str, str, dict[str, float]]], list[tuple[str, str]]]:
+    """The node lines ``(id, description, metrics)`` and the edge lines ``(src id, dst id)`` of a profile,
+    in file order."""
     records: list[tuple[str, str, dict[str, float]]] = []
     raw_edges: list[tuple[str, str]] = []
     seen_ids: set[str] = set()
@@ -404,61 +437,36 @@ def parse_pipedream_profile(
             raise InvalidOperatorGraphError(f"{where}: node {node_id}: duplicate id")
         seen_ids.add(node_id)
         records.append((node_id, desc, metrics))
-    number = {rec[0]: i for i, rec in enumerate(records)}
+    return records, raw_edges
+
+
+def _pd_backward(records: list[tuple[str, str, dict[str, float]]], edges: list[tuple[int, int]],
+                 bandwidth_bytes_per_ms: float, cpu_slowdown: float) -> tuple[list[Operator], list[tuple[int, int]]]:
+    """The backward operators (ids ``n..2n-1``, each in its forward partner's colocation class) and their
+    mirrored edges."""
     n = len(records)
-    for a, b in raw_edges:
-        for val in (a, b):
-            if val not in number:
-                raise InvalidOperatorGraphError(
-                    f"{name or 'profile'}: edge {a} -- {b}: unknown node id {val!r}"
-                )
+    # Backward operator b' sends the gradients of b's inputs to the backward
+    # partners of b's predecessors; one cost per source, so b' pays the sum of
+    # its predecessors' activation sizes (exact when b has one predecessor).
+    in_bytes: dict[int, float] = {}
+    for a, b in edges:
+        in_bytes[b] = in_bytes.get(b, 0.0) + records[a][2]["activation_size"]
     ops = []
     for i, (node_id, desc, m) in enumerate(records):
-        fwd = m["forward_compute_time"]
-        act = m["activation_size"]
-        size = m["parameter_size"] + (act if size_includes_activations else 0.0)
+        bwd = m["backward_compute_time"]
         ops.append(
             Operator(
-                id=i,
-                name=f"{node_id}: {desc}",
-                accel_latency=fwd,
-                cpu_latency=fwd * cpu_slowdown,
-                size=size,
-                output_cost=act / bandwidth_bytes_per_ms,
+                id=n + i,
+                name=f"{node_id}': backward of {desc}",
+                accel_latency=bwd,
+                cpu_latency=bwd * cpu_slowdown,
+                size=0.0,
+                output_cost=in_bytes[i] / bandwidth_bytes_per_ms if i in in_bytes else 0.0,
                 color_class=i,
+                is_backward=True,
             )
         )
-    edges = [(number[a], number[b]) for a, b in raw_edges]
-    if training:
-        for i, (node_id, desc, m) in enumerate(records):
-            bwd = m["backward_compute_time"]
-            ops.append(
-                Operator(
-                    id=n + i,
-                    name=f"{node_id}': backward of {desc}",
-                    accel_latency=bwd,
-                    cpu_latency=bwd * cpu_slowdown,
-                    size=0.0,
-                    output_cost=0.0,
-                    color_class=i,
-                    is_backward=True,
-                )
-            )
-        # Backward operator b' sends the gradients of b's inputs to the backward
-        # partners of b's predecessors; one cost per source, so b' pays the sum of
-        # its predecessors' activation sizes (exact when b has one predecessor).
-        in_bytes: dict[int, float] = {}
-        for a, b in edges:
-            in_bytes[b] = in_bytes.get(b, 0.0) + records[a][2]["activation_size"]
-        bwd_edges = [(n + b, n + a) for a, b in edges]
-        ops = [
-            attrs.evolve(op, output_cost=in_bytes[op.id - n] / bandwidth_bytes_per_ms)
-            if op.is_backward and (op.id - n) in in_bytes
-            else op
-            for op in ops
-        ]
-        edges = edges + bwd_edges
-    return OperatorGraph(operators=ops, edges=edges, name=name)
+    return ops, [(n + b, n + a) for a, b in edges]
 
 
 def read_pipedream_profile(path: str | Path, **options: Any) -> OperatorGraph:

@@ -56,6 +56,8 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter, defaultdict
+from collections.abc import Mapping
+from typing import Any
 
 import attrs
 from networkx.utils import UnionFind
@@ -142,59 +144,100 @@ def contract(graph: OperatorGraph, *, merge_trivial: bool = True, memory_limited
     ops = graph.operators
     if not ops:
         raise InvalidOperatorGraphError(f"operator graph {graph.name!r}: no operators")
-    # 1. colocation classes; keys: ('c', color) or ('o', op id)
-    key_of = {
-        op.id: ("c", op.color_class) if op.color_class is not None else ("o", op.id) for op in ops
-    }
-    uf = UnionFind(set(key_of.values()))  # class keys; a class is named by its root, uf[key]
-    is_bwd = {op.id: op.is_backward for op in ops}
+    classes = _Classes(graph)  # 1. colocation classes, 2. orphaned backward classes
+    classes.merge_cycles()  # 3.
+    leaf_ops: set[int] = set()  # operators of merged leaves (their memory is left out if not count_leaf_memory)
+    while merge_trivial:  # 4.
+        cls = classes.of_operators()
+        merges = classes.trivial_leaves(cls, memory_limited)
+        if not merges:
+            break
+        leaves = {c for c, _ in merges}
+        leaf_ops.update(oid for oid, c in cls.items() if c in leaves)
+        for c, other in merges:
+            classes.uf.union(c, other)
+    # 5. final supernodes, numbered topologically
+    cls = classes.of_operators()
+    fwd_keys = classes.forward_keys(cls)
+    true, art = classes.forward_edges(cls)
+    preds_k: dict = defaultdict(set)
+    succ_k: dict = defaultdict(set)
+    for u, v in true | art:
+        preds_k[v].add(u)
+        succ_k[u].add(v)
+    number = _number_topologically(graph, cls, fwd_keys, preds_k, succ_k)
+    return _supernodes(graph, cls, number, preds_k, leaf_ops, count_leaf_memory)
 
-    def classes():
-        return {oid: uf[k] for oid, k in key_of.items()}
 
-    # 2. orphaned backward classes -> artificial forward nodes + mirrored edges
-    cls = classes()
-    fwd_classes = {cls[o.id] for o in ops if not o.is_backward}
-    orphan = {cls[o.id] for o in ops if o.is_backward} - fwd_classes
-    artificial: set[tuple] = set()  # (class_u, class_v) forward precedence, by class key
-    for a, b in graph.edges:
-        if is_bwd[a] and is_bwd[b]:
-            ca, cb = cls[a], cls[b]
-            if ca != cb and (ca in orphan or cb in orphan):
-                artificial.add((cb, ca))
-    all_keys = set(cls.values())
+class _Classes:
+    """The operators' classes while :func:`contract` merges them (steps 1 to 4 of the module docstring).
 
-    def forward_edges(cls_map):
-        """Class-level forward edges as a multiset of (u, v, is_artificial)."""
-        true = {
-            (cls_map[a], cls_map[b])
-            for a, b in graph.edges
-            if not is_bwd[a] and not is_bwd[b] and cls_map[a] != cls_map[b]
+    A class is keyed ``('c', color)`` (a colocation class) or ``('o', op id)`` and named by its root in a
+    union-find; ``artificial`` holds the forward precedences ``(class_u, class_v)`` mirrored from the edges
+    of orphaned backward classes (those without forward operators), by class key.
+    """
+
+    def __init__(self, graph: OperatorGraph) -> None:
+        self.graph = graph
+        self.key_of = {
+            op.id: ("c", op.color_class) if op.color_class is not None else ("o", op.id) for op in graph.operators
         }
-        art = {(uf[u], uf[v]) for u, v in artificial}
+        self.uf = UnionFind(set(self.key_of.values()))  # class keys; a class is named by its root, uf[key]
+        self.is_bwd = {op.id: op.is_backward for op in graph.operators}
+        cls = self.of_operators()
+        fwd_classes = {cls[o.id] for o in graph.operators if not o.is_backward}
+        orphan = {cls[o.id] for o in graph.operators if o.is_backward} - fwd_classes
+        self.artificial: set[tuple] = set()
+        for a, b in graph.edges:
+            if self.is_bwd[a] and self.is_bwd[b]:
+                ca, cb = cls[a], cls[b]
+                if ca != cb and (ca in orphan or cb in orphan):
+                    self.artificial.add((cb, ca))
+        self.all_keys = set(cls.values())
+
+    def of_operators(self) -> dict[int, Any]:
+        """Operator id -> its class now."""
+        return {oid: self.uf[k] for oid, k in self.key_of.items()}
+
+    def forward_keys(self, cls: Mapping[int, Any]) -> set:
+        """The classes with a forward operator or an artificial forward edge."""
+        return {cls[o.id] for o in self.graph.operators if not o.is_backward} | {
+            self.uf[u] for e in self.artificial for u in e
+        }
+
+    def forward_edges(self, cls: Mapping[int, Any]) -> tuple[set, set]:
+        """Class-level forward edges: the true ones and the artificial ones."""
+        is_bwd = self.is_bwd
+        true = {
+            (cls[a], cls[b])
+            for a, b in self.graph.edges
+            if not is_bwd[a] and not is_bwd[b] and cls[a] != cls[b]
+        }
+        art = {(self.uf[u], self.uf[v]) for u, v in self.artificial}
         art = {(u, v) for u, v in art if u != v}
         return true, art
 
-    # 3. strongly connected components of the forward class graph
-    true, art = forward_edges(cls)
-    succ: dict = defaultdict(list)
-    for u, v in true | art:
-        succ[u].append(v)
-    for comp in strongly_connected_components(sorted(all_keys, key=repr), succ):
-        for k in comp[1:]:
-            uf.union(k, comp[0])
+    def merge_cycles(self) -> None:
+        """Merge each strongly connected component of the forward class graph into one class."""
+        true, art = self.forward_edges(self.of_operators())
+        succ: dict = defaultdict(list)
+        for u, v in true | art:
+            succ[u].append(v)
+        for comp in strongly_connected_components(sorted(self.all_keys, key=repr), succ):
+            for k in comp[1:]:
+                self.uf.union(k, comp[0])
 
-    # 4. trivial zero-latency leaves
-    lat_f = {op.id: (op.accel_latency, op.cpu_latency) for op in ops}
-    leaf_ops: set[int] = set()  # operators of merged leaves (their memory is left out if not count_leaf_memory)
-    while merge_trivial:
-        cls = classes()
+    def trivial_leaves(self, cls: Mapping[int, Any], memory_limited: bool) -> list[tuple[Any, Any]]:
+        """``(leaf, its neighbour)`` for every trivial leaf of the class graph now: a forward class of zero
+        latency (forward and backward) with one forward neighbour and no backward one, that holds no memory
+        when the devices have a limit, and runs on an accelerator unless its neighbour is CPU-only too."""
+        is_bwd, uf = self.is_bwd, self.uf
         fwd_acc: dict = defaultdict(float)
         fwd_cpu: dict = defaultdict(float)
         bwd_lat: dict = defaultdict(float)
         held: dict = defaultdict(float)
         cpu_only: set = set()
-        for op in ops:
+        for op in self.graph.operators:
             c = cls[op.id]
             held[c] += op.size
             if not op.supported_on_accel:
@@ -202,15 +245,15 @@ def contract(graph: OperatorGraph, *, merge_trivial: bool = True, memory_limited
             if op.is_backward:
                 bwd_lat[c] += op.accel_latency + op.cpu_latency
             else:
-                fwd_acc[c] += lat_f[op.id][0]
-                fwd_cpu[c] += lat_f[op.id][1]
+                fwd_acc[c] += op.accel_latency
+                fwd_cpu[c] += op.cpu_latency
         # contracted edge list between virtual nodes (class, is_backward)
         true_v = {
             ((cls[a], is_bwd[a]), (cls[b], is_bwd[b]))
-            for a, b in graph.edges
+            for a, b in self.graph.edges
             if (cls[a], is_bwd[a]) != (cls[b], is_bwd[b])
         }
-        art_v = {((uf[u], False), (uf[v], False)) for u, v in artificial}
+        art_v = {((uf[u], False), (uf[v], False)) for u, v in self.artificial}
         art_v = {e for e in art_v if e[0] != e[1]}
         fwd_nbrs: dict = defaultdict(list)
         has_bwd_nbr: set = set()
@@ -223,7 +266,7 @@ def contract(graph: OperatorGraph, *, merge_trivial: bool = True, memory_limited
                 else:
                     fwd_nbrs[me[0]].append(other[0])
         merges = []
-        for c in sorted({cls[o.id] for o in ops if not o.is_backward} | {uf[u] for e in artificial for u in e}, key=repr):
+        for c in sorted(self.forward_keys(cls), key=repr):
             if (
                 fwd_acc[c] < _EPS
                 and fwd_cpu[c] < _EPS
@@ -234,28 +277,15 @@ def contract(graph: OperatorGraph, *, merge_trivial: bool = True, memory_limited
                 and (c not in cpu_only or fwd_nbrs[c][0] in cpu_only)
             ):
                 merges.append((c, fwd_nbrs[c][0]))
-        if not merges:
-            break
-        leaves = {c for c, _ in merges}
-        leaf_ops.update(oid for oid, c in cls.items() if c in leaves)
-        for c, other in merges:
-            uf.union(c, other)
+        return merges
 
-    # 5. final supernodes, numbered topologically
-    cls = classes()
-    fwd_keys = {cls[o.id] for o in ops if not o.is_backward} | {
-        uf[u] for e in artificial for u in e
-    }
-    true, art = forward_edges(cls)
-    edges = true | art
-    preds_k: dict = defaultdict(set)
-    succ_k: dict = defaultdict(set)
-    for u, v in edges:
-        preds_k[v].add(u)
-        succ_k[u].add(v)
-    # Kahn; ties broken by the smallest member id, for a stable numbering
+
+def _number_topologically(graph: OperatorGraph, cls: Mapping[int, Any], fwd_keys: set,
+                          preds_k: Mapping[Any, set], succ_k: Mapping[Any, set]) -> dict[Any, int]:
+    """The final classes numbered in a topological order (Kahn's; ties broken by the smallest member id,
+    for a stable numbering)."""
     first_member: dict = {}
-    for op in ops:
+    for op in graph.operators:
         c = cls[op.id]
         first_member[c] = min(first_member.get(c, op.id), op.id)
     indeg = {k: len(preds_k[k]) for k in fwd_keys}
@@ -273,6 +303,14 @@ def contract(graph: OperatorGraph, *, merge_trivial: bool = True, memory_limited
         raise InvalidOperatorGraphError(
             f"operator graph {graph.name!r}: forward class graph is not acyclic after merging"
         )
+    return number
+
+
+def _supernodes(graph: OperatorGraph, cls: Mapping[int, Any], number: Mapping[Any, int],
+                preds_k: Mapping[Any, set], leaf_ops: set[int], count_leaf_memory: bool) -> ContractedGraph:
+    """The contracted graph of the numbered classes: members, latencies, sizes (the merged leaves' left out
+    unless ``count_leaf_memory``), predecessors and the hyperedges of the operators' outputs."""
+    ops = graph.operators
     n = len(number)
     members: list[list[int]] = [[] for _ in range(n)]
     acc = [0.0] * n

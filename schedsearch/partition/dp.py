@@ -129,7 +129,6 @@ def solve_contracted(
     True
     """
     n = cg.num_nodes
-    K, L = devices.num_accelerators, devices.num_cpus
     if ideals is None:
         ideals = enumerate_ideals(cg.preds, limit=ideal_limit)
     else:
@@ -140,51 +139,72 @@ def solve_contracted(
                 "partition DP: the ideal family must hold the empty and the full set"
             )
     table = IdealTable(cg, ideals, devices.max_accel_memory)
-    N = table.N
-    W = table.W
-    S = (L + 1) * (K + 1)  # DP states, s = c * (K + 1) + f
     ub = upper_bound * (1 + _REL) + 1e-12 if math.isfinite(upper_bound) else _INF
+    active, lo, hi = _pruning_windows(cg, table, devices, ub)
+    dp, alive, num_pairs = _forward_pass(table, devices, active, lo, hi, ub)
+    best = float(dp[-1, -1])
+    if not math.isfinite(best):
+        return None
+    return ContiguousSolution(
+        max_load=best,
+        stages=_backtrack(table, devices, dp, lo, hi, alive),
+        num_ideals=table.N,
+        num_pairs=num_pairs,
+        upper_bound=upper_bound,
+    )
 
-    # ---- pruning windows for every ideal at once
+
+def _pruning_windows(cg: ContractedGraph, table: IdealTable, devices: DeviceLimits,
+                     ub: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pruning windows of every ideal at once: whether ideal ``p`` can lie on a split of max-load at
+    most ``ub`` (``active``), and the range ``lo[p] .. hi[p]`` of the ideals (by weight) it may extend."""
+    K, L = devices.num_accelerators, devices.num_cpus
+    N, W = table.N, table.W
     pos = np.arange(N)
-    if math.isfinite(ub):
-        r = _ratio(cg)
-        per_cpu = 0.0 if L == 0 else (_INF if math.isinf(r) else r * ub)
-        span = max(ub, per_cpu)
+    if not math.isfinite(ub):
+        return np.ones(N, dtype=bool), np.zeros(N, dtype=np.int64), pos
+    r = _ratio(cg)
+    per_cpu = 0.0 if L == 0 else (_INF if math.isinf(r) else r * ub)
+    span = max(ub, per_cpu)
 
-        def capacity(num_accel: np.ndarray, num_cpu: np.ndarray) -> np.ndarray:
-            """Largest accelerator latency ``num_accel`` + ``num_cpu`` devices can hold."""
-            if math.isinf(per_cpu):
-                cpu_part = np.where(num_cpu > 0, _INF, 0.0)
-            else:
-                cpu_part = num_cpu * per_cpu
-            return num_accel * ub + cpu_part
+    def capacity(num_accel: np.ndarray, num_cpu: np.ndarray) -> np.ndarray:
+        """Largest accelerator latency ``num_accel`` + ``num_cpu`` devices can hold."""
+        if math.isinf(per_cpu):
+            cpu_part = np.where(num_cpu > 0, _INF, 0.0)
+        else:
+            cpu_part = num_cpu * per_cpu
+        return num_accel * ub + cpu_part
 
-        cs = np.repeat(np.arange(L + 1), K + 1)
-        fs = np.tile(np.arange(K + 1), L + 1)
-        reach = capacity(fs, cs)  # W(I) must not exceed this in state (c, f)
-        rest = capacity(K - fs, L - cs)  # W(all) - W(I) must not exceed this
-        sub_hi = np.maximum(
-            np.where(fs >= 1, capacity(np.maximum(fs - 1, 0), cs), -_INF),
-            np.where(cs >= 1, capacity(fs, np.maximum(cs - 1, 0)), -_INF),
-        )
-        tol = lambda x: x * (1 + _REL) + 1e-12  # noqa: E731
-        relevant = (W[:, None] <= tol(reach)[None, :]) & (
-            (W[-1] - W)[:, None] <= tol(rest)[None, :]
-        )
-        active = relevant.any(axis=1)
-        hi_w = np.where(relevant, sub_hi[None, :], -_INF).max(axis=1)
-        lo = np.searchsorted(W, W - span, side="left")
-        hi = np.minimum(pos, np.searchsorted(W, tol(hi_w), side="right"))
-    else:
-        active = np.ones(N, dtype=bool)
-        lo = np.zeros(N, dtype=np.int64)
-        hi = pos
+    cs = np.repeat(np.arange(L + 1), K + 1)
+    fs = np.tile(np.arange(K + 1), L + 1)
+    reach = capacity(fs, cs)  # W(I) must not exceed this in state (c, f)
+    rest = capacity(K - fs, L - cs)  # W(all) - W(I) must not exceed this
+    sub_hi = np.maximum(
+        np.where(fs >= 1, capacity(np.maximum(fs - 1, 0), cs), -_INF),
+        np.where(cs >= 1, capacity(fs, np.maximum(cs - 1, 0)), -_INF),
+    )
+    tol = lambda x: x * (1 + _REL) + 1e-12  # noqa: E731
+    relevant = (W[:, None] <= tol(reach)[None, :]) & (
+        (W[-1] - W)[:, None] <= tol(rest)[None, :]
+    )
+    active = relevant.any(axis=1)
+    hi_w = np.where(relevant, sub_hi[None, :], -_INF).max(axis=1)
+    lo = np.searchsorted(W, W - span, side="left")
+    hi = np.minimum(pos, np.searchsorted(W, tol(hi_w), side="right"))
+    return active, lo, hi
 
-    # ---- transitions between flattened states
+
+def _forward_pass(table: IdealTable, devices: DeviceLimits, active: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                  ub: float) -> tuple[np.ndarray, np.ndarray, int]:
+    """The DP over the ideals in weight order: ``dp[p, s]`` is the least max-load of ideal ``p`` on the
+    devices of state ``s = c * (K + 1) + f`` (``c`` CPUs, ``f`` accelerators); ``alive[p]``: its full
+    state is within ``ub``; and the number of (ideal, predecessor) pairs looked at."""
+    K, L = devices.num_accelerators, devices.num_cpus
+    N = table.N
+    S = (L + 1) * (K + 1)  # DP states, s = c * (K + 1) + f
+    # transitions between flattened states
     f_src = np.array([s for s in range(S) if s % (K + 1) < K], dtype=np.int64)  # accel: s -> s+1
     c_src = np.arange(S - (K + 1), dtype=np.int64) if L else np.empty(0, dtype=np.int64)  # cpu: s -> s+K+1
-
     dp = np.full((N, S), _INF)
     dp[0] = 0.0  # empty ideal: every state, all devices empty
     alive = np.zeros(N, dtype=bool)
@@ -209,13 +229,16 @@ def solve_contracted(
         np.minimum.accumulate(grid, axis=1, out=grid)
         dp[p] = new
         alive[p] = new[-1] <= ub
-    best = float(dp[N - 1, S - 1])
-    if not math.isfinite(best):
-        return None
+    return dp, alive, num_pairs
 
-    # ---- backtrack, recomputing the arg-min along the optimal path only
+
+def _backtrack(table: IdealTable, devices: DeviceLimits, dp: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+               alive: np.ndarray) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """The stages of an optimal split, in pipeline order: back from the full ideal, recomputing the
+    arg-min along the optimal path only."""
+    K, L = devices.num_accelerators, devices.num_cpus
     stages: list[tuple[str, tuple[int, ...]]] = []
-    c, f, p = L, K, N - 1
+    c, f, p = L, K, table.N - 1
     while p != 0:
         s = c * (K + 1) + f
         here = dp[p, s]
@@ -244,13 +267,7 @@ def solve_contracted(
             f -= 1
         p = q
     stages.reverse()
-    return ContiguousSolution(
-        max_load=best,
-        stages=tuple(stages),
-        num_ideals=N,
-        num_pairs=num_pairs,
-        upper_bound=upper_bound,
-    )
+    return tuple(stages)
 
 
 def partition_dpl(

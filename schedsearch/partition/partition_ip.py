@@ -848,11 +848,43 @@ def latency_ip(
     # times are divided by big_u, so every time variable lies in [0, 1] and the
     # big-M constants are 1 (HiGHS rejects its own answers on the raw scale)
     sc = 1.0 / big_u
-    n = len(units.members)
     m = MipModel(f"latency {graph.name}")
+    cpu, x = _latency_assignment(m, units, G)
+    _latency_contiguity(m, graph, units, x, G)
+    comm_in, load_terms = _latency_communication(m, graph, units, x, G, sc)
+    total = _latency_times(m, graph, units, cpu, x, comm_in, load_terms, K=K, subgraphs_per_accel=subgraphs_per_accel,
+                           sc=sc)
+    _latency_memory(m, units, x, devices, subgraphs_per_accel)
+    m.minimize([(total, 1.0)])
+    res = solve_mip(m, options)
+    split = None
+    value = None
+    if res.values is not None:
+        split = _latency_split(units, res.values, cpu, x, G)
+        value = latency_of_split(graph, split, devices, subgraphs_per_accel=subgraphs_per_accel)
+    if incumbent is not None and math.isfinite(inc_value) and (value is None or inc_value < value):
+        split, value = incumbent, inc_value
+    status = res.status
+    if value is not None and status in (Status.TIMEOUT, Status.UNKNOWN):
+        status = Status.FEASIBLE
+    bound = res.best_bound * big_u if res.best_bound is not None else None
+    if bound is not None and value is not None:
+        bound = min(bound, value)
+    stats = {"classes": len(units.members), "subgraphs": G, "time_unit": big_u, "mip": str(m)}
+    if res.objective is not None and value is not None:
+        stats["objective_vs_evaluated"] = abs(res.objective * big_u - value)
+    return PartitionBound(
+        method="ip-latency", status=status, split=split, value=value, lower_bound=bound,
+        wall_time_s=time.perf_counter() - t0, mip=res, stats=stats,
+    )
+
+
+def _latency_assignment(m: MipModel, units: Units, G: int) -> tuple[list[int], list[list[int]]]:
+    """Each unit (a colocation class) on the CPU (``cpu[i]``) or in exactly one accelerator subgraph
+    (``x[i][g]``); a unit an accelerator cannot run is fixed off every subgraph."""
     cpu = []
     x = []
-    for i in range(n):
+    for i in range(len(units.members)):
         c = m.new_binary(f"cpu[{i}]")
         row = []
         for g in range(G):
@@ -863,9 +895,14 @@ def latency_ip(
         cpu.append(c)
         x.append(row)
         m.add_eq([(c, 1.0)] + [(v, 1.0) for v in row], 1.0)
+    return cpu, x
+
+
+def _latency_contiguity(m: MipModel, graph: OperatorGraph, units: Units, x: list[list[int]], G: int) -> None:
+    """Every subgraph is convex (contiguous), on the operator edges: ``z[op, g]`` is at least ``x`` of the
+    operator's unit and grows along the edges, and an operator after one that left ``g`` is not in ``g``."""
     uo = units.unit_of
     ops = list(graph.operators)
-    # contiguity (convex subgraphs), on operator edges
     for g in range(G):
         z = {op.id: m.new_continuous(0.0, name=f"z[{op.id},{g}]") for op in ops}
         for op in ops:
@@ -874,14 +911,21 @@ def latency_ip(
             m.add_le([(z[b], 1.0), (z[a], -1.0)], 0.0)
             if uo[a] != uo[b]:
                 m.add_le([(z[b], 1.0), (x[uo[b]][g], -1.0), (x[uo[a]][g], 1.0)], 1.0)
-    # communication in / out of each subgraph, per source operator
+
+
+def _latency_communication(m: MipModel, graph: OperatorGraph, units: Units, x: list[list[int]], G: int,
+                           sc: float) -> tuple[dict[tuple[int, int], int], list[list[tuple[int, float]]]]:
+    """The communication into and out of each subgraph, per source operator (``in[op, g]``,
+    ``out[op, g]``), and each subgraph's load terms: its units' accelerator latencies and the transfers
+    it receives and sends (times scaled by ``sc``)."""
+    uo = units.unit_of
     comm_in: dict[tuple[int, int], int] = {}
     load_terms: list[list[tuple[int, float]]] = [[] for _ in range(G)]
     for g in range(G):
-        for i in range(n):
+        for i in range(len(units.members)):
             if units.accel[i]:
                 load_terms[g].append((x[i][g], units.accel[i] * sc))
-        for op in ops:
+        for op in graph.operators:
             succs = graph.successors(op.id)
             if not succs:
                 continue
@@ -896,6 +940,19 @@ def latency_ip(
                 m.add_ge([(s, 1.0), (x[uo[op.id]][g], -1.0), (x[o][g], 1.0)], 0.0)
             if op.output_cost:
                 load_terms[g] += [(r, op.output_cost * sc), (s, op.output_cost * sc)]
+    return comm_in, load_terms
+
+
+def _latency_times(m: MipModel, graph: OperatorGraph, units: Units, cpu: list[int], x: list[list[int]],
+                   comm_in: dict[tuple[int, int], int], load_terms: list[list[tuple[int, float]]], *, K: int,
+                   subgraphs_per_accel: int, sc: float) -> int:
+    """The times: each subgraph runs as one call from ``start[g]`` to ``finish[g]`` (its load), after the
+    latencies of the operators it receives from, and the subgraphs of one accelerator run in turn; an
+    operator's latency ``lat[op]`` follows its call, its CPU time and its predecessors; the latency ``L``
+    (the variable returned) is the largest."""
+    uo = units.unit_of
+    ops = list(graph.operators)
+    G = len(load_terms)
     # an operator's latency is at least the longest path into it of least
     # latencies (inside one call the whole call's work lies between its start
     # and its end), so these lower bounds are valid and give the LP the
@@ -927,44 +984,35 @@ def latency_ip(
         if graph.operator(b).cpu_latency:
             terms.append((cpu[uo[b]], -graph.operator(b).cpu_latency * sc))
         m.add_ge(terms, 0.0)
-    if devices.max_accel_memory is not None:
-        cap = devices.max_accel_memory
-        for a in range(K):
-            terms = [(x[i][g], units.size[i] / cap if cap > 0 else 1.0) for i in range(n) if units.size[i]
-                     for g in range(a * subgraphs_per_accel, (a + 1) * subgraphs_per_accel)]
-            if terms:
-                m.add_le(terms, 1.0 if cap > 0 else 0.0, f"memory[{a}]")
-    m.minimize([(total, 1.0)])
-    res = solve_mip(m, options)
-    split = None
-    value = None
-    if res.values is not None:
-        vals = res.values
-        assignment: dict[int, Slot] = {}
-        for i, ms in enumerate(units.members):
-            g = max(range(G), key=lambda g_: vals[x[i][g_]], default=None)
-            on_cpu = g is None or vals[cpu[i]] > vals[x[i][g]]
-            slot = Slot(kind="cpu", index=0) if on_cpu else Slot(kind="accel", index=g)
-            for op in ms:
-                assignment[op] = slot
-        order = [Slot(kind="accel", index=g) for g in range(G)] + [Slot(kind="cpu", index=0)]
-        split = Split.from_assignment(assignment, order=order)
-        value = latency_of_split(graph, split, devices, subgraphs_per_accel=subgraphs_per_accel)
-    if incumbent is not None and math.isfinite(inc_value) and (value is None or inc_value < value):
-        split, value = incumbent, inc_value
-    status = res.status
-    if value is not None and status in (Status.TIMEOUT, Status.UNKNOWN):
-        status = Status.FEASIBLE
-    bound = res.best_bound * big_u if res.best_bound is not None else None
-    if bound is not None and value is not None:
-        bound = min(bound, value)
-    stats = {"classes": n, "subgraphs": G, "time_unit": big_u, "mip": str(m)}
-    if res.objective is not None and value is not None:
-        stats["objective_vs_evaluated"] = abs(res.objective * big_u - value)
-    return PartitionBound(
-        method="ip-latency", status=status, split=split, value=value, lower_bound=bound,
-        wall_time_s=time.perf_counter() - t0, mip=res, stats=stats,
-    )
+    return total
+
+
+def _latency_memory(m: MipModel, units: Units, x: list[list[int]], devices: DeviceLimits,
+                    subgraphs_per_accel: int) -> None:
+    """Each accelerator holds the units of its subgraphs within its memory (when it has a limit)."""
+    if devices.max_accel_memory is None:
+        return
+    cap = devices.max_accel_memory
+    n = len(units.members)
+    for a in range(devices.num_accelerators):
+        terms = [(x[i][g], units.size[i] / cap if cap > 0 else 1.0) for i in range(n) if units.size[i]
+                 for g in range(a * subgraphs_per_accel, (a + 1) * subgraphs_per_accel)]
+        if terms:
+            m.add_le(terms, 1.0 if cap > 0 else 0.0, f"memory[{a}]")
+
+
+def _latency_split(units: Units, vals: Sequence[float], cpu: list[int], x: list[list[int]], G: int) -> Split:
+    """The split of a solution: each unit in its largest subgraph, or on ``cpu0`` where its CPU value is
+    larger (accelerator slot ``g`` for subgraph ``g``)."""
+    assignment: dict[int, Slot] = {}
+    for i, ms in enumerate(units.members):
+        g = max(range(G), key=lambda g_: vals[x[i][g_]], default=None)
+        on_cpu = g is None or vals[cpu[i]] > vals[x[i][g]]
+        slot = Slot(kind="cpu", index=0) if on_cpu else Slot(kind="accel", index=g)
+        for op in ms:
+            assignment[op] = slot
+    order = [Slot(kind="accel", index=g) for g in range(G)] + [Slot(kind="cpu", index=0)]
+    return Split.from_assignment(assignment, order=order)
 
 
 def latency_problem(
@@ -1035,7 +1083,7 @@ def latency_problem(
     ('OPTIMAL', 12)
     """
     from schedsearch.errors import UnsupportedFeatureError
-    from schedsearch.problem import Block, Channel, Cluster, Device, Edge, Graph, Option, Problem
+    from schedsearch.problem import Block, Edge, Graph, Option, Problem
 
     graph, devices = resolve_workload(graph, devices)
     _check_latency_graph(graph)
@@ -1047,31 +1095,11 @@ def latency_problem(
             )
 
     def as_int(entity: str, field: str, value: float, minimum: int) -> int:
-        scaled = value * (time_scale if field != "size" else memory_scale)
-        r = round(scaled)
-        if abs(scaled - r) > 1e-6 * max(1.0, abs(scaled)) or r < minimum:
-            raise InvalidOperatorGraphError(
-                f"{entity}: {field!r} scaled to {scaled!r} is not an integer >= {minimum}; choose another scale"
-            )
-        return int(r)
+        return _scaled_int(entity, field, value * (time_scale if field != "size" else memory_scale), minimum)
 
     n_cpu = num_cpus if num_cpus is not None else graph.num_operators
     cpus = [f"cpu{i}" for i in range(n_cpu)]
     accels = [f"acc{a}" for a in range(devices.num_accelerators)]
-    cap = None
-    if devices.max_accel_memory is not None:
-        cap = int(math.floor(devices.max_accel_memory * memory_scale + 1e-9))
-    dev_list = [Device(name=a, memory=cap) for a in accels] + [Device(name=c) for c in cpus]
-    channels = []
-    for a in accels:
-        for c in cpus:
-            channels.append(Channel(name=f"{a}-{c}", endpoints=(a, c), time_per_unit=1))
-    for i, a in enumerate(accels):
-        for b in accels[i + 1:]:
-            channels.append(Channel(name=f"{a}-{b}", endpoints=(a, b), time_per_unit=2))
-    for i, a in enumerate(cpus):
-        for b in cpus[i + 1:]:
-            channels.append(Channel(name=f"{a}-{b}", endpoints=(a, b), time_per_unit=0))
     blocks = []
     for op in graph.operators:
         ent = f"operator {op.id}"
@@ -1087,6 +1115,38 @@ def latency_problem(
     return Problem(
         graph=Graph(blocks=blocks, edges=edges),
         num_microbatches=1,
-        cluster=Cluster(devices=dev_list, channels=channels),
+        cluster=_latency_cluster(accels, cpus, devices, memory_scale),
         name=name or f"latency {graph.name}",
     )
+
+
+def _scaled_int(entity: str, field: str, scaled: float, minimum: int) -> int:
+    """A scaled latency, size or cost as the integer it must be (at least ``minimum``)."""
+    r = round(scaled)
+    if abs(scaled - r) > 1e-6 * max(1.0, abs(scaled)) or r < minimum:
+        raise InvalidOperatorGraphError(
+            f"{entity}: {field!r} scaled to {scaled!r} is not an integer >= {minimum}; choose another scale"
+        )
+    return int(r)
+
+
+def _latency_cluster(accels: Sequence[str], cpus: Sequence[str], devices: DeviceLimits, memory_scale: float):
+    """The cluster of :func:`latency_problem`: accelerators with the scaled memory limit, unbounded CPUs;
+    channels CPU-accelerator one unit per unit of size, accelerator-accelerator two, CPU-CPU free."""
+    from schedsearch.problem import Channel, Cluster, Device
+
+    cap = None
+    if devices.max_accel_memory is not None:
+        cap = int(math.floor(devices.max_accel_memory * memory_scale + 1e-9))
+    dev_list = [Device(name=a, memory=cap) for a in accels] + [Device(name=c) for c in cpus]
+    channels = []
+    for a in accels:
+        for c in cpus:
+            channels.append(Channel(name=f"{a}-{c}", endpoints=(a, c), time_per_unit=1))
+    for i, a in enumerate(accels):
+        for b in accels[i + 1:]:
+            channels.append(Channel(name=f"{a}-{b}", endpoints=(a, b), time_per_unit=2))
+    for i, a in enumerate(cpus):
+        for b in cpus[i + 1:]:
+            channels.append(Channel(name=f"{a}-{b}", endpoints=(a, b), time_per_unit=0))
+    return Cluster(devices=dev_list, channels=channels)

@@ -30,8 +30,8 @@ initial memory.
 
 from __future__ import annotations
 
-import math
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from pathlib import Path
@@ -39,6 +39,7 @@ from typing import Any
 
 import attrs
 
+from schedsearch.executors import TaskStatus
 from schedsearch.errors import (
     InvalidOptionsError,
     InvalidPipelineError,
@@ -46,28 +47,25 @@ from schedsearch.errors import (
     NoFittingPlanError,
     SchedSearchError,
 )
-from schedsearch.handcrafted.families import SCHEDULES, Family, family as family_record
+from schedsearch.handcrafted.families import RUNTIMES, SCHEDULES, Family, check_runtime, family as family_record
 from schedsearch.handcrafted.simulate import validation_deferred
 from schedsearch.options import MAX_SEED, Rule, SearchOptions, check_options
 from schedsearch.plan.pipeline import (FAMILIES, Pipeline, Stage, check_integer_range, check_plan_arguments,
                                   exact_bytes, exact_memory_unit)
 from schedsearch.rewrite import with_capacities
 from schedsearch.problem import Problem
+from schedsearch.plan.outcome import Reason
+from schedsearch.plan.shares import (SEARCH_FLOOR_S, SEARCH_FLOOR_WITH_PLAN_S, ShareClock, Shares,
+                                     WorkEstimate)
 from schedsearch.plan.times import (CandidateTimes, candidate_times, float_below, named_times, rank_pipelines,
                                     retime_ms)
+from schedsearch.result import Status
 from schedsearch.schedule import Schedule, metrics
 from schedsearch.units import GIB, Units, choose_units
 from schedsearch.validate import validate
 
 __all__ = ["RUNTIMES", "Candidate", "PlanRow", "PlanResult", "SweepPoint", "SweepResult", "candidates", "build_problem",
            "plan", "plan_sweep", "runtime_gap"]
-
-#: The runtimes a plan can be made for: name -> what it is.
-RUNTIMES = {
-    "torch": "torch's CSV runtime (torch.distributed.pipelining, as torchtitan runs it)",
-    "any": "no runtime in particular: the best plan of every family, whether a runtime can execute it or not",
-}
-
 
 @attrs.frozen(kw_only=True)
 class Candidate:
@@ -113,6 +111,8 @@ class Candidate:
 def runtime_gap(candidate: Candidate, runtime: str) -> str:
     """Why ``runtime`` (a key of :data:`RUNTIMES`) cannot execute plans of ``candidate``, in a user's terms; "" when it can.
 
+    The family record answers it (:meth:`~schedsearch.handcrafted.families.Family.runtime_gap`).
+
     Examples
     --------
     >>> from schedsearch.plan.planner import Candidate, runtime_gap
@@ -121,13 +121,7 @@ def runtime_gap(candidate: Candidate, runtime: str) -> str:
     >>> runtime_gap(Candidate(family="zb-v", chunks=2, split_backward=True), "torch")
     ''
     """
-    _check_runtime(runtime)
-    return candidate.record.torch_gap if runtime == "torch" else ""
-
-
-def _check_runtime(runtime: str) -> None:
-    if runtime not in RUNTIMES:
-        raise InvalidPipelineError(f"plan: runtime must be one of {sorted(RUNTIMES)}, got {runtime!r}")
+    return candidate.record.runtime_gap(runtime)
 
 
 def candidates(pipeline: Pipeline) -> list[Candidate]:
@@ -210,10 +204,15 @@ def _handcrafted(candidate: Candidate, problem: Problem) -> Schedule:
 class PlanRow:
     """One line of the plan table (times in ms, memory in GiB per rank, peak including parameters).
 
-    ``status`` is ``OPTIMAL`` when ``bound_ms`` meets ``makespan_ms``,
-    ``FEASIBLE`` for another plan, the search's ``INFEASIBLE`` or
-    ``TIMEOUT`` without one, ``"skipped"`` (with ``note`` saying why) or
-    ``"failed"``/``"timeout"`` from the executor. ``makespan_ms``,
+    ``status`` is the library's :class:`~schedsearch.result.Status` and
+    ``reason`` a :class:`~schedsearch.plan.outcome.Reason` when the status
+    alone does not say what happened (left out before any search, no answer
+    from the executor, a plan the runtime cannot execute); ``note`` says it
+    in words and :attr:`mark` is the table's status cell. A row with a plan
+    is ``OPTIMAL`` only when both levels are proven: the makespan meets
+    ``bound_ms`` (``makespan_proven``) and the worst rank's peak is the
+    least among plans of that makespan (``peak_proven``); it is
+    ``FEASIBLE`` otherwise. ``makespan_ms``,
     ``handcrafted_ms`` and ``bound_ms`` are of the pipeline's unrounded
     times (:mod:`schedsearch.plan.times`). The plan is the search's, or the
     handcrafted one when that fits and the search had nothing better in
@@ -221,16 +220,20 @@ class PlanRow:
     global bubble (makespan minus busy time, worst rank) over the makespan,
     in the integer problem. ``handcrafted_*`` are the published schedule of
     the same family on the same problem; ``handcrafted_fits`` says whether
-    it stays within the budget.
+    it stays within the budget. ``engine`` names what found the plan (as a
+    search result's :attr:`~schedsearch.result.SearchResult.engine`).
     """
 
     candidate: Candidate
-    status: str
+    status: Status = attrs.field(validator=attrs.validators.instance_of(Status))
+    reason: Reason | None = attrs.field(default=None,
+                                        validator=attrs.validators.optional(attrs.validators.instance_of(Reason)))
     makespan_ms: float | None = None
     bubble_pct: float | None = None
     peak_gib: tuple[float, ...] = ()
     bound_ms: float | None = None
     gap: float | None = None
+    makespan_proven: bool = False
     peak_proven: bool = False
     handcrafted: str | None = None
     handcrafted_ms: float | None = None
@@ -244,13 +247,30 @@ class PlanRow:
     def family(self) -> str:
         return self.candidate.label
 
+    @property
+    def mark(self) -> str:
+        """The table's status cell: the status, or ``skipped``/``timeout``/``failed`` for a row without a plan
+        left out or stopped (:attr:`Reason.mark <schedsearch.plan.outcome.Reason.mark>`)."""
+        if self.reason is not None and self.reason.mark and self.makespan_ms is None:
+            return self.reason.mark
+        return self.status.value
+
     def to_dict(self) -> dict[str, Any]:
         out = attrs.asdict(self, recurse=False)
         out["candidate"] = attrs.asdict(self.candidate)
         out["family"] = self.family
+        out["status"] = self.status.value
+        out["reason"] = None if self.reason is None else self.reason.value
+        out["mark"] = self.mark
         out["peak_gib"] = list(self.peak_gib)
         out["handcrafted_peak_gib"] = list(self.handcrafted_peak_gib)
         return out
+
+
+def _row_without_plan(candidate: Candidate, reason: Reason, note: str) -> PlanRow:
+    """The row of a candidate that has no plan for ``reason``."""
+    return PlanRow(candidate=candidate, status=reason.status, reason=reason, note=note,
+                   handcrafted=candidate.handcrafted_name())
 
 
 @attrs.frozen(kw_only=True)
@@ -275,123 +295,130 @@ def _gibs(units: Units, problem: Problem, schedule: Schedule, figures: Any = Non
     return tuple(round(units.gib(peak[d]), 3) for d in problem.cluster.device_names)
 
 
-#: The least time a candidate's search gets when the candidate has no plan yet, whatever its share has left.
-SEARCH_FLOOR_S = 0.5
+def _seconds(s: float) -> str:
+    """A duration in words with two significant figures: ``"0.41 ms"``, ``"12 ms"``, ``"3.4 s"``."""
+    def figures(x: float) -> str:
+        return f"{x:.0f}" if x >= 10 else f"{x:.2g}"
 
-#: The least time a candidate's search gets when the published schedule is already its plan: the search
-#: may then only improve on it, so it gets what the share has left (the bound comes first in it).
-SEARCH_FLOOR_WITH_PLAN_S = 0.05
-
-#: Seconds per task instance assumed for the search's lower bound (it runs first in the search, whatever the
-#: time left): 4-5 us at 65,000-120,000 task instances on one core.
-BOUND_S_PER_TASK = 5e-6
-
-#: Seconds per task instance assumed for a row's figures of its plan once the search is over (the metrics
-#: and the real time ratios: 1-1.5 us at 80,000-120,000 task instances on one core).
-FIGURES_S_PER_TASK = 2e-6
-
-#: Seconds per task instance assumed for re-timing a plan the search found with the real times (3-4 us).
-RETIME_S_PER_TASK = 4e-6
+    if s >= 1.0:
+        return f"{figures(s)} s"
+    return f"{figures(s * 1e3)} ms" if s * 1e3 >= 0.01 else "under 0.01 ms"
 
 
-def _share_left(options: SearchOptions, t0: float) -> float | None:
-    """Seconds the candidate's share has left since ``t0``; None without a wall-clock limit (deterministic
-    limits must not depend on the clock)."""
-    if options.time_limit_s is None or options.deterministic:
-        return None
-    return options.time_limit_s - (time.perf_counter() - t0)
+def _not_drawn_note(name: str, num_tasks: int, share_s: float, spent_s: float, need_s: float) -> str:
+    """Why the published ``name`` was not drawn: what the candidate's share had left against what it needed."""
+    left = share_s - spent_s
+    what = (f"the candidate's share of the time limit ({_seconds(share_s)}) was used up by building its problem "
+            f"({num_tasks} task instances, {_seconds(spent_s)})" if left <= 0 else
+            f"the candidate's share of the time limit ({_seconds(share_s)}) had {_seconds(left)} left after "
+            f"building its problem ({num_tasks} task instances)")
+    return (f"the published {name} was not drawn: {what}, and drawing it and proving it against the bound take "
+            f"about {_seconds(need_s)} (a longer time_limit_s, or fewer candidates at once, gives it time)")
 
 
-def _left_of_share(options: SearchOptions, t0: float, reserve_s: float = 0.0,
-                   floor_s: float = SEARCH_FLOOR_S) -> SearchOptions:
-    """``options`` with the time limit cut to what the candidate's share has left since ``t0`` (the work
-    before the search, such as drawing the published schedule, counts against it) less ``reserve_s`` (the
-    work after it); at least ``floor_s``. Deterministic limits are not cut (they must not depend on the
-    clock)."""
-    left = _share_left(options, t0)
-    if left is None:
-        return options
-    return options.replace(time_limit_s=max(floor_s, left - reserve_s))
+@attrs.frozen(kw_only=True)
+class _Published:
+    """The family's published schedule on one candidate's problem: drawn, or why not."""
+
+    name: str | None = None
+    schedule: Schedule | None = None
+    fits: bool = False
+    note: str = ""
+    draw_s: float = 0.0  # wall seconds its drawing took
 
 
-def _handcrafted_refusal(name: str, exc: Exception) -> str:
-    """Why the published ``name`` schedule cannot be drawn for this description, in the user's terms."""
-    text = str(exc)
-    if "declares no overlap" in text:
-        return (f"no published {name} to compare with: it runs a forward and a backward together, which the "
-                f"description does not time (give 'fb_overlap_ms')")
-    first = text.splitlines()[0] if text else type(exc).__name__
-    return f"no published {name} to compare with: {first}"
-
-
-def _evaluate(task: _Task) -> _Outcome:
-    """Solve one candidate and run its handcrafted schedule (the executor's unit of work)."""
-    from schedsearch.search.portfolio import HANDCRAFTED_S_PER_TASK, estimated_tasks, solve
-
-    t0 = time.perf_counter()
-    candidate, units, times = task.candidate, task.units, task.times
-    problem = times.problem
-    notes: list[str] = []
-    # the share's time after the search: the row's figures, the re-timing of a plan the search found, and the
-    # bound of the problem with memory rounded down when the integer memory is not exact
-    num_tasks = problem.num_microbatches * len(problem.graph.blocks)
-    weighted = estimated_tasks(problem)  # members of overlapped groups count more (not in the bound's estimate)
-    relaxed = 0.0 if times.memory_exact else BOUND_S_PER_TASK
-    reserve = (FIGURES_S_PER_TASK + RETIME_S_PER_TASK) * weighted + relaxed * num_tasks
-    # the family's published schedule first, once: the row shows it, and when it fits the budget the search
-    # starts from it (a warm start) instead of drawing it again
-    hand, broken, hand_problem, hand_fig = None, (), None, None
+def _draw_published(candidate: Candidate, problem: Problem, clock: ShareClock, work: WorkEstimate) -> _Published:
+    """The family's published schedule on ``problem``, drawn once (the row shows it, and when it fits the
+    budget the search starts from it), or why it was not: not timed by the description, no time left in the
+    share, a precondition of the construction not met."""
     name = candidate.handcrafted_name()
-    left = _share_left(task.options, t0)
-    need = HANDCRAFTED_S_PER_TASK * weighted  # drawn and validated
-    # with it as the plan: the search's bound (to prove it) and the row's figures (no re-timing: its times are
-    # as soon as possible in its order)
-    after = (BOUND_S_PER_TASK + relaxed) * num_tasks + FIGURES_S_PER_TASK * weighted
-    if name is not None and left is not None and need + after > left:
-        notes.append(f"the published {name} was not drawn: at {num_tasks} task instances it needs about "
-                     f"{need:.1f} s, and {max(left - after, 0.0):.1f} s of the candidate's share were left")
-    elif name is not None:
-        drawn_at = time.perf_counter()
-        hand_problem = problem if all(d.memory is None for d in problem.cluster.devices) \
-            else with_capacities(problem, None)
-        try:
-            with validation_deferred():  # validated once, below, against ``problem`` itself
-                hand = _handcrafted(candidate, hand_problem)
-        except Exception as exc:  # a published schedule's precondition not met: say which
-            notes.append(_handcrafted_refusal(name, exc))
-        else:
-            broken = validate(problem, hand)  # a plan of ``problem`` itself: no check again in the search
-            other = [v for v in broken if "memory" not in str(v).lower()]
-            assert not other, f"{name}: the handcrafted schedule breaks more than memory: {other[:3]}"
-            # a machine slower than the estimates (a loaded one) is slower after the search too: keep the
-            # reserve in proportion
-            reserve *= max(1.0, (time.perf_counter() - drawn_at) / need) if need > 0 else 1.0
-    with_plan = hand is not None and not broken
-    options = _left_of_share(task.options, t0, reserve, SEARCH_FLOOR_WITH_PLAN_S if with_plan else SEARCH_FLOOR_S)
-    if with_plan:
-        options = options.replace(warm_starts=(hand,))
-    note = ""
+    if name is None:
+        return _Published()
+    if candidate.record.overlap and not candidate.overlap:
+        return _Published(name=name, note=(f"no published {name} to compare with: it runs a forward and a backward "
+                                           f"together, which the description does not time (give 'fb_overlap_ms')"))
+    if not clock.covers(work.draw_s + work.with_published_s):
+        return _Published(name=name, note=_not_drawn_note(name, work.num_tasks, clock.share_s, clock.spent_s,
+                                                          work.draw_s + work.with_published_s))
+    drawn_at = time.perf_counter()
+    free = problem if all(d.memory is None for d in problem.cluster.devices) else with_capacities(problem, None)
+    try:
+        with validation_deferred():  # validated once, below, against ``problem`` itself
+            hand = _handcrafted(candidate, free)
+    except InvalidProblemError as exc:  # a precondition of the published construction: say which
+        return _Published(name=name, note=f"no published {name} to compare with: {exc}")
+    except Exception as exc:  # the construction failed on this problem: an error inside the library
+        return _Published(name=name, note=(f"no published {name} to compare with: its construction failed on this "
+                                           f"candidate ({type(exc).__name__}, an error inside the library)"))
+    broken = validate(problem, hand)  # a plan of ``problem`` itself: no check again in the search
+    other = [v for v in broken if v.kind != "memory"]
+    assert not other, f"{name}: the handcrafted schedule breaks more than memory: {other[:3]}"
+    return _Published(name=name, schedule=hand, fits=not broken, draw_s=time.perf_counter() - drawn_at)
+
+
+def _search(problem: Problem, options: SearchOptions) -> tuple[Any, list[str]]:
+    """:func:`~schedsearch.search.portfolio.solve` on one candidate's problem, and what its row must say."""
+    from schedsearch.search.portfolio import ENGINES, solve
+
+    notes = []
     try:
         result = solve(problem, options=options)
     except (KeyError, IndexError) as exc:
         # a handcrafted construction of the portfolio failed on this problem: search without them
-        from schedsearch.search.portfolio import ENGINES
-
-        note = ("the published schedules the search starts from could not be drawn for this candidate "
-                f"({type(exc).__name__}); searched without them")
+        notes.append("the published schedules the search starts from could not be drawn for this candidate "
+                     f"({type(exc).__name__}); searched without them")
         result = solve(problem, options=options, engines=[e for e in ENGINES if e != "handcrafted"])
     if result.stats.get("wall_guard_hit"):
-        note = (note + "; " if note else "") + ("a deterministic search hit its wall-clock guard: this row may "
-                                                "differ on another run")
-    notes[:0] = [note] if note else []
+        notes.append("a deterministic search hit its wall-clock guard: this row may differ on another run")
+    return result, notes
+
+
+def _evaluate(task: _Task) -> _Outcome:
+    """Solve one candidate and run its handcrafted schedule (the executor's unit of work).
+
+    The candidate's share of the time (:mod:`schedsearch.plan.shares`) pays
+    for building its problem, drawing its published schedule (when the share
+    covers it), the search, and the row's figures (reserved before the
+    search starts).
+    """
+    from schedsearch.search.portfolio import HANDCRAFTED_S_PER_TASK, estimated_tasks
+
+    clock = ShareClock(task.options)
+    candidate, problem = task.candidate, task.times.problem
+    work = WorkEstimate(num_tasks=problem.num_microbatches * len(problem.graph.blocks),
+                        weighted=estimated_tasks(problem), memory_exact=task.times.memory_exact,
+                        draw_s_per_task=HANDCRAFTED_S_PER_TASK)
+    published = _draw_published(candidate, problem, clock, work)
+    reserve = work.after_search_s
+    if published.schedule is not None and work.draw_s > 0:
+        # a machine slower than the estimates (a loaded one) is slower after the search too: keep the
+        # reserve in proportion
+        reserve *= max(1.0, published.draw_s / work.draw_s)
+    options = clock.search_options(reserve, SEARCH_FLOOR_WITH_PLAN_S if published.fits else SEARCH_FLOOR_S)
+    if published.fits:
+        options = options.replace(warm_starts=(published.schedule,))
+    result, notes = _search(problem, options)
+    if published.note:
+        notes.append(published.note)
+    row, schedule = _figures(task, result, published, notes)
+    row["wall_time_s"] = round(clock.spent_s, 3)
+    return _Outcome(row=PlanRow(**row), schedule=schedule, handcrafted=published.schedule)
+
+
+def _figures(task: _Task, result: Any, published: _Published,
+             notes: list[str]) -> tuple[dict[str, Any], Schedule | None]:
+    """The row's fields of one candidate's search and published schedule, every figure in ms of the real
+    times (the plan's order re-timed, a bound on the real problem), and the plan it shows."""
+    candidate, units, times = task.candidate, task.units, task.times
+    problem = times.problem
+    hand, name = published.schedule, published.name
     engine = f"handcrafted {name}" if hand is not None and result.schedule is hand else result.engine
-    row: dict[str, Any] = {"candidate": candidate, "status": result.status.value, "engine": engine}
-    # every figure in ms is of the real times: the plan's order re-timed, a bound on the real problem
+    row: dict[str, Any] = {"candidate": candidate, "status": result.status, "engine": engine}
     bound = times.bound_ms(result.lower_bound)
     if bound is not None:
         row["bound_ms"] = float_below(bound)
     schedule = result.schedule  # validated by the search (every plan solve returns is)
-    hand_real = None
+    hand_real = hand_fig = None
     if hand is not None:
         # a published schedule is timed as soon as possible in its order (schedule_from_orders): with every
         # time exact, re-timing it with the real times gives its own times in ms
@@ -401,32 +428,29 @@ def _evaluate(task: _Task) -> _Outcome:
         real = hand_real if schedule is hand else retime_ms(schedule, times)
     if name is not None:
         row["handcrafted"] = name
-        if hand is not None:
-            hand_fig = metrics(problem, hand)
-            row.update(handcrafted_ms=float(hand_real), handcrafted_peak_gib=_gibs(units, problem, hand, hand_fig),
-                       handcrafted_fits=not broken)
-            if not broken and (real is None or hand_real < real):  # the search had nothing better in time
-                notes.append(f"the search found {'no plan' if real is None else 'no better plan'} in time: "
-                             f"the plan is {name}'s")
-                schedule, real = hand, hand_real
-                if result.status.value in ("TIMEOUT", "OPTIMAL"):
-                    row["status"] = "FEASIBLE"
+    if hand is not None:
+        hand_fig = metrics(problem, hand)
+        row.update(handcrafted_ms=float(hand_real), handcrafted_peak_gib=_gibs(units, problem, hand, hand_fig),
+                   handcrafted_fits=published.fits)
+        if published.fits and (real is None or hand_real < real):  # the search had nothing better in time
+            notes.append(f"the search found {'no plan' if real is None else 'no better plan'} in time: "
+                         f"the plan is {name}'s")
+            schedule, real = hand, hand_real
+            row["status"] = Status.FEASIBLE
     if schedule is not None:
         fig = hand_fig if schedule is hand else metrics(problem, schedule)
+        peak_proven = result.proven_levels >= 2 and schedule is result.schedule
         row.update(makespan_ms=float(real), bubble_pct=round(100 * fig.bubble_global / fig.makespan, 2),
-                   peak_gib=_gibs(units, problem, schedule, fig),
-                   peak_proven=result.proven_levels >= 2 and schedule is result.schedule)
+                   peak_gib=_gibs(units, problem, schedule, fig), peak_proven=peak_proven)
         if bound is not None:
             row["gap"] = float((real - bound) / real) if real else 0.0
-            if bound >= real:
-                row["status"] = "OPTIMAL"
-            elif row["status"] == "OPTIMAL":
-                row["status"] = "FEASIBLE"
+            row["makespan_proven"] = bound >= real
+            row["status"] = Status.OPTIMAL if bound >= real and peak_proven else Status.FEASIBLE
+            if bound < real and result.status is Status.OPTIMAL and schedule is result.schedule:
                 notes.append(f"optimal for the times rounded to {units.time_unit_ms:g} ms units; with the real "
                              f"times within {100 * row['gap']:.2f}% of the bound")
     row["note"] = "; ".join(notes)
-    row["wall_time_s"] = round(time.perf_counter() - t0, 3)
-    return _Outcome(row=PlanRow(**row), schedule=schedule, handcrafted=hand)
+    return row, schedule
 
 
 @attrs.frozen(kw_only=True)
@@ -451,9 +475,15 @@ class PlanResult:
     schedule: Schedule | None
     stages: tuple[Stage, ...] = ()
     layers: tuple[tuple[int, ...], ...] = ()
-    engine: str = "local"
+    executor: str = "local"
     wall_time_s: float = 0.0
     runtime: str = "torch"
+
+    @property
+    def engine(self) -> str:
+        """Deprecated name of :attr:`executor` (the executor that ran the candidates)."""
+        warnings.warn("PlanResult.engine is deprecated: use PlanResult.executor", DeprecationWarning, stacklevel=2)
+        return self.executor
 
     def table(self) -> str:
         """The ranked table as text: makespan in ms, peak memory in GiB on ``rank0`` .. ``rankN``, then the rest.
@@ -475,7 +505,7 @@ class PlanResult:
         for i, r in enumerate(self.rows, 1):
             fits = "-" if r.handcrafted_fits is None else ("yes" if r.handcrafted_fits else "no")
             peaks = [format(g, ".2f") for g in r.peak_gib] if r.peak_gib else ["-"] * len(ranks)
-            cells.append([str(i), r.family, num(r.makespan_ms, ".3f"), *peaks, r.status, num(r.bound_ms, ".3f"),
+            cells.append([str(i), r.family, num(r.makespan_ms, ".3f"), *peaks, r.mark, num(r.bound_ms, ".3f"),
                           "-" if r.gap is None else f"{100 * r.gap:.1f}%", num(r.bubble_pct, ".1f"),
                           r.handcrafted or "-", num(r.handcrafted_ms, ".3f"), fits])
         widths = [max(len(h), *(len(c[k]) for c in cells)) if cells else len(h) for k, (h, _) in enumerate(columns)]
@@ -551,14 +581,17 @@ class PlanResult:
                                   torchtitan_module=torchtitan_module, layers_per_entry=layers_per_entry)
 
 
+#: Under a FEASIBLE row whose makespan meets the bound but whose peak memory is not proven.
+PEAK_NOT_PROVEN = "makespan proven, peak memory not proven (OPTIMAL needs both; a longer time_limit_s may prove it)"
+
+
 def _row_notes(row: PlanRow) -> list[str]:
     """What the table says under ``row``: which proof is open, then its note."""
     out = []
-    if row.makespan_ms is not None and row.status in ("OPTIMAL", "FEASIBLE"):
-        proven = row.status == "OPTIMAL"
-        if proven and not row.peak_proven:
-            out.append("makespan proven, peak memory not proven")
-        elif not proven and row.bound_ms is not None:
+    if row.makespan_ms is not None and row.status is Status.FEASIBLE:
+        if row.makespan_proven and not row.peak_proven:
+            out.append(PEAK_NOT_PROVEN)
+        elif row.bound_ms is not None and not row.makespan_proven:
             out.append(f"makespan not proven: within {100 * (row.gap or 0.0):.1f}% of the bound")
     if row.note:
         out.append(row.note)
@@ -571,30 +604,53 @@ def _rank_key(row: PlanRow) -> tuple:
     return (0, row.makespan_ms, max(row.peak_gib, default=0.0))
 
 
-def _check_call(where: str, pipeline: Any, runtime: Any, *, time_limit_s: Any, workers: Any, address: Any,
+#: A keyword not given (the deprecated names' default).
+_UNSET: Any = object()
+
+
+def _renamed(where: str, old: str, new: str, old_value: Any, value: Any) -> Any:
+    """``value``, or ``old_value`` with a DeprecationWarning when the caller used the old keyword ``old``."""
+    if old_value is _UNSET:
+        return value
+    warnings.warn(f"{where}: {old!r} is deprecated: use {new!r}", DeprecationWarning, stacklevel=3)
+    return old_value
+
+
+def _parallel_of(executor: Any, parallel: int | None) -> int | None:
+    """Candidates searched at once: ``parallel``, else the executor's own (its ``parallel`` attribute)."""
+    if parallel is not None:
+        return parallel
+    if hasattr(executor, "parallel"):
+        return executor.parallel
+    return getattr(executor, "workers", None)  # an executor written before ``parallel``
+
+
+def _check_call(where: str, pipeline: Any, runtime: Any, *, time_limit_s: Any, parallel: Any, address: Any,
                 deterministic: Any, seed: Any) -> None:
     """The checks :func:`plan` and :func:`plan_sweep` make before any work: the pipeline, the options, the runtime."""
     check_plan_arguments(where, pipeline)
     check_options(where, {
         "time_limit_s": (time_limit_s, Rule.number(maximum=10**7, above=0)),
-        "workers": (workers, Rule.integer(1, 4096, none=True)),
+        "parallel": (parallel, Rule.integer(1, 4096, none=True)),
         "address": (address, Rule.instance(str, "an address string", none=True)),
         "deterministic": (deterministic, Rule.boolean()), "seed": (seed, Rule.integer(0, MAX_SEED)),
     })
-    _check_runtime(runtime)
+    check_runtime(runtime)
 
 
 def plan(
     pipeline: Pipeline,
     *,
     time_limit_s: float = 60.0,
-    engine: Any = "local",
-    workers: int | None = None,
+    executor: Any = "local",
+    parallel: int | None = None,
     address: str | None = None,
     deterministic: bool = False,
     seed: int = 0,
     runtime: str = "torch",
     progress: Callable[[str], None] | None = None,
+    engine: Any = _UNSET,
+    workers: Any = _UNSET,
 ) -> PlanResult:
     """Search every allowed schedule family for ``pipeline`` and rank the plans.
 
@@ -604,25 +660,29 @@ def plan(
         The pipeline in milliseconds and bytes.
     time_limit_s:
         Wall time for the whole search; each candidate gets its share
-        (``time_limit_s / ceil(candidates / workers)``, less its part of the
+        (``time_limit_s / ceil(candidates / parallel)``, less its part of the
         time spent before the candidates start: the rounds end within the
         limit). Its published schedule is drawn only when the share covers
         it, its proof against the bound and the row's figures (estimated per
         task instance; the row's note says when it was not), and its search
-        gets the rest.
-    engine:
-        ``"local"`` (worker processes here), ``"ray"`` (a Ray cluster;
-        ``address`` to join one) or an executor of :mod:`schedsearch.executors`.
-    workers:
-        Parallel candidates (default: one per CPU).
+        gets the rest (:mod:`schedsearch.plan.shares`).
+    executor:
+        What runs the candidates' searches: ``"local"`` (processes of this
+        machine), ``"ray"`` (a Ray cluster; ``address`` to join one) or an
+        executor of :mod:`schedsearch.executors`. (``engine=`` is its
+        deprecated name.)
+    parallel:
+        Candidates searched at once (default: one per CPU), each with one
+        solver thread. (``workers=`` is its deprecated name: in a search's
+        options ``workers`` are the solver's threads.)
     deterministic, seed:
-        Each candidate's search runs one solver worker with a fixed seed.
+        Each candidate's search runs one solver thread with a fixed seed.
         By default its share of the time is wall-clock time, so ``plan``
         ends within about ``time_limit_s``; a search stopped by its limit
-        may then find another plan on another run or engine. With
+        may then find another plan on another run or executor. With
         ``deterministic=True`` the share is read as deterministic time (the
         solver's work count: see :class:`~schedsearch.options.SearchOptions`),
-        so every engine and every run gives the same table, also when
+        so every executor and every run gives the same table, also when
         searches stop at their limit; the wall time then depends on the
         machine (a guard of several times the share stops a runaway search,
         and the row says so).
@@ -651,7 +711,8 @@ def plan(
     Every figure in milliseconds is of the pipeline's own (unrounded)
     times: a row's makespan is its plan's order re-timed with them
     (:func:`~schedsearch.plan.times.retime_ms`), its bound a bound on every plan with them
-    (:func:`~schedsearch.plan.times.real_bound_ms`), and ``OPTIMAL`` means the two meet.
+    (:func:`~schedsearch.plan.times.real_bound_ms`). A row is ``OPTIMAL`` when the two meet and its
+    peak memory is proven least for that makespan; ``FEASIBLE`` otherwise.
 
     Examples
     --------
@@ -659,60 +720,85 @@ def plan(
     >>> pipeline = schedsearch.Pipeline(num_ranks=2, num_microbatches=4, memory_budget_bytes="6 GiB",
     ...     families=["1f1b"], stages=[{"forward_ms": 1.0, "backward_ms": 2.0, "input_grad_ms": 1.0,
     ...     "weight_grad_ms": 1.0, "activation_bytes": "1 GiB", "parameter_bytes": "1 GiB"}] * 2)
-    >>> result = schedsearch.plan(pipeline, time_limit_s=20, workers=1)
-    >>> [(r.family, r.status, r.makespan_ms, r.handcrafted_ms) for r in result.rows]
+    >>> result = schedsearch.plan(pipeline, time_limit_s=20, parallel=1)
+    >>> [(r.family, r.status.value, r.makespan_ms, r.handcrafted_ms) for r in result.rows]
     [('ZB-H1', 'OPTIMAL', 13.0, 13.0), ('1F1B', 'OPTIMAL', 15.0, 15.0)]
     >>> result.best.peak_gib  # 1 GiB of parameters and 2 activations of 1 GiB on each rank
     (3.0, 3.0)
     """
     from schedsearch.executors import get_executor
 
-    _check_call("plan", pipeline, runtime, time_limit_s=time_limit_s, workers=workers, address=address,
+    executor = _renamed("plan", "engine", "executor", engine, executor)
+    parallel = _renamed("plan", "workers", "parallel", workers, parallel)
+    _check_call("plan", pipeline, runtime, time_limit_s=time_limit_s, parallel=parallel, address=address,
                 deterministic=deterministic, seed=seed)
     if progress is not None and not callable(progress):
         raise InvalidOptionsError(f"plan: 'progress' must be a function of one line of text, got {progress!r}")
     t0 = time.perf_counter()
-    executor = get_executor(engine, workers=workers, address=address)
-    prepared = _prepare(pipeline, time_limit_s=time_limit_s, parallel=workers or getattr(executor, "workers", None),
-                        deterministic=deterministic, seed=seed, runtime=runtime)
+    runner = get_executor(executor, parallel=parallel, address=address)
+    parallel = _parallel_of(runner, parallel)
+    prepared = _prepare(pipeline, time_limit_s=time_limit_s, parallel=parallel, deterministic=deterministic,
+                        seed=seed, runtime=runtime)
     more: dict[str, Any] = {}
     if progress is not None:
         more["on_done"] = _progress_lines(prepared, progress)
-    timeout_s = _run_timeout([prepared], parallel=workers or getattr(executor, "workers", None),
-                             deterministic=deterministic)
+    timeout_s = _run_timeout([prepared], parallel=parallel, deterministic=deterministic)
     prepared = _charge_setup(prepared, time_limit_s, time.perf_counter() - t0)
-    outcomes = executor.run(_evaluate, prepared.tasks, timeout_s=timeout_s, **more)
-    result = _finish(prepared, outcomes, executor.name, t0)
+    outcomes = runner.run(_evaluate, prepared.tasks, timeout_s=timeout_s, **more)
+    result = _finish(prepared, outcomes, runner.name, t0)
     if result.best is None:
-        found = [r for r in result.rows if r.makespan_ms is not None]
-        if found:
-            what = f"no candidate the {runtime!r} runtime can execute has a plan (runtime='any' keeps the others)"
-        elif any(r.status == "TIMEOUT" for r in result.rows) \
-                and all(r.status in ("TIMEOUT", "skipped") for r in result.rows):  # skipped: not the shape
-            what = (f"no candidate found a plan within time_limit_s={time_limit_s:g} (each candidate's note says "
-                    f"what its share could not cover; a longer limit gives one)")
-        else:
-            what = "no candidate has a plan within the budget after the search"
-        raise NoFittingPlanError(f"{pipeline}: {what}: " + "; ".join(
-            f"{r.family}: {r.status}{' (' + r.note + ')' if r.note else ''}" for r in result.rows))
+        raise NoFittingPlanError(_no_plan_error(result, time_limit_s))
     return result
 
 
+def _no_plan_error(result: PlanResult, time_limit_s: float) -> str:
+    """Why no row of ``result`` is a plan to write: the cause, then one line per family with its outcome."""
+    rows = result.rows
+    if any(r.makespan_ms is not None for r in rows):
+        what = (f"no candidate the {result.runtime!r} runtime can execute has a plan (runtime='any' keeps the "
+                f"others)")
+    elif any(r.status is Status.TIMEOUT and r.reason is None for r in rows) \
+            and all(r.status is Status.TIMEOUT and r.reason is None or r.reason is not None and r.reason.left_out
+                    for r in rows):
+        what = (f"no candidate found a plan within time_limit_s={time_limit_s:g} (each candidate's note says "
+                f"what its share could not cover; a longer limit gives one)")
+    else:
+        what = "no candidate has a plan within the budget after the search"
+    return _per_family(f"{result.pipeline}: {what}",
+                       [(r.family, r.mark + (f": {r.note}" if r.note else "")) for r in rows])
+
+
+#: The most lines a "no plan" error gives to families (the rest are counted), and the longest such line.
+MAX_ERROR_FAMILIES = 16
+MAX_ERROR_LINE = 320
+
+
+def _per_family(headline: str, entries: Sequence[tuple[str, str]]) -> str:
+    """``headline``, then one line per reason with the families it holds for (families with the same reason
+    share a line), at most :data:`MAX_ERROR_FAMILIES` lines of at most :data:`MAX_ERROR_LINE` characters."""
+    by_reason: dict[str, list[str]] = {}
+    for family, why in entries:
+        by_reason.setdefault(why, []).append(family)
+    lines = [f"{headline}:"]
+    for why, families in list(by_reason.items())[:MAX_ERROR_FAMILIES]:
+        line = f"  {', '.join(families)}: {why}"
+        lines.append(line if len(line) <= MAX_ERROR_LINE else line[:MAX_ERROR_LINE - 4] + " ...")
+    if len(by_reason) > MAX_ERROR_FAMILIES:
+        lines.append(f"  ... and {len(by_reason) - MAX_ERROR_FAMILIES} more")
+    return "\n".join(lines)
+
+
 def _charge_setup(prepared: _Prepared, time_limit_s: float, spent_s: float) -> _Prepared:
-    """``prepared`` with each candidate's share cut in proportion to the time ``spent_s`` of the limit before
-    any candidate started (choosing the units and the candidates, loading the solver): the rounds' shares
-    add up to the limit, so they now add up to what is left (each keeps at least half its share).
-    Deterministic shares are not cut (they must not depend on the clock)."""
+    """``prepared`` with each candidate's share cut for the time ``spent_s`` of the limit before any candidate
+    started (:meth:`Shares.after_setup <schedsearch.plan.shares.Shares.after_setup>`). Deterministic shares are
+    not cut (they must not depend on the clock)."""
     tasks = prepared.tasks
-    if not tasks or spent_s <= 0 or time_limit_s <= 0:
+    if not tasks or any(t.options.deterministic or t.options.time_limit_s is None for t in tasks):
         return prepared
-    kept = max(0.5, 1.0 - spent_s / time_limit_s)
-    cut = []
-    for t in tasks:
-        if t.options.deterministic or t.options.time_limit_s is None:
-            return prepared
-        cut.append(attrs.evolve(t, options=t.options.replace(time_limit_s=t.options.time_limit_s * kept)))
-    return attrs.evolve(prepared, tasks=tuple(cut))
+    shares = Shares(time_limit_s=time_limit_s, num_candidates=len(tasks))
+    return attrs.evolve(prepared, tasks=tuple(
+        attrs.evolve(t, options=t.options.replace(time_limit_s=shares.after_setup(t.options.time_limit_s, spent_s)))
+        for t in tasks))
 
 
 def _progress_lines(prepared: _Prepared, progress: Callable[[str], None]) -> Callable[[int, Any], None]:
@@ -725,17 +811,18 @@ def _progress_lines(prepared: _Prepared, progress: Callable[[str], None]) -> Cal
         label = prepared.runnable[index].label
         if outcome.ok:
             row = outcome.value.row
-            what = (f"{row.makespan_ms:.3f} ms, {row.status}" if row.makespan_ms is not None
-                    else f"no plan ({row.status})")
+            what = (f"{row.makespan_ms:.3f} ms, {row.mark}" if row.makespan_ms is not None
+                    else f"no plan ({row.mark})")
         else:
-            what = f"{outcome.status}: {outcome.error}"
+            what = f"{outcome.status.value}: {outcome.error}"
         progress(f"[{finished[0]}/{total}] {label}: {what} ({outcome.wall_time_s:.1f} s)")
 
     return on_done
 
 
 def _run_timeout(prepared: Sequence[Any], *, parallel: int | None, deterministic: bool) -> float:
-    """Wall time an executor allows a batch of candidate searches before it reports the rest as timed out.
+    """Wall time an executor allows a batch of candidate searches before it reports the rest as timed out
+    (:meth:`Shares.executor_timeout_s <schedsearch.plan.shares.Shares.executor_timeout_s>`).
 
     Each search stops at its share (wall-clock), or in deterministic mode at
     its wall-clock guard; the batch runs ``parallel`` at a time. The margin
@@ -748,8 +835,7 @@ def _run_timeout(prepared: Sequence[Any], *, parallel: int | None, deterministic
         return 60.0
     share = tasks[0].options.time_limit_s or 0.0
     per_task = wall_guard_s(share) if deterministic else 1.5 * share
-    rounds = math.ceil(len(tasks) / max(1, parallel or 2))
-    return rounds * (per_task + 30.0) + 60.0
+    return Shares(time_limit_s=share, num_candidates=len(tasks), parallel=parallel).executor_timeout_s(per_task)
 
 
 @attrs.frozen(kw_only=True)
@@ -765,22 +851,12 @@ class _Prepared:
     runtime: str = "torch"
 
 
-def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, deterministic: bool,
-             seed: int, runtime: str = "torch") -> _Prepared:
-    """Units, candidates that cannot fit (with why) and the search tasks of the others.
-
-    Each candidate's search gets ``time_limit_s / ceil(candidates / parallel)``
-    seconds (``parallel``: candidates searched at once, default 2), so the
-    rounds of searches end within the limit. Raises
-    :class:`~schedsearch.errors.NoFittingPlanError` when none can fit.
-    """
-    cands = candidates(pipeline)
-    splits = {c: pipeline.stages_for(c.num_stages(pipeline.num_ranks)) for c in cands}
+def _units(pipeline: Pipeline, cands: Sequence[Candidate], splits: dict[Candidate, Any]) -> tuple[Units, list[int]]:
+    """The units of every candidate's stage times and memory amounts, and the amounts (bytes) they cover."""
     staged = [split[0] for split in splits.values() if split is not None]
     if not staged:
-        raise NoFittingPlanError(
-            f"{pipeline}: no family applies: " + "; ".join(f"{c.label}: {_why_not(pipeline, c, None)}" for c in cands)
-        )
+        raise NoFittingPlanError(_per_family(f"{pipeline}: no family applies",
+                                             [(c.label, _why_not(pipeline, c, None)) for c in cands]))
     times = named_times(pipeline, staged)
     amounts = [a for stages in staged for s in stages for a in (s.activation_bytes, s.parameter_bytes)]
     if pipeline.memory_budget_bytes is not None:
@@ -789,45 +865,104 @@ def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, d
         raise InvalidPipelineError(f"{pipeline}: every stage time is 0 ms: nothing to schedule")
     units = choose_units(times, amounts, tolerance=pipeline.time_tolerance)
     check_integer_range(pipeline, times, amounts, units)
+    return units, amounts
+
+
+def _over_budget(pipeline: Pipeline, c: Candidate, stages: Sequence[Stage], units: Units,
+                 amounts: list[int]) -> tuple[str, Units, int]:
+    """Why ``c`` cannot fit the memory budget in any plan ("" when it may), the units (a finer memory unit
+    when rounding up would refuse an exact fit) and the bytes its neediest rank holds at once in any plan."""
+    if pipeline.memory_budget_bytes is None:
+        return "", units, 0
+    rank, params, acts, need = _memory_need(pipeline, c, stages)
+    budget = pipeline.memory_budget_bytes
+    if need > budget:  # exact bytes: an exact fit fits
+        copies = " (two parameter copies)" if c.record.two_pipelines else ""
+        return (f"rank {rank} holds its parameters{copies} ({exact_bytes(params)}) and one micro-batch's "
+                f"activations of its stages ({exact_bytes(acts)}) at once in any {c.label} plan: "
+                f"{exact_bytes(need)} > budget {exact_bytes(budget)}"), units, need
+    if units.memory(params) + units.memory(acts) > units.capacity(budget):
+        units = exact_memory_unit(pipeline, amounts, units)
+        if units.memory(params) + units.memory(acts) > units.capacity(budget):
+            return (f"rank {rank} needs {exact_bytes(need)} at once in any {c.label} plan, within the budget "
+                    f"{exact_bytes(budget)} by less than the memory unit ({exact_bytes(units.memory_unit_bytes)}), "
+                    f"and no exact unit keeps the amounts in range"), units, need
+    return "", units, need
+
+
+def _times_or_refusal(pipeline: Pipeline, c: Candidate, stages: Sequence[Stage],
+                   units: Units) -> CandidateTimes | PlanRow:
+    """The times of ``c`` (:func:`~schedsearch.plan.times.candidate_times`, its integer problem with them), or
+    its row when the schedule model refuses that problem.
+
+    The memory check of the problem (:meth:`~schedsearch.problem.Problem.memory_refusal`)
+    is asked of the problem without a budget, so that a refusal is known as
+    a memory one; any other refusal is a description the checks above let
+    through, an error inside the library.
+    """
+    try:
+        return candidate_times(pipeline, c, stages, units)
+    except InvalidProblemError:
+        pass
+    try:
+        free = build_problem(attrs.evolve(pipeline, memory_budget_bytes=None), c, stages, units)
+    except InvalidProblemError:
+        free = None
+    budget = pipeline.memory_budget_bytes
+    if free is not None and budget is not None \
+            and free.memory_refusal({d: units.capacity(budget) for d in free.cluster.device_names}) is not None:
+        return _row_without_plan(c, Reason.MEMORY, (
+            f"no {c.label} plan keeps every rank within the budget {exact_bytes(budget)}: the schedule model proves "
+            f"that a rank's parameters and the activations it must hold at once exceed it in any order (a larger "
+            f"memory_budget_bytes, or a family with fewer stages per rank)"))
+    return _row_without_plan(c, Reason.MODEL, (
+        f"{c.label} was not searched: the description passed the planner's checks but its schedule model could not "
+        f"be built from it, an error inside the library (please report it with the description)"))
+
+
+def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, deterministic: bool,
+             seed: int, runtime: str = "torch") -> _Prepared:
+    """Units, candidates that cannot fit (with why) and the search tasks of the others.
+
+    Each candidate's search gets its share of ``time_limit_s``
+    (:class:`~schedsearch.plan.shares.Shares`: ``parallel`` candidates
+    searched at once, default 2). Raises
+    :class:`~schedsearch.errors.NoFittingPlanError` when none can fit.
+    """
+    cands = candidates(pipeline)
+    splits = {c: pipeline.stages_for(c.num_stages(pipeline.num_ranks)) for c in cands}
+    units, amounts = _units(pipeline, cands, splits)
     rows: list[PlanRow] = []
     runnable: list[Candidate] = []
+    needs = []  # bytes at once on the neediest rank, of the candidates over the budget
     for c in cands:
         split = splits[c]
         why = _why_not(pipeline, c, None if split is None else split[0])
-        if not why and pipeline.memory_budget_bytes is not None:
-            rank, params, acts, need = _memory_need(pipeline, c, split[0])
-            if need > pipeline.memory_budget_bytes:  # exact bytes: an exact fit fits
-                copies = " (two parameter copies)" if c.record.two_pipelines else ""
-                why = (f"rank {rank} holds its parameters{copies} ({exact_bytes(params)}) and one micro-batch's "
-                       f"activations of its stages ({exact_bytes(acts)}) at once in any {c.label} plan: "
-                       f"{exact_bytes(need)} > budget {exact_bytes(pipeline.memory_budget_bytes)}")
-            elif units.memory(params) + units.memory(acts) > units.capacity(pipeline.memory_budget_bytes):
-                units = exact_memory_unit(pipeline, amounts, units)
-                if units.memory(params) + units.memory(acts) > units.capacity(pipeline.memory_budget_bytes):
-                    why = (f"rank {rank} needs {exact_bytes(need)} at once in any {c.label} plan, within the budget "
-                           f"{exact_bytes(pipeline.memory_budget_bytes)} by less than the memory unit "
-                           f"({exact_bytes(units.memory_unit_bytes)}), and no exact unit keeps the amounts in range")
         if why:
-            rows.append(PlanRow(candidate=c, status="skipped", note=why, handcrafted=c.handcrafted_name()))
+            rows.append(_row_without_plan(c, Reason.SHAPE, why))
+            continue
+        why, units, need = _over_budget(pipeline, c, split[0], units, amounts)
+        if why:
+            rows.append(_row_without_plan(c, Reason.MEMORY, why))
+            if need > pipeline.memory_budget_bytes:
+                needs.append(need)
         else:
             runnable.append(c)
     kept = []
     built: dict[Candidate, CandidateTimes] = {}
     for c in runnable:  # what the schedule model refuses is said here, before any search
-        try:
-            built[c] = candidate_times(pipeline, c, splits[c][0], units)
-        except InvalidProblemError as exc:
-            rows.append(PlanRow(candidate=c, status="skipped", handcrafted=c.handcrafted_name(),
-                                note=f"the schedule model refuses its integer problem: {exc}"))
-        else:
+        times_or_row = _times_or_refusal(pipeline, c, splits[c][0], units)
+        if isinstance(times_or_row, CandidateTimes):
+            built[c] = times_or_row
             kept.append(c)
+        else:
+            rows.append(times_or_row)
     runnable = kept
     if not runnable:
-        raise NoFittingPlanError(
-            "no schedule family fits: " + "; ".join(f"{r.family}: {r.note}" for r in rows)
-        )
-    # the candidates run ``parallel`` at a time: ceil(n / parallel) rounds share the limit
-    share = max(1.0, time_limit_s / math.ceil(len(runnable) / max(1, parallel or 2)))
+        fix = (f" (the least any family holds at once on a rank is {exact_bytes(min(needs))}: a memory_budget_bytes of "
+               f"at least that lets its search start)" if needs else "")
+        raise NoFittingPlanError(_per_family(f"no schedule family fits{fix}", [(r.family, r.note) for r in rows]))
+    share = Shares(time_limit_s=time_limit_s, num_candidates=len(runnable), parallel=parallel).share_s
     options = SearchOptions(time_limit_s=share, deterministic=deterministic, seed=seed, workers=1)
     tasks = tuple(_Task(pipeline=pipeline, candidate=c, units=units, options=options, times=built[c])
                   for c in runnable)
@@ -847,7 +982,7 @@ def _handcrafted_outcome(prepared: _Prepared, row: PlanRow) -> _Outcome | None:
     problem = times.problem
     try:
         hand = _handcrafted(c, with_capacities(problem, None))
-    except Exception:  # a published schedule's precondition not met: the row stays as it is
+    except Exception:  # a published schedule's precondition not met (or its construction failed): the row stays
         return None
     if validate(problem, hand):
         return None
@@ -855,14 +990,14 @@ def _handcrafted_outcome(prepared: _Prepared, row: PlanRow) -> _Outcome | None:
     fig = metrics(problem, hand)
     peaks = _gibs(units, problem, hand, fig)
     note = f"{row.note}; " if row.note else ""
-    return _Outcome(row=attrs.evolve(row, status="FEASIBLE", makespan_ms=float(real), handcrafted_ms=float(real),
-                                     bubble_pct=round(100 * fig.bubble_global / fig.makespan, 2), peak_gib=peaks,
-                                     handcrafted_peak_gib=peaks, handcrafted_fits=True,
+    return _Outcome(row=attrs.evolve(row, status=Status.FEASIBLE, reason=None, makespan_ms=float(real),
+                                     handcrafted_ms=float(real), bubble_pct=round(100 * fig.bubble_global / fig.makespan, 2),
+                                     peak_gib=peaks, handcrafted_peak_gib=peaks, handcrafted_fits=True,
                                      note=f"{note}the search returned nothing: the plan is {row.handcrafted}'s"),
                     schedule=hand, handcrafted=hand)
 
 
-def _finish(prepared: _Prepared, outcomes: Sequence[Any], engine: str, t0: float) -> PlanResult:
+def _finish(prepared: _Prepared, outcomes: Sequence[Any], executor: str, t0: float) -> PlanResult:
     """The ranked table and the best plan from the executor's outcomes of ``prepared.tasks``."""
     pipeline, units = prepared.pipeline, prepared.units
     rows = list(prepared.skipped)
@@ -872,19 +1007,19 @@ def _finish(prepared: _Prepared, outcomes: Sequence[Any], engine: str, t0: float
             rows.append(o.value.row)
             found[o.value.row] = o.value
         else:
-            rows.append(PlanRow(candidate=c, status=o.status, note=_executor_note(o), handcrafted=c.handcrafted_name()))
+            rows.append(_row_without_plan(c, Reason.of_task(o.status), _executor_note(o)))
     if all(r.makespan_ms is None for r in rows):
         # no search returned a plan (stopped by the executor): the handcrafted plans that fit, run here
         for i, r in enumerate(rows):
-            if r.status in ("failed", "timeout") and r.handcrafted is not None:
+            if r.reason is not None and not r.reason.left_out and r.handcrafted is not None:
                 outcome = _handcrafted_outcome(prepared, r)
                 if outcome is not None:
                     rows[i] = outcome.row
                     found[outcome.row] = outcome
     ordered = sorted((r for r in rows if r.makespan_ms is not None), key=_rank_key)
     ordered += [r for r in rows if r.makespan_ms is None]
-    best = next((r for r in ordered if r.makespan_ms is not None and not runtime_gap(r.candidate, prepared.runtime)),
-                None)
+    best = next((r for r in ordered if r.makespan_ms is not None
+                 and not r.candidate.record.runtime_gap(prepared.runtime)), None)
     problem = schedule = None
     stages: tuple[Stage, ...] = ()
     layers: tuple[tuple[int, ...], ...] = ()
@@ -895,27 +1030,27 @@ def _finish(prepared: _Prepared, outcomes: Sequence[Any], engine: str, t0: float
     ordered = [_with_runtime_note(r, prepared.runtime, best) for r in ordered]
     best = next((r for r in ordered if best is not None and r.candidate == best.candidate), None)
     return PlanResult(pipeline=pipeline, units=units, rows=tuple(ordered), best=best, problem=problem,
-                      schedule=schedule, stages=stages, layers=layers, engine=engine,
+                      schedule=schedule, stages=stages, layers=layers, executor=executor,
                       wall_time_s=round(time.perf_counter() - t0, 3), runtime=prepared.runtime)
 
 
 def _executor_note(outcome: Any) -> str:
     """Why a candidate's search gave no answer, in the user's terms (an error inside the library says so)."""
-    if outcome.status == "failed" and not outcome.error.startswith(("the worker process", "its answer")):
+    if outcome.status is TaskStatus.RAISED:
         return f"the search stopped on an error inside the library, please report it: {outcome.error}"
-    if outcome.status == "timeout":
-        return f"the search gave {outcome.error}" if outcome.error.startswith("no answer") else outcome.error
+    if outcome.status is TaskStatus.TIMEOUT:
+        return f"the executor stopped waiting for its search: {outcome.error}; a longer time_limit_s gives it more time"
     return outcome.error
 
 
 def _with_runtime_note(row: PlanRow, runtime: str, best: PlanRow | None) -> PlanRow:
     """``row`` with why the runtime cannot execute it, when it has a plan the runtime cannot run."""
-    why = runtime_gap(row.candidate, runtime) if row.makespan_ms is not None else ""
+    why = row.candidate.record.runtime_gap(runtime) if row.makespan_ms is not None else ""
     if not why:
         return row
     written = "no plan of another family was found" if best is None else f"the plan written is {best.family}"
     note = f"not the plan written: {why} ({written})"
-    return attrs.evolve(row, note=f"{note}; {row.note}" if row.note else note)
+    return attrs.evolve(row, reason=Reason.RUNTIME, note=f"{note}; {row.note}" if row.note else note)
 
 
 @attrs.frozen(kw_only=True)
@@ -958,8 +1093,14 @@ class SweepResult:
 
     pipeline: Pipeline
     points: tuple[SweepPoint, ...]
-    engine: str = "local"
+    executor: str = "local"
     wall_time_s: float = 0.0
+
+    @property
+    def engine(self) -> str:
+        """Deprecated name of :attr:`executor` (the executor that ran the candidates)."""
+        warnings.warn("SweepResult.engine is deprecated: use SweepResult.executor", DeprecationWarning, stacklevel=2)
+        return self.executor
 
     def table(self) -> str:
         """Every point's ranked table (or its error), one after the other."""
@@ -977,8 +1118,8 @@ class SweepResult:
         for i, pt in enumerate(self.points, 1):
             b = pt.best
             if b is None:
-                why = pt.error or "no candidate found a plan: " + "; ".join(
-                    f"{r.family}: {r.status}{' (' + r.note + ')' if r.note else ''}" for r in pt.result.rows)
+                why = " ".join(line.strip() for line in pt.error.splitlines()) or "no candidate found a plan: " + "; ".join(
+                    f"{r.family}: {r.mark}{' (' + r.note + ')' if r.note else ''}" for r in pt.result.rows)
                 lines.append(f"{i:>2}  {pt.label:<44} -  {why}")
                 continue
             gap = "-" if b.gap is None else f"{100 * b.gap:.1f}%"
@@ -1009,22 +1150,24 @@ def plan_sweep(
     memory_budgets: Sequence[Any] | None = None,
     families: Sequence[Sequence[str] | str] | None = None,
     time_limit_s: float = 60.0,
-    engine: Any = "local",
-    workers: int | None = None,
+    executor: Any = "local",
+    parallel: int | None = None,
     address: str | None = None,
     deterministic: bool = False,
     seed: int = 0,
     runtime: str = "torch",
+    engine: Any = _UNSET,
+    workers: Any = _UNSET,
 ) -> SweepResult:
     """:func:`plan` over a grid of micro-batch counts, memory budgets and family sets of one pipeline.
 
     Every candidate of every grid point runs through one executor call
-    (``engine`` and ``runtime`` as in :func:`plan`), so the points are searched in parallel;
+    (``executor`` and ``runtime`` as in :func:`plan`), so the points are searched in parallel;
     each point's candidates share ``time_limit_s`` as in :func:`plan`, and a
-    point's table equals ``plan`` of that point with the same ``workers``.
+    point's table equals ``plan`` of that point with the same ``parallel``.
     A point that cannot be planned (no family fits, a value the description
     rejects) is reported with its reason; a candidate that failed or timed
-    out stays in its point's table. Ctrl-C stops the workers.
+    out stays in its point's table. Ctrl-C stops the executor's processes.
 
     Parameters
     ----------
@@ -1041,23 +1184,29 @@ def plan_sweep(
     ...     stages=[{"forward_ms": 1.0, "backward_ms": 2.0, "activation_bytes": "1 GiB",
     ...              "parameter_bytes": "1 GiB"}] * 2)
     >>> sweep = plan_sweep(pipeline, num_microbatches=[4, 8], memory_budgets=["1.5 GiB", "4 GiB"],
-    ...                    time_limit_s=10, workers=1)
+    ...                    time_limit_s=10, parallel=1)
     >>> [(p.label, p.best and p.best.makespan_ms) for p in sweep.points]
     [('m=4 budget=1.5 GiB families=1f1b', None), ('m=4 budget=4 GiB families=1f1b', 15.0),
      ('m=8 budget=1.5 GiB families=1f1b', None), ('m=8 budget=4 GiB families=1f1b', 27.0)]
-    >>> print(sweep.points[0].error.split(" at once")[0])
-    no schedule family fits: 1F1B: rank 0 holds its parameters (1 GiB) and one micro-batch's activations of its stages (1 GiB)
+    >>> print(sweep.points[0].error)  # doctest: +NORMALIZE_WHITESPACE
+    no schedule family fits (the least any family holds at once on a rank is 2 GiB: a memory_budget_bytes of at least
+    that lets its search start):
+      1F1B: rank 0 holds its parameters (1 GiB) and one micro-batch's activations of its stages (1 GiB) at once in
+      any 1F1B plan: 2 GiB > budget 1.5 GiB
+      ZB-H1: needs input_grad_ms and weight_grad_ms for every stage (split backward)
     """
     from schedsearch.executors import get_executor
 
-    _check_call("plan_sweep", pipeline, runtime, time_limit_s=time_limit_s, workers=workers, address=address,
+    executor = _renamed("plan_sweep", "engine", "executor", engine, executor)
+    parallel = _renamed("plan_sweep", "workers", "parallel", workers, parallel)
+    _check_call("plan_sweep", pipeline, runtime, time_limit_s=time_limit_s, parallel=parallel, address=address,
                 deterministic=deterministic, seed=seed)
     t0 = time.perf_counter()
-    executor = get_executor(engine, workers=workers, address=address)
+    runner = get_executor(executor, parallel=parallel, address=address)
     grid = [(m, b, f) for m in _grid_values("num_microbatches", num_microbatches, pipeline.num_microbatches)
             for b in _grid_values("memory_budgets", memory_budgets, pipeline.memory_budget_bytes)
             for f in _grid_values("families", families, pipeline.families)]
-    parallel = workers or getattr(executor, "workers", None)
+    parallel = _parallel_of(runner, parallel)
     prepared: list[_Prepared | str] = []
     points: list[SweepPoint] = []
     for m, b, f in grid:
@@ -1076,7 +1225,7 @@ def plan_sweep(
         points.append(SweepPoint(num_microbatches=point.num_microbatches,
                                  memory_budget_bytes=point.memory_budget_bytes, families=point.families))
     tasks = [t for p in prepared if isinstance(p, _Prepared) for t in p.tasks]
-    outcomes = executor.run(_evaluate, tasks, timeout_s=_run_timeout(prepared, parallel=parallel,
+    outcomes = runner.run(_evaluate, tasks, timeout_s=_run_timeout(prepared, parallel=parallel,
                                                                        deterministic=deterministic))
     out: list[SweepPoint] = []
     k = 0
@@ -1084,8 +1233,8 @@ def plan_sweep(
         if isinstance(p, str):
             out.append(attrs.evolve(pt, error=p))
             continue
-        result = _finish(p, outcomes[k:k + len(p.tasks)], executor.name, t0)
+        result = _finish(p, outcomes[k:k + len(p.tasks)], runner.name, t0)
         k += len(p.tasks)
         out.append(attrs.evolve(pt, result=result))
-    return SweepResult(pipeline=pipeline, points=tuple(out), engine=executor.name,
+    return SweepResult(pipeline=pipeline, points=tuple(out), executor=runner.name,
                        wall_time_s=round(time.perf_counter() - t0, 3))

@@ -419,7 +419,7 @@ def torchtitan_overrides(result: Any, csv_path: str | Path, *, microbatch_size: 
     >>> from schedsearch.plan.torchtitan import torchtitan_overrides
     >>> pipeline = schedsearch.Pipeline(num_ranks=2, num_microbatches=4, families=["1f1b"],
     ...     stages=[{"forward_ms": 1.0, "backward_ms": 2.0}] * 2)
-    >>> result = schedsearch.plan(pipeline, time_limit_s=20, workers=1)
+    >>> result = schedsearch.plan(pipeline, time_limit_s=20, parallel=1)
     >>> for words in torchtitan_overrides(result, "/plans/schedule.csv", microbatch_size=2):
     ...     print(" ".join(words))
     --parallelism.pipeline_parallel_degree=2
@@ -585,11 +585,9 @@ def write_plan_outputs(result: Any, out_dir: str | Path, *, microbatch_size: int
     if result.best is None:
         (out / "plan.txt").write_text(text + "\n")
         return {"table": out / "plan.txt"}
-    from schedsearch.plan.planner import runtime_gap
-
     problem, schedule, units = result.problem, result.schedule, result.units
     meta = result.metadata()
-    gap = runtime_gap(result.best.candidate, "torch")
+    gap = result.best.candidate.record.runtime_gap("torch")
     try:
         if gap:
             raise FormatError(gap)

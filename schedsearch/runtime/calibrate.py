@@ -37,7 +37,7 @@ from typing import Any
 
 import attrs
 
-from schedsearch.plan.calibration import Calibration, LinkFit, fit_link
+from schedsearch.plan.calibration import P2P, Calibration, LinkFit, fit_link
 from schedsearch.errors import InvalidPipelineError
 from schedsearch.plan.pipeline import Pipeline
 from schedsearch.problem import Problem
@@ -297,10 +297,11 @@ class RunCalibration:
     ``pipeline`` is the pipeline given with each stage's ``forward_ms``,
     ``backward_ms``, ``input_grad_ms`` and ``weight_grad_ms`` as the run
     computed them (:func:`calibration_from_trace`), its ``p2p`` the measured
-    transfer time and its ``action_overhead_ms`` the measured gap per
-    action; ``calibration`` holds the link, the overheads per action and per
-    step (:meth:`~schedsearch.plan.calibration.Calibration.step_ms` gives the step
-    time to expect of a makespan). ``measured[(stage, kind)]`` is the stage
+    transfer time, its ``action_overhead_ms`` the measured gap per
+    action and its ``step_overhead_ms`` the cost per step; ``calibration``
+    holds the link, the overheads per action and per step
+    (:meth:`~schedsearch.plan.calibration.Calibration.step_ms` gives the
+    step time to expect of a makespan). ``measured[(stage, kind)]`` is the stage
     call's time (ms; see :func:`calibration_from_trace`) and
     ``samples[(stage, kind)]`` how many calls it was read from; a kind the
     run did not compute (I and W in a 1F1B run, B in
@@ -406,9 +407,40 @@ def calibration_from_trace(pipeline: Pipeline, trace: Any, *, warmup: int = 1, l
         When the pipeline does not hold one stage per rank, or the trace
         has another number of ranks or a stage it never computed.
     """
-    from schedsearch.plan.calibration import Calibration
-    from schedsearch.plan.pipeline import P2P
-    from schedsearch.runtime.trace import COMPUTE_KINDS, MeasuredTrace
+    steps = _steps_read(pipeline, trace, warmup)
+    n = pipeline.num_ranks
+    figures = _RunFigures()
+    for st in steps:
+        figures.read_step(st, n)
+    missing = [k for k in range(n) if not any(s == k for s, _ in figures.durations)]
+    if missing:
+        raise InvalidPipelineError(f"calibration_from_trace: the trace computes nothing of stage(s) {missing}")
+
+    overhead = statistics.median(figures.gaps) if figures.gaps else 0.0
+    measured = {key: statistics.median(ds) for key, ds in figures.durations.items()}
+    stages = _measured_stages(pipeline, measured)
+    transfer, p2p, fit = _measured_link(pipeline, figures.waited, overhead, link)
+    latency, bandwidth, residual, samples = fit
+    step = max(0.0, statistics.median(figures.step_rest) - overhead) if figures.step_rest else 0.0
+    calibrated = attrs.evolve(pipeline, stages=tuple(stages), p2p=p2p, action_overhead_ms=overhead)
+    measured_step = statistics.median(1e3 * st.step_time_s for st in steps)
+    if family is not None:
+        step = max(0.0, measured_step - family_plan(calibrated, family)[2])
+    calibrated = attrs.evolve(calibrated, step_overhead_ms=step)  # a run's prediction adds it to the makespan
+    calibration = Calibration(latency_ms=latency, bandwidth_bytes_per_s=bandwidth, action_overhead_ms=overhead,
+                              step_overhead_ms=step, residual_ms=residual, samples=samples, backend="gloo",
+                              note=note or f"from a measured run: medians over {len(steps)} step(s)")
+    return RunCalibration(pipeline=calibrated, calibration=calibration, measured=measured,
+                          samples=figures.counts, transfer_ms=transfer,
+                          transfer_measured=bool(figures.waited), transfer_samples=figures.waited_read,
+                          gap_samples=figures.gaps_read, step_samples=len(figures.step_rest),
+                          step_time_ms=measured_step, matched=family)
+
+
+def _steps_read(pipeline: Pipeline, trace: Any, warmup: int) -> list[Any]:
+    """The steps :func:`calibration_from_trace` reads (those after ``warmup`` of each trace, all when there
+    are no more), the pipeline and the traces checked."""
+    from schedsearch.runtime.trace import MeasuredTrace
 
     if not isinstance(pipeline, Pipeline):
         raise InvalidPipelineError(f"calibration_from_trace: needs a Pipeline, got {type(pipeline).__name__}")
@@ -427,14 +459,31 @@ def calibration_from_trace(pipeline: Pipeline, trace: Any, *, warmup: int = 1, l
         if not t.steps:
             raise InvalidPipelineError("calibration_from_trace: the trace has no step")
         steps.extend(t.steps[warmup:] if len(t.steps) > warmup else t.steps)
+    return steps
 
-    durations: dict[tuple[int, str], list[float]] = {}  # per stage and kind: each step's mean call
-    gaps: list[float] = []  # per step and rank: the mean gap per call
-    waited: list[float] = []  # per step: the mean (consumer call start - producer call end) of waited receives
-    step_rest: list[float] = []
-    counts: dict[tuple[int, str], int] = {}
-    gaps_read = waited_read = 0
-    for st in steps:
+
+@attrs.define
+class _RunFigures:
+    """What :func:`calibration_from_trace` reads of each step (per step, the means it takes medians of)."""
+
+    #: per stage and kind: each step's mean call (ms)
+    durations: dict[tuple[int, str], list[float]] = attrs.field(factory=dict)
+    #: per step and rank: the mean gap per call (ms)
+    gaps: list[float] = attrs.field(factory=list)
+    #: per step: the mean (consumer call start - producer call end) of waited receives (ms)
+    waited: list[float] = attrs.field(factory=list)
+    #: per step: the step time less the span of its stage calls (ms)
+    step_rest: list[float] = attrs.field(factory=list)
+    #: per stage and kind: the calls read
+    counts: dict[tuple[int, str], int] = attrs.field(factory=dict)
+    gaps_read: int = 0
+    waited_read: int = 0
+
+    def read_step(self, st: Any, n: int) -> None:
+        """Add step ``st`` (of ``n`` ranks): its calls' durations, its gaps per rank, its waited receives,
+        the rest of its step time."""
+        from schedsearch.runtime.trace import COMPUTE_KINDS
+
         kinds: dict[int, set[str]] = {}
         for c in st.computes:
             kinds.setdefault(c.stage, set()).add(c.kind)
@@ -460,23 +509,22 @@ def calibration_from_trace(pipeline: Pipeline, trace: Any, *, warmup: int = 1, l
                 if producer is not None and action.start_s < producer.end_s:  # type: ignore[union-attr]
                     step_waited.append(1e3 * (c.start_s - producer.end_s))
             if rank_gaps:
-                gaps.append(math.fsum(rank_gaps) / len(rank_gaps))
-                gaps_read += len(rank_gaps)
+                self.gaps.append(math.fsum(rank_gaps) / len(rank_gaps))
+                self.gaps_read += len(rank_gaps)
         for key, ds in step_calls.items():
-            durations.setdefault(key, []).append(math.fsum(ds) / len(ds))
-            counts[key] = counts.get(key, 0) + len(ds)
+            self.durations.setdefault(key, []).append(math.fsum(ds) / len(ds))
+            self.counts[key] = self.counts.get(key, 0) + len(ds)
         if step_waited:
-            waited.append(math.fsum(step_waited) / len(step_waited))
-            waited_read += len(step_waited)
+            self.waited.append(math.fsum(step_waited) / len(step_waited))
+            self.waited_read += len(step_waited)
         if st.computes:
             span = max(c.end_s for c in st.computes) - min(c.start_s for c in st.computes)
-            step_rest.append(1e3 * (st.step_time_s - span))
-    missing = [k for k in range(n) if not any(s == k for s, _ in durations)]
-    if missing:
-        raise InvalidPipelineError(f"calibration_from_trace: the trace computes nothing of stage(s) {missing}")
+            self.step_rest.append(1e3 * (st.step_time_s - span))
 
-    overhead = statistics.median(gaps) if gaps else 0.0
-    measured = {key: statistics.median(ds) for key, ds in durations.items()}
+
+def _measured_stages(pipeline: Pipeline, measured: Mapping[tuple[int, str], float]) -> list[Any]:
+    """The pipeline's stages with their measured times; a kind not run keeps the pipeline's time scaled as
+    the kind it splits or joins was measured."""
     stages = []
     for k, stage in enumerate(pipeline.stages):
         times = {_KIND_FIELD[kind]: ms for (s, kind), ms in measured.items() if s == k}
@@ -493,32 +541,23 @@ def calibration_from_trace(pipeline: Pipeline, trace: Any, *, warmup: int = 1, l
             raise InvalidPipelineError(f"calibration_from_trace: stage {k} ({stage.name!r}) was not run forward and "
                                        f"backward (measured kinds {sorted(kk for s, kk in measured if s == k)})")
         stages.append(attrs.evolve(stage, **times))
+    return stages
+
+
+def _measured_link(pipeline: Pipeline, waited: Sequence[float], overhead: float,
+                   link: LinkFit | None) -> tuple[float, Any, tuple[float, int | None, float, tuple]]:
+    """The transfer time, the calibrated pipeline's link and the calibration's ``(latency, bandwidth,
+    residual, samples)``: the waited receives' median less the overhead when a receive waited, else
+    ``link``'s time for the stage's bytes, else the pipeline's own."""
     if waited:
         transfer = max(0.0, statistics.median(waited) - overhead)
-        latency, bandwidth, residual, samples = transfer, None, 0.0, ()
-        p2p = P2P(time_ms=transfer)
-    elif link is not None:
+        return transfer, P2P(time_ms=transfer), (transfer, None, 0.0, ())
+    if link is not None:
         transfer = link.time_ms(pipeline.stages[0].p2p_bytes)
-        latency, bandwidth = link.latency_ms, link.bandwidth_bytes_per_s
-        residual, samples = link.residual_ms, link.samples
         p2p = P2P(latency_ms=link.latency_ms, bandwidth_bytes_per_s=link.bandwidth_bytes_per_s)
-    else:
-        transfer = pipeline.p2p.transfer_ms(pipeline.stages[0].p2p_bytes)
-        latency, bandwidth, residual, samples = transfer, None, 0.0, ()
-        p2p = pipeline.p2p
-    step = max(0.0, statistics.median(step_rest) - overhead) if step_rest else 0.0
-    calibrated = attrs.evolve(pipeline, stages=tuple(stages), p2p=p2p, action_overhead_ms=overhead)
-    measured_step = statistics.median(1e3 * st.step_time_s for st in steps)
-    if family is not None:
-        step = max(0.0, measured_step - family_plan(calibrated, family)[2])
-    calibration = Calibration(latency_ms=latency, bandwidth_bytes_per_s=bandwidth, action_overhead_ms=overhead,
-                              step_overhead_ms=step, residual_ms=residual, samples=samples, backend="gloo",
-                              note=note or f"from a measured run: medians over {len(steps)} step(s)")
-    return RunCalibration(pipeline=calibrated, calibration=calibration, measured=measured,
-                          samples=counts, transfer_ms=transfer,
-                          transfer_measured=bool(waited), transfer_samples=waited_read,
-                          gap_samples=gaps_read, step_samples=len(step_rest),
-                          step_time_ms=measured_step, matched=family)
+        return transfer, p2p, (link.latency_ms, link.bandwidth_bytes_per_s, link.residual_ms, link.samples)
+    transfer = pipeline.p2p.transfer_ms(pipeline.stages[0].p2p_bytes)
+    return transfer, pipeline.p2p, (transfer, None, 0.0, ())
 
 
 def calibrate_from_run(pipeline: Pipeline, workload: Any, *, family: str = "1F1B", steps: int = 10,

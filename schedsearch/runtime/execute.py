@@ -1026,44 +1026,54 @@ def run(
     ExecutionError
         When a rank raises, dies or times out (every process is stopped).
     """
-    torch = require_torch()
+    require_torch()
     checked = _check_run(plan, workload, problem=problem, schedule=schedule, emulate=emulate,
                          emulate_max_bytes=emulate_max_bytes, num_processes=num_processes, steps=steps,
                          microbatch_sizes=microbatch_sizes, stage_to_rank=stage_to_rank, tolerance=tolerance,
                          timeout_s=timeout_s, start_method=start_method, schedule_plan=_schedule_plan,
                          prediction=prediction)
-    workload, runnable, order, label = checked.workload, checked.runnable, checked.order, checked.label
     t0 = time.perf_counter()
-    reference = _reference(workload, steps, learning_rate)
-    inputs = torch.split(workload.inputs, list(checked.microbatch_sizes))
-    targets = torch.split(workload.target, list(checked.microbatch_sizes))
+    reference = _reference(checked.workload, steps, learning_rate)
     with tempfile.TemporaryDirectory(prefix="schedsearch-run-") as tmp:
-        csv_path = Path(tmp) / "plan.csv"
-        csv_path.write_text(runnable.text)
-        job = _Job(
-            plan=runnable,
-            csv_path=str(csv_path),
-            init_method=f"file://{Path(tmp) / 'rendezvous'}",
-            log_dir=tmp,
-            stages=tuple(workload.stages),
-            # label k runs the data of the plan's micro-batch order[k]
-            input_chunks=tuple(inputs[m] for m in order),
-            target_chunks=tuple(targets[m] for m in order),
-            loss=SizeWeightedLoss(workload.loss_fn, runnable.num_microbatches, workload.batch_size),
-            reference=reference,
-            steps=steps,
-            learning_rate=learning_rate,
-            scale_grads=scale_grads,
-            timeout_s=float(timeout_s),
-            threads=threads_per_process,
-            emulate=None if not emulate else {
-                (st, kind, label[m]): secs for (st, kind, m), secs in planned_seconds(problem, schedule).items()
-            },
-        )
+        job = _job(checked, tmp, reference, steps=steps, learning_rate=learning_rate, scale_grads=scale_grads,
+                   timeout_s=float(timeout_s), threads=threads_per_process,
+                   emulate=None if not emulate else planned_seconds(problem, schedule))
         reports = _launch(job, start_method, float(timeout_s))
     return _result(checked, reports, reference, problem=problem, schedule=schedule, steps=steps,
                    wall_time_s=time.perf_counter() - t0, start_method=start_method, scale_grads=scale_grads,
                    emulate=emulate, prediction=prediction)
+
+
+def _job(checked: _Checked, tmp: str, reference: _Reference, *, steps: int, learning_rate: float,
+         scale_grads: bool, timeout_s: float, threads: int,
+         emulate: Mapping[tuple[int, str, int], float] | None) -> _Job:
+    """What every worker gets: the runnable plan (also written as the CSV PyTorch loads, in ``tmp``), the
+    rendezvous, the stages, the micro-batches' data in the runnable plan's labels, the size-weighted loss,
+    the reference; ``emulate``: the planned seconds per (stage, kind, micro-batch) of an emulated run."""
+    torch = require_torch()
+    workload, runnable, order, label = checked.workload, checked.runnable, checked.order, checked.label
+    inputs = torch.split(workload.inputs, list(checked.microbatch_sizes))
+    targets = torch.split(workload.target, list(checked.microbatch_sizes))
+    csv_path = Path(tmp) / "plan.csv"
+    csv_path.write_text(runnable.text)
+    return _Job(
+        plan=runnable,
+        csv_path=str(csv_path),
+        init_method=f"file://{Path(tmp) / 'rendezvous'}",
+        log_dir=tmp,
+        stages=tuple(workload.stages),
+        # label k runs the data of the plan's micro-batch order[k]
+        input_chunks=tuple(inputs[m] for m in order),
+        target_chunks=tuple(targets[m] for m in order),
+        loss=SizeWeightedLoss(workload.loss_fn, runnable.num_microbatches, workload.batch_size),
+        reference=reference,
+        steps=steps,
+        learning_rate=learning_rate,
+        scale_grads=scale_grads,
+        timeout_s=timeout_s,
+        threads=threads,
+        emulate=None if emulate is None else {(st, kind, label[m]): secs for (st, kind, m), secs in emulate.items()},
+    )
 
 
 def run_schedule(problem: Problem, schedule: Schedule, workload: Any = None, **kwargs: Any) -> RunResult:

@@ -337,36 +337,79 @@ def coarsen(
     for field, value in (("max_duration", max_duration), ("max_memory", max_memory)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             raise InvalidProblemError(f"coarsening: {field!r} must be an integer >= 0 or None, got {value!r}")
-    graph = problem.graph
-    pinned = {r.block for r in problem.releases} | {b for order in problem.fixed_orders for b, _ in order}
-    groups: dict[int, _Group] = {i: _single(b, b.name not in pinned) for i, b in enumerate(graph.blocks)}
-    idx = {b.name: i for i, b in enumerate(graph.blocks)}
-    succ: dict[int, dict[int, int]] = {i: {} for i in groups}
-    pred: dict[int, dict[int, int]] = {i: {} for i in groups}
-    for e in graph.edges:
-        u, v = idx[e.src], idx[e.dst]
-        succ[u][v] = e.size
-        pred[v][u] = e.size
+    state = _Merging.of(problem)
+    groups = state.groups
     room = _room(problem)
     total = sum(g.size for g in groups.values())
     if max_duration is None:
         max_duration = math.ceil(3 * total / target) if target else max(g.size for g in groups.values())
     mem_limit = math.inf if max_memory is None else max_memory
-    nodes = list(groups)
-    reach = _reach(nodes, succ)
     stats: dict[str, Any] = {
-        "blocks_in": len(nodes),
-        "edges_in": len(graph.edges),
-        "redundant_edges": len(graph.edges) - len(_reduced(nodes, succ, reach)),
+        "blocks_in": len(state.nodes),
+        "edges_in": len(problem.graph.edges),
+        "redundant_edges": len(problem.graph.edges) - len(_reduced(state.nodes, state.succ, state.reach)),
         "max_duration": max_duration,
         "max_memory": max_memory,
         "strict_factor": strict_factor,
     }
 
-    def merge(a: int, b: int, merged: _Group) -> None:
-        """Merge group ``b`` into ``a`` (``merged`` runs a's members first)."""
-        groups[a] = merged
-        del groups[b]
+    def done() -> bool:
+        return target is not None and len(groups) <= target
+
+    # step 2: safe merges along reduced edges
+    while not done():
+        best = state.best_safe_pair(room, max_duration, mem_limit)
+        if best is None:
+            break
+        state.merge(*best)
+    stats["blocks_after_safe"] = len(groups)
+
+    # step 3: the remaining pairs under stricter thresholds
+    if non_adjacent and target is not None:
+        strict_duration = strict_factor * max_duration
+        strict_memory = strict_factor * mem_limit
+        while not done():
+            found = _best_other_pair(state.nodes, state.succ, state.pred, groups, state.reach, room, strict_duration,
+                                     strict_memory)
+            if found is None:
+                break
+            state.merge(*found)
+    stats["blocks"] = len(groups)
+    return _build(problem, groups, state.succ, stats)
+
+
+@attrs.define
+class _Merging:
+    """The groups of :func:`coarsen` while it merges them, with their edges (summed sizes) both ways and
+    the reachability between them."""
+
+    groups: dict[int, _Group]
+    succ: dict[int, dict[int, int]]
+    pred: dict[int, dict[int, int]]
+    nodes: list[int]
+    reach: Any
+
+    @classmethod
+    def of(cls, problem: Problem) -> _Merging:
+        """One group per block (blocks with a release or a fixed order stay unmerged)."""
+        graph = problem.graph
+        pinned = {r.block for r in problem.releases} | {b for order in problem.fixed_orders for b, _ in order}
+        groups = {i: _single(b, b.name not in pinned) for i, b in enumerate(graph.blocks)}
+        idx = {b.name: i for i, b in enumerate(graph.blocks)}
+        succ: dict[int, dict[int, int]] = {i: {} for i in groups}
+        pred: dict[int, dict[int, int]] = {i: {} for i in groups}
+        for e in graph.edges:
+            u, v = idx[e.src], idx[e.dst]
+            succ[u][v] = e.size
+            pred[v][u] = e.size
+        nodes = list(groups)
+        return cls(groups=groups, succ=succ, pred=pred, nodes=nodes, reach=_reach(nodes, succ))
+
+    def merge(self, a: int, b: int, merged: _Group) -> None:
+        """Merge group ``b`` into ``a`` (``merged`` runs a's members first); the reachability anew."""
+        succ, pred = self.succ, self.pred
+        self.groups[a] = merged
+        del self.groups[b]
         for s, size in succ.pop(b).items():
             del pred[s][b]
             if s != a:
@@ -377,16 +420,15 @@ def coarsen(
             if p != a:
                 pred[a][p] = pred[a].get(p, 0) + size
                 succ[p][a] = pred[a][p]
-        nodes.remove(b)
+        self.nodes.remove(b)
+        self.reach = _reach(self.nodes, succ)
 
-    def done() -> bool:
-        return target is not None and len(groups) <= target
-
-    # step 2: safe merges along reduced edges
-    while not done():
-        reduced = _reduced(nodes, succ, reach)
-        out_deg: dict[int, int] = {n: 0 for n in nodes}
-        in_deg: dict[int, int] = {n: 0 for n in nodes}
+    def best_safe_pair(self, room: Any, max_duration: float, mem_limit: float) -> tuple[int, int, _Group] | None:
+        """Step 2's next merge: of the reduced edges ``u -> v`` where ``u`` has no other successor and ``v``
+        no other predecessor, both mergeable and their merge within the thresholds, the shortest merge."""
+        reduced = _reduced(self.nodes, self.succ, self.reach)
+        out_deg: dict[int, int] = {n: 0 for n in self.nodes}
+        in_deg: dict[int, int] = {n: 0 for n in self.nodes}
         for u, v in reduced:
             out_deg[u] += 1
             in_deg[v] += 1
@@ -394,7 +436,7 @@ def coarsen(
         for u, v in sorted(reduced):
             if out_deg[u] != 1 or in_deg[v] != 1:
                 continue
-            gu, gv = groups[u], groups[v]
+            gu, gv = self.groups[u], self.groups[v]
             if not (gu.mergeable and gv.mergeable):
                 continue
             merged = _combined(gu, gv, room)
@@ -402,26 +444,7 @@ def coarsen(
                 continue
             if best is None or merged.size < best[0]:
                 best = (merged.size, u, v, merged)
-        if best is None:
-            break
-        _, u, v, merged = best
-        merge(u, v, merged)
-        reach = _reach(nodes, succ)
-    stats["blocks_after_safe"] = len(groups)
-
-    # step 3: the remaining pairs under stricter thresholds
-    if non_adjacent and target is not None:
-        strict_duration = strict_factor * max_duration
-        strict_memory = strict_factor * mem_limit
-        while not done():
-            found = _best_other_pair(nodes, succ, pred, groups, reach, room, strict_duration, strict_memory)
-            if found is None:
-                break
-            first, second, merged = found
-            merge(first, second, merged)
-            reach = _reach(nodes, succ)
-    stats["blocks"] = len(groups)
-    return _build(problem, groups, succ, stats)
+        return None if best is None else best[1:]
 
 
 def _top2(items: Any) -> tuple[tuple[int, int], tuple[int, int]]:

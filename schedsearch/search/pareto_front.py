@@ -365,6 +365,45 @@ class MemoryWalk(SearchResult):
         return d
 
 
+@attrs.frozen(kw_only=True)
+class _MemoryStep:
+    """One capacity's step of :func:`min_memory`: its record in the walk, and the plan that answers it
+    (with the engine that found it), or none (with the proof that no smaller capacity reaches the target,
+    ``""`` when unproven, and the status that stops the walk)."""
+
+    record: tuple[int | None, str, int | None, str]
+    schedule: Schedule | None = None
+    engine: str = ""
+    proof: str = ""
+    stopped: Status = Status.UNKNOWN
+
+
+def _memory_step(run: Run, sub: Problem, capacity: int | None, phase: str, heuristic: Heuristic | None,
+                 warm: list[Schedule], target_makespan: int) -> _MemoryStep:
+    """Answer one capacity: the heuristic's plan, else a warm start or an earlier step's plan within the
+    target, else the analytic bound's proof that none exists, else an exact feasibility search."""
+    found = heuristic(sub) if heuristic is not None else None
+    given = _best_fitting(sub, [w for w in warm if w.makespan <= target_makespan])
+    if found is not None and found.makespan <= target_makespan and not validate(sub, found):
+        return _MemoryStep(record=(capacity, Status.FEASIBLE.value, found.makespan, "heuristic"), schedule=found,
+                           engine="heuristic")
+    if given is not None:
+        return _MemoryStep(record=(capacity, Status.FEASIBLE.value, given.makespan, "warm start"), schedule=given,
+                           engine="warm start")
+    if objective_lower_bound(sub.with_(objective="makespan")).value > target_makespan:
+        # no plan of this capacity (nor of a smaller one) is that short
+        return _MemoryStep(record=(capacity, Status.INFEASIBLE.value, None, "analytic bound"), proof="analytic bound")
+    # the search charges this run's budget as it goes
+    child = run.child(sub.with_(objective="feasibility"), time_limit_s=run.budget.slice(1.0), incumbents=False,
+                      bounds=False, prefix=phase)
+    result = exact_search(child, upper_bound=target_makespan)
+    record = (capacity, result.status.value, result.objective, "exact")
+    if result.schedule is None:
+        proof = f"exact search ({result.backend})" if result.status is Status.INFEASIBLE else ""
+        return _MemoryStep(record=record, proof=proof, stopped=result.status)
+    return _MemoryStep(record=record, schedule=result.schedule, engine=result.engine)
+
+
 def min_memory(
     problem: Problem,
     target_makespan: int,
@@ -436,30 +475,12 @@ def min_memory(
             break
         phase = f"peak memory capacity {'unbounded' if capacity is None else capacity}"
         reporter.report(phase)
-        found = heuristic(sub) if heuristic is not None else None
-        given = _best_fitting(sub, [w for w in warm if w.makespan <= target_makespan])
-        if found is not None and found.makespan <= target_makespan and not validate(sub, found):
-            steps.append((capacity, Status.FEASIBLE.value, found.makespan, "heuristic"))
-            schedule, engine = found, "heuristic"
-        elif given is not None:
-            steps.append((capacity, Status.FEASIBLE.value, given.makespan, "warm start"))
-            schedule, engine = given, "warm start"
-        elif objective_lower_bound(sub.with_(objective="makespan")).value > target_makespan:
-            # no plan of this capacity (nor of a smaller one) is that short
-            steps.append((capacity, Status.INFEASIBLE.value, None, "analytic bound"))
-            proof = "analytic bound"
+        step = _memory_step(run, sub, capacity, phase, heuristic, warm, target_makespan)
+        steps.append(step.record)
+        if step.schedule is None:
+            proof, stopped = step.proof, step.stopped
             break
-        else:
-            # the search charges this run's budget as it goes
-            child = run.child(sub.with_(objective="feasibility"), time_limit_s=deadline.slice(1.0), incumbents=False,
-                              bounds=False, prefix=phase)
-            result = exact_search(child, upper_bound=target_makespan)
-            steps.append((capacity, result.status.value, result.objective, "exact"))
-            if result.schedule is None:
-                proof = f"exact search ({result.backend})" if result.status is Status.INFEASIBLE else ""
-                stopped = result.status
-                break
-            schedule, engine = result.schedule, result.engine
+        schedule, engine = step.schedule, step.engine
         peak = _peak(sub, schedule)
         best = (peak, schedule, engine)
         reporter.report(incumbent=peak)

@@ -161,27 +161,11 @@ def serial_schedule(
     """
     blocks = problem.graph.by_name()
     default = topological_order(problem)
-    if order is None:
-        order = default
-    else:
-        order = list(dict.fromkeys(order))
-        known = set(default)
-        unknown = [k for k in order if k not in known]
-        if unknown:
-            raise SchedSearchError(f"serial_schedule: 'order' names unknown task {unknown[0]!r}")
-        seen = set(order)
-        order += [k for k in default if k not in seen]
+    order = _priority_order(default, order)
     options = options or {}
     channels = channels or {}
     delays = delays or {}
-
-    preds: dict[TaskKey, list[tuple[TaskKey, int]]] = {k: [] for k in default}  # (pred, transfer size)
-    for m in range(problem.num_microbatches):
-        for e in problem.graph.edges:
-            preds[(e.dst, m)].append(((e.src, m), e.size))
-    for seq in problem.fixed_orders:
-        for a, b in zip(seq, seq[1:]):
-            preds[b].append((a, 0))
+    preds = _predecessors(problem, default)
 
     devices = {d.name: _Device(d.memory, problem.initial_memory_of(d.name)) for d in problem.cluster.devices}
     channel_busy: dict[str, list[tuple[int, int]]] = {c.name: [] for c in problem.cluster.channels}
@@ -251,3 +235,28 @@ def serial_schedule(
             + "; ".join(str(v) for v in violations[:5])
         )
     return schedule
+
+
+def _priority_order(default: list[TaskKey], order: Sequence[TaskKey] | None) -> list[TaskKey]:
+    """``order`` without repeats, then the task instances it omits in the ``default`` order."""
+    if order is None:
+        return default
+    order = list(dict.fromkeys(order))
+    known = set(default)
+    unknown = [k for k in order if k not in known]
+    if unknown:
+        raise SchedSearchError(f"serial_schedule: 'order' names unknown task {unknown[0]!r}")
+    seen = set(order)
+    return order + [k for k in default if k not in seen]
+
+
+def _predecessors(problem: Problem, tasks: Sequence[TaskKey]) -> dict[TaskKey, list[tuple[TaskKey, int]]]:
+    """Per task instance: ``(predecessor, transfer size)`` of its edges, then of the fixed orders (size 0)."""
+    preds: dict[TaskKey, list[tuple[TaskKey, int]]] = {k: [] for k in tasks}
+    for m in range(problem.num_microbatches):
+        for e in problem.graph.edges:
+            preds[(e.dst, m)].append(((e.src, m), e.size))
+    for seq in problem.fixed_orders:
+        for a, b in zip(seq, seq[1:]):
+            preds[b].append((a, 0))
+    return preds

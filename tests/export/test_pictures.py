@@ -134,7 +134,7 @@ def test_folded_channels_draw_every_transfer_in_one_row():
 
     pipeline = schedsearch.Pipeline(num_ranks=4, num_microbatches=4, families=["1f1b"], p2p={"time_ms": 0.5},
                                     stages=[{"forward_ms": 1.0, "backward_ms": 2.0}] * 4)
-    result = schedsearch.plan(pipeline, time_limit_s=10, workers=1)
+    result = schedsearch.plan(pipeline, time_limit_s=10, parallel=1)
     devices = list(result.problem.cluster.device_names)
     channels = sorted({tr.channel for tr in result.schedule.transfers if tr.end > tr.start})
     assert len(channels) >= 3

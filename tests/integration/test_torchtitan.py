@@ -173,7 +173,7 @@ CASES = [
 def test_torchtitan_runs_the_plan_with_its_builtin_schedules_gradients(
         tmp_path: Path, family: str, ranks: int, microbatches: int, split: bool, scale: tuple[float, ...],
         expect: str, reference: str, fqns: bool) -> None:
-    result = schedsearch.plan(_pipeline(ranks, microbatches, family, split, scale), time_limit_s=30, workers=1,
+    result = schedsearch.plan(_pipeline(ranks, microbatches, family, split, scale), time_limit_s=30, parallel=1,
                               deterministic=True)
     assert result.best is not None and result.best.family.startswith(expect), result.table()
     paths = result.write(tmp_path / "plan")

@@ -1,0 +1,142 @@
+"""What the planner tells a user: each message names the cause and the fix, and rows carry typed outcomes."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import attrs
+import pytest
+
+import schedsearch
+from schedsearch import Pipeline
+from schedsearch.cli import main
+from schedsearch.errors import InvalidProblemError, NoFittingPlanError
+from schedsearch.plan import planner as planner_module
+from schedsearch.plan.outcome import Reason
+from schedsearch.result import Status
+from schedsearch.search import portfolio as portfolio_module
+
+SAMPLE = Path(__file__).resolve().parents[1] / "models" / "pipeline.toml"
+GIB = 2**30
+
+
+def _sample(**changes) -> Pipeline:
+    return attrs.evolve(Pipeline.load(SAMPLE), **changes)
+
+
+def test_optimal_only_when_every_level_is_proven():
+    # deterministic: the same rows on every machine. On the sample, V 1F1B and interleaved 1F1B v=2 meet their
+    # makespan bound without a proof of their peak memory: FEASIBLE, and the note under them says which proof is open
+    result = schedsearch.plan(_sample(), time_limit_s=5, parallel=1, deterministic=True)
+    table = result.table().splitlines()
+    open_peak = [r for r in result.rows if r.makespan_proven and not r.peak_proven]
+    assert open_peak, result.table()
+    for row in result.rows:
+        assert (row.status is Status.OPTIMAL) == (row.makespan_proven and row.peak_proven), row
+    for row in open_peak:
+        assert row.status is Status.FEASIBLE
+        at = next(i for i, line in enumerate(table) if line[4:].startswith(row.family + " "))
+        assert "FEASIBLE" in table[at] and "OPTIMAL" not in table[at]
+        assert table[at + 1].strip() == planner_module.PEAK_NOT_PROVEN
+    for i, line in enumerate(table[:-1]):  # no OPTIMAL row has a proof left open under it
+        if " OPTIMAL " in line:
+            assert "not proven" not in table[i + 1], (line, table[i + 1])
+
+
+def test_rows_carry_a_typed_reason_and_the_table_its_mark():
+    result = schedsearch.plan(_sample(memory_budget_bytes=8 * GIB), time_limit_s=5, parallel=1, deterministic=True)
+    reasons = {r.family: r.reason for r in result.rows}
+    assert reasons["interleaved 1F1B v=3"] is Reason.SHAPE  # 12 stages of 8 layers
+    assert reasons["ZB-V"] is Reason.MEMORY and reasons["DualPipe"] is Reason.MEMORY
+    for row in result.rows:
+        if row.reason is not None and row.reason.left_out:
+            assert row.makespan_ms is None and row.mark == "skipped" and row.status is row.reason.status
+        d = row.to_dict()
+        assert d["status"] == row.status.value and d["mark"] == row.mark
+    assert {r.status for r in result.rows if r.reason is Reason.MEMORY} == {Status.INFEASIBLE}
+
+
+def test_the_published_schedule_not_drawn_says_what_ran_out(monkeypatch):
+    # an estimate of 1000 s per task instance: whatever the machine, the share cannot cover drawing it
+    monkeypatch.setattr(portfolio_module, "HANDCRAFTED_S_PER_TASK", 1e3)
+    pipeline = _sample(families=("1f1b",), num_microbatches=4)
+    result = schedsearch.plan(pipeline, time_limit_s=2, parallel=1)
+    notes = [r.note for r in result.rows if "was not drawn" in r.note]
+    assert len(notes) == 2, result.table()  # 1F1B and ZB-H1
+    for note in notes:
+        assert "0.0 s" not in note, note
+        assert re.search(r"the candidate's share of the time limit \(\d+(\.\d+)? m?s\) (had [\d.]+ m?s left|was "
+                         r"used up)", note), note
+        assert re.search(r"take about \d+ s \(a longer time_limit_s", note), note
+
+
+@pytest.mark.parametrize("seconds, words", [
+    (0.0, "under 0.01 ms"), (4e-4, "0.4 ms"), (0.0123, "12 ms"), (0.5, "500 ms"), (3.44, "3.4 s"), (120.0, "120 s"),
+])
+def test_seconds_read_with_two_figures(seconds, words):
+    assert planner_module._seconds(seconds) == words
+
+
+def test_the_note_says_when_the_share_was_used_up_before_drawing():
+    note = planner_module._not_drawn_note("1F1B", 4000, share_s=1.0, spent_s=1.5, need_s=0.02)
+    assert note == ("the published 1F1B was not drawn: the candidate's share of the time limit (1 s) was used up by "
+                    "building its problem (4000 task instances, 1.5 s), and drawing it and proving it against the "
+                    "bound take about 20 ms (a longer time_limit_s, or fewer candidates at once, gives it time)")
+
+
+def test_a_refused_integer_problem_is_told_without_the_models_text(monkeypatch):
+    # a memory budget the planner's own check lets through (as if it were short of the model's): the model's
+    # memory proof refuses the problem (DualPipe's two parameter copies, 9.125 GiB on rank 0, are over 9 GiB),
+    # and the row says so in the description's terms
+    monkeypatch.setattr(planner_module, "_over_budget", lambda pipeline, c, stages, units, amounts: ("", units, 0))
+    pipeline = _sample(memory_budget_bytes=9 * GIB, families=("dualpipe", "1f1b"))
+    prepared = planner_module._prepare(pipeline, time_limit_s=5, parallel=1, deterministic=True, seed=0)
+    rows = {r.family: r for r in prepared.skipped}
+    assert rows["DualPipe"].reason is Reason.MEMORY and rows["DualPipe"].status is Status.INFEASIBLE
+    note = rows["DualPipe"].note
+    assert note.startswith("no DualPipe plan keeps every rank within the budget 9 GiB") and "memory_budget_bytes" in note
+    assert "refuses" not in note and "block '" not in note and "'memory'" not in note
+
+
+def test_any_other_refusal_is_an_error_inside_the_library(monkeypatch):
+    real = planner_module.candidate_times
+
+    def refusing(pipeline, candidate, *args, **kwargs):
+        if candidate.family == "dualpipe":
+            raise InvalidProblemError("placement: an internal text the user must not read")
+        return real(pipeline, candidate, *args, **kwargs)
+
+    monkeypatch.setattr(planner_module, "candidate_times", refusing)
+    result = schedsearch.plan(_sample(families=("dualpipe", "1f1b")), time_limit_s=5, parallel=1, deterministic=True)
+    row = next(r for r in result.rows if r.family == "DualPipe")
+    assert row.reason is Reason.MODEL and row.mark == "skipped"
+    assert "internal text" not in result.table() and "please report it" in row.note
+
+
+def test_no_family_fits_is_one_line_per_reason_with_the_fix(tmp_path, capsys):
+    with pytest.raises(NoFittingPlanError) as info:
+        schedsearch.plan(_sample(memory_budget_bytes=6 * GIB), time_limit_s=5)
+    lines = str(info.value).splitlines()
+    assert lines[0] == ("no schedule family fits (the least any family holds at once on a rank is 7.5625 GiB: a "
+                        "memory_budget_bytes of at least that lets its search start):")
+    families = [f for line in lines[1:] for f in line.split(": ")[0].strip().split(", ")]
+    labels = [c.label for c in planner_module.candidates(_sample())]
+    assert sorted(families) == sorted(labels)  # each family once, with its reason
+    assert "  interleaved 1F1B v=3, interleaved ZB v=3: needs 12 stages, the description gives 8 layers" in lines
+    assert all(len(line) <= planner_module.MAX_ERROR_LINE for line in lines)
+    # the command line prints the same lines
+    path = tmp_path / "pipeline.toml"
+    path.write_text(SAMPLE.read_text().replace('memory_budget_bytes = "24 GiB"', 'memory_budget_bytes = "6 GiB"'))
+    assert main(["plan", str(path), "--out", "", "--time-limit", "5"]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"schedsearch plan: error: {lines[0]}", *lines[1:]]
+
+
+def test_a_long_list_of_reasons_is_bounded():
+    entries = [(f"family {k}", f"reason {k}") for k in range(40)]
+    text = planner_module._per_family("no schedule family fits", entries)
+    lines = text.splitlines()
+    assert len(lines) == planner_module.MAX_ERROR_FAMILIES + 2 and lines[-1] == "  ... and 24 more"
+    long = planner_module._per_family("head", [("f", "x" * 1000)]).splitlines()[1]
+    assert len(long) == planner_module.MAX_ERROR_LINE and long.endswith(" ...")
