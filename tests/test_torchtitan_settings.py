@@ -38,7 +38,7 @@ def eight_stages():
     """An 8-stage description (one stage per rank, 1F1B): the shape of a Llama-8B-like description."""
     pipeline = schedsearch.Pipeline(num_ranks=8, num_microbatches=8, families=["1f1b"],
                                     stages=_stages([f"block{i}" for i in range(8)]))
-    return schedsearch.plan(pipeline, time_limit_s=20, workers=1, deterministic=True)
+    return schedsearch.plan(pipeline, time_limit_s=20, parallel=1, deterministic=True)
 
 
 def _args(path: Path) -> dict[str, str]:
@@ -105,7 +105,7 @@ DEBUG_NAMES = ["tok_embeddings", *(f"layers.{i}" for i in range(6)), "norm+lm_he
 def test_entries_named_after_torchtitans_modules_are_split_by_their_names(tmp_path: Path) -> None:
     pipeline = schedsearch.Pipeline(num_ranks=2, num_microbatches=4, families=["1f1b"], partition="dp",
                                     stages=_stages(DEBUG_NAMES))
-    result = schedsearch.plan(pipeline, time_limit_s=20, workers=1, deterministic=True)
+    result = schedsearch.plan(pipeline, time_limit_s=20, parallel=1, deterministic=True)
     assert [len(g) for g in result.layers] == [4, 4]  # the DP's split of the 8 equal entries
     args = _args(result.write(tmp_path, torchtitan_config="llama3_debugmodel")["torchtitan"])
     # stage 0: tok_embeddings, layers.0-2; stage 1: layers.3-5, norm, lm_head; in torchtitan's rule: 3 layers a
@@ -124,7 +124,7 @@ def test_entries_named_after_torchtitans_modules_are_split_by_their_names(tmp_pa
 def test_an_uneven_named_split_is_written_module_by_module(tmp_path: Path) -> None:
     names = ["tok_embeddings+layers.0+layers.1+layers.2+layers.3", "layers.4", "layers.5+norm", "lm_head"]
     pipeline = schedsearch.Pipeline(num_ranks=4, num_microbatches=4, families=["1f1b"], stages=_stages(names))
-    result = schedsearch.plan(pipeline, time_limit_s=20, workers=1, deterministic=True)
+    result = schedsearch.plan(pipeline, time_limit_s=20, parallel=1, deterministic=True)
     text = result.write(tmp_path, torchtitan_config="llama3_debugmodel")["torchtitan"].read_text()
     assert text.splitlines()[-2] == ("--parallelism.module_fqns_per_model_part "
                                      "tok_embeddings,layers.0,layers.1,layers.2,layers.3 layers.4 layers.5,norm lm_head")

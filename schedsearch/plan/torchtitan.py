@@ -84,8 +84,8 @@ from schedsearch.errors import (
 )
 from schedsearch.handcrafted.families import family as family_record
 
-__all__ = ["TORCHTITAN_LAYERS", "TORCHTITAN_VERSION", "TORCH_VERSION", "TorchtitanModel", "entry_modules", "not_written",
-           "torchtitan_model", "torchtitan_overrides", "torchtitan_schedule_name", "torchtitan_split", "train_script",
+__all__ = ["TORCHTITAN_LAYERS", "TORCHTITAN_VERSION", "TORCH_VERSION", "TorchtitanModel", "entry_modules",
+           "not_written", "torchtitan_model", "torchtitan_overrides", "torchtitan_schedule_name", "torchtitan_split", "train_script",
            "write_plan_outputs"]
 
 #: The torchtitan release whose configuration these files are written for (its trainer runs them in the
@@ -528,7 +528,8 @@ for name in want:
 if have != want and os.environ.get("SCHEDSEARCH_ANY_VERSION") != "1":
     sys.exit(f"train.sh: installed torch {{have['torch']}}, torchtitan {{have['torchtitan']}}; this plan runs with "
              "torchtitan {TORCHTITAN_VERSION}, whose trainer needs torch {TORCH_VERSION}: "
-             "pip install torch=={TORCH_VERSION} torchtitan=={TORCHTITAN_VERSION} (or set SCHEDSEARCH_ANY_VERSION=1 to launch anyway)")
+             "pip install torch=={TORCH_VERSION} torchtitan=={TORCHTITAN_VERSION} "
+             "(or set SCHEDSEARCH_ANY_VERSION=1 to launch anyway)")
 from torchtitan.config import ConfigManager
 
 config = ConfigManager().parse_args(["--module", sys.argv[1], "--config", sys.argv[2]])

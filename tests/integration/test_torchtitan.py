@@ -142,9 +142,12 @@ def _pipeline(num_ranks: int, num_microbatches: int, family: str, split: bool,
                                 partition="dp", stages=stages)
 
 
-def _run(cmd: list[str], log: Path, timeout_s: float) -> None:
+def _run(cmd: list[str], log: Path, timeout_s: float = RUN_TIMEOUT_S, env: dict[str, str] | None = None,
+         cwd: Path | None = None) -> float:
+    """Run ``cmd`` (a torchrun or train.sh) with its output in ``log``; its wall time in s. A failure or hang fails."""
+    t0 = time.perf_counter()
     with log.open("w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True)
         try:
             rc = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -154,6 +157,7 @@ def _run(cmd: list[str], log: Path, timeout_s: float) -> None:
                         + log.read_text()[-4000:])
     if rc != 0:
         pytest.fail(f"torchrun failed (exit {rc}): {shlex.join(cmd)}\n" + log.read_text()[-6000:])
+    return time.perf_counter() - t0
 
 
 EVEN = (1.0,) * NUM_LAYERS
@@ -184,9 +188,7 @@ def test_torchtitan_runs_the_plan_with_its_builtin_schedules_gradients(
     out.mkdir()
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}",
            str(WORKER), "--args-file", str(paths["torchtitan"]), "--reference", reference, "--out", str(out)]
-    t0 = time.perf_counter()
-    _run(cmd, tmp_path / "torchrun.log", RUN_TIMEOUT_S)
-    wall = time.perf_counter() - t0
+    wall = _run(cmd, tmp_path / "torchrun.log")
     worst, count = 0.0, 0
     for rank in range(ranks):
         data = torch.load(out / f"rank{rank}.pt", weights_only=False)
@@ -261,22 +263,6 @@ def _trainer_env(record: Path) -> dict[str, str]:
                 PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
 
 
-def _run_in(cmd: list[str], env: dict[str, str], cwd: Path, log: Path) -> float:
-    t0 = time.perf_counter()
-    with log.open("w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True)
-        try:
-            rc = proc.wait(timeout=RUN_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            pytest.fail(f"the trainer did not finish in {RUN_TIMEOUT_S:g} s (a hang?): {shlex.join(cmd)}\n"
-                        + log.read_text()[-4000:])
-    if rc != 0:
-        pytest.fail(f"the trainer failed (exit {rc}): {shlex.join(cmd)}\n" + log.read_text()[-6000:])
-    return time.perf_counter() - t0
-
-
 def _losses(record: Path, ranks: int) -> tuple[set[str], list[float]]:
     """The schedule classes the ranks' trainers built and the losses the last stage's trainer logged, by step."""
     import json
@@ -299,7 +285,7 @@ def _losses(record: Path, ranks: int) -> tuple[set[str], list[float]]:
 def test_torchtitans_trainer_runs_the_plan_with_its_builtin_schedules_losses(
         tmp_path: Path, titan_data: Path, case: tuple, via_train_sh: bool) -> None:
     family, ranks, microbatches, split, scale, expect, reference, fqns = case
-    result = schedsearch.plan(_pipeline(ranks, microbatches, family, split, scale), time_limit_s=30, workers=1,
+    result = schedsearch.plan(_pipeline(ranks, microbatches, family, split, scale), time_limit_s=30, parallel=1,
                               deterministic=True)
     assert result.best is not None and result.best.family.startswith(expect), result.table()
     # written for the debug model: the split is checked against its 6 layers with torchtitan's own config
@@ -319,11 +305,11 @@ def test_torchtitans_trainer_runs_the_plan_with_its_builtin_schedules_losses(
                 "-m", "torchtitan.train", "--module", "llama3", "--config", "llama3_debugmodel", *extra]
     env = _trainer_env(tmp_path / "plan_record")
     if via_train_sh:  # MODULE and CONFIG default to the debug model the files were written for
-        wall = _run_in(["bash", str(paths["train"]), *extra], env, tmp_path, tmp_path / "plan.log")
+        wall = _run(["bash", str(paths["train"]), *extra], tmp_path / "plan.log", env=env, cwd=tmp_path)
     else:
-        wall = _run_in([*torchrun, *overrides], env, tmp_path, tmp_path / "plan.log")
-    ref_wall = _run_in([*torchrun, *builtin], _trainer_env(tmp_path / "builtin_record"), tmp_path,
-                       tmp_path / "builtin.log")
+        wall = _run([*torchrun, *overrides], tmp_path / "plan.log", env=env, cwd=tmp_path)
+    ref_wall = _run([*torchrun, *builtin], tmp_path / "builtin.log", env=_trainer_env(tmp_path / "builtin_record"),
+                    cwd=tmp_path)
     plan_classes, plan_losses = _losses(tmp_path / "plan_record", ranks)
     ref_classes, ref_losses = _losses(tmp_path / "builtin_record", ranks)
     assert plan_classes == {"_PipelineScheduleRuntime"}, plan_classes  # torchtitan loaded the CSV on every rank
@@ -345,7 +331,7 @@ def test_train_sh_refuses_a_model_the_plan_does_not_split_saying_how_to_plan_for
     pipeline = schedsearch.Pipeline(num_ranks=8, num_microbatches=8, families=["1f1b"],
                                     stages=[{"name": f"block{i}", "forward_ms": 1.0, "backward_ms": 2.0}
                                             for i in range(8)])
-    result = schedsearch.plan(pipeline, time_limit_s=20, workers=1, deterministic=True)
+    result = schedsearch.plan(pipeline, time_limit_s=20, parallel=1, deterministic=True)
     paths = result.write(tmp_path / "plan")
     env = dict(os.environ, MODULE="llama3", CONFIG="llama3_8b",
                PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
