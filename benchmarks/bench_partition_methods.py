@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
                 mark = ""
                 if result.cost.violations:
                     mark = "!"  # infeasible: memory or unsupported operators
-                elif result.stats.get("acyclic") is False:
+                elif result.acyclic is False:
                     mark = "~"  # not a pipeline order (stages feed each other both ways)
                 row[column] = f"{result.max_load / best:.3f}{mark}"
             trow[column] = round(elapsed, 2)

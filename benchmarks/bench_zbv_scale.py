@@ -50,7 +50,7 @@ print(json.dumps({
     "status": result.status.value, "makespan": result.objective, "bound": result.lower_bound,
     "engine": result.engine, "wall_s": round(wall, 1),
     "rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-    "notes": result.stats.get("notes", []),
+    "notes": list(result.notes),
 }))
 """
 

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from schedsearch.errors import InvalidOptionsError
+from schedsearch.registry import available_backends
 from schedsearch.schedule import Schedule
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -43,6 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "ProgressEvent",
+    "BaseSolverOptions",
     "SolverSettings",
     "SearchOptions",
     "resolve_options",
@@ -81,7 +83,7 @@ DETERMINISTIC_UNITS_PER_S = 0.05
 #: seconds for a budget of ``s``: a guard against a model whose work CP-SAT's
 #: deterministic time under-counts, or a machine far slower than one core.
 #: A search the guard stops is not reproducible; its result says so
-#: (``stats["wall_guard_hit"]``).
+#: (its ``wall_guard_hit``).
 DETERMINISTIC_WALL_GUARD = 10.0
 DETERMINISTIC_WALL_GUARD_S = 60.0
 
@@ -171,7 +173,7 @@ def check_callable(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
 
 def backend_names() -> tuple[str, ...]:
     """The backend names every strategy accepts: ``"auto"`` and the registry's
-    (:data:`schedsearch.encode.backends.BACKENDS`).
+    (:data:`schedsearch.registry.BACKENDS`).
 
     Examples
     --------
@@ -179,9 +181,7 @@ def backend_names() -> tuple[str, ...]:
     >>> backend_names()
     ('auto', 'cpsat', 'z3')
     """
-    from schedsearch.encode.backends import BACKENDS
-
-    return ("auto", *BACKENDS)
+    return ("auto", *available_backends())
 
 
 def did_you_mean(value: Any, names: Iterable[str]) -> str:
@@ -209,7 +209,8 @@ def _check_backend(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
                                 f"{did_you_mean(value, names)}", value)
         return
     if not (hasattr(value, "name") and hasattr(value, "solve")):
-        raise options_error(inst, attribute.name, "a backend name ('auto', 'cpsat', 'z3') or a backend object", value)
+        raise options_error(inst, attribute.name,
+                            f"a backend name ({', '.join(repr(n) for n in backend_names())}) or a backend object", value)
 
 
 def _schedules(value: Any) -> tuple[Schedule, ...]:
@@ -230,7 +231,27 @@ def _schedules(value: Any) -> tuple[Schedule, ...]:
 
 
 @attrs.frozen(kw_only=True)
-class SolverSettings:
+class BaseSolverOptions:
+    """What every solver call takes, declared and checked here once: a time limit, a seed, and whether the
+    solver prints its log. The root of the options: the scheduling solvers' settings
+    (:class:`SolverSettings`) and the MIP layer's (:class:`~schedsearch.bounds.mip.MipOptions`) add their own.
+
+    Examples
+    --------
+    >>> from schedsearch.options import BaseSolverOptions
+    >>> BaseSolverOptions(seed=-1)
+    Traceback (most recent call last):
+    ...
+    schedsearch.errors.InvalidOptionsError: BaseSolverOptions: 'seed' must be an integer in 0..2147483647 (CP-SAT takes an int32 seed, Z3 an unsigned 32-bit one), got -1
+    """
+
+    time_limit_s: float | None = attrs.field(default=60.0, validator=check_time_limit)
+    seed: int = attrs.field(default=0, validator=check_seed)
+    log: bool = attrs.field(default=False, validator=check_boolean)
+
+
+@attrs.frozen(kw_only=True)
+class SolverSettings(BaseSolverOptions):
     """The solver settings shared by the strategies' options (:class:`SearchOptions`) and the backends' own
     (:class:`~schedsearch.encode.SolveOptions`, :class:`~schedsearch.encode.repetend.RepetendOptions`): declared
     and checked here once; each subclass adds what is its own. A search run derives the backends' options
@@ -244,11 +265,8 @@ class SolverSettings:
     True
     """
 
-    time_limit_s: float | None = attrs.field(default=60.0, validator=check_time_limit)
-    seed: int = attrs.field(default=0, validator=check_seed)
     workers: int = attrs.field(default=2, validator=check_workers)
     deterministic: bool = attrs.field(default=False, validator=check_boolean)
-    log: bool = attrs.field(default=False, validator=check_boolean)
     backend_params: Mapping[str, Any] = attrs.field(factory=dict, validator=check_params)
 
 
@@ -588,7 +606,7 @@ def check_partition_options(where: str, options: Mapping[str, Any], accepted: It
 
 def resolve_options(options: SearchOptions | None, overrides: Mapping[str, Any], where: str,
                     renamed: Mapping[str, str] | None = None, own: Mapping[str, tuple[Any, Rule]] | None = None,
-                    registry: bool = True, **defaults: Any) -> SearchOptions:
+                    **defaults: Any) -> SearchOptions:
     """``options`` with the keyword ``overrides`` applied, checked: the door of every strategy.
 
     Every public strategy calls it first, before any work, so that a bad
@@ -602,21 +620,15 @@ def resolve_options(options: SearchOptions | None, overrides: Mapping[str, Any],
     strategy to their present ones, so the error can point to the right
     one. ``own`` holds the strategy's own knobs, ``name: (value, rule)``
     (:class:`Rule`), each checked. A backend name must be one of
-    :func:`backend_names` (the closest are suggested) and, for a strategy
-    that solves through the backend registry (``registry``), the
-    ``backend_params`` must be parameters that backend takes.
+    :func:`backend_names` (the closest are suggested). (A strategy that
+    solves through the backend registry checks the ``backend_params``
+    against what that backend takes next:
+    :meth:`schedsearch.search.run.Run.open`.)
     """
     check_options(where, own or {})
     if options is not None and not isinstance(options, SearchOptions):
         raise InvalidOptionsError(f"{where}: 'options' must be a SearchOptions, got {options!r:.80}")
-    resolved = _resolve(options, overrides, where, renamed, defaults)
-    if registry and resolved.backend_params and isinstance(resolved.backend, str):
-        from schedsearch.encode.backends import backend_params_error
-
-        why = backend_params_error(resolved.backend_name, resolved.backend_params)
-        if why is not None:
-            raise InvalidOptionsError(f"{where}: 'backend_params': {why}")
-    return resolved
+    return _resolve(options, overrides, where, renamed, defaults)
 
 
 def _resolve(options: SearchOptions | None, overrides: Mapping[str, Any], where: str,

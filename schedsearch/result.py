@@ -7,7 +7,6 @@ solver statistics. Infeasible and timed-out searches are statuses.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,41 +14,12 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from schedsearch.schedule import Schedule
+from schedsearch.status import Status as Status
 
 if TYPE_CHECKING:  # pragma: no cover
     from schedsearch.problem import Problem
 
 __all__ = ["Status", "Level", "SearchResult"]
-
-
-class Status(enum.Enum):
-    """Outcome of a search.
-
-    * ``OPTIMAL``: a schedule whose objective equals a proven lower bound
-      (wherever the bound comes from: the solver, an analytic or LP bound);
-    * ``FEASIBLE``: a schedule, optimality not proven (the time limit was
-      reached, or the search was restricted);
-    * ``INFEASIBLE``: proven that no schedule exists (no bound is carried);
-    * ``TIMEOUT``: the time limit was reached with no schedule and no proof
-      (a proven lower bound may be carried);
-    * ``UNKNOWN``: the search stopped for another reason with no schedule.
-
-    Examples
-    --------
-    >>> from schedsearch import Status
-    >>> Status.FEASIBLE.has_schedule, Status.TIMEOUT.has_schedule
-    (True, False)
-    """
-
-    OPTIMAL = "OPTIMAL"  #: a schedule proven optimal
-    FEASIBLE = "FEASIBLE"  #: a schedule, optimality not proven (limit reached)
-    INFEASIBLE = "INFEASIBLE"  #: proven: no schedule exists
-    TIMEOUT = "TIMEOUT"  #: limit reached with no schedule and no proof
-    UNKNOWN = "UNKNOWN"  #: the search stopped for another reason
-
-    @property
-    def has_schedule(self) -> bool:
-        return self in (Status.OPTIMAL, Status.FEASIBLE)
 
 
 @attrs.frozen(kw_only=True)
@@ -80,6 +50,12 @@ class Level:
                 "engine": self.engine}
 
 
+#: What :meth:`SearchResult.export` leaves out of a JSON plan's ``meta``: the plan itself, and how the search ran
+#: (its statistics and the facts of its run), which the plan does not depend on.
+_NOT_IN_EXPORT = ("schedule", "stats", "deterministic_s", "wall_guard_hit", "notes", "exact_status",
+                  "restricted_status", "ties")
+
+
 @attrs.frozen(kw_only=True)
 class SearchResult:
     """What a search returns.
@@ -101,6 +77,17 @@ class SearchResult:
     says how many leading levels are.
 
     ``problem`` is the problem the plan solves (what :meth:`export` needs).
+
+    The facts of how the search went that callers act on are fields too:
+    ``deterministic_s`` (the deterministic time its backend searches
+    reported using; None when none reported one), ``wall_guard_hit`` (a
+    deterministic search was stopped by its wall-clock guard: the result
+    may differ on another run), ``notes`` (what the search left out, and
+    why), ``exact_status`` (the status of the exact sub-search a strategy
+    ran; None when it ran none), ``restricted_status`` and ``ties`` (the
+    status of an exact search restricted by ``ties`` start-time ties, which
+    holds for the tied plans only). ``stats`` holds the solver's and the
+    strategy's other figures, for reading only.
 
     Examples
     --------
@@ -126,6 +113,12 @@ class SearchResult:
     engine: str = ""
     bound_engine: str = ""
     levels: tuple[Level, ...] = attrs.field(default=(), converter=tuple)
+    deterministic_s: float | None = None
+    wall_guard_hit: bool = False
+    notes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    exact_status: Status | None = None
+    restricted_status: Status | None = None
+    ties: int = 0
     problem: Problem | None = attrs.field(default=None, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -174,7 +167,7 @@ class SearchResult:
             options.setdefault("result", self)
         meta = options.pop("meta", None) if format == "json" else None
         if format == "json":
-            meta = {"result": {k: v for k, v in self.to_dict().items() if k not in ("schedule", "stats")},
+            meta = {"result": {k: v for k, v in self.to_dict().items() if k not in _NOT_IN_EXPORT},
                     **dict(meta or {})}
             options["meta"] = meta
         return export(self.problem, self.schedule, format, path, **options)
@@ -214,6 +207,12 @@ class SearchResult:
             "engine": self.engine,
             "bound_engine": self.bound_engine,
             "levels": [lv.to_dict() for lv in self.levels],
+            "deterministic_s": self.deterministic_s,
+            "wall_guard_hit": self.wall_guard_hit,
+            "notes": list(self.notes),
+            "exact_status": None if self.exact_status is None else self.exact_status.value,
+            "restricted_status": None if self.restricted_status is None else self.restricted_status.value,
+            "ties": self.ties,
             "stats": dict(self.stats),
             "schedule": self.schedule.to_dict() if self.schedule is not None else None,
         }

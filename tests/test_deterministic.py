@@ -77,7 +77,7 @@ def test_a_search_stopped_by_the_wall_clock_guard_says_so(monkeypatch):
     problem = build_problem(pipeline, candidate, pipeline.stages, prepared.units)
     result = schedsearch.solve(problem, engines=["exact"],
                                options=SearchOptions(time_limit_s=100, deterministic=True, workers=1))
-    assert result.stats.get("wall_guard_hit") is True
+    assert result.wall_guard_hit is True
     assert result.wall_time_s < 30  # the guard, not the 100 s of deterministic time, stopped it
 
 

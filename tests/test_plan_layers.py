@@ -329,3 +329,11 @@ def test_torchtitan_runs_split_backwards_only_without_recomputation() -> None:
     assert [v.name for _, v in full.torchtitan_variants()] == ["interleaved 1F1B"]
     assert [v.name for _, v in plain.torchtitan_variants()] == ["interleaved 1F1B", "interleaved ZB"]
     assert Configuration(**shape, layout="v").families() == ("zb-v", "dualpipev")
+
+
+def test_which_torchtitan_releases_run_each_mode() -> None:
+    """torchtitan 0.3.0's activation_checkpoint has none, full, per-operator selective and memory_budget;
+    0.2's selective also took a layer frequency (selective_ac_option = "k")."""
+    assert Recomputation(mode="full").torchtitan_releases == ("0.2", "0.3.0")
+    assert Recomputation(mode="selective", every=3).torchtitan_releases == ("0.2",)
+    assert Recomputation(mode="layers", layers=[1]).torchtitan_releases == ()

@@ -43,8 +43,9 @@ from typing import Any
 
 import attrs
 
-from schedsearch.errors import InvalidProblemError, UnsupportedFeatureError
-from schedsearch.result import Status
+from schedsearch.errors import InvalidOptionsError, InvalidProblemError, UnsupportedFeatureError
+from schedsearch.options import BaseSolverOptions, Rule, did_you_mean, options_error
+from schedsearch.status import Status
 
 __all__ = [
     "MipModel",
@@ -200,28 +201,33 @@ class MipModel:
 
 
 def _check_solver(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value not in SOLVERS:
-        raise InvalidProblemError(f"MIP options: 'solver' must be one of {SOLVERS}, got {value!r}")
-
-
-def _positive_or_none(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value is not None and not value > 0:
-        raise InvalidProblemError(f"MIP options: {attribute.name!r} must be > 0 or None, got {value!r}")
+    if not isinstance(value, str) or value not in SOLVERS:
+        raise options_error(inst, attribute.name, f"one of {', '.join(repr(s) for s in SOLVERS)}"
+                                                  f"{did_you_mean(value, SOLVERS)}", value)
 
 
 def _non_negative(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if not value >= 0:
-        raise InvalidProblemError(f"MIP options: {attribute.name!r} must be >= 0, got {value!r}")
+    if not Rule.number(0).test(value):
+        raise options_error(inst, attribute.name, "a number >= 0", value)
 
 
 def _at_least_one(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidProblemError(f"MIP options: {attribute.name!r} must be an integer >= 1, got {value!r}")
+    if not Rule.integer(1).test(value):
+        raise options_error(inst, attribute.name, "an integer >= 1", value)
+
+
+def _hint_choice(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is not None and not isinstance(value, bool):
+        raise options_error(inst, attribute.name, "True, False or None", value)
 
 
 @attrs.frozen(kw_only=True)
-class MipOptions:
-    """How to solve a :class:`MipModel`.
+class MipOptions(BaseSolverOptions):
+    """How to solve a :class:`MipModel`: the options every solver call takes
+    (:class:`~schedsearch.options.BaseSolverOptions`: ``time_limit_s``,
+    ``seed``, ``log``) and the MIP solver's own. A bad value raises
+    :class:`~schedsearch.errors.InvalidOptionsError` naming the option and
+    the value.
 
     Parameters
     ----------
@@ -247,12 +253,38 @@ class MipOptions:
     """
 
     solver: str = attrs.field(default=DEFAULT_SOLVER, validator=_check_solver)
-    time_limit_s: float | None = attrs.field(default=60.0, validator=_positive_or_none)
     relative_gap: float = attrs.field(default=1e-4, validator=_non_negative)
     threads: int = attrs.field(default=1, validator=_at_least_one)
-    seed: int = 0
-    log: bool = False
-    pass_hint: bool | None = None
+    pass_hint: bool | None = attrs.field(default=None, validator=_hint_choice)
+
+    @classmethod
+    def resolve(cls, options: MipOptions | None, overrides: Mapping[str, Any], where: str = "solve_mip") -> MipOptions:
+        """``options`` (None: the defaults) with the keyword ``overrides`` applied, checked.
+
+        Raises :class:`~schedsearch.errors.InvalidOptionsError` naming
+        ``where`` for ``options`` that are not a :class:`MipOptions`, an
+        unknown name (the closest ones suggested) or a bad value.
+
+        Examples
+        --------
+        >>> from schedsearch.bounds.mip import MipOptions
+        >>> MipOptions.resolve(None, {"relative_gap": 0.0}).relative_gap
+        0.0
+        >>> MipOptions.resolve(None, {"time_limit": 5})
+        Traceback (most recent call last):
+        ...
+        schedsearch.errors.InvalidOptionsError: solve_mip: unknown MIP option 'time_limit' (did you mean 'time_limit_s'?)
+        """
+        if options is not None and not isinstance(options, MipOptions):
+            raise InvalidOptionsError(f"{where}: 'options' must be a MipOptions, got {options!r:.80}")
+        options = options or cls()
+        if not overrides:
+            return options
+        names = [f.name for f in attrs.fields(cls)]
+        for name in overrides:
+            if name not in names:
+                raise InvalidOptionsError(f"{where}: unknown MIP option {name!r}{did_you_mean(name, names)}")
+        return attrs.evolve(options, **overrides)
 
 
 @attrs.frozen(kw_only=True)
@@ -342,13 +374,14 @@ def solve_mip(model: MipModel, options: MipOptions | None = None, **overrides: A
         The chosen solver is not in this installation (the message names
         the ones that are).
 
+    InvalidOptionsError
+        An unknown option or a bad value (:meth:`MipOptions.resolve`).
+
     A solver that fails on its own (HiGHS sometimes rejects its answer for
     numerical trouble) gives status UNKNOWN with the message in
     ``stats["error"]``, not an exception.
     """
-    options = options or MipOptions()
-    if overrides:
-        options = attrs.evolve(options, **overrides)
+    options = MipOptions.resolve(options, overrides)
     if options.solver not in available_solvers():
         raise UnsupportedFeatureError(
             f"MIP solver {options.solver!r} is not available in this installation; "
@@ -470,11 +503,12 @@ def _solve_mathopt(model: MipModel, options: MipOptions) -> MipResult:
         status = Status.FEASIBLE if has_solution else Status.TIMEOUT
     else:
         status = Status.FEASIBLE if has_solution else Status.UNKNOWN
+    solve_time_s = res.solve_time().total_seconds()
     stats = {
         "termination": reason.name,
         "limit": res.termination.limit.name if res.termination.limit is not None else None,
         "detail": res.termination.detail,
-        "solve_time_s": res.solve_time().total_seconds(),
+        "solve_time_s": solve_time_s,
         "num_vars": model.num_vars,
         "num_rows": model.num_rows,
         "num_nonzeros": model.num_nonzeros,
@@ -485,7 +519,7 @@ def _solve_mathopt(model: MipModel, options: MipOptions) -> MipResult:
         pass
     return MipResult(
         status=status, objective=objective, best_bound=bound, values=values,
-        wall_time_s=stats["solve_time_s"], solver=options.solver, stats=stats,
+        wall_time_s=solve_time_s, solver=options.solver, stats=stats,
     )
 
 
@@ -553,10 +587,11 @@ def _solve_pywraplp(model: MipModel, options: MipOptions) -> MipResult:
         status = Status.TIMEOUT
     else:
         status = Status.UNKNOWN
+    solve_time_s = solver.wall_time() / 1000.0
     stats = {
         "termination": {0: "OPTIMAL", 1: "FEASIBLE", 2: "INFEASIBLE", 3: "UNBOUNDED", 4: "ABNORMAL",
                         5: "MODEL_INVALID", 6: "NOT_SOLVED"}.get(code, str(code)),
-        "solve_time_s": solver.wall_time() / 1000.0,
+        "solve_time_s": solve_time_s,
         "num_vars": model.num_vars,
         "num_rows": model.num_rows,
         "num_nonzeros": model.num_nonzeros,
@@ -564,5 +599,5 @@ def _solve_pywraplp(model: MipModel, options: MipOptions) -> MipResult:
     }
     return MipResult(
         status=status, objective=objective, best_bound=bound, values=values,
-        wall_time_s=stats["solve_time_s"], solver="cbc", stats=stats,
+        wall_time_s=solve_time_s, solver="cbc", stats=stats,
     )

@@ -11,14 +11,16 @@ from typing import Any, TextIO
 
 from schedsearch.options import ProgressEvent
 from schedsearch.problem import Problem
-from schedsearch.result import SearchResult
+from schedsearch.registry import available_backends
+from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import metrics
 
 
 def add_solver_arguments(parser: argparse.ArgumentParser) -> None:
     """--backend, --time-limit, --seed, --workers, --deterministic."""
     group = parser.add_argument_group("solver")
-    group.add_argument("--backend", choices=("cpsat", "z3"), default="cpsat", help="solver backend (default: cpsat)")
+    group.add_argument("--backend", choices=available_backends(), default="cpsat",
+                       help="solver backend (default: cpsat)")
     group.add_argument("--time-limit", type=float, default=60.0, metavar="SECONDS", help="wall-clock limit (default: 60)")
     group.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     group.add_argument("--workers", type=int, default=2, help="parallel workers for CP-SAT (default: 2)")
@@ -282,7 +284,7 @@ def no_plan_reason(problem: Problem, result: SearchResult, time_limit_s: float |
     """Why a search returned no plan, in the problem's terms (the bound or proof behind it)."""
     from schedsearch.bounds import analytic_lower_bound
 
-    if result.status.value == "INFEASIBLE":
+    if result.status is Status.INFEASIBLE:
         caps = {d: problem.capacity(d) for d in problem.cluster.device_names}
         limited = {d: c for d, c in caps.items() if c is not None}
         detail = (f"; memory capacities {limited}" if limited else "")

@@ -2,8 +2,13 @@
 
 A backend turns a :class:`~schedsearch.problem.Problem` into a solver model,
 solves it and returns a :class:`~schedsearch.result.SearchResult`. Backends
-are looked up by name with :func:`get_backend` and imported lazily, so a
-missing solver package only matters when that backend is used.
+are looked up by name with :func:`get_backend` (the names:
+:data:`schedsearch.registry.BACKENDS`) and imported lazily, so a missing
+solver package only matters when that backend is used.
+
+A backend declares what it supports beyond the problem's features (its
+``capabilities``, of :class:`Capability`); a caller asks :func:`supports`
+instead of comparing the backend's name.
 
 :func:`solve` is the one entry point the search strategies use: it checks
 that the backend can express the problem, runs it, and passes every
@@ -13,7 +18,7 @@ answer is never trusted as given).
 
 from __future__ import annotations
 
-import importlib
+import enum
 import time
 import warnings
 from collections.abc import Mapping
@@ -24,12 +29,15 @@ import attrs
 from schedsearch.encode.solve_options import SolveOptions
 from schedsearch.errors import InvalidOptionsError, UnsoundBoundWarning, UnsupportedFeatureError
 from schedsearch.problem import Problem
+from schedsearch.registry import BACKENDS, available_backends, load_registered
 from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import objective_value
 from schedsearch.validate import assert_valid
 
 __all__ = [
     "Backend",
+    "Capability",
+    "supports",
     "FEATURES",
     "BACKENDS",
     "get_backend",
@@ -40,8 +48,40 @@ __all__ = [
 ]
 
 
+class Capability(enum.Enum):
+    """What a backend may support beyond expressing a problem's features (:data:`FEATURES`).
+
+    A backend lists its own in ``capabilities``; a caller asks
+    :func:`supports`. A backend object without ``capabilities`` supports
+    none of them.
+    """
+
+    #: In deterministic mode its time limit counts the solver's deterministic time (its work count, in
+    #: seconds of :data:`~schedsearch.options.DETERMINISTIC_UNITS_PER_S` units), and its results report
+    #: what they used (:attr:`~schedsearch.result.SearchResult.deterministic_s`); the backend's
+    #: ``deterministic_limit_param`` names the parameter of that limit in deterministic units.
+    DETERMINISTIC_TIME = "deterministic time"
+    #: In deterministic mode a wall-clock guard also stops its search, after ``wall_guard_s(time_limit_s)``
+    #: seconds (the backend's method); its results say when it did
+    #: (:attr:`~schedsearch.result.SearchResult.wall_guard_hit`).
+    WALL_GUARD = "wall-clock guard"
+    #: Its propagation of the devices' no-overlap (disjunctive) constraints finds on a plain job shop what
+    #: the redundant per-device bounds say, and a stronger one can be switched on by the parameter its
+    #: ``strong_disjunctive_param`` names.
+    STRONG_DISJUNCTIVE = "strong disjunctive propagation"
+    #: A warm start is a solution hint that guides its search (without it, a warm start only gives an
+    #: initial upper bound).
+    SOLUTION_HINT = "solution hint"
+
+
 class Backend(Protocol):
-    """What every backend provides."""
+    """What every backend provides.
+
+    Optional members: ``capabilities`` (a frozenset of :class:`Capability`),
+    ``params_error(params)`` (why it would refuse ``backend_params``), and
+    what a capability names (``wall_guard_s``, ``strong_disjunctive_param``,
+    ``deterministic_limit_param``).
+    """
 
     name: str
     #: Features the backend can express (see FEATURES).
@@ -50,6 +90,18 @@ class Backend(Protocol):
     def solve(self, problem: Problem, options: SolveOptions) -> SearchResult:  # pragma: no cover
         """Solve ``problem``; the schedule is not yet validated."""
         ...
+
+
+def supports(backend: str | Backend, capability: Capability) -> bool:
+    """Whether ``backend`` (a registered name or a backend object) declares ``capability``.
+
+    Examples
+    --------
+    >>> from schedsearch.encode.backends import Capability, supports
+    >>> supports("cpsat", Capability.WALL_GUARD), supports("z3", Capability.WALL_GUARD)
+    (True, False)
+    """
+    return capability in getattr(get_backend(backend), "capabilities", frozenset())
 
 
 #: Feature names a problem may need.
@@ -64,18 +116,6 @@ FEATURES = (
     "overlaps",
 )
 
-#: name -> "module:attribute" of the backend class, imported lazily.
-BACKENDS: dict[str, str] = {
-    "cpsat": "schedsearch.encode.cpsat.model:CpSatBackend",
-    "z3": "schedsearch.encode.z3.model:Z3Backend",
-}
-
-
-def available_backends() -> tuple[str, ...]:
-    """The names :func:`get_backend` accepts."""
-    return tuple(BACKENDS)
-
-
 def get_backend(name: str | Backend) -> Backend:
     """The backend called ``name`` (``"cpsat"`` or ``"z3"``), or ``name`` itself if it is one."""
     if not isinstance(name, str):
@@ -88,24 +128,6 @@ def get_backend(name: str | Backend) -> Backend:
     return load_registered(name, BACKENDS)()
 
 
-def load_registered(name: str, registry: Mapping[str, str]) -> Any:
-    """The object ``registry[name]`` names (``"module:attribute"``), imported now.
-
-    The one lazy loader of the backends and of the repetend encoders
-    (:data:`schedsearch.encode.repetend.REPETEND_BACKENDS`): a missing solver
-    package raises :class:`~schedsearch.errors.UnsupportedFeatureError`
-    naming the other entries of ``registry``.
-    """
-    module, attr = registry[name].split(":")
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise UnsupportedFeatureError(
-            f"backend {name!r} needs a solver package that is not installed ({exc}); "
-            f"try one of {sorted(set(registry) - {name})}"
-        ) from exc
-
-
 def backend_params_error(name: str, params: Mapping[str, Any]) -> str | None:
     """Why the backend called ``name`` would refuse ``params`` (its ``backend_params``), or None.
 
@@ -113,7 +135,7 @@ def backend_params_error(name: str, params: Mapping[str, Any]) -> str | None:
     any). CP-SAT: every name must be a ``SatParameters`` field and its
     value of the field's type. Z3: every undotted name must be a solver
     parameter (Z3 itself ignores unknown ones silently). Called by the
-    strategies' door (:func:`~schedsearch.options.resolve_options`), before
+    strategies' door (:meth:`~schedsearch.search.run.Run.open`), before
     any work; it loads the backend's solver package.
 
     Examples

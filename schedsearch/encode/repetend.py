@@ -18,10 +18,11 @@ from typing import Any
 
 import attrs
 
-from schedsearch.encode.backends import Backend, load_registered, problem_features
+from schedsearch.encode.backends import Backend, problem_features
 from schedsearch.errors import InvalidOptionsError, UnsupportedFeatureError, ValidationFailedError
 from schedsearch.options import SolverSettings, did_you_mean, options_error
 from schedsearch.problem import Problem
+from schedsearch.registry import load_registered
 from schedsearch.result import Status
 
 __all__ = [
@@ -134,7 +135,9 @@ class PeriodResult:
     ``status`` is OPTIMAL (latency proven least, or any repetend for the
     feasibility objective), FEASIBLE, INFEASIBLE (no repetend of this period
     and offset range), TIMEOUT or UNKNOWN. ``repetend`` has passed
-    :func:`~schedsearch.periodic.check_repetend`.
+    :func:`~schedsearch.periodic.check_repetend`. ``wall_guard_hit``: a
+    deterministic search was stopped by its wall-clock guard (not
+    reproducible); ``stats`` holds the solver's figures.
     """
 
     status: Status
@@ -144,6 +147,7 @@ class PeriodResult:
     wall_time_s: float = 0.0
     backend: str = ""
     stats: Mapping[str, Any] = attrs.field(factory=dict)
+    wall_guard_hit: bool = False
 
 
 #: backend name -> "module:function" solving a repetend sub-problem, imported lazily.

@@ -30,7 +30,7 @@ partners stay together) and report the split re-evaluated by
 SA and the EA keep the device quotient graph acyclic (``acyclic``, on by
 default), so their splits are valid pipelines; Greedy and HEFT are acyclic
 by construction (HEFT unless an operator can go nowhere else); MET's may not
-be when it uses a CPU (``stats['acyclic']`` says). Infeasible splits
+be when it uses a CPU (the result's ``acyclic`` says). Infeasible splits
 (memory, unsupported operators) are ranked after every feasible one by SA
 and the EA; every method reports them with ``status == "infeasible"`` and
 the reasons in ``problems`` (see
@@ -202,8 +202,8 @@ def _result(method: str, graph: OperatorGraph, devices: DeviceLimits, cg: Contra
     split = Split(stages=[(slots[dev], sorted(groups[dev])) for dev in order if dev in groups])
     cost = evaluate_split(graph, split, devices)
     return PartitionResult(method=method, split=split, max_load=cost.max_load, cost=cost, optimal=False,
-               wall_time_s=time.perf_counter() - t0,
-               stats={"supernodes": cg.num_nodes, "acyclic": acyclic, **stats})
+               wall_time_s=time.perf_counter() - t0, acyclic=acyclic,
+               stats={"supernodes": cg.num_nodes, **stats})
 
 
 def _tracker_for(cg: ContractedGraph, devices: DeviceLimits, assign: Sequence[int]) -> LoadTracker:

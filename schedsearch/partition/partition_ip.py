@@ -190,11 +190,6 @@ class PartitionBound:
         return ", ".join(parts)
 
 
-def _options(options: MipOptions | None, overrides: Mapping[str, Any]) -> MipOptions:
-    options = options or MipOptions()
-    return attrs.evolve(options, **overrides) if overrides else options
-
-
 def colocation_classes(graph: OperatorGraph) -> tuple[tuple[int, ...], ...]:
     """Operator ids grouped by colocation class (an operator without a class alone).
 
@@ -458,7 +453,7 @@ def noncontiguous_ip(
     """
     t0 = time.perf_counter()
     graph, devices = resolve_workload(graph, devices)
-    options = _options(options, overrides)
+    options = MipOptions.resolve(options, overrides, "noncontiguous_ip")
     units = units_of(graph, colocation_classes(graph))
     model = _build_noncontiguous(units, devices, symmetry_breaking, f"noncontiguous {graph.name}", fix_largest)
     if incumbent is None:
@@ -538,7 +533,7 @@ def contiguous_ip(
     """
     t0 = time.perf_counter()
     graph, devices = resolve_workload(graph, devices)
-    options = _options(options, overrides)
+    options = MipOptions.resolve(options, overrides, "contiguous_ip")
     cg = contract(graph, merge_trivial=merge_trivial, memory_limited=devices.max_accel_memory is not None)
     units = _cg_units(graph, cg)
     stages = None
@@ -831,7 +826,7 @@ def latency_ip(
     _check_latency_graph(graph)
     if isinstance(subgraphs_per_accel, bool) or not isinstance(subgraphs_per_accel, int) or subgraphs_per_accel < 1:
         raise InvalidOperatorGraphError(f"latency IP: 'subgraphs_per_accel' must be an int >= 1, got {subgraphs_per_accel!r}")
-    options = _options(options, overrides)
+    options = MipOptions.resolve(options, overrides, "latency_ip")
     units = units_of(graph, colocation_classes(graph))
     K = devices.num_accelerators
     G = K * subgraphs_per_accel

@@ -32,6 +32,10 @@ class PartitionResult:
         True if ``max_load`` is proven optimal for the method's split family.
     wall_time_s:
         Wall time of the call.
+    acyclic:
+        Whether the split's devices feed each other in one direction only (a
+        pipeline); None when the method does not say (its splits are
+        pipelines by construction, or checked by :attr:`cost`).
     stats:
         Method-specific figures (ideals, pairs evaluated, bound used, ...).
 
@@ -60,13 +64,14 @@ class PartitionResult:
     cost: SplitCost
     optimal: bool = False
     wall_time_s: float = 0.0
+    acyclic: bool | None = None
     stats: dict[str, Any] = attrs.field(factory=dict)
 
     @property
     def problems(self) -> tuple[str, ...]:
         """Why the split cannot be used as it is (empty when it can)."""
         out = list(self.cost.violations)
-        if self.stats.get("acyclic") is False:
+        if self.acyclic is False:
             out.append("not a pipeline: its devices feed each other in a cycle")
         return tuple(out)
 
@@ -83,7 +88,7 @@ class PartitionResult:
         """The dnn-partitioning result layout plus the method's figures.
 
         ``{"method", "maxLoad", "optimal", "wallTime", "fpgas": [{"load",
-        "nodes"}], "cpus": [...], "stats"}``; devices in pipeline order.
+        "nodes"}], "cpus": [...], "acyclic", "stats"}``; devices in pipeline order.
         """
         loads = dict(self.cost.loads)
         out: dict[str, Any] = {
@@ -96,6 +101,7 @@ class PartitionResult:
             "fpgas": [],
             "cpus": [],
             "pipelineOrder": [str(slot) for slot, _ in self.split.stages],
+            "acyclic": self.acyclic,
             "stats": {k: v for k, v in self.stats.items() if isinstance(v, (int, float, str, bool))},
         }
         for slot, ops in self.split.stages:

@@ -197,11 +197,6 @@ def _best(graph: OperatorGraph, devices: DeviceLimits, splits: Sequence[Split | 
     return best
 
 
-def _options(options: MipOptions | None, overrides: Mapping[str, Any]) -> MipOptions:
-    options = options or MipOptions()
-    return attrs.evolve(options, **overrides) if overrides else options
-
-
 def _resolve_incumbent(graph, k, max_mem, incumbent, seed):
     if incumbent == "slicegraph":
         return slicegraph_incumbent(graph, k, max_accel_memory=max_mem, seed=seed)
@@ -245,7 +240,7 @@ def exact_mip(
     ('OPTIMAL', 7.0, 7.0)
     """
     t0 = time.perf_counter()
-    options = _options(options, overrides)
+    options = MipOptions.resolve(options, overrides, "exact_mip")
     mem = max_accel_memory
     g, devices, cg, units = _setup(graph, k, mem)
     inc = _resolve_incumbent(graph, k, devices.max_accel_memory, incumbent, options.seed)
@@ -647,7 +642,7 @@ def certified_bound(
     from schedsearch.partition.ideals import IdealLimitExceeded, enumerate_ideals
 
     t0 = time.perf_counter()
-    options = _options(options, overrides)
+    options = MipOptions.resolve(options, overrides, "certified_bound")
     g, devices, cg, units = _setup(graph, k, max_accel_memory)
     lower = simple_bound(g, k)
     sources = {"lower": "simple", "best": None}
@@ -821,7 +816,7 @@ def three_superblock_mip(
     True
     """
     t0 = time.perf_counter()
-    options = _options(options, overrides)
+    options = MipOptions.resolve(options, overrides, "three_superblock_mip")
     g, devices, cg, units = _setup(graph, k, max_accel_memory)
     inc = _resolve_incumbent(graph, k, devices.max_accel_memory, incumbent, options.seed)
     split, value, cost = _best(g, devices, [inc])
@@ -855,7 +850,7 @@ def bottleneck_guess_mip(
     ('bottleneck-guess', 7.0, 7.0)
     """
     t0 = time.perf_counter()
-    options = _options(options, overrides)
+    options = MipOptions.resolve(options, overrides, "bottleneck_guess_mip")
     g, devices, cg, units = _setup(graph, k, max_accel_memory)
     inc = _resolve_incumbent(graph, k, devices.max_accel_memory, incumbent, options.seed)
     split, value, cost = _best(g, devices, [inc])

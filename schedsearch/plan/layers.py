@@ -680,6 +680,8 @@ class Recomputation:
     >>> from schedsearch.plan.layers import Recomputation
     >>> Recomputation(mode="selective", every=2).torchtitan_mode, Recomputation(mode="layers", layers=[3]).torchtitan_mode
     ('selective', None)
+    >>> Recomputation(mode="selective", every=2).torchtitan_releases
+    ('0.2',)
     >>> Recomputation(mode="selective", every=1)
     Traceback (most recent call last):
     ...
@@ -709,6 +711,12 @@ class Recomputation:
     def torchtitan_mode(self) -> str | None:
         """torchtitan's ``activation_checkpoint.mode`` for it; None when no single setting runs it."""
         return None if self.mode == "layers" else self.mode
+
+    @property
+    def torchtitan_releases(self) -> tuple[str, ...]:
+        """The torchtitan releases whose ``activation_checkpoint`` options run it: ``none`` and ``full`` in
+        0.2 and 0.3.0, ``selective`` every k-th layer in 0.2 only, an explicit set in none."""
+        return {"none": ("0.2", "0.3.0"), "full": ("0.2", "0.3.0"), "selective": ("0.2",), "layers": ()}[self.mode]
 
     @property
     def recomputes(self) -> bool:

@@ -368,7 +368,7 @@ def _search(problem: Problem, options: SearchOptions) -> tuple[Any, list[str]]:
         notes.append("the published schedules the search starts from could not be drawn for this candidate "
                      f"({type(exc).__name__}); searched without them")
         result = solve(problem, options=options, engines=[e for e in ENGINES if e != "handcrafted"])
-    if result.stats.get("wall_guard_hit"):
+    if result.wall_guard_hit:
         notes.append("a deterministic search hit its wall-clock guard: this row may differ on another run")
     return result, notes
 
@@ -825,16 +825,19 @@ def _run_timeout(prepared: Sequence[Any], *, parallel: int | None, deterministic
     (:meth:`Shares.executor_timeout_s <schedsearch.plan.shares.Shares.executor_timeout_s>`).
 
     Each search stops at its share (wall-clock), or in deterministic mode at
-    its wall-clock guard; the batch runs ``parallel`` at a time. The margin
-    covers building problems, handcrafted schedules and start-up.
+    its backend's wall-clock guard (a backend without one stops at its share);
+    the batch runs ``parallel`` at a time. The margin covers building
+    problems, handcrafted schedules and start-up.
     """
-    from schedsearch.encode.cpsat.model import wall_guard_s
+    from schedsearch.encode.backends import Capability, get_backend, supports
 
     tasks = [t for p in prepared if isinstance(p, _Prepared) for t in p.tasks]
     if not tasks:
         return 60.0
     share = tasks[0].options.time_limit_s or 0.0
-    per_task = wall_guard_s(share) if deterministic else 1.5 * share
+    backend = get_backend(tasks[0].options.solver_backend)
+    guarded = deterministic and supports(backend, Capability.WALL_GUARD)
+    per_task = backend.wall_guard_s(share) if guarded else 1.5 * share
     return Shares(time_limit_s=share, num_candidates=len(tasks), parallel=parallel).executor_timeout_s(per_task)
 
 

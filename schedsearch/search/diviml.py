@@ -191,7 +191,7 @@ def diviml(
     >>> result.status.value, result.objective, result.lower_bound
     ('OPTIMAL', 4, 4)
     """
-    opts = resolve_options(options, common, "diviml", registry=False, own={
+    opts = resolve_options(options, common, "diviml", own={
         "problem": (problem, Rule.instance(Problem, "a Problem")),
         "solver": (solver, Rule.choice(SOLVERS)), "relative_gap": (relative_gap, Rule.number(0)),
         "threads": (threads, Rule.integer(1)), "pass_hint": (pass_hint, Rule.boolean(none=True)),

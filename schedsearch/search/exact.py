@@ -49,7 +49,9 @@ def optimal(
         Start-time ties that restrict the search (see
         :class:`~schedsearch.encode.SolveOptions`); with ties, OPTIMAL and
         the solver's bound refer to the restricted space, except that the
-        analytic bound (valid for every schedule) is merged in.
+        analytic bound (valid for every schedule) is merged in; the
+        result's ``restricted_status`` is the status in the restricted
+        space and ``ties`` their number.
     options, common:
         The common settings (:class:`~schedsearch.options.SearchOptions`,
         or keywords of its field names: ``time_limit_s`` for the whole
@@ -104,14 +106,14 @@ def exact_search(run: Run, *, symmetry_breaking: bool = True, redundant: bool = 
     stats["bound_parts"] = dict(bound.parts)
     if ties:
         # the solver's status and bound hold for the tied (restricted) space only
-        stats["restricted_status"] = result.status.value
         stats["restricted_bound"] = result.lower_bound
         status = result.status
         if status is Status.INFEASIBLE:
             status = Status.UNKNOWN  # no tied schedule; says nothing about the problem
         elif result.objective is not None:
             status = Status.OPTIMAL if result.objective <= bound.value else Status.FEASIBLE
-        result = attrs.evolve(result, status=status, lower_bound=bound.value)
+        result = attrs.evolve(result, status=status, lower_bound=bound.value, restricted_status=result.status,
+                              ties=len(ties))
     engine = ""
     if result.schedule is not None:
         # the backend validated it against this very problem

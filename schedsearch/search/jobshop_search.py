@@ -60,7 +60,7 @@ from typing import Any
 
 import attrs
 
-from schedsearch.encode.backends import problem_features
+from schedsearch.encode.backends import Capability, get_backend, problem_features, supports
 from schedsearch.options import DETERMINISTIC_UNITS_PER_S, Rule, SearchOptions
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
@@ -71,9 +71,6 @@ from schedsearch.search.exact import exact_search
 from schedsearch.search.run import Plan, Provenance, Run, RunView, Source
 
 __all__ = ["jobshop", "jobshop_search", "transfer_overlap"]
-
-#: CP-SAT parameter of the stronger no-overlap propagation
-_STRONG_DISJUNCTIVE = "use_strong_propagation_in_disjunctive"
 
 #: budgets of the quick pass's warm-started step: CP-SAT's deterministic time
 #: (in deterministic seconds, :data:`~schedsearch.options.DETERMINISTIC_UNITS_PER_S`),
@@ -231,7 +228,7 @@ def jobshop_search(run: Run, *, list_baseline: bool = True, list_baseline_only: 
         shop.stats["skipped_exact"] = "the incumbent meets the lower bound"
         return shop.result(None)
     if redundant is None:
-        redundant = not (shop.plain and opts.backend_name == "cpsat")
+        redundant = not (shop.plain and shop.backend_supports(Capability.STRONG_DISJUNCTIVE))
     shop.stats["redundant"] = redundant
     coarsening = coarsen_to is not None and len(problem.graph.blocks) > coarsen_to
     start = None
@@ -275,6 +272,12 @@ class _JobShop(RunView):
     #: a plain job shop (:func:`_plain_job_shop`): ``bound`` is the full
     #: lower bound and the exact searches take it as theirs (:func:`_exact`)
     plain: bool = False
+    #: the deterministic time the backend searches reported (set when a quick step proves or the exact search ran)
+    deterministic_s: float | None = None
+
+    def backend_supports(self, capability: Capability) -> bool:
+        """Whether the run's backend declares ``capability``."""
+        return supports(self.options.solver_backend, capability)
 
     @classmethod
     def start(cls, run: Run, plain: bool = False) -> _JobShop:
@@ -312,9 +315,10 @@ class _JobShop(RunView):
     def result(self, solved: SearchResult | None) -> SearchResult:
         """The best plan with the best bound (see :func:`_result`)."""
         best = self.best
+        facts = {"deterministic_s": self.deterministic_s, "wall_guard_hit": self.deadline.wall_guard_hit}
         return _result(self.problem, None if best is None else (best.schedule, best.engine),
                        (self.bound, self.bound_engine), solved, self.stats, self.deadline.elapsed,
-                       self.options.backend_name)
+                       self.options.backend_name, facts)
 
 
 def _baseline(run: _JobShop) -> SearchResult | None:
@@ -332,17 +336,23 @@ def _baseline(run: _JobShop) -> SearchResult | None:
 
 
 def _exact_options(run: _JobShop, strong_disjunctive: bool | None) -> dict[str, Any]:
-    """The backend parameters of the exact searches: CP-SAT's stronger no-overlap
-    propagation where it helps (unless the caller's parameters say otherwise)."""
+    """The backend parameters of the exact searches: the backend's stronger no-overlap
+    propagation where it has one and it helps (unless the caller's parameters say otherwise)."""
     params = dict(run.options.backend_params)
     auto = strong_disjunctive is None
     if auto:
         strong_disjunctive = all(b.is_fixed for b in run.problem.graph.blocks)
-    if strong_disjunctive and run.options.backend_name == "cpsat":
-        run.strong_auto = auto and _STRONG_DISJUNCTIVE not in params
-        params.setdefault(_STRONG_DISJUNCTIVE, True)
+    if strong_disjunctive and run.backend_supports(Capability.STRONG_DISJUNCTIVE):
+        param = _strong_param(run)
+        run.strong_auto = auto and param not in params
+        params.setdefault(param, True)
     run.stats["backend_params"] = dict(params)
     return params
+
+
+def _strong_param(run: _JobShop) -> str:
+    """The parameter of the backend's stronger no-overlap propagation (:attr:`Capability.STRONG_DISJUNCTIVE`)."""
+    return str(get_backend(run.options.solver_backend).strong_disjunctive_param)
 
 
 def _seeded(child: Run, run: _JobShop, best: Plan | None = None) -> Run:
@@ -396,9 +406,10 @@ def _quick_step(run: _JobShop, params: dict[str, Any], redundant: bool, *, hint:
     left = run.remaining()
     if left is not None and left < _QUICK_MIN_LEFT * cap_s:
         return None
-    quick_params = {k: v for k, v in params.items() if k != _STRONG_DISJUNCTIVE}
-    quick_params["max_deterministic_time"] = min(quick_params.get("max_deterministic_time", float("inf")),
-                                                 det_s * DETERMINISTIC_UNITS_PER_S)
+    strong = _strong_param(run)
+    limit = str(get_backend(run.options.solver_backend).deterministic_limit_param)
+    quick_params = {k: v for k, v in params.items() if k != strong}
+    quick_params[limit] = min(quick_params.get(limit, float("inf")), det_s * DETERMINISTIC_UNITS_PER_S)
     child = _seeded(run.run.child(time_limit_s=cap_s, prefix=name, backend_params=quick_params), run)
     quick = _exact(run, child, redundant, hint=hint)
     run.stats[key] = {
@@ -412,7 +423,7 @@ def _quick_step(run: _JobShop, params: dict[str, Any], redundant: bool, *, hint:
     if found is not None:
         run.offer(found.schedule, Provenance(source=Source.QUICK, engine=f"{name}: {found.engine}"))
     if quick.status in (Status.OPTIMAL, Status.INFEASIBLE):
-        run.stats["deterministic_s"] = run.run.budget.reported_s
+        run.deterministic_s = run.run.budget.reported_s
         return run.result(quick)
     if quick.lower_bound is not None and quick.lower_bound > run.bound:
         run.run.raise_bound(quick.lower_bound, quick.bound_engine)
@@ -474,7 +485,8 @@ def _exact_search(run: _JobShop, params: dict[str, Any], redundant: bool, start:
         # 0.19 s against 0.57 s unhinted); in deterministic mode, where the limit counts CP-SAT's
         # deterministic time, it stays too: an unhinted search costs about 2 deterministic seconds
         # more (mk01, mk08) at equal wall time. The quick pass's first step keeps the hint.
-        hint=run.options.deterministic or bool(params.get(_STRONG_DISJUNCTIVE)),
+        hint=run.options.deterministic or (run.backend_supports(Capability.STRONG_DISJUNCTIVE)
+                                           and bool(params.get(_strong_param(run)))),
     )
     run.stats["exact"] = {
         "status": solved.status.value,
@@ -483,7 +495,7 @@ def _exact_search(run: _JobShop, params: dict[str, Any], redundant: bool, start:
         "time_s": solved.wall_time_s,
         "solver": dict(solved.stats),
     }
-    run.stats["deterministic_s"] = run.run.budget.reported_s
+    run.deterministic_s = run.run.budget.reported_s
     found = child.last(Source.EXACT)
     if found is not None:
         run.offer(found.schedule, found.provenance)
@@ -508,8 +520,8 @@ def _exact(run: _JobShop, child: Run, redundant: bool, hint: bool = True,
         return exact_search(child, redundant=redundant)
     best = child.best
     warm = None if best is None else best.schedule
-    # the plan so far as a solution hint, or (hint=False, CP-SAT) only as a cap on the makespan
-    hinted = warm is not None and (hint or run.options.backend_name != "cpsat")
+    # the plan so far as a solution hint, or (hint=False, a backend that takes hints) only as a cap on the makespan
+    hinted = warm is not None and (hint or not run.backend_supports(Capability.SOLUTION_HINT))
     result = child.backend_search(run.problem, child.solve_options(
         warm_start=warm if hinted else None,
         upper_bound=None if warm is None or hinted else warm.makespan,
@@ -540,19 +552,21 @@ def _result(
     stats: dict[str, Any],
     wall: float,
     backend: str,
+    facts: Mapping[str, Any],
 ) -> SearchResult:
     """The best plan found (``incumbent``: the schedule and what found it)
     with the better of ``bound`` (the run's bound and what proved it) and
-    the exact search's; INFEASIBLE as the exact search proved it."""
+    the exact search's; INFEASIBLE as the exact search proved it. ``facts``:
+    the result's fields of how the run went (``deterministic_s``, ``wall_guard_hit``)."""
     if solved is not None and solved.status is Status.INFEASIBLE:
-        return attrs.evolve(solved, wall_time_s=wall, stats=stats, strategy="jobshop", problem=problem)
+        return attrs.evolve(solved, wall_time_s=wall, stats=stats, strategy="jobshop", problem=problem, **facts)
     lower, bound_engine = bound
     if solved is not None and solved.lower_bound is not None and solved.lower_bound > lower:
         lower, bound_engine = solved.lower_bound, solved.bound_engine
     if incumbent is None:
         status = solved.status if solved is not None else Status.UNKNOWN
         return SearchResult(status=status, lower_bound=lower, wall_time_s=wall, backend=backend, stats=stats,
-                            strategy="jobshop", bound_engine=bound_engine, problem=problem)
+                            strategy="jobshop", bound_engine=bound_engine, problem=problem, **facts)
     schedule, source = incumbent
     return SearchResult(
         status=Status.FEASIBLE,  # OPTIMAL when the bound meets it (SearchResult's rule)
@@ -566,6 +580,7 @@ def _result(
         engine=source,
         bound_engine=bound_engine,
         problem=problem,
+        **facts,
     )
 
 

@@ -47,7 +47,7 @@ The time level (makespan, or the longest device span):
    the bound); the solver's bound joins the analytic one.
 
 It stops as soon as a plan meets the proven bound. Every phase checks the
-clock; the exact search is skipped (``stats["notes"]`` says so) when the
+clock; the exact search is skipped (the result's ``notes`` say so) when the
 problem has more task instances than it can model in the time left. With
 a plan at hand, the list phase starts only when the time left covers one
 list schedule (:data:`LIST_S_PER_TASK` per task instance) and the
@@ -173,6 +173,9 @@ class _Portfolio(RunView):
     phases: dict[str, float] = attrs.field(factory=dict)
     #: whether the time level's bound has been computed (:func:`_bound`, right after the first plan)
     bounded: bool = False
+    #: how the exact search ended (None: it did not run) and the ties that restricted it
+    exact_status: Status | None = None
+    ties: int = 0
 
 
     def offer(self, schedule: Schedule | None, provenance: Provenance, validated: bool = False) -> None:
@@ -193,7 +196,7 @@ class _Portfolio(RunView):
         self.options.report(phase, inc, self.bound or None, self.deadline.t0, source=best.engine if best else None)
 
     def note(self, text: str) -> None:
-        """Say in the result's ``stats["notes"]`` what the call left out and why."""
+        """Say in the result's ``notes`` what the call left out and why."""
         self.run.note(text)
 
     def timed(self, phase: str, seconds: float) -> None:
@@ -461,8 +464,8 @@ def _list_plans(problem: Problem, pf: _Portfolio, share: float) -> list[tuple[Sc
     try:
         child = pf.run.child(problem, time_limit_s=pf.deadline.slice(share, floor_s=0.2), silent=True)
         result = search_at_scale(child, exact=False)
-        for text in result.stats.get("notes", ()):  # what the list phase left out (the capped V greedy)
-            if text not in pf.run.stats.get("notes", ()):
+        for text in result.notes:  # what the list phase left out (the capped V greedy)
+            if text not in pf.run.notes:
                 pf.note(text)
         if result.schedule is not None and child.best is not None:
             out.append((result.schedule, child.best.provenance))
@@ -554,9 +557,8 @@ def _exact(pf: _Portfolio) -> Status | None:
     else:
         result = search_at_scale(child, rules=(), extra_ties=_mirror_ties(pf.run))
     pf.timed("exact", pf.deadline.elapsed - t)
-    pf.stats["exact_status"] = result.stats.get("exact_status", result.status.value)
-    if result.stats.get("ties"):
-        pf.stats["exact_ties"] = result.stats["ties"]
+    pf.exact_status = result.exact_status if result.exact_status is not None else result.status
+    pf.ties = result.ties
     if result.status is Status.INFEASIBLE:
         return Status.INFEASIBLE
     found = child.best
@@ -700,20 +702,20 @@ def _walk_memory(pf: _Portfolio, time_cap: int | None, start: tuple[int, Schedul
 def _result(pf: _Portfolio, names: tuple[str, ...], status: Status | None, levels: list[Level],
             chosen: tuple[int, Schedule, Provenance] | None) -> SearchResult:
     stats = dict(pf.stats)
-    if pf.run.budget.wall_guard_hit:
-        stats["wall_guard_hit"] = True
     stats["phases_s"] = {k: round(v, 4) for k, v in pf.phases.items()}
     stats["plans_seen"] = len(pf.plans)
     wall = pf.deadline.elapsed
+    facts = {"notes": pf.run.notes, "wall_guard_hit": pf.run.budget.wall_guard_hit, "exact_status": pf.exact_status,
+             "ties": pf.ties}
     if status is Status.INFEASIBLE:
         return SearchResult(status=Status.INFEASIBLE, wall_time_s=wall, stats=stats, strategy="solve",
                             objective_name=names[0], problem=pf.problem, backend=pf.options.backend_name,
-                            bound_engine=pf.bound_engine)
+                            bound_engine=pf.bound_engine, **facts)
     if chosen is None:
         return SearchResult(status=Status.TIMEOUT if pf.options.time_limit_s is not None else Status.UNKNOWN,
                             lower_bound=levels[0].bound if levels else None, wall_time_s=wall, stats=stats,
                             strategy="solve", objective_name=names[0], problem=pf.problem,
-                            backend=pf.options.backend_name, bound_engine=pf.bound_engine)
+                            backend=pf.options.backend_name, bound_engine=pf.bound_engine, **facts)
     first = levels[0]
     all_proven = all(lv.proven for lv in levels)
     return SearchResult(
@@ -730,6 +732,7 @@ def _result(pf: _Portfolio, names: tuple[str, ...], status: Status | None, level
         bound_engine=first.engine,
         levels=tuple(levels) if len(levels) > 1 else (),
         problem=pf.problem,
+        **facts,
     )
 
 

@@ -38,6 +38,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from schedsearch.encode import solve
+from schedsearch.encode.backends import backend_params_error
+from schedsearch.errors import InvalidOptionsError
 from schedsearch.options import Deadline, Reporter, Rule, SearchOptions, resolve_options
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule, objective_value
@@ -93,19 +95,25 @@ class Budget(Deadline):
         if self.parent is not None:
             self.parent.charge(seconds)
 
-    def charge_search(self, stats: Mapping[str, Any], unmetered_s: float | None = None) -> None:
-        """Charge what one backend search reports (``deterministic_s``, ``wall_guard_hit``) to this budget and
-        every one above it; a search that reports no deterministic time (Z3) is charged ``unmetered_s`` (the
-        time limit it was given) instead, the same whatever the wall clock said."""
+    def charge_search(self, result: SearchResult, unmetered_s: float | None = None) -> None:
+        """Charge what one backend search reports (its result's ``deterministic_s`` and ``wall_guard_hit``) to
+        this budget and every one above it; a search that reports no deterministic time (Z3) is charged
+        ``unmetered_s`` (the time limit it was given) instead, the same whatever the wall clock said."""
+        used = result.deterministic_s
         budget: Budget | None = self
         while budget is not None:
-            if "deterministic_s" in stats:
+            if used is not None:
                 budget.metered = True
-                budget.reported_s += float(stats["deterministic_s"])
-            if stats.get("wall_guard_hit"):
+                budget.reported_s += float(used)
+            if result.wall_guard_hit:
                 budget.wall_guard_hit = True
             budget = budget.parent
-        self.charge(float(stats["deterministic_s"]) if "deterministic_s" in stats else float(unmetered_s or 0.0))
+        self.charge(float(used) if used is not None else float(unmetered_s or 0.0))
+
+    @property
+    def deterministic_s(self) -> float | None:
+        """The deterministic time the backend searches under this budget reported (None: none reported any)."""
+        return self.reported_s if self.metered else None
 
 
 class Source(enum.Enum):
@@ -238,19 +246,25 @@ class Run:
     #: the best lower bound of the objective known, and what proved it ("" until one is known)
     bound: int = 0
     bound_by: str = ""
-    #: figures and notes for the result's ``stats``
+    #: figures for the result's ``stats``
     stats: dict[str, Any] = attrs.field(factory=dict)
+    #: what the run left out and why (the result's ``notes``)
+    notes: list[str] = attrs.field(factory=list)
     parent: Run | None = None
 
     @classmethod
     def open(cls, problem: Problem, options: SearchOptions | None, common: Mapping[str, Any], where: str, *,
              own: Mapping[str, tuple[Any, Rule]] | None = None, renamed: Mapping[str, str] | None = None,
-             registry: bool = True, **defaults: Any) -> Run:
+             **defaults: Any) -> Run:
         """The run of one public entry ``where``: the options checked (:func:`~schedsearch.options.resolve_options`,
-        ``problem`` must be a :class:`~schedsearch.problem.Problem`), the clock started."""
+        ``problem`` must be a :class:`~schedsearch.problem.Problem`; the ``backend_params`` of a named backend
+        must be parameters it takes), the clock started."""
         opts = resolve_options(options, common, where, own={"problem": (problem, Rule.instance(Problem, "a Problem")),
-                                                          **(own or {})}, renamed=renamed, registry=registry,
-                               **defaults)
+                                                          **(own or {})}, renamed=renamed, **defaults)
+        if opts.backend_params and isinstance(opts.backend, str):
+            why = backend_params_error(opts.backend_name, opts.backend_params)
+            if why is not None:
+                raise InvalidOptionsError(f"{where}: 'backend_params': {why}")
         budget = Budget(opts.time_limit_s, deterministic=opts.deterministic)
         return cls(problem=problem, options=opts, budget=budget, reporter=Reporter(opts.progress, budget.t0),
                    facts=Facts())
@@ -351,8 +365,8 @@ class Run:
         return True
 
     def note(self, text: str) -> None:
-        """Say in the result's ``stats["notes"]`` what the run left out and why."""
-        self.stats.setdefault("notes", []).append(text)
+        """Say in the result's ``notes`` what the run left out and why."""
+        self.notes.append(text)
 
     # ------------------------------------------------------------------ the backend
 
@@ -386,18 +400,8 @@ class Run:
         time limit it was given (``options.time_limit_s``). A run that starts no backend search is charged
         nothing (constructions and list schedules are not charged to the budget)."""
         result = solve(problem, self.options.solver_backend, options)
-        self.budget.charge_search(result.stats, unmetered_s=options.time_limit_s)
+        self.budget.charge_search(result, unmetered_s=options.time_limit_s)
         return result
-
-    def budget_stats(self) -> dict[str, Any]:
-        """What the run's backend searches used: ``deterministic_s`` (when one reported it) and
-        ``wall_guard_hit`` (when a guard stopped one)."""
-        out: dict[str, Any] = {}
-        if self.budget.metered:
-            out["deterministic_s"] = self.budget.reported_s
-        if self.budget.wall_guard_hit:
-            out["wall_guard_hit"] = True
-        return out
 
 
 class RunView:

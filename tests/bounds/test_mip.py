@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
+import attrs
 import pytest
 
 from schedsearch.bounds.mip import MipModel, MipOptions, available_solvers, solve_mip
-from schedsearch.errors import InvalidProblemError
+from schedsearch.errors import InvalidOptionsError, InvalidProblemError
 from schedsearch.result import Status
 
 SOLVERS = available_solvers()
@@ -83,15 +86,39 @@ def test_hint_fallback_when_solver_returns_worse():
 @pytest.mark.parametrize(
     "kwargs, fragment",
     [
-        ({"solver": "gurobi"}, "'solver' must be one of"),
-        ({"time_limit_s": 0}, "'time_limit_s' must be > 0"),
-        ({"relative_gap": -1}, "'relative_gap' must be >= 0"),
-        ({"threads": 0}, "'threads' must be an integer >= 1"),
+        ({"solver": "gurobi"}, "MipOptions: 'solver' must be one of 'highs', 'scip', 'cbc', got 'gurobi'"),
+        ({"solver": "higs"}, "did you mean 'highs'"),
+        ({"time_limit_s": 0}, "MipOptions: 'time_limit_s' must be a finite number of seconds > 0, or None for no "
+                              "limit, got 0"),
+        ({"relative_gap": -1}, "MipOptions: 'relative_gap' must be a number >= 0, got -1"),
+        ({"threads": 0}, "MipOptions: 'threads' must be an integer >= 1, got 0"),
+        ({"seed": -1}, "MipOptions: 'seed' must be an integer in 0..2147483647"),
+        ({"log": "yes"}, "MipOptions: 'log' must be True or False, got 'yes'"),
+        ({"pass_hint": 1}, "MipOptions: 'pass_hint' must be True, False or None, got 1"),
     ],
 )
 def test_bad_options_are_named(kwargs, fragment):
-    with pytest.raises(InvalidProblemError, match=fragment):
+    with pytest.raises(InvalidOptionsError, match=re.escape(fragment)):
         MipOptions(**kwargs)
+
+
+def test_the_mip_options_share_the_solver_options():
+    # time limit, seed and log are declared once, in the options hierarchy, and mean the same everywhere
+    from schedsearch.options import BaseSolverOptions, SolverSettings
+
+    assert issubclass(MipOptions, BaseSolverOptions) and issubclass(SolverSettings, BaseSolverOptions)
+    own = {f.name for f in attrs.fields(MipOptions)} - {f.name for f in attrs.fields(BaseSolverOptions)}
+    assert own == {"solver", "relative_gap", "threads", "pass_hint"}
+
+
+def test_an_unknown_mip_option_is_named():
+    m = MipModel("one")
+    m.minimize([(m.new_continuous(0, 1, "x"), 1.0)])
+    with pytest.raises(InvalidOptionsError, match=re.escape("solve_mip: unknown MIP option 'time_limit' "
+                                                            "(did you mean 'time_limit_s'?)")):
+        solve_mip(m, time_limit=1)
+    with pytest.raises(InvalidOptionsError, match="'options' must be a MipOptions"):
+        solve_mip(m, {"solver": "highs"})
 
 
 def test_bad_model_input_is_named():

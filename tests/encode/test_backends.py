@@ -165,16 +165,19 @@ def test_registry_errors():
     assert get_backend("z3").name == "z3"
 
 
+class _Limited:
+    """A backend that expresses no feature and declares no capability (never asked to solve)."""
+
+    name = "limited"
+    features = frozenset()
+
+    def solve(self, problem, options):  # pragma: no cover - never reached
+        raise AssertionError
+
+
 def test_unsupported_feature_names_the_alternative():
-    class Limited:
-        name = "limited"
-        features = frozenset()
-
-        def solve(self, problem, options):  # pragma: no cover - never reached
-            raise AssertionError
-
     with pytest.raises(UnsupportedFeatureError, match=r"cannot express \['memory'\]; use backend 'cpsat'"):
-        solve(vshape(2, 2, memory=2), Limited())
+        solve(vshape(2, 2, memory=2), _Limited())
 
 
 def test_a_lying_backend_is_caught():
@@ -219,3 +222,51 @@ def test_symmetry_breaking_skipped_for_flexible_options():
         with_sym = optimal(problem, backend=backend, symmetry_breaking=True, **FAST)
         without = optimal(problem, backend=backend, symmetry_breaking=False, **FAST)
         assert with_sym.objective == without.objective == 5
+
+
+def test_every_backend_declares_what_it_supports_with_what_that_needs():
+    # a capability comes with what it names: the guard's length, and parameters the backend takes
+    from schedsearch.encode.backends import BACKENDS, Capability, supports
+
+    for name in BACKENDS:
+        backend = get_backend(name)
+        assert backend.capabilities <= set(Capability)
+        if supports(name, Capability.WALL_GUARD):
+            assert backend.wall_guard_s(10.0) > 10.0
+        params = {}
+        if supports(name, Capability.STRONG_DISJUNCTIVE):
+            params[backend.strong_disjunctive_param] = True
+        if supports(name, Capability.DETERMINISTIC_TIME):
+            params[backend.deterministic_limit_param] = 1.0
+        assert backend.params_error(params) is None, (name, params)
+    assert supports("cpsat", Capability.SOLUTION_HINT) and not supports("z3", Capability.SOLUTION_HINT)
+
+
+def test_a_backend_object_without_capabilities_supports_none():
+    from schedsearch.encode.backends import Capability, supports
+
+    assert not any(supports(_Limited(), capability) for capability in Capability)
+
+
+def test_the_facts_of_a_search_are_fields():
+    # what the run's budget and the callers read: the deterministic time used, the guard, as typed fields
+    problem = vshape(2, 3)
+    cpsat = solve(problem, "cpsat", SolveOptions(time_limit_s=10, workers=1, deterministic=True))
+    assert cpsat.deterministic_s is not None and cpsat.deterministic_s >= 0 and cpsat.wall_guard_hit is False
+    assert "deterministic_s" not in cpsat.stats and "wall_guard_hit" not in cpsat.stats
+    z3 = solve(problem, "z3", SolveOptions(time_limit_s=10))
+    assert z3.deterministic_s is None and z3.wall_guard_hit is False
+
+
+def test_the_search_code_never_compares_a_backend_name():
+    # callers ask a backend what it supports (encode.backends.supports) instead of comparing its name
+    import re
+    from pathlib import Path
+
+    import schedsearch
+
+    root = Path(schedsearch.__file__).parent
+    pattern = re.compile(r"""backend\w*\s*(==|!=)\s*["'](cpsat|z3)["']|\(\s*["']cpsat["']\s*,\s*["']z3["']\s*\)""")
+    found = [f"{p.relative_to(root)}:{i}" for p in root.rglob("*.py") if p.name != "registry.py"  # the names' home
+             for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert not found, found

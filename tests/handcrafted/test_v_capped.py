@@ -93,7 +93,7 @@ def test_scale_search_on_a_large_v_says_what_it_skipped():
     problem = placements.vshape_chunks(8, 32, memory=9)
     result = scale_search(problem, time_limit_s=5, workers=1, seed=0, deterministic=True)
     assert result.engine == "handcrafted capped V greedy"  # the list schedulers deadlock on its memory
-    assert any("exact search skipped" in note for note in result.stats["notes"])
+    assert any("exact search skipped" in note for note in result.notes)
     assert result.lower_bound <= result.objective
 
 

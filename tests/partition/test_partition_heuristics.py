@@ -62,7 +62,7 @@ def test_baselines_return_valid_splits_no_better_than_the_dp(name, load_workload
         assert cost.max_load == pytest.approx(r.max_load, rel=1e-12)
         assert not [v for v in cost.violations if "devices used" in v or "not assigned" in v]
         # HEFT included: its splits are feasible pipelines too, so never below the DP
-        assert r.stats["acyclic"] and cost.violations == () and r.status == "feasible"
+        assert r.acyclic and cost.violations == () and r.status == "feasible"
         assert r.max_load >= best - 1e-9
     # SA and the EA start from Greedy and keep their best
     assert results[2].max_load <= greedy.max_load and results[3].max_load <= greedy.max_load
@@ -110,7 +110,7 @@ def test_heft_never_reports_less_than_the_dp_optimum(name, load_workload, refere
     w = load_workload(name)
     best = _dp_optimum(name, w, reference)
     r = partition_heft(w)
-    assert r.status == "feasible" and r.stats["acyclic"] and r.stats["forced"] == 0
+    assert r.status == "feasible" and r.acyclic and r.stats["forced"] == 0
     assert r.max_load >= best * (1 - 1e-6)  # the reference values are printed to 6 digits
     # and the load is the shared cost model's
     assert evaluate_split(w.graph, r.split, w.devices).max_load == pytest.approx(r.max_load, rel=1e-12)

@@ -163,3 +163,38 @@ def test_strong_disjunctive_propagation_only_for_classic_job_shops():
     assert jobshop(classic, backend="z3", **kwargs).stats["backend_params"] == {}
     for result in (jobshop(classic, **kwargs), jobshop(flexible, **kwargs)):
         assert result.status is Status.OPTIMAL
+
+
+class _CpSatWithoutCapabilities:
+    """CP-SAT behind another name that declares no capability: what the job-shop search does depends on what a
+    backend says it supports, not on its name."""
+
+    name = "plain cp-sat"
+
+    def __init__(self) -> None:
+        from schedsearch.encode.cpsat.model import CpSatBackend
+
+        self.inner = CpSatBackend()
+        self.features = self.inner.features
+        self.warm_starts: list[object] = []  # what each search was given to start from
+
+    def solve(self, problem, options):
+        self.warm_starts.append(options.warm_start)
+        return self.inner.solve(problem, options)
+
+
+def test_the_job_shop_search_asks_the_backend_what_it_supports():
+    from schedsearch.loaders import jobshop_problem
+
+    classic = jobshop_problem([[(0, 3), (1, 2)], [(1, 4), (0, 1)]], 2).problem
+    backend = _CpSatWithoutCapabilities()
+    kwargs = dict(time_limit_s=5, seed=0, workers=1, list_baseline=False)
+    result = jobshop(classic, backend=backend, **kwargs)
+    assert result.status is Status.OPTIMAL and result.objective == 6
+    # no stronger no-overlap propagation to switch on, so the redundant bounds stay and no quick pass runs
+    assert result.stats["backend_params"] == {} and result.stats["redundant"] is True
+    assert "quick" not in result.stats and len(backend.warm_starts) == 1
+    # CP-SAT by its name declares the capabilities: the classic job shop gets the stronger propagation
+    named = jobshop(classic, backend="cpsat", **kwargs)
+    assert named.stats["backend_params"] == {"use_strong_propagation_in_disjunctive": True}
+    assert named.stats["redundant"] is False

@@ -9,7 +9,7 @@ import pytest
 
 from schedsearch.errors import InvalidOptionsError
 from schedsearch.placements import vshape, vshape_chunks
-from schedsearch.result import Status
+from schedsearch.result import SearchResult, Status
 from schedsearch.schedule import Schedule, peak_memory
 from schedsearch.search.list_scheduling import heft
 from schedsearch.search import solve
@@ -24,13 +24,13 @@ def test_a_child_budget_charges_every_budget_above_it():
     outer = Budget(10.0, deterministic=True)
     middle = outer.child(outer.left())
     inner = middle.child(3.0)
-    inner.charge_search({"deterministic_s": 2.5, "wall_guard_hit": True})
+    inner.charge_search(SearchResult(status=Status.TIMEOUT, deterministic_s=2.5, wall_guard_hit=True))
     assert (inner.left(), middle.left(), outer.left()) == (0.5, 7.5, 7.5)
     assert inner.wall_guard_hit and middle.wall_guard_hit and outer.wall_guard_hit
     assert outer.metered and outer.reported_s == 2.5
     # a search that reports no deterministic time charges nothing and meters nothing
     other = outer.child(1.0)
-    other.charge_search({})
+    other.charge_search(SearchResult(status=Status.TIMEOUT))
     assert not other.metered and outer.left() == 7.5
 
 
@@ -46,7 +46,7 @@ def test_the_backend_search_of_a_child_run_is_charged_to_the_run_that_opened_it(
     child = run.child(time_limit_s=run.budget.left())
     result = exact_search(child)
     assert result.status is Status.OPTIMAL and validate(problem, result.schedule) == ()
-    used = result.stats["deterministic_s"]  # what the backend reported
+    used = result.deterministic_s  # what the backend reported
     assert used > 0
     assert child.budget.reported_s == pytest.approx(used) and run.budget.reported_s == pytest.approx(used)
     assert run.budget.left() == pytest.approx(10 - used)
@@ -147,7 +147,7 @@ def test_a_search_that_reports_no_deterministic_time_is_charged_its_limit():
     assert not silent.budget.metered and run.budget.left() == pytest.approx(6.0)
     # a search that reports its deterministic time is charged that, not its limit
     metered = run.child(time_limit_s=3.0)
-    metered.budget.charge_search({"deterministic_s": 0.5}, unmetered_s=3.0)
+    metered.budget.charge_search(SearchResult(status=Status.TIMEOUT, deterministic_s=0.5), unmetered_s=3.0)
     assert run.budget.left() == pytest.approx(5.5)
 
 
@@ -181,3 +181,19 @@ def solve_deterministic(problem, **kwargs):
     from schedsearch import solve
 
     return solve(problem, time_limit_s=10, **DET, **kwargs)
+
+
+def test_the_facts_a_caller_reads_are_typed_fields():
+    # solve's exact sub-search status is a Status, its notes a tuple; the JSON document carries them,
+    # the exported plan's meta does not (a plan does not depend on how the search ran)
+    import json
+
+    problem = vshape(2, 4, memory=2)
+    result = solve(problem, time_limit_s=10, engines=["exact"], **DET)
+    assert result.status is Status.OPTIMAL and result.exact_status is Status.OPTIMAL
+    assert result.notes == () and result.ties == 0 and result.restricted_status is None
+    assert "exact_status" not in result.stats and "notes" not in result.stats
+    doc = json.loads(json.dumps(result.to_dict()))
+    assert doc["exact_status"] == "OPTIMAL" and doc["notes"] == [] and doc["wall_guard_hit"] is False
+    meta = json.loads(result.export("json"))["meta"]["result"]
+    assert "exact_status" not in meta and "notes" not in meta and meta["status"] == "OPTIMAL"

@@ -14,6 +14,7 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
+from schedsearch.encode.backends import Capability
 from schedsearch.encode.solve_options import SolveOptions
 from schedsearch.options import (
     DETERMINISTIC_UNITS_PER_S,
@@ -190,13 +191,23 @@ class _Progress(cp_model.CpSolverSolutionCallback):
 
 
 class CpSatBackend:
-    """OR-tools CP-SAT: every feature of the problem model."""
+    """OR-tools CP-SAT: every feature of the problem model, and every :class:`~schedsearch.encode.backends.Capability`."""
 
     name = "cpsat"
     features = frozenset(
         {"flexible_options", "multi_device", "transfers", "memory", "workspace", "releases", "fixed_orders",
          "overlaps"}
     )
+    capabilities = frozenset(Capability)
+    #: the parameter of the stronger no-overlap propagation (:attr:`Capability.STRONG_DISJUNCTIVE`)
+    strong_disjunctive_param = "use_strong_propagation_in_disjunctive"
+    #: the parameter of the deterministic-time limit, in deterministic units (:attr:`Capability.DETERMINISTIC_TIME`)
+    deterministic_limit_param = "max_deterministic_time"
+
+    @staticmethod
+    def wall_guard_s(time_limit_s: float) -> float:
+        """The wall-clock guard of a deterministic search (:func:`wall_guard_s`)."""
+        return wall_guard_s(time_limit_s)
 
     @staticmethod
     def params_error(params: Mapping[str, Any]) -> str | None:
@@ -224,20 +235,23 @@ class CpSatBackend:
         stats: dict[str, Any] = {
             "build_s": build_s,
             "solve_s": solver.wall_time,
-            "deterministic_s": solver.response_proto.deterministic_time / DETERMINISTIC_UNITS_PER_S,
             "branches": solver.num_branches,
             "conflicts": solver.num_conflicts,
             "num_tasks": len(st.tasks),
             "num_transfers": len(st.transfers),
             "horizon": st.horizon,
             "solver_status": solver.status_name(code),
+        }
+        # what the search used, and whether the guard stopped it: typed facts of every result below
+        used: dict[str, Any] = {
+            "deterministic_s": solver.response_proto.deterministic_time / DETERMINISTIC_UNITS_PER_S,
             "wall_guard_hit": wall_guard_hit(solver, options.time_limit_s, options.deterministic),
         }
         if code == cp_model.MODEL_INVALID:
             raise SolverError(f"backend 'cpsat': the model is invalid ({model.validate()})")
         if code == cp_model.INFEASIBLE:
             return SearchResult(status=Status.INFEASIBLE, wall_time_s=time.perf_counter() - t0, backend=self.name,
-                                stats=stats)
+                                stats=stats, **used)
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             # CP-SAT answers UNKNOWN when a limit stopped it before it found anything
             status = Status.TIMEOUT if options.time_limit_s is not None else Status.UNKNOWN
@@ -246,12 +260,12 @@ class CpSatBackend:
                 bound = math.ceil(solver.best_objective_bound - 1e-6)
                 bound = bound if bound > 0 else None
             return SearchResult(status=status, lower_bound=bound, wall_time_s=time.perf_counter() - t0,
-                                backend=self.name, stats=stats)
+                                backend=self.name, stats=stats, **used)
         schedule = _read_schedule(solver, st, var)
         value = objective_value(schedule, problem.objective)
         if not minimised:
             return SearchResult(status=Status.FEASIBLE, schedule=schedule, objective=value,
-                                wall_time_s=time.perf_counter() - t0, backend=self.name, stats=stats)
+                                wall_time_s=time.perf_counter() - t0, backend=self.name, stats=stats, **used)
         bound: int | None = math.ceil(solver.best_objective_bound - 1e-6)
         status = Status.OPTIMAL if code == cp_model.OPTIMAL else Status.FEASIBLE
         return SearchResult(
@@ -262,6 +276,7 @@ class CpSatBackend:
             wall_time_s=time.perf_counter() - t0,
             backend=self.name,
             stats=stats,
+            **used,
         )
 
 

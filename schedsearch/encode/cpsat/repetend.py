@@ -219,16 +219,18 @@ def solve_repetend(problem: Problem, options: RepetendOptions) -> PeriodResult:
         "branches": solver.num_branches,
         "conflicts": solver.num_conflicts,
         "solve_s": solver.wall_time,
-        "wall_guard_hit": wall_guard_hit(solver, options.time_limit_s, options.deterministic),
     }
+    guard_hit = wall_guard_hit(solver, options.time_limit_s, options.deterministic)
     if code == cp_model.MODEL_INVALID:
         raise SolverError(f"backend 'cpsat': the repetend model is invalid ({model.validate()})")
     if code == cp_model.INFEASIBLE:
-        return PeriodResult(status=Status.INFEASIBLE, wall_time_s=wall, backend="cpsat", stats=stats)
+        return PeriodResult(status=Status.INFEASIBLE, wall_time_s=wall, backend="cpsat", stats=stats,
+                            wall_guard_hit=guard_hit)
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         limit_hit = options.time_limit_s is not None  # CP-SAT answers UNKNOWN when a limit stopped it
         return PeriodResult(
-            status=Status.TIMEOUT if limit_hit else Status.UNKNOWN, wall_time_s=wall, backend="cpsat", stats=stats
+            status=Status.TIMEOUT if limit_hit else Status.UNKNOWN, wall_time_s=wall, backend="cpsat", stats=stats,
+            wall_guard_hit=guard_hit,
         )
     tasks = []
     for b in problem.graph.blocks:
@@ -257,4 +259,5 @@ def solve_repetend(problem: Problem, options: RepetendOptions) -> PeriodResult:
         wall_time_s=wall,
         backend="cpsat",
         stats=stats,
+        wall_guard_hit=guard_hit,
     )

@@ -113,6 +113,9 @@ class Z3Backend:
         {"flexible_options", "multi_device", "transfers", "memory", "workspace", "releases", "fixed_orders",
          "overlaps"}
     )
+    #: none of :class:`~schedsearch.encode.backends.Capability`: its limit stays wall-clock, and a warm start
+    #: only gives an initial upper bound
+    capabilities: frozenset = frozenset()
 
     @staticmethod
     def params_error(params: Mapping[str, Any]) -> str | None:

@@ -25,7 +25,7 @@
    (:mod:`~schedsearch.search.scale.ties`: periodic micro-batches in the
    middle, mirror symmetry) to make large models tractable. Under ties the
    result is OPTIMAL only when it reaches the analytic bound. It is
-   skipped, and ``stats["notes"]`` says why, when a plan is at hand and
+   skipped, and the result's ``notes`` say why, when a plan is at hand and
    the problem has more task instances than the search can model in the
    time left (100 a second), or
    when it would be tied and the best plan is the capped V greedy's (a
@@ -143,8 +143,9 @@ def scale_search(
         (<backend>)"``, ``"exact search (<backend>, tied)"``);
         ``bound_engine`` is ``"analytic"`` or the backend that proved a
         larger bound. ``stats`` holds the list rules tried, the phases'
-        times, whether the overlaps were dropped and how many ties were
-        used.
+        times and whether the overlaps were dropped; ``ties`` says how many
+        ties restricted the exact search, ``exact_status`` and
+        ``restricted_status`` how it ended, ``notes`` what was skipped.
 
     Examples
     --------
@@ -210,7 +211,7 @@ def _capped_v(state: _Scale) -> None:
     it starts only when that share covers them: at
     :data:`~schedsearch.handcrafted.v_capped.V_FIRST_S_PER_TASK` per task
     instance on the wall clock, or (deterministic mode) twice the task
-    instances of work; otherwise ``stats["notes"]`` says it was skipped."""
+    instances of work; otherwise the result's ``notes`` say it was skipped."""
     from schedsearch.errors import SchedSearchError
     from schedsearch.handcrafted.v_capped import V_FIRST_S_PER_TASK, V_TASKS_PER_S, v_capped, v_capped_applies
 
@@ -247,6 +248,10 @@ class _Scale:
     run: Run
     search_problem: Problem
     backend_name: str = ""
+    #: the exact search's status and its status in the tied space (None: it ran none, or untied), and its ties
+    exact_status: Status | None = None
+    restricted_status: Status | None = None
+    ties: int = 0
 
     @classmethod
     def start(cls, run: Run, reduce: bool) -> _Scale:
@@ -263,6 +268,14 @@ class _Scale:
     def offer(self, schedule: Schedule | None, provenance: Provenance) -> None:
         """Keep ``schedule``, a validated plan of the search problem (or None), found by ``provenance``."""
         self.run.offer(schedule, provenance, validated=True)
+
+    def facts(self) -> dict[str, Any]:
+        """The result's facts of the run: its notes and, when the exact search ran, its status, ties and the
+        deterministic time it used (its backend searches are the run's only ones); a guard that stopped one."""
+        run, ran = self.run, self.exact_status is not None
+        return {"notes": run.notes, "deterministic_s": run.budget.reported_s if ran else None,
+                "wall_guard_hit": run.budget.wall_guard_hit, "exact_status": self.exact_status,
+                "restricted_status": self.restricted_status, "ties": self.ties}
 
     @property
     def objective_name(self) -> str:
@@ -282,7 +295,7 @@ class _Scale:
             return SearchResult(status=Status.TIMEOUT if limit_hit else Status.UNKNOWN, lower_bound=bound or None,
                                 wall_time_s=wall, backend=self.backend_name, stats=run.stats, strategy="scale",
                                 objective_name=name, bound_engine=run.bound_by if bound else "",
-                                problem=problem)
+                                problem=problem, **self.facts())
         if self.search_problem is not problem:  # a plan of the reduced problem: checked on the original once
             assert_valid(problem, best.schedule, f"schedule found by {best.engine}")
         # (else the pool's plans were each validated against this very problem when offered)
@@ -299,6 +312,7 @@ class _Scale:
             engine=best.engine,
             bound_engine=run.bound_by,
             problem=problem,
+            **self.facts(),
         )
 
 
@@ -351,7 +365,7 @@ def _exact_search(state: _Scale, tie_list: tuple[Tie, ...]) -> SearchResult | No
     the INFEASIBLE result when an untied search proves it, else None."""
     run = state.run
     stats, budget = run.stats, run.budget
-    stats["ties"] = len(tie_list)
+    state.ties = len(tie_list)
     t_exact = budget.elapsed
     # a tied search proves bounds of the tied space only
     child = run.child(state.search_problem, time_limit_s=budget.left(), bounds=not tie_list)
@@ -362,9 +376,7 @@ def _exact_search(state: _Scale, tie_list: tuple[Tie, ...]) -> SearchResult | No
     exact_result = exact_search(child, ties=tie_list)
     state.backend_name = exact_result.backend or state.backend_name
     stats["exact_s"] = budget.elapsed - t_exact
-    stats["exact_status"] = exact_result.status.value
-    stats.update(child.budget_stats() or {"deterministic_s": 0.0})
-    stats["exact_restricted_status"] = exact_result.stats.get("restricted_status")
+    state.exact_status, state.restricted_status = exact_result.status, exact_result.restricted_status
     found = child.last(Source.EXACT)
     if found is not None:
         engine = f"exact search ({state.backend_name}{', tied' if tie_list else ''})"
@@ -374,5 +386,5 @@ def _exact_search(state: _Scale, tie_list: tuple[Tie, ...]) -> SearchResult | No
     if not tie_list and exact_result.status is Status.INFEASIBLE:
         return SearchResult(status=Status.INFEASIBLE, wall_time_s=budget.elapsed, backend=state.backend_name,
                             stats=stats, strategy="scale", objective_name=state.objective_name,
-                            bound_engine=state.backend_name, problem=run.problem)
+                            bound_engine=state.backend_name, problem=run.problem, **state.facts())
     return None

@@ -33,7 +33,7 @@ def test_tied_exact_search_when_list_scheduling_fails():
     p = dualpipe(4, 16, memory=3).with_(overlaps=())
     r = scale_search(p, rules=(), ties="periodic", time_limit_s=20)
     assert r.schedule is not None and validate(p, r.schedule) == ()
-    assert r.stats["ties"] > 0 and r.engine == "exact search (cpsat, tied)"
+    assert r.ties > 0 and r.engine == "exact search (cpsat, tied)"
     assert r.lower_bound == 1 + 3 * 16 and r.status in (Status.FEASIBLE, Status.OPTIMAL)
 
 
@@ -101,8 +101,8 @@ def test_capped_v_greedy_does_not_start_when_its_share_cannot_cover_one_candidat
     short = scale_search(problem, rules=(), exact=False, time_limit_s=tasks / V_TASKS_PER_S, deterministic=True,
                          workers=1)
     assert "capped_v_s" not in short.stats and short.schedule is None
-    assert any(note.startswith("capped V greedy skipped") for note in short.stats["notes"])
+    assert any(note.startswith("capped V greedy skipped") for note in short.notes)
     enough = scale_search(problem, rules=(), exact=False, time_limit_s=5 * tasks / V_TASKS_PER_S,
                           deterministic=True, workers=1)
     assert "capped_v_s" in enough.stats and not validate(problem, enough.schedule)
-    assert not any(note.startswith("capped V greedy") for note in enough.stats.get("notes", ()))
+    assert not any(note.startswith("capped V greedy") for note in enough.notes)
