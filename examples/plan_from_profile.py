@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         result = schedsearch.plan(pipeline, time_limit_s=args.time_limit)
         print(result.table())
         best = result.best
-        print(f"best: {best.family}, {best.makespan_ms:.2f} ms ({best.status}); handcrafted {best.handcrafted}: "
+        print(f"best: {best.family}, {best.makespan_ms:.2f} ms ({best.mark}); handcrafted {best.handcrafted}: "
               f"{best.handcrafted_ms} ms")
         assert schedsearch.validate(result.problem, result.schedule) == ()
         if args.out:

@@ -18,7 +18,7 @@ import schedsearch
 from schedsearch.cli import main
 from schedsearch.errors import InvalidOptionsError, InvalidPipelineError, NoFittingPlanError, SchedSearchError
 from schedsearch.plan.pipeline import Pipeline
-from schedsearch.plan import planner as planner_module
+from schedsearch.plan import planner as planner_module, table as table_module
 
 STAGE = {"forward_ms": 1.0, "backward_ms": 2.0, "activation_bytes": "1 GiB", "parameter_bytes": "1 GiB"}
 BASE = {"num_ranks": 2, "num_microbatches": 4, "memory_budget_bytes": "8 GiB", "families": ["1f1b"],
@@ -186,9 +186,9 @@ def _assert_bounded(text, per_family):
         assert len(lines) == 1 and len(text) < 2000, text
         return
     assert lines[0].endswith(":") and len(lines) >= 2, text
-    assert len(lines) <= planner_module.MAX_ERROR_FAMILIES + 2, text
+    assert len(lines) <= table_module.MAX_ERROR_FAMILIES + 2, text
     for line in lines[1:]:
-        assert line.startswith("  ") and ": " in line and len(line) <= planner_module.MAX_ERROR_LINE, line
+        assert line.startswith("  ") and ": " in line and len(line) <= table_module.MAX_ERROR_LINE, line
 
 
 @pytest.fixture

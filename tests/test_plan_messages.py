@@ -12,7 +12,7 @@ import schedsearch
 from schedsearch import Pipeline
 from schedsearch.cli import main
 from schedsearch.errors import InvalidProblemError, NoFittingPlanError
-from schedsearch.plan import planner as planner_module
+from schedsearch.plan import evaluation as evaluation_module, planner as planner_module, table as table_module
 from schedsearch.plan.outcome import Reason
 from schedsearch.result import Status
 from schedsearch.search import portfolio as portfolio_module
@@ -38,7 +38,7 @@ def test_optimal_only_when_every_level_is_proven():
         assert row.status is Status.FEASIBLE
         at = next(i for i, line in enumerate(table) if line[4:].startswith(row.family + " "))
         assert "FEASIBLE" in table[at] and "OPTIMAL" not in table[at]
-        assert table[at + 1].strip() == planner_module.PEAK_NOT_PROVEN
+        assert table[at + 1].strip() == table_module.PEAK_NOT_PROVEN
     for i, line in enumerate(table[:-1]):  # no OPTIMAL row has a proof left open under it
         if " OPTIMAL " in line:
             assert "not proven" not in table[i + 1], (line, table[i + 1])
@@ -68,21 +68,21 @@ def test_the_published_schedule_not_drawn_says_what_ran_out(monkeypatch):
         assert "0.0 s" not in note, note
         assert re.search(r"the candidate's share of the time limit \(\d+(\.\d+)? m?s\) (had [\d.]+ m?s left|was "
                          r"used up)", note), note
-        assert re.search(r"take about \d+ s \(a longer time_limit_s", note), note
+        assert re.search(r"take about \d+ s at \d+ task instances \(a longer time_limit_s", note), note
 
 
 @pytest.mark.parametrize("seconds, words", [
     (0.0, "under 0.01 ms"), (4e-4, "0.4 ms"), (0.0123, "12 ms"), (0.5, "500 ms"), (3.44, "3.4 s"), (120.0, "120 s"),
 ])
 def test_seconds_read_with_two_figures(seconds, words):
-    assert planner_module._seconds(seconds) == words
+    assert evaluation_module._seconds(seconds) == words
 
 
 def test_the_note_says_when_the_share_was_used_up_before_drawing():
-    note = planner_module._not_drawn_note("1F1B", 4000, share_s=1.0, spent_s=1.5, need_s=0.02)
-    assert note == ("the published 1F1B was not drawn: the candidate's share of the time limit (1 s) was used up by "
-                    "building its problem (4000 task instances, 1.5 s), and drawing it and proving it against the "
-                    "bound take about 20 ms (a longer time_limit_s, or fewer candidates at once, gives it time)")
+    note = evaluation_module._not_drawn_note("1F1B", 4000, share_s=1.0, spent_s=1.5, need_s=0.02)
+    assert note == ("the published 1F1B was not drawn: the candidate's share of the time limit (1 s) was used up "
+                    "(1.5 s went to the work before it), and drawing it and proving it against the bound take about "
+                    "20 ms at 4000 task instances (a longer time_limit_s, or fewer candidates at once, gives it time)")
 
 
 def test_a_refused_integer_problem_is_told_without_the_models_text(monkeypatch):
@@ -124,7 +124,7 @@ def test_no_family_fits_is_one_line_per_reason_with_the_fix(tmp_path, capsys):
     labels = [c.label for c in planner_module.candidates(_sample())]
     assert sorted(families) == sorted(labels)  # each family once, with its reason
     assert "  interleaved 1F1B v=3, interleaved ZB v=3: needs 12 stages, the description gives 8 layers" in lines
-    assert all(len(line) <= planner_module.MAX_ERROR_LINE for line in lines)
+    assert all(len(line) <= table_module.MAX_ERROR_LINE for line in lines)
     # the command line prints the same lines
     path = tmp_path / "pipeline.toml"
     path.write_text(SAMPLE.read_text().replace('memory_budget_bytes = "24 GiB"', 'memory_budget_bytes = "6 GiB"'))
@@ -135,8 +135,8 @@ def test_no_family_fits_is_one_line_per_reason_with_the_fix(tmp_path, capsys):
 
 def test_a_long_list_of_reasons_is_bounded():
     entries = [(f"family {k}", f"reason {k}") for k in range(40)]
-    text = planner_module._per_family("no schedule family fits", entries)
+    text = table_module._per_family("no schedule family fits", entries)
     lines = text.splitlines()
-    assert len(lines) == planner_module.MAX_ERROR_FAMILIES + 2 and lines[-1] == "  ... and 24 more"
-    long = planner_module._per_family("head", [("f", "x" * 1000)]).splitlines()[1]
-    assert len(long) == planner_module.MAX_ERROR_LINE and long.endswith(" ...")
+    assert len(lines) == table_module.MAX_ERROR_FAMILIES + 2 and lines[-1] == "  ... and 24 more"
+    long = table_module._per_family("head", [("f", "x" * 1000)]).splitlines()[1]
+    assert len(long) == table_module.MAX_ERROR_LINE and long.endswith(" ...")

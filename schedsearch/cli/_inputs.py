@@ -26,7 +26,7 @@ import attrs
 
 from schedsearch._io import decode_text
 from schedsearch._json import load_document
-from schedsearch.errors import FormatError, InvalidScheduleError, ValidationFailedError
+from schedsearch.errors import FormatError, InvalidProblemError, InvalidScheduleError, ValidationFailedError
 
 __all__ = ["InputKind", "Input", "identify", "open_input", "plan_of", "schedule_in", "PLAN_INPUTS"]
 
@@ -35,6 +35,7 @@ class InputKind(enum.Enum):
     """What a file holds; the value is how a message names it."""
 
     PIPELINE = "a pipeline description"
+    LAYER_MODEL = "a model in layers"
     PLAN = "a plan document"
     RESULT = "a search result"  # holding its schedule (and its problem, unless the problem document is beside it)
     RESULT_SUMMARY = "a search result summary"  # read with the problem and schedule documents beside it
@@ -115,7 +116,9 @@ def _kind_of(document: Any, syntax: str) -> InputKind:
     keys = set(document)
     if "status" in keys and syntax == "json":
         return InputKind.RESULT if "schedule" in keys else InputKind.RESULT_SUMMARY
-    if "num_ranks" in keys or "stages" in keys and isinstance(document.get("stages"), list):
+    if {"layers", "global_batch"} <= keys:
+        return InputKind.LAYER_MODEL
+    if "num_ranks" in keys or ("stages" in keys and isinstance(document.get("stages"), list)):
         return InputKind.PIPELINE
     if {"latency_ms", "action_overhead_ms", "step_overhead_ms"} <= keys:
         return InputKind.CALIBRATION
@@ -205,6 +208,8 @@ def _next_step(inp: Input, command: str) -> str:
     if kind is InputKind.PIPELINE:
         then = command if command in ("run", "report", "export") else "run"
         return f"plan it first: schedsearch plan {p} --out DIR, then schedsearch {then} DIR"
+    if kind is InputKind.LAYER_MODEL:
+        return "read it with schedsearch.plan.layers.LayerModel.load"
     if kind is InputKind.PLAN:
         return f"run it with schedsearch run {p}, or write its report with schedsearch report {p}"
     if kind in (InputKind.RESULT, InputKind.RESULT_SUMMARY):
@@ -280,7 +285,10 @@ def plan_of(inp: Input) -> tuple[Any, Any, dict[str, Any]]:
 
     p = str(inp.given)
     if inp.kind is InputKind.PLAN:
-        return from_document(inp.document)
+        try:
+            return from_document(inp.document)
+        except (FormatError, InvalidProblemError, InvalidScheduleError) as exc:  # the document's own fault: name it
+            raise type(exc)(f"{p!r}: {exc}") from None
     if inp.syntax_error is not None:
         raise FormatError(f"{p!r}: {inp.syntax_error}")
     if inp.kind not in (InputKind.RESULT, InputKind.RESULT_SUMMARY):
@@ -290,10 +298,9 @@ def plan_of(inp: Input) -> tuple[Any, Any, dict[str, Any]]:
     stem = inp.path.name.removesuffix(".json").removesuffix(".result")
     siblings = {key: inp.path.with_name(f"{stem}.{key}.json") for key in ("problem", "schedule")
                 if not isinstance(doc.get(key), Mapping) and not (key == "schedule" and key in doc)}
-    absent = [path.name for path in siblings.values() if not path.is_file()]
-    if absent:
+    if not all(path.is_file() for path in siblings.values()):
         raise FormatError(f"{p!r} is a search result without its {' and '.join(siblings)}; it needs "
-                          f"{' and '.join(absent)} beside it")
+                          f"{' and '.join(path.name for path in siblings.values())} beside it")
     problem = Problem.from_dict(doc["problem"]) if "problem" not in siblings else \
         Problem.from_json(identify(siblings["problem"]).text)
     schedule = schedule_in(inp) if "schedule" not in siblings else \

@@ -97,6 +97,8 @@ def from_document(doc: Mapping[str, Any], *, validate: bool = True) -> tuple[Pro
     for key in ("problem", "schedule"):
         if key not in doc:
             raise FormatError(f"plan document: missing field {key!r}")
+    if not isinstance(doc.get("meta") or {}, Mapping):
+        raise FormatError(f"plan document: 'meta' must be an object of notes, got {type(doc['meta']).__name__}")
     problem = Problem.from_dict(doc["problem"])
     schedule = Schedule.from_dict(doc["schedule"])
     if validate:

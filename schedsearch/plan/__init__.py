@@ -10,9 +10,16 @@ The flow, one module a step:
 * :mod:`~schedsearch.plan.times`: a candidate's times in exact
   milliseconds, from which its problem's integer ticks are derived once and
   every figure shown in milliseconds is read;
-* :mod:`~schedsearch.plan.planner`: the candidates (a schedule family with
-  its shape), each turned into its times and :class:`~schedsearch.Problem`,
-  searched within one budget, and ranked in a table (:class:`PlanResult`);
+* :mod:`~schedsearch.plan.candidates`: the candidates (a schedule family with
+  its shape), whether each applies, and its :class:`~schedsearch.Problem`;
+* :mod:`~schedsearch.plan.shares` and :mod:`~schedsearch.plan.evaluation`:
+  the time limit split into the candidates' shares, and one candidate's
+  search within its share;
+* :mod:`~schedsearch.plan.outcome` and :mod:`~schedsearch.plan.table`: a
+  row's typed outcome (status and reason) and the ranked table
+  (:class:`PlanResult`);
+* :mod:`~schedsearch.plan.planner`: :func:`plan` and :func:`plan_sweep`,
+  which run the flow above through one executor;
 * :mod:`~schedsearch.plan.torchtitan`: the files a torchtitan user launches.
 
 ``schedsearch.plan`` is also the name of the planner's entry point on the

@@ -3,7 +3,7 @@
 For a :class:`~schedsearch.plan.pipeline.Pipeline` (milliseconds and bytes), the
 planner
 
-1. lists the candidate families it allows: the "loop" layout with v = 1..4
+1. lists the candidate families it allows (:mod:`schedsearch.plan.candidates`): the "loop" layout with v = 1..4
    stages per rank (1F1B, interleaved), the "v" layout (ZB-V, DualPipeV) and
    DualPipe's two opposite pipelines (each rank holds two stages' parameters:
    two parameter copies, counted against the budget), each with a full and,
@@ -12,16 +12,19 @@ planner
    ``fb_overlap_ms`` is given;
 2. chooses the units once (:func:`~schedsearch.units.choose_units`) for
    every candidate's stage times;
-3. leaves out, with the reason, each candidate that cannot fit: a rank must
-   hold its parameters and one micro-batch's activations of all its stages of
-   one pipeline at once in any plan (every forward of a micro-batch runs
-   before its first backward);
+3. leaves out, with a typed reason (:class:`~schedsearch.plan.outcome.Reason`),
+   each candidate that does not apply or cannot fit: a rank must hold its
+   parameters and one micro-batch's activations of all its stages of one
+   pipeline at once in any plan (every forward of a micro-batch runs before
+   its first backward);
 4. runs :func:`~schedsearch.search.portfolio.solve` on each remaining candidate
    (makespan, then the worst rank's peak memory) and the handcrafted schedule
-   of the same family on the same problem, through one executor
-   (:mod:`schedsearch.executors`: local processes or Ray);
-5. returns a :class:`PlanResult`: the ranked table and the best plan, every
-   figure in milliseconds of the unrounded times (:mod:`schedsearch.plan.times`).
+   of the same family on the same problem (:mod:`schedsearch.plan.evaluation`),
+   each in its share of the time limit (:mod:`schedsearch.plan.shares`), through
+   one executor (:mod:`schedsearch.executors`: local processes or Ray);
+5. returns a :class:`PlanResult` (:mod:`schedsearch.plan.table`): the ranked
+   table and the best plan, every figure in milliseconds of the unrounded
+   times (:mod:`schedsearch.plan.times`).
 
 Memory is held as a real runtime holds it: an activation is freed when the
 block that frees it ends (``free_at_end``); parameters are the ranks'
@@ -33,8 +36,6 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -47,561 +48,27 @@ from schedsearch.errors import (
     NoFittingPlanError,
     SchedSearchError,
 )
-from schedsearch.handcrafted.families import RUNTIMES, SCHEDULES, Family, check_runtime, family as family_record
-from schedsearch.handcrafted.simulate import validation_deferred
+from schedsearch.handcrafted.families import RUNTIMES, check_runtime
 from schedsearch.options import MAX_SEED, Rule, SearchOptions, check_options
-from schedsearch.plan.pipeline import (FAMILIES, Pipeline, Stage, check_integer_range, check_plan_arguments,
-                                  exact_bytes, exact_memory_unit)
+from schedsearch.plan.pipeline import (Pipeline, Stage, check_integer_range, check_plan_arguments, exact_bytes,
+                                       exact_memory_unit)
 from schedsearch.rewrite import with_capacities
-from schedsearch.problem import Problem
 from schedsearch.plan.outcome import Reason
-from schedsearch.plan.shares import (SEARCH_FLOOR_S, SEARCH_FLOOR_WITH_PLAN_S, ShareClock, Shares,
-                                     WorkEstimate)
-from schedsearch.plan.times import (CandidateTimes, candidate_times, float_below, named_times, rank_pipelines,
-                                    retime_ms)
+from schedsearch.plan.shares import Shares
+from schedsearch.plan.times import CandidateTimes, candidate_times, named_times, retime_ms
 from schedsearch.result import Status
-from schedsearch.schedule import Schedule, metrics
-from schedsearch.units import GIB, Units, choose_units
+from schedsearch.schedule import metrics
+from schedsearch.units import Units, choose_units
 from schedsearch.validate import validate
+from schedsearch.plan.candidates import (Candidate as Candidate, _handcrafted, _memory_need, _why_not,
+                                         build_problem as build_problem, candidates as candidates,
+                                         runtime_gap as runtime_gap)
+from schedsearch.plan.evaluation import _evaluate, _gibs, _Outcome, _Task
+from schedsearch.plan.table import (PlanResult as PlanResult, PlanRow as PlanRow, SweepPoint as SweepPoint,
+                                    SweepResult as SweepResult, _per_family, _rank_key, _row_without_plan)
 
 __all__ = ["RUNTIMES", "Candidate", "PlanRow", "PlanResult", "SweepPoint", "SweepResult", "candidates", "build_problem",
            "plan", "plan_sweep", "runtime_gap"]
-
-@attrs.frozen(kw_only=True)
-class Candidate:
-    """One schedule family at one setting: ``chunks`` stages per rank, split backward or not, F&B pairs or not.
-
-    Examples
-    --------
-    >>> from schedsearch.plan.planner import Candidate
-    >>> Candidate(family="interleaved", chunks=2, split_backward=True).label
-    'interleaved ZB v=2'
-    >>> Candidate(family="dualpipe", chunks=1, split_backward=True, overlap=True).num_stages(4)
-    4
-    """
-
-    family: str
-    chunks: int = 1
-    split_backward: bool = False
-    overlap: bool = False
-
-    @property
-    def record(self) -> Family:
-        """The family's record (:mod:`schedsearch.handcrafted.families`)."""
-        return family_record(self.family)
-
-    @property
-    def label(self) -> str:
-        return self.record.label(self.chunks, self.split_backward) + (" (F&B)" if self.overlap else "")
-
-    @property
-    def layout(self) -> str:
-        """The stage-to-rank layout: ``"loop"`` or ``"v"`` (torch's styles), ``"bidirectional"`` (two pipelines)."""
-        return self.record.layout
-
-    def num_stages(self, num_ranks: int) -> int:
-        return num_ranks * self.chunks
-
-    def handcrafted_name(self) -> str | None:
-        """The published schedule of the same family and backward, or None."""
-        variant = next((v for v in self.record.variants if v.split_backward == self.split_backward), None)
-        return variant.name if variant is not None and variant.schedule is not None else None
-
-
-def runtime_gap(candidate: Candidate, runtime: str) -> str:
-    """Why ``runtime`` (a key of :data:`RUNTIMES`) cannot execute plans of ``candidate``, in a user's terms; "" when it can.
-
-    The family record answers it (:meth:`~schedsearch.handcrafted.families.Family.runtime_gap`).
-
-    Examples
-    --------
-    >>> from schedsearch.plan.planner import Candidate, runtime_gap
-    >>> runtime_gap(Candidate(family="dualpipe", split_backward=True), "torch")
-    "needs two copies of every stage's parameters; torch's CSV runtime holds one"
-    >>> runtime_gap(Candidate(family="zb-v", chunks=2, split_backward=True), "torch")
-    ''
-    """
-    return candidate.record.runtime_gap(runtime)
-
-
-def candidates(pipeline: Pipeline) -> list[Candidate]:
-    """Every candidate of the pipeline's allowed families, in table order."""
-    out: list[Candidate] = []
-    overlap = pipeline.fb_overlap_ms is not None
-    for key in pipeline.families:
-        fam = family_record(key)
-        out += [Candidate(family=key, chunks=v, split_backward=variant.split_backward, overlap=overlap and fam.overlap)
-                for v in fam.chunks for variant in fam.variants]
-    return out
-
-
-def _why_not(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage] | None) -> str:
-    """Why ``candidate`` cannot be planned (empty when it can be tried)."""
-    P, m = pipeline.num_ranks, pipeline.num_microbatches
-    n = candidate.num_stages(P)
-    if stages is None:
-        what = "layers" if pipeline.partition == "dp" else "stages"
-        return f"needs {n} stages, the description gives {len(pipeline.stages)} {what}"
-    if candidate.split_backward and not all(s.has_split for s in stages):
-        return "needs input_grad_ms and weight_grad_ms for every stage (split backward)"
-    fields = ("forward_ms", "input_grad_ms", "weight_grad_ms") if candidate.split_backward else ("forward_ms",)
-    if candidate.record.full_backward or not candidate.split_backward:
-        fields += ("backward_ms",)
-    for k, s in enumerate(stages):
-        zero = next((f for f in fields if getattr(s, f) == 0), None)
-        if zero is not None:
-            return (f"stage {k} ({s.name}) has {zero} = 0: the schedule model's blocks last at least one time "
-                    f"unit, so a zero time cannot be kept (give it a positive time)")
-    why = candidate.record.requires(P, m)
-    if why:
-        return why
-    if candidate.overlap:
-        longest = max(max(s.forward_ms, s.input_grad_ms, s.weight_grad_ms) for s in stages)
-        if pipeline.fb_overlap_ms < longest:
-            return (f"fb_overlap_ms {pipeline.fb_overlap_ms:g} is shorter than the longest forward or gradient "
-                    f"block of its stages ({longest:g} ms): an overlapped pair lasts at least its longest member")
-    return ""
-
-
-def _memory_need(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage]) -> tuple[int, int, int, int]:
-    """(rank, its parameter bytes, activation bytes it must hold at once, total) for the neediest rank."""
-    pipes, _ = rank_pipelines(candidate, pipeline.num_ranks)
-    worst = (0, 0, 0, -1)
-    for r in range(pipeline.num_ranks):
-        params = sum(stages[s].parameter_bytes for pipe in pipes for s, d in enumerate(pipe) if d == r)
-        acts = max(sum(stages[s].activation_bytes for s, d in enumerate(pipe) if d == r) for pipe in pipes)
-        if params + acts > worst[3]:
-            worst = (r, params, acts, params + acts)
-    return worst
-
-
-def build_problem(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage], units: Units, *,
-                  relaxed_memory: bool = False) -> Problem:
-    """The integer problem of one candidate: durations in ``units`` time units, memory in memory units.
-
-    Its times are the candidate's (:func:`~schedsearch.plan.times.candidate_times`,
-    which holds them in exact ms and this problem beside them): each
-    duration is its time rounded to whole units. Activations are allocated
-    by the forward and freed when the backward (or the weight gradient)
-    ends; each rank starts with its parameters and may hold at most the
-    budget. Transfers between stages on different ranks run on the channel
-    between the two ranks, which takes ``pipeline.p2p``'s time for the
-    sending stage's bytes. Memory amounts are rounded up and the budget down
-    (a plan that fits in units fits in bytes); with ``relaxed_memory`` the
-    other way round (amounts down, budget up: every plan that fits in bytes
-    fits in units, the problem whose bounds hold for the bytes).
-    """
-    times = candidate_times(pipeline, candidate, stages, units)
-    return times.relaxed_problem() if relaxed_memory and not times.memory_exact else times.problem
-
-
-def _handcrafted(candidate: Candidate, problem: Problem) -> Schedule:
-    spec = SCHEDULES[candidate.record.variant(candidate.split_backward).schedule]
-    return spec.generate(problem, dict(spec.defaults))
-
-
-@attrs.frozen(kw_only=True)
-class PlanRow:
-    """One line of the plan table (times in ms, memory in GiB per rank, peak including parameters).
-
-    ``status`` is the library's :class:`~schedsearch.result.Status` and
-    ``reason`` a :class:`~schedsearch.plan.outcome.Reason` when the status
-    alone does not say what happened (left out before any search, no answer
-    from the executor, a plan the runtime cannot execute); ``note`` says it
-    in words and :attr:`mark` is the table's status cell. A row with a plan
-    is ``OPTIMAL`` only when both levels are proven: the makespan meets
-    ``bound_ms`` (``makespan_proven``) and the worst rank's peak is the
-    least among plans of that makespan (``peak_proven``); it is
-    ``FEASIBLE`` otherwise. ``makespan_ms``,
-    ``handcrafted_ms`` and ``bound_ms`` are of the pipeline's unrounded
-    times (:mod:`schedsearch.plan.times`). The plan is the search's, or the
-    handcrafted one when that fits and the search had nothing better in
-    time (``note`` says so). ``bubble_pct`` is the
-    global bubble (makespan minus busy time, worst rank) over the makespan,
-    in the integer problem. ``handcrafted_*`` are the published schedule of
-    the same family on the same problem; ``handcrafted_fits`` says whether
-    it stays within the budget. ``engine`` names what found the plan (as a
-    search result's :attr:`~schedsearch.result.SearchResult.engine`).
-    """
-
-    candidate: Candidate
-    status: Status = attrs.field(validator=attrs.validators.instance_of(Status))
-    reason: Reason | None = attrs.field(default=None,
-                                        validator=attrs.validators.optional(attrs.validators.instance_of(Reason)))
-    makespan_ms: float | None = None
-    bubble_pct: float | None = None
-    peak_gib: tuple[float, ...] = ()
-    bound_ms: float | None = None
-    gap: float | None = None
-    makespan_proven: bool = False
-    peak_proven: bool = False
-    handcrafted: str | None = None
-    handcrafted_ms: float | None = None
-    handcrafted_peak_gib: tuple[float, ...] = ()
-    handcrafted_fits: bool | None = None
-    engine: str = ""
-    wall_time_s: float = 0.0
-    note: str = ""
-
-    @property
-    def family(self) -> str:
-        return self.candidate.label
-
-    @property
-    def mark(self) -> str:
-        """The table's status cell: the status, or ``skipped``/``timeout``/``failed`` for a row without a plan
-        left out or stopped (:attr:`Reason.mark <schedsearch.plan.outcome.Reason.mark>`)."""
-        if self.reason is not None and self.reason.mark and self.makespan_ms is None:
-            return self.reason.mark
-        return self.status.value
-
-    def to_dict(self) -> dict[str, Any]:
-        out = attrs.asdict(self, recurse=False)
-        out["candidate"] = attrs.asdict(self.candidate)
-        out["family"] = self.family
-        out["status"] = self.status.value
-        out["reason"] = None if self.reason is None else self.reason.value
-        out["mark"] = self.mark
-        out["peak_gib"] = list(self.peak_gib)
-        out["handcrafted_peak_gib"] = list(self.handcrafted_peak_gib)
-        return out
-
-
-def _row_without_plan(candidate: Candidate, reason: Reason, note: str) -> PlanRow:
-    """The row of a candidate that has no plan for ``reason``."""
-    return PlanRow(candidate=candidate, status=reason.status, reason=reason, note=note,
-                   handcrafted=candidate.handcrafted_name())
-
-
-@attrs.frozen(kw_only=True)
-class _Task:
-    pipeline: Pipeline
-    candidate: Candidate
-    units: Units
-    options: SearchOptions
-    times: CandidateTimes  # the candidate's times and its integer problem, built once
-
-
-@attrs.frozen(kw_only=True)
-class _Outcome:
-    row: PlanRow
-    schedule: Schedule | None
-    handcrafted: Schedule | None
-
-
-def _gibs(units: Units, problem: Problem, schedule: Schedule, figures: Any = None) -> tuple[float, ...]:
-    """Each rank's peak in GiB (from ``figures``, the plan's metrics, when already computed)."""
-    peak = (figures or metrics(problem, schedule)).peak_memory
-    return tuple(round(units.gib(peak[d]), 3) for d in problem.cluster.device_names)
-
-
-def _seconds(s: float) -> str:
-    """A duration in words with two significant figures: ``"0.41 ms"``, ``"12 ms"``, ``"3.4 s"``."""
-    def figures(x: float) -> str:
-        return f"{x:.0f}" if x >= 10 else f"{x:.2g}"
-
-    if s >= 1.0:
-        return f"{figures(s)} s"
-    return f"{figures(s * 1e3)} ms" if s * 1e3 >= 0.01 else "under 0.01 ms"
-
-
-def _not_drawn_note(name: str, num_tasks: int, share_s: float, spent_s: float, need_s: float) -> str:
-    """Why the published ``name`` was not drawn: what the candidate's share had left against what it needed."""
-    left = share_s - spent_s
-    what = (f"the candidate's share of the time limit ({_seconds(share_s)}) was used up by building its problem "
-            f"({num_tasks} task instances, {_seconds(spent_s)})" if left <= 0 else
-            f"the candidate's share of the time limit ({_seconds(share_s)}) had {_seconds(left)} left after "
-            f"building its problem ({num_tasks} task instances)")
-    return (f"the published {name} was not drawn: {what}, and drawing it and proving it against the bound take "
-            f"about {_seconds(need_s)} (a longer time_limit_s, or fewer candidates at once, gives it time)")
-
-
-@attrs.frozen(kw_only=True)
-class _Published:
-    """The family's published schedule on one candidate's problem: drawn, or why not."""
-
-    name: str | None = None
-    schedule: Schedule | None = None
-    fits: bool = False
-    note: str = ""
-    draw_s: float = 0.0  # wall seconds its drawing took
-
-
-def _draw_published(candidate: Candidate, problem: Problem, clock: ShareClock, work: WorkEstimate) -> _Published:
-    """The family's published schedule on ``problem``, drawn once (the row shows it, and when it fits the
-    budget the search starts from it), or why it was not: not timed by the description, no time left in the
-    share, a precondition of the construction not met."""
-    name = candidate.handcrafted_name()
-    if name is None:
-        return _Published()
-    if candidate.record.overlap and not candidate.overlap:
-        return _Published(name=name, note=(f"no published {name} to compare with: it runs a forward and a backward "
-                                           f"together, which the description does not time (give 'fb_overlap_ms')"))
-    if not clock.covers(work.draw_s + work.with_published_s):
-        return _Published(name=name, note=_not_drawn_note(name, work.num_tasks, clock.share_s, clock.spent_s,
-                                                          work.draw_s + work.with_published_s))
-    drawn_at = time.perf_counter()
-    free = problem if all(d.memory is None for d in problem.cluster.devices) else with_capacities(problem, None)
-    try:
-        with validation_deferred():  # validated once, below, against ``problem`` itself
-            hand = _handcrafted(candidate, free)
-    except InvalidProblemError as exc:  # a precondition of the published construction: say which
-        return _Published(name=name, note=f"no published {name} to compare with: {exc}")
-    except Exception as exc:  # the construction failed on this problem: an error inside the library
-        return _Published(name=name, note=(f"no published {name} to compare with: its construction failed on this "
-                                           f"candidate ({type(exc).__name__}, an error inside the library)"))
-    broken = validate(problem, hand)  # a plan of ``problem`` itself: no check again in the search
-    other = [v for v in broken if v.kind != "memory"]
-    assert not other, f"{name}: the handcrafted schedule breaks more than memory: {other[:3]}"
-    return _Published(name=name, schedule=hand, fits=not broken, draw_s=time.perf_counter() - drawn_at)
-
-
-def _search(problem: Problem, options: SearchOptions) -> tuple[Any, list[str]]:
-    """:func:`~schedsearch.search.portfolio.solve` on one candidate's problem, and what its row must say."""
-    from schedsearch.search.portfolio import ENGINES, solve
-
-    notes = []
-    try:
-        result = solve(problem, options=options)
-    except (KeyError, IndexError) as exc:
-        # a handcrafted construction of the portfolio failed on this problem: search without them
-        notes.append("the published schedules the search starts from could not be drawn for this candidate "
-                     f"({type(exc).__name__}); searched without them")
-        result = solve(problem, options=options, engines=[e for e in ENGINES if e != "handcrafted"])
-    if result.wall_guard_hit:
-        notes.append("a deterministic search hit its wall-clock guard: this row may differ on another run")
-    return result, notes
-
-
-def _evaluate(task: _Task) -> _Outcome:
-    """Solve one candidate and run its handcrafted schedule (the executor's unit of work).
-
-    The candidate's share of the time (:mod:`schedsearch.plan.shares`) pays
-    for building its problem, drawing its published schedule (when the share
-    covers it), the search, and the row's figures (reserved before the
-    search starts).
-    """
-    from schedsearch.search.portfolio import HANDCRAFTED_S_PER_TASK, estimated_tasks
-
-    clock = ShareClock(task.options)
-    candidate, problem = task.candidate, task.times.problem
-    work = WorkEstimate(num_tasks=problem.num_microbatches * len(problem.graph.blocks),
-                        weighted=estimated_tasks(problem), memory_exact=task.times.memory_exact,
-                        draw_s_per_task=HANDCRAFTED_S_PER_TASK)
-    published = _draw_published(candidate, problem, clock, work)
-    reserve = work.after_search_s
-    if published.schedule is not None and work.draw_s > 0:
-        # a machine slower than the estimates (a loaded one) is slower after the search too: keep the
-        # reserve in proportion
-        reserve *= max(1.0, published.draw_s / work.draw_s)
-    options = clock.search_options(reserve, SEARCH_FLOOR_WITH_PLAN_S if published.fits else SEARCH_FLOOR_S)
-    if published.fits:
-        options = options.replace(warm_starts=(published.schedule,))
-    result, notes = _search(problem, options)
-    if published.note:
-        notes.append(published.note)
-    row, schedule = _figures(task, result, published, notes)
-    row["wall_time_s"] = round(clock.spent_s, 3)
-    return _Outcome(row=PlanRow(**row), schedule=schedule, handcrafted=published.schedule)
-
-
-def _figures(task: _Task, result: Any, published: _Published,
-             notes: list[str]) -> tuple[dict[str, Any], Schedule | None]:
-    """The row's fields of one candidate's search and published schedule, every figure in ms of the real
-    times (the plan's order re-timed, a bound on the real problem), and the plan it shows."""
-    candidate, units, times = task.candidate, task.units, task.times
-    problem = times.problem
-    hand, name = published.schedule, published.name
-    engine = f"handcrafted {name}" if hand is not None and result.schedule is hand else result.engine
-    row: dict[str, Any] = {"candidate": candidate, "status": result.status, "engine": engine}
-    bound = times.bound_ms(result.lower_bound)
-    if bound is not None:
-        row["bound_ms"] = float_below(bound)
-    schedule = result.schedule  # validated by the search (every plan solve returns is)
-    hand_real = hand_fig = None
-    if hand is not None:
-        # a published schedule is timed as soon as possible in its order (schedule_from_orders): with every
-        # time exact, re-timing it with the real times gives its own times in ms
-        hand_real = Fraction(hand.makespan) * times.unit_ms if times.exact() else retime_ms(hand, times)
-    real = None
-    if schedule is not None:
-        real = hand_real if schedule is hand else retime_ms(schedule, times)
-    if name is not None:
-        row["handcrafted"] = name
-    if hand is not None:
-        hand_fig = metrics(problem, hand)
-        row.update(handcrafted_ms=float(hand_real), handcrafted_peak_gib=_gibs(units, problem, hand, hand_fig),
-                   handcrafted_fits=published.fits)
-        if published.fits and (real is None or hand_real < real):  # the search had nothing better in time
-            notes.append(f"the search found {'no plan' if real is None else 'no better plan'} in time: "
-                         f"the plan is {name}'s")
-            schedule, real = hand, hand_real
-            row["status"] = Status.FEASIBLE
-    if schedule is not None:
-        fig = hand_fig if schedule is hand else metrics(problem, schedule)
-        peak_proven = result.proven_levels >= 2 and schedule is result.schedule
-        row.update(makespan_ms=float(real), bubble_pct=round(100 * fig.bubble_global / fig.makespan, 2),
-                   peak_gib=_gibs(units, problem, schedule, fig), peak_proven=peak_proven)
-        if bound is not None:
-            row["gap"] = float((real - bound) / real) if real else 0.0
-            row["makespan_proven"] = bound >= real
-            row["status"] = Status.OPTIMAL if bound >= real and peak_proven else Status.FEASIBLE
-            if bound < real and result.status is Status.OPTIMAL and schedule is result.schedule:
-                notes.append(f"optimal for the times rounded to {units.time_unit_ms:g} ms units; with the real "
-                             f"times within {100 * row['gap']:.2f}% of the bound")
-    row["note"] = "; ".join(notes)
-    return row, schedule
-
-
-@attrs.frozen(kw_only=True)
-class PlanResult:
-    """What :func:`plan` found: the ranked table, the best plan and how to export it.
-
-    ``rows`` are ranked: plans first by makespan then worst-rank peak memory,
-    then the candidates without a plan. ``best`` is the first row with a
-    plan that ``runtime`` (a key of :data:`RUNTIMES`) can execute (None when
-    none fitted in time); a better plan it cannot execute stays in ``rows``
-    with the reason in its note. ``problem`` and
-    ``schedule`` are its integer problem and validated schedule, ``stages``
-    its stages and ``layers`` the layers (or given stages) each holds;
-    ``units`` say how the integers read in milliseconds and bytes.
-    """
-
-    pipeline: Pipeline
-    units: Units
-    rows: tuple[PlanRow, ...]
-    best: PlanRow | None
-    problem: Problem | None
-    schedule: Schedule | None
-    stages: tuple[Stage, ...] = ()
-    layers: tuple[tuple[int, ...], ...] = ()
-    executor: str = "local"
-    wall_time_s: float = 0.0
-    runtime: str = "torch"
-
-    @property
-    def engine(self) -> str:
-        """Deprecated name of :attr:`executor` (the executor that ran the candidates)."""
-        warnings.warn("PlanResult.engine is deprecated: use PlanResult.executor", DeprecationWarning, stacklevel=2)
-        return self.executor
-
-    def table(self) -> str:
-        """The ranked table as text: makespan in ms, peak memory in GiB on ``rank0`` .. ``rankN``, then the rest.
-
-        Every line of the table proper has its columns at the same offsets,
-        whatever the number of ranks; the notes go under their row, indented,
-        and the solver's units in a details section at the end.
-        """
-        ranks = [f"rank{d}" for d in range(self.pipeline.num_ranks)]
-
-        def num(x: float | None, fmt: str) -> str:
-            return "-" if x is None else format(x, fmt)
-
-        # (header, alignment); a space-only header is a gap of two spaces between column groups
-        columns = [("#", ">"), ("family", "<"), ("makespan ms", ">"), *((r, ">") for r in ranks), ("status", "<"),
-                   ("bound ms", ">"), ("gap", ">"), ("bubble %", ">"), ("handcrafted", "<"), ("its ms", ">"),
-                   ("fits", ">")]
-        cells = []
-        for i, r in enumerate(self.rows, 1):
-            fits = "-" if r.handcrafted_fits is None else ("yes" if r.handcrafted_fits else "no")
-            peaks = [format(g, ".2f") for g in r.peak_gib] if r.peak_gib else ["-"] * len(ranks)
-            cells.append([str(i), r.family, num(r.makespan_ms, ".3f"), *peaks, r.mark, num(r.bound_ms, ".3f"),
-                          "-" if r.gap is None else f"{100 * r.gap:.1f}%", num(r.bubble_pct, ".1f"),
-                          r.handcrafted or "-", num(r.handcrafted_ms, ".3f"), fits])
-        widths = [max(len(h), *(len(c[k]) for c in cells)) if cells else len(h) for k, (h, _) in enumerate(columns)]
-        wide_after = {0, 2, 2 + len(ranks), 6 + len(ranks)}  # two spaces after #, makespan, the peaks, bubble
-
-        def line(values: Sequence[str]) -> str:
-            out = ""
-            for k, (value, (_, align)) in enumerate(zip(values, columns)):
-                out += format(value, f"{align}{widths[k]}")
-                if k < len(columns) - 1:
-                    out += "  " if k in wide_after else " "
-            return out
-
-        head = line([h for h, _ in columns])
-        lines = [f"{self.pipeline}",
-                 "makespan in ms; peak memory in GiB on each rank (parameters included); the solver's units below",
-                 head, "-" * len(head)]
-        for r, row_cells in zip(self.rows, cells):
-            lines.append(line(row_cells))
-            for note in _row_notes(r):
-                lines.append(f"    {note}")
-        lines += ["", "details:", f"  units: {self.units}",
-                  "  makespan, bound and handcrafted ms are of your times, unrounded; bubble % of the rounded ones"]
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.table()
-
-    def metadata(self) -> dict[str, Any]:
-        """What every export of this plan carries beside the problem: units, family, stages, the table, and the
-        step time a run of the best plan is predicted to take (:meth:`prediction`)."""
-        best = self.best
-        return {
-            "units": self.units.to_dict(),
-            "pipeline": self.pipeline.to_dict(),
-            "family": best.family if best else None,
-            "runtime": self.runtime,
-            "candidate": attrs.asdict(best.candidate) if best else None,
-            "layers_per_stage": [list(g) for g in self.layers],
-            "table": [r.to_dict() for r in self.rows],
-            "prediction": self.prediction(),
-        }
-
-    def prediction(self) -> dict[str, float] | None:
-        """The step time a run of the best plan is predicted to take, in ms, and its parts: the plan's makespan
-        as the table shows it (its order re-timed with the pipeline's unrounded times) and the pipeline's
-        ``step_overhead_ms`` (what a calibration measured a step to cost beyond its actions; 0 when not
-        calibrated). None without a best plan."""
-        if self.best is None or self.best.makespan_ms is None:
-            return None
-        overhead = self.pipeline.step_overhead_ms
-        return {"makespan_ms": self.best.makespan_ms, "step_overhead_ms": overhead,
-                "step_ms": self.best.makespan_ms + overhead}
-
-    def write(self, out_dir: str | Path, *, microbatch_size: int | None = None, torchtitan_config: str | None = None,
-              torchtitan_module: str = "llama3", layers_per_entry: int = 1) -> dict[str, Path]:
-        """Write the best plan; return the paths by kind (see :func:`~schedsearch.plan.torchtitan.write_plan_outputs`).
-
-        ``schedule.csv``, ``torchtitan.args`` and ``train.sh`` (torch's CSV
-        runtime under torchtitan), ``trace.json``, ``gantt.png`` (with
-        matplotlib), ``plan.json`` and ``plan.txt``; ``plan.txt`` ends with
-        why any of them was not written. ``microbatch_size``: samples per
-        micro-batch for torchtitan's batch settings (default: the
-        description's ``microbatch_sizes`` when all equal, else 1).
-        ``torchtitan_config``, ``torchtitan_module``, ``layers_per_entry``:
-        the torchtitan model the files are for and the transformer layers
-        each entry of the description stands for, checked before anything
-        is written.
-        """
-        from schedsearch.plan.torchtitan import write_plan_outputs
-
-        return write_plan_outputs(self, out_dir, microbatch_size=microbatch_size, torchtitan_config=torchtitan_config,
-                                  torchtitan_module=torchtitan_module, layers_per_entry=layers_per_entry)
-
-
-#: Under a FEASIBLE row whose makespan meets the bound but whose peak memory is not proven.
-PEAK_NOT_PROVEN = "makespan proven, peak memory not proven (OPTIMAL needs both; a longer time_limit_s may prove it)"
-
-
-def _row_notes(row: PlanRow) -> list[str]:
-    """What the table says under ``row``: which proof is open, then its note."""
-    out = []
-    if row.makespan_ms is not None and row.status is Status.FEASIBLE:
-        if row.makespan_proven and not row.peak_proven:
-            out.append(PEAK_NOT_PROVEN)
-        elif row.bound_ms is not None and not row.makespan_proven:
-            out.append(f"makespan not proven: within {100 * (row.gap or 0.0):.1f}% of the bound")
-    if row.note:
-        out.append(row.note)
-    return out
-
-
-def _rank_key(row: PlanRow) -> tuple:
-    if row.makespan_ms is None:
-        return (1, 0.0, 0.0)
-    return (0, row.makespan_ms, max(row.peak_gib, default=0.0))
 
 
 #: A keyword not given (the deprecated names' default).
@@ -766,26 +233,6 @@ def _no_plan_error(result: PlanResult, time_limit_s: float) -> str:
         what = "no candidate has a plan within the budget after the search"
     return _per_family(f"{result.pipeline}: {what}",
                        [(r.family, r.mark + (f": {r.note}" if r.note else "")) for r in rows])
-
-
-#: The most lines a "no plan" error gives to families (the rest are counted), and the longest such line.
-MAX_ERROR_FAMILIES = 16
-MAX_ERROR_LINE = 320
-
-
-def _per_family(headline: str, entries: Sequence[tuple[str, str]]) -> str:
-    """``headline``, then one line per reason with the families it holds for (families with the same reason
-    share a line), at most :data:`MAX_ERROR_FAMILIES` lines of at most :data:`MAX_ERROR_LINE` characters."""
-    by_reason: dict[str, list[str]] = {}
-    for family, why in entries:
-        by_reason.setdefault(why, []).append(family)
-    lines = [f"{headline}:"]
-    for why, families in list(by_reason.items())[:MAX_ERROR_FAMILIES]:
-        line = f"  {', '.join(families)}: {why}"
-        lines.append(line if len(line) <= MAX_ERROR_LINE else line[:MAX_ERROR_LINE - 4] + " ...")
-    if len(by_reason) > MAX_ERROR_FAMILIES:
-        lines.append(f"  ... and {len(by_reason) - MAX_ERROR_FAMILIES} more")
-    return "\n".join(lines)
 
 
 def _charge_setup(prepared: _Prepared, time_limit_s: float, spent_s: float) -> _Prepared:
@@ -1054,85 +501,6 @@ def _with_runtime_note(row: PlanRow, runtime: str, best: PlanRow | None) -> Plan
     written = "no plan of another family was found" if best is None else f"the plan written is {best.family}"
     note = f"not the plan written: {why} ({written})"
     return attrs.evolve(row, reason=Reason.RUNTIME, note=f"{note}; {row.note}" if row.note else note)
-
-
-@attrs.frozen(kw_only=True)
-class SweepPoint:
-    """One grid point of :func:`plan_sweep`: the pipeline's micro-batches, budget and families there.
-
-    ``result`` is its :class:`PlanResult`, or None with ``error`` saying why
-    (no family fits, a value the description rejects).
-
-    Examples
-    --------
-    >>> from schedsearch.plan.planner import SweepPoint
-    >>> SweepPoint(num_microbatches=8, memory_budget_bytes=4 * 2**30, families=("1f1b",)).label
-    'm=8 budget=4 GiB families=1f1b'
-    """
-
-    num_microbatches: int
-    memory_budget_bytes: int | None
-    families: tuple[str, ...]
-    result: PlanResult | None = attrs.field(default=None, eq=False)
-    error: str = ""
-
-    @property
-    def label(self) -> str:
-        budget = "none" if self.memory_budget_bytes is None else f"{self.memory_budget_bytes / GIB:g} GiB"
-        return f"m={self.num_microbatches} budget={budget} families={','.join(self.families)}"
-
-    @property
-    def best(self) -> PlanRow | None:
-        return None if self.result is None else self.result.best
-
-
-@attrs.frozen(kw_only=True)
-class SweepResult:
-    """What :func:`plan_sweep` found: one :class:`SweepPoint` per grid point, in grid order.
-
-    :meth:`table` prints one ranked table per point; :meth:`combined` one
-    line per point (its best plan), failed points with their reason.
-    """
-
-    pipeline: Pipeline
-    points: tuple[SweepPoint, ...]
-    executor: str = "local"
-    wall_time_s: float = 0.0
-
-    @property
-    def engine(self) -> str:
-        """Deprecated name of :attr:`executor` (the executor that ran the candidates)."""
-        warnings.warn("SweepResult.engine is deprecated: use SweepResult.executor", DeprecationWarning, stacklevel=2)
-        return self.executor
-
-    def table(self) -> str:
-        """Every point's ranked table (or its error), one after the other."""
-        parts = []
-        for pt in self.points:
-            body = pt.result.table() if pt.result is not None else f"error: {pt.error}"
-            parts.append(f"== {pt.label}\n{body}")
-        return "\n\n".join(parts)
-
-    def combined(self) -> str:
-        """One line per point: its best family, makespan, peak, bound and gap; failed points say why."""
-        head = (f"{'#':>2}  {'grid point':<44} {'best family':<24} {'makespan ms':>11} {'bound ms':>9} {'gap':>6}  "
-                f"{'max peak GiB':>12}")
-        lines = [head, "-" * len(head)]
-        for i, pt in enumerate(self.points, 1):
-            b = pt.best
-            if b is None:
-                why = " ".join(line.strip() for line in pt.error.splitlines()) or "no candidate found a plan: " + "; ".join(
-                    f"{r.family}: {r.mark}{' (' + r.note + ')' if r.note else ''}" for r in pt.result.rows)
-                lines.append(f"{i:>2}  {pt.label:<44} -  {why}")
-                continue
-            gap = "-" if b.gap is None else f"{100 * b.gap:.1f}%"
-            bound = "-" if b.bound_ms is None else f"{b.bound_ms:.3f}"
-            lines.append(f"{i:>2}  {pt.label:<44} {b.family:<24} {b.makespan_ms:>11.3f} {bound:>9} {gap:>6}  "
-                         f"{max(b.peak_gib, default=0.0):>12.2f}")
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.combined()
 
 
 def _grid_values(name: str, values: Any, default: Any) -> list[Any]:

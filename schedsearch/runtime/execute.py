@@ -436,10 +436,8 @@ def _describe(exc: BaseException) -> str:
 class _WorkerReport:
     """What a rank sends its parent when its steps are done (it crosses the pipe: picklable)."""
 
-    rank: int
-    stages: tuple[int, ...]
-    step_times_s: tuple[float, ...]
-    startup_s: float
+    #: its rank, its stages, its step times and start-up time, as the result reports them
+    ranked: RankReport
     #: per step, the loss of each micro-batch label (on the last stage's rank; None elsewhere)
     losses: tuple[tuple[float, ...], ...] | None
     #: parameter key -> largest absolute difference from the reference's gradient over the steps
@@ -564,7 +562,8 @@ def _rank_steps(job: _Job, rank: int, tp: Any, phase: _Phase, started: float) ->
             opt.step()
     phase.enter("finishing")
     dist.barrier()
-    return _WorkerReport(rank=rank, stages=tuple(mine), step_times_s=tuple(times), startup_s=startup,
+    ranked = RankReport(rank=rank, stages=tuple(mine), step_times_s=tuple(times), startup_s=startup)
+    return _WorkerReport(ranked=ranked,
                          losses=tuple(losses) if plan.num_stages - 1 in mine else None, grad_diffs=diffs,
                          missing=tuple(sorted(missing)), trace=tuple(trace), clock_offsets_s=tuple(offsets),
                          clock_rtt_s=tuple(rtts), host=socket.gethostname())
@@ -905,8 +904,7 @@ def _result(checked: _Checked, reports: Sequence[_WorkerReport], reference: _Ref
         microbatch_sizes=checked.microbatch_sizes,
         stage_to_rank=plan.stage_to_rank,
         steps=steps,
-        ranks=tuple(RankReport(rank=rep.rank, stages=rep.stages, step_times_s=rep.step_times_s,
-                               startup_s=rep.startup_s) for rep in reports),
+        ranks=tuple(rep.ranked for rep in reports),
         losses=losses,
         loss=tuple(sum(x) / plan.num_microbatches for x in losses),
         reference_loss=reference.losses,

@@ -44,6 +44,8 @@ def files(tmp_path_factory) -> dict[str, Path]:
     assert main(["search", "--devices", "2", "--microbatches", "2", "--quiet", "--out", str(root / "search")]) == 0
     for kind in ("result", "problem", "schedule"):
         (paths[kind],) = (root / "search").glob(f"*.{kind}.json")
+    paths["meta_list"] = root / "meta-list.plan.json"
+    paths["meta_list"].write_text(json.dumps({**json.loads(paths["plan"].read_text()), "meta": [1]}))
     paths["missing"] = root / "missing.csv"
     paths["dir"] = root / "empty-folder"
     paths["dir"].mkdir()
@@ -51,6 +53,7 @@ def files(tmp_path_factory) -> dict[str, Path]:
     paths["empty"].write_text("\n")
     paths["binary"] = root / "garbage.bin"
     paths["binary"].write_bytes(bytes(range(256)) * 4)
+    paths["layers"] = Path(__file__).resolve().parents[2] / "models" / "llama3_8b_layers.toml"
     paths["calibration"] = root / "calibration.toml"
     paths["calibration"].write_text('latency_ms = 0.1\naction_overhead_ms = 0.0\nstep_overhead_ms = 0.5\n')
     return paths
@@ -59,7 +62,8 @@ def files(tmp_path_factory) -> dict[str, Path]:
 def test_identify_names_each_kind_by_its_fields(files):
     expected = {"pipeline": InputKind.PIPELINE, "pipeline_json": InputKind.PIPELINE, "plan": InputKind.PLAN,
                 "folder": InputKind.PLAN, "csv": InputKind.CSV, "result": InputKind.RESULT,
-                "problem": InputKind.PROBLEM, "schedule": InputKind.SCHEDULE, "calibration": InputKind.CALIBRATION}
+                "problem": InputKind.PROBLEM, "schedule": InputKind.SCHEDULE, "calibration": InputKind.CALIBRATION,
+                "layers": InputKind.LAYER_MODEL}
     for name, kind in expected.items():
         inp = identify(files[name])
         assert inp.kind is kind, name
@@ -96,9 +100,14 @@ BAD_INPUTS = [
     (["plan", "{}"], "csv", "is a compute-only CSV"),
     (["plan", "{}"], "result", "is a search result"),
     (["plan", "{}"], "calibration", "is a calibration"),
+    (["plan", "{}"], "layers", "is a model in layers"),
+    (["run", "{}"], "layers", "is a model in layers"),
     (["validate", "{}", "{schedule}"], "plan", "is a plan document"),
     (["validate", "{problem}", "{}"], "pipeline", "is a pipeline description"),
     (["profile", "--traces", "{}"], "plan", "is a plan document"),
+    # a plan document whose parts are of the wrong type
+    *[(argv, "meta_list", "'meta' must be an object of notes, got list")
+      for argv in (["run", "{}", "--check-only"], ["report", "{}"], ["export", "{}", "--format", "txt"])],
 ]
 
 
