@@ -108,6 +108,33 @@ def _validated(problem: Any, schedule: Any) -> bool:
 # One function per benchmark module, named after it; each fills a Figures. ``data`` is the shared data folder.
 
 
+def case_autoplan(f: Figures, data: Path) -> None:
+    """bench_autoplan: the planner's configuration and schedule for a small model in layers (4 blocks, 2 ranks,
+    memory-bound: recomputation or more stages needed), against torchtitan's default 1F1B, deterministic."""
+    from schedsearch.plan.autoplan import plan_configuration, plan_layers
+    from schedsearch.plan.candidates import Candidate
+    from schedsearch.plan.layers import LayerModel
+    from schedsearch.plan.peers import torchtitan_default
+
+    at = [{"microbatch_size": b, "forward_ms": 1.0 * b, "backward_ms": 2.0 * b, "input_grad_ms": 1.0 * b,
+           "weight_grad_ms": 1.0 * b, "activation_bytes": f"{b} GiB", "checkpoint_bytes": f"{b / 8} GiB"}
+          for b in (1, 2)]
+    edge = [dict(m, forward_ms=0.5 * m["microbatch_size"], backward_ms=1.0 * m["microbatch_size"],
+                 input_grad_ms=0.5 * m["microbatch_size"], weight_grad_ms=0.5 * m["microbatch_size"]) for m in at]
+    model = LayerModel(global_batch=4, num_ranks=2, memory_budget_bytes="7 GiB", layers=[
+        {"name": "embed", "kind": "embedding", "measured": edge, "parameter_bytes": "1 GiB"},
+        {"name": "block", "repeat": 4, "measured": at, "parameter_bytes": "0.5 GiB"},
+        {"name": "head", "kind": "head", "measured": edge, "parameter_bytes": "1 GiB"}])
+    titan = plan_configuration(model, torchtitan_default(model, num_ranks=2), Candidate(family="1f1b"),
+                               time_limit_s=1, deterministic=True)
+    result = plan_layers(model, time_limit_s=1, parallel=1, deterministic=True)
+    f.lower("titan_1f1b_ms", titan.makespan_ms)
+    f.lower("planner_ms", result.best.makespan_ms)
+    f.higher("planner_bound_ms", result.bound_ms)
+    f.proof("planner_proven", result.gap == 0)
+    f.work("searched", result.searched, floor=4)
+
+
 def case_bounds(f: Figures, data: Path) -> None:
     """bench_bounds: Tarnawski et al.'s non-contiguous IP on a small workload, HiGHS, one thread."""
     from schedsearch.loaders.opgraph import read_dnn_partitioning
@@ -231,6 +258,7 @@ def case_fidelity(f: Figures, data: Path) -> None:
         return
     from schedsearch.handcrafted import reproduce
     from schedsearch.runtime import run_schedule
+    from schedsearch.actions import Action
     from schedsearch.runtime.trace import Compute, StepTrace, order_violations
 
     for name in ("1f1b", "zb-h1"):
@@ -242,9 +270,9 @@ def case_fidelity(f: Figures, data: Path) -> None:
         f.proof(f"{key}_grads_equal", result.grads_equal)
         f.proof(f"{key}_not_faster_than_predicted", result.fidelity.ratio >= 1 - 1e-6)
         step = result.trace.steps[-1]
-        first, second = (next(c for c in step.computes if c.key == (0, "F", m)) for m in (0, 1))
+        first, second = (next(c for c in step.computes if c.action == Action(0, "F", m)) for m in (0, 1))
         swapped = tuple(
-            Compute(rank=c.rank, stage=c.stage, kind=c.kind, microbatch=c.microbatch,
+            Compute(rank=c.rank, action=c.action,
                     start_s=(second if c is first else first).start_s, end_s=(second if c is first else first).end_s)
             if c in (first, second) else c
             for c in step.computes
@@ -263,9 +291,9 @@ def case_fidelity(f: Figures, data: Path) -> None:
         for m in range(4):
             for k in ("F", "B"):
                 at += 0.25
-                computes.append(Compute(rank=r, stage=r, kind=k, microbatch=m, start_s=at / 1e3,
+                computes.append(Compute(rank=r, action=Action(r, k, m), start_s=at / 1e3,
                                         end_s=(at + want[(r, k)]) / 1e3))
-                events.append(Event(rank=r, label=f"{r}{k}{m}", kind=k, stage=r, microbatch=m, start_s=at / 1e3,
+                events.append(Event(rank=r, label=f"{r}{k}{m}", action=Action(r, k, m), start_s=at / 1e3,
                                     end_s=(at + want[(r, k)]) / 1e3))
                 at += want[(r, k)]
     step = StepTrace(rank_spans=((0.0, 0.03), (0.0, 0.03)), events=tuple(events), computes=tuple(computes))

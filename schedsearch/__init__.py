@@ -6,7 +6,8 @@ module and checks both):
 
 * the leaves: ``errors``, the text and JSON readers, ``timeline`` (the free
   gaps of devices and channels that the list schedulers and the simulator
-  of device orders book), ``units``, ``executors``;
+  of device orders book), ``units``, ``executors``, ``actions`` (the one
+  pipeline action type, torch's action grammar printed and parsed);
 * the solver-free core: ``problem``, then ``schedule`` (metrics), then
   ``validate``, then ``periodic``, ``rewrite`` (the problem under other
   capacities, overlapped groups flattened and regrouped), ``result`` and

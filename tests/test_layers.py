@@ -3,9 +3,9 @@ point down (or stay within their layer), the module import graph has no circle, 
 import no solver.
 
 Layers, bottom up (:data:`LAYERS`): the leaves (errors, the JSON and text readers, the timeline, the
-units, the executors) -> the core (``problem``, then ``schedule``, then ``validate``, then ``periodic``,
-``rewrite``, ``result``, ``options``) -> the problem builders (``placements``, ``graphs``) -> the
-handcrafted schedules -> the exporters and the test machinery -> the schedule bounds -> the encoders ->
+units, the executors, the pipeline action type) -> the core (``problem``, then ``schedule``, then
+``validate``, then ``periodic``, ``rewrite``, ``result``, ``options``) -> the problem builders
+(``placements``, ``graphs``) -> the handcrafted schedules -> the exporters and the test machinery -> the schedule bounds -> the encoders ->
 the partitioners and their loaders -> the search strategies (which compare with the handcrafted
 schedules and build problems with the placement builders) -> ``plan`` (the pipeline description, its
 calibration, the planner and what it writes for torchtitan) -> ``runtime`` (which runs, profiles and
@@ -34,7 +34,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "schedsearch"
 #: The layers, bottom up: (name, module patterns relative to ``schedsearch``; ``""`` is the package
 #: itself, ``x.*`` every module below ``x``). A module may import modules of its own layer and below.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("leaves", ("errors", "_json", "_io", "_union_find", "timeline", "units", "executors", "status", "registry")),
+    ("leaves", ("errors", "_json", "_io", "_union_find", "timeline", "units", "executors", "status", "registry",
+                "actions")),
     ("problem", ("problem",)),
     ("schedule", ("schedule",)),
     ("validator", ("validate",)),
@@ -62,11 +63,11 @@ DEFERRED_UP = {
 SOLVER_FREE = ["problem.py", "schedule.py", "periodic.py", "validate.py", "result.py", "options.py", "rewrite.py",
                "timeline.py", "errors.py", "status.py", "registry.py", "bounds/__init__.py", "bounds/analytic.py", "bounds/schedule_bounds.py",
                "encode/structure.py", "encode/solve_options.py", "encode/backends.py",
-               "encode/repetend.py", "_json.py", "_io.py"]
+               "encode/repetend.py", "_json.py", "_io.py", "actions.py"]
 
 #: Files that neither search nor encode: the core, and the faces that only read and write plans.
 BELOW_SEARCH = ["problem.py", "schedule.py", "periodic.py", "validate.py", "result.py", "options.py", "rewrite.py",
-                "timeline.py", "errors.py", "_json.py", "_io.py", "placements/*.py", "handcrafted/*.py", "export/*.py",
+                "timeline.py", "errors.py", "_json.py", "_io.py", "actions.py", "placements/*.py", "handcrafted/*.py", "export/*.py",
                 "runtime/*.py"]
 SEARCH_LAYERS = ("schedsearch.search", "schedsearch.encode", "schedsearch.partition", "schedsearch.bounds.mip")
 
@@ -259,6 +260,20 @@ def test_the_reading_helpers_are_leaves():
         assert mods <= {"schedsearch.errors"}, f"{rel} imports {mods}"
 
 
+def test_the_action_type_is_a_leaf():
+    # the one pipeline action type and its grammar: the handcrafted schedules, the exporters, the runtime
+    # and the profiler-trace importer all hold it, so it stands below them all
+    mods = {m for m in imported_modules(PACKAGE / "actions.py") if m.startswith("schedsearch")}
+    assert mods <= {"schedsearch.errors"}, mods
+
+
+def test_the_exporters_import_no_runtime():
+    # what an export shares with the runtime (the planned actions of a schedule) sits below both
+    for path in files(["export/*.py"]):
+        bad = {m for m in imported_modules(path) if within(m, ("schedsearch.runtime",))}
+        assert not bad, f"export/{path.name} imports {bad}"
+
+
 def test_each_backend_keeps_to_its_solver():
     for backend, foreign in (("cpsat", "z3"), ("z3", "ortools")):
         for path in (PACKAGE / "encode" / backend).glob("*.py"):
@@ -276,7 +291,7 @@ def test_the_oracle_shares_no_code_with_what_it_checks():
 def test_the_test_machinery_stays_below_the_solvers():
     # schedsearch.testing: the model, the validator and the placement builders; no encoder, bound or search
     allowed = {"schedsearch.errors", "schedsearch.problem", "schedsearch.schedule",
-               "schedsearch.validate", "schedsearch.placements"}
+               "schedsearch.validate", "schedsearch.placements", "schedsearch.actions"}
     for path in (PACKAGE / "testing").glob("*.py"):
         mods = {m for m in imported_modules(path) if m.split(".")[0] in ("schedsearch", "z3", "ortools")}
         bad = {m for m in mods if m not in allowed and not m.startswith("schedsearch.testing")}

@@ -21,6 +21,7 @@ kind letter, never a cut number. Transfers get a row per channel (``~``).
 
 from __future__ import annotations
 
+from schedsearch.actions import kind_order
 from schedsearch.errors import InvalidOptionsError
 from schedsearch.export.labels import channel_label, device_labels, kind_and_stage
 from schedsearch.export.labels import task_label as _full_label
@@ -78,8 +79,7 @@ def _group_label(problem: Problem | None, members: tuple[TaskInstance, ...], sty
     parts: list[str] = []
     short: list[str] = []
     used: set[int] = set()
-    order = "FBIW"
-    info.sort(key=lambda x: order.index(x[0]) if x[0] in order else len(order))
+    info.sort(key=lambda x: kind_order(x[0]))
     for i, (kind, stage, m) in enumerate(info):
         if i in used:
             continue

@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from schedsearch.actions import COMPUTE_KINDS, kind_order
 from schedsearch.export.labels import (CYCLE_MARKS, channel_label, cycle_legend, device_labels, shade, task_style,
                                        text_colour)
 from schedsearch.problem import Problem
@@ -153,8 +154,9 @@ def _data(problem: Problem, schedule: Schedule, units: Mapping[str, Any]) -> dic
             groups.setdefault(t.group_key, []).append(t)
     band: dict[tuple[str, int], tuple[int, int]] = {}
     for members in groups.values():
-        order = sorted(members, key=lambda m: ("FBIW".find(problem.graph.block(m.block).kind) % 5
-                                               if m.block in problem.graph.by_name() else 5, m.block, m.microbatch))
+        order = sorted(members, key=lambda m: (kind_order(problem.graph.block(m.block).kind)
+                                               if m.block in problem.graph.by_name() else len(COMPUTE_KINDS) + 1,
+                                               m.block, m.microbatch))
         for i, m in enumerate(order):
             band[m.key] = (i, len(order))
     tasks = []
@@ -569,7 +571,7 @@ def report_html(
             continue
         seen.add(group)
         swatches.append(f'<span><i class="sw" style="background:{fill}"></i>{html.escape(group)}</span>')
-    kinds = sorted({t["kind"] for t in data["tasks"]}, key=lambda k: ("FBIW".find(k) % 5, k))
+    kinds = sorted({t["kind"] for t in data["tasks"]}, key=lambda k: (kind_order(k), k))
     hatch_names = {"B": "hatched /", "I": "hatched \\", "W": "cross-hatched"}
     by_job = any(not g.startswith("m") for g, _ in groups)
     cycles = sorted({t["cycle"] for t in data["tasks"]})

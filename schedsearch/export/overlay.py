@@ -15,14 +15,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from schedsearch.actions import kind_order
 from schedsearch.errors import UnsupportedFeatureError
+from schedsearch.handcrafted.actions import planned_actions, seconds_per_unit
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
 
 __all__ = ["save_overlay"]
 
 _COLOURS = {"F": "#4c72b0", "B": "#c44e52", "I": "#dd8452", "W": "#55a868"}
-_NAMES = {"F": "forward", "B": "full backward", "I": "input gradient", "W": "weight gradient"}
 
 
 def _pyplot() -> Any:
@@ -51,16 +52,14 @@ def save_overlay(problem: Problem, schedule: Schedule, step: Any, path: str | Pa
     UnsupportedFeatureError
         Without matplotlib.
     """
-    from schedsearch.runtime.trace import planned_actions, seconds_per_unit
-
     unit_ms = 1e3 * seconds_per_unit(problem, "measured-over-predicted chart")
     planned = planned_actions(problem, schedule)
     plt = _pyplot()
     ranks = len(problem.cluster.devices)
     fig, ax = plt.subplots(figsize=(12, 0.9 * ranks + 1.5))
-    for (stage, kind, _), (a, b) in planned.spans.items():
-        r = planned.rank_of[stage]
-        ax.broken_barh([(a * unit_ms, (b - a) * unit_ms)], (r - 0.4, 0.4), facecolors=_COLOURS[kind], alpha=0.35,
+    for action, (a, b) in planned.spans.items():
+        r = planned.rank_of[action.stage]
+        ax.broken_barh([(a * unit_ms, (b - a) * unit_ms)], (r - 0.4, 0.4), facecolors=_COLOURS[action.kind], alpha=0.35,
                        edgecolor="white", linewidth=0.3)
     for c in step.computes:
         ax.broken_barh([(1e3 * c.start_s, 1e3 * (c.end_s - c.start_s))], (c.rank, 0.4), facecolors=_COLOURS[c.kind],
@@ -81,8 +80,8 @@ def save_overlay(problem: Problem, schedule: Schedule, step: Any, path: str | Pa
                  f"measured {measured_ms:.1f} ms (solid)")
     from matplotlib.patches import Patch
 
-    kinds = sorted({k for _, k, _ in planned.spans}, key="FBIW".index)
-    ax.legend(handles=[Patch(color=_COLOURS[k], label=_NAMES[k]) for k in kinds], loc="upper right", fontsize=8)
+    kinds = sorted({a.kind for a in planned.spans}, key=kind_order)
+    ax.legend(handles=[Patch(color=_COLOURS[k], label=k.description) for k in kinds], loc="upper right", fontsize=8)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()

@@ -30,6 +30,7 @@ from typing import Any
 
 import attrs
 
+from schedsearch.actions import kind_order
 from schedsearch.errors import UnsupportedFeatureError
 from schedsearch.export.labels import (KIND_HATCHES, OTHER_HATCH, PALETTE, TaskStyle, channel_label, cycle_legend,
                                        device_labels, kind_and_stage, shade, task_style, text_colour)
@@ -151,10 +152,10 @@ def _group_parts(problem: Problem | None, members) -> list[tuple[int, tuple[tupl
                       if j not in used and k2 == "W" and s2 == stage and m2.microbatch == m.microbatch), None)
             if j is not None:
                 used.update((i, j))
-                parts.append(("FBIW".find("B"), (m.key, info[j][2].key)))
+                parts.append((kind_order("B"), (m.key, info[j][2].key)))
                 continue
         used.add(i)
-        parts.append(("FBIW".find(k) % 5, (m.key,)))
+        parts.append((kind_order(k), (m.key,)))
     parts.sort(key=lambda x: x[0])
     return parts
 
@@ -307,7 +308,7 @@ def _fitting_label(labels: tuple[str, ...], across: float, up: float, char_px: f
 def _legend_handles(boxes: list[ChartBox], Patch: Any) -> list[Any]:
     """Kinds (hatch), what the colour stands for, chunks (shade), transfers."""
     styles = [b.style for b in boxes if b.style is not None]
-    kinds = sorted({s.kind for s in styles}, key=lambda k: ("FBIW".find(k) % 5, k))
+    kinds = sorted({s.kind for s in styles}, key=lambda k: (kind_order(k), k))
     handles = []
     job_colours = any(s.by_job for s in styles)
     if not job_colours:

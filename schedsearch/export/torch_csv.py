@@ -3,7 +3,7 @@
 Format (what PyTorch's ``_PipelineScheduleRuntime._load_csv(path,
 format="compute_only")`` reads): one row per rank, one action per cell, in
 the order the rank runs them (the cells are printed and parsed by
-:mod:`schedsearch.export.torch_actions`, as the runtime reads them). A cell
+:mod:`schedsearch.actions`, as the runtime reads them). A cell
 is ``{stage}{type}{micro-batch}`` with type ``F`` (forward), ``I`` (input
 gradient), ``W`` (weight gradient) or ``B`` (full backward), e.g. ``0F1``;
 an overlapped forward and backward is ``({a}F{m};{b}B{n})OVERLAP_F_B``. An
@@ -35,9 +35,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from schedsearch.actions import Action, Cell, Kind, format_rows, parse_rows
 from schedsearch.errors import FormatError, InvalidProblemError
-from schedsearch.export.torch_actions import Action as TorchAction, Cell, format_rows, parse_rows
-from schedsearch.handcrafted.actions import Act, Action, Pair, PipelineView, pipeline_view, run_actions
+from schedsearch.handcrafted.actions import PipelineView, group_action, pipeline_view, run_actions
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule, TaskInstance
 
@@ -79,14 +79,10 @@ def torch_cells(problem: Problem, schedule: Schedule) -> list[list[str]]:
 def _cells(problem: Problem, schedule: Schedule) -> list[list[Cell]]:
     what = "PyTorch CSV export"
     view = _view(problem, what)
-    by_block: dict[str, tuple[str, int]] = {}
-    for st in view.stages():
-        for kind, name in (("F", st.forward), ("B", st.backward), ("I", st.input_grad), ("W", st.weight_grad)):
-            if name is not None:
-                by_block[name] = (kind, st.stage)
+    by_block = view.block_kinds()
     rows: list[list[Cell]] = []
     for device in problem.cluster.device_names:
-        items: list[tuple[int, tuple[TorchAction, ...], bool]] = []
+        items: list[tuple[int, Action]] = []
         groups: dict[tuple, list[TaskInstance]] = {}
         for t in schedule.on_device(device):
             if t.block not in by_block:
@@ -100,45 +96,15 @@ def _cells(problem: Problem, schedule: Schedule) -> list[list[Cell]]:
                 groups.setdefault(t.group_key, []).append(t)
                 continue
             kind, stage = by_block[t.block]
-            items.append((t.start, (TorchAction(stage=stage, kind=kind, microbatch=t.microbatch),), False))
+            items.append((t.start, Action(stage, kind, t.microbatch)))
         for key, members in groups.items():
-            items.append((key[2], *_group_cell(members, by_block, what)))
+            items.append((key[2], group_action(members, by_block, what, FormatError)))
         items.sort(key=lambda x: x[0])
-        starts = [s for s, _, _ in items]
+        starts = [s for s, _ in items]
         if len(set(starts)) != len(starts):
             raise FormatError(f"{what}: two actions start at the same time on device {device!r}")
-        rows.append([Cell(actions=acts, column=col, overlapped=overlapped)
-                     for col, (_, acts, overlapped) in enumerate(items)])
+        rows.append([Cell(action=action, column=col) for col, (_, action) in enumerate(items)])
     return rows
-
-
-def _group_cell(members: list[TaskInstance], by_block: dict[str, tuple[str, int]],
-                what: str) -> tuple[tuple[TorchAction, ...], bool]:
-    """The actions of an overlapped group's cell and whether it is an ``OVERLAP_F_B`` group."""
-    parts = sorted((by_block[m.block] + (m.microbatch,) for m in members), key=lambda x: "FIWB".index(x[0]))
-    kinds = [k for k, _, _ in parts]
-    label = ", ".join(f"{m.block}#{m.microbatch}" for m in members)
-
-    def full_backward(rest: list[tuple[str, int, int]]) -> tuple[int, int] | None:
-        if [k for k, _, _ in rest] == ["B"]:
-            return rest[0][1], rest[0][2]
-        if [k for k, _, _ in rest] == ["I", "W"] and rest[0][1:] == rest[1][1:]:
-            return rest[0][1], rest[0][2]
-        return None
-
-    if kinds[0] == "F" and len(parts) > 1:
-        back = full_backward(parts[1:])
-        if back is not None:
-            return (TorchAction(stage=parts[0][1], kind="F", microbatch=parts[0][2]),
-                    TorchAction(stage=back[0], kind="B", microbatch=back[1])), True
-    else:
-        back = full_backward(parts)
-        if back is not None:
-            return (TorchAction(stage=back[0], kind="B", microbatch=back[1]),), False
-    raise FormatError(
-        f"{what}: the overlapped group [{label}] is neither a full backward (I and W of one stage and "
-        f"micro-batch) nor a forward overlapped with a full backward"
-    )
 
 
 def to_torch_csv(problem: Problem, schedule: Schedule) -> str:
@@ -179,19 +145,17 @@ def write_torch_csv(problem: Problem, schedule: Schedule, path: str | Path) -> P
     return path
 
 
-def _handcrafted_action(cell: Cell, rank: int) -> Action:
-    """A cell as the handcrafted schedules' action: an :class:`Act`, or a :class:`Pair` for ``OVERLAP_F_B``."""
-    acts = [Act(a.kind, a.stage, a.microbatch) for a in cell.actions]
+def _checked_pair(cell: Cell, rank: int) -> Action:
+    """A cell's action, an ``OVERLAP_F_B`` group checked to be a forward then a full backward."""
     if not cell.overlapped:
-        return acts[0]
+        return cell.action
     where = f"PyTorch CSV, rank {rank}, action {cell.column} {str(cell)!r}"
-    if len(acts) != 2:
+    if len(cell.actions) != 2:
         raise FormatError(f"{where}: OVERLAP_F_B must hold two actions, a forward and a full backward")
-    f, b = acts
-    if f.kind != "F" or b.kind != "B":
+    if [a.kind for a in cell.actions] != [Kind.FORWARD, Kind.FULL_BACKWARD]:
         raise FormatError(f"{where}: OVERLAP_F_B must hold a forward then a full backward, got "
                           f"{[str(a) for a in cell.actions]}")
-    return Pair(f, b)
+    return cell.action
 
 
 def parse_torch_csv(text: str) -> list[list[Action]]:
@@ -205,9 +169,9 @@ def parse_torch_csv(text: str) -> list[list[Action]]:
     >>> from schedsearch.export import parse_torch_csv
     >>> rows = parse_torch_csv("0F0,0F1,,0B0\\n1F0,(1F1;1B0)OVERLAP_F_B\\n")
     >>> [[str(action) for action in row] for row in rows]
-    [['0F0', '0F1', '0B0'], ['1F0', '(1F1;1B0)']]
+    [['0F0', '0F1', '0B0'], ['1F0', '(1F1;1B0)OVERLAP_F_B']]
     """
-    return [[_handcrafted_action(cell, rank) for cell in row]
+    return [[_checked_pair(cell, rank) for cell in row]
             for rank, row in enumerate(parse_rows(text, error=FormatError, prefix="PyTorch CSV, "))]
 
 
@@ -243,7 +207,7 @@ def read_torch_csv(problem: Problem, source: str | Path, *, name: str = "") -> S
     S = len(mapping)
     for rank, actions in enumerate(rows):
         for a in actions:
-            for act in (a.forward, a.backward) if isinstance(a, Pair) else (a,):
+            for act in a.members:
                 if not 0 <= act.stage < S:
                     raise FormatError(f"PyTorch CSV import: rank {rank}: stage {act.stage} of {act} is not in 0..{S - 1}")
                 if mapping[act.stage] != rank:

@@ -14,9 +14,8 @@ schedule under the same memory is a search strategy:
 :func:`schedsearch.search.compare.search_against`.
 """
 
+from schedsearch.actions import Action as Action
 from schedsearch.handcrafted.actions import (
-    Act as Act,
-    Pair as Pair,
     PipelineView as PipelineView,
     pipeline_view as pipeline_view,
     run_actions as run_actions,
@@ -48,8 +47,7 @@ from schedsearch.handcrafted.zero_bubble import (
 )
 
 __all__ = [
-    "Act",
-    "Pair",
+    "Action",
     "PipelineView",
     "pipeline_view",
     "run_actions",

@@ -1,22 +1,28 @@
 """Pipeline actions and how they map onto a problem's blocks.
 
-Handcrafted schedules are written as per-device lists of *actions*, the
-vocabulary of the papers and of PyTorch's pipelining CSV:
+Handcrafted schedules are written as per-device lists of *actions*
+(:class:`~schedsearch.actions.Action`, the vocabulary of the papers and of
+PyTorch's pipelining CSV):
 
-* ``Act("F", s, m)``: forward of stage ``s``, micro-batch ``m``;
-* ``Act("B", s, m)``: full backward (a ``B`` block; or, when the problem
+* ``Action(s, "F", m)``: forward of stage ``s``, micro-batch ``m``;
+* ``Action(s, "B", m)``: full backward (a ``B`` block; or, when the problem
   splits backwards, its ``I`` and ``W`` run as one ``"B"`` group if the
   problem declares it, else one after the other);
-* ``Act("I", s, m)`` / ``Act("W", s, m)``: input / weight gradient;
-* ``Pair(F, B)``: an overlapped forward-and-backward (an ``"F&B"`` group).
+* ``Action(s, "I", m)`` / ``Action(s, "W", m)``: input / weight gradient;
+* ``Action.overlap(f, b)``: an overlapped forward and full backward (an
+  ``"F&B"`` group).
 
-``pipe`` names a pipeline by its block-name suffix (``""`` for a single
-pipeline, ``".down"`` / ``".up"`` for bidirectional ones).
+An action's ``pipe`` names its pipeline by the block-name suffix (``""``
+for a single pipeline, ``".down"`` / ``".up"`` for bidirectional ones).
 
 :func:`pipeline_view` reads a problem built by
 :mod:`schedsearch.placements` back into stages; :func:`run_actions` turns
 action lists into a validated, as-soon-as-possible
-:class:`~schedsearch.schedule.Schedule`.
+:class:`~schedsearch.schedule.Schedule`. The other way round,
+:func:`group_action` names the runtime's action of an overlapped group of
+tasks and :func:`planned_actions` a schedule's tasks as the runtime's
+actions in time: the CSV export, the runtime's trace and the
+measured-over-predicted chart read them.
 """
 
 from __future__ import annotations
@@ -25,61 +31,17 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from schedsearch.errors import InvalidProblemError
+from schedsearch.actions import COMPUTE_KINDS, Action, Kind, kind_order
+from schedsearch.errors import InvalidProblemError, PlanError, SchedSearchError
 from schedsearch.handcrafted.simulate import Entry, Group, schedule_from_orders
 from schedsearch.problem import Problem
-from schedsearch.schedule import Schedule
+from schedsearch.schedule import Schedule, TaskInstance
 
-__all__ = ["Act", "Pair", "StageBlocks", "PipelineView", "pipeline_view", "run_actions", "Action"]
+#: The compute kinds' letters, as a block's kind spells them.
+_LETTERS = tuple(k.value for k in COMPUTE_KINDS)
 
-_KINDS = ("F", "B", "I", "W")
-
-
-@attrs.frozen
-class Act:
-    """One pipeline action: ``kind`` in F, B, I, W; ``stage``; micro-batch ``mb``; pipeline suffix ``pipe``.
-
-    It prints as the papers and PyTorch's pipelining CSV write it: stage,
-    kind, micro-batch.
-
-    Examples
-    --------
-    >>> from schedsearch.handcrafted import Act
-    >>> print(Act("F", 2, 5), Act("B", 0, 1, ".up"))
-    2F5 0B1.up
-    """
-
-    kind: str
-    stage: int
-    mb: int
-    pipe: str = ""
-
-    def __str__(self) -> str:
-        return f"{self.stage}{self.kind}{self.mb}{self.pipe}"
-
-
-@attrs.frozen
-class Pair:
-    """An overlapped forward (``forward``) and full backward (``backward``) on one device.
-
-    DualPipe's ``F&B`` step: the problem must declare the matching overlap
-    (see :func:`~schedsearch.placements.dualpipe`).
-
-    Examples
-    --------
-    >>> from schedsearch.handcrafted import Act, Pair
-    >>> print(Pair(Act("F", 0, 1), Act("B", 1, 0)))
-    (0F1;1B0)
-    """
-
-    forward: Act
-    backward: Act
-
-    def __str__(self) -> str:
-        return f"({self.forward};{self.backward})"
-
-
-Action = Act | Pair
+__all__ = ["Action", "StageBlocks", "PipelineView", "PlannedActions", "group_action", "pipeline_view", "planned_actions",
+           "planned_seconds", "run_actions", "seconds_per_unit"]
 
 
 @attrs.frozen(kw_only=True)
@@ -141,16 +103,16 @@ class PipelineView:
     def resolve(self, action: Action) -> list[Entry]:
         """The simulator entries of one action (see the module docstring)."""
         problem = self.problem
-        if isinstance(action, Pair):
-            f = self._blocks(action.forward)
-            if action.forward.kind != "F" or action.backward.kind != "B":
+        if action.kind is Kind.OVERLAP_F_B:
+            if [a.kind for a in action.sub_actions] != [Kind.FORWARD, Kind.FULL_BACKWARD]:
                 raise InvalidProblemError(f"action {action}: an overlapped pair is a forward and a full backward")
-            b = self._blocks(action.backward)
-            members = [(f.forward, action.forward.mb)]
+            fa, ba = action.sub_actions
+            f, b = self._blocks(fa), self._blocks(ba)
+            members = [(f.forward, fa.microbatch)]
             if b.split:
-                members += [(b.input_grad, action.backward.mb), (b.weight_grad, action.backward.mb)]
+                members += [(b.input_grad, ba.microbatch), (b.weight_grad, ba.microbatch)]
             else:
-                members.append((b.backward, action.backward.mb))
+                members.append((b.backward, ba.microbatch))
             if problem.overlap_for(name for name, _ in members) is None:
                 raise InvalidProblemError(
                     f"action {action}: problem {problem.name!r} declares no overlap of blocks "
@@ -158,10 +120,10 @@ class PipelineView:
                 )
             return [Group(members=members, tag="F&B")]
         st = self._blocks(action)
-        m = action.mb
-        if action.kind == "F":
+        m = action.microbatch
+        if action.kind is Kind.FORWARD:
             return [(st.forward, m)]
-        if action.kind == "B":
+        if action.kind is Kind.FULL_BACKWARD:
             if st.backward is not None:
                 return [(st.backward, m)]
             if st.split:
@@ -169,19 +131,31 @@ class PipelineView:
                     return [Group(members=[(st.input_grad, m), (st.weight_grad, m)], tag="B")]
                 return [(st.input_grad, m), (st.weight_grad, m)]
             raise InvalidProblemError(f"action {action}: stage {action.stage} has no backward (inference problem)")
-        if action.kind in ("I", "W"):
-            if not st.split:
-                raise InvalidProblemError(
-                    f"action {action}: stage {action.stage} has no split backward (build the problem with split_backward=True)"
-                )
-            return [(st.input_grad if action.kind == "I" else st.weight_grad, m)]
-        raise InvalidProblemError(f"action {action}: 'kind' must be one of {_KINDS}")
+        if not st.split:
+            raise InvalidProblemError(
+                f"action {action}: stage {action.stage} has no split backward (build the problem with split_backward=True)"
+            )
+        return [(st.input_grad if action.kind is Kind.BACKWARD_INPUT else st.weight_grad, m)]
 
-    def _blocks(self, act: Act) -> StageBlocks:
-        stages = self.stages(act.pipe)
-        if not 0 <= act.stage < len(stages):
-            raise InvalidProblemError(f"action {act}: stage must be in 0..{len(stages) - 1}")
-        return stages[act.stage]
+    def _blocks(self, action: Action) -> StageBlocks:
+        """The blocks of a compute action's stage (raising when it names none, or no micro-batch)."""
+        if not action.kind.is_compute:
+            raise InvalidProblemError(f"action {action}: 'kind' must be one of {_LETTERS}")
+        if action.microbatch is None:
+            raise InvalidProblemError(f"action {action}: names no micro-batch")
+        stages = self.stages(action.pipe)
+        if not 0 <= action.stage < len(stages):
+            raise InvalidProblemError(f"action {action}: stage must be in 0..{len(stages) - 1}")
+        return stages[action.stage]
+
+    def block_kinds(self) -> dict[str, tuple[Kind, int]]:
+        """Block name -> (kind, stage) of every stage block of the (single) pipeline ``""``."""
+        out: dict[str, tuple[Kind, int]] = {}
+        for st in self.stages():
+            for kind, name in zip(COMPUTE_KINDS, (st.forward, st.backward, st.input_grad, st.weight_grad)):
+                if name is not None:
+                    out[name] = (kind, st.stage)
+        return out
 
 
 def check_v_mapping(view: PipelineView, what: str, hint: str = "") -> int:
@@ -233,10 +207,10 @@ def pipeline_view(problem: Problem) -> PipelineView:
     found: dict[str, dict[int, dict[str, str]]] = {}
     for b in problem.graph.blocks:
         prefix = f"{b.kind}{b.stage}"
-        if b.stage is None or b.kind not in _KINDS or not b.name.startswith(prefix):
+        if b.stage is None or b.kind not in _LETTERS or not b.name.startswith(prefix):
             raise InvalidProblemError(
                 f"problem {problem.name!r}: block {b.name!r} (kind {b.kind!r}, stage {b.stage!r}) is not a pipeline "
-                f"stage block named '{{kind}}{{stage}}{{suffix}}' with kind in {_KINDS}"
+                f"stage block named '{{kind}}{{stage}}{{suffix}}' with kind in {_LETTERS}"
             )
         if len(b.options) != 1 or len(b.options[0].devices) != 1:
             raise InvalidProblemError(
@@ -290,12 +264,13 @@ def run_actions(view: PipelineView, orders: Mapping[int, Sequence[Action]], *, n
     --------
     1F1B on two devices and two micro-batches, by hand:
 
-    >>> from schedsearch.handcrafted import Act, pipeline_view, run_actions
+    >>> from schedsearch.actions import Action
+    >>> from schedsearch.handcrafted import pipeline_view, run_actions
     >>> from schedsearch.placements import vshape
     >>> view = pipeline_view(vshape(2, 2))
     >>> orders = {
-    ...     0: [Act("F", 0, 0), Act("F", 0, 1), Act("B", 0, 0), Act("B", 0, 1)],
-    ...     1: [Act("F", 1, 0), Act("B", 1, 0), Act("F", 1, 1), Act("B", 1, 1)],
+    ...     0: [Action(0, "F", 0), Action(0, "F", 1), Action(0, "B", 0), Action(0, "B", 1)],
+    ...     1: [Action(1, "F", 0), Action(1, "B", 0), Action(1, "F", 1), Action(1, "B", 1)],
     ... }
     >>> print(run_actions(view, orders, name="1F1B by hand"))
     Schedule '1F1B by hand': 8 tasks, 0 transfers, makespan 9
@@ -308,3 +283,127 @@ def run_actions(view: PipelineView, orders: Mapping[int, Sequence[Action]], *, n
             seq.extend(view.resolve(a))
         entries[devices[rank]] = seq
     return schedule_from_orders(view.problem, entries, name=name)
+
+
+# --------------------------------------------------------------------------
+# A schedule's tasks as the runtime's actions
+# --------------------------------------------------------------------------
+
+
+def group_action(members: list[TaskInstance], by_block: dict[str, tuple[Kind, int]], what: str,
+                 error: type[SchedSearchError]) -> Action:
+    """The runtime's action of an overlapped group of tasks: a full backward, or a forward overlapped with one.
+
+    An input and a weight gradient of one stage and micro-batch fused into
+    one group are that stage's full backward; a forward grouped with a full
+    backward (or with such a fused pair) is an ``OVERLAP_F_B`` pair, the
+    forward first. Any other group raises ``error`` naming its tasks.
+    """
+    parts = sorted((by_block[m.block] + (m.microbatch,) for m in members), key=lambda x: kind_order(x[0]))
+    kinds = [k for k, _, _ in parts]
+    label = ", ".join(f"{m.block}#{m.microbatch}" for m in members)
+
+    def full_backward(rest: list[tuple[Kind, int, int]]) -> Action | None:
+        if [k for k, _, _ in rest] == [Kind.FULL_BACKWARD]:
+            return Action(rest[0][1], Kind.FULL_BACKWARD, rest[0][2])
+        if [k for k, _, _ in rest] == [Kind.BACKWARD_INPUT, Kind.BACKWARD_WEIGHT] and rest[0][1:] == rest[1][1:]:
+            return Action(rest[0][1], Kind.FULL_BACKWARD, rest[0][2])
+        return None
+
+    if kinds[0] is Kind.FORWARD and len(parts) > 1:
+        back = full_backward(parts[1:])
+        if back is not None:
+            return Action.overlap(Action(parts[0][1], Kind.FORWARD, parts[0][2]), back)
+    else:
+        back = full_backward(parts)
+        if back is not None:
+            return back
+    raise error(
+        f"{what}: the overlapped group [{label}] is neither a full backward (I and W of one stage and "
+        f"micro-batch) nor a forward overlapped with a full backward"
+    )
+
+
+@attrs.frozen(kw_only=True)
+class PlannedActions:
+    """A schedule's compute actions as the runtime runs them, in time.
+
+    ``spans[action]``: the action's planned ``(start, end)`` in time units
+    (the members of an overlapped pair, which the runtime runs one after
+    the other, share the group's interval in proportion to their own
+    durations, the forward first); ``tasks[(block, mb)]``: the action that
+    runs the task; ``rank_of[stage]``: the stage's rank; ``makespan``: time
+    units.
+    """
+
+    spans: Mapping[Action, tuple[float, float]]
+    tasks: Mapping[tuple[str, int], Action]
+    rank_of: tuple[int, ...]
+    makespan: int
+
+
+def planned_actions(problem: Problem, schedule: Schedule) -> PlannedActions:
+    """Map ``schedule``'s tasks to the runtime's compute actions (see :class:`PlannedActions`).
+
+    Raises :class:`PlanError` for a task that is no stage block of the
+    problem's one pipeline, or an overlapped group the runtime has no
+    action for (see :func:`group_action`).
+    """
+    view = pipeline_view(problem)
+    kind_of = view.block_kinds()
+    devices = list(problem.cluster.device_names)
+    rank_of = tuple(devices.index(d) for d in (problem.graph.by_name()[st.forward].options[0].devices[0]
+                                                for st in view.stages()))
+    groups: dict[tuple, list[TaskInstance]] = {}
+    spans: dict[Action, tuple[float, float]] = {}
+    tasks: dict[tuple[str, int], Action] = {}
+    for t in schedule.tasks:
+        if t.block not in kind_of:
+            raise PlanError(f"planned actions: task {t.block!r} (micro-batch {t.microbatch}) is not a stage block")
+        if t.group_key is not None:
+            groups.setdefault(t.group_key, []).append(t)
+            continue
+        kind, stage = kind_of[t.block]
+        action = Action(stage, kind, t.microbatch)
+        tasks[t.key] = action
+        spans[action] = (float(t.start), float(t.end))
+    for members in groups.values():
+        action = group_action(members, kind_of, "planned actions", PlanError)
+        start, end = members[0].start, members[0].end
+        if action.kind is not Kind.OVERLAP_F_B:  # an input and weight gradient fused into one full backward
+            spans[action] = (float(start), float(end))
+            for m in members:
+                tasks[m.key] = action
+            continue
+        # a forward overlapped with a backward: the runtime runs the forward, then the backward
+        forward, backward = action.sub_actions
+        fwd = [m for m in members if kind_of[m.block][0] is Kind.FORWARD]
+        back = [m for m in members if kind_of[m.block][0] is not Kind.FORWARD]
+        parts = [(forward, sum(min(problem.durations(m.block, 0)) for m in fwd), fwd),
+                 (backward, sum(min(problem.durations(m.block, 0)) for m in back), back)]
+        total = sum(p[1] for p in parts) or 1.0
+        at = float(start)
+        for part, d, ms in parts:
+            length = (end - start) * d / total
+            spans[part] = (at, at + length)
+            for m in ms:
+                tasks[m.key] = part
+            at += length
+    return PlannedActions(spans=spans, tasks=tasks, rank_of=rank_of, makespan=schedule.makespan)
+
+
+def planned_seconds(problem: Problem, schedule: Schedule) -> dict[Action, float]:
+    """Planned duration in seconds of every compute action (for emulation)."""
+    unit = seconds_per_unit(problem, "emulation")
+    planned = planned_actions(problem, schedule)
+    return {k: (b - a) * unit for k, (a, b) in planned.spans.items()}
+
+
+def seconds_per_unit(problem: Problem, what: str) -> float:
+    """The problem's ``time_unit_s``; :class:`PlanError` (naming ``what`` needs it) when it has none."""
+    if problem.time_unit_s is None or not problem.time_unit_s > 0:
+        raise PlanError(
+            f"{what}: problem {problem.name!r} has no time unit in seconds ('time_unit_s' is "
+            f"{problem.time_unit_s!r}); plan it from times in milliseconds (schedsearch plan, profile) or set it"
+        )
+    return float(problem.time_unit_s)

@@ -22,8 +22,9 @@ max(F, B)`` (the paper's ``D - 2`` bubbles for ``F = B``, half of 1F1B's
 
 from __future__ import annotations
 
+from schedsearch.actions import Action
 from schedsearch.errors import InvalidProblemError
-from schedsearch.handcrafted.actions import Act, Action, pipeline_view, run_actions
+from schedsearch.handcrafted.actions import pipeline_view, run_actions
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
 
@@ -114,5 +115,5 @@ def chimera(problem: Problem) -> Schedule:
     for k in range(n // half):
         for d in range(D):
             for _, neg_s, kind, mb, pipe in sorted(unit[d]):
-                orders[d].append(Act(kind, -neg_s, k * half + mb, pipe))
+                orders[d].append(Action(-neg_s, kind, k * half + mb, pipe=pipe))
     return run_actions(view, orders, name="Chimera")

@@ -18,8 +18,9 @@ the worst device):
 
 from __future__ import annotations
 
+from schedsearch.actions import Action
 from schedsearch.errors import InvalidProblemError
-from schedsearch.handcrafted.actions import Act, Action, PipelineView, pipeline_view, run_actions
+from schedsearch.handcrafted.actions import PipelineView, pipeline_view, run_actions
 from schedsearch.placements.stages import stage_mapping
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
@@ -63,7 +64,7 @@ def gpipe(problem: Problem) -> Schedule:
     m = problem.num_microbatches
     orders = {}
     for s, rank in enumerate(mapping):
-        orders[rank] = [Act("F", s, i) for i in range(m)] + [Act("B", s, i) for i in range(m)]
+        orders[rank] = [Action(s, "F", i) for i in range(m)] + [Action(s, "B", i) for i in range(m)]
     return run_actions(view, orders, name="GPipe")
 
 
@@ -93,10 +94,10 @@ def one_f_one_b(problem: Problem) -> Schedule:
     orders = {}
     for s, rank in enumerate(mapping):
         warm = min(S - s - 1, m)
-        acts: list[Action] = [Act("F", s, i) for i in range(warm)]
+        acts: list[Action] = [Action(s, "F", i) for i in range(warm)]
         for i in range(m - warm):
-            acts += [Act("F", s, warm + i), Act("B", s, i)]
-        acts += [Act("B", s, i) for i in range(m - warm, m)]
+            acts += [Action(s, "F", warm + i), Action(s, "B", i)]
+        acts += [Action(s, "B", i) for i in range(m - warm, m)]
         orders[rank] = acts
     return run_actions(view, orders, name="1F1B")
 
@@ -186,13 +187,13 @@ def interleaved_1f1b(problem: Problem, *, group_size: int | None = None) -> Sche
     orders = {}
     for r in range(p):
         warm = min(2 * (p - r - 1) + (v - 1) * N, total)
-        acts: list[Action] = [Act("F", c * p + r, mb) for mb, c in fwd[:warm]]
+        acts: list[Action] = [Action(c * p + r, "F", mb) for mb, c in fwd[:warm]]
         for k in range(total - warm):
             mb, c = fwd[warm + k]
-            acts.append(Act("F", c * p + r, mb))
+            acts.append(Action(c * p + r, "F", mb))
             mb, c = bwd[k]
-            acts.append(Act("B", c * p + r, mb))
+            acts.append(Action(c * p + r, "B", mb))
         for mb, c in bwd[total - warm:]:
-            acts.append(Act("B", c * p + r, mb))
+            acts.append(Action(c * p + r, "B", mb))
         orders[r] = acts
     return run_actions(view, orders, name=f"interleaved 1F1B (v={v}, group {N})")

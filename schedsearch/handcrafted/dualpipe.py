@@ -38,8 +38,9 @@ from __future__ import annotations
 
 from collections import deque
 
+from schedsearch.actions import Action
 from schedsearch.errors import InvalidProblemError
-from schedsearch.handcrafted.actions import check_v_mapping, Act, Action, Pair, pipeline_view, run_actions
+from schedsearch.handcrafted.actions import check_v_mapping, pipeline_view, run_actions
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
 
@@ -62,29 +63,30 @@ def eight_steps(H: int, h: int, n: int, chunk0: tuple[int, str], chunk1: tuple[i
     Examples
     --------
     Device 1 of DualPipeV on 2 devices (stages 1 and 2), 4 micro-batches;
-    ``2F0`` is the forward of stage 2, micro-batch 0, and ``(2F2;1B0)`` an
+    ``2F0`` is the forward of stage 2, micro-batch 0, and ``(2F2;1B0)OVERLAP_F_B`` an
     overlapped pair:
 
     >>> from schedsearch.handcrafted import eight_steps
     >>> print(" ".join(str(action) for action in eight_steps(2, 1, 4, (1, ""), (2, ""))))
-    1F0 2F0 1F1 2F1 1F2 2B0 (2F2;1B0) (1F3;2B1) (2F3;1B1) 2B2 1B2 2I3 1I3 2W3 1W3
+    1F0 2F0 1F1 2F1 1F2 2B0 (2F2;1B0)OVERLAP_F_B (1F3;2B1)OVERLAP_F_B (2F3;1B1)OVERLAP_F_B 2B2 1B2 2I3 1I3 2W3
+    1W3
     """
     acts: list[Action] = []
     nxt_f = [0, 0]  # next forward micro-batch per phase
     nxt_b = [0, 0]  # next backward (B or I) micro-batch per phase
-    deferred: deque[Act] = deque()
+    deferred: deque[Action] = deque()
     chunks = (chunk0, chunk1)
 
-    def act(kind: str, phase: int, mb: int) -> Act:
+    def act(kind: str, phase: int, mb: int) -> Action:
         stage, pipe = chunks[phase]
-        return Act(kind, stage, mb, pipe)
+        return Action(stage, kind, mb, pipe=pipe)
 
-    def forward(phase: int) -> Act:
+    def forward(phase: int) -> Action:
         a = act("F", phase, nxt_f[phase])
         nxt_f[phase] += 1
         return a
 
-    def backward(phase: int, split: bool = False) -> Act:
+    def backward(phase: int, split: bool = False) -> Action:
         mb = nxt_b[phase]
         nxt_b[phase] += 1
         if split:
@@ -111,11 +113,11 @@ def eight_steps(H: int, h: int, n: int, chunk0: tuple[int, str], chunk1: tuple[i
             acts.append(forward(0))
             acts.append(backward(1))
         else:
-            acts.append(Pair(forward(0), backward(1)))
-        acts.append(Pair(forward(1), backward(0)))
+            acts.append(Action.overlap(forward(0), backward(1)))
+        acts.append(Action.overlap(forward(1), backward(0)))
     for _ in range(H - h - 1):  # step 5
         acts.append(backward(1))
-        acts.append(Pair(forward(1), backward(0)))
+        acts.append(Action.overlap(forward(1), backward(0)))
     split = False
     steps6 = h + 1
     for i in range(steps6):  # step 6

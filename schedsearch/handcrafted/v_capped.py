@@ -141,8 +141,9 @@ import time
 
 import attrs
 
+from schedsearch.actions import Action
 from schedsearch.errors import InvalidProblemError
-from schedsearch.handcrafted.actions import check_v_mapping, Act, pipeline_view, run_actions
+from schedsearch.handcrafted.actions import check_v_mapping, pipeline_view, run_actions
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
 
@@ -314,7 +315,7 @@ class _NoProgress(Exception):
     """The greedy cannot go on: every device waits (the cap is too small)."""
 
 
-def _run(su: _Setup, variant: VVariant) -> tuple[int, dict[int, list[Act]]]:
+def _run(su: _Setup, variant: VVariant) -> tuple[int, dict[int, list[Action]]]:
     """One greedy run: the makespan and each device's order of actions.
 
     Deliberately one long function: it is the event loop that every candidate variant of the search
@@ -327,7 +328,7 @@ def _run(su: _Setup, variant: VVariant) -> tuple[int, dict[int, list[Act]]]:
     nxt = {(k, s): 0 for k in "FIW" for s in range(2 * p)}
     level = list(su.init)
     free = [0] * p
-    orders: dict[int, list[Act]] = {r: [] for r in range(p)}
+    orders: dict[int, list[Action]] = {r: [] for r in range(p)}
     pending_w: list[list[tuple[int, int]]] = [[] for _ in range(p)]  # (stage, mb), oldest first
     events: list[int] = []
     total = 6 * p * m
@@ -358,7 +359,7 @@ def _run(su: _Setup, variant: VVariant) -> tuple[int, dict[int, list[Act]]]:
         level[r] += mem[kind, s]
         free[r] = end
         last = max(last, end)
-        orders[r].append(Act(kind, s, k))
+        orders[r].append(Action(s, kind, k))
         heapq.heappush(events, end)
         if kind == "I":
             pending_w[r].append((s, k))
@@ -490,17 +491,17 @@ def _block(su: _Setup, period: int, hold: int) -> dict[tuple[str, int], int] | N
     return off
 
 
-def _block_orders(su: _Setup, off: dict[tuple[str, int], int], period: int) -> dict[int, list[Act]]:
+def _block_orders(su: _Setup, off: dict[tuple[str, int], int], period: int) -> dict[int, list[Action]]:
     """Each device's order of the block repeated every ``period`` (micro-batch ``k`` at ``k period``)."""
     p = su.p
     timed: list[list[tuple[int, int, str, int]]] = [[] for _ in range(p)]
     for (kind, s), o in off.items():
         r = s if s < p else 2 * p - 1 - s
         timed[r].extend((o + k * period, k, kind, s) for k in range(su.m))
-    return {r: [Act(kind, s, k) for _, k, kind, s in sorted(lst)] for r, lst in enumerate(timed)}
+    return {r: [Action(s, kind, k) for _, k, kind, s in sorted(lst)] for r, lst in enumerate(timed)}
 
 
-def _evaluate(su: _Setup, orders: dict[int, list[Act]]) -> tuple[int, list[int]] | None:
+def _evaluate(su: _Setup, orders: dict[int, list[Action]]) -> tuple[int, list[int]] | None:
     """The as-soon-as-possible makespan of ``orders`` and each device's peak level, or None when they deadlock."""
     p = su.p
     dur, mem = su.dur, su.mem
@@ -510,12 +511,12 @@ def _evaluate(su: _Setup, orders: dict[int, list[Act]]) -> tuple[int, list[int]]
     waiting: dict[tuple[str, int, int], list[int]] = {}
     last = 0
 
-    def pred(a: Act) -> tuple[str, int, int] | None:
+    def pred(a: Action) -> tuple[str, int, int] | None:
         if a.kind == "F":
-            return ("F", a.stage - 1, a.mb) if a.stage > 0 else None
+            return ("F", a.stage - 1, a.microbatch) if a.stage > 0 else None
         if a.kind == "I":
-            return ("I", a.stage + 1, a.mb) if a.stage < 2 * p - 1 else ("F", a.stage, a.mb)
-        return ("I", a.stage, a.mb)
+            return ("I", a.stage + 1, a.microbatch) if a.stage < 2 * p - 1 else ("F", a.stage, a.microbatch)
+        return ("I", a.stage, a.microbatch)
 
     stack = list(range(p))
     while stack:
@@ -529,7 +530,7 @@ def _evaluate(su: _Setup, orders: dict[int, list[Act]]) -> tuple[int, list[int]]
                 break
             start = max(free[r], ends[q] + su.delay[a.kind, a.stage] if q is not None else 0)
             end = start + dur[a.kind, a.stage]
-            key = (a.kind, a.stage, a.mb)
+            key = (a.kind, a.stage, a.microbatch)
             ends[key] = end
             free[r] = end
             last = max(last, end)
@@ -748,7 +749,7 @@ def _move_slot(slots: list[int], old: int, new: int) -> None:
 
 
 def _pattern_orders(su: _Setup, pattern: str | list[dict[str, int]],
-                    cap: int | None = None) -> dict[int, list[Act]] | None:
+                    cap: int | None = None) -> dict[int, list[Action]] | None:
     """Each device's order from a stable pattern squeezed (module docstring), or None when its slots clash
     or its own peak exceeds ``cap``.
 
@@ -783,10 +784,10 @@ def _pattern_orders(su: _Setup, pattern: str | list[dict[str, int]],
     _squeeze(p, m, with_w, caps, deltas, su.init, True, steady=not isinstance(pattern, str))
     bare = [{t: v for t, v in g.items() if v[0] != "W"} for g in with_w]
     _squeeze(p, m, bare, caps, deltas, su.init, False)
-    orders: dict[int, list[Act]] = {}
+    orders: dict[int, list[Action]] = {}
     for r, g in enumerate(bare):
         full = _put_w(g, True)
-        orders[r] = [Act(full[t][0][0], r if full[t][0][1] == "0" else 2 * p - 1 - r, full[t][1])
+        orders[r] = [Action(r if full[t][0][1] == "0" else 2 * p - 1 - r, full[t][0][0], full[t][1])
                      for t in sorted(full)]
     return orders
 
@@ -866,7 +867,7 @@ def v_pattern_fit(problem: Problem) -> Schedule:
     )
 
 
-def v_capped_orders(problem: Problem, cap: int | None, variant: VVariant) -> dict[int, list[Act]] | None:
+def v_capped_orders(problem: Problem, cap: int | None, variant: VVariant) -> dict[int, list[Action]] | None:
     """Each device's order of actions (by cluster rank) under one variant, or
     None when the cap leaves the greedy no move.
 
@@ -924,7 +925,7 @@ def v_capped(problem: Problem, cap: int | None = None, *, name: str = "capped V 
     (True, True)
     """
     su = _Setup(problem, cap, name)
-    best: tuple[int, str, dict[int, list[Act]]] | None = None
+    best: tuple[int, str, dict[int, list[Action]]] | None = None
     t0 = time.monotonic()
     period = max(sum(su.dur[k, s] for k in "FIW" for s in (r, 2 * su.p - 1 - r)) for r in range(su.p))
     blocks = [(stretch, hold) for stretch in range(2) for hold in range(period + 1)]

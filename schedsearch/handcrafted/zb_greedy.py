@@ -64,8 +64,9 @@ from collections.abc import Iterator
 
 import attrs
 
+from schedsearch.actions import Action
 from schedsearch.errors import InvalidOptionsError, InvalidProblemError
-from schedsearch.handcrafted.actions import Act, pipeline_view, run_actions
+from schedsearch.handcrafted.actions import pipeline_view, run_actions
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule, TaskInstance, Transfer
 from schedsearch.validate import validate
@@ -182,14 +183,14 @@ class _Builder:
 
     # -- one run ------------------------------------------------------------
 
-    def run(self, variant: GreedyVariant) -> dict[int, list[Act]]:
+    def run(self, variant: GreedyVariant) -> dict[int, list[Action]]:
         """Each device's order of actions (by cluster rank)."""
         return self.orders(self.run_timed(variant))
 
-    def orders(self, outcome: _Outcome) -> dict[int, list[Act]]:
+    def orders(self, outcome: _Outcome) -> dict[int, list[Action]]:
         """The orders of ``outcome`` as actions, by cluster rank."""
         ranks = self.problem.cluster.device_names
-        return {ranks.index(self.devices[s]): [Act(_KIND[k], s, mb) for k, mb, _ in acts]
+        return {ranks.index(self.devices[s]): [Action(s, _KIND[k], mb) for k, mb, _ in acts]
                 for s, acts in enumerate(outcome.actions)}
 
     def run_timed(self, variant: GreedyVariant, matters: list[bool] | None = None) -> _Outcome:
@@ -457,7 +458,7 @@ class _Builder:
         return Schedule(tasks=tasks, transfers=transfers, name=name)
 
 
-def zb_greedy_orders(problem: Problem, variant: GreedyVariant) -> dict[int, list[Act]] | None:
+def zb_greedy_orders(problem: Problem, variant: GreedyVariant) -> dict[int, list[Action]] | None:
     """Each device's order of actions under one variant (by cluster rank), or
     None when the variant cannot fit the memory (or its rules cannot order
     these stage times, see ``_OutOfOrder``)."""

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 from collections import deque
 
+from schedsearch.actions import Action
 from schedsearch.errors import InvalidProblemError
-from schedsearch.handcrafted.actions import check_v_mapping, Act, Action, PipelineView, pipeline_view, run_actions
+from schedsearch.handcrafted.actions import check_v_mapping, PipelineView, pipeline_view, run_actions
 from schedsearch.handcrafted.classic import _one_stage_per_device, _single, check_interleaved, megatron_order
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule
@@ -43,7 +44,7 @@ def _need_split(view: PipelineView, what: str) -> None:
         )
 
 
-def _zb_device(fwd: list[Act], bwd: list[tuple[str, int, int]], warm: int, deferred: int) -> list[Action]:
+def _zb_device(fwd: list[Action], bwd: list[tuple[str, int, int]], warm: int, deferred: int) -> list[Action]:
     """One device of ZB1P: ``warm`` forwards, then (forward, I, maybe W) steps, then (I, maybe W).
 
     The weight gradient of the k-th input gradient runs after the
@@ -51,12 +52,12 @@ def _zb_device(fwd: list[Act], bwd: list[tuple[str, int, int]], warm: int, defer
     """
     total = len(fwd)
     acts: list[Action] = list(fwd[:warm])
-    pending: deque[Act] = deque()
+    pending: deque[Action] = deque()
 
     def backward_step(k: int) -> None:
         _, stage, mb = bwd[k]
-        acts.append(Act("I", stage, mb))
-        pending.append(Act("W", stage, mb))
+        acts.append(Action(stage, "I", mb))
+        pending.append(Action(stage, "W", mb))
         if k >= deferred:
             acts.append(pending.popleft())
 
@@ -91,7 +92,7 @@ def zb_h1(problem: Problem) -> Schedule:
     orders = {}
     for s, rank in enumerate(mapping):
         warm = min(S - s - 1, m)
-        fwd = [Act("F", s, i) for i in range(m)]
+        fwd = [Action(s, "F", i) for i in range(m)]
         bwd = [("I", s, i) for i in range(m)]
         orders[rank] = _zb_device(fwd, bwd, warm, deferred=s)
     return run_actions(view, orders, name="ZB-H1")
@@ -120,7 +121,7 @@ def interleaved_zero_bubble(problem: Problem, *, group_size: int | None = None) 
     orders = {}
     for r in range(p):
         warm = min((v - 1) * N + (p - 1 - r), total)
-        fwd = [Act("F", c * p + r, mb) for mb, c in fwd_order]
+        fwd = [Action(c * p + r, "F", mb) for mb, c in fwd_order]
         bwd = [("I", (v - 1 - c) * p + r, mb) for mb, c in fwd_order]
         orders[r] = _zb_device(fwd, bwd, warm, deferred=r)
     return run_actions(view, orders, name=f"interleaved ZB1P (v={v}, group {N})")
@@ -158,24 +159,24 @@ def zb_v(problem: Problem) -> Schedule:
     orders = {}
     for r in range(p):
         a, b = r, 2 * p - 1 - r  # first and second stage of the device
-        acts: list[Act] = []
+        acts: list[Action] = []
         cnt = {"fa": 0, "fb": 0, "ia": 0, "ib": 0}
         wa: deque[int] = deque()
         wb: deque[int] = deque()
 
         def f(which: str) -> None:
             stage = a if which == "a" else b
-            acts.append(Act("F", stage, cnt["f" + which]))
+            acts.append(Action(stage, "F", cnt["f" + which]))
             cnt["f" + which] += 1
 
         def i(which: str, with_w: bool) -> None:
             stage, queue = (a, wa) if which == "a" else (b, wb)
             mb = cnt["i" + which]
-            acts.append(Act("I", stage, mb))
+            acts.append(Action(stage, "I", mb))
             cnt["i" + which] += 1
             queue.append(mb)
             if with_w:
-                acts.append(Act("W", stage, queue.popleft()))
+                acts.append(Action(stage, "W", queue.popleft()))
 
         for _ in range(2 * (p - r) - 1):
             f("a")
@@ -196,9 +197,9 @@ def zb_v(problem: Problem) -> Schedule:
             i("b", False)
         for _ in range(p - r):
             i("a", True)
-        acts += [Act("W", b, mb) for mb in wb]
-        acts += [Act("W", a, mb) for mb in wa]
+        acts += [Action(b, "W", mb) for mb in wb]
+        acts += [Action(a, "W", mb) for mb in wa]
         if not (cnt["fa"] == cnt["fb"] == cnt["ia"] == cnt["ib"] == n):
             raise AssertionError(f"ZB-V order of device {r} is incomplete: {cnt}")  # pragma: no cover
-        orders[r] = [x for x in acts if x.mb < m]
+        orders[r] = [x for x in acts if x.microbatch < m]
     return run_actions(view, orders, name="ZB-V")

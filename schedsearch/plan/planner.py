@@ -124,7 +124,12 @@ def plan(
     Parameters
     ----------
     pipeline:
-        The pipeline in milliseconds and bytes.
+        The pipeline in milliseconds and bytes; or a model in layers
+        (:class:`~schedsearch.plan.layers.LayerModel`): then the split,
+        micro-batching and recomputation are chosen with the schedule
+        (:func:`~schedsearch.plan.autoplan.plan_layers`, on the model's first
+        pipeline degree, ``time_limit_s`` each candidate's share) and the
+        result is its :class:`~schedsearch.plan.autoplan.LayerPlanResult`.
     time_limit_s:
         Wall time for the whole search; each candidate gets its share
         (``time_limit_s / ceil(candidates / parallel)``, less its part of the
@@ -194,9 +199,16 @@ def plan(
     (3.0, 3.0)
     """
     from schedsearch.executors import get_executor
+    from schedsearch.plan.layers import LayerModel
 
     executor = _renamed("plan", "engine", "executor", engine, executor)
     parallel = _renamed("plan", "workers", "parallel", workers, parallel)
+    if isinstance(pipeline, LayerModel):
+        from schedsearch.plan.autoplan import plan_layers
+
+        return plan_layers(pipeline, time_limit_s=time_limit_s, executor=executor, parallel=parallel,
+                           address=address, deterministic=deterministic, seed=seed, runtime=runtime,
+                           progress=progress)
     _check_call("plan", pipeline, runtime, time_limit_s=time_limit_s, parallel=parallel, address=address,
                 deterministic=deterministic, seed=seed)
     if progress is not None and not callable(progress):
@@ -371,15 +383,17 @@ def _times_or_refusal(pipeline: Pipeline, c: Candidate, stages: Sequence[Stage],
 
 
 def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, deterministic: bool,
-             seed: int, runtime: str = "torch") -> _Prepared:
+             seed: int, runtime: str = "torch", keep: Callable[[Candidate], bool] | None = None) -> _Prepared:
     """Units, candidates that cannot fit (with why) and the search tasks of the others.
+
+    ``keep`` (None: all) chooses which of the pipeline's candidates are listed at all.
 
     Each candidate's search gets its share of ``time_limit_s``
     (:class:`~schedsearch.plan.shares.Shares`: ``parallel`` candidates
     searched at once, default 2). Raises
     :class:`~schedsearch.errors.NoFittingPlanError` when none can fit.
     """
-    cands = candidates(pipeline)
+    cands = [c for c in candidates(pipeline) if keep is None or keep(c)]
     splits = {c: pipeline.stages_for(c.num_stages(pipeline.num_ranks)) for c in cands}
     units, amounts = _units(pipeline, cands, splits)
     rows: list[PlanRow] = []

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
+from schedsearch.actions import Action
 from schedsearch.errors import ExecutionError, MissingDependencyError
 
 __all__ = ["SUPPORTED_TORCH", "TESTED_TORCH_VERSION", "ActionRecorder", "emulated_seconds", "infer_stage_shapes",
@@ -229,7 +230,7 @@ def _probe_label(name_of: Callable[[Any], str], schedules: ModuleType) -> str | 
 
 def instrument_stages(
     stages: Sequence[Any],
-    emulate: Mapping[tuple[int, str, int], float] | None = None,
+    emulate: Mapping[Action, float] | None = None,
     sleep: Callable[[float], None] = time.sleep,
     rank: int | None = None,
 ) -> None:
@@ -237,8 +238,7 @@ def instrument_stages(
 
     Wraps each stage's ``forward_one_chunk``, ``backward_one_chunk`` and
     ``backward_weight_one_chunk`` on the instance. With ``emulate``
-    (``(stage, kind, microbatch) -> seconds``, kinds ``F``, ``B``, ``I``,
-    ``W``), each call, after its real (small) computation, sleeps until it
+    (compute action -> seconds, kinds ``F``, ``B``, ``I``, ``W``), each call, after its real (small) computation, sleeps until it
     has lasted its planned time: the process waits without using a core;
     a call ``emulate`` has no time for raises :class:`ExecutionError`
     naming ``rank`` (this process's), the stage, kind and micro-batch,
@@ -249,7 +249,7 @@ def instrument_stages(
     def timed(stage_index: int, kind_of: Callable[..., str], original: Callable[..., Any]) -> Callable[..., Any]:
         def call(chunk: int, *args: Any, **kwargs: Any) -> Any:
             kind = kind_of(*args, **kwargs)
-            planned = None if emulate is None else emulated_seconds(emulate, rank, (stage_index, kind, chunk))
+            planned = None if emulate is None else emulated_seconds(emulate, rank, Action(stage_index, kind, chunk))
             start = time.perf_counter()
             out = original(chunk, *args, **kwargs)
             if planned is not None:
@@ -273,21 +273,19 @@ def instrument_stages(
         st.backward_weight_one_chunk = timed(s, lambda *a, **k: "W", st.backward_weight_one_chunk)
 
 
-def emulated_seconds(emulate: Mapping[tuple[int, str, int], float], rank: int | None,
-                     key: tuple[int, str, int]) -> float:
-    """The planned seconds of stage call ``key`` (``(stage, kind, microbatch)``) in ``emulate``.
+def emulated_seconds(emulate: Mapping[Action, float], rank: int | None, action: Action) -> float:
+    """The planned seconds of stage call ``action`` in ``emulate``.
 
     Raises :class:`ExecutionError` naming the rank, stage, kind and
     micro-batch when the plan has no such call on this rank: the runtime
     ran an action the plan does not have, which an emulated run must not
     time as if it lasted nothing.
     """
-    seconds = emulate.get(key)
+    seconds = emulate.get(action)
     if seconds is None:
-        stage, kind, mb = key
         where = "" if rank is None else f"rank {rank}: "
         raise ExecutionError(
-            f"{where}stage {stage} {kind} of micro-batch {mb}: the plan has no such action on this rank, so "
+            f"{where}stage {action.stage} {action.kind} of micro-batch {action.microbatch}: the plan has no such action on this rank, so "
             f"emulated compute has no planned time for it (planned here: {len(emulate)} actions)", rank=rank)
     return float(seconds)
 

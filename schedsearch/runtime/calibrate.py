@@ -37,6 +37,7 @@ from typing import Any
 
 import attrs
 
+from schedsearch.actions import COMPUTE_KINDS, Action, Kind
 from schedsearch.plan.calibration import P2P, Calibration, LinkFit, fit_link
 from schedsearch.errors import InvalidPipelineError
 from schedsearch.plan.pipeline import Pipeline
@@ -344,13 +345,13 @@ class RunCalibration:
 _KIND_FIELD = {"F": "forward_ms", "B": "backward_ms", "I": "input_grad_ms", "W": "weight_grad_ms"}
 
 
-def _producer(key: tuple[int, str, int], kinds: Mapping[int, set[str]]) -> tuple[int, str, int] | None:
-    """The compute action whose output ``key`` receives (None when ``key`` takes nothing from another stage)."""
-    stage, kind, mb = key
-    if kind == "F":
-        return (stage - 1, "F", mb)
-    if kind in ("B", "I"):
-        return (stage + 1, "B" if "B" in kinds.get(stage + 1, set()) else "I", mb)
+def _producer(action: Action, kinds: Mapping[int, set[str]]) -> Action | None:
+    """The compute action whose output ``action`` receives (None when it takes nothing from another stage)."""
+    stage, mb = action.stage, action.microbatch
+    if action.kind is Kind.FORWARD:
+        return Action(stage - 1, Kind.FORWARD, mb)
+    if action.kind in (Kind.FULL_BACKWARD, Kind.BACKWARD_INPUT):
+        return Action(stage + 1, "B" if "B" in kinds.get(stage + 1, set()) else "I", mb)
     return None
 
 
@@ -482,12 +483,11 @@ class _RunFigures:
     def read_step(self, st: Any, n: int) -> None:
         """Add step ``st`` (of ``n`` ranks): its calls' durations, its gaps per rank, its waited receives,
         the rest of its step time."""
-        from schedsearch.runtime.trace import COMPUTE_KINDS
 
         kinds: dict[int, set[str]] = {}
         for c in st.computes:
             kinds.setdefault(c.stage, set()).add(c.kind)
-        calls = {c.key: c for c in st.computes}
+        calls = {c.action: c for c in st.computes}
         step_calls: dict[tuple[int, str], list[float]] = {}
         step_waited: list[float] = []
         for r in range(n):
@@ -500,8 +500,8 @@ class _RunFigures:
                     continue
                 step_calls.setdefault((c.stage, c.kind), []).append(1e3 * (c.end_s - c.start_s))
                 action = next((e for e in actions if e.start_s <= c.start_s and c.end_s <= e.end_s), None)
-                source = _producer(c.key, kinds)
-                receives = source is not None and 0 <= source[0] < n and source[0] != c.stage and action is not None
+                source = _producer(c.action, kinds)
+                receives = source is not None and 0 <= source.stage < n and source.stage != c.stage and action is not None
                 wait = c.start_s - action.start_s if receives else 0.0  # type: ignore[union-attr]
                 rank_gaps.append(1e3 * max(0.0, c.start_s - prev_end - wait))
                 prev_end = c.end_s

@@ -25,6 +25,7 @@ the rows.
 from __future__ import annotations
 
 
+from schedsearch.actions import COMPUTE_KINDS
 from schedsearch.errors import FormatError, InvalidProblemError, PlanError
 from schedsearch.export.torch_csv import stage_to_rank, to_torch_csv
 from schedsearch.handcrafted.actions import pipeline_view
@@ -34,16 +35,13 @@ from schedsearch.schedule import Schedule
 
 __all__ = ["check_problem", "plan_from_schedule"]
 
-_KINDS = ("F", "B", "I", "W")
-
-
 def check_problem(problem: Problem) -> None:
     """Raise :class:`PlanError` when PyTorch pipelining cannot run ``problem``'s placement."""
     label = f"problem {problem.name!r}" if problem.name else "problem"
     why = f"{label}: PyTorch pipelining cannot run this placement"
     seen: dict[tuple[int, str], str] = {}
     for b in problem.graph.blocks:
-        if b.kind not in _KINDS or b.stage is None:
+        if b.kind not in COMPUTE_KINDS or b.stage is None:
             raise PlanError(
                 f"{why}: block {b.name!r} (kind {b.kind!r}, stage {b.stage!r}) is not a pipeline action "
                 f"(a forward, full backward, input or weight gradient of a stage)"

@@ -84,6 +84,7 @@ from typing import Any
 
 import attrs
 
+from schedsearch.actions import Action
 from schedsearch.errors import ExecutionError, PlanError
 from schedsearch.runtime._torch import (
     ActionRecorder,
@@ -354,7 +355,7 @@ class _Job:
     timeout_s: float
     threads: int
     #: (stage, kind, micro-batch label) -> seconds each stage call lasts (emulated compute), or None
-    emulate: Mapping[tuple[int, str, int], float] | None = None
+    emulate: Mapping[Action, float] | None = None
 
 
 def _die_with_parent() -> None:
@@ -525,7 +526,7 @@ def _rank_steps(job: _Job, rank: int, tp: Any, phase: _Phase, started: float) ->
     offsets, rtts = _clock_offsets(torch, dist, rank, plan.num_ranks)
     emulate = None
     if job.emulate is not None:
-        emulate = {k: v for k, v in job.emulate.items() if k[0] in mine}
+        emulate = {k: v for k, v in job.emulate.items() if k.stage in mine}
     instrument_stages(stages, emulate, rank=rank)
     recorder = ActionRecorder()
     trace: list[dict[str, Any]] = []
@@ -893,7 +894,7 @@ def _result(checked: _Checked, reports: Sequence[_WorkerReport], reference: _Ref
     trace = MeasuredTrace.from_reports([rep.trace for rep in reports], reports[0].clock_offsets_s,
                                        reports[0].clock_rtt_s, relabel=order,
                                        one_host=len({rep.host for rep in reports}) == 1)
-    rows = [[(a.stage, a.kind, a.microbatch) for c in row for a in c.actions] for row in plan.rows]
+    rows = [[a for c in row for a in c.actions] for row in plan.rows]
     row_order = tuple(f"step {k}: {msg}" for k, st in enumerate(trace.steps) for msg in row_order_violations(rows, st))
     fidelity = None if problem is None else compare(problem, schedule, trace, prediction=prediction)
     return RunResult(
@@ -1044,10 +1045,10 @@ def run(
 
 def _job(checked: _Checked, tmp: str, reference: _Reference, *, steps: int, learning_rate: float,
          scale_grads: bool, timeout_s: float, threads: int,
-         emulate: Mapping[tuple[int, str, int], float] | None) -> _Job:
+         emulate: Mapping[Action, float] | None) -> _Job:
     """What every worker gets: the runnable plan (also written as the CSV PyTorch loads, in ``tmp``), the
     rendezvous, the stages, the micro-batches' data in the runnable plan's labels, the size-weighted loss,
-    the reference; ``emulate``: the planned seconds per (stage, kind, micro-batch) of an emulated run."""
+    the reference; ``emulate``: the planned seconds per compute action of an emulated run."""
     torch = require_torch()
     workload, runnable, order, label = checked.workload, checked.runnable, checked.order, checked.label
     inputs = torch.split(workload.inputs, list(checked.microbatch_sizes))
@@ -1070,7 +1071,8 @@ def _job(checked: _Checked, tmp: str, reference: _Reference, *, steps: int, lear
         scale_grads=scale_grads,
         timeout_s=timeout_s,
         threads=threads,
-        emulate=None if emulate is None else {(st, kind, label[m]): secs for (st, kind, m), secs in emulate.items()},
+        emulate=None if emulate is None else {attrs.evolve(a, microbatch=label[a.microbatch]): secs
+                                              for a, secs in emulate.items()},
     )
 
 

@@ -12,15 +12,18 @@ one CSV row per rank, one cell per action, run left to right. A cell is
   backward pair): the runtime runs its members one after the other, in the
   written order, once all of them are ready.
 
-The cells' grammar, :class:`Action` and :class:`Cell` are those of
-:mod:`schedsearch.export.torch_actions`, which the CSV export writes with.
+The cells' grammar, :class:`~schedsearch.actions.Action` and
+:class:`~schedsearch.actions.Cell` are those of :mod:`schedsearch.actions`,
+which the CSV export writes with; :func:`parse_plan` reads the rows through
+its parser.
 
 The stage-to-rank map is implicit in the CSV: a stage belongs to the row its
 actions are written in. :func:`parse_plan` recovers it (and checks it
 against a map given with the CSV, e.g. a V placement's), and the runtime
 builds each rank's stages from it.
 
-Checks (all before any process starts), each failing with a
+Checks (all before any process starts; the arguments are checked first, in
+one place), each failing with a
 :class:`~schedsearch.errors.PlanError` that names the rank, the action (its
 position in the row, counted from 0 with empty cells included, so it is the
 CSV column), the stage and the micro-batch:
@@ -50,8 +53,6 @@ This module imports neither torch nor a solver.
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -59,11 +60,10 @@ from typing import Any
 import attrs
 
 from schedsearch.errors import PlanError
-from schedsearch.export.torch_actions import KINDS, Action, Cell, format_rows, parse_cell
+from schedsearch.actions import Action, Cell, Kind, format_rows, parse_rows
 from schedsearch.placements.stages import mapping_style
 
 __all__ = [
-    "KINDS",
     "Action",
     "Cell",
     "CsvPlan",
@@ -73,8 +73,15 @@ __all__ = [
 ]
 
 
-def _fail(rank: int, column: int, text: str, message: str) -> PlanError:
-    return PlanError(f"rank {rank}, action {column} {text!r}: {message}")
+def _fail(rank: int, cell: Cell, message: str) -> PlanError:
+    return PlanError(f"rank {rank}, action {cell.column} {str(cell)!r}: {message}")
+
+
+def _relabelled(action: Action, perm: Sequence[int]) -> Action:
+    """``action`` with micro-batch ``m`` renamed ``perm[m]`` (a group's members alike)."""
+    if action.kind is Kind.OVERLAP_F_B:
+        return Action.overlap(*(_relabelled(a, perm) for a in action.sub_actions))
+    return attrs.evolve(action, microbatch=perm[action.microbatch])
 
 @attrs.frozen(kw_only=True)
 class CsvPlan:
@@ -163,8 +170,7 @@ class CsvPlan:
             raise PlanError(
                 f"plan: relabelling must be a permutation of 0..{self.num_microbatches - 1}, got {list(perm)}"
             )
-        moved = [[attrs.evolve(c, actions=tuple(attrs.evolve(a, microbatch=perm[a.microbatch]) for a in c.actions))
-                  for c in row] for row in self.rows]
+        moved = [[attrs.evolve(c, action=_relabelled(c.action, perm)) for c in row] for row in self.rows]
         return parse_plan(
             format_rows(moved),
             num_microbatches=self.num_microbatches,
@@ -229,147 +235,17 @@ def parse_plan(
     Raises
     ------
     PlanError
-        Naming the rank, action, stage and micro-batch at fault.
+        Naming the rank, action, stage and micro-batch at fault, or the
+        argument that is not what it must be.
     """
-    rows_text = list(csv.reader(io.StringIO(text)))
-    # trailing blank lines are not ranks; a blank line inside is (and fails below)
-    while rows_text and not rows_text[-1]:
-        rows_text.pop()
-    if not rows_text:
-        raise PlanError("plan: the CSV holds no rows (one row per rank is expected)")
-    rows: list[tuple[Cell, ...]] = []
-    for rank, row in enumerate(rows_text):
-        cells = [parse_cell(raw, rank=rank, column=col, error=PlanError) for col, raw in enumerate(row)]
-        rows.append(tuple(c for c in cells if c is not None))
-    if num_ranks is not None and num_ranks != len(rows):
-        raise PlanError(
-            f"plan: it has {len(rows)} rows (one per rank) but the run uses {num_ranks} processes; "
-            f"run it on {len(rows)} processes"
-        )
-
-    # -- 2. placement -----------------------------------------------------
-    owner: dict[int, tuple[int, Cell]] = {}
-    for rank, row in enumerate(rows):
-        for cell in row:
-            for a in cell.actions:
-                if a.stage in owner and owner[a.stage][0] != rank:
-                    other_rank, other_cell = owner[a.stage]
-                    raise PlanError(
-                        f"rank {rank}, action {cell.column} {str(cell)!r}: stage {a.stage} also runs on rank "
-                        f"{other_rank} (action {other_cell.column} {str(other_cell)!r}); PyTorch pipelining runs "
-                        "each stage on exactly one rank (a stage on two devices at once, or two replicas of it, "
-                        "cannot run)"
-                    )
-                owner.setdefault(a.stage, (rank, cell))
-    for rank, row in enumerate(rows):
-        if not row:
-            raise PlanError(f"rank {rank}: its row holds no action; every rank must run at least one stage")
-    top = max(owner) + 1
-    if num_stages is None:
-        num_stages = top
-    elif top > num_stages:
-        rank, cell = owner[top - 1]
-        raise PlanError(
-            f"rank {rank}, action {cell.column} {str(cell)!r}: stage {top - 1} is out of range: the model has "
-            f"{num_stages} stages (0..{num_stages - 1})"
-        )
-    missing = [s for s in range(num_stages) if s not in owner]
-    if missing:
-        raise PlanError(
-            f"plan: stage{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} appear"
-            f"{'' if len(missing) > 1 else 's'} in no rank's row; every stage 0..{num_stages - 1} must run"
-        )
-    mapping = tuple(owner[s][0] for s in range(num_stages))
-    if stage_to_rank is not None:
-        given = (
-            tuple(stage_to_rank[s] for s in range(len(stage_to_rank)))
-            if isinstance(stage_to_rank, Mapping)
-            else tuple(stage_to_rank)
-        )
-        if len(given) != num_stages:
-            raise PlanError(
-                f"plan: the stage-to-rank map gives {len(given)} stages, the CSV holds {num_stages}"
-            )
-        for s, (want, got) in enumerate(zip(given, mapping)):
-            if want != got:
-                rank, cell = owner[s]
-                raise PlanError(
-                    f"rank {got}, action {cell.column} {str(cell)!r}: stage {s} is mapped to rank {want} by the "
-                    f"stage-to-rank map, but its actions are in rank {got}'s row"
-                )
-
-    # -- 3. counts ----------------------------------------------------------
-    top_mb = max(a.microbatch for row in rows for c in row for a in c.actions) + 1
-    if num_microbatches is None:
-        num_microbatches = top_mb
-    seen: dict[tuple[int, str, int], tuple[int, Cell]] = {}
-    for rank, row in enumerate(rows):
-        for cell in row:
-            for a in cell.actions:
-                if a.microbatch >= num_microbatches:
-                    raise _fail(
-                        rank, cell.column, str(cell),
-                        f"micro-batch {a.microbatch} is out of range: the run has {num_microbatches} micro-batches "
-                        f"(0..{num_microbatches - 1}), the plan was made for at least {top_mb}",
-                    )
-                key = (a.stage, a.kind, a.microbatch)
-                if key in seen:
-                    r0, c0 = seen[key]
-                    raise _fail(
-                        rank, cell.column, str(cell),
-                        f"the {a.describe()} is already run at rank {r0}, action {c0.column} {str(c0)!r}",
-                    )
-                seen[key] = (rank, cell)
-    for s in range(num_stages):
-        r = mapping[s]
-        for m in range(num_microbatches):
-            if (s, "F", m) not in seen:
-                raise PlanError(
-                    f"rank {r}: stage {s} never runs the forward of micro-batch {m} (no action '{s}F{m}'); "
-                    f"the run has {num_microbatches} micro-batches and every stage runs each once"
-                )
-            has_b = (s, "B", m) in seen
-            has_i = (s, "I", m) in seen
-            has_w = (s, "W", m) in seen
-            if has_b and (has_i or has_w):
-                rank, cell = seen[(s, "I" if has_i else "W", m)]
-                raise _fail(
-                    rank, cell.column, str(cell),
-                    f"stage {s}, micro-batch {m} runs a full backward ('{s}B{m}') and a split one; use one or the other",
-                )
-            if not has_b and not (has_i and has_w):
-                if has_i or has_w:
-                    lacking = "W" if has_i else "I"
-                    raise PlanError(
-                        f"rank {r}: stage {s}, micro-batch {m} has a split backward without its "
-                        f"{KINDS[lacking]} (no action '{s}{lacking}{m}')"
-                    )
-                raise PlanError(
-                    f"rank {r}: stage {s} never runs the backward of micro-batch {m} "
-                    f"(no action '{s}B{m}', nor '{s}I{m}' and '{s}W{m}')"
-                )
-
-    # -- 4. local order -----------------------------------------------------
-    position: dict[tuple[int, str, int], tuple[int, int]] = {}
-    for row in rows:
-        for cell in row:
-            for k, a in enumerate(cell.actions):
-                position[(a.stage, a.kind, a.microbatch)] = (cell.column, k)
-    for (s, kind, m), (rank, cell) in seen.items():
-        need = {"B": "F", "I": "F", "W": "I"}.get(kind)
-        if need is None:
-            continue
-        if position[(s, need, m)] >= position[(s, kind, m)]:
-            _, before = seen[(s, need, m)]
-            raise _fail(
-                rank, cell.column, str(cell),
-                f"the {KINDS[kind]} of stage {s}, micro-batch {m} comes before its {KINDS[need]} "
-                f"(action {before.column} {str(before)!r})",
-            )
-
+    given = _arguments(num_ranks, num_microbatches, num_stages, stage_to_rank)
+    rows = _rows(text, num_ranks)
+    mapping = _placement(rows, num_stages, given)
+    num_microbatches, seen = _counts(rows, mapping, num_microbatches)
+    _local_order(seen)
     plan = CsvPlan(
         rows=tuple(rows),
-        num_stages=num_stages,
+        num_stages=len(mapping),
         num_microbatches=num_microbatches,
         stage_to_rank=mapping,
         # one CSV row per line: hand PyTorch exactly the rows read here
@@ -382,14 +258,168 @@ def parse_plan(
     return plan
 
 
-def _needs(a: Action, num_stages: int) -> tuple[tuple[int, str, int], ...]:
+def _arguments(num_ranks: Any, num_microbatches: Any, num_stages: Any, stage_to_rank: Any) -> tuple[int, ...] | None:
+    """The door: each count None or an integer >= 1; the stage-to-rank map (as a tuple) or None."""
+    for label, value in (("num_ranks", num_ranks), ("num_microbatches", num_microbatches),
+                         ("num_stages", num_stages)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise PlanError(f"plan: {label!r} must be an integer >= 1, got {value!r}")
+    if stage_to_rank is None:
+        return None
+    try:
+        given = (tuple(stage_to_rank[s] for s in range(len(stage_to_rank)))
+                 if isinstance(stage_to_rank, Mapping) else tuple(stage_to_rank))
+    except (KeyError, TypeError):
+        raise PlanError(f"plan: 'stage_to_rank' must give a rank to each stage 0, 1, ..., got {stage_to_rank!r}") \
+            from None
+    if any(isinstance(r, bool) or not isinstance(r, int) for r in given):
+        raise PlanError(f"plan: 'stage_to_rank' must hold integer ranks, got {list(given)}")
+    return given
+
+
+def _rows(text: str, num_ranks: int | None) -> list[tuple[Cell, ...]]:
+    """1. syntax: the rows of ``text`` through the one action parser, one per rank."""
+    rows = parse_rows(text, error=PlanError)
+    lines = text.splitlines()
+    # trailing blank lines are not ranks; a blank line inside is (and fails below)
+    while rows and not rows[-1] and lines and not lines[-1]:
+        rows.pop()
+        lines.pop()
+    if not rows:
+        raise PlanError("plan: the CSV holds no rows (one row per rank is expected)")
+    if num_ranks is not None and num_ranks != len(rows):
+        raise PlanError(
+            f"plan: it has {len(rows)} rows (one per rank) but the run uses {num_ranks} processes; "
+            f"run it on {len(rows)} processes"
+        )
+    return rows
+
+
+def _placement(rows: Sequence[Sequence[Cell]], num_stages: int | None,
+               given: tuple[int, ...] | None) -> tuple[int, ...]:
+    """2. placement: every stage on one rank, stages ``0 .. S-1`` all present, every rank used; the map."""
+    owner: dict[int, tuple[int, Cell]] = {}
+    for rank, row in enumerate(rows):
+        for cell in row:
+            for a in cell.actions:
+                if a.stage in owner and owner[a.stage][0] != rank:
+                    other_rank, other_cell = owner[a.stage]
+                    raise _fail(
+                        rank, cell,
+                        f"stage {a.stage} also runs on rank {other_rank} (action {other_cell.column} "
+                        f"{str(other_cell)!r}); PyTorch pipelining runs each stage on exactly one rank (a stage on "
+                        "two devices at once, or two replicas of it, cannot run)",
+                    )
+                owner.setdefault(a.stage, (rank, cell))
+    for rank, row in enumerate(rows):
+        if not row:
+            raise PlanError(f"rank {rank}: its row holds no action; every rank must run at least one stage")
+    top = max(owner) + 1
+    if num_stages is None:
+        num_stages = top
+    elif top > num_stages:
+        raise _fail(*owner[top - 1], f"stage {top - 1} is out of range: the model has {num_stages} stages "
+                                     f"(0..{num_stages - 1})")
+    missing = [s for s in range(num_stages) if s not in owner]
+    if missing:
+        raise PlanError(
+            f"plan: stage{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} appear"
+            f"{'' if len(missing) > 1 else 's'} in no rank's row; every stage 0..{num_stages - 1} must run"
+        )
+    mapping = tuple(owner[s][0] for s in range(num_stages))
+    if given is not None:
+        if len(given) != num_stages:
+            raise PlanError(f"plan: the stage-to-rank map gives {len(given)} stages, the CSV holds {num_stages}")
+        for s, (want, got) in enumerate(zip(given, mapping)):
+            if want != got:
+                raise _fail(got, owner[s][1], f"stage {s} is mapped to rank {want} by the stage-to-rank map, but "
+                                              f"its actions are in rank {got}'s row")
+    return mapping
+
+
+def _counts(rows: Sequence[Sequence[Cell]], mapping: tuple[int, ...],
+            num_microbatches: int | None) -> tuple[int, dict[Action, tuple[int, Cell, int]]]:
+    """3. counts: each stage runs one forward and one backward (full, or input and weight) of each micro-batch.
+
+    Returns the micro-batch count and where each action runs: ``(rank, cell, position in the cell)``.
+    """
+    top_mb = max(a.microbatch for row in rows for c in row for a in c.actions) + 1
+    if num_microbatches is None:
+        num_microbatches = top_mb
+    seen: dict[Action, tuple[int, Cell, int]] = {}
+    for rank, row in enumerate(rows):
+        for cell in row:
+            for k, a in enumerate(cell.actions):
+                if a.microbatch >= num_microbatches:
+                    raise _fail(
+                        rank, cell,
+                        f"micro-batch {a.microbatch} is out of range: the run has {num_microbatches} micro-batches "
+                        f"(0..{num_microbatches - 1}), the plan was made for at least {top_mb}",
+                    )
+                if a in seen:
+                    r0, c0, _ = seen[a]
+                    raise _fail(rank, cell, f"the {a.describe()} is already run at rank {r0}, action {c0.column} "
+                                            f"{str(c0)!r}")
+                seen[a] = (rank, cell, k)
+    for s, r in enumerate(mapping):
+        for m in range(num_microbatches):
+            _check_stage_microbatch(seen, s, r, m, num_microbatches)
+    return num_microbatches, seen
+
+
+def _check_stage_microbatch(seen: Mapping[Action, tuple[int, Cell, int]], s: int, r: int, m: int,
+                            num_microbatches: int) -> None:
+    """Stage ``s`` (on rank ``r``) runs the forward and one backward of micro-batch ``m``."""
+    if Action(s, Kind.FORWARD, m) not in seen:
+        raise PlanError(
+            f"rank {r}: stage {s} never runs the forward of micro-batch {m} (no action '{s}F{m}'); "
+            f"the run has {num_microbatches} micro-batches and every stage runs each once"
+        )
+    has_b = Action(s, Kind.FULL_BACKWARD, m) in seen
+    has_i = Action(s, Kind.BACKWARD_INPUT, m) in seen
+    has_w = Action(s, Kind.BACKWARD_WEIGHT, m) in seen
+    if has_b and (has_i or has_w):
+        rank, cell, _ = seen[Action(s, Kind.BACKWARD_INPUT if has_i else Kind.BACKWARD_WEIGHT, m)]
+        raise _fail(rank, cell, f"stage {s}, micro-batch {m} runs a full backward ('{s}B{m}') and a split one; use "
+                                f"one or the other")
+    if not has_b and not (has_i and has_w):
+        if has_i or has_w:
+            lacking = Kind.BACKWARD_WEIGHT if has_i else Kind.BACKWARD_INPUT
+            raise PlanError(
+                f"rank {r}: stage {s}, micro-batch {m} has a split backward without its "
+                f"{lacking.description} (no action '{s}{lacking}{m}')"
+            )
+        raise PlanError(
+            f"rank {r}: stage {s} never runs the backward of micro-batch {m} "
+            f"(no action '{s}B{m}', nor '{s}I{m}' and '{s}W{m}')"
+        )
+
+
+#: 4. local order: the action of the same stage and micro-batch each kind comes after.
+_AFTER = {Kind.FULL_BACKWARD: Kind.FORWARD, Kind.BACKWARD_INPUT: Kind.FORWARD, Kind.BACKWARD_WEIGHT: Kind.BACKWARD_INPUT}
+
+
+def _local_order(seen: Mapping[Action, tuple[int, Cell, int]]) -> None:
+    """4. local order: on a stage's rank, ``F`` before ``B``/``I``, ``I`` before ``W`` (for one micro-batch)."""
+    for a, (rank, cell, k) in seen.items():
+        need = _AFTER.get(a.kind)
+        if need is None:
+            continue
+        _, before, j = seen[attrs.evolve(a, kind=need)]
+        if (before.column, j) >= (cell.column, k):
+            raise _fail(rank, cell, f"the {a.kind.description} of stage {a.stage}, micro-batch {a.microbatch} comes "
+                                    f"before its {need.description} (action {before.column} {str(before)!r})")
+
+
+def _needs(a: Action, num_stages: int) -> tuple[Action, ...]:
     """Cross-stage predecessors of an action (any one of them suffices)."""
-    if a.kind == "F":
-        return () if a.stage == 0 else ((a.stage - 1, "F", a.microbatch),)
-    if a.kind in ("B", "I"):
+    if a.kind is Kind.FORWARD:
+        return () if a.stage == 0 else (Action(a.stage - 1, Kind.FORWARD, a.microbatch),)
+    if a.kind in (Kind.FULL_BACKWARD, Kind.BACKWARD_INPUT):
         if a.stage == num_stages - 1:
             return ()
-        return ((a.stage + 1, "I", a.microbatch), (a.stage + 1, "B", a.microbatch))
+        return (Action(a.stage + 1, Kind.BACKWARD_INPUT, a.microbatch),
+                Action(a.stage + 1, Kind.FULL_BACKWARD, a.microbatch))
     return ()
 
 
@@ -403,13 +433,11 @@ def check_progress(plan: CsvPlan) -> None:
     cells finished before it.
     """
     S = plan.num_stages
-    done: set[tuple[int, str, int]] = set()
-    where: dict[tuple[int, str, int], tuple[int, Cell]] = {}
-    for rank, cell, a in plan.actions():
-        where[(a.stage, a.kind, a.microbatch)] = (rank, cell)
+    done: set[Action] = set()
+    where: dict[Action, tuple[int, Cell]] = {a: (rank, cell) for rank, cell, a in plan.actions()}
     pos = [0] * plan.num_ranks
 
-    def blocker(cell: Cell) -> tuple[Action, tuple[int, str, int]] | None:
+    def blocker(cell: Cell) -> tuple[Action, Action] | None:
         for a in cell.actions:
             needs = _needs(a, S)
             if needs and not any(n in done for n in needs):
@@ -422,15 +450,14 @@ def check_progress(plan: CsvPlan) -> None:
         progress = False
         for rank, row in enumerate(plan.rows):
             while pos[rank] < len(row) and blocker(row[pos[rank]]) is None:
-                for a in row[pos[rank]].actions:
-                    done.add((a.stage, a.kind, a.microbatch))
+                done.update(row[pos[rank]].actions)
                 pos[rank] += 1
                 progress = True
     stuck = [r for r in range(plan.num_ranks) if pos[r] < len(plan.rows[r])]
     if not stuck:
         return
     # every stuck rank waits for an action of a stuck rank: follow the chain to a cycle
-    waits: dict[int, tuple[Cell, Action, tuple[int, str, int], int, Cell]] = {}
+    waits: dict[int, tuple[Cell, Action, Action, int, Cell]] = {}
     for r in stuck:
         cell = plan.rows[r][pos[r]]
         found = blocker(cell)
@@ -448,12 +475,9 @@ def check_progress(plan: CsvPlan) -> None:
     parts = []
     for r in cycle:
         cell, a, need, owner_rank, owner_cell = waits[r]
-        need_action = Action(stage=need[0], kind=need[1], microbatch=need[2])
-        what = need_action.describe() if need[1] == "F" else (
-            f"the input gradient or full backward of stage {need[0]}, micro-batch {need[2]}"
+        what = f"the {need.describe()}" if need.kind is Kind.FORWARD else (
+            f"the input gradient or full backward of stage {need.stage}, micro-batch {need.microbatch}"
         )
-        if need[1] == "F":
-            what = f"the {what}"
         if owner_rank == r:
             src = f"which rank {r} itself runs only later (action {owner_cell.column} {str(owner_cell)!r})"
         else:

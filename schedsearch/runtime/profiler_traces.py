@@ -64,39 +64,31 @@ from typing import Any
 import attrs
 
 from schedsearch._io import read_text
-from schedsearch.errors import InvalidPipelineError
+from schedsearch.actions import COMPUTE_KINDS, Action, Kind, OnAction
+from schedsearch.errors import FormatError, InvalidPipelineError
 from schedsearch.plan.pipeline import Pipeline, Stage
 
 __all__ = ["ActionSpan", "RankTrace", "read_trace", "read_traces", "pipeline_from_traces", "record_traces",
-           "COMPUTE_KINDS", "LABEL_PREFIX"]
+           "LABEL_PREFIX", "parse_label"]
 
 #: The prefix of torch's pipeline runtime's ``record_function`` labels.
 LABEL_PREFIX = "PP:"
-#: The compute kinds a stage's times are taken from.
-COMPUTE_KINDS = ("F", "B", "I", "W")
-_KINDS = ("F", "B", "I", "W", "SEND_F", "RECV_F", "SEND_B", "RECV_B", "UNSHARD", "RESHARD", "REDUCE_GRAD")
-_ACTION = re.compile(r"^(\d+)(" + "|".join(sorted(_KINDS, key=len, reverse=True)) + r")(\d*)$")
-_PAIR = re.compile(r"^\((.*)\)OVERLAP_F_B$")
 #: The backends' asynchronous receive operations in a trace (gloo on CPU; NCCL).
 _RECEIVE = re.compile(r"^(gloo|nccl):recv$")
 
 
 @attrs.frozen(kw_only=True)
-class ActionSpan:
-    """One action of torch's pipeline runtime in a trace: stage, kind, micro-batch, start and duration (us).
+class ActionSpan(OnAction):
+    """One action of torch's pipeline runtime in a trace, with its start and duration (us).
 
-    ``kind`` is ``F``, ``B``, ``I``, ``W``, ``SEND_F``, ``RECV_F``,
-    ``SEND_B``, ``RECV_B``, ``UNSHARD``, ``RESHARD``, ``REDUCE_GRAD`` or
-    ``OVERLAP_F_B`` (then ``members`` holds the pair's actions as
-    ``(stage, kind, micro-batch)`` and ``stage`` is -1).
+    ``action`` is any of torch's kinds (compute, send, receive, sharding,
+    gradient reduction) or an overlapped pair (its members in
+    ``action.sub_actions``).
     """
 
-    stage: int
-    kind: str
-    microbatch: int | None
+    action: Action
     start_us: float
     duration_us: float
-    members: tuple[tuple[int, str, int | None], ...] = ()
 
     @property
     def end_us(self) -> float:
@@ -128,7 +120,7 @@ class RankTrace:
         seen: dict[tuple[str, int, int | None], int] = {}
         used = 0
         for s in self.spans:
-            if s.kind not in ("RECV_F", "RECV_B"):
+            if s.kind not in (Kind.RECV_F, Kind.RECV_B):
                 continue
             key = (s.kind[-1], s.stage, s.microbatch)
             k = seen[key] = seen.get(key, -1) + 1
@@ -143,37 +135,25 @@ class RankTrace:
         return out
 
 
-def _parse_action(text: str) -> tuple[int, str, int | None] | None:
-    m = _ACTION.match(text.strip())
-    if m is None:
-        return None
-    return int(m.group(1)), m.group(2), int(m.group(3)) if m.group(3) else None
-
-
-def parse_label(name: str) -> tuple[int, str, int | None, tuple[tuple[int, str, int | None], ...]] | None:
-    """``(stage, kind, micro-batch, members)`` of a ``PP:`` label, or None when it is not an action's.
+def parse_label(name: str) -> Action | None:
+    """The action of a ``PP:`` label, or None when it is not an action's.
 
     Examples
     --------
     >>> from schedsearch.runtime.profiler_traces import parse_label
     >>> parse_label("PP:1F3"), parse_label("PP:0SEND_B12"), parse_label("PP:2REDUCE_GRAD")
-    ((1, 'F', 3, ()), (0, 'SEND_B', 12, ()), (2, 'REDUCE_GRAD', None, ()))
-    >>> parse_label("PP:(0F2;1B1)OVERLAP_F_B")
-    (-1, 'OVERLAP_F_B', None, ((0, 'F', 2), (1, 'B', 1)))
+    (Action.parse('1F3'), Action.parse('0SEND_B12'), Action.parse('2REDUCE_GRAD'))
+    >>> parse_label("PP:(0F2;1B1)OVERLAP_F_B").sub_actions
+    (Action.parse('0F2'), Action.parse('1B1'))
     >>> parse_label("aten::mm") is None, parse_label("PP:unknown") is None
     (True, True)
     """
     if not isinstance(name, str) or not name.startswith(LABEL_PREFIX):
         return None
-    body = name[len(LABEL_PREFIX):].strip()
-    pair = _PAIR.match(body)
-    if pair:
-        members = [_parse_action(x) for x in pair.group(1).split(";") if x.strip()]
-        if not members or any(x is None for x in members):
-            return None
-        return -1, "OVERLAP_F_B", None, tuple(members)  # type: ignore[arg-type]
-    action = _parse_action(body)
-    return None if action is None else (*action, ())
+    try:
+        return Action.parse(name[len(LABEL_PREFIX):])
+    except FormatError:
+        return None
 
 
 def read_trace(path: str | os.PathLike) -> RankTrace:
@@ -218,18 +198,16 @@ def read_trace(path: str | os.PathLike) -> RankTrace:
         if not isinstance(event, dict) or not str(event.get("name", "")).startswith(LABEL_PREFIX):
             continue
         labelled += 1
-        parsed = parse_label(event["name"])
-        if parsed is None or event.get("ph") != "X":
+        action = parse_label(event["name"])
+        if action is None or event.get("ph") != "X":
             continue
         ts, dur = event.get("ts"), event.get("dur")
         if isinstance(ts, bool) or isinstance(dur, bool) or not isinstance(ts, (int, float)) \
                 or not isinstance(dur, (int, float)) or not dur >= 0:
             raise InvalidPipelineError(f"{where}: event {i} ({event['name']!r}) needs a number 'ts' and a 'dur' >= 0 "
                                        f"(microseconds), got ts={ts!r}, dur={dur!r}")
-        stage, kind, mb, members = parsed
-        spans.append(ActionSpan(stage=stage, kind=kind, microbatch=mb, start_us=float(ts), duration_us=float(dur),
-                                members=members))
-    if not any(s.kind in COMPUTE_KINDS or s.kind == "OVERLAP_F_B" for s in spans):
+        spans.append(ActionSpan(action=action, start_us=float(ts), duration_us=float(dur)))
+    if not any(s.action.is_compute for s in spans):
         seen = f"{labelled} '{LABEL_PREFIX}' events, none a compute action" if labelled else \
             f"no event named '{LABEL_PREFIX}...'"
         raise InvalidPipelineError(
@@ -280,9 +258,9 @@ def _transfers(traces: Sequence[RankTrace]) -> list[float]:
     for t in traces:
         arrived = t.arrivals()
         for s in t.spans:
-            if s.kind in ("SEND_F", "SEND_B"):
+            if s.kind in (Kind.SEND_F, Kind.SEND_B):
                 sends.setdefault((s.kind[-1], s.stage, s.microbatch), []).append(s)
-            elif s.kind in ("RECV_F", "RECV_B"):
+            elif s.kind in (Kind.RECV_F, Kind.RECV_B):
                 key = (s.kind[-1], s.stage, s.microbatch)
                 got = recvs.setdefault(key, [])
                 got.append((s, arrived.get((*key, len(got)))))
@@ -310,7 +288,7 @@ def _compute_durations(trace: RankTrace) -> list[tuple[ActionSpan, float]]:
     out = []
     for s in trace.spans:
         start = s.start_us
-        needs = ("F" if s.kind == "F" else "B" if s.kind in ("B", "I") else None)
+        needs = "F" if s.kind is Kind.FORWARD else "B" if s.kind in (Kind.FULL_BACKWARD, Kind.BACKWARD_INPUT) else None
         if needs is not None:
             key = (needs, s.stage, s.microbatch)
             k = seen[key] = seen.get(key, -1) + 1
@@ -369,15 +347,14 @@ def pipeline_from_traces(
     top_mb = -1
     for t in traces:
         for s, duration in _compute_durations(t):
-            actions = s.members if s.kind == "OVERLAP_F_B" else ((s.stage, s.kind, s.microbatch),)
-            for stage, kind, mb in actions:
-                if kind in COMPUTE_KINDS:
-                    if stage_rank.setdefault(stage, t.rank) != t.rank:
+            for a in s.action.members:
+                if a.kind.is_compute:
+                    if stage_rank.setdefault(a.stage, t.rank) != t.rank:
                         raise InvalidPipelineError(
-                            f"{where}: stage {stage} runs actions on rank {stage_rank[stage]} and on rank {t.rank}")
-                if mb is not None:
-                    top_mb = max(top_mb, mb)
-            if s.kind == "OVERLAP_F_B":
+                            f"{where}: stage {a.stage} runs actions on rank {stage_rank[a.stage]} and on rank {t.rank}")
+                if a.microbatch is not None:
+                    top_mb = max(top_mb, a.microbatch)
+            if s.kind is Kind.OVERLAP_F_B:
                 pairs.append(s.duration_us)
             elif s.kind in COMPUTE_KINDS:
                 durations.setdefault((s.stage, s.kind), []).append(duration)

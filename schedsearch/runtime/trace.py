@@ -45,15 +45,20 @@ Needs no torch: the workers record, this module reads.
 from __future__ import annotations
 
 import math
-import re
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
 
-from schedsearch.errors import PlanError
-from schedsearch.handcrafted.actions import pipeline_view
+from schedsearch.actions import Action, Kind, OnAction
+from schedsearch.errors import FormatError
+from schedsearch.handcrafted.actions import (
+    PlannedActions as PlannedActions,
+    planned_actions as planned_actions,
+    planned_seconds as planned_seconds,
+    seconds_per_unit as seconds_per_unit,
+)
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule, TaskInstance
 from schedsearch.validate import Violation, validate
@@ -81,52 +86,55 @@ __all__ = [
 ORDER_KINDS = ("missing_task", "duplicate_task", "unknown_task", "option_not_allowed", "device_overlap",
                "dependency", "fixed_order")
 
-COMPUTE_KINDS = ("F", "B", "I", "W")
-_LABEL_RE = re.compile(r"(\d+)([A-Z_]+?)(\d*)")
-
-#: (stage, kind, micro-batch): one compute action of the runtime
-ActionKey = tuple[int, str, int]
 
 
 @attrs.frozen(kw_only=True)
 class Event:
     """One action of the runtime's dispatch loop on one rank (seconds from the step's zero).
 
-    ``kind``: ``F``, ``B``, ``I``, ``W``, ``SEND_F``, ``RECV_F``,
-    ``SEND_B``, ``RECV_B``, ``OVERLAP_F_B``, ``REDUCE_GRAD``, ...;
-    ``stage`` and ``microbatch`` are None where the action has none (an
-    overlapped pair names its members' stages in ``label``).
+    ``label`` is the action as the runtime printed it and ``action`` as
+    read (micro-batches in the plan's labels): ``F``, ``B``, ``I``, ``W``,
+    ``SEND_F``, ``RECV_F``, ``SEND_B``, ``RECV_B``, ``OVERLAP_F_B``,
+    ``REDUCE_GRAD``, ...; None when the label is no action's text.
     """
 
     rank: int
     label: str
-    kind: str
-    stage: int | None
-    microbatch: int | None
-    start_s: float
-    end_s: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return attrs.asdict(self)
-
-
-@attrs.frozen(kw_only=True)
-class Compute:
-    """One stage call (the computation of a compute action) on one rank."""
-
-    rank: int
-    stage: int
-    kind: str
-    microbatch: int
+    action: Action | None
     start_s: float
     end_s: float
 
     @property
-    def key(self) -> ActionKey:
-        return (self.stage, self.kind, self.microbatch)
+    def kind(self) -> str:
+        """The action's kind (the label itself when it is no action's text)."""
+        return self.label if self.action is None else self.action.kind
+
+    @property
+    def stage(self) -> int | None:
+        """The action's stage; None for an overlapped pair (its members name theirs) or no action."""
+        return None if self.action is None or self.action.kind is Kind.OVERLAP_F_B else self.action.stage
+
+    @property
+    def microbatch(self) -> int | None:
+        return None if self.action is None else self.action.microbatch
 
     def to_dict(self) -> dict[str, Any]:
-        return attrs.asdict(self)
+        return {"rank": self.rank, "label": self.label, "kind": str(self.kind), "stage": self.stage,
+                "microbatch": self.microbatch, "start_s": self.start_s, "end_s": self.end_s}
+
+
+@attrs.frozen(kw_only=True)
+class Compute(OnAction):
+    """One stage call (the computation of a compute action) on one rank."""
+
+    rank: int
+    action: Action
+    start_s: float
+    end_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rank": self.rank, "stage": self.stage, "kind": str(self.kind), "microbatch": self.microbatch,
+                "start_s": self.start_s, "end_s": self.end_s}
 
 
 @attrs.frozen(kw_only=True)
@@ -203,11 +211,10 @@ class MeasuredTrace:
                 a, b = raw[r]["span"]
                 spans.append((a - shift, b - shift))
                 for label, s, e in raw[r]["actions"]:
-                    kind, stage, m = _parse_label(label)
-                    events.append(Event(rank=r, label=label, kind=kind, stage=stage, microbatch=mb(m),
+                    events.append(Event(rank=r, label=label, action=_read_label(label, mb),
                                         start_s=s - shift, end_s=e - shift))
                 for stage, kind, m, s, e in raw[r]["computes"]:
-                    computes.append(Compute(rank=r, stage=stage, kind=kind, microbatch=mb(m),
+                    computes.append(Compute(rank=r, action=Action(stage, kind, mb(m)),
                                             start_s=s - shift, end_s=e - shift))
             steps.append(StepTrace(rank_spans=tuple(spans), events=tuple(events), computes=tuple(computes)))
         return cls(num_ranks=n, steps=tuple(steps), clock_offsets_s=tuple(offsets), clock_rtt_s=tuple(rtts),
@@ -246,110 +253,15 @@ class MeasuredTrace:
                               "clock_offsets_s": list(self.clock_offsets_s)}}
 
 
-def _parse_label(label: str) -> tuple[str, int | None, int | None]:
-    """torch's action text -> (kind, stage, micro-batch); an overlapped pair is ``OVERLAP_F_B`` alone."""
-    if label.startswith("("):
-        return label[label.rfind(")") + 1:], None, None
-    m = _LABEL_RE.fullmatch(label)
-    if m is None:
-        return label, None, None
-    return m.group(2), int(m.group(1)), (int(m.group(3)) if m.group(3) else None)
-
-
-# --------------------------------------------------------------------------
-# The plan's actions
-# --------------------------------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class PlannedActions:
-    """The plan's compute actions as the runtime runs them.
-
-    ``spans[(stage, kind, mb)]``: planned ``(start, end)`` in time units
-    (the members of an overlapped pair, which the runtime runs one after
-    the other, share the group's interval in proportion to their own
-    durations); ``tasks[(block, mb)]``: the action that runs the task;
-    ``rank_of[stage]``: the stage's rank; ``makespan``: time units.
-    """
-
-    spans: Mapping[ActionKey, tuple[float, float]]
-    tasks: Mapping[tuple[str, int], ActionKey]
-    rank_of: tuple[int, ...]
-    makespan: int
-
-
-def planned_actions(problem: Problem, schedule: Schedule) -> PlannedActions:
-    """Map ``schedule``'s tasks to the runtime's compute actions (see :class:`PlannedActions`)."""
-    view = pipeline_view(problem)
-    kind_of: dict[str, tuple[str, int]] = {}
-    for st in view.stages():
-        for kind, blk in (("F", st.forward), ("B", st.backward), ("I", st.input_grad), ("W", st.weight_grad)):
-            if blk is not None:
-                kind_of[blk] = (kind, st.stage)
-    devices = list(problem.cluster.device_names)
-    rank_of = tuple(devices.index(d) for d in (problem.graph.by_name()[st.forward].options[0].devices[0]
-                                                for st in view.stages()))
-    durations = {b.name: min(problem.durations(b.name, 0)) for b in problem.graph.blocks}
-    groups: dict[tuple, list[TaskInstance]] = {}
-    spans: dict[ActionKey, tuple[float, float]] = {}
-    tasks: dict[tuple[str, int], ActionKey] = {}
-    for t in schedule.tasks:
-        if t.block not in kind_of:
-            raise PlanError(f"planned actions: task {t.block!r} (micro-batch {t.microbatch}) is not a stage block")
-        if t.group_key is not None:
-            groups.setdefault(t.group_key, []).append(t)
-            continue
-        kind, stage = kind_of[t.block]
-        key = (stage, kind, t.microbatch)
-        tasks[t.key] = key
-        spans[key] = (float(t.start), float(t.end))
-    for members in groups.values():
-        kinds = {kind_of[m.block][0] for m in members}
-        start, end = members[0].start, members[0].end
-        if kinds == {"I", "W"} and len({(kind_of[m.block][1], m.microbatch) for m in members}) == 1:
-            # an input and weight gradient fused into one full backward
-            stage = kind_of[members[0].block][1]
-            key = (stage, "B", members[0].microbatch)
-            spans[key] = (float(start), float(end))
-            for m in members:
-                tasks[m.key] = key
-            continue
-        # a forward overlapped with a backward: run one after the other, in the order F, then the backward
-        order = sorted(members, key=lambda m: "FBIW".index(kind_of[m.block][0]))
-        back = [m for m in order if kind_of[m.block][0] != "F"]
-        fwd = [m for m in order if kind_of[m.block][0] == "F"]
-        parts: list[tuple[ActionKey, float, list[TaskInstance]]] = []
-        for m in fwd:
-            parts.append(((kind_of[m.block][1], "F", m.microbatch), durations[m.block], [m]))
-        if back:
-            b0 = back[0]
-            parts.append(((kind_of[b0.block][1], "B", b0.microbatch), sum(durations[m.block] for m in back), back))
-        total = sum(p[1] for p in parts) or 1.0
-        at = float(start)
-        for key, d, ms in parts:
-            length = (end - start) * d / total
-            spans[key] = (at, at + length)
-            for m in ms:
-                tasks[m.key] = key
-            at += length
-    return PlannedActions(spans=spans, tasks=tasks, rank_of=rank_of, makespan=schedule.makespan)
-
-
-def planned_seconds(problem: Problem, schedule: Schedule) -> dict[ActionKey, float]:
-    """Planned duration in seconds of every compute action (for emulation)."""
-    unit = seconds_per_unit(problem, "emulation")
-    planned = planned_actions(problem, schedule)
-    return {k: (b - a) * unit for k, (a, b) in planned.spans.items()}
-
-
-def seconds_per_unit(problem: Problem, what: str) -> float:
-    """The problem's ``time_unit_s``; :class:`PlanError` (naming ``what`` needs it) when it has none."""
-    if problem.time_unit_s is None or not problem.time_unit_s > 0:
-        raise PlanError(
-            f"{what}: problem {problem.name!r} has no time unit in seconds ('time_unit_s' is "
-            f"{problem.time_unit_s!r}); plan it from times in milliseconds (schedsearch plan, profile) or set it"
-        )
-    return float(problem.time_unit_s)
+def _read_label(label: str, mb: Callable[[int | None], int | None]) -> Action | None:
+    """The action torch printed as ``label``, its micro-batches renamed by ``mb``; None when it is none."""
+    try:
+        action = Action.parse(label)
+    except FormatError:
+        return None
+    if action.kind is Kind.OVERLAP_F_B:
+        return Action.overlap(*(attrs.evolve(a, microbatch=mb(a.microbatch)) for a in action.sub_actions))
+    return attrs.evolve(action, microbatch=mb(action.microbatch))
 
 
 # --------------------------------------------------------------------------
@@ -360,9 +272,9 @@ def seconds_per_unit(problem: Problem, what: str) -> float:
 def _measured_tasks(problem: Problem, schedule: Schedule, step: StepTrace,
                     time_of: Mapping[float, int] | None, unit_s: float | None) -> list[TaskInstance]:
     planned = planned_actions(problem, schedule)
-    by_key: dict[ActionKey, Compute] = {}
+    by_key: dict[Action, Compute] = {}
     for c in step.computes:
-        by_key.setdefault(c.key, c)  # a repeat is reported by the order check as a missing/duplicate
+        by_key.setdefault(c.action, c)  # a repeat is reported by the order check as a missing/duplicate
     out = []
     for t in schedule.tasks:
         c = by_key.get(planned.tasks[t.key])
@@ -425,9 +337,9 @@ def _call_text(c: Compute) -> str:
 def _call_violations(st: StepTrace, planned: PlannedActions) -> list[Violation]:
     """Stage calls the plan does not have, and stage calls run more than once."""
     out = []
-    seen: dict[ActionKey, list[Compute]] = {}
+    seen: dict[Action, list[Compute]] = {}
     for c in sorted(st.computes, key=lambda c: (c.start_s, c.end_s, c.rank)):
-        seen.setdefault(c.key, []).append(c)
+        seen.setdefault(c.action, []).append(c)
     for key, calls in seen.items():
         if key not in planned.spans:
             for c in calls:
@@ -435,7 +347,7 @@ def _call_violations(st: StepTrace, planned: PlannedActions) -> list[Violation]:
                                                      f"(at {c.start_s:.6f} s)"))
         elif len(calls) > 1:
             where = ", ".join(f"rank {c.rank} at {c.start_s:.6f} s" for c in calls)
-            out.append(Violation("duplicate_task", f"stage {key[0]} {key[1]} of micro-batch {key[2]} ran "
+            out.append(Violation("duplicate_task", f"stage {key.stage} {key.kind} of micro-batch {key.microbatch} ran "
                                                    f"{len(calls)} times ({where}); the plan runs it once"))
     return out
 
@@ -451,24 +363,24 @@ def _rank_order_violations(st: StepTrace, planned: PlannedActions) -> list[Viola
     """
     out = []
     for r in sorted(set(planned.rank_of)):
-        mine = {k for k in planned.spans if planned.rank_of[k[0]] == r}
-        ran: list[ActionKey] = []
+        mine = {k for k in planned.spans if planned.rank_of[k.stage] == r}
+        ran: list[Action] = []
         for c in sorted((c for c in st.computes if c.rank == r), key=lambda c: (c.start_s, c.end_s)):
-            if c.key in mine and c.key not in ran:
-                ran.append(c.key)
+            if c.action in mine and c.action not in ran:
+                ran.append(c.action)
         done = set(ran)
         want = [k for k in sorted(mine, key=lambda k: (planned.spans[k], k)) if k in done]
         i = next((i for i, (a, b) in enumerate(zip(ran, want)) if a != b), None)
         if i is None:
             continue
         got, exp = ran[i], want[i]
-        out.append(Violation("fixed_order", f"rank {r}: its stage call {i} was stage {got[0]} {got[1]} of micro-batch "
-                                            f"{got[2]}, the plan runs stage {exp[0]} {exp[1]} of micro-batch {exp[2]} "
-                                            f"there"))
+        out.append(Violation("fixed_order", f"rank {r}: its stage call {i} was stage {got.stage} {got.kind} of "
+                                            f"micro-batch {got.microbatch}, the plan runs stage {exp.stage} {exp.kind} "
+                                            f"of micro-batch {exp.microbatch} there"))
     return out
 
 
-def row_order_violations(rows: Sequence[Sequence[ActionKey]], step: StepTrace) -> tuple[str, ...]:
+def row_order_violations(rows: Sequence[Sequence[Action]], step: StepTrace) -> tuple[str, ...]:
     """Per rank, where the stage calls' order differs from the plan row's (no problem needed).
 
     ``rows[r]``: rank ``r``'s compute actions in the plan's order (an
@@ -477,19 +389,15 @@ def row_order_violations(rows: Sequence[Sequence[ActionKey]], step: StepTrace) -
     """
     out = []
     for r, row in enumerate(rows):
-        ran = [c.key for c in sorted((c for c in step.computes if c.rank == r), key=lambda c: c.start_s)]
+        ran = [c.action for c in sorted((c for c in step.computes if c.rank == r), key=lambda c: c.start_s)]
         want = list(row)
         if ran == want:
             continue
         i = next((i for i, (a, b) in enumerate(zip(ran, want)) if a != b), min(len(ran), len(want)))
-        got = _key_text(ran[i]) if i < len(ran) else "nothing"
-        exp = _key_text(want[i]) if i < len(want) else "nothing"
+        got = str(ran[i]) if i < len(ran) else "nothing"
+        exp = str(want[i]) if i < len(want) else "nothing"
         out.append(f"rank {r}: action {i} ran {got}, the plan has {exp} ({len(ran)} actions ran, {len(want)} planned)")
     return tuple(out)
-
-
-def _key_text(key: ActionKey) -> str:
-    return f"{key[0]}{key[1]}{key[2]}"
 
 
 # --------------------------------------------------------------------------
@@ -718,12 +626,12 @@ def _percentile(values: Sequence[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-def _receives(key: ActionKey, rank_of: Sequence[int]) -> bool:
+def _receives(key: Action, rank_of: Sequence[int]) -> bool:
     """True when the runtime's action ``key`` waits for a tensor from another rank."""
-    stage, kind, _ = key
-    if kind == "F":
+    stage, kind = key.stage, key.kind
+    if kind is Kind.FORWARD:
         return stage > 0 and rank_of[stage - 1] != rank_of[stage]
-    if kind in ("B", "I"):
+    if kind in (Kind.FULL_BACKWARD, Kind.BACKWARD_INPUT):
         return stage < len(rank_of) - 1 and rank_of[stage + 1] != rank_of[stage]
     return False
 
@@ -735,17 +643,17 @@ def _breakdown(st: StepTrace, rank: int, planned: PlannedActions, unit: float) -
     comm = sum(e.end_s - e.start_s for e in events if e.kind.startswith(("SEND_", "RECV_")))
     wait = 0.0
     for e in events:
-        if e.kind not in COMPUTE_KINDS and e.kind != "OVERLAP_F_B":
+        if e.action is None or not e.action.is_compute:
             continue
         inside = sorted((c for c in computes if e.start_s <= c.start_s and c.end_s <= e.end_s),
                         key=lambda c: c.start_s)
         at = e.start_s
         for c in inside:
-            if _receives(c.key, planned.rank_of):
+            if _receives(c.action, planned.rank_of):
                 wait += max(0.0, c.start_s - at)
             at = c.end_s
     overhead = (end - start) - compute - comm - wait
-    planned_compute = unit * sum(b - a for k, (a, b) in planned.spans.items() if planned.rank_of[k[0]] == rank)
+    planned_compute = unit * sum(b - a for k, (a, b) in planned.spans.items() if planned.rank_of[k.stage] == rank)
     planned_idle = unit * planned.makespan - planned_compute
     return Breakdown(
         rank=rank,
@@ -786,7 +694,7 @@ def compare(problem: Problem, schedule: Schedule, trace: MeasuredTrace, *, warmu
         st = trace.steps[k]
         errors, excess = [], []
         for c in st.computes:
-            span = planned.spans.get(c.key)
+            span = planned.spans.get(c.action)
             if span is not None:
                 errors.append(abs(c.start_s - unit * span[0]))
                 excess.append((c.end_s - c.start_s) - unit * (span[1] - span[0]))

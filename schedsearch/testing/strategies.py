@@ -48,6 +48,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from schedsearch.actions import COMPUTE_KINDS
 from schedsearch.errors import InvalidOptionsError
 from schedsearch.problem import (
     Block,
@@ -87,6 +88,9 @@ __all__ = [
     "ALL_FEATURES",
     "PIPELINE_LAYOUTS",
 ]
+
+#: A block's kind tags, the pipeline's compute kinds by their letters.
+_KINDS = tuple(k.value for k in COMPUTE_KINDS)
 
 #: Every switch of :func:`problems`.
 ALL_FEATURES = (
@@ -189,7 +193,7 @@ def problems(
         options = _draw_options(draw, names, flexible, multi_device, max_duration)
         mem = draw(st.integers(-2, 2)) if memory else 0
         ws = draw(st.integers(0, 1)) if memory else 0
-        blocks.append(Block(name=f"b{i}", kind=draw(st.sampled_from("FBIW")), options=options, memory=mem,
+        blocks.append(Block(name=f"b{i}", kind=draw(st.sampled_from(_KINDS)), options=options, memory=mem,
                             workspace=ws))
     edges = []
     for j in range(num_blocks):
@@ -483,7 +487,7 @@ def overlap_problems(draw: Any, max_microbatches: int = 2) -> Problem:
     blocks = []
     for i in range(num_blocks):
         dev = "d0" if i < 2 else draw(st.sampled_from(names))
-        blocks.append(Block(name=f"b{i}", kind=draw(st.sampled_from("FBIW")),
+        blocks.append(Block(name=f"b{i}", kind=draw(st.sampled_from(_KINDS)),
                             options=[Option(devices=(dev,), duration=draw(st.integers(1, 3)))],
                             memory=draw(st.integers(-1, 1))))
     edges = [Edge(src=f"b{i}", dst=f"b{j}") for j in range(num_blocks) for i in range(j)

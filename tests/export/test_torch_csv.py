@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 import pytest
 
+from schedsearch.actions import Action
 from schedsearch.errors import FormatError
 from schedsearch.export.torch_csv import (
     parse_torch_csv,
@@ -14,7 +15,7 @@ from schedsearch.export.torch_csv import (
     torch_cells,
     write_torch_csv,
 )
-from schedsearch.handcrafted import Act, Pair, reproduce
+from schedsearch.handcrafted import reproduce
 from schedsearch.placements import tessel_m, vshape
 from schedsearch.schedule import Schedule
 
@@ -83,8 +84,9 @@ def test_an_undeclared_kind_of_group_cannot_be_expressed():
 
 def test_parse_reads_cells_pairs_and_empty_cells():
     rows = parse_torch_csv("0F0,,(0F1;3B0)OVERLAP_F_B,0I0,0W0\n1F0\n")
-    assert rows == [[Act("F", 0, 0), Pair(Act("F", 0, 1), Act("B", 3, 0)), Act("I", 0, 0), Act("W", 0, 0)],
-                    [Act("F", 1, 0)]]
+    assert rows == [[Action(0, "F", 0), Action.overlap(Action(0, "F", 1), Action(3, "B", 0)), Action(0, "I", 0),
+                     Action(0, "W", 0)],
+                    [Action(1, "F", 0)]]
 
 
 @pytest.mark.parametrize(

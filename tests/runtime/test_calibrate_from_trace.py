@@ -18,6 +18,7 @@ import attrs
 import pytest
 
 from schedsearch import Pipeline
+from schedsearch.actions import Action
 from schedsearch.errors import InvalidPipelineError
 from schedsearch.runtime.calibrate import calibration_from_trace, family_plan
 from schedsearch.runtime.trace import Compute, Event, MeasuredTrace, StepTrace
@@ -61,9 +62,9 @@ def simulate(durations, *, gap_ms, delay_ms, tail_ms, split=False, slow_first=0.
             action_start = ready
             end_call = start_call + durations[(r, kind)] + (slow_first if m == 0 else 0.0)
             done[(r, kind, m)] = (start_call, end_call)
-            events.append(Event(rank=r, label=f"{r}{kind}{m}", kind=kind, stage=r, microbatch=m,
+            events.append(Event(rank=r, label=f"{r}{kind}{m}", action=Action(r, kind, m),
                                 start_s=action_start * MS, end_s=(end_call + 0.01) * MS))
-            computes.append(Compute(rank=r, stage=r, kind=kind, microbatch=m, start_s=start_call * MS,
+            computes.append(Compute(rank=r, action=Action(r, kind, m), start_s=start_call * MS,
                                     end_s=end_call * MS))
             at[r] = [i + 1, end_call]
             progressed = True

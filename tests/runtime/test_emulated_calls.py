@@ -6,20 +6,21 @@ from types import SimpleNamespace
 
 import pytest
 
+from schedsearch.actions import Action
 from schedsearch.errors import ExecutionError
 from schedsearch.runtime._torch import emulated_seconds, instrument_stages
 
-PLANNED = {(0, "F", 0): 0.004, (0, "B", 0): 0.008, (1, "F", 0): 0.004}
+PLANNED = {Action(0, "F", 0): 0.004, Action(0, "B", 0): 0.008, Action(1, "F", 0): 0.004}
 
 
 def test_a_planned_call_gets_its_planned_seconds():
-    assert emulated_seconds(PLANNED, 0, (0, "B", 0)) == 0.008
+    assert emulated_seconds(PLANNED, 0, Action(0, "B", 0)) == 0.008
 
 
 @pytest.mark.parametrize("key", [(0, "F", 7), (0, "I", 0), (2, "F", 0)])
 def test_a_call_the_plan_does_not_have_names_rank_stage_kind_and_microbatch(key):
     with pytest.raises(ExecutionError, match=rf"rank 3: stage {key[0]} {key[1]} of micro-batch {key[2]}:") as info:
-        emulated_seconds(PLANNED, 3, key)
+        emulated_seconds(PLANNED, 3, Action(*key))
     assert info.value.rank == 3
 
 

@@ -19,6 +19,7 @@ from optional import require
 
 torch = require("torch")
 
+from schedsearch.actions import Action
 from schedsearch.cli import main  # noqa: E402
 from schedsearch.errors import PlanError  # noqa: E402
 from schedsearch.export.json import write_json  # noqa: E402
@@ -72,13 +73,13 @@ def test_a_reordered_measured_trace_of_a_real_run_is_caught(zbh1):
     step = result.trace.steps[-1]
     assert order_violations(problem, schedule, step) == ()
     # rank 1 (the last stage) claims it ran micro-batch 1's forward before micro-batch 0's
-    a = next(c for c in step.computes if c.key == (1, "F", 0))
-    b = next(c for c in step.computes if c.key == (1, "F", 1))
+    a = next(c for c in step.computes if c.action == Action(1, "F", 0))
+    b = next(c for c in step.computes if c.action == Action(1, "F", 1))
     swapped = []
     for c in step.computes:
-        if c.key in ((1, "F", 0), (1, "F", 1)):
+        if c.action in (Action(1, "F", 0), Action(1, "F", 1)):
             other = b if c is a else a
-            c = Compute(rank=c.rank, stage=c.stage, kind=c.kind, microbatch=c.microbatch, start_s=other.start_s,
+            c = Compute(rank=c.rank, action=c.action, start_s=other.start_s,
                         end_s=other.end_s)
         swapped.append(c)
     bad = StepTrace(rank_spans=step.rank_spans, events=step.events, computes=tuple(swapped))
@@ -164,7 +165,7 @@ def test_a_plan_whose_last_stage_runs_its_forwards_out_of_label_order_is_traced_
     result = run_schedule(problem, schedule, emulate=True, steps=2, timeout_s=120)
     assert result.grads_equal and result.order_as_planned
     first = min(result.trace.steps[-1].computes, key=lambda c: c.start_s)
-    assert first.key == (0, "F", perm[0])
+    assert first.action == Action(0, "F", perm[0])
 
 
 def test_the_emulated_stages_send_the_planned_activation_bytes_up_to_the_cap():

@@ -18,6 +18,7 @@ import pytest
 from optional import require
 
 from schedsearch import Pipeline
+from schedsearch.actions import Action, Kind
 from schedsearch.cli import main
 from schedsearch.errors import InvalidPipelineError
 from schedsearch.runtime.profiler_traces import parse_label, pipeline_from_traces, read_trace, read_traces
@@ -162,9 +163,11 @@ def test_incomplete_sets_of_traces_are_refused(tmp_path):
 
 
 def test_labels_parse_as_torch_prints_its_actions():
-    assert parse_label("PP:12W7") == (12, "W", 7, ())
-    assert parse_label("PP:3RECV_B10") == (3, "RECV_B", 10, ())
-    assert parse_label("PP:(0F2;1I1)OVERLAP_F_B") == (-1, "OVERLAP_F_B", None, ((0, "F", 2), (1, "I", 1)))
+    assert parse_label("PP:12W7") == Action(12, Kind.BACKWARD_WEIGHT, 7)
+    assert parse_label("PP:3RECV_B10") == Action(3, Kind.RECV_B, 10)
+    assert parse_label("PP:2REDUCE_GRAD") == Action(2, Kind.REDUCE_GRAD)
+    pair = parse_label("PP:(0F2;1I1)OVERLAP_F_B")
+    assert pair == Action.overlap(Action(0, "F", 2), Action(1, "I", 1)) and (pair.stage, pair.microbatch) == (-1, None)
     assert parse_label("PP:(0F2;oops)OVERLAP_F_B") is None
     assert parse_label("Forward 3") is None
 

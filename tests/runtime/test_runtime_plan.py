@@ -95,6 +95,26 @@ def test_bad_plans_are_rejected_naming_rank_and_action(text, kwargs, fragments):
         assert fragment in str(info.value)
 
 
+@pytest.mark.parametrize("kwargs, fragment", [
+    ({"num_ranks": 0}, "'num_ranks' must be an integer >= 1, got 0"),
+    ({"num_microbatches": True}, "'num_microbatches' must be an integer >= 1, got True"),
+    ({"num_stages": "2"}, "'num_stages' must be an integer >= 1, got '2'"),
+    ({"stage_to_rank": {0: 0, 2: 1}}, "'stage_to_rank' must give a rank to each stage"),
+    ({"stage_to_rank": [0, "1"]}, "'stage_to_rank' must hold integer ranks, got [0, '1']"),
+])
+def test_bad_arguments_are_refused_at_the_door_naming_them(kwargs, fragment):
+    with pytest.raises(PlanError) as info:
+        parse_plan(ONE_F_ONE_B_2x3, **kwargs)
+    assert fragment in str(info.value)
+
+
+def test_a_blank_line_inside_is_a_rank_and_a_row_of_empty_cells_at_the_end_too():
+    with pytest.raises(PlanError, match="rank 1: its row holds no action"):
+        parse_plan("0F0,0B0\n\n1F0,1B0\n")
+    with pytest.raises(PlanError, match="rank 2: its row holds no action"):
+        parse_plan(ONE_F_ONE_B_2x3 + " , \n\n")
+
+
 def test_deadlock_names_the_cycle_of_ranks_and_their_actions():
     # loop map, 8 stages on 4 ranks: rank 0 runs stage 4's forward before stage 0's
     text = "4F0,0F0,4B0,0B0\n1F0,5F0,5B0,1B0\n2F0,6F0,6B0,2B0\n3F0,7F0,7B0,3B0\n"

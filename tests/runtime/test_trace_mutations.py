@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from schedsearch.actions import Action
 from schedsearch.handcrafted import reproduce
 from schedsearch.runtime.trace import Compute, MeasuredTrace, StepTrace, compare, order_violations
 
@@ -39,7 +40,7 @@ def _plan(name: str):
         for t in sorted(schedule.on_device(d), key=lambda t: t.start):
             if t.overlap is None:
                 kind, stage = kinds[t.block]
-                row.append(Compute(rank=r, stage=stage, kind=kind, microbatch=t.microbatch,
+                row.append(Compute(rank=r, action=Action(stage, kind, t.microbatch),
                                    start_s=t.start * UNIT_S, end_s=t.end * UNIT_S))
             else:
                 groups.setdefault((t.overlap, t.start), []).append(t)
@@ -49,11 +50,11 @@ def _plan(name: str):
             fwd = [t for t in members if kinds[t.block][0] == "F"]
             back = [t for t in members if kinds[t.block][0] != "F"]
             for t in fwd:
-                row.append(Compute(rank=r, stage=kinds[t.block][1], kind="F", microbatch=t.microbatch,
+                row.append(Compute(rank=r, action=Action(kinds[t.block][1], "F", t.microbatch),
                                    start_s=start * UNIT_S, end_s=(mid if back else end) * UNIT_S))
             if back:
                 assert len({(kinds[t.block][1], t.microbatch) for t in back}) == 1
-                row.append(Compute(rank=r, stage=kinds[back[0].block][1], kind="B", microbatch=back[0].microbatch,
+                row.append(Compute(rank=r, action=Action(kinds[back[0].block][1], "B", back[0].microbatch),
                                    start_s=(mid if fwd else start) * UNIT_S, end_s=end * UNIT_S))
         rows.append(sorted(row, key=lambda c: c.start_s))
     return problem, schedule, rows
@@ -71,7 +72,7 @@ def _trace(step: StepTrace) -> MeasuredTrace:
 
 
 def _moved(c: Compute, start_s: float, end_s: float) -> Compute:
-    return Compute(rank=c.rank, stage=c.stage, kind=c.kind, microbatch=c.microbatch, start_s=start_s, end_s=end_s)
+    return Compute(rank=c.rank, action=c.action, start_s=start_s, end_s=end_s)
 
 
 @pytest.mark.parametrize("name", FAMILIES)
@@ -96,7 +97,7 @@ def test_every_single_mutation_is_caught(data):
     if what == "swap":
         i = min(i, len(row) - 2)
         a, b = row[i], row[i + 1]
-        assert a.key != b.key
+        assert a.action != b.action
         row[i], row[i + 1] = _moved(b, a.start_s, a.end_s), _moved(a, b.start_s, b.end_s)
         kinds = None
     elif what == "duplicate":
@@ -108,7 +109,7 @@ def test_every_single_mutation_is_caught(data):
         kinds = {"missing_task"}
     else:
         mb = data.draw(st.sampled_from([7, -1, 4]), label="micro-batch")
-        row.append(Compute(rank=r, stage=c.stage, kind=c.kind, microbatch=mb, start_s=end + UNIT_S,
+        row.append(Compute(rank=r, action=Action(c.stage, c.kind, mb), start_s=end + UNIT_S,
                            end_s=end + 2 * UNIT_S))
         kinds = {"unknown_task"}
     step = _step(rows)
@@ -126,9 +127,9 @@ def test_every_single_mutation_is_caught(data):
 @pytest.mark.parametrize(("a", "b"), [((2, "B", 0), (1, "F", 2)), ((1, "F", 3), (2, "B", 1))])
 def test_dualpipev_swap_of_an_overlapped_member_with_its_neighbour_is_caught(a, b):
     problem, schedule, rows = _plan("dualpipev")
-    row = next(row for row in rows if any(c.key == a for c in row))
-    i = next(i for i, c in enumerate(row) if c.key == a)
-    j = next(i for i, c in enumerate(row) if c.key == b)
+    row = next(row for row in rows if any(c.action == Action(*a) for c in row))
+    i = next(i for i, c in enumerate(row) if c.action == Action(*a))
+    j = next(i for i, c in enumerate(row) if c.action == Action(*b))
     assert abs(i - j) == 1
     swapped = list(row)
     swapped[i], swapped[j] = _moved(row[j], row[i].start_s, row[i].end_s), _moved(row[i], row[j].start_s, row[j].end_s)

@@ -12,6 +12,7 @@ import statistics
 
 import pytest
 
+from schedsearch.actions import Action
 from schedsearch.handcrafted import reproduce
 from schedsearch.runtime.trace import (
     Compute,
@@ -40,10 +41,10 @@ def _as_planned(problem, schedule, stretch: float = 1.0, lag_s: float = 0.0) -> 
     computes = []
     for t in schedule.tasks:
         kind, stage = kinds[t.block]
-        computes.append(Compute(rank=devices.index(t.devices[0]), stage=stage, kind=kind, microbatch=t.microbatch,
+        computes.append(Compute(rank=devices.index(t.devices[0]), action=Action(stage, kind, t.microbatch),
                                 start_s=stretch * t.start * UNIT_S + lag_s, end_s=stretch * t.end * UNIT_S + lag_s))
-    events = tuple(Event(rank=c.rank, label=f"{c.stage}{c.kind}{c.microbatch}", kind=c.kind, stage=c.stage,
-                         microbatch=c.microbatch, start_s=c.start_s - lag_s / 2, end_s=c.end_s) for c in computes)
+    events = tuple(Event(rank=c.rank, label=str(c.action), action=c.action, start_s=c.start_s - lag_s / 2, end_s=c.end_s)
+                   for c in computes)
     end = max(c.end_s for c in computes)
     spans = tuple((0.0, end) for _ in devices)
     return StepTrace(rank_spans=spans, events=events, computes=tuple(computes))
@@ -56,15 +57,15 @@ def _trace(*steps: StepTrace) -> MeasuredTrace:
 
 def _swap(step: StepTrace, a: tuple[int, str, int], b: tuple[int, str, int]) -> StepTrace:
     """The same step with the intervals of stage calls ``a`` and ``b`` exchanged (a reordering)."""
-    ca = next(c for c in step.computes if c.key == a)
-    cb = next(c for c in step.computes if c.key == b)
+    ca = next(c for c in step.computes if c.action == Action(*a))
+    cb = next(c for c in step.computes if c.action == Action(*b))
     out = []
     for c in step.computes:
         if c is ca:
-            c = Compute(rank=c.rank, stage=c.stage, kind=c.kind, microbatch=c.microbatch, start_s=cb.start_s,
+            c = Compute(rank=c.rank, action=c.action, start_s=cb.start_s,
                         end_s=cb.end_s)
         elif c is cb:
-            c = Compute(rank=c.rank, stage=c.stage, kind=c.kind, microbatch=c.microbatch, start_s=ca.start_s,
+            c = Compute(rank=c.rank, action=c.action, start_s=ca.start_s,
                         end_s=ca.end_s)
         out.append(c)
     return StepTrace(rank_spans=step.rank_spans, events=step.events, computes=tuple(out))
@@ -72,8 +73,8 @@ def _swap(step: StepTrace, a: tuple[int, str, int], b: tuple[int, str, int]) -> 
 
 def _rows(problem, schedule):
     kinds = {b.name: (b.kind, b.stage) for b in problem.graph.blocks}
-    return [[(kinds[t.block][1], kinds[t.block][0], t.microbatch) for t in sorted(schedule.on_device(d),
-                                                                                   key=lambda t: t.start)]
+    return [[Action(kinds[t.block][1], kinds[t.block][0], t.microbatch) for t in sorted(schedule.on_device(d),
+                                                                                         key=lambda t: t.start)]
             for d in problem.cluster.device_names]
 
 
@@ -111,7 +112,7 @@ def test_a_missing_action_is_caught():
     problem, schedule = _problem("zb-h1", devices=2, microbatches=3)
     step = _as_planned(problem, schedule)
     short = StepTrace(rank_spans=step.rank_spans, events=step.events,
-                      computes=tuple(c for c in step.computes if c.key != (1, "W", 2)))
+                      computes=tuple(c for c in step.computes if c.action != Action(1, "W", 2)))
     found = order_violations(problem, schedule, _trace(short))
     assert [v.kind for v in found] == ["missing_task"]
     assert row_order_violations(_rows(problem, schedule), short)
@@ -121,17 +122,17 @@ def test_order_checks_are_exact_below_the_time_unit():
     # two dependent calls 1 microsecond apart, far below the 1 ms unit: in order passes, reversed fails
     problem, schedule = _problem("1f1b", devices=2, microbatches=1)
     step = _as_planned(problem, schedule)
-    f0 = next(c for c in step.computes if c.key == (0, "F", 0))
+    f0 = next(c for c in step.computes if c.action == Action(0, "F", 0))
     moved = []
     for c in step.computes:
-        if c.key == (1, "F", 0):
-            c = Compute(rank=c.rank, stage=1, kind="F", microbatch=0, start_s=f0.end_s + 1e-6, end_s=c.end_s)
+        if c.action == Action(1, "F", 0):
+            c = Compute(rank=c.rank, action=Action(1, "F", 0), start_s=f0.end_s + 1e-6, end_s=c.end_s)
         moved.append(c)
     ok = StepTrace(rank_spans=step.rank_spans, events=step.events, computes=tuple(moved))
     assert order_violations(problem, schedule, _trace(ok)) == ()
-    late = [Compute(rank=c.rank, stage=c.stage, kind=c.kind, microbatch=c.microbatch,
-                    start_s=c.start_s + (2e-6 if c.key == (0, "F", 0) else 0.0),
-                    end_s=c.end_s + (2e-6 if c.key == (0, "F", 0) else 0.0)) for c in moved]
+    late = [Compute(rank=c.rank, action=c.action,
+                    start_s=c.start_s + (2e-6 if c.action == Action(0, "F", 0) else 0.0),
+                    end_s=c.end_s + (2e-6 if c.action == Action(0, "F", 0) else 0.0)) for c in moved]
     bad = StepTrace(rank_spans=step.rank_spans, events=step.events, computes=tuple(late))
     assert [v.kind for v in order_violations(problem, schedule, _trace(bad))] == ["dependency"]
 

@@ -1,0 +1,642 @@
+"""The configuration chosen with the schedule: :func:`plan_layers` on a :class:`~schedsearch.plan.layers.LayerModel`.
+
+For a model in layers and a pipeline degree, the planner searches the
+configurations torchtitan lets one set (:class:`~schedsearch.plan.layers.Configuration`)
+together with the schedule families that run them:
+
+* **shapes**: every stage count and layout of the planner's families that
+  torch runs (``"loop"`` with ``v`` = 1 to 4 stages per rank, ``"v"`` with
+  two), where the model has a layer per stage;
+* **micro-batch sizes**: every size that divides the global batch and has a
+  cost (:meth:`~schedsearch.plan.layers.LayerModel.sizes`);
+* **recomputation**: what torchtitan runs (none, full, selective every
+  ``k``-th block for ``k`` in :data:`SELECTIVE_EVERY`);
+* **splits**: every contiguous split when there are at most ``max_splits``
+  of them (a small model's space is searched whole); otherwise the splits the
+  peers propose (:mod:`schedsearch.plan.peers`: torchtitan's default for the
+  shape, torch's ``auto_partition`` for each schedule type of the shape, the
+  AdaPipe-style DP for one stage per rank) and the library's own DP
+  (:func:`balanced_split`: the least largest rank time, recomputation
+  included, among the splits whose every rank can hold its parameters and
+  one micro-batch's activations).
+
+Each configuration x family variant that torchtitan runs with that
+recomputation (a split backward only without any) is a candidate of the
+planner's own machinery (:func:`~schedsearch.plan.planner.plan`'s
+preparation, executors and typed outcomes). Before any search every
+candidate gets its analytic lower bound in ms (its integer problem's
+:func:`~schedsearch.bounds.analytic_lower_bound`, read in real ms as
+:func:`~schedsearch.plan.times.real_bound_ms` reads one); candidates are
+searched in increasing order of that bound, ``parallel`` at a time, and a
+candidate whose bound is not below the best plan found so far is **pruned**
+(not searched: no plan of it can be better). Candidates that cannot run
+(their shape, or over the memory budget in any plan) are **skipped** with
+their reason. The search bound of the result is the least of the searched
+candidates' bounds and the pruned ones' analytic bounds: no plan of any
+configuration in the space is faster. Whether the space is the whole
+configuration space (every split) or the proposed splits is said in
+:attr:`LayerPlanResult.covered`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Callable, Sequence
+from fractions import Fraction
+from typing import Any
+
+import attrs
+
+from schedsearch.errors import InvalidOptionsError, InvalidPipelineError, NoFittingPlanError, SchedSearchError
+from schedsearch.handcrafted.families import check_runtime, family, planner_families
+from schedsearch.options import MAX_SEED, Rule, check_options
+from schedsearch.plan.candidates import Candidate
+from schedsearch.plan.layers import Configuration, LayerModel, Recomputation
+from schedsearch.plan.table import PlanResult, PlanRow, _rank_key
+
+__all__ = ["SELECTIVE_EVERY", "MAX_SPLITS", "LayerCandidate", "LayerPlanResult", "Breakdown", "balanced_split",
+           "configurations", "plan_layers", "plan_configuration"]
+
+#: The ``k`` of the selective recomputation (every ``k``-th block) the search tries.
+SELECTIVE_EVERY = (2, 4)
+#: Up to this many contiguous splits of a shape, every one is searched (the whole space); above, the proposed ones.
+MAX_SPLITS = 64
+
+
+def _shapes(model: LayerModel, num_ranks: int) -> list[tuple[str, int]]:
+    """(layout, stages per rank) of the planner's torch-run families, with a layer per stage."""
+    out = []
+    for key in planner_families():
+        fam = family(key)
+        if fam.torch_style not in ("loop", "v"):
+            continue
+        for v in fam.chunks:
+            if (fam.torch_style, v) not in out and num_ranks * v <= model.num_layers:
+                out.append((fam.torch_style, v))
+    return out
+
+
+def _recomputations() -> list[Recomputation]:
+    return [Recomputation(mode="none"), Recomputation(mode="full")] + [
+        Recomputation(mode="selective", every=k) for k in SELECTIVE_EVERY]
+
+
+def _stage_ranks(num_stages: int, num_ranks: int, layout: str) -> list[int]:
+    """The rank of each stage."""
+    if layout == "v":
+        return [s if s < num_ranks else 2 * num_ranks - 1 - s for s in range(num_stages)]
+    return [s % num_ranks for s in range(num_stages)]
+
+
+def balanced_split(model: LayerModel, *, num_ranks: int, layout: str, stages_per_rank: int, microbatch_size: int,
+                   recomputation: Recomputation) -> list[list[int]] | None:
+    """The library's own split: the least largest rank time, among the splits whose every rank can hold its
+    parameters and one micro-batch's activations at once (None: no split can).
+
+    A layer's time is its forward and backward at ``microbatch_size`` plus
+    its forward again when ``recomputation`` recomputes every block (mode
+    ``"full"``; for ``"selective"`` the split of ``"none"`` is balanced on
+    the times without recomputation, as which blocks are recomputed depends
+    on the split). A rank's time sums its stages'. The DP runs over the
+    stages in order with the ranks' times so far (exact for one stage per
+    rank; for more, the least largest rank time among the splits whose
+    stage boundaries it tries: every boundary, by exhaustion of the prefix
+    states with the same per-rank totals kept least).
+
+    Examples
+    --------
+    >>> from schedsearch.plan.layers import LayerModel, Recomputation
+    >>> from schedsearch.plan.autoplan import balanced_split
+    >>> at1 = [{"microbatch_size": 1, "forward_ms": 1.0, "backward_ms": 2.0}]
+    >>> model = LayerModel(global_batch=4, num_ranks=2, layers=[{"name": "block", "repeat": 6, "measured": at1}])
+    >>> balanced_split(model, num_ranks=2, layout="loop", stages_per_rank=1, microbatch_size=1,
+    ...                recomputation=Recomputation(mode="full"))
+    [[0, 1, 2], [3, 4, 5]]
+    """
+    figures = model.at(microbatch_size)
+    kinds = model.kinds()
+    full = recomputation.mode == "full"
+    load = [m.forward_ms + m.backward_ms + (m.forward_ms if full and kinds[i] == "layer" else 0.0)
+            for i, m in enumerate(figures)]
+    held = [m.held_when_recomputed if full and kinds[i] == "layer" else m.activation_bytes
+            for i, m in enumerate(figures)]
+    params = [layer.parameter_bytes for layer in model.expanded]
+    n, S = len(load), num_ranks * stages_per_rank
+    rank_of = _stage_ranks(S, num_ranks, layout)
+    budget = model.memory_budget_bytes
+    prefix = [0.0]
+    for x in load:
+        prefix.append(prefix[-1] + x)
+    # states after stage s: end layer -> {per-rank (time, params, acts) totals: cuts}; kept: the least largest time
+    states: dict[int, tuple[float, tuple, list[int]]] = {0: (0.0, ((0.0, 0, 0),) * num_ranks, [0])}
+    for s in range(S):
+        following: dict[int, tuple[float, tuple, list[int]]] = {}
+        r = rank_of[s]
+        for start, (worst, totals, cuts) in states.items():
+            for end in range(start + 1, n - (S - 1 - s) + 1):
+                t, p, a = totals[r]
+                t += prefix[end] - prefix[start]
+                p += sum(params[start:end])
+                a += sum(held[start:end])
+                if budget is not None and p + a > budget:
+                    continue
+                value = max(worst, t)
+                if end not in following or value < following[end][0]:
+                    new = list(totals)
+                    new[r] = (t, p, a)
+                    following[end] = (value, tuple(new), cuts + [end])
+        states = following
+    if n not in states:
+        return None
+    cuts = states[n][2]
+    return [list(range(cuts[k], cuts[k + 1])) for k in range(S)]
+
+
+def _most_blocks_per_rank(model: LayerModel, num_ranks: int, stages_per_rank: int) -> int:
+    """The most transformer blocks a rank can hold (every other stage one layer)."""
+    return model.kinds().count("layer") - (num_ranks * stages_per_rank - stages_per_rank)
+
+
+def _all_splits(n: int, num_stages: int) -> list[list[list[int]]] | None:
+    if math.comb(n - 1, num_stages - 1) > MAX_SPLITS:
+        return None
+    out = []
+    for cuts in itertools.combinations(range(1, n), num_stages - 1):
+        edges = (0, *cuts, n)
+        out.append([list(range(edges[k], edges[k + 1])) for k in range(num_stages)])
+    return out
+
+
+def configurations(model: LayerModel, num_ranks: int) -> tuple[list[tuple[Configuration, tuple[str, ...]]], bool]:
+    """The configurations :func:`plan_layers` searches for ``num_ranks`` ranks, each with what proposed its split,
+    and whether they are every configuration of the space (every split of every shape).
+
+    Examples
+    --------
+    >>> from schedsearch.plan.layers import LayerModel
+    >>> from schedsearch.plan.autoplan import configurations
+    >>> at1 = [{"microbatch_size": 1, "forward_ms": 1.0, "backward_ms": 2.0}]
+    >>> model = LayerModel(global_batch=2, num_ranks=2, layers=[{"name": "block", "repeat": 4, "measured": at1}])
+    >>> found, whole = configurations(model, 2)
+    >>> whole, len(found), found[0][0].label(), found[0][1]
+    (True, 15, '[1/3] on 2 ranks (loop, v=1), 2 x 1, no recomputation', ('every split',))
+    """
+    from schedsearch.plan.peers import adapipe, auto_partition, torchtitan_default
+
+    found: dict[Configuration, list[str]] = {}
+    whole = True
+
+    def add(config: Configuration, origin: str) -> None:
+        found.setdefault(config, [])
+        if origin not in found[config]:
+            found[config].append(origin)
+
+    kinds = model.kinds()
+    titan_ok = kinds[0] == "embedding" and kinds[-1] == "head"
+    for layout, v in _shapes(model, num_ranks):
+        S = num_ranks * v
+        every = _all_splits(model.num_layers, S)
+        whole = whole and every is not None
+        for size in model.sizes():
+            m = model.global_batch // size
+            for rec in _recomputations():
+                if rec.mode == "selective" and not 1 < rec.every <= _most_blocks_per_rank(model, num_ranks, v):
+                    continue  # recomputes nothing on any rank: configuration "none" runs more variants
+                fields = dict(num_ranks=num_ranks, layout=layout, microbatch_size=size, num_microbatches=m,
+                              recomputation=rec)
+                if every is not None:
+                    for split in every:
+                        add(Configuration(split=split, **fields), "every split")
+                    continue
+                proposed: list[tuple[str, list[list[int]] | Sequence[Sequence[int]] | None]] = []
+                base = rec if rec.mode != "selective" else Recomputation(mode="none")
+                own = balanced_split(model, num_ranks=num_ranks, layout=layout, stages_per_rank=v,
+                                     microbatch_size=size, recomputation=base)
+                proposed.append(("balanced DP", own))
+                if titan_ok:
+                    schedule = {("loop", 1): "1F1B", ("loop", 2): "Interleaved1F1B", ("v", 2): "ZBVZeroBubble"}
+                    if (layout, v) in schedule:
+                        try:
+                            proposed.append((f"torchtitan {schedule[layout, v]}", torchtitan_default(
+                                model, num_ranks=num_ranks, schedule=schedule[layout, v],
+                                microbatch_size=size).split))
+                        except SchedSearchError:
+                            pass
+                if layout == "loop":
+                    types = ("1f1b",) if v == 1 else ("interleaved_1f1b", "interleaved_zero_bubble")
+                    for kind in types:
+                        try:
+                            proposed.append((f"auto_partition {kind}", auto_partition(
+                                model, num_ranks=num_ranks, schedule_type=kind, microbatch_size=size,
+                                virtual_stages_per_rank=None if v == 1 else v, recomputation=base).split))
+                        except SchedSearchError:
+                            pass
+                if layout == "loop" and v == 1 and rec.mode == "none":
+                    try:
+                        proposed.append(("adapipe", adapipe(model, num_ranks=num_ranks, microbatch_size=size).split))
+                    except SchedSearchError:
+                        pass
+                for origin, split in proposed:
+                    if split is not None:
+                        add(Configuration(split=[list(g) for g in split], **fields), origin)
+    # the adapipe split is proposed for every recomputation of its shape and size
+    for config, origins in list(found.items()):
+        if "adapipe" in origins and config.recomputation.mode == "none":
+            for rec in _recomputations()[1:]:
+                add(attrs.evolve(config, recomputation=rec), "adapipe")
+    return [(c, tuple(o)) for c, o in found.items()], whole
+
+
+# ------------------------------------------------------------------ the result
+@attrs.frozen(kw_only=True)
+class Breakdown:
+    """What a plan's step time is made of, on its busiest rank (ms): its forward and backward work, the forwards it
+    recomputes, and the rest of the step it waits (``bubble_ms``, which holds the transfers on its critical
+    path); ``transfer_ms`` is one micro-batch's transfers there and back through the pipeline."""
+
+    compute_ms: float
+    recompute_ms: float
+    bubble_ms: float
+    transfer_ms: float
+
+    def label(self) -> str:
+        return (f"compute {self.compute_ms:.1f} + recomputation {self.recompute_ms:.1f} + bubble {self.bubble_ms:.1f} "
+                f"ms (transfers per micro-batch {self.transfer_ms:.1f} ms)")
+
+
+@attrs.frozen(kw_only=True)
+class LayerCandidate:
+    """One configuration x family variant: its pre-search bound, and its row when it was searched.
+
+    ``outcome``: ``"searched"``, ``"pruned"`` (its bound was not below the
+    best plan found before it) or ``"skipped"`` (it cannot run: ``note``
+    says why).
+    """
+
+    configuration: Configuration
+    origins: tuple[str, ...]
+    candidate: Candidate
+    outcome: str
+    bound_ms: float | None = None
+    row: PlanRow | None = None
+    breakdown: Breakdown | None = None
+    note: str = ""
+
+    @property
+    def makespan_ms(self) -> float | None:
+        return None if self.row is None else self.row.makespan_ms
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"configuration": self.configuration.label(), "origins": list(self.origins),
+                "family": self.candidate.label, "outcome": self.outcome, "bound_ms": self.bound_ms,
+                "makespan_ms": self.makespan_ms,
+                "row_bound_ms": None if self.row is None else self.row.bound_ms,
+                "peak_gib": [] if self.row is None else list(self.row.peak_gib),
+                "breakdown": None if self.breakdown is None else attrs.asdict(self.breakdown), "note": self.note}
+
+
+@attrs.frozen(kw_only=True)
+class LayerPlanResult:
+    """What :func:`plan_layers` found: every candidate (ranked), the winner, and its configuration's plan.
+
+    ``bound_ms`` is a lower bound on the step time of every plan of every
+    configuration searched (the least of the searched rows' bounds and the
+    pruned candidates' analytic bounds); ``covered`` says whether those
+    configurations are the whole space (every split of every shape, size and
+    recomputation) or the proposed splits only. ``result`` is the
+    :class:`~schedsearch.plan.table.PlanResult` of the winner's configuration
+    (its files are written from it). ``runner_up`` is the second-best plan,
+    or, when every other candidate was pruned, the pruned candidate with the
+    least bound (it would cost at least that bound).
+    """
+
+    model: LayerModel
+    num_ranks: int
+    candidates: tuple[LayerCandidate, ...]
+    best: LayerCandidate | None
+    runner_up: LayerCandidate | None
+    result: PlanResult | None
+    bound_ms: float | None
+    covered: bool
+    num_configurations: int
+    executor: str = "local"
+    wall_time_s: float = 0.0
+
+    @property
+    def searched(self) -> int:
+        return sum(c.outcome == "searched" for c in self.candidates)
+
+    @property
+    def pruned(self) -> int:
+        return sum(c.outcome == "pruned" for c in self.candidates)
+
+    @property
+    def skipped(self) -> int:
+        return sum(c.outcome == "skipped" for c in self.candidates)
+
+    @property
+    def configuration(self) -> Configuration | None:
+        return None if self.best is None else self.best.configuration
+
+    @property
+    def gap(self) -> float | None:
+        if self.best is None or self.bound_ms is None or not self.best.makespan_ms:
+            return None
+        return max(0.0, (self.best.makespan_ms - self.bound_ms) / self.best.makespan_ms)
+
+    def table(self, rows: int = 12) -> str:
+        """The winner, the runner-up, what the search covered, and the best ``rows`` candidates with a plan."""
+        lines = [f"{self.model} — planned on {self.num_ranks} ranks",
+                 f"configurations: {self.num_configurations} ({'every split: the whole space' if self.covered else 'proposed splits: torchtitan, auto_partition, AdaPipe-style DP, balanced DP'}); "
+                 f"candidates: {len(self.candidates)}: {self.searched} searched, {self.pruned} pruned by bound, "
+                 f"{self.skipped} skipped"]
+        if self.best is not None:
+            b = self.best
+            lines.append(f"best: {b.candidate.label} on {b.configuration.label()}: {b.makespan_ms:.3f} ms "
+                         f"(proposed by {', '.join(b.origins)})")
+            if b.breakdown is not None:
+                lines.append(f"  {b.breakdown.label()}")
+            bound = "-" if self.bound_ms is None else f"{self.bound_ms:.3f} ms"
+            gap = "-" if self.gap is None else f"{100 * self.gap:.1f}%"
+            lines.append(f"  bound over every configuration searched or pruned: {bound} (gap {gap})")
+        r = self.runner_up
+        if r is not None and r.makespan_ms is None:
+            lines.append(f"runner-up: {r.candidate.label} on {r.configuration.label()}: at least {r.bound_ms:.3f} ms "
+                         f"(pruned by its bound)")
+        elif r is not None:
+            extra = "" if self.best is None else f", +{r.makespan_ms - self.best.makespan_ms:.3f} ms"
+            lines.append(f"runner-up: {r.candidate.label} on {r.configuration.label()}: {r.makespan_ms:.3f} ms{extra}")
+            if r.breakdown is not None:
+                lines.append(f"  {r.breakdown.label()}")
+        lines.append("")
+        lines.append(f"{'#':>3} {'family':<22} {'step ms':>10} {'bound ms':>10} {'peak GiB':>8}  configuration")
+        shown = [c for c in self.candidates if c.makespan_ms is not None][:rows]
+        for i, c in enumerate(shown, 1):
+            peak = max(c.row.peak_gib) if c.row.peak_gib else float("nan")
+            bound = c.row.bound_ms if c.row.bound_ms is not None else c.bound_ms
+            lines.append(f"{i:>3} {c.candidate.label:<22} {c.makespan_ms:>10.3f} "
+                         f"{'-' if bound is None else format(bound, '.3f'):>10} {peak:>8.2f}  "
+                         f"{c.configuration.label()}")
+        lines.append(f"wall time {self.wall_time_s:.1f} s on the {self.executor} executor")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model.name, "num_ranks": self.num_ranks, "bound_ms": self.bound_ms, "gap": self.gap,
+                "covered": self.covered, "num_configurations": self.num_configurations,
+                "searched": self.searched, "pruned": self.pruned, "skipped": self.skipped,
+                "best": None if self.best is None else self.best.to_dict(),
+                "runner_up": None if self.runner_up is None else self.runner_up.to_dict(),
+                "wall_time_s": self.wall_time_s}
+
+
+# ------------------------------------------------------------------ the search
+def _pre_bound(times: Any) -> Fraction:
+    """A candidate's analytic lower bound in real ms, before any search."""
+    from schedsearch.bounds import analytic_lower_bound
+    from schedsearch.plan.times import real_bound_ms
+
+    problem = times.problem if times.memory_exact else times.relaxed_problem()
+    return real_bound_ms(times, analytic_lower_bound(problem).value)
+
+
+def _breakdown(model: LayerModel, config: Configuration, row: PlanRow) -> Breakdown:
+    """:class:`Breakdown` of ``row``'s plan of ``config``, on the rank with the most work."""
+    rec = model.recomputed(config)
+    figures = model.at(config.microbatch_size)
+    m = config.num_microbatches
+    ranks = config.stage_of_rank()
+    best = (-1.0, 0.0)
+    for stages in ranks:
+        layers = [i for s in stages for i in config.split[s]]
+        work = math.fsum(figures[i].forward_ms + figures[i].backward_ms for i in layers)
+        again = math.fsum(figures[i].forward_ms for i in layers if i in rec)
+        if work + again > sum(best):
+            best = (work, again)
+    compute, again = m * best[0], m * best[1]
+    sends = [float(model.p2p.transfer_ms(figures[g[-1]].p2p_bytes)) for g in config.split[:-1]]
+    rank_of = _stage_ranks(config.num_stages, config.num_ranks, config.layout)
+    transfer = 2 * math.fsum(t for k, t in enumerate(sends) if rank_of[k] != rank_of[k + 1])
+    return Breakdown(compute_ms=round(compute, 3), recompute_ms=round(again, 3),
+                     bubble_ms=round(max(0.0, row.makespan_ms - compute - again), 3), transfer_ms=round(transfer, 3))
+
+
+def plan_layers(
+    model: LayerModel,
+    *,
+    num_ranks: int | None = None,
+    time_limit_s: float = 10.0,
+    executor: Any = "local",
+    parallel: int | None = None,
+    address: str | None = None,
+    deterministic: bool = False,
+    seed: int = 0,
+    runtime: str = "torch",
+    prune: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> LayerPlanResult:
+    """Choose the configuration (split, stages per rank, micro-batching, recomputation) with the schedule.
+
+    See the module docstring for the space and the pruning. Each candidate's
+    search gets ``time_limit_s`` (its share, not the whole search's: the
+    number searched depends on the pruning); ``executor``, ``parallel``,
+    ``address``, ``deterministic``, ``seed`` and ``runtime`` are
+    :func:`~schedsearch.plan.planner.plan`'s. ``num_ranks`` is one of the
+    model's pipeline degrees (default its first). ``prune=False`` searches
+    every candidate (what the pruning is checked against).
+
+    Raises :class:`~schedsearch.errors.NoFittingPlanError` when no candidate
+    of any configuration has a plan the runtime can execute.
+
+    Examples
+    --------
+    >>> from schedsearch.plan.layers import LayerModel
+    >>> from schedsearch.plan.autoplan import plan_layers
+    >>> at1 = [{"microbatch_size": 1, "forward_ms": 1.0, "backward_ms": 2.0, "activation_bytes": "1 GiB",
+    ...         "checkpoint_bytes": "0.25 GiB"}]
+    >>> model = LayerModel(global_batch=4, num_ranks=2, memory_budget_bytes="5 GiB",
+    ...                    layers=[{"name": "block", "repeat": 4, "measured": at1}])
+    >>> result = plan_layers(model, time_limit_s=5, parallel=1, deterministic=True)
+    >>> result.best.makespan_ms, result.best.configuration.label(), result.covered
+    (27.0, '[1/1/1/1] on 2 ranks (loop, v=2), 4 x 1, no recomputation', True)
+    >>> result.searched, result.pruned, result.skipped, result.bound_ms
+    (1, 14, 6, 27.0)
+    """
+    from schedsearch.executors import get_executor
+    from schedsearch.plan.evaluation import _evaluate
+    from schedsearch.plan.planner import _finish, _prepare, _run_timeout
+
+    if not isinstance(model, LayerModel):
+        raise InvalidPipelineError(f"plan_layers: 'model' must be a LayerModel (LayerModel.load reads one), got "
+                                   f"{type(model).__name__}")
+    check_options("plan_layers", {
+        "time_limit_s": (time_limit_s, Rule.number(maximum=10**7, above=0)),
+        "parallel": (parallel, Rule.integer(1, 4096, none=True)),
+        "address": (address, Rule.instance(str, "an address string", none=True)),
+        "deterministic": (deterministic, Rule.boolean()), "seed": (seed, Rule.integer(0, MAX_SEED)),
+        "prune": (prune, Rule.boolean()),
+    })
+    check_runtime(runtime)
+    if progress is not None and not callable(progress):
+        raise InvalidOptionsError(f"plan_layers: 'progress' must be a function of one line of text, got {progress!r}")
+    if num_ranks is None:
+        num_ranks = model.num_ranks[0]
+    if isinstance(num_ranks, bool) or num_ranks not in model.num_ranks:
+        raise InvalidPipelineError(f"plan_layers: 'num_ranks' must be one of the model's pipeline degrees "
+                                   f"{list(model.num_ranks)}, got {num_ranks!r}")
+    t0 = time.perf_counter()
+    runner = get_executor(executor, parallel=parallel, address=address)
+    at_once = parallel or getattr(runner, "parallel", None) or 1
+    configs, whole = configurations(model, num_ranks)
+
+    entries: list[LayerCandidate] = []
+    waiting: list[tuple[Fraction, int, Any, Any]] = []  # (bound, order, prepared, task)
+    prepared_of: dict[Configuration, Any] = {}
+    for config, origins in configs:
+        pipeline = model.pipeline(config)
+        keep = {(f.key, config.stages_per_rank, v.split_backward) for f, v in config.torchtitan_variants()}
+        try:
+            prepared = _prepare(pipeline, time_limit_s=time_limit_s, parallel=None, deterministic=deterministic,
+                                seed=seed, runtime=runtime,
+                                keep=lambda c: (c.family, c.chunks, c.split_backward) in keep)
+        except NoFittingPlanError as exc:
+            for f, v in config.torchtitan_variants():
+                entries.append(LayerCandidate(configuration=config, origins=origins, outcome="skipped",
+                                              candidate=Candidate(family=f.key, chunks=config.stages_per_rank,
+                                                                  split_backward=v.split_backward),
+                                              note=str(exc).splitlines()[0]))
+            continue
+        for row in prepared.skipped:
+            entries.append(LayerCandidate(configuration=config, origins=origins, candidate=row.candidate,
+                                          outcome="skipped", note=row.note))
+        prepared_of[config] = (prepared, origins)
+        for task in prepared.tasks:
+            task = attrs.evolve(task, options=task.options.replace(time_limit_s=time_limit_s))
+            waiting.append((_pre_bound(task.times), len(waiting), config, task))
+    waiting.sort(key=lambda w: (w[0], w[1]))
+
+    best_ms: float | None = None
+    runs: dict[Configuration, list[tuple[Any, Any]]] = {}
+    searched: list[tuple[Any, Any, Any, Fraction]] = []
+    k = 0
+    while k < len(waiting):
+        batch = []
+        while k < len(waiting) and len(batch) < at_once:
+            bound, _, config, task = waiting[k]
+            k += 1
+            if prune and best_ms is not None and bound >= best_ms:
+                prepared, origins = prepared_of[config]
+                entries.append(LayerCandidate(configuration=config, origins=origins, candidate=task.candidate,
+                                              outcome="pruned", bound_ms=float(bound),
+                                              note=f"its bound {float(bound):.3f} ms is not below the best plan "
+                                                   f"found before it ({best_ms:.3f} ms)"))
+                continue
+            batch.append((bound, config, task))
+        if not batch:
+            break
+        timeout = _run_timeout([prepared_of[c][0] for _, c, _ in batch], parallel=at_once,
+                               deterministic=deterministic)
+        outcomes = runner.run(_evaluate, [t for _, _, t in batch], timeout_s=timeout)
+        for (bound, config, task), outcome in zip(batch, outcomes):
+            runs.setdefault(config, []).append((task, outcome))
+            searched.append((config, task, outcome, bound))
+            if outcome.ok:
+                row = outcome.value.row
+                if row.makespan_ms is not None and not row.candidate.record.runtime_gap(runtime) \
+                        and (best_ms is None or row.makespan_ms < best_ms):
+                    best_ms = row.makespan_ms
+            if progress is not None:
+                what = (f"{outcome.value.row.makespan_ms:.3f} ms" if outcome.ok and outcome.value.row.makespan_ms
+                        is not None else "no plan")
+                progress(f"[{len(searched)}/{len(waiting)}] {task.candidate.label} on {config.label()}: {what}")
+
+    for config, task, outcome, bound in searched:
+        prepared, origins = prepared_of[config]
+        if outcome.ok:
+            row = outcome.value.row
+            entries.append(LayerCandidate(
+                configuration=config, origins=origins, candidate=task.candidate, outcome="searched",
+                bound_ms=float(bound), row=row,
+                breakdown=_breakdown(model, config, row) if row.makespan_ms is not None else None))
+        else:
+            entries.append(LayerCandidate(configuration=config, origins=origins, candidate=task.candidate,
+                                          outcome="searched", bound_ms=float(bound), note=outcome.error))
+
+    def rank(c: LayerCandidate) -> tuple:
+        if c.row is not None and c.row.makespan_ms is not None:
+            return (0, *_rank_key(c.row)[:2], c.configuration.label())
+        return (1, c.bound_ms if c.bound_ms is not None else math.inf, c.configuration.label())
+
+    entries.sort(key=rank)
+    runnable = [c for c in entries if c.makespan_ms is not None and not c.candidate.record.runtime_gap(runtime)]
+    best = runnable[0] if runnable else None
+    runner_up = runnable[1] if len(runnable) > 1 else None
+    if runner_up is None:  # every other candidate pruned: the one with the least bound, which it costs at least
+        runner_up = min((c for c in entries if c.outcome == "pruned"), key=lambda c: c.bound_ms, default=None)
+    bounds = []
+    for c in entries:
+        if c.outcome == "pruned":
+            bounds.append(c.bound_ms)
+        elif c.outcome == "searched":
+            own = c.row.bound_ms if c.row is not None and c.row.bound_ms is not None else None
+            bounds.append(max(x for x in (own, c.bound_ms) if x is not None))
+    result = None
+    if best is not None:
+        prepared, _ = prepared_of[best.configuration]
+        done = runs[best.configuration]
+        sub = attrs.evolve(prepared, runnable=tuple(t.candidate for t, _ in done), tasks=tuple(t for t, _ in done))
+        result = _finish(sub, [o for _, o in done], runner.name, t0)
+    out = LayerPlanResult(model=model, num_ranks=num_ranks, candidates=tuple(entries), best=best,
+                          runner_up=runner_up, result=result, bound_ms=min(bounds) if bounds else None,
+                          covered=whole, num_configurations=len(configs), executor=runner.name,
+                          wall_time_s=round(time.perf_counter() - t0, 3))
+    if best is None:
+        raise NoFittingPlanError(f"{model}: no configuration on {num_ranks} ranks has a plan the {runtime!r} runtime "
+                                 f"can execute ({out.searched} candidates searched, {out.skipped} skipped: "
+                                 f"{next((c.note for c in entries if c.note), '')})")
+    return out
+
+
+def plan_configuration(model: LayerModel, configuration: Configuration, candidate: Candidate, *,
+                       time_limit_s: float = 10.0, deterministic: bool = False, seed: int = 0) -> PlanRow:
+    """One configuration planned for one family variant, in this process: the row the planner gives it (the
+    same times, search and memory rules as :func:`plan_layers`), or its row without a plan and why.
+
+    Examples
+    --------
+    >>> from schedsearch.plan.layers import Configuration, LayerModel
+    >>> from schedsearch.plan.autoplan import plan_configuration
+    >>> from schedsearch.plan.planner import Candidate
+    >>> at1 = [{"microbatch_size": 1, "forward_ms": 1.0, "backward_ms": 2.0}]
+    >>> model = LayerModel(global_batch=4, num_ranks=2, layers=[{"name": "block", "repeat": 4, "measured": at1}])
+    >>> config = Configuration.from_boundaries([2, 2], num_ranks=2, microbatch_size=1, num_microbatches=4)
+    >>> plan_configuration(model, config, Candidate(family="1f1b"), time_limit_s=5, deterministic=True).makespan_ms
+    30.0
+    """
+    from schedsearch.plan.candidates import _why_not
+    from schedsearch.plan.evaluation import _evaluate
+    from schedsearch.plan.outcome import Reason
+    from schedsearch.plan.planner import _prepare
+    from schedsearch.plan.table import _row_without_plan
+
+    if not isinstance(candidate, Candidate):
+        raise InvalidPipelineError(f"plan_configuration: 'candidate' must be a Candidate, got {type(candidate).__name__}")
+    pipeline = model.pipeline(configuration)
+    if candidate.family not in pipeline.families:
+        raise InvalidPipelineError(f"plan_configuration: {configuration} runs families {list(pipeline.families)}, "
+                                   f"not {candidate.family!r}")
+    try:
+        prepared = _prepare(pipeline, time_limit_s=time_limit_s, parallel=None, deterministic=deterministic,
+                            seed=seed, keep=lambda c: c == candidate)
+    except NoFittingPlanError as exc:  # left out before any search: for its shape, else its memory
+        why = _why_not(pipeline, candidate, pipeline.stages)
+        return _row_without_plan(candidate, Reason.SHAPE if why else Reason.MEMORY,
+                                 why or str(exc).splitlines()[-1].strip())
+    if prepared.skipped:
+        return prepared.skipped[0]
+    task = prepared.tasks[0]
+    return _evaluate(attrs.evolve(task, options=task.options.replace(time_limit_s=time_limit_s))).row

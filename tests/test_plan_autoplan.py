@@ -1,0 +1,143 @@
+"""The planner's configuration search (:mod:`schedsearch.plan.autoplan`) against brute force.
+
+* on a small model whose every split is searched, the planner's choice
+  equals the least step time over every configuration x family variant,
+  each planned on its own (deterministic mode; the brute-force optimum is a
+  proven row);
+* the pruning never drops the optimum (pruned search = unpruned search), and
+  no pruned candidate's bound is below the best plan;
+* the bound covers every plan found;
+* the library's balanced split is the least largest rank time over every
+  split that fits (brute force);
+* bad inputs are refused by name.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+
+from schedsearch.errors import InvalidOptionsError, InvalidPipelineError
+from schedsearch.plan.autoplan import balanced_split, configurations, plan_configuration, plan_layers
+from schedsearch.plan.candidates import Candidate
+from schedsearch.plan.layers import LayerModel, Recomputation
+
+
+def small_model(budget: str = "6 GiB") -> LayerModel:
+    at = [{"microbatch_size": b, "forward_ms": 1.0 * b, "backward_ms": 2.0 * b, "input_grad_ms": 1.0 * b,
+           "weight_grad_ms": 1.0 * b, "activation_bytes": f"{b} GiB", "checkpoint_bytes": f"{b / 4} GiB"}
+          for b in (1, 2)]
+    head = [dict(m, forward_ms=2.0 * m["microbatch_size"], backward_ms=4.0 * m["microbatch_size"],
+                 input_grad_ms=2.0 * m["microbatch_size"], weight_grad_ms=2.0 * m["microbatch_size"]) for m in at]
+    return LayerModel(global_batch=4, num_ranks=2, memory_budget_bytes=budget, layers=[
+        {"name": "block", "repeat": 3, "measured": at, "parameter_bytes": "0.5 GiB"},
+        {"name": "head", "kind": "head", "measured": head, "parameter_bytes": "1 GiB"}])
+
+
+@pytest.fixture(scope="module")
+def searched():
+    model = small_model()
+    pruned = plan_layers(model, time_limit_s=5, parallel=1, deterministic=True)
+    whole = plan_layers(model, time_limit_s=5, parallel=1, deterministic=True, prune=False)
+    return model, pruned, whole
+
+
+def test_the_choice_equals_a_brute_force_over_the_configuration_space(searched):
+    model, pruned, whole = searched
+    found, covered = configurations(model, 2)
+    assert covered and pruned.covered
+    rows = []
+    for config, _ in found:
+        for fam, variant in config.torchtitan_variants():
+            cand = Candidate(family=fam.key, chunks=config.stages_per_rank, split_backward=variant.split_backward)
+            row = plan_configuration(model, config, cand, time_limit_s=5, deterministic=True)
+            if row.makespan_ms is not None and not cand.record.runtime_gap("torch"):
+                rows.append(row)
+    best = min(rows, key=lambda r: r.makespan_ms)
+    assert best.makespan_proven  # the brute force's optimum is proven: the comparison is about the optimum
+    assert pruned.best.makespan_ms == whole.best.makespan_ms == best.makespan_ms
+    assert pruned.bound_ms <= best.makespan_ms
+
+
+def test_pruning_never_drops_the_optimum(searched):
+    _, pruned, whole = searched
+    assert pruned.pruned > 0 and whole.pruned == 0
+    assert pruned.searched + pruned.pruned == whole.searched
+    for c in pruned.candidates:
+        if c.outcome == "pruned":
+            assert c.bound_ms >= pruned.best.makespan_ms
+    # the pre-search bound of every candidate is below or at what its search found
+    for c in whole.candidates:
+        if c.makespan_ms is not None:
+            assert c.bound_ms <= c.makespan_ms + 1e-9
+            assert whole.bound_ms <= c.makespan_ms
+
+
+def test_the_result_says_what_the_step_time_is_made_of(searched):
+    _, pruned, _ = searched
+    b = pruned.best.breakdown
+    assert math.isclose(b.compute_ms + b.recompute_ms + b.bubble_ms, pruned.best.makespan_ms, abs_tol=1e-2)
+    assert pruned.runner_up is not None
+    text = pruned.table()
+    assert "runner-up" in text and "pruned by bound" in text and "whole space" in text
+
+
+@pytest.mark.parametrize("layout,v", [("loop", 1), ("loop", 2), ("v", 2)])
+@pytest.mark.parametrize("budget", [None, "6 GiB", "3 GiB"])
+def test_the_balanced_split_is_the_least_largest_rank_time_that_fits(layout, v, budget):
+    model = small_model(budget) if budget else small_model("100 GiB")
+    p, n = 2, model.num_layers
+    figures = model.at(1)
+    params = [layer.parameter_bytes for layer in model.expanded]
+    S = p * v
+    ranks = [s % p for s in range(S)] if layout == "loop" else [s if s < p else 2 * p - 1 - s for s in range(S)]
+    least = math.inf
+    for cuts in itertools.combinations(range(1, n), S - 1):
+        edges = (0, *cuts, n)
+        time_of, mem = [0.0] * p, [0] * p
+        for s in range(S):
+            for i in range(edges[s], edges[s + 1]):
+                time_of[ranks[s]] += figures[i].forward_ms + figures[i].backward_ms
+                mem[ranks[s]] += params[i] + figures[i].activation_bytes
+        if model.memory_budget_bytes is None or max(mem) <= model.memory_budget_bytes:
+            least = min(least, max(time_of))
+    split = balanced_split(model, num_ranks=p, layout=layout, stages_per_rank=v, microbatch_size=1,
+                           recomputation=Recomputation(mode="none"))
+    if least == math.inf:
+        assert split is None
+        return
+    got = [0.0] * p
+    for s, group in enumerate(split):
+        got[ranks[s]] += sum(figures[i].forward_ms + figures[i].backward_ms for i in group)
+    assert max(got) == least
+
+
+def test_bad_inputs_are_refused_by_name():
+    model = small_model()
+    with pytest.raises(InvalidPipelineError, match="'model' must be a LayerModel"):
+        plan_layers("model.toml")
+    with pytest.raises(InvalidPipelineError, match="'num_ranks' must be one of the model's pipeline degrees"):
+        plan_layers(model, num_ranks=3)
+    with pytest.raises(InvalidOptionsError, match="time_limit_s"):
+        plan_layers(model, time_limit_s=-1)
+    with pytest.raises(InvalidOptionsError, match="prune"):
+        plan_layers(model, prune="yes")
+    with pytest.raises(InvalidOptionsError, match="progress"):
+        plan_layers(model, progress="print")
+    config = configurations(model, 2)[0][0][0]
+    with pytest.raises(InvalidPipelineError, match="'candidate' must be a Candidate"):
+        plan_configuration(model, config, "1f1b")
+    with pytest.raises(InvalidPipelineError, match="not 'zb-v'"):
+        plan_configuration(model, config, Candidate(family="zb-v", chunks=2))
+
+
+def test_plan_takes_a_model_in_layers():
+    from schedsearch.plan import plan
+
+    model = small_model()
+    result = plan(model, time_limit_s=5, parallel=1, deterministic=True)
+    assert result.best.makespan_ms == plan_layers(model, time_limit_s=5, parallel=1,
+                                                  deterministic=True).best.makespan_ms
+    assert result.result is not None and result.result.best.makespan_ms == result.best.makespan_ms
