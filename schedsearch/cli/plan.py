@@ -32,6 +32,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--microbatch-size", type=int, default=None,
                    help="samples per micro-batch, for torchtitan's batch settings (default: the description's "
                    "microbatch_sizes when all equal, else 1)")
+    p.add_argument("--torchtitan-config", default=None, metavar="CONFIG",
+                   help="the torchtitan config function the plan is for (e.g. llama3_8b, llama3_debugmodel): the "
+                   "description's entries are checked against its layers before the search, and train.sh runs it")
+    p.add_argument("--torchtitan-module", default="llama3", metavar="MODULE",
+                   help="the torchtitan model module of --torchtitan-config (default llama3)")
+    p.add_argument("--layers-per-entry", type=int, default=1, metavar="N",
+                   help="transformer layers each entry of the description stands for (default 1; entries named "
+                   "after torchtitan's modules, tok_embeddings, layers.N, norm, lm_head, hold what they name)")
     add_executor_arguments(p)
     p.set_defaults(func=run)
 
@@ -74,6 +82,12 @@ def run(args: argparse.Namespace) -> int:
     if inp.kind is InputKind.LAYER_MODEL:
         return _run_layers(args, inp.path)
     pipeline = Pipeline.load(inp.path)
+    if args.out:  # the torchtitan settings' model, checked before the search
+        from schedsearch.plan.torchtitan import entry_modules, torchtitan_model
+
+        model = None if args.torchtitan_config is None else torchtitan_model(args.torchtitan_config,
+                                                                             args.torchtitan_module)
+        entry_modules(pipeline, layers_per_entry=args.layers_per_entry, model=model)
     result = plan(pipeline, time_limit_s=args.time_limit, executor=args.executor, parallel=args.parallel,
                   address=args.address, deterministic=args.deterministic, seed=args.seed, runtime=args.runtime,
                   progress=lambda line: print(line, file=sys.stderr, flush=True))
@@ -84,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         from schedsearch.plan.torchtitan import not_written
 
-        paths = result.write(args.out, microbatch_size=args.microbatch_size)
+        paths = result.write(args.out, microbatch_size=args.microbatch_size, torchtitan_config=args.torchtitan_config,
+                             torchtitan_module=args.torchtitan_module, layers_per_entry=args.layers_per_entry)
         print(f"plan written: {result.best.family} ({result.best.makespan_ms:g} ms), for {RUNTIMES[args.runtime]}")
         for kind, path in paths.items():
             print(f"wrote {path}  ({_WHAT.get(kind, kind)})")

@@ -207,7 +207,8 @@ class PlanResult:
         return {"makespan_ms": self.best.makespan_ms, "step_overhead_ms": overhead,
                 "step_ms": self.best.makespan_ms + overhead}
 
-    def write(self, out_dir: str | Path, *, microbatch_size: int | None = None) -> dict[str, Path]:
+    def write(self, out_dir: str | Path, *, microbatch_size: int | None = None, torchtitan_config: str | None = None,
+              torchtitan_module: str = "llama3", layers_per_entry: int = 1) -> dict[str, Path]:
         """Write the best plan; return the paths by kind (see :func:`~schedsearch.plan.torchtitan.write_plan_outputs`).
 
         ``schedule.csv``, ``torchtitan.args`` and ``train.sh`` (torch's CSV
@@ -216,10 +217,15 @@ class PlanResult:
         why any of them was not written. ``microbatch_size``: samples per
         micro-batch for torchtitan's batch settings (default: the
         description's ``microbatch_sizes`` when all equal, else 1).
+        ``torchtitan_config``, ``torchtitan_module``, ``layers_per_entry``:
+        the torchtitan model the files are for and the transformer layers
+        each entry of the description stands for, checked before anything
+        is written.
         """
         from schedsearch.plan.torchtitan import write_plan_outputs
 
-        return write_plan_outputs(self, out_dir, microbatch_size=microbatch_size)
+        return write_plan_outputs(self, out_dir, microbatch_size=microbatch_size, torchtitan_config=torchtitan_config,
+                                  torchtitan_module=torchtitan_module, layers_per_entry=layers_per_entry)
 
 
 #: Under a FEASIBLE row whose makespan meets the bound but whose peak memory is not proven.

@@ -1,7 +1,9 @@
 """The files a torchtitan user launches, for a plan of :func:`schedsearch.plan`.
 
 torchtitan (checked: :data:`TORCHTITAN_VERSION` with torch
-:data:`TORCH_VERSION`) reads no settings file: its trainer takes
+:data:`TORCH_VERSION`, the pair whose trainer runs these files: torchtitan
+0.3.0's trainer steps the schedule with ``step(arg_mbs=..., kwarg_mbs=...)``,
+which torch's ``step`` takes from 2.14 on) reads no settings file: its trainer takes
 ``--module NAME --config FUNCTION`` (a Python config function of the model)
 and command-line overrides that its ``ConfigManager().parse_args`` reads.
 :func:`torchtitan_overrides` gives those overrides for a plan, one per
@@ -41,12 +43,21 @@ line in ``torchtitan.args``:
   modules (``tok_embeddings``, ``layers.i``, ``norm``, ``lm_head``).
 
 The split reads each entry of the pipeline description (a layer with
-``partition = "dp"``, a stage otherwise) as one transformer layer of the
-model, the first also holding the embedding and the last the norm and the
-output; ``train.sh`` checks that the model's layer count matches before it
-launches. A plan that torchtitan cannot run as written (two model
-replicas, micro-batches of different sizes) gets no ``torchtitan.args``
-and the reason is given instead.
+``partition = "dp"``, a stage otherwise) as ``layers_per_entry``
+consecutive transformer layers of the model (1 by default), the first entry
+also holding the embedding and the last the norm and the output; a
+description whose entries are named after torchtitan's modules
+(``tok_embeddings``, ``layers.0``, ..., ``norm+lm_head``: names joined with
+``+``) is split by those names instead, each module named exactly once and
+in model order (:func:`entry_modules`). Given the torchtitan config the
+files are for (:func:`torchtitan_model`: ``llama3_debugmodel``,
+``llama3_8b``, ``llama3_70b``, ...), the split is checked against that
+model's layers before anything is written, and the stages torchtitan will
+build from the settings against the plan's; a mismatch is refused with the
+fix. ``train.sh`` checks the installed torch and torchtitan and the model's
+layers again at launch. A plan that torchtitan cannot run as written (two
+model replicas, micro-batches of different sizes) gets no
+``torchtitan.args`` and the reason is given instead.
 
 :func:`write_plan_outputs` writes everything: ``schedule.csv``,
 ``torchtitan.args``, ``train.sh``, a Perfetto trace and a Gantt picture in
@@ -57,20 +68,195 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shlex
 from pathlib import Path
 from typing import Any
 
-from schedsearch.errors import FormatError, InvalidOptionsError, SchedSearchError, UnsupportedFeatureError
+import attrs
+
+from schedsearch.errors import (
+    FormatError,
+    InvalidOptionsError,
+    InvalidPipelineError,
+    SchedSearchError,
+    UnsupportedFeatureError,
+)
 from schedsearch.handcrafted.families import family as family_record
 
-__all__ = ["TORCHTITAN_VERSION", "TORCH_VERSION", "not_written", "torchtitan_overrides", "torchtitan_schedule_name",
-           "torchtitan_split", "train_script", "write_plan_outputs"]
+__all__ = ["TORCHTITAN_LAYERS", "TORCHTITAN_VERSION", "TORCH_VERSION", "TorchtitanModel", "entry_modules",
+           "not_written", "torchtitan_model", "torchtitan_overrides", "torchtitan_schedule_name", "torchtitan_split", "train_script",
+           "write_plan_outputs"]
 
-#: The torchtitan release whose configuration these files are written for (read and run in the integration test).
+#: The torchtitan release whose configuration these files are written for (its trainer runs them in the
+#: integration test).
 TORCHTITAN_VERSION = "0.3.0"
-#: The torch release the integration test ran torchtitan with.
-TORCH_VERSION = "2.13.0"
+#: The torch release torchtitan :data:`TORCHTITAN_VERSION`'s trainer runs with: its ``step`` takes the
+#: ``arg_mbs`` and ``kwarg_mbs`` the trainer passes (torch 2.13's does not); what pip installs beside it.
+TORCH_VERSION = "2.14.1"
+
+#: Transformer layers of torchtitan's own configs, by ``(module, config)``: used when torchtitan is not
+#: installed (with torchtitan, its own config is read; the integration test checks this table against it).
+TORCHTITAN_LAYERS = {
+    ("llama3", "llama3_debugmodel"): 6,
+    ("llama3", "llama3_8b"): 32,
+    ("llama3", "llama3_70b"): 80,
+}
+
+
+@attrs.frozen
+class TorchtitanModel:
+    """A torchtitan model config (``--module``, ``--config``) and its transformer layer count.
+
+    ``source`` says where the count was read: ``"torchtitan X"`` (its own
+    config) or ``"table"`` (:data:`TORCHTITAN_LAYERS`).
+    """
+
+    module: str
+    config: str
+    num_layers: int
+    source: str
+
+    def modules(self) -> list[str]:
+        """The model's top-level modules in order, as torchtitan names them in ``module_fqns_per_model_part``."""
+        return ["tok_embeddings", *(f"layers.{i}" for i in range(self.num_layers)), "norm", "lm_head"]
+
+
+def torchtitan_model(config: str, module: str = "llama3") -> TorchtitanModel:
+    """The torchtitan model ``module``/``config``: read with torchtitan's ``ConfigManager`` where it is installed.
+
+    Without torchtitan, :data:`TORCHTITAN_LAYERS` gives the layer count;
+    a config it does not list is refused (install torchtitan to check it).
+    Raises :class:`~schedsearch.errors.InvalidOptionsError` for a config
+    torchtitan does not know.
+
+    Examples
+    --------
+    >>> from schedsearch.plan.torchtitan import torchtitan_model
+    >>> torchtitan_model("llama3_8b").num_layers
+    32
+    """
+    for name, value in (("module", module), ("config", config)):
+        if not isinstance(value, str) or not value:
+            raise InvalidOptionsError(f"torchtitan: {name} must be a non-empty name, got {value!r}")
+    try:
+        import torchtitan
+        from torchtitan.config import ConfigManager
+    except ImportError:
+        known = TORCHTITAN_LAYERS.get((module, config))
+        if known is None:
+            raise InvalidOptionsError(
+                f"torchtitan: config {module} {config} is not one the library knows without torchtitan "
+                f"({', '.join(c for _, c in TORCHTITAN_LAYERS)} of llama3); install torchtitan "
+                f"{TORCHTITAN_VERSION} to read it") from None
+        return TorchtitanModel(module, config, known, "table")
+    import contextlib
+    import io
+    import logging
+
+    logging.disable(logging.WARNING)  # torchtitan warns about asset folders a config names
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            parsed = ConfigManager().parse_args(["--module", module, "--config", config])
+    except (Exception, SystemExit) as exc:  # torchtitan's parser exits on an unknown config
+        raise InvalidOptionsError(f"torchtitan {torchtitan.__version__} has no config {config!r} in module "
+                                  f"{module!r} ({type(exc).__name__})") from None
+    finally:
+        logging.disable(logging.NOTSET)
+    layers = getattr(getattr(parsed.model_spec, "model", None), "layers", None)
+    if layers is None:
+        raise InvalidOptionsError(f"torchtitan: {module} {config} is not a decoder with transformer layers")
+    return TorchtitanModel(module, config, len(layers), f"torchtitan {torchtitan.__version__}")
+
+
+_MODULE_NAME = re.compile(r"tok_embeddings|layers\.(0|[1-9][0-9]*)|norm|lm_head")
+
+
+def _check_layers_per_entry(layers_per_entry: Any) -> None:
+    if isinstance(layers_per_entry, bool) or not isinstance(layers_per_entry, int) or layers_per_entry < 1:
+        raise InvalidOptionsError(f"torchtitan settings: layers_per_entry must be a positive integer (transformer "
+                                  f"layers per entry of the pipeline description), got {layers_per_entry!r}")
+
+
+def entry_modules(pipeline: Any, *, layers_per_entry: int = 1, model: TorchtitanModel | None = None) -> list[list[str]]:
+    """The torchtitan modules each entry of the pipeline description stands for.
+
+    Entries named after torchtitan's modules (``tok_embeddings``,
+    ``layers.N``, ``norm``, ``lm_head``, joined with ``+``) hold those:
+    every module named once, in model order, and, given ``model``, every
+    module of it. Otherwise entry ``e`` holds layers ``e*k`` .. ``e*k+k-1``
+    (``k = layers_per_entry``), the first also the embedding, the last the
+    norm and the output; given ``model``, the entries must cover its layers.
+    A mismatch raises :class:`~schedsearch.errors.InvalidOptionsError` (or
+    :class:`~schedsearch.errors.InvalidPipelineError` for names that are
+    wrong whatever the model) saying how to fix it.
+
+    Examples
+    --------
+    >>> import schedsearch
+    >>> from schedsearch.plan.torchtitan import entry_modules, torchtitan_model
+    >>> names = ["tok_embeddings", "layers.0", "layers.1+layers.2", "norm+lm_head"]
+    >>> pipeline = schedsearch.Pipeline(num_ranks=2, num_microbatches=2, partition="dp",
+    ...     stages=[{"name": n, "forward_ms": 1.0, "backward_ms": 2.0} for n in names])
+    >>> entry_modules(pipeline)
+    [['tok_embeddings'], ['layers.0'], ['layers.1', 'layers.2'], ['norm', 'lm_head']]
+    >>> entry_modules(pipeline, model=torchtitan_model("llama3_debugmodel"))
+    Traceback (most recent call last):
+    ...
+    schedsearch.errors.InvalidOptionsError: torchtitan llama3_debugmodel has 6 transformer layers (layers.0 .. layers.5); the description's entries name 3 (layers.0 .. layers.2): name every module of the model once
+    """
+    _check_layers_per_entry(layers_per_entry)
+    names = [s.name for s in pipeline.stages]
+    named = [bool(n) and all(_MODULE_NAME.fullmatch(t) for t in n.split("+")) for n in names]
+    if any(named):
+        if not all(named):
+            i, j = named.index(True), named.index(False)
+            raise InvalidPipelineError(
+                f"torchtitan: entry {i} {names[i]!r} names torchtitan modules, entry {j} {names[j]!r} does not: "
+                "name every entry after its modules (tok_embeddings, layers.N, norm, lm_head, joined with '+'), "
+                "or none")
+        if layers_per_entry != 1:
+            raise InvalidOptionsError(
+                f"torchtitan settings: layers_per_entry = {layers_per_entry} does not apply to entries named after "
+                "torchtitan's modules (each holds the modules it names): leave it at 1")
+        mods = [n.split("+") for n in names]
+        flat = [m for ms in mods for m in ms]
+        twice = sorted({m for m in flat if flat.count(m) > 1}, key=flat.index)
+        if twice:
+            where = [e for e, ms in enumerate(mods) if twice[0] in ms]
+            raise InvalidPipelineError(
+                f"torchtitan: module {twice[0]!r} is named more than once (entries {', '.join(map(str, where))}): "
+                "name each module in exactly one entry")
+        layers = sorted(int(m[len("layers."):]) for m in flat if m.startswith("layers."))
+        if model is not None and layers != list(range(model.num_layers)):
+            shown = f"{len(layers)} (layers.{layers[0]} .. layers.{layers[-1]})" if layers else "none"
+            raise InvalidOptionsError(
+                f"torchtitan {model.config} has {model.num_layers} transformer layers (layers.0 .. "
+                f"layers.{model.num_layers - 1}); the description's entries name {shown}: name every module of "
+                "the model once")
+        expected = TorchtitanModel("", "", len(layers), "").modules()
+        missing = [m for m in expected if m not in flat]
+        if missing:
+            raise InvalidPipelineError(
+                f"torchtitan: no entry names {missing[0]!r}: name every module of the model once "
+                f"({', '.join(expected[:2])}, ..., {', '.join(expected[-2:])})")
+        if flat != expected:
+            k = next(k for k, (a, b) in enumerate(zip(flat, expected)) if a != b)
+            raise InvalidPipelineError(
+                f"torchtitan: the entries name {flat[k]!r} where the model's order has {expected[k]!r}: list the "
+                "modules in model order (tok_embeddings, layers.0, layers.1, ..., norm, lm_head)")
+        return mods
+    E, k = len(names), layers_per_entry
+    if model is not None and E * k != model.num_layers:
+        L = model.num_layers
+        fix = (f"describe the {L} layers (one entry each), or set layers_per_entry = {L // E} "
+               f"(plan --layers-per-entry {L // E})" if L % E == 0 and L > E
+               else f"describe the {L} layers, one entry each" if k == 1
+               else f"describe the {L} layers, or set layers_per_entry so that {E} entries hold them")
+        raise InvalidOptionsError(
+            f"torchtitan {model.config} has {L} transformer layers, the description's {E} entries stand for "
+            f"{E * k} ({k} each): {fix}")
+    return _plain_entries(E, k)
 
 
 def torchtitan_schedule_name(family: str, layout: str, stages_per_rank: int) -> str:
@@ -152,6 +338,45 @@ def torchtitan_split(groups: list[list[int]]) -> list[str]:
     return ["--parallelism.module_fqns_per_model_part", *(",".join(m) for m in _stage_modules(groups))]
 
 
+def _split_words(stages: list[list[str]]) -> list[str]:
+    """The split overrides for stages holding the torchtitan modules ``stages`` (in model order)."""
+    groups = [[int(m[len("layers."):]) for m in ms if m.startswith("layers.")] for ms in stages]
+    if _stage_modules(groups) == stages:  # the embedding first, the norm and the output last: the layer split says it
+        return torchtitan_split(groups)
+    return ["--parallelism.module_fqns_per_model_part", *(",".join(m) for m in stages)]
+
+
+def _torchtitan_builds(words: list[list[str]], model: TorchtitanModel) -> list[list[str]] | None:
+    """The modules of each stage torchtitan builds from ``words`` for ``model``, by its own code (None without it)."""
+    try:
+        from torchtitan.config import ConfigManager
+        from torchtitan.distributed import pipeline_parallel as tt_pp
+    except ImportError:
+        return None
+    import contextlib
+    import io
+    import logging
+
+    logging.disable(logging.WARNING)
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+            config = ConfigManager().parse_args(["--module", model.module, "--config", model.config,
+                                                 *(w for o in words for w in o)])
+    except (Exception, SystemExit) as exc:  # its parser exits on settings it refuses
+        lines = [line for line in said.getvalue().splitlines() if line.strip()]
+        raise FormatError(f"torchtitan refuses these settings for {model.config} ({type(exc).__name__}"
+                          f"{': ' + lines[-1].strip() if lines else ''})") from None
+    finally:
+        logging.disable(logging.NOTSET)
+    par = config.parallelism
+    if par.module_fqns_per_model_part is not None:
+        return [list(m) for m in par.module_fqns_per_model_part]
+    first, last = par.pipeline_parallel_first_stage_less_layers, par.pipeline_parallel_last_stage_less_layers
+    stages = math.ceil((model.num_layers + first + last) / par.pipeline_parallel_layers_per_stage)
+    return [list(m) for m in tt_pp._generate_llm_fqn_per_model_part(stages, model.num_layers, first, last)]
+
+
 def _microbatch_size(pipeline: Any, microbatch_size: int | None) -> int:
     sizes = pipeline.microbatch_sizes
     if sizes is not None and len(set(sizes)) > 1:
@@ -171,13 +396,22 @@ def _check_microbatch_size(microbatch_size: Any) -> None:
                                   f"micro-batch), got {microbatch_size!r}")
 
 
-def torchtitan_overrides(result: Any, csv_path: str | Path, *, microbatch_size: int | None = None) -> list[list[str]]:
+def torchtitan_overrides(result: Any, csv_path: str | Path, *, microbatch_size: int | None = None,
+                         model: TorchtitanModel | None = None, layers_per_entry: int = 1) -> list[list[str]]:
     """torchtitan's command-line overrides for the best plan of ``result`` (a :class:`~schedsearch.plan.planner.PlanResult`).
 
     One list of argument words per override (the flag, then its values), in
     the order ``torchtitan.args`` lists them; ``csv_path`` is made absolute.
+    Each stage holds the modules of its entries (:func:`entry_modules`,
+    ``layers_per_entry`` transformer layers per entry unless the entries
+    name modules); given ``model`` (:func:`torchtitan_model`) the entries
+    must cover its modules, and where torchtitan is installed its own code
+    must build exactly the plan's stages from the overrides.
     Raises :class:`~schedsearch.errors.FormatError` saying why when
-    torchtitan cannot run the plan as written.
+    torchtitan cannot run the plan as written, and
+    :class:`~schedsearch.errors.InvalidOptionsError` (or
+    :class:`~schedsearch.errors.InvalidPipelineError`) with the fix when the
+    description does not match the model.
 
     Examples
     --------
@@ -216,7 +450,9 @@ def torchtitan_overrides(result: Any, csv_path: str | Path, *, microbatch_size: 
         [f"--parallelism.pipeline_parallel_microbatch_size={mbs}"],
         [f"--training.local_batch_size={m * mbs}"],
     ]
-    split = torchtitan_split([list(g) for g in result.layers])
+    entries = entry_modules(pipeline, layers_per_entry=layers_per_entry, model=model)
+    stages = [[m for e in group for m in entries[e]] for group in result.layers]
+    split = _split_words(stages)
     if split[0].startswith("--parallelism.module_fqns_per_model_part"):
         words.append(split)
     else:
@@ -227,36 +463,81 @@ def torchtitan_overrides(result: Any, csv_path: str | Path, *, microbatch_size: 
         # torchtitan's selective checkpointing allows one backward per region, a split backward runs two;
         # a subcommand ends the options, so it goes last
         words.append(["activation_checkpoint:none"])
+    built = None if model is None else _torchtitan_builds(words, model)
+    if built is not None and built != stages:
+        raise FormatError(f"torchtitan builds {len(built)} stages from these settings for {model.config}, the plan "
+                          f"has {len(stages)}: {[','.join(m) for m in built]} against {[','.join(m) for m in stages]}")
     return words
 
 
-def train_script(result: Any, overrides: list[list[str]]) -> str:
-    """``train.sh``: torchtitan's whole launch line for the plan, with a check of the model's layer count.
+def train_script(result: Any, overrides: list[list[str]], *, model: TorchtitanModel | None = None,
+                 layers_per_entry: int = 1) -> str:
+    """``train.sh``: torchtitan's whole launch line for the plan, after checking what it launches.
 
-    ``MODULE`` and ``CONFIG`` (environment) name the torchtitan model module
-    and config function; extra arguments are passed on to torchtitan.
+    ``MODULE`` and ``CONFIG`` (environment; default ``model``'s when given)
+    name the torchtitan model module and config function; extra arguments
+    are passed on to torchtitan. Before launching it checks that torch
+    :data:`TORCH_VERSION` and torchtitan :data:`TORCHTITAN_VERSION` are
+    installed (else it says what to install; ``SCHEDSEARCH_ANY_VERSION=1``
+    launches anyway) and that the model has the transformer layers the
+    plan's stages hold (else it says how to plan for it).
     """
     best, pipeline = result.best, result.pipeline
     P = pipeline.num_ranks
-    layers = sum(len(g) for g in result.layers)
+    entries = entry_modules(pipeline, layers_per_entry=layers_per_entry, model=model)
+    E = len(entries)
+    layers = sum(m.startswith("layers.") for e in entries for m in e)
+    named = entries != _plain_entries(E, layers_per_entry)
     flat = " \\\n  ".join(" ".join(shlex.quote(w) for w in o) for o in overrides)
+    if model is not None:
+        env = f"MODULE=${{MODULE:-{model.module}}}\nCONFIG=${{CONFIG:-{model.config}}}\n"
+        what = (f"# Written for torchtitan's {model.module} {model.config} ({model.num_layers} transformer layers); "
+                "MODULE and CONFIG\n# (environment) choose another.\n")
+    else:
+        env = (': "${MODULE:?set MODULE to your torchtitan model module, e.g. MODULE=llama3}"\n'
+               ': "${CONFIG:?set CONFIG to its config function, e.g. CONFIG=llama3_8b}"\n')
+        what = ("# Set MODULE and CONFIG to your torchtitan model module and config function (e.g. MODULE=llama3\n"
+                "# CONFIG=llama3_8b).\n")
+    held = ("as the entries of the pipeline description name them" if named else
+            f"the {E} entries of the pipeline description, {layers_per_entry} each")
+    if named:
+        fix = "'name every module of that model once, and plan again'"
+    else:
+        fix = (f"(f'describe the {{n}} layers, or plan with layers_per_entry = {{n // {E}}} (--layers-per-entry "
+               f"{{n // {E}}})' if n % {E} == 0 else f'describe the {{n}} layers, and plan again')")
     return f"""#!/usr/bin/env bash
-# torchtitan {TORCHTITAN_VERSION} (with torch {TORCH_VERSION}) launch for the schedsearch plan {best.family!r}:
+# torchtitan {TORCHTITAN_VERSION} with torch {TORCH_VERSION} launch for the schedsearch plan {best.family!r}:
 # makespan {best.makespan_ms:g} ms, peak {max(best.peak_gib):.3g} GiB on the worst rank, {len(result.layers)} stages on {P} ranks.
-# Set MODULE and CONFIG to your torchtitan model module and config function (e.g. MODULE=llama3
-# CONFIG=llama3_8b); its model must have {layers} transformer layers, one per entry of the pipeline
-# description. Arguments to this script go to torchtitan before the plan's settings (which win).
+# The stages hold {layers} transformer layers ({held}).
+{what}# Checks the installed torch and torchtitan (torchtitan {TORCHTITAN_VERSION}'s trainer calls the schedule's
+# step(arg_mbs=..., kwarg_mbs=...), which torch takes from 2.14 on) and the model's layers, then launches.
+# Arguments to this script go to torchtitan before the plan's settings (which win).
 set -euo pipefail
-: "${{MODULE:?set MODULE to your torchtitan model module, e.g. MODULE=llama3}}"
-: "${{CONFIG:?set CONFIG to its config function, e.g. CONFIG=llama3_8b}}"
-python - "$MODULE" "$CONFIG" <<'EOF'
+{env}python - "$MODULE" "$CONFIG" <<'EOF'
+import os
 import sys
+from importlib.metadata import PackageNotFoundError, version
+
+want = {{"torch": "{TORCH_VERSION}", "torchtitan": "{TORCHTITAN_VERSION}"}}
+have = {{}}
+for name in want:
+    try:
+        have[name] = version(name).split("+")[0]
+    except PackageNotFoundError:
+        have[name] = "none"
+if have != want and os.environ.get("SCHEDSEARCH_ANY_VERSION") != "1":
+    sys.exit(f"train.sh: installed torch {{have['torch']}}, torchtitan {{have['torchtitan']}}; this plan runs with "
+             "torchtitan {TORCHTITAN_VERSION}, whose trainer needs torch {TORCH_VERSION}: "
+             "pip install torch=={TORCH_VERSION} torchtitan=={TORCHTITAN_VERSION} "
+             "(or set SCHEDSEARCH_ANY_VERSION=1 to launch anyway)")
 from torchtitan.config import ConfigManager
+
 config = ConfigManager().parse_args(["--module", sys.argv[1], "--config", sys.argv[2]])
 n = len(config.model_spec.model.layers)
 if n != {layers}:
-    sys.exit(f"train.sh: {{sys.argv[1]}} {{sys.argv[2]}} has {{n}} transformer layers; this plan splits {layers} "
-             "(one per entry of the pipeline description)")
+    fix = {fix}
+    sys.exit(f"train.sh: {{sys.argv[1]}} {{sys.argv[2]}} has {{n}} transformer layers, this plan's stages hold "
+             f"{layers} ({held}): {{fix}}; or run a config of {layers} layers")
 EOF
 exec torchrun --nproc_per_node={P} --rdzv_backend c10d --rdzv_endpoint=localhost:0 \\
   -m torchtitan.train --module "$MODULE" --config "$CONFIG" "$@" \\
@@ -264,8 +545,22 @@ exec torchrun --nproc_per_node={P} --rdzv_backend c10d --rdzv_endpoint=localhost
 """
 
 
-def write_plan_outputs(result: Any, out_dir: str | Path, *, microbatch_size: int | None = None) -> dict[str, Path]:
+def _plain_entries(num_entries: int, layers_per_entry: int) -> list[list[str]]:
+    """The modules of entries not named after modules: ``layers_per_entry`` layers each, the ends as the model's."""
+    return _stage_modules([list(range(e * layers_per_entry, (e + 1) * layers_per_entry)) for e in range(num_entries)])
+
+
+def write_plan_outputs(result: Any, out_dir: str | Path, *, microbatch_size: int | None = None,
+                       torchtitan_config: str | None = None, torchtitan_module: str = "llama3",
+                       layers_per_entry: int = 1) -> dict[str, Path]:
     """Write the best plan of ``result`` into ``out_dir``; return the paths by kind.
+
+    ``torchtitan_config`` (with ``torchtitan_module``) names the torchtitan
+    model the files are for: the description's entries (``layers_per_entry``
+    transformer layers each, unless they name torchtitan's modules) are
+    checked against its layers before anything is written, a mismatch
+    raising :class:`~schedsearch.errors.InvalidOptionsError` with the fix,
+    and ``train.sh`` launches it by default.
 
     ``schedule.csv`` (``csv``: compute-only, torch's format),
     ``torchtitan.args`` (``torchtitan``: torchtitan's overrides, one per
@@ -281,6 +576,8 @@ def write_plan_outputs(result: Any, out_dir: str | Path, *, microbatch_size: int
     from schedsearch.export.torch_csv import write_torch_csv
 
     _check_microbatch_size(microbatch_size)
+    model = None if torchtitan_config is None else torchtitan_model(torchtitan_config, torchtitan_module)
+    entry_modules(result.pipeline, layers_per_entry=layers_per_entry, model=model)  # refuses before writing
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths: dict[str, Path] = {}
@@ -302,14 +599,15 @@ def write_plan_outputs(result: Any, out_dir: str | Path, *, microbatch_size: int
                      f"CSV: {exc}")
     else:
         try:
-            overrides = torchtitan_overrides(result, paths["csv"], microbatch_size=microbatch_size)
+            overrides = torchtitan_overrides(result, paths["csv"], microbatch_size=microbatch_size, model=model,
+                                             layers_per_entry=layers_per_entry)
         except SchedSearchError as exc:
             notes.append(f"torchtitan.args, train.sh: {exc}")
         else:
             paths["torchtitan"] = out / "torchtitan.args"
             paths["torchtitan"].write_text("".join(" ".join(shlex.quote(w) for w in o) + "\n" for o in overrides))
             paths["train"] = out / "train.sh"
-            paths["train"].write_text(train_script(result, overrides))
+            paths["train"].write_text(train_script(result, overrides, model=model, layers_per_entry=layers_per_entry))
             paths["train"].chmod(0o755)
     trace = chrome_trace(problem, schedule, time_unit_us=units.time_unit_ms * 1000.0, name=problem.name)
     trace.setdefault("otherData", {}).update({"units": units.to_dict(), "family": result.best.family})

@@ -1,26 +1,36 @@
-"""torchtitan runs the plans ``plan`` writes, as written, with equal gradients (``make test-integration``).
+"""torchtitan runs the plans ``plan`` writes, as written (``make test-integration``).
 
-Needs torchtitan 0.3.0 with torch 2.13.0 and triton (``make test-integration``
-installs them in a separate environment); skipped without torchtitan unless
+Needs torchtitan 0.3.0 with torch 2.14.1 (the pair whose trainer runs the
+files: torchtitan 0.3.0's trainer calls ``step(arg_mbs=..., kwarg_mbs=...)``,
+which torch 2.13's schedules do not take) in a separate environment
+(``make test-integration`` builds it); skipped without torchtitan unless
 ``SCHEDSEARCH_REQUIRE_TORCHTITAN=1``, when its absence fails the run.
 
-For a loop plan (1F1B, 2 ranks), an interleaved plan (interleaved zero
-bubble, 2 ranks) and V plans (ZB-V, 3 ranks; 2 ranks with stages of
-uneven layer counts, written as ``module_fqns_per_model_part``), ``plan`` writes
-``schedule.csv`` and ``torchtitan.args`` for a description of torchtitan's
-``llama3`` debug model (6 transformer layers). ``titan_worker.py`` runs under
-``torchrun`` on gloo/CPU: torchtitan's ``ConfigManager`` parses the args,
-torchtitan's ``pipeline_llm`` builds the stages and the schedule (loading the
-CSV), one step runs, and the same step runs with torchtitan's built-in
-schedule of the same family on the same placement, weights and batch. The
-gradients of every parameter must match. On CPU, torchtitan's compiled
-attention kernel is swapped for torch's causal attention and its mesh device
-set to ``cpu`` (see the worker); nothing else is changed.
+Two levels, on plans of torchtitan's ``llama3`` debug model (6 transformer
+layers) on gloo/CPU: a loop plan (1F1B, 2 ranks), an interleaved plan
+(interleaved zero bubble, 2 ranks), V plans (ZB-V, 3 ranks; 2 ranks with
+stages of uneven layer counts, written as ``module_fqns_per_model_part``).
+
+* torchtitan's trainer (``torchtitan.train``) itself runs the emitted
+  ``torchtitan.args`` for a few steps (the loop plan through ``train.sh``),
+  and again with torchtitan's built-in schedule of the same layout in place
+  of the CSV; the losses must be equal step for step. The CUDA-only calls
+  the trainer makes are replaced in ``titan_cpu/sitecustomize.py``, each
+  named there with its reason; the tokenizer and the text are made here
+  (torchtitan's test assets are not part of its package).
+* ``titan_worker.py`` builds the stages with torchtitan's ``pipeline_llm``
+  and steps the schedule itself, once with the CSV and once with the
+  built-in schedule: the gradients of every parameter must match.
+
+The settings are also checked against torchtitan's own config: the layer
+table of the library against its configs, and the refusals of a
+description that does not fit the model.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import shlex
 import signal
@@ -39,18 +49,45 @@ if os.environ.get("SCHEDSEARCH_REQUIRE_TORCHTITAN") != "1":
 import torch  # noqa: E402
 
 import schedsearch  # noqa: E402
-from schedsearch.plan.torchtitan import TORCH_VERSION, TORCHTITAN_VERSION, torchtitan_split  # noqa: E402
+from schedsearch.plan.torchtitan import (  # noqa: E402
+    TORCH_VERSION,
+    TORCHTITAN_LAYERS,
+    TORCHTITAN_VERSION,
+    torchtitan_model,
+    torchtitan_split,
+)
 
 WORKER = Path(__file__).with_name("titan_worker.py")
+CPU_SITE = Path(__file__).with_name("titan_cpu")  # sitecustomize: the trainer's CUDA-only calls, replaced
 RUN_TIMEOUT_S = 600  # one torchrun of both steps; a hang fails here with the log
 NUM_LAYERS = 6  # torchtitan's llama3 debug model
 
 
 def test_versions() -> None:
+    """The pair the files name is installed, and its torch takes the arguments torchtitan's trainer passes."""
+    import inspect
+
     import torchtitan
+    from torch.distributed.pipelining.schedules import PipelineScheduleMulti, PipelineScheduleSingle
 
     assert torch.__version__.split("+")[0] == TORCH_VERSION
     assert torchtitan.__version__ == TORCHTITAN_VERSION
+    trainer = Path(inspect.getfile(torchtitan)).with_name("trainer.py").read_text()
+    assert "self.pp_schedule.step(" in trainer and "arg_mbs=" in trainer and "kwarg_mbs=" in trainer
+    for cls in (PipelineScheduleSingle, PipelineScheduleMulti):
+        params = inspect.signature(cls.step).parameters
+        assert {"arg_mbs", "kwarg_mbs", "target_mbs"} <= params.keys(), (cls, list(params))
+
+
+def test_layer_table_is_torchtitans() -> None:
+    """The library's table of layer counts (used without torchtitan) is what torchtitan's own configs build."""
+    from torchtitan.config import ConfigManager
+
+    for (module, config), layers in TORCHTITAN_LAYERS.items():
+        parsed = ConfigManager().parse_args(["--module", module, "--config", config])
+        assert len(parsed.model_spec.model.layers) == layers, (config, layers)
+        model = torchtitan_model(config, module)
+        assert model.source == f"torchtitan {TORCHTITAN_VERSION}" and model.num_layers == layers
 
 
 def _modules(groups: list[list[int]]) -> list[list[str]]:
@@ -105,9 +142,12 @@ def _pipeline(num_ranks: int, num_microbatches: int, family: str, split: bool,
                                 partition="dp", stages=stages)
 
 
-def _run(cmd: list[str], log: Path, timeout_s: float) -> None:
+def _run(cmd: list[str], log: Path, timeout_s: float = RUN_TIMEOUT_S, env: dict[str, str] | None = None,
+         cwd: Path | None = None) -> float:
+    """Run ``cmd`` (a torchrun or train.sh) with its output in ``log``; its wall time in s. A failure or hang fails."""
+    t0 = time.perf_counter()
     with log.open("w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True)
         try:
             rc = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -117,6 +157,7 @@ def _run(cmd: list[str], log: Path, timeout_s: float) -> None:
                         + log.read_text()[-4000:])
     if rc != 0:
         pytest.fail(f"torchrun failed (exit {rc}): {shlex.join(cmd)}\n" + log.read_text()[-6000:])
+    return time.perf_counter() - t0
 
 
 EVEN = (1.0,) * NUM_LAYERS
@@ -147,9 +188,7 @@ def test_torchtitan_runs_the_plan_with_its_builtin_schedules_gradients(
     out.mkdir()
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}",
            str(WORKER), "--args-file", str(paths["torchtitan"]), "--reference", reference, "--out", str(out)]
-    t0 = time.perf_counter()
-    _run(cmd, tmp_path / "torchrun.log", RUN_TIMEOUT_S)
-    wall = time.perf_counter() - t0
+    wall = _run(cmd, tmp_path / "torchrun.log")
     worst, count = 0.0, 0
     for rank in range(ranks):
         data = torch.load(out / f"rank{rank}.pt", weights_only=False)
@@ -166,3 +205,144 @@ def test_torchtitan_runs_the_plan_with_its_builtin_schedules_gradients(
         torch.testing.assert_close(torch.tensor(plan_losses), torch.tensor(ref_losses))
     print(f"\n[torchtitan {TORCHTITAN_VERSION}] {result.best.family:<22} ranks {ranks}  vs {reference:<22} "
           f"{count} gradients, max |difference| {worst:.3g}, wall {wall:.1f} s")
+
+
+# --- torchtitan's trainer runs the emitted files ---------------------------------------------------------------
+
+TRAIN_STEPS = 3
+SEQ_LEN = 64
+TRAINER_CASES = [  # (CASES entry, whether the plan runs through train.sh)
+    (CASES[0], True),
+    (CASES[1], False),
+    (CASES[2], False),
+    (CASES[3], False),
+]
+_TABLE: list[str] = []
+
+
+@pytest.fixture(scope="module")
+def titan_data(tmp_path_factory: pytest.TempPathFactory):
+    """A word-level tokenizer (500 words) and 200 documents of random words for torchtitan's text loader.
+
+    torchtitan's debug config reads a tokenizer and the ``c4_test`` text from
+    its repository's test assets, which its package does not ship; these
+    stand in, made here, and the table of the runs is printed at the end.
+    """
+    import json
+    import random
+
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    root = tmp_path_factory.mktemp("titan_data")
+    (root / "tokenizer").mkdir()
+    (root / "text").mkdir()
+    words = [f"w{i}" for i in range(500)]
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2, **{w: i + 3 for i, w in enumerate(words)}}
+    tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer.save(str(root / "tokenizer" / "tokenizer.json"))
+    (root / "tokenizer" / "tokenizer_config.json").write_text(
+        json.dumps({"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}))
+    rng = random.Random(0)
+    with (root / "text" / "data.json").open("w") as f:
+        for _ in range(200):
+            f.write(json.dumps({"text": " ".join(rng.choice(words) for _ in range(rng.randint(20, 120)))}) + "\n")
+    yield root
+    if _TABLE:
+        print(f"\n\n[torchtitan trainer] {'plan':<34} ranks  steps  loss max |difference|  wall plan  "
+              "wall built-in  built-in schedule")
+        print("\n".join(_TABLE))
+
+
+def _trainer_env(record: Path) -> dict[str, str]:
+    """The environment of a trainer run: the CPU replacements loaded, this rank's losses recorded in ``record``."""
+    record.mkdir()
+    path = [str(CPU_SITE), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(path), SCHEDSEARCH_TITAN_CPU="1",
+                SCHEDSEARCH_TITAN_RECORD=str(record), GLOO_SOCKET_IFNAME="lo",
+                PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+
+
+def _losses(record: Path, ranks: int) -> tuple[set[str], list[float]]:
+    """The schedule classes the ranks' trainers built and the losses the last stage's trainer logged, by step."""
+    import json
+
+    classes, losses = set(), None
+    for rank in range(ranks):
+        rows = [json.loads(line) for line in (record / f"rank{rank}.jsonl").read_text().splitlines()]
+        classes.add(rows[0]["schedule"])
+        if rows[0]["last_stage"]:
+            assert losses is None, "two ranks hold the last stage"
+            losses = [r["loss"] for r in rows[1:]]
+            assert [r["step"] for r in rows[1:]] == list(range(1, TRAIN_STEPS + 1)), rows
+    assert losses is not None, "no rank holds the last stage"
+    return classes, losses
+
+
+@pytest.mark.parametrize("case,via_train_sh", TRAINER_CASES,
+                         ids=[f"{c[5]}-{c[1]}ranks{'-fqns' if c[7] else ''}{'-train.sh' if t else ''}"
+                              for c, t in TRAINER_CASES])
+def test_torchtitans_trainer_runs_the_plan_with_its_builtin_schedules_losses(
+        tmp_path: Path, titan_data: Path, case: tuple, via_train_sh: bool) -> None:
+    family, ranks, microbatches, split, scale, expect, reference, fqns = case
+    result = schedsearch.plan(_pipeline(ranks, microbatches, family, split, scale), time_limit_s=30, parallel=1,
+                              deterministic=True)
+    assert result.best is not None and result.best.family.startswith(expect), result.table()
+    # written for the debug model: the split is checked against its 6 layers with torchtitan's own config
+    paths = result.write(tmp_path / "plan", torchtitan_config="llama3_debugmodel")
+    assert {"csv", "torchtitan", "train"} <= set(paths), paths
+    overrides = [w for line in paths["torchtitan"].read_text().splitlines() for w in shlex.split(line)]
+    assert ("--parallelism.module_fqns_per_model_part" in overrides) == fqns, overrides
+    # the same trainer with torchtitan's built-in schedule of the same layout: the CSV setting dropped
+    builtin = [f"--parallelism.pipeline_parallel_schedule={reference}"
+               if w.startswith("--parallelism.pipeline_parallel_schedule=") else w
+               for w in overrides if not w.startswith("--parallelism.pipeline_parallel_schedule_csv=")]
+    assert len(builtin) == len(overrides) - 1
+    extra = ["--hf_assets_path", str(titan_data / "tokenizer"), "--dataloader.dataset_path", str(titan_data / "text"),
+             f"--training.seq_len={SEQ_LEN}", f"--training.steps={TRAIN_STEPS}", "--debug.seed=0",
+             "--dump_folder", str(tmp_path / "outputs")]
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}",
+                "-m", "torchtitan.train", "--module", "llama3", "--config", "llama3_debugmodel", *extra]
+    env = _trainer_env(tmp_path / "plan_record")
+    if via_train_sh:  # MODULE and CONFIG default to the debug model the files were written for
+        wall = _run(["bash", str(paths["train"]), *extra], tmp_path / "plan.log", env=env, cwd=tmp_path)
+    else:
+        wall = _run([*torchrun, *overrides], tmp_path / "plan.log", env=env, cwd=tmp_path)
+    ref_wall = _run([*torchrun, *builtin], tmp_path / "builtin.log", env=_trainer_env(tmp_path / "builtin_record"),
+                    cwd=tmp_path)
+    plan_classes, plan_losses = _losses(tmp_path / "plan_record", ranks)
+    ref_classes, ref_losses = _losses(tmp_path / "builtin_record", ranks)
+    assert plan_classes == {"_PipelineScheduleRuntime"}, plan_classes  # torchtitan loaded the CSV on every rank
+    assert len(ref_classes) == 1 and ref_classes != plan_classes, ref_classes
+    assert all(math.isfinite(x) and x > 0 for x in plan_losses), plan_losses
+    worst = max(abs(a - b) for a, b in zip(plan_losses, ref_losses))
+    # float32; the plan and the built-in schedule run the same kernels on the same micro-batches, and each
+    # stage accumulates its micro-batches' gradients in the same order: exactly equal losses are expected
+    assert plan_losses == ref_losses, (plan_losses, ref_losses)
+    label = f"{result.best.family}{', uneven split' if fqns else ''}{', train.sh' if via_train_sh else ''}"
+    row = (f"{label:<34} {ranks:>5}  {TRAIN_STEPS:>5}  {worst:>22.3g}  {wall:6.1f} s  {ref_wall:6.1f} s  "
+           f"{next(iter(ref_classes))}")
+    _TABLE.append(row)
+    print(f"\n[torchtitan trainer] {row}")
+
+
+def test_train_sh_refuses_a_model_the_plan_does_not_split_saying_how_to_plan_for_it(tmp_path: Path) -> None:
+    """8 entries planned without naming a model, launched as Llama 3 8B: train.sh stops before torchrun."""
+    pipeline = schedsearch.Pipeline(num_ranks=8, num_microbatches=8, families=["1f1b"],
+                                    stages=[{"name": f"block{i}", "forward_ms": 1.0, "backward_ms": 2.0}
+                                            for i in range(8)])
+    result = schedsearch.plan(pipeline, time_limit_s=20, parallel=1, deterministic=True)
+    paths = result.write(tmp_path / "plan")
+    env = dict(os.environ, MODULE="llama3", CONFIG="llama3_8b",
+               PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    done = subprocess.run(["bash", str(paths["train"])], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done
+    assert done.stderr.strip().splitlines()[-1] == (
+        "train.sh: llama3 llama3_8b has 32 transformer layers, this plan's stages hold 8 (the 8 entries of the "
+        "pipeline description, 1 each): describe the 32 layers, or plan with layers_per_entry = 4 "
+        "(--layers-per-entry 4); or run a config of 8 layers")
+    # planned for that model, the settings are those torchtitan's own code turns into the 8 planned stages
+    # (write checks it where torchtitan is installed) and train.sh launches it by default
+    paths = result.write(tmp_path / "plan8b", torchtitan_config="llama3_8b", layers_per_entry=4)
+    assert "--parallelism.pipeline_parallel_layers_per_stage=4" in paths["torchtitan"].read_text()
+    assert "CONFIG=${CONFIG:-llama3_8b}" in paths["train"].read_text()

@@ -15,9 +15,10 @@ What torchtitan cannot do on CPU, and only that, is replaced:
 * the device of its meshes (it falls back to ``cuda`` when no accelerator is
   found) by ``cpu``.
 
-torchtitan 0.3.0's trainer calls ``schedule.step(arg_mbs=...)``, which torch
-2.13 lacks, so this script drives the schedule that ``pipeline_llm`` returns
-with ``step(tokens, target=labels)`` itself, as the trainer would per step.
+This script drives the schedule that ``pipeline_llm`` returns with
+``step(tokens, target=labels)`` itself, so that it can read every gradient
+after one step; torchtitan's trainer itself runs the plans in the trainer
+test (``titan_cpu/sitecustomize.py`` holds its CPU replacements).
 """
 
 from __future__ import annotations
