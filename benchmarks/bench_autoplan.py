@@ -7,7 +7,7 @@ bytes each sharded over a data-parallel degree, as stated per row), on one
 pipeline degree. Every method's configuration is scored in the same cost
 model: the configuration's per-stage pipeline planned by the library's
 planner for the family the method names
-(:func:`~schedsearch.plan.autoplan.plan_configuration`: the same times,
+(:func:`~schedsearch.plan.planner.plan_configuration`: the same times,
 search and memory rules), each candidate's search with the same share:
 
 * ``titan 1F1B`` / ``titan I1F1B``: torchtitan 0.3.0's default split for
@@ -21,7 +21,7 @@ search and memory rules), each candidate's search with the same share:
   runs no split backward with activation checkpointing);
 * ``adapipe``: the AdaPipe-style DP's split and per-stage recomputation,
   planned as 1F1B;
-* ``planner``: :func:`~schedsearch.plan.autoplan.plan_layers` (configuration and
+* ``planner``: :func:`~schedsearch.plan.planner.plan_layers` (configuration and
   schedule chosen together, pruned by bounds), with its bound, gap and wall time.
 
 Step time in ms and the worst rank's peak GiB per method; ``-`` where the
@@ -157,7 +157,7 @@ def score_row(name: str, spec: dict[str, Any], *, time_limit_s: float, determini
               parallel: int | None) -> dict[str, Any]:
     """Every method's step time and peak on one row, and the planner's."""
     from schedsearch.errors import NoFittingPlanError
-    from schedsearch.plan.autoplan import plan_configuration, plan_layers
+    from schedsearch.plan.planner import plan_configuration, plan_layers
     from schedsearch.plan.layers import Recomputation
 
     model = transformer(name, **spec)

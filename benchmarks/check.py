@@ -111,7 +111,7 @@ def _validated(problem: Any, schedule: Any) -> bool:
 def case_autoplan(f: Figures, data: Path) -> None:
     """bench_autoplan: the planner's configuration and schedule for a small model in layers (4 blocks, 2 ranks,
     memory-bound: recomputation or more stages needed), against torchtitan's default 1F1B, deterministic."""
-    from schedsearch.plan.autoplan import plan_configuration, plan_layers
+    from schedsearch.plan.planner import plan_configuration, plan_layers
     from schedsearch.plan.candidates import Candidate
     from schedsearch.plan.layers import LayerModel
     from schedsearch.plan.peers import torchtitan_default

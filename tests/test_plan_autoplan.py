@@ -20,7 +20,8 @@ import math
 import pytest
 
 from schedsearch.errors import InvalidOptionsError, InvalidPipelineError
-from schedsearch.plan.autoplan import balanced_split, configurations, plan_configuration, plan_layers
+from schedsearch.plan.autoplan import balanced_split, configurations
+from schedsearch.plan.planner import plan_configuration, plan_layers
 from schedsearch.plan.candidates import Candidate
 from schedsearch.plan.layers import LayerModel, Recomputation
 
@@ -141,3 +142,14 @@ def test_plan_takes_a_model_in_layers():
     assert result.best.makespan_ms == plan_layers(model, time_limit_s=5, parallel=1,
                                                   deterministic=True).best.makespan_ms
     assert result.result is not None and result.result.best.makespan_ms == result.best.makespan_ms
+
+
+def test_the_cli_plans_a_model_in_layers(tmp_path, capsys):
+    from schedsearch.cli import main
+
+    path = small_model().save(tmp_path / "model.toml")
+    assert main(["plan", str(path), "--out", str(tmp_path / "out"), "--time-limit", "5", "--deterministic",
+                 "--parallel", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "whole space" in out and "plan written:" in out
+    assert (tmp_path / "out" / "schedule.csv").is_file() and (tmp_path / "out" / "plan.json").is_file()

@@ -209,7 +209,8 @@ def _next_step(inp: Input, command: str) -> str:
         then = command if command in ("run", "report", "export") else "run"
         return f"plan it first: schedsearch plan {p} --out DIR, then schedsearch {then} DIR"
     if kind is InputKind.LAYER_MODEL:
-        return "read it with schedsearch.plan.layers.LayerModel.load"
+        then = command if command in ("run", "report", "export") else "run"
+        return f"plan it first: schedsearch plan {p} --out DIR, then schedsearch {then} DIR"
     if kind is InputKind.PLAN:
         return f"run it with schedsearch run {p}, or write its report with schedsearch report {p}"
     if kind in (InputKind.RESULT, InputKind.RESULT_SUMMARY):

@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_layers(args: argparse.Namespace, path: Any) -> int:
     """``schedsearch plan MODEL``: a model in layers, its configuration chosen with the schedule."""
-    from schedsearch.plan.autoplan import plan_layers
+    from schedsearch.plan.planner import plan_layers
     from schedsearch.plan.layers import LayerModel
     from schedsearch.plan.planner import RUNTIMES
 
@@ -133,6 +133,10 @@ def _run_layers(args: argparse.Namespace, path: Any) -> int:
                   f"({result.best.makespan_ms:g} ms), for {RUNTIMES[args.runtime]}")
             for kind, where in paths.items():
                 print(f"wrote {where}  ({_WHAT.get(kind, kind)})")
+            rec = result.configuration.recomputation
+            if rec.recomputes:
+                print(f"not written: the plan's activation checkpointing ({rec.label()}, torchtitan "
+                      f"{' or '.join(rec.torchtitan_releases) or 'none'}): set it in the torchtitan config")
     return 0
 
 

@@ -1,4 +1,5 @@
-"""The configuration chosen with the schedule: :func:`plan_layers` on a :class:`~schedsearch.plan.layers.LayerModel`.
+"""The configuration chosen with the schedule: the space, the bounds and the result of
+:func:`~schedsearch.plan.planner.plan_layers` on a :class:`~schedsearch.plan.layers.LayerModel`.
 
 For a model in layers and a pipeline degree, the planner searches the
 configurations torchtitan lets one set (:class:`~schedsearch.plan.layers.Configuration`)
@@ -42,22 +43,20 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
 import attrs
 
-from schedsearch.errors import InvalidOptionsError, InvalidPipelineError, NoFittingPlanError, SchedSearchError
-from schedsearch.handcrafted.families import check_runtime, family, planner_families
-from schedsearch.options import MAX_SEED, Rule, check_options
+from schedsearch.errors import SchedSearchError
+from schedsearch.handcrafted.families import family, planner_families
 from schedsearch.plan.candidates import Candidate
 from schedsearch.plan.layers import Configuration, LayerModel, Recomputation
-from schedsearch.plan.table import PlanResult, PlanRow, _rank_key
+from schedsearch.plan.table import PlanResult, PlanRow
 
 __all__ = ["SELECTIVE_EVERY", "MAX_SPLITS", "LayerCandidate", "LayerPlanResult", "Breakdown", "balanced_split",
-           "configurations", "plan_layers", "plan_configuration"]
+           "configurations"]
 
 #: The ``k`` of the selective recomputation (every ``k``-th block) the search tries.
 SELECTIVE_EVERY = (2, 4)
@@ -170,7 +169,7 @@ def _all_splits(n: int, num_stages: int) -> list[list[list[int]]] | None:
 
 
 def configurations(model: LayerModel, num_ranks: int) -> tuple[list[tuple[Configuration, tuple[str, ...]]], bool]:
-    """The configurations :func:`plan_layers` searches for ``num_ranks`` ranks, each with what proposed its split,
+    """The configurations :func:`~schedsearch.plan.planner.plan_layers` searches for ``num_ranks`` ranks, each with what proposed its split,
     and whether they are every configuration of the space (every split of every shape).
 
     Examples
@@ -299,7 +298,7 @@ class LayerCandidate:
 
 @attrs.frozen(kw_only=True)
 class LayerPlanResult:
-    """What :func:`plan_layers` found: every candidate (ranked), the winner, and its configuration's plan.
+    """What :func:`~schedsearch.plan.planner.plan_layers` found: every candidate (ranked), the winner, and its configuration's plan.
 
     ``bound_ms`` is a lower bound on the step time of every plan of every
     configuration searched (the least of the searched rows' bounds and the
@@ -425,218 +424,13 @@ def _breakdown(model: LayerModel, config: Configuration, row: PlanRow) -> Breakd
                      bubble_ms=round(max(0.0, row.makespan_ms - compute - again), 3), transfer_ms=round(transfer, 3))
 
 
-def plan_layers(
-    model: LayerModel,
-    *,
-    num_ranks: int | None = None,
-    time_limit_s: float = 10.0,
-    executor: Any = "local",
-    parallel: int | None = None,
-    address: str | None = None,
-    deterministic: bool = False,
-    seed: int = 0,
-    runtime: str = "torch",
-    prune: bool = True,
-    progress: Callable[[str], None] | None = None,
-) -> LayerPlanResult:
-    """Choose the configuration (split, stages per rank, micro-batching, recomputation) with the schedule.
-
-    See the module docstring for the space and the pruning. Each candidate's
-    search gets ``time_limit_s`` (its share, not the whole search's: the
-    number searched depends on the pruning); ``executor``, ``parallel``,
-    ``address``, ``deterministic``, ``seed`` and ``runtime`` are
-    :func:`~schedsearch.plan.planner.plan`'s. ``num_ranks`` is one of the
-    model's pipeline degrees (default its first). ``prune=False`` searches
-    every candidate (what the pruning is checked against).
-
-    Raises :class:`~schedsearch.errors.NoFittingPlanError` when no candidate
-    of any configuration has a plan the runtime can execute.
-
-    Examples
-    --------
-    >>> from schedsearch.plan.layers import LayerModel
-    >>> from schedsearch.plan.autoplan import plan_layers
-    >>> at1 = [{"microbatch_size": 1, "forward_ms": 1.0, "backward_ms": 2.0, "activation_bytes": "1 GiB",
-    ...         "checkpoint_bytes": "0.25 GiB"}]
-    >>> model = LayerModel(global_batch=4, num_ranks=2, memory_budget_bytes="5 GiB",
-    ...                    layers=[{"name": "block", "repeat": 4, "measured": at1}])
-    >>> result = plan_layers(model, time_limit_s=5, parallel=1, deterministic=True)
-    >>> result.best.makespan_ms, result.best.configuration.label(), result.covered
-    (27.0, '[1/1/1/1] on 2 ranks (loop, v=2), 4 x 1, no recomputation', True)
-    >>> result.searched, result.pruned, result.skipped, result.bound_ms
-    (1, 14, 6, 27.0)
-    """
-    from schedsearch.executors import get_executor
-    from schedsearch.plan.evaluation import _evaluate
-    from schedsearch.plan.planner import _finish, _prepare, _run_timeout
-
-    if not isinstance(model, LayerModel):
-        raise InvalidPipelineError(f"plan_layers: 'model' must be a LayerModel (LayerModel.load reads one), got "
-                                   f"{type(model).__name__}")
-    check_options("plan_layers", {
-        "time_limit_s": (time_limit_s, Rule.number(maximum=10**7, above=0)),
-        "parallel": (parallel, Rule.integer(1, 4096, none=True)),
-        "address": (address, Rule.instance(str, "an address string", none=True)),
-        "deterministic": (deterministic, Rule.boolean()), "seed": (seed, Rule.integer(0, MAX_SEED)),
-        "prune": (prune, Rule.boolean()),
-    })
-    check_runtime(runtime)
-    if progress is not None and not callable(progress):
-        raise InvalidOptionsError(f"plan_layers: 'progress' must be a function of one line of text, got {progress!r}")
-    if num_ranks is None:
-        num_ranks = model.num_ranks[0]
-    if isinstance(num_ranks, bool) or num_ranks not in model.num_ranks:
-        raise InvalidPipelineError(f"plan_layers: 'num_ranks' must be one of the model's pipeline degrees "
-                                   f"{list(model.num_ranks)}, got {num_ranks!r}")
-    t0 = time.perf_counter()
-    runner = get_executor(executor, parallel=parallel, address=address)
-    at_once = parallel or getattr(runner, "parallel", None) or 1
-    configs, whole = configurations(model, num_ranks)
-
-    entries: list[LayerCandidate] = []
-    waiting: list[tuple[Fraction, int, Any, Any]] = []  # (bound, order, prepared, task)
-    prepared_of: dict[Configuration, Any] = {}
-    for config, origins in configs:
-        pipeline = model.pipeline(config)
-        keep = {(f.key, config.stages_per_rank, v.split_backward) for f, v in config.torchtitan_variants()}
-        try:
-            prepared = _prepare(pipeline, time_limit_s=time_limit_s, parallel=None, deterministic=deterministic,
-                                seed=seed, runtime=runtime,
-                                keep=lambda c: (c.family, c.chunks, c.split_backward) in keep)
-        except NoFittingPlanError as exc:
-            for f, v in config.torchtitan_variants():
-                entries.append(LayerCandidate(configuration=config, origins=origins, outcome="skipped",
-                                              candidate=Candidate(family=f.key, chunks=config.stages_per_rank,
-                                                                  split_backward=v.split_backward),
-                                              note=str(exc).splitlines()[0]))
-            continue
-        for row in prepared.skipped:
-            entries.append(LayerCandidate(configuration=config, origins=origins, candidate=row.candidate,
-                                          outcome="skipped", note=row.note))
-        prepared_of[config] = (prepared, origins)
-        for task in prepared.tasks:
-            task = attrs.evolve(task, options=task.options.replace(time_limit_s=time_limit_s))
-            waiting.append((_pre_bound(task.times), len(waiting), config, task))
-    waiting.sort(key=lambda w: (w[0], w[1]))
-
-    best_ms: float | None = None
-    runs: dict[Configuration, list[tuple[Any, Any]]] = {}
-    searched: list[tuple[Any, Any, Any, Fraction]] = []
-    k = 0
-    while k < len(waiting):
-        batch = []
-        while k < len(waiting) and len(batch) < at_once:
-            bound, _, config, task = waiting[k]
-            k += 1
-            if prune and best_ms is not None and bound >= best_ms:
-                prepared, origins = prepared_of[config]
-                entries.append(LayerCandidate(configuration=config, origins=origins, candidate=task.candidate,
-                                              outcome="pruned", bound_ms=float(bound),
-                                              note=f"its bound {float(bound):.3f} ms is not below the best plan "
-                                                   f"found before it ({best_ms:.3f} ms)"))
-                continue
-            batch.append((bound, config, task))
-        if not batch:
-            break
-        timeout = _run_timeout([prepared_of[c][0] for _, c, _ in batch], parallel=at_once,
-                               deterministic=deterministic)
-        outcomes = runner.run(_evaluate, [t for _, _, t in batch], timeout_s=timeout)
-        for (bound, config, task), outcome in zip(batch, outcomes):
-            runs.setdefault(config, []).append((task, outcome))
-            searched.append((config, task, outcome, bound))
-            if outcome.ok:
-                row = outcome.value.row
-                if row.makespan_ms is not None and not row.candidate.record.runtime_gap(runtime) \
-                        and (best_ms is None or row.makespan_ms < best_ms):
-                    best_ms = row.makespan_ms
-            if progress is not None:
-                what = (f"{outcome.value.row.makespan_ms:.3f} ms" if outcome.ok and outcome.value.row.makespan_ms
-                        is not None else "no plan")
-                progress(f"[{len(searched)}/{len(waiting)}] {task.candidate.label} on {config.label()}: {what}")
-
-    for config, task, outcome, bound in searched:
-        prepared, origins = prepared_of[config]
-        if outcome.ok:
-            row = outcome.value.row
-            entries.append(LayerCandidate(
-                configuration=config, origins=origins, candidate=task.candidate, outcome="searched",
-                bound_ms=float(bound), row=row,
-                breakdown=_breakdown(model, config, row) if row.makespan_ms is not None else None))
-        else:
-            entries.append(LayerCandidate(configuration=config, origins=origins, candidate=task.candidate,
-                                          outcome="searched", bound_ms=float(bound), note=outcome.error))
-
-    def rank(c: LayerCandidate) -> tuple:
-        if c.row is not None and c.row.makespan_ms is not None:
-            return (0, *_rank_key(c.row)[:2], c.configuration.label())
-        return (1, c.bound_ms if c.bound_ms is not None else math.inf, c.configuration.label())
-
-    entries.sort(key=rank)
-    runnable = [c for c in entries if c.makespan_ms is not None and not c.candidate.record.runtime_gap(runtime)]
-    best = runnable[0] if runnable else None
-    runner_up = runnable[1] if len(runnable) > 1 else None
-    if runner_up is None:  # every other candidate pruned: the one with the least bound, which it costs at least
-        runner_up = min((c for c in entries if c.outcome == "pruned"), key=lambda c: c.bound_ms, default=None)
-    bounds = []
-    for c in entries:
-        if c.outcome == "pruned":
-            bounds.append(c.bound_ms)
-        elif c.outcome == "searched":
-            own = c.row.bound_ms if c.row is not None and c.row.bound_ms is not None else None
-            bounds.append(max(x for x in (own, c.bound_ms) if x is not None))
-    result = None
-    if best is not None:
-        prepared, _ = prepared_of[best.configuration]
-        done = runs[best.configuration]
-        sub = attrs.evolve(prepared, runnable=tuple(t.candidate for t, _ in done), tasks=tuple(t for t, _ in done))
-        result = _finish(sub, [o for _, o in done], runner.name, t0)
-    out = LayerPlanResult(model=model, num_ranks=num_ranks, candidates=tuple(entries), best=best,
-                          runner_up=runner_up, result=result, bound_ms=min(bounds) if bounds else None,
-                          covered=whole, num_configurations=len(configs), executor=runner.name,
-                          wall_time_s=round(time.perf_counter() - t0, 3))
-    if best is None:
-        raise NoFittingPlanError(f"{model}: no configuration on {num_ranks} ranks has a plan the {runtime!r} runtime "
-                                 f"can execute ({out.searched} candidates searched, {out.skipped} skipped: "
-                                 f"{next((c.note for c in entries if c.note), '')})")
-    return out
-
-
-def plan_configuration(model: LayerModel, configuration: Configuration, candidate: Candidate, *,
-                       time_limit_s: float = 10.0, deterministic: bool = False, seed: int = 0) -> PlanRow:
-    """One configuration planned for one family variant, in this process: the row the planner gives it (the
-    same times, search and memory rules as :func:`plan_layers`), or its row without a plan and why.
-
-    Examples
-    --------
-    >>> from schedsearch.plan.layers import Configuration, LayerModel
-    >>> from schedsearch.plan.autoplan import plan_configuration
-    >>> from schedsearch.plan.planner import Candidate
-    >>> at1 = [{"microbatch_size": 1, "forward_ms": 1.0, "backward_ms": 2.0}]
-    >>> model = LayerModel(global_batch=4, num_ranks=2, layers=[{"name": "block", "repeat": 4, "measured": at1}])
-    >>> config = Configuration.from_boundaries([2, 2], num_ranks=2, microbatch_size=1, num_microbatches=4)
-    >>> plan_configuration(model, config, Candidate(family="1f1b"), time_limit_s=5, deterministic=True).makespan_ms
-    30.0
-    """
-    from schedsearch.plan.candidates import _why_not
-    from schedsearch.plan.evaluation import _evaluate
-    from schedsearch.plan.outcome import Reason
-    from schedsearch.plan.planner import _prepare
-    from schedsearch.plan.table import _row_without_plan
-
-    if not isinstance(candidate, Candidate):
-        raise InvalidPipelineError(f"plan_configuration: 'candidate' must be a Candidate, got {type(candidate).__name__}")
-    pipeline = model.pipeline(configuration)
-    if candidate.family not in pipeline.families:
-        raise InvalidPipelineError(f"plan_configuration: {configuration} runs families {list(pipeline.families)}, "
-                                   f"not {candidate.family!r}")
-    try:
-        prepared = _prepare(pipeline, time_limit_s=time_limit_s, parallel=None, deterministic=deterministic,
-                            seed=seed, keep=lambda c: c == candidate)
-    except NoFittingPlanError as exc:  # left out before any search: for its shape, else its memory
-        why = _why_not(pipeline, candidate, pipeline.stages)
-        return _row_without_plan(candidate, Reason.SHAPE if why else Reason.MEMORY,
-                                 why or str(exc).splitlines()[-1].strip())
-    if prepared.skipped:
-        return prepared.skipped[0]
-    task = prepared.tasks[0]
-    return _evaluate(attrs.evolve(task, options=task.options.replace(time_limit_s=time_limit_s))).row
+def _pipeline(model: LayerModel, config: Configuration) -> Any:
+    """``model.pipeline(config)`` with each stage named after its torchtitan modules joined with ``+``
+    (``tok_embeddings+layers.0``) when the model has torchtitan's shape (an embedding first, a head last): the
+    files written for the plan split the model by those names."""
+    pipeline = model.pipeline(config)
+    kinds = model.kinds()
+    if kinds[0] != "embedding" or kinds[-1] != "head":
+        return pipeline
+    names = config.module_names(model)
+    return attrs.evolve(pipeline, stages=[attrs.evolve(s, name="+".join(n)) for s, n in zip(pipeline.stages, names)])

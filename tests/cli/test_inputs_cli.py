@@ -100,7 +100,6 @@ BAD_INPUTS = [
     (["plan", "{}"], "csv", "is a compute-only CSV"),
     (["plan", "{}"], "result", "is a search result"),
     (["plan", "{}"], "calibration", "is a calibration"),
-    (["plan", "{}"], "layers", "is a model in layers"),
     (["run", "{}"], "layers", "is a model in layers"),
     (["validate", "{}", "{schedule}"], "plan", "is a plan document"),
     (["validate", "{problem}", "{}"], "pipeline", "is a pipeline description"),
@@ -144,7 +143,7 @@ def test_plan_given_a_plan_says_what_to_do_with_it(files, capsys):
     path = files["plan"]
     assert main(["plan", str(path)]) == 2
     err = capsys.readouterr().err
-    assert f"is a plan document; plan takes a pipeline description (TOML or JSON). Run it with schedsearch run " \
+    assert f"is a plan document; plan takes a pipeline description (TOML or JSON) or a model in layers. Run it with schedsearch run " \
            f"{path}, or write its report with schedsearch report {path}" in err
     assert "unknown field" not in err
 
