@@ -153,3 +153,10 @@ def test_the_cli_plans_a_model_in_layers(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "whole space" in out and "plan written:" in out
     assert (tmp_path / "out" / "schedule.csv").is_file() and (tmp_path / "out" / "plan.json").is_file()
+
+
+def test_candidates_searched_in_rounds_on_processes_find_the_same_optimum(searched):
+    model, pruned, _ = searched
+    two = plan_layers(model, time_limit_s=5, parallel=2, deterministic=True)
+    assert two.best.makespan_ms == pruned.best.makespan_ms
+    assert two.searched + two.pruned == pruned.searched + pruned.pruned

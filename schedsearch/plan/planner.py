@@ -34,6 +34,7 @@ initial memory.
 from __future__ import annotations
 
 import math
+import os
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -691,7 +692,7 @@ def plan_layers(
                                    f"{list(model.num_ranks)}, got {num_ranks!r}")
     t0 = time.perf_counter()
     runner = get_executor(executor, parallel=parallel, address=address)
-    at_once = parallel or getattr(runner, "parallel", None) or 1
+    at_once = _parallel_of(runner, parallel) or os.cpu_count() or 1  # candidates per round, as the executor runs them
     configs, whole = configurations(model, num_ranks)
 
     entries: list[LayerCandidate] = []
