@@ -27,7 +27,8 @@ search and memory rules), each candidate's search with the same share:
 Step time in ms and the worst rank's peak GiB per method; ``-`` where the
 configuration has no plan within the memory budget. Run: ``python -m
 benchmarks autoplan`` (``--quick``: the first three rows; ``--time-limit S``:
-each candidate search's share, default 3 s; ``--deterministic``).
+each peer's search of its one configuration, default 3 s; ``--planner-limit S``:
+the planner's whole call, default 120 s; ``--deterministic``).
 """
 
 from __future__ import annotations
@@ -153,7 +154,7 @@ def methods(model: Any, p: int) -> list[tuple[str, Any, Any, str]]:
     return out
 
 
-def score_row(name: str, spec: dict[str, Any], *, time_limit_s: float, deterministic: bool,
+def score_row(name: str, spec: dict[str, Any], *, time_limit_s: float, planner_limit_s: float, deterministic: bool,
               parallel: int | None) -> dict[str, Any]:
     """Every method's step time and peak on one row, and the planner's."""
     from schedsearch.errors import NoFittingPlanError
@@ -189,7 +190,7 @@ def score_row(name: str, spec: dict[str, Any], *, time_limit_s: float, determini
         row[f"{column} GiB"] = "-" if not r.peak_gib else round(max(r.peak_gib), 1)
     t0 = time.perf_counter()
     try:
-        result = plan_layers(model, num_ranks=p, time_limit_s=time_limit_s, deterministic=deterministic,
+        result = plan_layers(model, num_ranks=p, time_limit_s=planner_limit_s, deterministic=deterministic,
                              parallel=parallel)
     except NoFittingPlanError as exc:
         row["planner"] = "-"
@@ -211,6 +212,7 @@ def score_row(name: str, spec: dict[str, Any], *, time_limit_s: float, determini
                          "peak_gib": max(best.row.peak_gib), "bound_ms": result.bound_ms, "gap": result.gap,
                          "covered": result.covered, "configurations": result.num_configurations,
                          "searched": result.searched, "pruned": result.pruned, "skipped": result.skipped,
+                         "not_reached": result.not_reached,
                          "breakdown": None if best.breakdown is None else best.breakdown.label(),
                          "runner_up": None if result.runner_up is None else result.runner_up.to_dict(),
                          "wall_s": round(wall, 1)}
@@ -222,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the first three rows")
     parser.add_argument("--only", nargs="*", default=None, help="substrings of row names")
-    parser.add_argument("--time-limit", type=float, default=3.0, help="each candidate search's share (s)")
+    parser.add_argument("--time-limit", type=float, default=3.0, help="each peer's one search (s)")
+    parser.add_argument("--planner-limit", type=float, default=120.0, help="the planner's whole call (s)")
     parser.add_argument("--deterministic", action="store_true", help="deterministic time limits")
     parser.add_argument("--parallel", type=int, default=1, help="planner candidates at once (default 1)")
     args = parser.parse_args(argv)
@@ -232,15 +235,15 @@ def main(argv: list[str] | None = None) -> int:
     table, details = [], []
     for name, what, spec in rows:
         print(f"\n--- {name}: {what}", flush=True)
-        out = score_row(name, spec, time_limit_s=args.time_limit, deterministic=args.deterministic,
-                        parallel=args.parallel)
+        out = score_row(name, spec, time_limit_s=args.time_limit, planner_limit_s=args.planner_limit,
+                        deterministic=args.deterministic, parallel=args.parallel)
         table.append(out["table"])
         details.append(out["detail"])
         print_table([out["table"]])
     print("\nstep time ms per method ('-': no plan within the budget), the planner's bound, gap and wall time")
     print_table(table)
     write_results("autoplan_quick" if args.quick else "autoplan", table, details=details,
-                  time_limit_s=args.time_limit, deterministic=args.deterministic)
+                  time_limit_s=args.time_limit, planner_limit_s=args.planner_limit, deterministic=args.deterministic)
     return 0
 
 

@@ -127,7 +127,7 @@ def case_autoplan(f: Figures, data: Path) -> None:
         {"name": "head", "kind": "head", "measured": edge, "parameter_bytes": "1 GiB"}])
     titan = plan_configuration(model, torchtitan_default(model, num_ranks=2), Candidate(family="1f1b"),
                                time_limit_s=1, deterministic=True)
-    result = plan_layers(model, time_limit_s=1, parallel=1, deterministic=True)
+    result = plan_layers(model, time_limit_s=20, parallel=1, deterministic=True)
     f.lower("titan_1f1b_ms", titan.makespan_ms)
     f.lower("planner_ms", result.best.makespan_ms)
     f.higher("planner_bound_ms", result.bound_ms)

@@ -20,7 +20,7 @@ import math
 import pytest
 
 from schedsearch.errors import InvalidOptionsError, InvalidPipelineError
-from schedsearch.plan.autoplan import balanced_split, configurations
+from schedsearch.plan.autoplan import Decision, balanced_split, configurations
 from schedsearch.plan.planner import plan_configuration, plan_layers
 from schedsearch.plan.candidates import Candidate
 from schedsearch.plan.layers import LayerModel, Recomputation
@@ -40,8 +40,8 @@ def small_model(budget: str = "6 GiB") -> LayerModel:
 @pytest.fixture(scope="module")
 def searched():
     model = small_model()
-    pruned = plan_layers(model, time_limit_s=5, parallel=1, deterministic=True)
-    whole = plan_layers(model, time_limit_s=5, parallel=1, deterministic=True, prune=False)
+    pruned = plan_layers(model, time_limit_s=60, parallel=1, deterministic=True)
+    whole = plan_layers(model, time_limit_s=60, parallel=1, deterministic=True, prune=False)
     return model, pruned, whole
 
 
@@ -67,7 +67,7 @@ def test_pruning_never_drops_the_optimum(searched):
     assert pruned.pruned > 0 and whole.pruned == 0
     assert pruned.searched + pruned.pruned == whole.searched
     for c in pruned.candidates:
-        if c.outcome == "pruned":
+        if c.outcome is Decision.PRUNED:
             assert c.bound_ms >= pruned.best.makespan_ms
     # the pre-search bound of every candidate is below or at what its search found
     for c in whole.candidates:
@@ -157,6 +157,28 @@ def test_the_cli_plans_a_model_in_layers(tmp_path, capsys):
 
 def test_candidates_searched_in_rounds_on_processes_find_the_same_optimum(searched):
     model, pruned, _ = searched
-    two = plan_layers(model, time_limit_s=5, parallel=2, deterministic=True)
+    two = plan_layers(model, time_limit_s=60, parallel=2, deterministic=True)
     assert two.best.makespan_ms == pruned.best.makespan_ms
     assert two.searched + two.pruned == pruned.searched + pruned.pruned
+
+
+def test_the_time_limit_is_the_whole_calls_and_the_candidates_not_reached_keep_their_bounds(searched):
+    # deterministic mode: each round is given an equal part of what is left of the limit (at least the floor),
+    # so a limit of two floors searches two rounds on any machine; the others are not reached, their
+    # pre-search bounds still bound the result
+    from schedsearch.plan.shares import SEARCH_FLOOR_S
+
+    model, pruned, whole = searched
+    short = plan_layers(model, time_limit_s=2 * SEARCH_FLOOR_S, parallel=1, deterministic=True, prune=False)
+    assert short.searched == 2 and short.not_reached == whole.searched - 2
+    assert short.searched + short.not_reached + short.skipped == len(whole.candidates)
+    unsearched = [c for c in short.candidates if c.outcome is Decision.NOT_REACHED]
+    assert all(c.makespan_ms is None and c.bound_ms is not None for c in unsearched)
+    assert short.bound_ms == min(min(c.bound_ms for c in unsearched),
+                                 *(max(c.bound_ms, c.row.bound_ms or 0) for c in short.candidates
+                                   if c.outcome is Decision.SEARCHED))
+    assert short.bound_ms <= whole.best.makespan_ms <= short.best.makespan_ms
+    assert "not reached within the time limit" in short.table()
+    again = plan_layers(model, time_limit_s=2 * SEARCH_FLOOR_S, parallel=1, deterministic=True, prune=False)
+    assert [(c.candidate.label, c.configuration.label(), c.outcome, c.makespan_ms) for c in again.candidates] == \
+           [(c.candidate.label, c.configuration.label(), c.outcome, c.makespan_ms) for c in short.candidates]

@@ -23,7 +23,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("pipeline", metavar="PIPELINE", help="pipeline description (.toml or .json), or a model in "
                    "layers: then the split, micro-batching and recomputation are chosen with the schedule, on each "
-                   "of its pipeline degrees, and --time-limit is each candidate's share")
+                   "of its pipeline degrees, within --time-limit for each degree")
     p.add_argument("--out", default="out", help="folder to write the plan into (default out/; '' writes nothing)")
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds for the whole search (default 60)")
     p.add_argument("--runtime", choices=("torch", "any"), default="torch",

@@ -28,12 +28,13 @@ preparation, executors and typed outcomes). Before any search every
 candidate gets its analytic lower bound in ms (its integer problem's
 :func:`~schedsearch.bounds.analytic_lower_bound`, read in real ms as
 :func:`~schedsearch.plan.times.real_bound_ms` reads one); candidates are
-searched in increasing order of that bound, ``parallel`` at a time, and a
-candidate whose bound is not below the best plan found so far is **pruned**
-(not searched: no plan of it can be better). Candidates that cannot run
+searched in increasing order of that bound, ``parallel`` at a time within
+the whole call's time limit, and a candidate whose bound is not below the
+best plan found so far is **pruned** (not searched: no plan of it can be
+better); one whose turn does not come within the limit is **not reached**. Candidates that cannot run
 (their shape, or over the memory budget in any plan) are **skipped** with
 their reason. The search bound of the result is the least of the searched
-candidates' bounds and the pruned ones' analytic bounds: no plan of any
+candidates' bounds and the analytic bounds of the pruned and not reached ones: no plan of any
 configuration in the space is faster. Whether the space is the whole
 configuration space (every split) or the proposed splits is said in
 :attr:`LayerPlanResult.covered`.
@@ -41,6 +42,7 @@ configuration space (every split) or the proposed splits is said in
 
 from __future__ import annotations
 
+import enum
 import itertools
 import math
 from collections.abc import Sequence
@@ -55,7 +57,7 @@ from schedsearch.plan.candidates import Candidate
 from schedsearch.plan.layers import Configuration, LayerModel, Recomputation
 from schedsearch.plan.table import PlanResult, PlanRow
 
-__all__ = ["SELECTIVE_EVERY", "MAX_SPLITS", "LayerCandidate", "LayerPlanResult", "Breakdown", "balanced_split",
+__all__ = ["SELECTIVE_EVERY", "MAX_SPLITS", "Decision", "LayerCandidate", "LayerPlanResult", "Breakdown", "balanced_split",
            "configurations"]
 
 #: The ``k`` of the selective recomputation (every ``k``-th block) the search tries.
@@ -249,6 +251,19 @@ def configurations(model: LayerModel, num_ranks: int) -> tuple[list[tuple[Config
 
 
 # ------------------------------------------------------------------ the result
+class Decision(enum.Enum):
+    """What the search did with a candidate (a configuration x family variant)."""
+
+    #: searched: its row holds the plan (or why there is none)
+    SEARCHED = "searched"
+    #: not searched: its analytic bound was not below the best plan found before it, so no plan of it is better
+    PRUNED = "pruned"
+    #: not searched: it cannot run (its shape, or over the memory budget in any plan); the note says why
+    SKIPPED = "skipped"
+    #: not searched: the time limit ended before its turn; its analytic bound still counts in the result's bound
+    NOT_REACHED = "not reached"
+
+
 @attrs.frozen(kw_only=True)
 class Breakdown:
     """What a plan's step time is made of, on its busiest rank (ms): its forward and backward work, the forwards it
@@ -269,15 +284,15 @@ class Breakdown:
 class LayerCandidate:
     """One configuration x family variant: its pre-search bound, and its row when it was searched.
 
-    ``outcome``: ``"searched"``, ``"pruned"`` (its bound was not below the
-    best plan found before it) or ``"skipped"`` (it cannot run: ``note``
-    says why).
+    ``outcome`` says what the search did with it (:class:`Decision`);
+    ``bound_ms`` is its analytic lower bound before any search (none for a
+    skipped candidate).
     """
 
     configuration: Configuration
     origins: tuple[str, ...]
     candidate: Candidate
-    outcome: str
+    outcome: Decision
     bound_ms: float | None = None
     row: PlanRow | None = None
     breakdown: Breakdown | None = None
@@ -289,7 +304,7 @@ class LayerCandidate:
 
     def to_dict(self) -> dict[str, Any]:
         return {"configuration": self.configuration.label(), "origins": list(self.origins),
-                "family": self.candidate.label, "outcome": self.outcome, "bound_ms": self.bound_ms,
+                "family": self.candidate.label, "outcome": self.outcome.value, "bound_ms": self.bound_ms,
                 "makespan_ms": self.makespan_ms,
                 "row_bound_ms": None if self.row is None else self.row.bound_ms,
                 "peak_gib": [] if self.row is None else list(self.row.peak_gib),
@@ -301,8 +316,9 @@ class LayerPlanResult:
     """What :func:`~schedsearch.plan.planner.plan_layers` found: every candidate (ranked), the winner, and its configuration's plan.
 
     ``bound_ms`` is a lower bound on the step time of every plan of every
-    configuration searched (the least of the searched rows' bounds and the
-    pruned candidates' analytic bounds); ``covered`` says whether those
+    configuration in the space (the least of the searched rows' bounds and
+    the analytic bounds of the candidates pruned or not reached within the
+    time limit); ``covered`` says whether those
     configurations are the whole space (every split of every shape, size and
     recomputation) or the proposed splits only. ``result`` is the
     :class:`~schedsearch.plan.table.PlanResult` of the winner's configuration
@@ -323,17 +339,25 @@ class LayerPlanResult:
     executor: str = "local"
     wall_time_s: float = 0.0
 
+    def count(self, decision: Decision) -> int:
+        """How many candidates the search decided so."""
+        return sum(c.outcome is decision for c in self.candidates)
+
     @property
     def searched(self) -> int:
-        return sum(c.outcome == "searched" for c in self.candidates)
+        return self.count(Decision.SEARCHED)
 
     @property
     def pruned(self) -> int:
-        return sum(c.outcome == "pruned" for c in self.candidates)
+        return self.count(Decision.PRUNED)
 
     @property
     def skipped(self) -> int:
-        return sum(c.outcome == "skipped" for c in self.candidates)
+        return self.count(Decision.SKIPPED)
+
+    @property
+    def not_reached(self) -> int:
+        return self.count(Decision.NOT_REACHED)
 
     @property
     def configuration(self) -> Configuration | None:
@@ -350,7 +374,9 @@ class LayerPlanResult:
         lines = [f"{self.model} — planned on {self.num_ranks} ranks",
                  f"configurations: {self.num_configurations} ({'every split: the whole space' if self.covered else 'proposed splits: torchtitan, auto_partition, AdaPipe-style DP, balanced DP'}); "
                  f"candidates: {len(self.candidates)}: {self.searched} searched, {self.pruned} pruned by bound, "
-                 f"{self.skipped} skipped"]
+                 f"{self.skipped} skipped"
+                 + (f", {self.not_reached} not reached within the time limit (their bounds count)"
+                    if self.not_reached else "")]
         if self.best is not None:
             b = self.best
             lines.append(f"best: {b.candidate.label} on {b.configuration.label()}: {b.makespan_ms:.3f} ms "
@@ -359,7 +385,7 @@ class LayerPlanResult:
                 lines.append(f"  {b.breakdown.label()}")
             bound = "-" if self.bound_ms is None else f"{self.bound_ms:.3f} ms"
             gap = "-" if self.gap is None else f"{100 * self.gap:.1f}%"
-            lines.append(f"  bound over every configuration searched or pruned: {bound} (gap {gap})")
+            lines.append(f"  bound over every configuration of the space: {bound} (gap {gap})")
         r = self.runner_up
         if r is not None and r.makespan_ms is None:
             lines.append(f"runner-up: {r.candidate.label} on {r.configuration.label()}: at least {r.bound_ms:.3f} ms "
@@ -388,6 +414,7 @@ class LayerPlanResult:
         return {"model": self.model.name, "num_ranks": self.num_ranks, "bound_ms": self.bound_ms, "gap": self.gap,
                 "covered": self.covered, "num_configurations": self.num_configurations,
                 "searched": self.searched, "pruned": self.pruned, "skipped": self.skipped,
+                "not_reached": self.not_reached,
                 "best": None if self.best is None else self.best.to_dict(),
                 "runner_up": None if self.runner_up is None else self.runner_up.to_dict(),
                 "wall_time_s": self.wall_time_s}

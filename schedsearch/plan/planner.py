@@ -57,7 +57,7 @@ from schedsearch.plan.pipeline import (Pipeline, Stage, check_integer_range, che
                                        exact_memory_unit)
 from schedsearch.rewrite import with_capacities
 from schedsearch.plan.outcome import Reason
-from schedsearch.plan.shares import Shares
+from schedsearch.plan.shares import SEARCH_FLOOR_S, Shares
 from schedsearch.plan.times import CandidateTimes, candidate_times, named_times, retime_ms
 from schedsearch.result import Status
 from schedsearch.schedule import metrics
@@ -67,7 +67,7 @@ from schedsearch.plan.candidates import (Candidate as Candidate, _handcrafted, _
                                          build_problem as build_problem, candidates as candidates,
                                          runtime_gap as runtime_gap)
 from schedsearch.plan.evaluation import _evaluate, _gibs, _Outcome, _Task
-from schedsearch.plan.autoplan import (LayerCandidate, LayerPlanResult, _breakdown, _pipeline, _pre_bound,
+from schedsearch.plan.autoplan import (Decision, LayerCandidate, LayerPlanResult, _breakdown, _pipeline, _pre_bound,
                                        configurations)
 from schedsearch.plan.layers import Configuration, LayerModel
 from schedsearch.plan.table import (PlanResult as PlanResult, PlanRow as PlanRow, SweepPoint as SweepPoint,
@@ -645,9 +645,16 @@ def plan_layers(
 ) -> LayerPlanResult:
     """Choose the configuration (split, stages per rank, micro-batching, recomputation) with the schedule.
 
-    See the module docstring for the space and the pruning. Each candidate's
-    search gets ``time_limit_s`` (its share, not the whole search's: the
-    number searched depends on the pruning); ``executor``, ``parallel``,
+    See :mod:`schedsearch.plan.autoplan` for the space and the pruning.
+    ``time_limit_s`` is the whole call's (as :func:`plan`'s): the candidates
+    are searched in rounds of as many as the executor runs at once, in
+    increasing order of their bounds, and each round gets an equal part of
+    what is left of the limit for the rounds that may still come (at least
+    :data:`~schedsearch.plan.shares.SEARCH_FLOOR_S`; in deterministic mode,
+    what is left is the limit less the parts already given, so the same call
+    searches the same candidates on any machine). The candidates whose turn
+    does not come within the limit are *not reached*: their analytic bounds
+    still count in the result's bound. ``executor``, ``parallel``,
     ``address``, ``deterministic``, ``seed`` and ``runtime`` are
     :func:`~schedsearch.plan.planner.plan`'s. ``num_ranks`` is one of the
     model's pipeline degrees (default its first). ``prune=False`` searches
@@ -672,6 +679,25 @@ def plan_layers(
     """
     from schedsearch.executors import get_executor
 
+    num_ranks = _check_layers_call(model, num_ranks=num_ranks, time_limit_s=time_limit_s, parallel=parallel,
+                                   address=address, deterministic=deterministic, seed=seed, runtime=runtime,
+                                   prune=prune, progress=progress)
+    t0 = time.perf_counter()
+    runner = get_executor(executor, parallel=parallel, address=address)
+    at_once = _parallel_of(runner, parallel) or os.cpu_count() or 1  # candidates per round, as the executor runs them
+    configs, whole = configurations(model, num_ranks)
+    space = _LayerSpace.prepare(model, configs, time_limit_s=time_limit_s, deterministic=deterministic, seed=seed,
+                                runtime=runtime)
+    rounds = _Rounds(space=space, runner=runner, at_once=at_once, time_limit_s=time_limit_s,
+                     deterministic=deterministic, prune=prune, runtime=runtime, progress=progress, t0=t0)
+    rounds.run()
+    return _layer_result(model, num_ranks, space, rounds, covered=whole, num_configurations=len(configs),
+                         executor=runner.name, runtime=runtime, t0=t0)
+
+
+def _check_layers_call(model: Any, *, num_ranks: Any, time_limit_s: Any, parallel: Any, address: Any,
+                       deterministic: Any, seed: Any, runtime: Any, prune: Any, progress: Any) -> int:
+    """:func:`plan_layers`'s arguments checked before any work; the pipeline degree to plan for."""
     if not isinstance(model, LayerModel):
         raise InvalidPipelineError(f"plan_layers: 'model' must be a LayerModel (LayerModel.load reads one), got "
                                    f"{type(model).__name__}")
@@ -686,121 +712,170 @@ def plan_layers(
     if progress is not None and not callable(progress):
         raise InvalidOptionsError(f"plan_layers: 'progress' must be a function of one line of text, got {progress!r}")
     if num_ranks is None:
-        num_ranks = model.num_ranks[0]
+        return model.num_ranks[0]
     if isinstance(num_ranks, bool) or num_ranks not in model.num_ranks:
         raise InvalidPipelineError(f"plan_layers: 'num_ranks' must be one of the model's pipeline degrees "
                                    f"{list(model.num_ranks)}, got {num_ranks!r}")
-    t0 = time.perf_counter()
-    runner = get_executor(executor, parallel=parallel, address=address)
-    at_once = _parallel_of(runner, parallel) or os.cpu_count() or 1  # candidates per round, as the executor runs them
-    configs, whole = configurations(model, num_ranks)
+    return num_ranks
 
-    entries: list[LayerCandidate] = []
-    waiting: list[tuple[Fraction, int, Any, Any]] = []  # (bound, order, prepared, task)
-    prepared_of: dict[Configuration, Any] = {}
-    for config, origins in configs:
-        pipeline = _pipeline(model, config)
-        keep = {(f.key, config.stages_per_rank, v.split_backward) for f, v in config.torchtitan_variants()}
-        try:
-            prepared = _prepare(pipeline, time_limit_s=time_limit_s, parallel=None, deterministic=deterministic,
-                                seed=seed, runtime=runtime,
-                                keep=lambda c: (c.family, c.chunks, c.split_backward) in keep)
-        except NoFittingPlanError as exc:
-            for f, v in config.torchtitan_variants():
-                entries.append(LayerCandidate(configuration=config, origins=origins, outcome="skipped",
-                                              candidate=Candidate(family=f.key, chunks=config.stages_per_rank,
-                                                                  split_backward=v.split_backward),
-                                              note=str(exc).splitlines()[0]))
-            continue
-        for row in prepared.skipped:
-            entries.append(LayerCandidate(configuration=config, origins=origins, candidate=row.candidate,
-                                          outcome="skipped", note=row.note))
-        prepared_of[config] = (prepared, origins)
-        for task in prepared.tasks:
-            task = attrs.evolve(task, options=task.options.replace(time_limit_s=time_limit_s))
-            waiting.append((_pre_bound(task.times), len(waiting), config, task))
-    waiting.sort(key=lambda w: (w[0], w[1]))
 
-    best_ms: float | None = None
-    runs: dict[Configuration, list[tuple[Any, Any]]] = {}
-    searched: list[tuple[Any, Any, Any, Fraction]] = []
-    k = 0
-    while k < len(waiting):
-        batch = []
-        while k < len(waiting) and len(batch) < at_once:
-            bound, _, config, task = waiting[k]
-            k += 1
-            if prune and best_ms is not None and bound >= best_ms:
-                prepared, origins = prepared_of[config]
-                entries.append(LayerCandidate(configuration=config, origins=origins, candidate=task.candidate,
-                                              outcome="pruned", bound_ms=float(bound),
-                                              note=f"its bound {float(bound):.3f} ms is not below the best plan "
-                                                   f"found before it ({best_ms:.3f} ms)"))
+@attrs.define
+class _LayerSpace:
+    """The candidates of a model in layers before the search: those that cannot run (as entries), and the
+    search tasks of the others with their analytic bounds in ms, in the order they are searched (least bound
+    first)."""
+
+    entries: list[LayerCandidate]
+    waiting: list[tuple[Fraction, Configuration, _Task]]
+    prepared_of: dict[Configuration, tuple[_Prepared, tuple[str, ...]]]
+
+    @classmethod
+    def prepare(cls, model: LayerModel, configs: Sequence[tuple[Configuration, tuple[str, ...]]], *,
+                time_limit_s: float, deterministic: bool, seed: int, runtime: str) -> _LayerSpace:
+        entries: list[LayerCandidate] = []
+        waiting: list[tuple[Fraction, int, Configuration, _Task]] = []
+        prepared_of: dict[Configuration, tuple[_Prepared, tuple[str, ...]]] = {}
+        for config, origins in configs:
+            keep = {(f.key, config.stages_per_rank, v.split_backward) for f, v in config.torchtitan_variants()}
+            try:
+                prepared = _prepare(_pipeline(model, config), time_limit_s=time_limit_s, parallel=None,
+                                    deterministic=deterministic, seed=seed, runtime=runtime,
+                                    keep=lambda c: (c.family, c.chunks, c.split_backward) in keep)
+            except NoFittingPlanError as exc:
+                why = str(exc).splitlines()[0]
+                entries += [LayerCandidate(configuration=config, origins=origins, outcome=Decision.SKIPPED,
+                                           candidate=Candidate(family=f.key, chunks=config.stages_per_rank,
+                                                               split_backward=v.split_backward), note=why)
+                            for f, v in config.torchtitan_variants()]
                 continue
-            batch.append((bound, config, task))
-        if not batch:
-            break
-        timeout = _run_timeout([prepared_of[c][0] for _, c, _ in batch], parallel=at_once,
-                               deterministic=deterministic)
-        outcomes = runner.run(_evaluate, [t for _, _, t in batch], timeout_s=timeout)
-        for (bound, config, task), outcome in zip(batch, outcomes):
-            runs.setdefault(config, []).append((task, outcome))
-            searched.append((config, task, outcome, bound))
-            if outcome.ok:
-                row = outcome.value.row
-                if row.makespan_ms is not None and not row.candidate.record.runtime_gap(runtime) \
-                        and (best_ms is None or row.makespan_ms < best_ms):
-                    best_ms = row.makespan_ms
-            if progress is not None:
-                what = (f"{outcome.value.row.makespan_ms:.3f} ms" if outcome.ok and outcome.value.row.makespan_ms
-                        is not None else "no plan")
-                progress(f"[{len(searched)}/{len(waiting)}] {task.candidate.label} on {config.label()}: {what}")
+            entries += [LayerCandidate(configuration=config, origins=origins, candidate=row.candidate,
+                                       outcome=Decision.SKIPPED, note=row.note) for row in prepared.skipped]
+            prepared_of[config] = (prepared, origins)
+            waiting += [(_pre_bound(task.times), len(waiting) + i, config, task) for i, task in enumerate(prepared.tasks)]
+        waiting.sort(key=lambda w: (w[0], w[1]))
+        return cls(entries=entries, waiting=[(b, c, t) for b, _, c, t in waiting], prepared_of=prepared_of)
 
-    for config, task, outcome, bound in searched:
-        prepared, origins = prepared_of[config]
-        if outcome.ok:
-            row = outcome.value.row
-            entries.append(LayerCandidate(
-                configuration=config, origins=origins, candidate=task.candidate, outcome="searched",
-                bound_ms=float(bound), row=row,
-                breakdown=_breakdown(model, config, row) if row.makespan_ms is not None else None))
-        else:
-            entries.append(LayerCandidate(configuration=config, origins=origins, candidate=task.candidate,
-                                          outcome="searched", bound_ms=float(bound), note=outcome.error))
+    def entry(self, config: Configuration, candidate: Candidate, outcome: Decision, **fields: Any) -> LayerCandidate:
+        return LayerCandidate(configuration=config, origins=self.prepared_of[config][1], candidate=candidate,
+                              outcome=outcome, **fields)
 
-    def rank(c: LayerCandidate) -> tuple:
-        if c.row is not None and c.row.makespan_ms is not None:
-            return (0, *_rank_key(c.row)[:2], c.configuration.label())
-        return (1, c.bound_ms if c.bound_ms is not None else math.inf, c.configuration.label())
 
-    entries.sort(key=rank)
+@attrs.define
+class _Rounds:
+    """The search of a :class:`_LayerSpace`: rounds of ``at_once`` candidates within the whole call's limit,
+    pruned by the best plan found so far (see :func:`plan_layers`)."""
+
+    space: _LayerSpace
+    runner: Any
+    at_once: int
+    time_limit_s: float
+    deterministic: bool
+    prune: bool
+    runtime: str
+    progress: Callable[[str], None] | None
+    t0: float
+    best_ms: float | None = None
+    given_s: float = 0.0
+    searched: list[tuple[Configuration, _Task, Any, Fraction]] = attrs.Factory(list)
+    decided: list[LayerCandidate] = attrs.Factory(list)
+
+    def share_s(self, undecided: int) -> float | None:
+        """The share of each search of the next round, or None when the limit leaves no round its floor."""
+        spent = self.given_s if self.deterministic else time.perf_counter() - self.t0
+        left = self.time_limit_s - spent
+        if left < SEARCH_FLOOR_S and self.searched:
+            return None
+        rounds_left = math.ceil(undecided / self.at_once)
+        return max(left / rounds_left, min(SEARCH_FLOOR_S, self.time_limit_s))
+
+    def run(self) -> None:
+        waiting, k = self.space.waiting, 0
+        while k < len(waiting):
+            batch: list[tuple[Fraction, Configuration, _Task]] = []
+            while k < len(waiting) and len(batch) < self.at_once:
+                bound, config, task = waiting[k]
+                k += 1
+                if self.prune and self.best_ms is not None and bound >= self.best_ms:
+                    self.decided.append(self.space.entry(
+                        config, task.candidate, Decision.PRUNED, bound_ms=float(bound),
+                        note=f"its bound {float(bound):.3f} ms is not below the best plan found before it "
+                             f"({self.best_ms:.3f} ms)"))
+                    continue
+                batch.append((bound, config, task))
+            if not batch:
+                break
+            share = self.share_s(len(batch) + len(waiting) - k)
+            if share is None:
+                self.decided += [self.space.entry(c, t.candidate, Decision.NOT_REACHED, bound_ms=float(b),
+                                                  note=f"the time limit of {self.time_limit_s:g} s ended before its "
+                                                       f"turn (its bound counts)")
+                                 for b, c, t in batch + waiting[k:]]
+                return
+            self.search(batch, share)
+
+    def search(self, batch: list[tuple[Fraction, Configuration, _Task]], share: float) -> None:
+        tasks = [attrs.evolve(t, options=t.options.replace(time_limit_s=share)) for _, _, t in batch]
+        self.given_s += share
+        timeout = _run_timeout([attrs.evolve(self.space.prepared_of[c][0], tasks=(t,)) for (_, c, _), t
+                                in zip(batch, tasks)], parallel=self.at_once, deterministic=self.deterministic)
+        outcomes = self.runner.run(_evaluate, tasks, timeout_s=timeout)
+        for (bound, config, _), task, outcome in zip(batch, tasks, outcomes):
+            self.searched.append((config, task, outcome, bound))
+            row = outcome.value.row if outcome.ok else None
+            if row is not None and row.makespan_ms is not None and not row.candidate.record.runtime_gap(self.runtime) \
+                    and (self.best_ms is None or row.makespan_ms < self.best_ms):
+                self.best_ms = row.makespan_ms
+            if self.progress is not None:
+                what = "no plan" if row is None or row.makespan_ms is None else f"{row.makespan_ms:.3f} ms"
+                self.progress(f"[{len(self.searched)}/{len(self.space.waiting)}] {task.candidate.label} on "
+                              f"{config.label()}: {what}")
+
+
+def _layer_result(model: LayerModel, num_ranks: int, space: _LayerSpace, rounds: _Rounds, *, covered: bool,
+                  num_configurations: int, executor: str, runtime: str, t0: float) -> LayerPlanResult:
+    """The ranked candidates, the winner with its configuration's table, the runner-up and the bound."""
+    entries = space.entries + rounds.decided
+    for config, task, outcome, bound in rounds.searched:
+        row = outcome.value.row if outcome.ok else None
+        entries.append(space.entry(
+            config, task.candidate, Decision.SEARCHED, bound_ms=float(bound), row=row,
+            breakdown=_breakdown(model, config, row) if row is not None and row.makespan_ms is not None else None,
+            note="" if outcome.ok else outcome.error))
+    entries.sort(key=_layer_rank)
     runnable = [c for c in entries if c.makespan_ms is not None and not c.candidate.record.runtime_gap(runtime)]
     best = runnable[0] if runnable else None
-    runner_up = runnable[1] if len(runnable) > 1 else None
-    if runner_up is None:  # every other candidate pruned: the one with the least bound, which it costs at least
-        runner_up = min((c for c in entries if c.outcome == "pruned"), key=lambda c: c.bound_ms, default=None)
-    bounds = []
-    for c in entries:
-        if c.outcome == "pruned":
-            bounds.append(c.bound_ms)
-        elif c.outcome == "searched":
-            own = c.row.bound_ms if c.row is not None and c.row.bound_ms is not None else None
-            bounds.append(max(x for x in (own, c.bound_ms) if x is not None))
+    runner_up = runnable[1] if len(runnable) > 1 else min(
+        (c for c in entries if c.outcome in (Decision.PRUNED, Decision.NOT_REACHED)), key=lambda c: c.bound_ms,
+        default=None)  # every other candidate unsearched: the one with the least bound, which it costs at least
     result = None
     if best is not None:
-        prepared, _ = prepared_of[best.configuration]
-        done = runs[best.configuration]
+        prepared = space.prepared_of[best.configuration][0]
+        done = [(t, o) for c, t, o, _ in rounds.searched if c == best.configuration]
         sub = attrs.evolve(prepared, runnable=tuple(t.candidate for t, _ in done), tasks=tuple(t for t, _ in done))
-        result = _finish(sub, [o for _, o in done], runner.name, t0)
+        result = _finish(sub, [o for _, o in done], executor, t0)
+    bounds = [_layer_bound(c) for c in entries if c.outcome is not Decision.SKIPPED]
     out = LayerPlanResult(model=model, num_ranks=num_ranks, candidates=tuple(entries), best=best,
                           runner_up=runner_up, result=result, bound_ms=min(bounds) if bounds else None,
-                          covered=whole, num_configurations=len(configs), executor=runner.name,
+                          covered=covered, num_configurations=num_configurations, executor=executor,
                           wall_time_s=round(time.perf_counter() - t0, 3))
     if best is None:
         raise NoFittingPlanError(f"{model}: no configuration on {num_ranks} ranks has a plan the {runtime!r} runtime "
-                                 f"can execute ({out.searched} candidates searched, {out.skipped} skipped: "
+                                 f"can execute ({out.searched} candidates searched, {out.skipped} skipped, "
+                                 f"{out.not_reached} not reached within the time limit: "
                                  f"{next((c.note for c in entries if c.note), '')})")
     return out
+
+
+def _layer_rank(c: LayerCandidate) -> tuple:
+    if c.row is not None and c.row.makespan_ms is not None:
+        return (0, *_rank_key(c.row)[:2], c.configuration.label())
+    return (1, c.bound_ms if c.bound_ms is not None else math.inf, c.configuration.label())
+
+
+def _layer_bound(c: LayerCandidate) -> float:
+    """A lower bound on every plan of an unskipped candidate: its search's bound where it is the stronger."""
+    own = c.row.bound_ms if c.row is not None else None
+    return max(x for x in (own, c.bound_ms) if x is not None)
 
 
 def plan_configuration(model: LayerModel, configuration: Configuration, candidate: Candidate, *,
