@@ -123,21 +123,24 @@ TIGHT = [
 
 @pytest.mark.parametrize("name,call,cut", TIGHT, ids=[t[0] for t in TIGHT])
 def test_the_time_limit_covers_the_whole_call(name, call, cut):
-    # What no solver limit counts (model building, validation) takes longer on a busy machine: the slack is
-    # measured under the present load, as what the same call spends beyond a short limit that still lets every
-    # phase start (scale_search starts its exact search with 1 s left, not less).
+    # The work a call does stays within its limit: measured as the process's CPU time (all its threads), which
+    # other processes on a busy machine do not inflate, as they inflate wall time (a search stopped by its
+    # wall-clock limit on a loaded machine has done less work, never more). What no solver limit counts (model
+    # building, validation) is measured as what the same call spends beyond a short limit that still lets every
+    # phase start (scale_search starts its exact search with 1 s left, not less). The wall time against the
+    # limit under load is the deadline benchmark's figure.
     probe = 1.2
-    t0 = time.perf_counter()
+    c0 = time.process_time()
     call(probe)
-    overhead = max(0.0, time.perf_counter() - t0 - probe)
+    overhead = max(0.0, time.process_time() - c0 - probe)
     limit = 3.0
     slack = 1.0 + 2 * overhead
-    t0 = time.perf_counter()
+    c0 = time.process_time()
     outcome = call(limit)
-    wall = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     assert cut(outcome), f"{name} finished within its limit: the problem is too easy to test the limit"
-    assert wall <= limit + slack, (f"{name} ran {wall:.1f} s under a limit of {limit} s "
-                                   f"(under a limit of {probe} s it ran {overhead:.1f} s over)")
+    assert cpu <= limit + slack, (f"{name} worked {cpu:.1f} s of CPU under a limit of {limit} s "
+                                  f"(under a limit of {probe} s it worked {overhead:.1f} s over)")
 
 
 #: strategy name -> the phase of its first event
