@@ -153,6 +153,8 @@ def test_the_cli_plans_a_model_in_layers(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "whole space" in out and "plan written:" in out
     assert (tmp_path / "out" / "schedule.csv").is_file() and (tmp_path / "out" / "plan.json").is_file()
+    # the configuration's recomputation is written as torchtitan's checkpointing (the last override)
+    assert (tmp_path / "out" / "torchtitan.args").read_text().splitlines()[-1] == "activation_checkpoint:none"
 
 
 def test_candidates_searched_in_rounds_on_processes_find_the_same_optimum(searched):

@@ -175,3 +175,79 @@ def test_train_sh_says_what_to_install_when_the_versions_differ(eight_stages, tm
         f"train.sh: installed torch 2.13.0, torchtitan {TORCHTITAN_VERSION}; this plan runs with torchtitan "
         f"{TORCHTITAN_VERSION}, whose trainer needs torch {TORCH_VERSION}: pip install torch=={TORCH_VERSION} "
         f"torchtitan=={TORCHTITAN_VERSION} (or set SCHEDSEARCH_ANY_VERSION=1 to launch anyway)")
+
+
+# --- activation checkpointing of a plan of a model in layers ------------------------------------------------------
+
+def _layer_model(budget: str):
+    """torchtitan's debug model in layers (an embedding, 6 blocks, a head), 4 samples per step, 2 ranks."""
+    from schedsearch.plan.layers import LayerModel
+
+    block = {"microbatch_size": 1, "forward_ms": 1.0, "backward_ms": 2.0, "activation_bytes": "1 GiB",
+             "checkpoint_bytes": "0.1 GiB"}
+    return LayerModel(global_batch=4, num_ranks=2, memory_budget_bytes=budget, layers=[
+        {"name": "embed", "kind": "embedding", "measured": [{**block, "forward_ms": 0.2, "backward_ms": 0.2}],
+         "parameter_bytes": "0.5 GiB"},
+        {"name": "block", "repeat": 6, "measured": [block], "parameter_bytes": "0.5 GiB"},
+        {"name": "head", "kind": "head", "measured": [block], "parameter_bytes": "1 GiB"}])
+
+
+@pytest.mark.parametrize("budget", ["5 GiB", "6 GiB", "8 GiB"])
+def test_a_layer_plans_args_carry_its_recomputation_or_say_why_not(tmp_path: Path, budget: str) -> None:
+    """The written checkpointing is the chosen configuration's: none or full as torchtitan's subcommand (last,
+    with the split of torchtitan's modules), anything else refused with the reason and no torchtitan.args."""
+    from schedsearch.plan.planner import plan_layers
+    from schedsearch.plan.torchtitan import not_written
+
+    result = plan_layers(_layer_model(budget), time_limit_s=20, parallel=1, deterministic=True)
+    rec = result.best.configuration.recomputation
+    paths = result.write(tmp_path, torchtitan_config="llama3_debugmodel")
+    if rec.mode in ("none", "full"):
+        lines = paths["torchtitan"].read_text().splitlines()
+        assert lines[-1] == f"activation_checkpoint:{rec.mode}"
+        assert sum(line.startswith("activation_checkpoint") for line in lines) == 1
+        assert f"--training.local_batch_size={result.best.configuration.num_microbatches}" in lines
+        assert not not_written(paths["table"])
+    else:
+        assert "torchtitan" not in paths and "train" not in paths and "csv" in paths
+        (why,) = not_written(paths["table"])
+        assert why.startswith("torchtitan.args, train.sh: torchtitan 0.3.0 cannot recompute"), why
+
+
+def test_the_budgets_above_choose_every_recomputation_the_writer_handles(tmp_path: Path) -> None:
+    """The budgets of the test above make the planner choose full, every-k and no recomputation (so each branch
+    of it runs); a change of the planner's choice shows here rather than as a branch left untested."""
+    from schedsearch.plan.planner import plan_layers
+
+    modes = {plan_layers(_layer_model(b), time_limit_s=20, parallel=1, deterministic=True)
+             .best.configuration.recomputation.mode for b in ("5 GiB", "6 GiB", "8 GiB")}
+    assert modes == {"full", "selective", "none"}, modes
+
+
+@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("mode", ["none", "full", "selective", "layers"])
+def test_the_writer_sets_checkpointing_as_given_and_refuses_what_torchtitan_cannot_run(
+        tmp_path: Path, split: bool, mode: str) -> None:
+    from schedsearch.errors import FormatError
+    from schedsearch.plan.layers import Recomputation
+    from schedsearch.plan.torchtitan import not_written, torchtitan_overrides
+
+    pipeline = schedsearch.Pipeline(num_ranks=2, num_microbatches=4, families=["1f1b"],
+                                    stages=_stages(["a", "b"], split=split))
+    result = schedsearch.plan(pipeline, time_limit_s=20, parallel=1, deterministic=True)
+    assert result.best.candidate.split_backward == split
+    rec = Recomputation(mode=mode, every=2 if mode == "selective" else None,
+                        layers=[1] if mode == "layers" else ())
+    runs = mode == "none" or (mode == "full" and not split)
+    if runs:
+        words = torchtitan_overrides(result, tmp_path / "schedule.csv", recomputation=rec)
+        assert words[-1] == [f"activation_checkpoint:{mode}"]
+        assert sum(w[0].startswith("activation_checkpoint") for w in words) == 1
+        # without a recomputation (a pipeline description) only a split backward sets it (to none), as before
+        assert torchtitan_overrides(result, tmp_path / "schedule.csv") == (words if split else words[:-1])
+    else:
+        with pytest.raises(FormatError, match=("one backward per checkpointed region" if split
+                                               else "cannot recompute")):
+            torchtitan_overrides(result, tmp_path / "schedule.csv", recomputation=rec)
+        paths = result.write(tmp_path, recomputation=rec)
+        assert "torchtitan" not in paths and len(not_written(paths["table"])) == 1

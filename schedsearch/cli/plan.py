@@ -128,15 +128,15 @@ def _run_layers(args: argparse.Namespace, path: Any) -> int:
             from pathlib import Path
 
             out = Path(args.out) / f"p{degree}" if len(model.num_ranks) > 1 else Path(args.out)
-            paths = result.result.write(out, microbatch_size=result.configuration.microbatch_size)
+            from schedsearch.plan.torchtitan import not_written
+
+            paths = result.write(out)
             print(f"plan written: {result.best.candidate.label} on {result.configuration.label()} "
                   f"({result.best.makespan_ms:g} ms), for {RUNTIMES[args.runtime]}")
             for kind, where in paths.items():
                 print(f"wrote {where}  ({_WHAT.get(kind, kind)})")
-            rec = result.configuration.recomputation
-            if rec.recomputes:
-                print(f"not written: the plan's activation checkpointing ({rec.label()}, torchtitan "
-                      f"{' or '.join(rec.torchtitan_releases) or 'none'}): set it in the torchtitan config")
+            for line in not_written(paths["table"]):
+                print(f"not written: {line}")
     return 0
 
 

@@ -47,6 +47,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -54,7 +55,7 @@ import attrs
 from schedsearch.errors import SchedSearchError
 from schedsearch.handcrafted.families import family, planner_families
 from schedsearch.plan.candidates import Candidate
-from schedsearch.plan.layers import Configuration, LayerModel, Recomputation
+from schedsearch.plan.layers import EMBEDDING_MODULES, HEAD_MODULES, Configuration, LayerModel, Recomputation
 from schedsearch.plan.table import PlanResult, PlanRow
 
 __all__ = ["SELECTIVE_EVERY", "MAX_SPLITS", "Decision", "LayerCandidate", "LayerPlanResult", "Breakdown", "balanced_split",
@@ -409,6 +410,30 @@ class LayerPlanResult:
 
     def __str__(self) -> str:
         return self.table()
+
+    def write(self, out_dir: str | Path, *, torchtitan_config: str | None = None,
+              torchtitan_module: str = "llama3") -> dict[str, Path]:
+        """Write the winner's plan as :meth:`PlanResult.write <schedsearch.plan.table.PlanResult.write>` does, with
+        its configuration's split (each stage named after the torchtitan modules it holds,
+        :meth:`Configuration.module_names <schedsearch.plan.layers.Configuration.module_names>`; the first stage
+        also holds the embedding and the last the norm and the output when the model has no such layer), micro-batch size
+        and recomputation (torchtitan's activation checkpointing); ``torchtitan_config`` and
+        ``torchtitan_module`` name the torchtitan model the split is checked against."""
+        if self.result is None or self.best is None:
+            raise SchedSearchError(f"{self.model}: no plan to write (no candidate of any configuration has one)")
+        config = self.best.configuration
+        stages = [list(modules) for modules in config.module_names(self.model)]
+        kinds = self.model.kinds()
+        if "embedding" not in kinds:  # as in a pipeline description: the first stage also holds the embedding
+            stages[0][:0] = EMBEDDING_MODULES
+        if "head" not in kinds:  # and the last the norm and the output
+            stages[-1] += HEAD_MODULES
+        pipeline = self.result.pipeline
+        named = attrs.evolve(pipeline, stages=[attrs.evolve(stage, name="+".join(modules))
+                                               for stage, modules in zip(pipeline.stages, stages)])
+        return attrs.evolve(self.result, pipeline=named).write(
+            out_dir, microbatch_size=config.microbatch_size, torchtitan_config=torchtitan_config,
+            torchtitan_module=torchtitan_module, recomputation=config.recomputation)
 
     def to_dict(self) -> dict[str, Any]:
         return {"model": self.model.name, "num_ranks": self.num_ranks, "bound_ms": self.bound_ms, "gap": self.gap,

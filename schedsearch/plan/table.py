@@ -208,7 +208,8 @@ class PlanResult:
                 "step_ms": self.best.makespan_ms + overhead}
 
     def write(self, out_dir: str | Path, *, microbatch_size: int | None = None, torchtitan_config: str | None = None,
-              torchtitan_module: str = "llama3", layers_per_entry: int = 1) -> dict[str, Path]:
+              torchtitan_module: str = "llama3", layers_per_entry: int = 1,
+              recomputation: Any = None) -> dict[str, Path]:
         """Write the best plan; return the paths by kind (see :func:`~schedsearch.plan.torchtitan.write_plan_outputs`).
 
         ``schedule.csv``, ``torchtitan.args`` and ``train.sh`` (torch's CSV
@@ -220,12 +221,15 @@ class PlanResult:
         ``torchtitan_config``, ``torchtitan_module``, ``layers_per_entry``:
         the torchtitan model the files are for and the transformer layers
         each entry of the description stands for, checked before anything
-        is written.
+        is written. ``recomputation``: the activation recomputation of the
+        plan's configuration (a :class:`~schedsearch.plan.layers.Recomputation`),
+        written as torchtitan's activation checkpointing.
         """
         from schedsearch.plan.torchtitan import write_plan_outputs
 
         return write_plan_outputs(self, out_dir, microbatch_size=microbatch_size, torchtitan_config=torchtitan_config,
-                                  torchtitan_module=torchtitan_module, layers_per_entry=layers_per_entry)
+                                  torchtitan_module=torchtitan_module, layers_per_entry=layers_per_entry,
+                                  recomputation=recomputation)
 
 
 #: Under a FEASIBLE row whose makespan meets the bound but whose peak memory is not proven.

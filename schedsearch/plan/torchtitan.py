@@ -32,7 +32,11 @@ line in ``torchtitan.args``:
   ``W``): torchtitan's default selective activation checkpointing allows
   one backward per checkpointed region and fails on the second; the stage
   times of the description are those of a step without recomputation, as
-  ``schedsearch profile`` measures them;
+  ``schedsearch profile`` measures them. For a plan of a model in layers,
+  the configuration's recomputation instead (:func:`checkpoint_words`):
+  ``activation_checkpoint:none`` or ``activation_checkpoint:full``; a
+  recomputation torchtitan cannot run (every k-th block, an explicit set,
+  any with a split backward) gets no ``torchtitan.args``, with the reason;
 * the split in torchtitan's terms. torchtitan counts the layers of a stage
   as its transformer layers plus one for the embedding (first stage) and one
   for the output (last stage), less
@@ -397,7 +401,8 @@ def _check_microbatch_size(microbatch_size: Any) -> None:
 
 
 def torchtitan_overrides(result: Any, csv_path: str | Path, *, microbatch_size: int | None = None,
-                         model: TorchtitanModel | None = None, layers_per_entry: int = 1) -> list[list[str]]:
+                         model: TorchtitanModel | None = None, layers_per_entry: int = 1,
+                         recomputation: Any = None) -> list[list[str]]:
     """torchtitan's command-line overrides for the best plan of ``result`` (a :class:`~schedsearch.plan.planner.PlanResult`).
 
     One list of argument words per override (the flag, then its values), in
@@ -407,6 +412,10 @@ def torchtitan_overrides(result: Any, csv_path: str | Path, *, microbatch_size: 
     name modules); given ``model`` (:func:`torchtitan_model`) the entries
     must cover its modules, and where torchtitan is installed its own code
     must build exactly the plan's stages from the overrides.
+    ``recomputation`` (a :class:`~schedsearch.plan.layers.Recomputation`,
+    the configuration of a plan of a model in layers) sets torchtitan's
+    activation checkpointing to it (:func:`checkpoint_words`); without it
+    only a split backward sets it (to ``none``).
     Raises :class:`~schedsearch.errors.FormatError` saying why when
     torchtitan cannot run the plan as written, and
     :class:`~schedsearch.errors.InvalidOptionsError` (or
@@ -459,15 +468,55 @@ def torchtitan_overrides(result: Any, csv_path: str | Path, *, microbatch_size: 
         words += [[w] for w in split]
     # a flag after module_fqns_per_model_part ends its list of values (else a subcommand would join it)
     words.append(["--training.disable_cuda_graphs"])
-    if cand.split_backward:
-        # torchtitan's selective checkpointing allows one backward per region, a split backward runs two;
-        # a subcommand ends the options, so it goes last
+    # a subcommand ends the options, so it goes last
+    if recomputation is not None:
+        words.append(checkpoint_words(recomputation, split_backward=cand.split_backward, family=best.family))
+    elif cand.split_backward:
+        # torchtitan's selective checkpointing allows one backward per region, a split backward runs two
         words.append(["activation_checkpoint:none"])
     built = None if model is None else _torchtitan_builds(words, model)
     if built is not None and built != stages:
         raise FormatError(f"torchtitan builds {len(built)} stages from these settings for {model.config}, the plan "
                           f"has {len(stages)}: {[','.join(m) for m in built]} against {[','.join(m) for m in stages]}")
     return words
+
+
+def checkpoint_words(recomputation: Any, *, split_backward: bool, family: str = "the plan") -> list[str]:
+    """torchtitan's activation checkpointing subcommand for ``recomputation`` (a :class:`~schedsearch.plan.layers.Recomputation`).
+
+    ``activation_checkpoint:none`` for no recomputation and
+    ``activation_checkpoint:full`` (every transformer block recomputed) for
+    full recomputation. Raises :class:`~schedsearch.errors.FormatError` for
+    what torchtitan :data:`TORCHTITAN_VERSION` cannot run: recomputation of
+    every k-th block or of an explicit set of blocks (its ``selective`` mode
+    is per operator, of every block), and any recomputation with a split
+    backward (it allows one backward per checkpointed region).
+
+    Examples
+    --------
+    >>> from schedsearch.plan.layers import Recomputation
+    >>> checkpoint_words(Recomputation(mode="full"), split_backward=False)
+    ['activation_checkpoint:full']
+    >>> checkpoint_words(Recomputation(mode="selective", every=2), split_backward=False)
+    Traceback (most recent call last):
+    ...
+    schedsearch.errors.FormatError: torchtitan 0.3.0 cannot recompute every 2nd block: its activation_checkpoint modes are none, full (every block), selective (per operator, in every block) and memory-budget
+    """
+    if recomputation.recomputes and split_backward:
+        raise FormatError(f"torchtitan {TORCHTITAN_VERSION} allows one backward per checkpointed region and "
+                          f"{family} splits the backward in two: it cannot run {recomputation.label()} with it")
+    mode = recomputation.torchtitan_mode if recomputation.recomputes else "none"
+    if TORCHTITAN_VERSION not in recomputation.torchtitan_releases or mode not in ("none", "full"):
+        what = (f"every {_ordinal(recomputation.every)} block" if recomputation.mode == "selective" else
+                f"an explicit set of {len(recomputation.layers)} blocks")
+        raise FormatError(f"torchtitan {TORCHTITAN_VERSION} cannot recompute {what}: its activation_checkpoint "
+                          "modes are none, full (every block), selective (per operator, in every block) and "
+                          "memory-budget")
+    return [f"activation_checkpoint:{mode}"]
+
+
+def _ordinal(k: int) -> str:
+    return f"{k}{'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
 
 
 def train_script(result: Any, overrides: list[list[str]], *, model: TorchtitanModel | None = None,
@@ -552,7 +601,7 @@ def _plain_entries(num_entries: int, layers_per_entry: int) -> list[list[str]]:
 
 def write_plan_outputs(result: Any, out_dir: str | Path, *, microbatch_size: int | None = None,
                        torchtitan_config: str | None = None, torchtitan_module: str = "llama3",
-                       layers_per_entry: int = 1) -> dict[str, Path]:
+                       layers_per_entry: int = 1, recomputation: Any = None) -> dict[str, Path]:
     """Write the best plan of ``result`` into ``out_dir``; return the paths by kind.
 
     ``torchtitan_config`` (with ``torchtitan_module``) names the torchtitan
@@ -560,7 +609,10 @@ def write_plan_outputs(result: Any, out_dir: str | Path, *, microbatch_size: int
     transformer layers each, unless they name torchtitan's modules) are
     checked against its layers before anything is written, a mismatch
     raising :class:`~schedsearch.errors.InvalidOptionsError` with the fix,
-    and ``train.sh`` launches it by default.
+    and ``train.sh`` launches it by default. ``recomputation``: the
+    activation recomputation of the plan's configuration (a plan of a model
+    in layers), written as torchtitan's activation checkpointing
+    (:func:`checkpoint_words`).
 
     ``schedule.csv`` (``csv``: compute-only, torch's format),
     ``torchtitan.args`` (``torchtitan``: torchtitan's overrides, one per
@@ -600,7 +652,7 @@ def write_plan_outputs(result: Any, out_dir: str | Path, *, microbatch_size: int
     else:
         try:
             overrides = torchtitan_overrides(result, paths["csv"], microbatch_size=microbatch_size, model=model,
-                                             layers_per_entry=layers_per_entry)
+                                             layers_per_entry=layers_per_entry, recomputation=recomputation)
         except SchedSearchError as exc:
             notes.append(f"torchtitan.args, train.sh: {exc}")
         else:

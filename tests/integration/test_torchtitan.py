@@ -9,7 +9,11 @@ which torch 2.13's schedules do not take) in a separate environment
 Two levels, on plans of torchtitan's ``llama3`` debug model (6 transformer
 layers) on gloo/CPU: a loop plan (1F1B, 2 ranks), an interleaved plan
 (interleaved zero bubble, 2 ranks), V plans (ZB-V, 3 ranks; 2 ranks with
-stages of uneven layer counts, written as ``module_fqns_per_model_part``).
+stages of uneven layer counts, written as ``module_fqns_per_model_part``);
+and a plan of the debug model in layers (:func:`~schedsearch.plan.planner.plan_layers`)
+whose memory budget needs full recomputation: interleaved 1F1B on an uneven
+split, run with ``activation_checkpoint:full`` by the plan and by the
+built-in schedule alike.
 
 * torchtitan's trainer (``torchtitan.train``) itself runs the emitted
   ``torchtitan.args`` for a few steps (the loop plan through ``train.sh``),
@@ -49,6 +53,8 @@ if os.environ.get("SCHEDSEARCH_REQUIRE_TORCHTITAN") != "1":
 import torch  # noqa: E402
 
 import schedsearch  # noqa: E402
+from schedsearch.plan.layers import LayerModel  # noqa: E402
+from schedsearch.plan.planner import plan_layers  # noqa: E402
 from schedsearch.plan.torchtitan import (  # noqa: E402
     TORCH_VERSION,
     TORCHTITAN_LAYERS,
@@ -249,7 +255,7 @@ def titan_data(tmp_path_factory: pytest.TempPathFactory):
             f.write(json.dumps({"text": " ".join(rng.choice(words) for _ in range(rng.randint(20, 120)))}) + "\n")
     yield root
     if _TABLE:
-        print(f"\n\n[torchtitan trainer] {'plan':<34} ranks  steps  loss max |difference|  wall plan  "
+        print(f"\n\n[torchtitan trainer] {'plan':<44} ranks  steps  loss max |difference|  wall plan  "
               "wall built-in  built-in schedule")
         print("\n".join(_TABLE))
 
@@ -290,9 +296,50 @@ def test_torchtitans_trainer_runs_the_plan_with_its_builtin_schedules_losses(
     assert result.best is not None and result.best.family.startswith(expect), result.table()
     # written for the debug model: the split is checked against its 6 layers with torchtitan's own config
     paths = result.write(tmp_path / "plan", torchtitan_config="llama3_debugmodel")
+    label = f"{result.best.family}{', uneven split' if fqns else ''}{', train.sh' if via_train_sh else ''}"
+    _trainer_row(tmp_path, titan_data, paths, ranks=ranks, reference=reference, fqns=fqns,
+                 via_train_sh=via_train_sh, label=label)
+
+
+def _layer_model(budget: str) -> LayerModel:
+    """torchtitan's debug model in layers: an embedding, 6 equal blocks and a head twice as heavy; 4 samples per step."""
+    block = {"microbatch_size": 1, "forward_ms": 1.0, "backward_ms": 2.0, "activation_bytes": "1 GiB",
+             "checkpoint_bytes": "0.1 GiB"}
+    return LayerModel(global_batch=4, num_ranks=2, memory_budget_bytes=budget, layers=[
+        {"name": "embed", "kind": "embedding", "measured": [{**block, "forward_ms": 0.2, "backward_ms": 0.2}],
+         "parameter_bytes": "0.5 GiB"},
+        {"name": "block", "repeat": NUM_LAYERS, "measured": [block], "parameter_bytes": "0.5 GiB"},
+        {"name": "head", "kind": "head", "measured": [{**block, "forward_ms": 2.0, "backward_ms": 4.0}],
+         "parameter_bytes": "1 GiB"}])
+
+
+def test_torchtitans_trainer_runs_a_layer_plan_with_full_recomputation_and_an_uneven_split(
+        tmp_path: Path, titan_data: Path) -> None:
+    """A plan of a model in layers whose budget needs recomputation: torchtitan's trainer runs its files with
+    ``activation_checkpoint:full`` and gives the losses of its built-in schedule of the same split and checkpointing."""
+    result = plan_layers(_layer_model("5 GiB"), time_limit_s=30, parallel=1, deterministic=True)
+    config = result.best.configuration
+    assert config.recomputation.mode == "full", result.table()
+    assert result.best.candidate.family == "interleaved" and not result.best.candidate.split_backward, result.table()
+    assert len({len(stage) for stage in config.split}) > 1, config  # uneven
+    paths = result.write(tmp_path / "plan", torchtitan_config="llama3_debugmodel")
+    assert paths["torchtitan"].read_text().splitlines()[-1] == "activation_checkpoint:full"
+    label = f"{result.best.candidate.label}, split {'/'.join(str(len(s)) for s in config.split)}, full AC"
+    _trainer_row(tmp_path, titan_data, paths, ranks=2, reference="Interleaved1F1B", fqns=None,
+                 via_train_sh=False, label=label)
+    for run in ("plan", "builtin"):  # torchtitan wrapped the blocks of every stage, in both runs
+        log = (tmp_path / f"{run}.log").read_text()
+        assert log.count("Applied FullAC activation checkpointing") == len(config.split), (run, log[-4000:])
+
+
+def _trainer_row(tmp_path: Path, titan_data: Path, paths: dict[str, Path], *, ranks: int, reference: str,
+                 fqns: bool | None, via_train_sh: bool, label: str) -> None:
+    """torchtitan's trainer runs the written plan, then the same settings with its built-in ``reference`` schedule
+    in place of the CSV: the losses must be equal step for step; the row joins the printed table. ``fqns``: whether
+    the split must be written as ``module_fqns_per_model_part`` (None: either)."""
     assert {"csv", "torchtitan", "train"} <= set(paths), paths
     overrides = [w for line in paths["torchtitan"].read_text().splitlines() for w in shlex.split(line)]
-    assert ("--parallelism.module_fqns_per_model_part" in overrides) == fqns, overrides
+    assert fqns is None or ("--parallelism.module_fqns_per_model_part" in overrides) == fqns, overrides
     # the same trainer with torchtitan's built-in schedule of the same layout: the CSV setting dropped
     builtin = [f"--parallelism.pipeline_parallel_schedule={reference}"
                if w.startswith("--parallelism.pipeline_parallel_schedule=") else w
@@ -319,8 +366,7 @@ def test_torchtitans_trainer_runs_the_plan_with_its_builtin_schedules_losses(
     # float32; the plan and the built-in schedule run the same kernels on the same micro-batches, and each
     # stage accumulates its micro-batches' gradients in the same order: exactly equal losses are expected
     assert plan_losses == ref_losses, (plan_losses, ref_losses)
-    label = f"{result.best.family}{', uneven split' if fqns else ''}{', train.sh' if via_train_sh else ''}"
-    row = (f"{label:<34} {ranks:>5}  {TRAIN_STEPS:>5}  {worst:>22.3g}  {wall:6.1f} s  {ref_wall:6.1f} s  "
+    row = (f"{label:<44} {ranks:>5}  {TRAIN_STEPS:>5}  {worst:>22.3g}  {wall:6.1f} s  {ref_wall:6.1f} s  "
            f"{next(iter(ref_classes))}")
     _TABLE.append(row)
     print(f"\n[torchtitan trainer] {row}")
