@@ -416,8 +416,8 @@ class LayerPlanResult:
         """Write the winner's plan as :meth:`PlanResult.write <schedsearch.plan.table.PlanResult.write>` does, with
         its configuration's split (each stage named after the torchtitan modules it holds,
         :meth:`Configuration.module_names <schedsearch.plan.layers.Configuration.module_names>`; the first stage
-        also holds the embedding and the last the norm and the output when the model has no such layer), micro-batch size
-        and recomputation (torchtitan's activation checkpointing); ``torchtitan_config`` and
+        also holds the embedding and the last the norm and the output when the model has no such layer),
+        micro-batch size and recomputation (torchtitan's activation checkpointing); ``torchtitan_config`` and
         ``torchtitan_module`` name the torchtitan model the split is checked against."""
         if self.result is None or self.best is None:
             raise SchedSearchError(f"{self.model}: no plan to write (no candidate of any configuration has one)")

@@ -482,7 +482,7 @@ def torchtitan_overrides(result: Any, csv_path: str | Path, *, microbatch_size: 
 
 
 def checkpoint_words(recomputation: Any, *, split_backward: bool, family: str = "the plan") -> list[str]:
-    """torchtitan's activation checkpointing subcommand for ``recomputation`` (a :class:`~schedsearch.plan.layers.Recomputation`).
+    """torchtitan's activation checkpointing for ``recomputation`` (a :class:`~schedsearch.plan.layers.Recomputation`).
 
     ``activation_checkpoint:none`` for no recomputation and
     ``activation_checkpoint:full`` (every transformer block recomputed) for

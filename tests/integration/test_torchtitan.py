@@ -302,7 +302,7 @@ def test_torchtitans_trainer_runs_the_plan_with_its_builtin_schedules_losses(
 
 
 def _layer_model(budget: str) -> LayerModel:
-    """torchtitan's debug model in layers: an embedding, 6 equal blocks and a head twice as heavy; 4 samples per step."""
+    """torchtitan's debug model in layers: an embedding, 6 equal blocks, a head twice as heavy; 4 samples a step."""
     block = {"microbatch_size": 1, "forward_ms": 1.0, "backward_ms": 2.0, "activation_bytes": "1 GiB",
              "checkpoint_bytes": "0.1 GiB"}
     return LayerModel(global_batch=4, num_ranks=2, memory_budget_bytes=budget, layers=[
