@@ -192,14 +192,16 @@ def _layer_model(budget: str):
         {"name": "head", "kind": "head", "measured": [block], "parameter_bytes": "1 GiB"}])
 
 
-@pytest.mark.parametrize("budget", ["5 GiB", "6 GiB", "8 GiB"])
-def test_a_layer_plans_args_carry_its_recomputation_or_say_why_not(tmp_path: Path, budget: str) -> None:
+@pytest.mark.parametrize("budget,runtime", [("5 GiB", "torch"), ("6 GiB", "any"), ("8 GiB", "torch")])
+def test_a_layer_plans_args_carry_its_recomputation_or_say_why_not(tmp_path: Path, budget: str,
+                                                                    runtime: str) -> None:
     """The written checkpointing is the chosen configuration's: none or full as torchtitan's subcommand (last,
-    with the split of torchtitan's modules), anything else refused with the reason and no torchtitan.args."""
+    with the split of torchtitan's modules), anything else (a plan for no runtime in particular) refused with
+    the reason and no torchtitan.args."""
     from schedsearch.plan.planner import plan_layers
     from schedsearch.plan.torchtitan import not_written
 
-    result = plan_layers(_layer_model(budget), time_limit_s=20, parallel=1, deterministic=True)
+    result = plan_layers(_layer_model(budget), time_limit_s=20, parallel=1, deterministic=True, runtime=runtime)
     rec = result.best.configuration.recomputation
     paths = result.write(tmp_path, torchtitan_config="llama3_debugmodel")
     if rec.mode in ("none", "full"):
@@ -216,12 +218,17 @@ def test_a_layer_plans_args_carry_its_recomputation_or_say_why_not(tmp_path: Pat
 
 def test_the_budgets_above_choose_every_recomputation_the_writer_handles(tmp_path: Path) -> None:
     """The budgets of the test above make the planner choose full, every-k and no recomputation (so each branch
-    of it runs); a change of the planner's choice shows here rather than as a branch left untested."""
+    of it runs); a change of the planner's choice shows here rather than as a branch left untested. For torch's
+    runtime the planner chooses only what torchtitan runs: at the budget where every 2nd block is best for no
+    runtime in particular, it chooses a configuration torchtitan runs."""
     from schedsearch.plan.planner import plan_layers
 
-    modes = {plan_layers(_layer_model(b), time_limit_s=20, parallel=1, deterministic=True)
-             .best.configuration.recomputation.mode for b in ("5 GiB", "6 GiB", "8 GiB")}
-    assert modes == {"full", "selective", "none"}, modes
+    def mode(budget: str, runtime: str) -> str:
+        return plan_layers(_layer_model(budget), time_limit_s=20, parallel=1, deterministic=True,
+                           runtime=runtime).best.configuration.recomputation.mode
+
+    assert {mode(b, "torch") for b in ("5 GiB", "6 GiB", "8 GiB")} == {"full", "none"}
+    assert mode("6 GiB", "any") == "selective"
 
 
 @pytest.mark.parametrize("split", [False, True])

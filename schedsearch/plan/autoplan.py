@@ -10,8 +10,9 @@ together with the schedule families that run them:
   two), where the model has a layer per stage;
 * **micro-batch sizes**: every size that divides the global batch and has a
   cost (:meth:`~schedsearch.plan.layers.LayerModel.sizes`);
-* **recomputation**: what torchtitan runs (none, full, selective every
-  ``k``-th block for ``k`` in :data:`SELECTIVE_EVERY`);
+* **recomputation**: what torchtitan runs (none, full); with
+  ``runtime="any"`` also every ``k``-th block for ``k`` in
+  :data:`SELECTIVE_EVERY` (torchtitan 0.2's selective option);
 * **splits**: every contiguous split when there are at most ``max_splits``
   of them (a small model's space is searched whole); otherwise the splits the
   peers propose (:mod:`schedsearch.plan.peers`: torchtitan's default for the
@@ -80,9 +81,15 @@ def _shapes(model: LayerModel, num_ranks: int) -> list[tuple[str, int]]:
     return out
 
 
-def _recomputations() -> list[Recomputation]:
-    return [Recomputation(mode="none"), Recomputation(mode="full")] + [
+def _recomputations(runtime: str = "torch") -> list[Recomputation]:
+    """The recomputations searched: for the ``"torch"`` runtime those the torchtitan release the files are
+    written for runs (:data:`~schedsearch.plan.torchtitan.TORCHTITAN_VERSION`: none and full; its selective
+    mode works per operator, not every k-th block), for ``"any"`` also every ``k``-th block."""
+    from schedsearch.plan.torchtitan import TORCHTITAN_VERSION
+
+    every = [Recomputation(mode="none"), Recomputation(mode="full")] + [
         Recomputation(mode="selective", every=k) for k in SELECTIVE_EVERY]
+    return [r for r in every if runtime != "torch" or TORCHTITAN_VERSION in r.torchtitan_releases]
 
 
 def _stage_ranks(num_stages: int, num_ranks: int, layout: str) -> list[int]:
@@ -171,9 +178,11 @@ def _all_splits(n: int, num_stages: int) -> list[list[list[int]]] | None:
     return out
 
 
-def configurations(model: LayerModel, num_ranks: int) -> tuple[list[tuple[Configuration, tuple[str, ...]]], bool]:
+def configurations(model: LayerModel, num_ranks: int, *,
+                   runtime: str = "torch") -> tuple[list[tuple[Configuration, tuple[str, ...]]], bool]:
     """The configurations :func:`~schedsearch.plan.planner.plan_layers` searches for ``num_ranks`` ranks, each with what proposed its split,
-    and whether they are every configuration of the space (every split of every shape).
+    and whether they are every configuration of the space (every split of every shape). For the ``"torch"``
+    runtime the recomputations are those torchtitan runs (none and full); ``"any"`` adds every ``k``-th block.
 
     Examples
     --------
@@ -183,7 +192,7 @@ def configurations(model: LayerModel, num_ranks: int) -> tuple[list[tuple[Config
     >>> model = LayerModel(global_batch=2, num_ranks=2, layers=[{"name": "block", "repeat": 4, "measured": at1}])
     >>> found, whole = configurations(model, 2)
     >>> whole, len(found), found[0][0].label(), found[0][1]
-    (True, 15, '[1/3] on 2 ranks (loop, v=1), 2 x 1, no recomputation', ('every split',))
+    (True, 10, '[1/3] on 2 ranks (loop, v=1), 2 x 1, no recomputation', ('every split',))
     """
     from schedsearch.plan.peers import adapipe, auto_partition, torchtitan_default
 
@@ -203,7 +212,7 @@ def configurations(model: LayerModel, num_ranks: int) -> tuple[list[tuple[Config
         whole = whole and every is not None
         for size in model.sizes():
             m = model.global_batch // size
-            for rec in _recomputations():
+            for rec in _recomputations(runtime):
                 if rec.mode == "selective" and not 1 < rec.every <= _most_blocks_per_rank(model, num_ranks, v):
                     continue  # recomputes nothing on any rank: configuration "none" runs more variants
                 fields = dict(num_ranks=num_ranks, layout=layout, microbatch_size=size, num_microbatches=m,
@@ -246,7 +255,7 @@ def configurations(model: LayerModel, num_ranks: int) -> tuple[list[tuple[Config
     # the adapipe split is proposed for every recomputation of its shape and size
     for config, origins in list(found.items()):
         if "adapipe" in origins and config.recomputation.mode == "none":
-            for rec in _recomputations()[1:]:
+            for rec in _recomputations(runtime)[1:]:
                 add(attrs.evolve(config, recomputation=rec), "adapipe")
     return [(c, tuple(o)) for c, o in found.items()], whole
 

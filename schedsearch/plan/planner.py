@@ -675,7 +675,7 @@ def plan_layers(
     >>> result.best.makespan_ms, result.best.configuration.label(), result.covered
     (27.0, '[1/1/1/1] on 2 ranks (loop, v=2), 4 x 1, no recomputation', True)
     >>> result.searched, result.pruned, result.skipped, result.bound_ms
-    (1, 14, 6, 27.0)
+    (1, 9, 6, 27.0)
     """
     from schedsearch.executors import get_executor
 
@@ -685,7 +685,7 @@ def plan_layers(
     t0 = time.perf_counter()
     runner = get_executor(executor, parallel=parallel, address=address)
     at_once = _parallel_of(runner, parallel) or os.cpu_count() or 1  # candidates per round, as the executor runs them
-    configs, whole = configurations(model, num_ranks)
+    configs, whole = configurations(model, num_ranks, runtime=runtime)
     space = _LayerSpace.prepare(model, configs, time_limit_s=time_limit_s, deterministic=deterministic, seed=seed,
                                 runtime=runtime)
     rounds = _Rounds(space=space, runner=runner, at_once=at_once, time_limit_s=time_limit_s,
