@@ -666,6 +666,9 @@ class Deadline:
     :meth:`charge` (the deterministic time their solver searches used), never
     by the wall clock, so that which phases run and the limits they get are
     the same on every run; ``elapsed`` stays wall-clock time, for reports.
+    ``clock`` (default ``time.perf_counter``) is what it reads; a wall-clock
+    limit is also the hard stop of the phases run under
+    :func:`~schedsearch.deadline.stopping`.
 
     Examples
     --------
@@ -676,15 +679,17 @@ class Deadline:
     (6.0, 3.0, False)
     """
 
-    def __init__(self, limit_s: float | None, deterministic: bool = False) -> None:
-        self.t0 = time.perf_counter()
+    def __init__(self, limit_s: float | None, deterministic: bool = False,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        self.clock = clock
+        self.t0 = clock()
         self.limit_s = limit_s
         self.deterministic = deterministic
         self.spent = 0.0
 
     @property
     def elapsed(self) -> float:
-        return time.perf_counter() - self.t0
+        return self.clock() - self.t0
 
     def charge(self, seconds: float) -> None:
         """Count ``seconds`` of deterministic time against the budget (deterministic mode; no effect otherwise)."""
