@@ -171,3 +171,22 @@ def test_a_candidate_whose_turn_comes_after_the_end_is_not_searched():
     assert outcome.row.status is Status.TIMEOUT
     # the share of a candidate: the call's time left over the rounds left, its own included
     assert _measured_share(6.0, (0, 8, 2)) == 1.5 and _measured_share(6.0, (7, 8, 2)) == 6.0
+
+
+def test_a_call_given_a_gap_stops_at_the_first_plan_within_it():
+    problem = placements.vshape_chunks(4, 16, forward=2, input_grad=2, weight_grad=1, memory=5)
+    common = dict(objective="makespan", time_limit_s=1, seed=0, workers=1, deterministic=True)
+    within = solve(problem, gap=0.2, **common)
+    assert within.status is Status.FEASIBLE and within.objective <= 1.2 * within.lower_bound
+    assert within.engine.startswith("handcrafted") and set(within.stats["phases_s"]) <= {"bound", "handcrafted"}
+    assert not validate(problem, within.schedule)
+    full = solve(problem, **common)  # the constructions' later plans and the list phase run too
+    assert "list" in full.stats["phases_s"] and full.objective <= within.objective
+
+
+
+def test_a_gap_must_be_a_number_at_least_zero():
+    from schedsearch.errors import InvalidOptionsError
+
+    with pytest.raises(InvalidOptionsError, match="'gap' must be a finite number >= 0"):
+        solve(placements.vshape(2, 2), gap=-0.1)
