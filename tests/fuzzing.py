@@ -80,6 +80,9 @@ class _Hang(BaseException):
 @contextlib.contextmanager
 def _cpu_alarm(limit_s: float):
     def fire(signum, frame):  # noqa: ARG001
+        # fire again soon: an exception raised where Python swallows it (a garbage-collector callback, a
+        # destructor) must not let the call run on unbounded
+        signal.setitimer(signal.ITIMER_PROF, 0.05)
         raise _Hang()
 
     old = signal.signal(signal.SIGPROF, fire)
