@@ -849,7 +849,15 @@ class _Rounds:
         self.given_s += share
         timeout = _run_timeout([attrs.evolve(self.space.prepared_of[c][0], tasks=(t,)) for (_, c, _), t
                                 in zip(batch, tasks)], parallel=self.at_once, deterministic=self.deterministic)
-        outcomes = self.runner.run(_evaluate, tasks, timeout_s=timeout)
+        runner = self.runner
+        if not self.deterministic:  # each search stops itself at the call's end; its answer is not waited for
+            left = self.time_limit_s - (time.perf_counter() - self.t0)
+            tasks = [attrs.evolve(t, ends_at=time.time() + left) for t in tasks]
+            timeout = min(timeout, max(0.0, left) + 2 * grace_s(self.time_limit_s))
+            if left < WORKER_START_S and isinstance(runner, LocalExecutor):
+                runner = LocalExecutor(parallel=1)  # no time to start worker processes: in this one
+        outcomes = runner.run(_evaluate, tasks, timeout_s=timeout)
+
         for (bound, config, _), task, outcome in zip(batch, tasks, outcomes):
             self.searched.append((config, task, outcome, bound))
             row = outcome.value.row if outcome.ok else None
