@@ -50,7 +50,9 @@ from collections.abc import Iterator
 import attrs
 
 from schedsearch._json import SHOWN
+from schedsearch.deadline import checkpoint
 from schedsearch.errors import ValidationFailedError
+
 from schedsearch.problem import Channel, Edge, Overlap, Problem, TaskKey
 from schedsearch.schedule import Schedule, TaskInstance, Transfer, memory_profile
 
@@ -182,6 +184,7 @@ def _check_tasks(
     chosen_option: dict[TaskKey, int] = {}  # task -> index of its option
     options_on: dict[tuple[str, tuple[str, ...]], list[int]] = {}  # (block, devices) -> its options there
     for t in schedule.tasks:
+        checkpoint()
         b, mb = t.block, t.microbatch
         if b not in blocks or not 0 <= mb < n:
             out.append(Violation("unknown_task", f"task {_label(b, mb)} is not in the problem"))
@@ -334,6 +337,7 @@ def _device_overlaps(placed: dict[TaskKey, TaskInstance], groups: _Groups) -> li
             per_device[d].append(t)
     out: list[Violation] = []
     for d, tasks in per_device.items():
+        checkpoint(len(tasks))
         active: list[TaskInstance] = []
         for t in sorted(tasks, key=_span):
             if active:
@@ -383,6 +387,7 @@ def _check_edges(
     for e in problem.graph.edges:
         src, dst, sized = e.src, e.dst, e.size > 0
         backwards: dict[int, bool] = {}  # per overlap (by identity): it runs e's two ends against e's order
+        checkpoint(problem.num_microbatches)
         for m in range(problem.num_microbatches):
             u, v = placed.get((src, m)), placed.get((dst, m))
             if u is None or v is None:
@@ -509,6 +514,8 @@ def _memory_excursions(problem: Problem, placed: dict[TaskKey, TaskInstance], sc
         if d.memory is None:
             continue
         steps = profile.get(d.name, [])
+        checkpoint(len(steps))
+
         inside = False
         for i, (time, level) in enumerate(steps):
             if level > d.memory and not inside:

@@ -33,6 +33,7 @@ from typing import Union
 
 import attrs
 
+from schedsearch.deadline import checkpoint
 from schedsearch.errors import InvalidScheduleError, ValidationFailedError
 from schedsearch.problem import Edge, Problem, TaskKey
 from schedsearch.schedule import Schedule, Transfer, schedule_unchecked, task_unchecked, transfer_unchecked
@@ -238,6 +239,7 @@ def _number_actions(
         ids: list[int] = []
         listed: set[int] = set()
         for entry in seq:
+            checkpoint()
             if isinstance(entry, Group):
                 members = entry.members
                 ident: object = entry
@@ -321,6 +323,7 @@ class _AsSoonAsPossible:
         # a block whose incoming edges carry nothing waits for its sources directly, wherever they run
         unsized = {b: tuple(e.src for e in edges) for b, edges in preds.items() if all(e.size <= 0 for e in edges)}
         for eid, action in enumerate(actions):
+            checkpoint()
             if len(action.members) == 1 and action.members[0][0] in unsized:  # the common case, at once
                 b, m = action.members[0]
                 if has_release:
@@ -378,6 +381,7 @@ class _AsSoonAsPossible:
                 self._place(eid, action, ready)
             head[dev] += 1
             moved += 1
+            checkpoint()
         return moved
 
     def _ready(self, eid: int, action: _Action) -> int | None:
@@ -451,7 +455,9 @@ def _as_schedule(problem: Problem, orders: _Orders, starts: Sequence[int | None]
     tasks = []
     add = tasks.append
     for action, start in zip(orders.actions, starts):
+        checkpoint()
         end = start + action.duration  # type: ignore[operator]
+
         if len(action.members) == 1:
             (b, m), = action.members
             add(task_unchecked(b, m, action.devices, start, end, None))
