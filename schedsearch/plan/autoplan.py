@@ -26,8 +26,9 @@ Each configuration x family variant that torchtitan runs with that
 recomputation (a split backward only without any) is a candidate of the
 planner's own machinery (:func:`~schedsearch.plan.planner.plan`'s
 preparation, executors and typed outcomes). Before any search every
-candidate gets its analytic lower bound in ms (its integer problem's
-:func:`~schedsearch.bounds.analytic_lower_bound`, read in real ms as
+candidate gets its lower bound in ms (the largest of its integer problem's
+:func:`~schedsearch.bounds.analytic_lower_bound`, :func:`~schedsearch.bounds.memory_bounds`
+and :func:`~schedsearch.bounds.memory_area_bounds`, read in real ms as
 :func:`~schedsearch.plan.times.real_bound_ms` reads one); candidates are
 searched in increasing order of that bound, ``parallel`` at a time within
 the whole call's time limit, and a candidate whose bound is not below the
@@ -456,12 +457,17 @@ class LayerPlanResult:
 
 # ------------------------------------------------------------------ the search
 def _pre_bound(times: Any) -> Fraction:
-    """A candidate's analytic lower bound in real ms, before any search."""
-    from schedsearch.bounds import analytic_lower_bound
+    """A candidate's lower bound in real ms before any search: the largest of its integer problem's analytic
+    bound (:func:`~schedsearch.bounds.analytic_lower_bound`) and its memory bounds
+    (:func:`~schedsearch.bounds.memory_bounds`, :func:`~schedsearch.bounds.memory_area_bounds`: a rank whose
+    memory holds few micro-batches' activations at once waits for them), each valid for every plan of it."""
+    from schedsearch.bounds import analytic_lower_bound, memory_area_bounds, memory_bounds
     from schedsearch.plan.times import real_bound_ms
 
     problem = times.problem if times.memory_exact else times.relaxed_problem()
-    return real_bound_ms(times, analytic_lower_bound(problem).value)
+    value = max([analytic_lower_bound(problem).value, *memory_bounds(problem).values(),
+                 *memory_area_bounds(problem).values()])
+    return real_bound_ms(times, value)
 
 
 def _breakdown(model: LayerModel, config: Configuration, row: PlanRow) -> Breakdown:
