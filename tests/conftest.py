@@ -50,3 +50,26 @@ def dualpipev_csv() -> Path:
     if not DUALPIPEV_CSV.is_file():
         pytest.skip("the DualPipeV artifact is not in this checkout")
     return DUALPIPEV_CSV
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ARG001
+    """The fuzzing campaign's table (``tests/fuzz/``), when ``SCHEDSEARCH_FUZZ_TABLE`` asks for it:
+    ``-`` prints it, a path also writes its rows there as JSON."""
+    import json
+    import os
+
+    where = os.environ.get("SCHEDSEARCH_FUZZ_TABLE")
+    if not where:
+        return
+    from fuzzing import campaign_table, table_rows
+    from hypothesis import settings
+
+    rows = table_rows()
+    if not rows:
+        return
+    terminalreporter.write_sep("=", f"fuzzing campaign ({settings.default.max_examples} examples a test "
+                                    f"in this profile)")
+    terminalreporter.write_line(campaign_table(rows))
+    if where != "-":
+        Path(where).write_text(json.dumps({"max_examples": settings.default.max_examples, "rows": rows},
+                                          indent=1) + "\n")
