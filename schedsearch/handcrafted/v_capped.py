@@ -142,6 +142,8 @@ import time
 import attrs
 
 from schedsearch.actions import Action
+from schedsearch.deadline import checkpoint
+
 from schedsearch.errors import InvalidProblemError
 from schedsearch.handcrafted.actions import check_v_mapping, pipeline_view, run_actions
 from schedsearch.problem import Problem
@@ -378,6 +380,7 @@ def _run(su: _Setup, variant: VVariant) -> tuple[int, dict[int, list[Action]]]:
     done = [False] * p
     stalled = 0
     while heap:
+        checkpoint()
         t, _, r = heapq.heappop(heap)
         while events and events[0] <= t:
             heapq.heappop(events)
