@@ -40,9 +40,12 @@ Rules checked (violation ``kind`` in brackets):
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import operator
 import weakref
 from collections import defaultdict
+from collections.abc import Iterator
 
 import attrs
 
@@ -560,3 +563,42 @@ def assert_valid(problem: Problem, schedule: Schedule, what: str = "schedule") -
             f"{what} fails validation with {len(violations)} violation(s):\n  {shown}{more}", violations
         )
     return schedule
+
+
+_DEFERRED: contextvars.ContextVar[bool] = contextvars.ContextVar("schedsearch_validation_deferred", default=False)
+
+
+@contextlib.contextmanager
+def validation_deferred() -> Iterator[None]:
+    """Within it, :func:`~schedsearch.handcrafted.simulate.schedule_from_orders` leaves the validation to
+    its caller (internal: the planner's).
+
+    For a caller that validates the plan it returns once, against the
+    problem it returns it for (the validator takes about as long as the
+    simulation at scale): the constructions run inside it return their
+    schedule unvalidated, and the caller must run
+    :func:`~schedsearch.validate.validate` on it before using it.
+
+    Examples
+    --------
+    >>> from schedsearch import validate
+    >>> from schedsearch.handcrafted import one_f_one_b
+    >>> from schedsearch.validate import validation_deferred
+    >>> from schedsearch.placements import vshape
+    >>> problem = vshape(2, 4)
+    >>> with validation_deferred():
+    ...     schedule = one_f_one_b(problem)
+    >>> validate(problem, schedule)
+    ()
+    """
+    token = _DEFERRED.set(True)
+    try:
+        yield
+    finally:
+        _DEFERRED.reset(token)
+
+
+def validation_is_deferred() -> bool:
+    """Whether the code runs inside :func:`validation_deferred` (a construction's schedule is then unchecked:
+    whatever trusts a construction to have validated its plan, a search's pool say, must check it itself)."""
+    return _DEFERRED.get()

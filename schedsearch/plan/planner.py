@@ -72,7 +72,7 @@ from schedsearch.plan.candidates import (Candidate as Candidate, _handcrafted, _
                                          runtime_gap as runtime_gap)
 from schedsearch.plan.evaluation import _evaluate, _gibs, _Outcome, _Task
 from schedsearch.plan.autoplan import (Decision, LayerCandidate, LayerPlanResult, _breakdown, _pipeline, _pre_bound,
-                                       configurations)
+                                       _refined_bound, configurations)
 from schedsearch.plan.layers import Configuration, LayerModel
 from schedsearch.plan.table import (PlanResult as PlanResult, PlanRow as PlanRow, SweepPoint as SweepPoint,
                                     SweepResult as SweepResult, _no_fitting_plan, _rank_key, _row_without_plan)
@@ -826,6 +826,8 @@ class _Rounds:
             while k < len(waiting) and len(batch) < self.at_once:
                 bound, config, task = waiting[k]
                 k += 1
+                if self.prune and self.best_ms is not None and bound < self.best_ms:
+                    bound = _refined_bound(task.times, bound)
                 if self.prune and self.best_ms is not None and bound >= self.best_ms:
                     self.decided.append(self.space.entry(
                         config, task.candidate, Decision.PRUNED, bound_ms=float(bound),

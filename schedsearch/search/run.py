@@ -328,14 +328,14 @@ class Run:
 
         ``validated``: it has already passed the validator against this very
         problem (a plan is validated once; not trusted inside
-        :func:`~schedsearch.handcrafted.simulate.validation_deferred`, where the
+        :func:`~schedsearch.validate.validation_deferred`, where the
         constructions leave the check to their caller). An improvement of the best plan
         is reported (``report``). ``value``: what the plan is ranked by
         (default its objective value for the run's problem).
         """
         if schedule is None:
             return None
-        from schedsearch.handcrafted.simulate import validation_is_deferred
+        from schedsearch.validate import validation_is_deferred
 
         if not validated or validation_is_deferred():
             from schedsearch.validate import validate
