@@ -120,15 +120,21 @@ def checkpoint(work: int = 1) -> None:
         stop.tick(work)
 
 
+#: Seconds a stopped phase's data wait before they are freed (:func:`set_aside`).
+SET_ASIDE_S = 1.0
+
+
 def set_aside(error: BaseException) -> None:
+
     """Free what ``error``'s traceback holds (the data of the phase it stopped: a half-built schedule of
-    400,000 task instances takes a second to free on a loaded machine) on a background thread, so that the
-    call that caught it returns at once. The caller must hold no other reference to ``error``."""
+    400,000 task instances takes a second to free on a loaded machine) on a background thread, a second
+    later, so that the call that caught it returns first (freeing holds the interpreter's lock: done at
+    once, it would hold up the call's end). The caller must hold no other reference to ``error``."""
     box = [error]
     del error
 
     def free() -> None:
-        time.sleep(0.05)  # the caller's handler ends (and drops its own reference) first
+        time.sleep(SET_ASIDE_S)  # the caller's handler ends (and drops its own reference), its call returns
         box.clear()
 
     threading.Thread(target=free, name="schedsearch-set-aside", daemon=True).start()

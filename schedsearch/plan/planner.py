@@ -320,9 +320,12 @@ def _run_timeout(prepared: Sequence[Any], *, parallel: int | None, deterministic
     if not tasks:
         return 60.0
     share = tasks[0].options.time_limit_s or 0.0
-    backend = get_backend(tasks[0].options.solver_backend)
-    guarded = deterministic and supports(backend, Capability.WALL_GUARD)
-    per_task = backend.wall_guard_s(share) if guarded else 1.5 * share
+    per_task = 1.5 * share
+    if deterministic:  # the backend (and its solver's import) only where its guard decides
+        backend = get_backend(tasks[0].options.solver_backend)
+        if supports(backend, Capability.WALL_GUARD):
+            per_task = backend.wall_guard_s(share)
+
     return Shares(time_limit_s=share, num_candidates=len(tasks), parallel=parallel).executor_timeout_s(per_task)
 
 
