@@ -141,7 +141,8 @@ def _build(tree: dict, steps: int) -> MeasuredTrace:
     computes = tuple(Compute(rank=c.get("rank"), action=Action(c.get("stage"), c.get("kind"), c.get("microbatch")),
                              start_s=c.get("start_s"), end_s=c.get("end_s"))
                      for c in tree.get("computes", []))
-    spans = tuple(tuple(s) if isinstance(s, list) else s for s in tree.get("rank_spans", []))
+    spans = tree.get("rank_spans", [])
+    spans = tuple(tuple(s) if isinstance(s, list) else s for s in spans) if isinstance(spans, list) else spans
     step = StepTrace(rank_spans=spans, events=(), computes=computes)
     n = len(spans)
     return MeasuredTrace(num_ranks=n, steps=(step,) * steps, clock_offsets_s=(0.0,) * n, clock_rtt_s=(0.0,) * n)
