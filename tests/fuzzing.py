@@ -258,7 +258,7 @@ def _mutate_once(draw: Callable[[Any], Any], tree: Any) -> tuple[Any, str]:
     if move == "extreme":
         parent[key] = draw(st.sampled_from(EXTREMES))
     elif move == "wrong type":
-        parent[key] = draw(st.sampled_from(WRONG_TYPES))
+        parent[key] = _copy(draw(st.sampled_from(WRONG_TYPES)))  # a copy: a later move may change it in place
     elif move == "drop":
         if isinstance(parent, dict):
             del parent[key]
