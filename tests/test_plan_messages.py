@@ -123,7 +123,9 @@ def test_no_family_fits_is_one_line_per_reason_with_the_fix(tmp_path, capsys):
     families = [f for line in lines[1:] for f in line.split(": ")[0].strip().split(", ")]
     labels = [c.label for c in planner_module.candidates(_sample())]
     assert sorted(families) == sorted(labels)  # each family once, with its reason
-    assert "  interleaved 1F1B v=3, interleaved ZB v=3: needs 12 stages, the description gives 8 layers" in lines
+    assert ("  interleaved 1F1B v=3, interleaved ZB v=3: needs 12 stages, the description gives 8 layers: say how many "
+            "transformer layers each entry stands for (layers_per_entry, plan --layers-per-entry N) to plan it in "
+            "layers") in lines
     assert all(len(line) <= table_module.MAX_ERROR_LINE for line in lines)
     # the command line prints the same lines
     path = tmp_path / "pipeline.toml"
