@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 import reprlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from schedsearch.errors import FormatError
 
-__all__ = ["load_document", "check_fields", "short_repr"]
+__all__ = ["load_document", "check_fields", "short_repr", "listed", "missing_numbers"]
 
 _SHORT = 120
 _repr = reprlib.Repr()
@@ -34,6 +34,46 @@ def short_repr(value: Any) -> str:
     except RecursionError:
         return _repr.repr(value)
     return text if len(text) <= _SHORT else text[: _SHORT - 3] + "..."
+
+
+#: How many items of a list a message shows before it gives the count of the rest.
+SHOWN = 5
+
+
+def listed(items: Sequence[Any], count: int | None = None, shown: int = SHOWN) -> str:
+    """The first ``shown`` of ``items`` (each as ``str``), and how many more there are of ``count`` in all
+    (default: ``len(items)``): a list in a message stays short however long the list is.
+
+    Examples
+    --------
+    >>> from schedsearch._json import listed
+    >>> listed([2, 3]), listed(range(2, 10**6)), listed([7, 8], count=40)
+    ('2, 3', '2, 3, 4, 5, 6 and 999993 more', '7, 8 and 38 more')
+    """
+    count = len(items) if count is None else count
+    head = ", ".join(str(x) for x in items[:shown])
+    return head if count <= min(shown, len(items)) else f"{head} and {count - min(shown, len(items))} more"
+
+
+def missing_numbers(present: Collection[int], top: int, shown: int = SHOWN) -> tuple[list[int], int]:
+    """The first ``shown`` numbers of ``0 .. top-1`` not in ``present``, and how many are missing in all.
+
+    Takes time in the size of ``present``, not of ``top`` (a number read from a file may be huge).
+
+    Examples
+    --------
+    >>> from schedsearch._json import missing_numbers
+    >>> missing_numbers({0, 1, 10**9}, 10**9 + 1)
+    ([2, 3, 4, 5, 6], 999999998)
+    """
+    count = top - sum(1 for x in set(present) if 0 <= x < top)
+    first: list[int] = []
+    x = 0
+    while len(first) < min(shown, count) and x < top:
+        if x not in present:
+            first.append(x)
+        x += 1
+    return first, count
 
 
 def _no_duplicates(what: str):

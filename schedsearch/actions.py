@@ -33,7 +33,7 @@ A position in time is not part of an action: a planned or measured span is
 a record that holds one (:class:`OnAction`: the runtime's measured stage
 calls, the profiler's action spans).
 
-This module imports nothing of the package but its errors.
+This module imports nothing of the package but its errors and their message helpers.
 
 Examples
 --------
@@ -58,6 +58,7 @@ from collections.abc import Sequence
 
 import attrs
 
+from schedsearch._json import short_repr
 from schedsearch.errors import FormatError, SchedSearchError
 
 __all__ = [
@@ -193,7 +194,7 @@ class Action:
         try:
             return _parse(text.strip(), compute_only=False)
         except _Malformed as exc:
-            raise FormatError(f"{text.strip()!r}: {exc.reason}") from None
+            raise FormatError(f"{short_repr(text.strip())}: {exc.reason}") from None
 
     @property
     def members(self) -> tuple[Action, ...]:
@@ -251,6 +252,8 @@ class OnAction:
 _ACTION_RE = re.compile(r"(\d+)([A-Z_]+?)(\d*)(\.[^\s,;()]+)?")
 _GROUP_RE = re.compile(r"\((.*)\)([A-Z_]+)")
 _SINGLE_KINDS = {k.value: k for k in Kind if k is not Kind.OVERLAP_F_B}
+#: Most digits a stage or micro-batch number may have (a reader checks it further against its input).
+MAX_DIGITS = 18
 
 
 class _Malformed(Exception):
@@ -267,6 +270,10 @@ def _parse_one(text: str, compute_only: bool) -> Action:
     if m is None:
         raise _Malformed(f"is not an action of the form {form}, e.g. 3F0, or (..;..)OVERLAP_F_B")
     stage, letters, mb, pipe = m.groups()
+    for what, digits in (("stage", stage), ("micro-batch", mb)):
+        if len(digits) > MAX_DIGITS:
+            raise _Malformed(f"its {what} number has {len(digits)} digits, more than any pipeline's (at most "
+                             f"{MAX_DIGITS})")
     kind = _SINGLE_KINDS.get(letters)
     if compute_only and kind is not None and not kind.is_compute:
         raise _Malformed(
@@ -274,12 +281,13 @@ def _parse_one(text: str, compute_only: bool) -> Action:
             "communication or sharding actions (the runtime adds the sends, receives and gradient reductions itself)")
     if kind is None:
         expected = ", ".join(k.value for k in (COMPUTE_KINDS if compute_only else _SINGLE_KINDS.values()))
-        raise _Malformed(f"unknown action kind {letters!r} (expected one of {expected}): not an action of the form "
-                         f"{form}")
+        raise _Malformed(f"unknown action kind {short_repr(letters)} (expected one of {expected}): not an action of "
+                         f"the form {form}")
     if compute_only and not mb:
         raise _Malformed("names no micro-batch (e.g. 3F0 is stage 3's forward of micro-batch 0)")
     if compute_only and pipe:
-        raise _Malformed(f"names pipeline {pipe!r}; torch's CSV runs one pipeline, its actions carry no suffix")
+        raise _Malformed(f"names pipeline {short_repr(pipe)}; torch's CSV runs one pipeline, its actions carry no "
+                         f"suffix")
     return Action(int(stage), kind, int(mb) if mb else None, pipe=pipe or "")
 
 
@@ -292,7 +300,7 @@ def _parse(text: str, compute_only: bool) -> Action:
         raise _Malformed("is not an overlapped group of the form (aF;bB)OVERLAP_F_B")
     inner, tag = m.groups()
     if tag != Kind.OVERLAP_F_B:
-        raise _Malformed(f"group type {tag!r} is not supported (only {Kind.OVERLAP_F_B.value})")
+        raise _Malformed(f"group type {short_repr(tag)} is not supported (only {Kind.OVERLAP_F_B.value})")
     parts = [p.strip() for p in inner.split(";") if p.strip()]
     if not parts:
         raise _Malformed("is an empty overlapped group")
@@ -354,7 +362,7 @@ def parse_cell(raw: str, *, rank: int = 0, column: int = 0, error: type[SchedSea
     try:
         action = _parse(text, compute_only=True)
     except _Malformed as exc:
-        raise error(f"{prefix}rank {rank}, action {column} {text!r}: {exc.reason}") from None
+        raise error(f"{prefix}rank {rank}, action {column} {short_repr(text)}: {exc.reason}") from None
     return Cell(action=action, column=column)
 
 

@@ -42,6 +42,7 @@ DEPRECATED_ALIASES = {
     "schedsearch.pipeline": "schedsearch.plan.pipeline",
     "schedsearch.calibration": "schedsearch.plan.calibration",
     "schedsearch.real_ms": "schedsearch.plan.times",
+    "schedsearch.export.torch_actions": "schedsearch.actions",
     "schedsearch.export.torchtitan": "schedsearch.plan.torchtitan",
 }
 

@@ -73,3 +73,12 @@ __all__ = [
     "zb_h1",
     "zb_v",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``Act`` and ``Pair`` of earlier releases (deprecated: :class:`~schedsearch.actions.Action`)."""
+    from schedsearch.handcrafted import actions as _actions
+
+    if name in _actions._DEPRECATED:
+        return _actions._DEPRECATED[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -407,3 +407,32 @@ def seconds_per_unit(problem: Problem, what: str) -> float:
             f"{problem.time_unit_s!r}); plan it from times in milliseconds (schedsearch plan, profile) or set it"
         )
     return float(problem.time_unit_s)
+
+
+def _deprecated_act(kind: str, stage: int, mb: int, pipe: str = "") -> Action:
+    """``Act(kind, stage, mb, pipe)`` of earlier releases: the :class:`~schedsearch.actions.Action`
+    ``Action(stage, kind, mb, pipe=pipe)``."""
+    import warnings
+
+    warnings.warn("schedsearch.handcrafted.Act is deprecated: use schedsearch.actions.Action(stage, kind, "
+                  "microbatch, pipe=...)", DeprecationWarning, stacklevel=2)
+    return Action(stage, kind, mb, pipe=pipe)
+
+
+def _deprecated_pair(forward: Action, backward: Action) -> Action:
+    """``Pair(forward, backward)`` of earlier releases: ``Action.overlap(forward, backward)``."""
+    import warnings
+
+    warnings.warn("schedsearch.handcrafted.Pair is deprecated: use schedsearch.actions.Action.overlap(forward, "
+                  "backward)", DeprecationWarning, stacklevel=2)
+    return Action.overlap(forward, backward)
+
+
+#: names of earlier releases, served with a DeprecationWarning when called
+_DEPRECATED = {"Act": _deprecated_act, "Pair": _deprecated_pair}
+
+
+def __getattr__(name: str) -> object:
+    if name in _DEPRECATED:
+        return _DEPRECATED[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

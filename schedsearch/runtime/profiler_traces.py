@@ -52,6 +52,7 @@ steps under ``torch.profiler``.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import statistics
@@ -64,9 +65,11 @@ from typing import Any
 import attrs
 
 from schedsearch._io import read_text
+from schedsearch._json import listed, missing_numbers, short_repr
 from schedsearch.actions import COMPUTE_KINDS, Action, Kind, OnAction
 from schedsearch.errors import FormatError, InvalidPipelineError
 from schedsearch.plan.pipeline import Pipeline, Stage
+from schedsearch.units import MAX_MS
 
 __all__ = ["ActionSpan", "RankTrace", "read_trace", "read_traces", "pipeline_from_traces", "record_traces",
            "LABEL_PREFIX", "parse_label"]
@@ -75,6 +78,11 @@ __all__ = ["ActionSpan", "RankTrace", "read_trace", "read_traces", "pipeline_fro
 LABEL_PREFIX = "PP:"
 #: The backends' asynchronous receive operations in a trace (gloo on CPU; NCCL).
 _RECEIVE = re.compile(r"^(gloo|nccl):recv$")
+#: Largest duration (us) a trace's event may give: a pipeline's longest time (:data:`~schedsearch.units.MAX_MS`).
+_MAX_US = 1e3 * MAX_MS
+#: Largest timestamp (us, either sign) a trace's event may give; torch's profiler writes microseconds since
+#: the epoch (about 1.8e15 now) or since the profile's start.
+_MAX_TS_US = 1e18
 
 
 @attrs.frozen(kw_only=True)
@@ -156,6 +164,11 @@ def parse_label(name: str) -> Action | None:
         return None
 
 
+def _time(value: Any) -> bool:
+    """True when ``value`` is a finite number (a time in a trace)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+
+
 def read_trace(path: str | os.PathLike) -> RankTrace:
     """The pipeline actions of one torch profiler Chrome trace (a JSON object with ``traceEvents``, or a list).
 
@@ -192,7 +205,7 @@ def read_trace(path: str | os.PathLike) -> RankTrace:
     for i, event in enumerate(events):
         if isinstance(event, dict) and event.get("ph") == "X" and _RECEIVE.match(str(event.get("name", ""))):
             ts, dur = event.get("ts"), event.get("dur")
-            if isinstance(ts, (int, float)) and isinstance(dur, (int, float)) and dur >= 0:
+            if _time(ts) and _time(dur) and 0 <= dur <= _MAX_US and abs(ts) <= _MAX_TS_US:
                 receives.append((float(ts), float(ts) + float(dur)))
             continue
         if not isinstance(event, dict) or not str(event.get("name", "")).startswith(LABEL_PREFIX):
@@ -202,10 +215,10 @@ def read_trace(path: str | os.PathLike) -> RankTrace:
         if action is None or event.get("ph") != "X":
             continue
         ts, dur = event.get("ts"), event.get("dur")
-        if isinstance(ts, bool) or isinstance(dur, bool) or not isinstance(ts, (int, float)) \
-                or not isinstance(dur, (int, float)) or not dur >= 0:
-            raise InvalidPipelineError(f"{where}: event {i} ({event['name']!r}) needs a number 'ts' and a 'dur' >= 0 "
-                                       f"(microseconds), got ts={ts!r}, dur={dur!r}")
+        if not (_time(ts) and _time(dur) and 0 <= dur <= _MAX_US and abs(ts) <= _MAX_TS_US):
+            raise InvalidPipelineError(f"{where}: event {i} ({short_repr(event['name'])}) needs a number 'ts' and "
+                                       f"a 'dur' >= 0 (finite microseconds, 'ts' at most {_MAX_TS_US:.0e} in size, "
+                                       f"'dur' at most {_MAX_US:.0e}), got ts={short_repr(ts)}, dur={short_repr(dur)}")
         spans.append(ActionSpan(action=action, start_us=float(ts), duration_us=float(dur)))
     if not any(s.action.is_compute for s in spans):
         seen = f"{labelled} '{LABEL_PREFIX}' events, none a compute action" if labelled else \
@@ -242,7 +255,7 @@ def read_traces(paths: Sequence[str | os.PathLike] | str | os.PathLike) -> tuple
     if sorted(ranks) != list(range(len(traces))):
         raise InvalidPipelineError(
             f"traces: the ranks of the traces must be 0..{len(traces) - 1}, one each, got "
-            + ", ".join(f"{t.path!r}: rank {r}" for t, r in zip(traces, ranks)))
+            + listed([f"{t.path!r}: rank {r}" for t, r in zip(traces, ranks)], shown=3))
     return tuple(attrs.evolve(t, rank=r) for r, t in sorted(zip(ranks, traces), key=lambda x: x[0]))
 
 
@@ -340,11 +353,11 @@ def pipeline_from_traces(
     ([(1.0, 2.0), (1.5, 1.4)], 0.1, 1)
     """
     traces = read_traces(paths)
-    where = "traces " + ", ".join(repr(t.path) for t in traces)
+    where = "traces " + listed([repr(t.path) for t in traces], shown=2)
     durations: dict[tuple[int, str], list[float]] = {}
     stage_rank: dict[int, int] = {}
     pairs: list[float] = []
-    top_mb = -1
+    microbatches: set[int] = set()
     for t in traces:
         for s, duration in _compute_durations(t):
             for a in s.action.members:
@@ -353,19 +366,26 @@ def pipeline_from_traces(
                         raise InvalidPipelineError(
                             f"{where}: stage {a.stage} runs actions on rank {stage_rank[a.stage]} and on rank {t.rank}")
                 if a.microbatch is not None:
-                    top_mb = max(top_mb, a.microbatch)
+                    microbatches.add(a.microbatch)
             if s.kind is Kind.OVERLAP_F_B:
                 pairs.append(s.duration_us)
             elif s.kind in COMPUTE_KINDS:
                 durations.setdefault((s.stage, s.kind), []).append(duration)
     num_stages = max(stage_rank) + 1
-    missing = [s for s in range(num_stages) if s not in stage_rank]
-    if missing:
-        raise InvalidPipelineError(f"{where}: no compute action of stage(s) {missing} (the stages run are "
-                                   f"{sorted(stage_rank)}): give the trace of every rank")
+    missing, count = missing_numbers(stage_rank, num_stages)
+    if count:
+        raise InvalidPipelineError(f"{where}: no compute action of stage(s) [{listed(missing, count)}] (the "
+                                   f"stages run are [{listed(sorted(stage_rank))}]): give the trace of every rank")
+    if num_microbatches is None and microbatches:
+        missing, count = missing_numbers(microbatches, max(microbatches) + 1)
+        if count:
+            raise InvalidPipelineError(
+                f"{where}: no compute action of micro-batch(es) {listed(missing, count)}, though micro-batch "
+                f"{max(microbatches)} runs: a step runs every micro-batch 0..M-1 (give 'num_microbatches' to plan "
+                f"another count)")
     idle = [t.rank for t in traces if t.rank not in stage_rank.values()]
     if idle:
-        raise InvalidPipelineError(f"{where}: rank(s) {idle} run no compute action")
+        raise InvalidPipelineError(f"{where}: rank(s) [{listed(idle)}] run no compute action")
     if stage_fields is not None and len(stage_fields) != num_stages:
         raise InvalidPipelineError(f"{where}: 'stage_fields' gives {len(stage_fields)} stages, the traces run "
                                    f"{num_stages}")
@@ -395,7 +415,7 @@ def pipeline_from_traces(
     if pairs and "fb_overlap_ms" not in fields:
         fields["fb_overlap_ms"] = _ms(pairs)
     if num_microbatches is None:
-        num_microbatches = top_mb + 1
+        num_microbatches = max(microbatches, default=-1) + 1
     fields.setdefault("name", "from torch profiler traces")
     return Pipeline(num_ranks=len(traces), num_microbatches=num_microbatches, stages=stages, **fields)
 

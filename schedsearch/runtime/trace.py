@@ -52,7 +52,8 @@ from typing import Any
 import attrs
 
 from schedsearch.actions import Action, Kind, OnAction
-from schedsearch.errors import FormatError
+from schedsearch._json import short_repr
+from schedsearch.errors import FormatError, PlanError
 from schedsearch.handcrafted.actions import (
     PlannedActions as PlannedActions,
     planned_actions as planned_actions,
@@ -88,6 +89,20 @@ ORDER_KINDS = ("missing_task", "duplicate_task", "unknown_task", "option_not_all
 
 
 
+def _check_record(record: Any, what: str) -> None:
+    """A recorded call or action is malformed in itself: refuse it, naming it (a :class:`FormatError`)."""
+    rank = record.rank
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+        raise FormatError(f"measured trace: {what}: 'rank' must be an integer >= 0, got {short_repr(rank)}")
+    for field in ("start_s", "end_s"):
+        value = getattr(record, field)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise FormatError(f"measured trace: {what}: {field!r} must be a finite time in seconds, got "
+                              f"{short_repr(value)}")
+    if record.end_s < record.start_s:
+        raise FormatError(f"measured trace: {what}: ends ({record.end_s!r} s) before it starts ({record.start_s!r} s)")
+
+
 @attrs.frozen(kw_only=True)
 class Event:
     """One action of the runtime's dispatch loop on one rank (seconds from the step's zero).
@@ -118,6 +133,9 @@ class Event:
     def microbatch(self) -> int | None:
         return None if self.action is None else self.action.microbatch
 
+    def __attrs_post_init__(self) -> None:
+        _check_record(self, f"action {short_repr(self.label)} on rank {short_repr(self.rank)}")
+
     def to_dict(self) -> dict[str, Any]:
         return {"rank": self.rank, "label": self.label, "kind": str(self.kind), "stage": self.stage,
                 "microbatch": self.microbatch, "start_s": self.start_s, "end_s": self.end_s}
@@ -132,6 +150,16 @@ class Compute(OnAction):
     start_s: float
     end_s: float
 
+    def __attrs_post_init__(self) -> None:
+        what = f"stage call {short_repr(str(self.action))} on rank {short_repr(self.rank)}"
+        if not isinstance(self.action, Action) or not self.action.kind.is_compute:
+            raise FormatError(f"measured trace: {what}: 'action' must be a compute action (F, B, I or W)")
+        for field in ("stage", "microbatch"):
+            value = getattr(self.action, field)
+            if isinstance(value, bool) or not isinstance(value, int):  # any integer: one the plan lacks is reported
+                raise FormatError(f"measured trace: {what}: its {field!r} must be an integer, got {short_repr(value)}")
+        _check_record(self, what)
+
     def to_dict(self) -> dict[str, Any]:
         return {"rank": self.rank, "stage": self.stage, "kind": str(self.kind), "microbatch": self.microbatch,
                 "start_s": self.start_s, "end_s": self.end_s}
@@ -144,6 +172,28 @@ class StepTrace:
     rank_spans: tuple[tuple[float, float], ...]
     events: tuple[Event, ...]
     computes: tuple[Compute, ...]
+
+    def __attrs_post_init__(self) -> None:
+        spans = self.rank_spans
+        if not isinstance(spans, tuple) or not spans:
+            raise FormatError(f"measured step: 'rank_spans' must give each rank's (start_s, end_s), got "
+                              f"{short_repr(spans)}")
+        for r, span in enumerate(spans):
+            if not (isinstance(span, tuple) and len(span) == 2 and all(
+                    not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x) for x in span)
+                    and span[0] <= span[1]):
+                raise FormatError(f"measured step: rank {r}'s span must be (start_s, end_s), finite times in "
+                                  f"seconds with start <= end, got {short_repr(span)}")
+        for field, kind in (("events", Event), ("computes", Compute)):
+            records = getattr(self, field)
+            if not isinstance(records, tuple) or not all(isinstance(x, kind) for x in records):
+                raise FormatError(f"measured step: {field!r} must be a tuple of {kind.__name__} records")
+            for x in records:
+                if x.rank >= len(spans):
+                    what = (f"action {short_repr(x.label)}" if isinstance(x, Event)
+                            else f"stage call {short_repr(str(x.action))}")
+                    raise FormatError(f"measured step: {what} on rank {x.rank}: the step has {len(spans)} rank(s) "
+                                      f"(0..{len(spans) - 1})")
 
     def rank_time_s(self, rank: int) -> float:
         a, b = self.rank_spans[rank]
@@ -180,6 +230,22 @@ class MeasuredTrace:
     clock_offsets_s: tuple[float, ...]
     clock_rtt_s: tuple[float, ...]
     one_host: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        for k, st in enumerate(self.steps):
+            if not isinstance(st, StepTrace) or len(st.rank_spans) != self.num_ranks:
+                got = len(st.rank_spans) if isinstance(st, StepTrace) else short_repr(st)
+                raise FormatError(f"measured trace: step {k} must be a StepTrace of its {short_repr(self.num_ranks)} "
+                                  f"ranks, got {got}")
+
+    def step(self, step: int) -> StepTrace:
+        """Step ``step`` (counted from 0, or from the end when negative); a :class:`FormatError` naming
+        the step when the trace has no such step."""
+        n = len(self.steps)
+        if isinstance(step, bool) or not isinstance(step, int) or not -n <= step < n:
+            held = f"0..{n - 1}, or -{n}..-1 from the end" if n else "none"
+            raise FormatError(f"measured trace: no step {short_repr(step)}: it holds {n} step(s) ({held})")
+        return self.steps[step]
 
     @classmethod
     def from_reports(
@@ -231,7 +297,7 @@ class MeasuredTrace:
 
     def chrome_trace(self, step: int, *, name: str = "measured") -> dict[str, Any]:
         """Chrome / Perfetto trace of one step: per rank, its actions and (nested) stage calls."""
-        st = self.steps[step]
+        st = self.step(step)
         events: list[dict[str, Any]] = [
             {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": name}},
         ]
@@ -269,19 +335,53 @@ def _read_label(label: str, mb: Callable[[int | None], int | None]) -> Action | 
 # --------------------------------------------------------------------------
 
 
+def _step_of(problem: Problem, trace: MeasuredTrace | StepTrace, step: int) -> StepTrace:
+    """Step ``step`` of ``trace`` (``trace`` itself when it is one step), checked to be a step of a run of
+    ``problem``'s devices: one rank per device. Refused (:class:`FormatError`) otherwise."""
+    if isinstance(trace, MeasuredTrace):
+        st = trace.step(step)
+    elif isinstance(trace, StepTrace):
+        st = trace
+    else:
+        raise FormatError(f"measured trace: must be a MeasuredTrace or a StepTrace, got {type(trace).__name__}")
+    devices = len(problem.cluster.device_names)
+    if len(st.rank_spans) != devices:
+        raise FormatError(f"measured trace: its step records {len(st.rank_spans)} rank(s), the plan's problem "
+                          f"{problem.name!r} runs on {devices} device(s): a trace of another run")
+    return st
+
+
+def _order_times(computes: Sequence[Compute]) -> list[tuple[int, int]]:
+    """Each call's ``(start, end)`` as the ranks of the measured instants: an order-preserving relabelling.
+
+    At one instant, the calls that end there come first, then each call that lasted no time (a clock's
+    resolution can make a short call last zero; in record order, one after the other), then the calls
+    that start there: the half-open intervals' order, exactly, with every call at least one step long.
+    """
+    keys: list[tuple[tuple, tuple]] = []
+    for k, c in enumerate(computes):
+        if c.start_s == c.end_s:
+            keys.append(((c.start_s, 1, k, 0), (c.start_s, 1, k, 1)))
+        else:
+            keys.append(((c.start_s, 2), (c.end_s, 0)))
+    rank = {key: i for i, key in enumerate(sorted({key for pair in keys for key in pair}))}
+    return [(rank[a], rank[b]) for a, b in keys]
+
+
 def _measured_tasks(problem: Problem, schedule: Schedule, step: StepTrace,
-                    time_of: Mapping[float, int] | None, unit_s: float | None) -> list[TaskInstance]:
+                    order: Sequence[tuple[int, int]] | None, unit_s: float | None) -> list[TaskInstance]:
     planned = planned_actions(problem, schedule)
-    by_key: dict[Action, Compute] = {}
-    for c in step.computes:
-        by_key.setdefault(c.action, c)  # a repeat is reported by the order check as a missing/duplicate
+    first: dict[Action, int] = {}
+    for k, c in enumerate(step.computes):
+        first.setdefault(c.action, k)  # a repeat is reported by the order check as a missing/duplicate
     out = []
     for t in schedule.tasks:
-        c = by_key.get(planned.tasks[t.key])
-        if c is None:
+        k = first.get(planned.tasks[t.key])
+        if k is None:
             continue
-        if time_of is not None:
-            start, end = time_of[c.start_s], time_of[c.end_s]
+        c = step.computes[k]
+        if order is not None:
+            start, end = order[k]
         else:
             start = max(0, math.floor(c.start_s / unit_s))  # type: ignore[operator]
             end = max(start + 1, round(c.end_s / unit_s))  # type: ignore[operator]
@@ -298,9 +398,15 @@ def measured_schedule(problem: Problem, schedule: Schedule, trace: MeasuredTrace
     unit) and ends when it ended (rounded, at least one unit later). The
     durations are what was measured, not the problem's: check it with
     :func:`order_violations`, not :func:`~schedsearch.validate.validate`.
+
+    Raises
+    ------
+    FormatError
+        When ``trace`` has no step ``step``, or records another number of
+        ranks than the problem has devices.
     """
     unit = seconds_per_unit(problem, "measured schedule")
-    tasks = _measured_tasks(problem, schedule, trace.steps[step], None, unit)
+    tasks = _measured_tasks(problem, schedule, _step_of(problem, trace, step), None, unit)
     return Schedule(tasks=tasks, name=f"{schedule.name or problem.name} (measured)")
 
 
@@ -318,13 +424,20 @@ def order_violations(problem: Problem, schedule: Schedule, trace: MeasuredTrace 
     there (``fixed_order``; an overlapped pair's members count as two
     actions, the forward first, as :func:`planned_actions` splits them).
     Times are the ranks of the measured instants (equal instants share
-    one), so the check is exact.
+    one; a call that ends where another starts comes before it, and a call
+    that lasted no time sits between them), so the check is exact.
+
+    A record is checked when it is made (:class:`Compute`, :class:`StepTrace`):
+    a negative rank, a rank the step does not have, a time that is not a
+    finite number or an end before the start is refused there, naming the
+    record. Here a :class:`~schedsearch.errors.FormatError` refuses a step
+    ``trace`` does not hold and a trace of another number of ranks than the
+    problem has devices; whatever else a well-formed trace records is
+    reported, never raised.
     """
-    st = trace.steps[step] if isinstance(trace, MeasuredTrace) else trace
+    st = _step_of(problem, trace, step)
     planned = planned_actions(problem, schedule)
-    instants = sorted({x for c in st.computes for x in (c.start_s, c.end_s)})
-    time_of = {x: i for i, x in enumerate(instants)}
-    tasks = _measured_tasks(problem, schedule, st, time_of, None)
+    tasks = _measured_tasks(problem, schedule, st, _order_times(st.computes), None)
     measured = Schedule(tasks=tasks, name="measured order")
     found = [v for v in validate(problem, measured) if v.kind in ORDER_KINDS]
     return tuple(_call_violations(st, planned)) + tuple(found) + tuple(_rank_order_violations(st, planned))
@@ -679,9 +792,19 @@ def compare(problem: Problem, schedule: Schedule, trace: MeasuredTrace, *, warmu
     Raises
     ------
     PlanError
-        When the problem has no time unit in seconds.
+        When the problem has no time unit in seconds, or ``warmup`` is not
+        an integer >= 0.
+    FormatError
+        When the trace holds no step, or records another number of ranks
+        than the problem has devices.
     """
     unit = seconds_per_unit(problem, "predicted against measured")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise PlanError(f"compare: 'warmup' must be an integer >= 0, got {short_repr(warmup)}")
+    if not isinstance(trace, MeasuredTrace) or not trace.steps:
+        raise FormatError(f"compare: needs a MeasuredTrace of at least one step, got "
+                          f"{f'{len(trace.steps)} steps' if isinstance(trace, MeasuredTrace) else type(trace).__name__}")
+    _step_of(problem, trace, 0)
     planned = planned_actions(problem, schedule)
     if prediction is None:
         prediction = Prediction.of_schedule(problem, schedule)
