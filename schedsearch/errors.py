@@ -138,7 +138,14 @@ class InvalidPipelineError(InvalidProblemError):
 
 class NoFittingPlanError(SchedSearchError, ValueError):
     """No schedule family fits the pipeline's memory budget: the message says,
-    per family, which rank needs how much memory in any plan of that family."""
+    for the first families, which rank needs how much memory in any plan of
+    that family, and counts the rest; :attr:`reasons` holds every
+    ``(family, reason)`` pair (empty when the message has no list).
+    """
+
+    def __init__(self, message: str, reasons: tuple = ()) -> None:
+        super().__init__(message)
+        self.reasons = tuple(reasons)
 
 
 class ExecutionError(SchedSearchError, RuntimeError):

@@ -442,6 +442,33 @@ class Rule:
         return attrs.evolve(rule, names=names)
 
     @classmethod
+    def choices(cls, names: Iterable[str], *, lone: bool = True, size: int | None = None, none: bool = False) -> Rule:
+        """A non-empty list or tuple of distinct names of ``names`` (``size`` of them when given), or with
+        ``lone`` one name alone; None too with ``none``. A string is never read as a sequence of its
+        characters.
+
+        Examples
+        --------
+        >>> from schedsearch.options import Rule, check_option
+        >>> check_option("pareto", "objectives", "makespan", Rule.choices(("makespan", "peak_memory"), lone=False, size=2))
+        Traceback (most recent call last):
+        ...
+        schedsearch.errors.InvalidOptionsError: pareto: 'objectives' must be a list or tuple of 2 distinct names of 'makespan', 'peak_memory', got 'makespan'
+        """
+        names = tuple(names)
+        listed = ", ".join(repr(n) for n in names)
+        words = (f"one of {listed}, or a list or tuple of distinct ones" if lone
+                 else f"a list or tuple of {size if size is not None else 'one or more'} distinct names of {listed}")
+
+        def test(v: Any) -> bool:
+            if isinstance(v, str):
+                return lone and v in names
+            return (isinstance(v, (list, tuple, set, frozenset)) and len(v) > 0 and (size is None or len(v) == size)
+                    and all(isinstance(x, str) and x in names for x in v) and len(set(v)) == len(v))
+
+        return attrs.evolve(cls._maybe_none(words, test, none), names=names)
+
+    @classmethod
     def instance(cls, types: type | tuple[type, ...], what: str, *, none: bool = False) -> Rule:
         """An instance of ``types`` (``what`` names it in the message); None too with ``none``."""
         return cls._maybe_none(what, lambda v: isinstance(v, types) and not isinstance(v, bool), none)
@@ -498,8 +525,9 @@ def check_option(where: str, name: str, value: Any, rule: Rule) -> None:
         text = repr(value)
         if len(text) > 80:
             text = text[:77] + "..."
-        raise InvalidOptionsError(f"{where}: {name!r} must be {rule.allowed}{did_you_mean(value, rule.names)}, "
-                                  f"got {text}")
+        # a misspelt name gets the closest valid ones; a valid name alone where a list is due gets none
+        hint = "" if isinstance(value, str) and value in rule.names else did_you_mean(value, rule.names)
+        raise InvalidOptionsError(f"{where}: {name!r} must be {rule.allowed}{hint}, got {text}")
 
 
 def check_options(where: str, own: Mapping[str, tuple[Any, Rule]]) -> None:

@@ -46,6 +46,7 @@ from collections import defaultdict
 
 import attrs
 
+from schedsearch._json import SHOWN
 from schedsearch.errors import ValidationFailedError
 from schedsearch.problem import Channel, Edge, Overlap, Problem, TaskKey
 from schedsearch.schedule import Schedule, TaskInstance, Transfer, memory_profile
@@ -545,9 +546,9 @@ def _fixed_orders(problem: Problem, placed: dict[TaskKey, TaskInstance]) -> list
 def assert_valid(problem: Problem, schedule: Schedule, what: str = "schedule") -> Schedule:
     """Return ``schedule`` if it validates; raise :class:`ValidationFailedError` otherwise."""
     violations = validate(problem, schedule)
-    if violations:
-        shown = "\n  ".join(str(v) for v in violations[:10])
-        more = f"\n  ... and {len(violations) - 10} more" if len(violations) > 10 else ""
+    if violations:  # the first few in the message; every one in the error's ``violations``
+        shown = "\n  ".join(str(v) for v in violations[:SHOWN])
+        more = f"\n  ... and {len(violations) - SHOWN} more" if len(violations) > SHOWN else ""
         raise ValidationFailedError(
             f"{what} fails validation with {len(violations)} violation(s):\n  {shown}{more}", violations
         )

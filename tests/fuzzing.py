@@ -80,6 +80,9 @@ class _Hang(BaseException):
 @contextlib.contextmanager
 def _cpu_alarm(limit_s: float):
     def fire(signum, frame):  # noqa: ARG001
+        # fire again soon: an exception raised where Python swallows it (a garbage-collector callback, a
+        # destructor) must not let the call run on unbounded
+        signal.setitimer(signal.ITIMER_PROF, 0.05)
         raise _Hang()
 
     old = signal.signal(signal.SIGPROF, fire)
@@ -132,11 +135,12 @@ def attempt(target: str, call: Callable[..., Any], *args: Any, describe: Any = N
 
 
 def attempt_cli(target: str, argv: list[str], *, describe: Any = None,
-                cpu_limit_s: float = CPU_LIMIT_S) -> tuple[int, str, str]:
+                cpu_limit_s: float = CPU_LIMIT_S, answers: tuple[int, ...] = (0,)) -> tuple[int, str, str]:
     """Run ``schedsearch ARGV`` in this process under the campaign's rule; count it for ``target``.
 
-    Returns ``(exit status, stdout, stderr)``. A nonzero status is a refusal and must come with a
-    message on standard error, at most :data:`MESSAGE_LIMIT` characters and no traceback.
+    Returns ``(exit status, stdout, stderr)``. A status in ``answers`` is an answer (``validate``
+    answers 1 when it finds violations); any other is a refusal and must come with a message on
+    standard error, at most :data:`MESSAGE_LIMIT` characters and no traceback.
     """
     from schedsearch.cli import main
 
@@ -163,7 +167,7 @@ def attempt_cli(target: str, argv: list[str], *, describe: Any = None,
     if "Traceback (most recent call last)" in stderr:
         record.tracebacks += 1
         raise AssertionError(f"{target}: a traceback on standard error for {what}:\n{stderr[-2000:]}")
-    if status:
+    if status not in answers:
         record.refused[f"exit {status}"] += 1
         assert stderr.strip(), f"{target}: exit status {status} with nothing on standard error for {what}"
     else:
@@ -262,6 +266,27 @@ def mutated(draw: Callable[[Any], Any], tree: Any, *, most: int = 3) -> tuple[An
         copy, what = _mutate_once(draw, copy)
         done.append(what)
     return copy, done
+
+
+#: The numbers :func:`each_number_pushed` puts in every numeric field in turn.
+PUSHED: tuple[Any, ...] = (-1, 10**9, 2**63, 1e308, math.nan)
+
+
+def each_number_pushed(tree: Any, values: tuple[Any, ...] = PUSHED) -> list[tuple[Any, str]]:
+    """Copies of ``tree`` with one numeric field (not a bool) set to one of ``values``, every field and
+    value in turn, and what was changed: the extremes, deterministically, where a random mutation
+    would reach a given field only by luck. The ``thorough`` profile reads them all; a smaller one a
+    share in proportion (every eighth in ``ci``), evenly spread."""
+    out = []
+    for path in _paths(tree):
+        value = _get(tree, path)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            for pushed in values:
+                copy = _copy(tree)
+                _get(copy, path[:-1])[path[-1]] = pushed
+                out.append((copy, f"{'.'.join(map(str, path))} = {pushed!r}"))
+    step = max(1, round(500 / settings.default.max_examples))
+    return out[::step]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -186,8 +186,13 @@ def _assert_bounded(text, per_family):
         assert len(lines) == 1 and len(text) < 2000, text
         return
     assert lines[0].endswith(":") and len(lines) >= 2, text
-    assert len(lines) <= table_module.MAX_ERROR_FAMILIES + 2, text
+    command = "schedsearch plan: error: "  # the command line's prefix of the message
+    message = text[len(command):] if text.startswith(command) else text
+    assert len(lines) <= table_module.MAX_ERROR_FAMILIES + 2 and len(message) <= table_module.MAX_ERROR_CHARS, text
     for line in lines[1:]:
+        if line.startswith("  ... and "):  # the count of the reasons not shown
+            assert line is lines[-1], text
+            continue
         assert line.startswith("  ") and ": " in line and len(line) <= table_module.MAX_ERROR_LINE, line
 
 

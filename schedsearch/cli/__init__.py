@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-from schedsearch.errors import SchedSearchError
+from schedsearch.errors import NoFittingPlanError, SchedSearchError
 
 COMMAND_MODULES: tuple[str, ...] = (
     "search",
@@ -61,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except SchedSearchError as exc:
+        if isinstance(exc, NoFittingPlanError) and exc.reasons:  # every family's reason, as the table gives them
+            print("why each schedule family has no plan:")
+            for family, why in exc.reasons:
+                print(f"  {family}: {why}")
         print(f"schedsearch {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # a file that cannot be read or written: one line, no traceback

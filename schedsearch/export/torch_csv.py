@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from schedsearch._io import read_text
 from schedsearch.actions import Action, Cell, Kind, format_rows, parse_rows
 from schedsearch.errors import FormatError, InvalidProblemError
 from schedsearch.handcrafted.actions import PipelineView, group_action, pipeline_view, run_actions
@@ -175,6 +176,14 @@ def parse_torch_csv(text: str) -> list[list[Action]]:
             for rank, row in enumerate(parse_rows(text, error=FormatError, prefix="PyTorch CSV, "))]
 
 
+def _is_file(text: str) -> bool:
+    """True when ``text`` names a file (a name too long for the system, or one it cannot look up, does not)."""
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def read_torch_csv(problem: Problem, source: str | Path, *, name: str = "") -> Schedule:
     """Read a compute-only CSV (text or path) into a validated schedule of ``problem``.
 
@@ -192,8 +201,8 @@ def read_torch_csv(problem: Problem, source: str | Path, *, name: str = "") -> S
     >>> print(schedule)
     Schedule 'vshape-2x2 (from PyTorch CSV)': 8 tasks, 0 transfers, makespan 9
     """
-    if isinstance(source, Path) or ("\n" not in source and Path(source).is_file()):
-        text = Path(source).read_text()
+    if isinstance(source, Path) or ("\n" not in source and _is_file(source)):
+        text = read_text(source, f"PyTorch CSV {str(source)!r}")
     else:
         text = str(source)
     view = _view(problem, "PyTorch CSV import")

@@ -19,7 +19,7 @@ import attrs
 from schedsearch.errors import InvalidProblemError
 from schedsearch.handcrafted.simulate import validation_deferred
 from schedsearch.options import SearchOptions
-from schedsearch.plan.pipeline import Pipeline
+from schedsearch.plan.pipeline import Pipeline, exact_bytes
 from schedsearch.rewrite import with_capacities
 from schedsearch.problem import Problem
 from schedsearch.plan.shares import SEARCH_FLOOR_S, SEARCH_FLOOR_WITH_PLAN_S, ShareClock, WorkEstimate
@@ -163,6 +163,22 @@ def _evaluate(task: _Task) -> _Outcome:
     return _Outcome(row=PlanRow(**row), schedule=schedule, handcrafted=published.schedule)
 
 
+def _rounding_note(times: CandidateTimes, units: Units, gap: float) -> str:
+    """The note of a plan optimal for the integer problem whose real figures leave a gap to the bound: it names
+    what the integers rounded (the times, the memory amounts, or both) and the gap."""
+    rounded = []
+    if not times.exact():
+        rounded.append(("times", f"the times rounded to {units.time_unit_ms:g} ms units"))
+    if not times.memory_exact:
+        rounded.append(("memory amounts", f"the memory amounts rounded to {exact_bytes(units.memory_unit_bytes)} "
+                                          f"units{'' if rounded else ' (the times are exact)'}"))
+    if not rounded:  # unreachable while the bound is of the integer problem's optimum: both exact close the gap
+        rounded.append(("figures", "the integer problem"))
+    what = " and ".join(text for _, text in rounded)
+    real = " and ".join(name for name, _ in rounded)
+    return f"optimal for {what}; with the real {real} within {100 * gap:.2f}% of the bound"
+
+
 def _figures(task: _Task, result: Any, published: _Published,
              notes: list[str]) -> tuple[dict[str, Any], Schedule | None]:
     """The row's fields of one candidate's search and published schedule, every figure in ms of the real
@@ -205,8 +221,7 @@ def _figures(task: _Task, result: Any, published: _Published,
             row["makespan_proven"] = bound >= real
             row["status"] = Status.OPTIMAL if bound >= real and peak_proven else Status.FEASIBLE
             if bound < real and result.status is Status.OPTIMAL and schedule is result.schedule:
-                notes.append(f"optimal for the times rounded to {units.time_unit_ms:g} ms units; with the real "
-                             f"times within {100 * row['gap']:.2f}% of the bound")
+                notes.append(_rounding_note(times, units, row["gap"]))
     row["note"] = "; ".join(notes)
     return row, schedule
 

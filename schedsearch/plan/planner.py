@@ -71,7 +71,7 @@ from schedsearch.plan.autoplan import (Decision, LayerCandidate, LayerPlanResult
                                        configurations)
 from schedsearch.plan.layers import Configuration, LayerModel
 from schedsearch.plan.table import (PlanResult as PlanResult, PlanRow as PlanRow, SweepPoint as SweepPoint,
-                                    SweepResult as SweepResult, _per_family, _rank_key, _row_without_plan)
+                                    SweepResult as SweepResult, _no_fitting_plan, _rank_key, _row_without_plan)
 
 __all__ = ["RUNTIMES", "Candidate", "PlanRow", "PlanResult", "SweepPoint", "SweepResult", "candidates", "build_problem",
            "plan", "plan_sweep", "plan_layers", "plan_configuration", "runtime_gap"]
@@ -238,11 +238,11 @@ def plan(
     outcomes = runner.run(_evaluate, prepared.tasks, timeout_s=timeout_s, **more)
     result = _finish(prepared, outcomes, runner.name, t0)
     if result.best is None:
-        raise NoFittingPlanError(_no_plan_error(result, time_limit_s))
+        raise _no_plan_error(result, time_limit_s)
     return result
 
 
-def _no_plan_error(result: PlanResult, time_limit_s: float) -> str:
+def _no_plan_error(result: PlanResult, time_limit_s: float) -> NoFittingPlanError:
     """Why no row of ``result`` is a plan to write: the cause, then one line per family with its outcome."""
     rows = result.rows
     if any(r.makespan_ms is not None for r in rows):
@@ -255,8 +255,8 @@ def _no_plan_error(result: PlanResult, time_limit_s: float) -> str:
                 f"what its share could not cover; a longer limit gives one)")
     else:
         what = "no candidate has a plan within the budget after the search"
-    return _per_family(f"{result.pipeline}: {what}",
-                       [(r.family, r.mark + (f": {r.note}" if r.note else "")) for r in rows])
+    return _no_fitting_plan(f"{result.pipeline}: {what}",
+                            [(r.family, r.mark + (f": {r.note}" if r.note else "")) for r in rows])
 
 
 def _charge_setup(prepared: _Prepared, time_limit_s: float, spent_s: float) -> _Prepared:
@@ -329,8 +329,7 @@ def _units(pipeline: Pipeline, cands: Sequence[Candidate], splits: dict[Candidat
     """The units of every candidate's stage times and memory amounts, and the amounts (bytes) they cover."""
     staged = [split[0] for split in splits.values() if split is not None]
     if not staged:
-        raise NoFittingPlanError(_per_family(f"{pipeline}: no family applies",
-                                             [(c.label, _why_not(pipeline, c, None)) for c in cands]))
+        raise _no_fitting_plan(f"{pipeline}: no family applies", [(c.label, _why_not(pipeline, c, None)) for c in cands])
     times = named_times(pipeline, staged)
     amounts = [a for stages in staged for s in stages for a in (s.activation_bytes, s.parameter_bytes)]
     if pipeline.memory_budget_bytes is not None:
@@ -437,7 +436,7 @@ def _prepare(pipeline: Pipeline, *, time_limit_s: float, parallel: int | None, d
     if not runnable:
         fix = (f" (the least any family holds at once on a rank is {exact_bytes(min(needs))}: a memory_budget_bytes of "
                f"at least that lets its search start)" if needs else "")
-        raise NoFittingPlanError(_per_family(f"no schedule family fits{fix}", [(r.family, r.note) for r in rows]))
+        raise _no_fitting_plan(f"no schedule family fits{fix}", [(r.family, r.note) for r in rows])
     share = Shares(time_limit_s=time_limit_s, num_candidates=len(runnable), parallel=parallel).share_s
     options = SearchOptions(time_limit_s=share, deterministic=deterministic, seed=seed, workers=1)
     tasks = tuple(_Task(pipeline=pipeline, candidate=c, units=units, options=options, times=built[c])

@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from schedsearch.errors import NoFittingPlanError
 from schedsearch.plan.pipeline import Pipeline, Stage
 from schedsearch.problem import Problem
 from schedsearch.plan.outcome import Reason
@@ -23,7 +24,7 @@ from schedsearch.schedule import Schedule
 from schedsearch.units import GIB, Units
 from schedsearch.plan.candidates import Candidate
 
-__all__ = ["MAX_ERROR_FAMILIES", "MAX_ERROR_LINE", "PEAK_NOT_PROVEN", "PlanResult", "PlanRow", "SweepPoint",
+__all__ = ["MAX_ERROR_CHARS", "MAX_ERROR_FAMILIES", "MAX_ERROR_LINE", "PEAK_NOT_PROVEN", "PlanResult", "PlanRow", "SweepPoint",
            "SweepResult"]
 
 
@@ -255,26 +256,54 @@ def _rank_key(row: PlanRow) -> tuple:
     return (0, row.makespan_ms, max(row.peak_gib, default=0.0))
 
 
-#: The most lines a "no plan" error gives to families (the rest are counted), and the longest such line.
-MAX_ERROR_FAMILIES = 16
+#: The most lines a "no plan" error gives to reasons (the rest are counted), the longest such line, and the
+#: most characters of the whole message (its headline, the lines and the count); the error's ``reasons``
+#: keep every family's.
+MAX_ERROR_FAMILIES = 4
 
 
-MAX_ERROR_LINE = 320
+MAX_ERROR_LINE = 240
+
+
+MAX_ERROR_CHARS = 560
 
 
 def _per_family(headline: str, entries: Sequence[tuple[str, str]]) -> str:
     """``headline``, then one line per reason with the families it holds for (families with the same reason
-    share a line), at most :data:`MAX_ERROR_FAMILIES` lines of at most :data:`MAX_ERROR_LINE` characters."""
+    share a line): the first reasons, as many as fit in :data:`MAX_ERROR_CHARS` characters and at most
+    :data:`MAX_ERROR_FAMILIES` lines of at most :data:`MAX_ERROR_LINE` characters, then a count of the rest."""
     by_reason: dict[str, list[str]] = {}
     for family, why in entries:
         by_reason.setdefault(why, []).append(family)
-    lines = [f"{headline}:"]
-    for why, families in list(by_reason.items())[:MAX_ERROR_FAMILIES]:
+    head = headline if len(headline) <= MAX_ERROR_LINE else headline[:MAX_ERROR_LINE - 4] + " ..."
+    lines = [f"{head}:"]
+    reasons = list(by_reason.items())
+    shown = 0
+    for why, families in reasons[:MAX_ERROR_FAMILIES]:
         line = f"  {', '.join(families)}: {why}"
-        lines.append(line if len(line) <= MAX_ERROR_LINE else line[:MAX_ERROR_LINE - 4] + " ...")
-    if len(by_reason) > MAX_ERROR_FAMILIES:
-        lines.append(f"  ... and {len(by_reason) - MAX_ERROR_FAMILIES} more")
+        line = line if len(line) <= MAX_ERROR_LINE else line[:MAX_ERROR_LINE - 4] + " ..."
+        room = MAX_ERROR_CHARS - sum(len(x) + 1 for x in lines) - (len(_more(reasons, shown + 1)) + 1)
+        if shown and len(line) > room:
+            break
+        lines.append(line)
+        shown += 1
+    if shown < len(reasons):
+        lines.append(_more(reasons, shown))
     return "\n".join(lines)
+
+
+def _no_fitting_plan(headline: str, entries: Sequence[tuple[str, str]]) -> NoFittingPlanError:
+    """The error of ``headline`` with its ``(family, reason)`` entries: the first few in its message
+    (:func:`_per_family`), every one in its ``reasons``."""
+    entries = tuple(entries)
+    return NoFittingPlanError(_per_family(headline, entries), reasons=entries)
+
+
+def _more(reasons: Sequence[tuple[str, Sequence[str]]], shown: int) -> str:
+    """The count line of the reasons after the first ``shown``."""
+    rest = reasons[shown:]
+    return (f"  ... and {len(rest)} more reason{'s' if len(rest) > 1 else ''} "
+            f"({sum(len(families) for _, families in rest)} families)")
 
 
 @attrs.frozen(kw_only=True)

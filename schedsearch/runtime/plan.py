@@ -59,6 +59,7 @@ from typing import Any
 
 import attrs
 
+from schedsearch._json import listed, missing_numbers, short_repr
 from schedsearch.errors import PlanError
 from schedsearch.actions import Action, Cell, Kind, format_rows, parse_rows
 from schedsearch.placements.stages import mapping_style
@@ -168,7 +169,7 @@ class CsvPlan:
         perm = tuple(new_label)
         if sorted(perm) != list(range(self.num_microbatches)):
             raise PlanError(
-                f"plan: relabelling must be a permutation of 0..{self.num_microbatches - 1}, got {list(perm)}"
+                f"plan: relabelling must be a permutation of 0..{self.num_microbatches - 1}, got [{listed(perm)}]"
             )
         moved = [[attrs.evolve(c, action=_relabelled(c.action, perm)) for c in row] for row in self.rows]
         return parse_plan(
@@ -270,10 +271,11 @@ def _arguments(num_ranks: Any, num_microbatches: Any, num_stages: Any, stage_to_
         given = (tuple(stage_to_rank[s] for s in range(len(stage_to_rank)))
                  if isinstance(stage_to_rank, Mapping) else tuple(stage_to_rank))
     except (KeyError, TypeError):
-        raise PlanError(f"plan: 'stage_to_rank' must give a rank to each stage 0, 1, ..., got {stage_to_rank!r}") \
+        raise PlanError(f"plan: 'stage_to_rank' must give a rank to each stage 0, 1, ..., got "
+                        f"{short_repr(stage_to_rank)}") \
             from None
     if any(isinstance(r, bool) or not isinstance(r, int) for r in given):
-        raise PlanError(f"plan: 'stage_to_rank' must hold integer ranks, got {list(given)}")
+        raise PlanError(f"plan: 'stage_to_rank' must hold integer ranks, got {short_repr(list(given))}")
     return given
 
 
@@ -320,11 +322,11 @@ def _placement(rows: Sequence[Sequence[Cell]], num_stages: int | None,
     elif top > num_stages:
         raise _fail(*owner[top - 1], f"stage {top - 1} is out of range: the model has {num_stages} stages "
                                      f"(0..{num_stages - 1})")
-    missing = [s for s in range(num_stages) if s not in owner]
-    if missing:
+    missing, count = missing_numbers(owner, num_stages)
+    if count:
         raise PlanError(
-            f"plan: stage{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} appear"
-            f"{'' if len(missing) > 1 else 's'} in no rank's row; every stage 0..{num_stages - 1} must run"
+            f"plan: stage{'s' if count > 1 else ''} {listed(missing, count)} appear"
+            f"{'' if count > 1 else 's'} in no rank's row; every stage 0..{num_stages - 1} must run"
         )
     mapping = tuple(owner[s][0] for s in range(num_stages))
     if given is not None:
@@ -346,6 +348,13 @@ def _counts(rows: Sequence[Sequence[Cell]], mapping: tuple[int, ...],
     top_mb = max(a.microbatch for row in rows for c in row for a in c.actions) + 1
     if num_microbatches is None:
         num_microbatches = top_mb
+        missing, count = missing_numbers({a.microbatch for row in rows for c in row for a in c.actions}, top_mb)
+        if count:
+            raise PlanError(
+                f"plan: micro-batch{'es' if count > 1 else ''} {listed(missing, count)} appear"
+                f"{'' if count > 1 else 's'} in no action, though micro-batch {top_mb - 1} runs; every stage runs "
+                f"each micro-batch 0..M-1"
+            )
     seen: dict[Action, tuple[int, Cell, int]] = {}
     for rank, row in enumerate(rows):
         for cell in row:

@@ -62,6 +62,7 @@ from schedsearch.handcrafted.actions import (
 )
 from schedsearch.problem import Problem
 from schedsearch.schedule import Schedule, TaskInstance
+from schedsearch.units import MAX_MS
 from schedsearch.validate import Violation, validate
 
 __all__ = [
@@ -601,8 +602,9 @@ class StepFidelity:
 
 
 def _non_negative_ms(where: str, field: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise PlanError(f"{where}: {field!r} must be a time in milliseconds >= 0, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_MS:
+        raise PlanError(f"{where}: {field!r} must be a time in milliseconds from 0 to {MAX_MS:.0e}, got "
+                        f"{short_repr(value)}")
     return float(value)
 
 

@@ -36,7 +36,8 @@ from typing import Any, overload
 import attrs
 
 from schedsearch.bounds.analytic import objective_lower_bound
-from schedsearch.errors import InvalidOptionsError
+from schedsearch._json import short_repr
+from schedsearch.errors import InvalidOptionsError, UnsupportedFeatureError
 from schedsearch.options import Rule, SearchOptions
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
@@ -109,7 +110,8 @@ class ParetoFront(Sequence[ParetoPoint]):
     ``front[i]``, ``len(front)`` and ``for point in front`` work as on a
     tuple (``points`` is that tuple); ``stop_reason`` says why the walk
     stopped (``"infeasible"``, ``"capacity C holds no plan: <why>"``,
-    ``"time limit"``, ``"max_points"``, ...).
+    ``"time limit"``, ``"max_points"``, ...); ``notes`` what the walk left
+    out and why (a heuristic that does not apply to the problem, say).
 
     Examples
     --------
@@ -124,6 +126,7 @@ class ParetoFront(Sequence[ParetoPoint]):
     points: tuple[ParetoPoint, ...] = attrs.field(converter=tuple)
     stop_reason: str
     wall_time_s: float
+    notes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
 
     @overload
     def __getitem__(self, index: int) -> ParetoPoint: ...
@@ -141,13 +144,23 @@ class ParetoFront(Sequence[ParetoPoint]):
         return iter(self.points)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"points": [p.to_dict() for p in self.points], "stop_reason": self.stop_reason,
-                "wall_time_s": self.wall_time_s}
+        out = {"points": [p.to_dict() for p in self.points], "stop_reason": self.stop_reason,
+               "wall_time_s": self.wall_time_s}
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out
 
     def __str__(self) -> str:
         name = self.points[0].objective_name.replace("_", " ") if self.points else "makespan"
         rows = [f"  {name} {p.objective:>6}  peak memory {p.peak_memory:>4}  {p.how}" for p in self.points]
-        return f"Pareto front ({name}, peak memory):\n" + "\n".join(rows) + f"\n  (stopped: {self.stop_reason})"
+        notes = "".join(f"\n  note: {text}" for text in self.notes)
+        return (f"Pareto front ({name}, peak memory):\n" + "\n".join(rows) + f"\n  (stopped: {self.stop_reason})"
+                + notes)
+
+
+#: The objectives a front walks, and the pairs of them it takes (in either order).
+_OBJECTIVES = ("makespan", "max_span", "peak_memory")
+_PAIRS = "('makespan', 'peak_memory') or ('max_span', 'peak_memory')"
 
 
 def pareto(
@@ -183,6 +196,11 @@ def pareto(
         when its value equals the step's analytic lower bound the step needs
         no solver (the point is optimal by the bound). E.g. a list
         scheduler (:func:`~schedsearch.search.dualpipe.list_heuristic`).
+        A heuristic that does not apply to the problem (it raises
+        :class:`~schedsearch.errors.UnsupportedFeatureError`) is skipped
+        with a note in the front's ``notes``: the walk is the one without
+        it. One that returns anything but a plan or None raises
+        :class:`~schedsearch.errors.InvalidOptionsError`.
     reduce:
         Search without the overlap declarations when they cannot improve
         anything (:func:`~schedsearch.rewrite.overlaps_redundant`);
@@ -217,11 +235,11 @@ def pareto(
         "max_points": (max_points, Rule.integer(1)), "start_capacity": (start_capacity, Rule.integer(0, none=True)),
         "step_time_limit_s": (step_time_limit_s, Rule.number(above=0, none=True)),
         "heuristic": (heuristic, Rule.function()), "reduce": (reduce, Rule.boolean()),
+        "objectives": (objectives, attrs.evolve(Rule.choices(_OBJECTIVES, lone=False, size=2), allowed=_PAIRS)),
     })
-    if len(objectives) != 2 or set(objectives) not in ({"makespan", "peak_memory"}, {"max_span", "peak_memory"}):
+    if set(objectives) not in ({"makespan", "peak_memory"}, {"max_span", "peak_memory"}):
         raise InvalidOptionsError(
-            f"pareto: 'objectives' must be ('makespan', 'peak_memory') or ('max_span', 'peak_memory'), "
-            f"got {tuple(objectives)!r}"
+            f"pareto: 'objectives' must be {_PAIRS}, got {tuple(objectives)!r}"
         )
     _check_step_limit(step_time_limit_s)
     time_objective = "max_span" if "max_span" in objectives else "makespan"
@@ -230,6 +248,7 @@ def pareto(
     deadline, reporter = run.budget, run.reporter
     capacity = start_capacity
     search_problem = run.reduced if reduce else problem
+    helper = _Heuristic(heuristic, "pareto")
     found: list[tuple[int, int, int | None, SearchResult]] = []
     stop = "max_points"
     while len(found) < max_points + 1:
@@ -245,7 +264,7 @@ def pareto(
         reporter.reset(phase)
         limit = deadline.slice(1.0, cap_s=step_time_limit_s)
         # the step's searches charge this run's budget as they go
-        result = _step(run.child(sub, time_limit_s=limit, prefix=phase), run.options.warm_starts, heuristic)
+        result = _step(run.child(sub, time_limit_s=limit, prefix=phase), run.options.warm_starts, helper)
         if result.schedule is None:
             stop = "infeasible" if result.status is Status.INFEASIBLE else result.status.value.lower()
             break
@@ -268,7 +287,7 @@ def pareto(
             else nxt[3].status is Status.OPTIMAL and nxt[0] > value
         )
         points.append(_point(problem, result, peak, cap, result.status is Status.OPTIMAL and bool(next_proven)))
-    return ParetoFront(points=points, stop_reason=stop, wall_time_s=deadline.elapsed)
+    return ParetoFront(points=points, stop_reason=stop, wall_time_s=deadline.elapsed, notes=helper.notes)
 
 
 def _refusal(problem: Problem, capacity: int | None) -> str | None:
@@ -284,14 +303,42 @@ def _check_step_limit(value: Any) -> None:
         SearchOptions(time_limit_s=value)  # the common check of a time limit
 
 
-def _step(run: Run, candidates: Sequence[Schedule], heuristic: Heuristic | None) -> SearchResult:
+@attrs.define
+class _Heuristic:
+    """The ``heuristic`` option of a walk (``where``), asked for a plan at each step: a heuristic that does not
+    apply to the problem (:class:`~schedsearch.errors.UnsupportedFeatureError`) gives none and leaves a note, so
+    the walk is the one without it; an answer that is neither a plan nor None is refused."""
+
+    heuristic: Heuristic | None
+    where: str
+    notes: list[str] = attrs.field(factory=list)
+
+    def plan(self, problem: Problem) -> Schedule | None:
+        if self.heuristic is None:
+            return None
+        try:
+            found = self.heuristic(problem)
+        except UnsupportedFeatureError as exc:
+            text = str(exc)
+            note = (f"the heuristic was skipped, it does not apply to the problem: "
+                    f"{text if len(text) <= 200 else text[:197] + '...'}")
+            if note not in self.notes:
+                self.notes.append(note)
+            return None
+        if found is not None and not isinstance(found, Schedule):
+            raise InvalidOptionsError(f"{self.where}: 'heuristic' must return a Schedule or None, got "
+                                      f"{short_repr(found)} for problem {problem.name!r}")
+        return found
+
+
+def _step(run: Run, candidates: Sequence[Schedule], heuristic: _Heuristic) -> SearchResult:
     """Least objective under the capacities of ``run``'s problem: the heuristic's schedule
     when it reaches the analytic bound, else the exact search from the best
     valid candidate."""
     problem = run.problem
     clock = run.budget
     pool = list(candidates)
-    found = heuristic(problem) if heuristic is not None else None
+    found = heuristic.plan(problem)
     if found is not None:
         pool.append(found)
     warm = _best_fitting(problem, pool)
@@ -378,11 +425,11 @@ class _MemoryStep:
     stopped: Status = Status.UNKNOWN
 
 
-def _memory_step(run: Run, sub: Problem, capacity: int | None, phase: str, heuristic: Heuristic | None,
+def _memory_step(run: Run, sub: Problem, capacity: int | None, phase: str, heuristic: _Heuristic,
                  warm: list[Schedule], target_makespan: int) -> _MemoryStep:
     """Answer one capacity: the heuristic's plan, else a warm start or an earlier step's plan within the
     target, else the analytic bound's proof that none exists, else an exact feasibility search."""
-    found = heuristic(sub) if heuristic is not None else None
+    found = heuristic.plan(sub)
     given = _best_fitting(sub, [w for w in warm if w.makespan <= target_makespan])
     if found is not None and found.makespan <= target_makespan and not validate(sub, found):
         return _MemoryStep(record=(capacity, Status.FEASIBLE.value, found.makespan, "heuristic"), schedule=found,
@@ -462,6 +509,7 @@ def min_memory(
     stopped = Status.UNKNOWN
     warm = list(opts.warm_starts)
     search_problem = run.reduced if reduce else problem
+    helper = _Heuristic(heuristic, "min_memory")
     while True:
         refusal = _refusal(search_problem, capacity)
         if refusal is not None:
@@ -475,7 +523,7 @@ def min_memory(
             break
         phase = f"peak memory capacity {'unbounded' if capacity is None else capacity}"
         reporter.report(phase)
-        step = _memory_step(run, sub, capacity, phase, heuristic, warm, target_makespan)
+        step = _memory_step(run, sub, capacity, phase, helper, warm, target_makespan)
         steps.append(step.record)
         if step.schedule is None:
             proof, stopped = step.proof, step.stopped
@@ -492,7 +540,7 @@ def min_memory(
     if best is None:
         return MemoryWalk(status=Status.INFEASIBLE if proof else stopped, target_makespan=target_makespan,
                           steps=steps, wall_time_s=deadline.elapsed, strategy="min_memory", bound_engine=proof,
-                          backend=opts.backend_name, problem=problem)
+                          backend=opts.backend_name, problem=problem, notes=helper.notes)
     peak, schedule, engine = best
     return MemoryWalk(
         status=Status.OPTIMAL if proof else Status.FEASIBLE,
@@ -507,4 +555,5 @@ def min_memory(
         bound_engine=proof,
         backend=opts.backend_name,
         problem=with_capacities(problem, peak),
+        notes=helper.notes,
     )

@@ -87,7 +87,7 @@ from typing import Any
 import attrs
 
 from schedsearch.errors import InvalidOptionsError, InvalidProblemError, SchedSearchError
-from schedsearch.options import SearchOptions
+from schedsearch.options import Rule, SearchOptions
 from schedsearch.problem import Problem
 from schedsearch.result import Level, SearchResult, Status
 from schedsearch.rewrite import resolved_capacities, with_capacities
@@ -141,13 +141,10 @@ def default_objective(problem: Problem) -> tuple[str, ...]:
 
 
 def _objectives(problem: Problem, objective: str | Sequence[str] | None) -> tuple[str, ...]:
+    """The levels of ``objective`` (checked at the door: :func:`solve`'s rules), the default when None."""
     if objective is None:
         return default_objective(problem)
     names = (objective,) if isinstance(objective, str) else tuple(objective)
-    if not names or any(n not in SOLVE_OBJECTIVES for n in names) or len(set(names)) != len(names):
-        raise InvalidOptionsError(
-            f"solve: 'objective' must be one of {SOLVE_OBJECTIVES} or a tuple of distinct ones, got {objective!r}"
-        )
     if "makespan" in names and "max_span" in names:
         raise InvalidOptionsError(f"solve: 'objective' may hold one time objective (makespan or max_span), got {names}")
     return names
@@ -777,11 +774,12 @@ def solve(
     >>> result.status.value, result.objective, result.levels[1].value
     ('OPTIMAL', 33, 4)
     """
-    run = Run.open(problem, options, common, "solve")
+    run = Run.open(problem, options, common, "solve", own={
+        "objective": (objective, Rule.choices(SOLVE_OBJECTIVES, none=True)),
+        "engines": (engines, attrs.evolve(Rule.choices(ENGINES, lone=False),
+                                          allowed=f"a non-empty subset of {ENGINES} (a list or tuple)")),
+    })
     names = _objectives(problem, objective)
-    unknown = sorted(set(engines) - set(ENGINES))
-    if unknown or not engines:
-        raise InvalidOptionsError(f"solve: 'engines' must be a non-empty subset of {ENGINES}, got {list(engines)!r}")
     time_name = next((n for n in names if n != "peak_memory"), "makespan")
     work = problem if problem.objective == time_name else problem.with_(objective=time_name)
     pf = _Portfolio(run=attrs.evolve(run, problem=work), engines=frozenset(engines),

@@ -1,0 +1,104 @@
+"""The fuzzing campaign of the descriptions (``tests/fuzzing.py`` holds the rule).
+
+Structured mutations of the samples in ``models/`` (a pipeline description, a model in layers) go
+through the real readers (TOML files, and the Python form: ``from_dict`` and the keyword
+constructor), and those read are planned (``plan``, the ``plan`` and ``sweep`` commands) in
+deterministic mode with small limits, so the outcome of a search never depends on the machine's
+speed. Every input must be answered or refused by the library's own error, within the CPU-time and
+message bounds, and the command line never prints a traceback.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+import schedsearch
+from fuzzing import attempt, attempt_cli, examples, mutated, to_toml
+from schedsearch.plan import Pipeline
+from schedsearch.plan.layers import LayerModel
+
+MODELS = Path(__file__).resolve().parents[2] / "models"
+PIPELINE = tomllib.loads((MODELS / "pipeline.toml").read_text())
+LAYERS = tomllib.loads((MODELS / "llama3_8b_layers.toml").read_text())
+
+#: A search's limits in the campaign: deterministic time, one candidate at a time in this process.
+PLAN = {"time_limit_s": 0.5, "deterministic": True, "parallel": 1}
+#: The same on the command line.
+PLAN_ARGS = ["--out", "", "--time-limit", "0.5", "--deterministic", "--parallel", "1"]
+
+
+def _file(tmp_path_factory, tree: dict, suffix: str = ".toml") -> Path:
+    path = tmp_path_factory.mktemp("fuzz") / f"description{suffix}"
+    path.write_text(to_toml(tree))
+    return path
+
+
+@examples(ci=40)
+@given(mutated(PIPELINE))
+def test_a_mutated_pipeline_file_is_read_or_refused(tmp_path_factory, case) -> None:
+    tree, moves = case
+    attempt("Pipeline.load (TOML)", Pipeline.load, _file(tmp_path_factory, tree), describe=moves)
+
+
+@examples(ci=40)
+@given(mutated(PIPELINE), st.booleans())
+def test_a_mutated_pipeline_in_python_is_built_or_refused(case, keywords) -> None:
+    tree, moves = case
+    if keywords:  # the keyword constructor takes what from_dict takes
+        attempt("Pipeline (Python)", lambda: Pipeline(**tree), describe=moves)
+    else:
+        attempt("Pipeline.from_dict", Pipeline.from_dict, tree, describe=moves)
+
+
+@examples(ci=8)
+@given(mutated(PIPELINE, most=1))
+def test_a_mutated_pipeline_file_is_planned_or_refused(tmp_path_factory, case) -> None:
+    tree, moves = case
+    outcome, pipeline = attempt("Pipeline.load (TOML)", Pipeline.load, _file(tmp_path_factory, tree), describe=moves)
+    if outcome == "answered":
+        attempt("plan (pipeline)", schedsearch.plan, pipeline, runtime="any", describe=moves, **PLAN)
+
+
+@examples(ci=30)
+@given(mutated(LAYERS))
+def test_a_mutated_layer_model_file_is_read_or_refused(tmp_path_factory, case) -> None:
+    tree, moves = case
+    attempt("LayerModel.load (TOML)", LayerModel.load, _file(tmp_path_factory, tree), describe=moves)
+
+
+@examples(ci=30)
+@given(mutated(LAYERS))
+def test_a_mutated_layer_model_in_python_is_built_or_refused(case) -> None:
+    tree, moves = case
+    attempt("LayerModel.from_dict", LayerModel.from_dict, tree, describe=moves)
+
+
+@examples(ci=3)
+@given(mutated(LAYERS, most=1))
+def test_a_mutated_layer_model_file_is_planned_or_refused(tmp_path_factory, case) -> None:
+    tree, moves = case
+    outcome, model = attempt("LayerModel.load (TOML)", LayerModel.load, _file(tmp_path_factory, tree), describe=moves)
+    if outcome == "answered":
+        attempt("plan (layer model)", schedsearch.plan, model, describe=moves, **PLAN)
+
+
+@examples(ci=4)
+@given(mutated(PIPELINE, most=1))
+def test_the_plan_command_answers_or_refuses_in_one_message(tmp_path_factory, case) -> None:
+    tree, moves = case
+    attempt_cli("cli plan", ["plan", str(_file(tmp_path_factory, tree)), *PLAN_ARGS], describe=moves)
+
+
+@examples(ci=3)
+@given(mutated(PIPELINE, most=1), st.sampled_from([["--microbatches", "4,8"], ["--budgets", "1 GiB;24 GiB"],
+                                           ["--families", "1f1b", "--families", "zb-v,dualpipev"],
+                                           ["--microbatches", "0,-1"], ["--budgets", "lots"]]))
+def test_the_sweep_command_answers_or_refuses_in_one_message(tmp_path_factory, case, grid) -> None:
+    tree, moves = case
+    argv = ["sweep", str(_file(tmp_path_factory, tree)), *grid, "--time-limit", "0.5", "--deterministic",
+            "--parallel", "1", "--combined"]
+    attempt_cli("cli sweep", argv, describe=(moves, grid))
