@@ -26,13 +26,16 @@ Each configuration x family variant that torchtitan runs with that
 recomputation (a split backward only without any) is a candidate of the
 planner's own machinery (:func:`~schedsearch.plan.planner.plan`'s
 preparation, executors and typed outcomes). Before any search every
-candidate gets its analytic lower bound in ms (its integer problem's
-:func:`~schedsearch.bounds.analytic_lower_bound`, read in real ms as
+candidate gets its lower bound in ms (the larger of its integer problem's
+:func:`~schedsearch.bounds.analytic_lower_bound` and
+:func:`~schedsearch.bounds.memory_area_bounds`, read in real ms as
 :func:`~schedsearch.plan.times.real_bound_ms` reads one); candidates are
 searched in increasing order of that bound, ``parallel`` at a time within
 the whole call's time limit, and a candidate whose bound is not below the
 best plan found so far is **pruned** (not searched: no plan of it can be
-better); one whose turn does not come within the limit is **not reached**. Candidates that cannot run
+better; before its search a candidate's bound is also raised by
+:func:`~schedsearch.bounds.memory_bounds` and checked again); one whose turn does not come within the
+limit is **not reached**. Candidates that cannot run
 (their shape, or over the memory budget in any plan) are **skipped** with
 their reason. The search bound of the result is the least of the searched
 candidates' bounds and the analytic bounds of the pruned and not reached ones: no plan of any
@@ -473,12 +476,30 @@ class LayerPlanResult:
 
 # ------------------------------------------------------------------ the search
 def _pre_bound(times: Any) -> Fraction:
-    """A candidate's analytic lower bound in real ms, before any search."""
-    from schedsearch.bounds import analytic_lower_bound
+    """A candidate's lower bound in real ms before any search: the larger of its integer problem's analytic
+    bound (:func:`~schedsearch.bounds.analytic_lower_bound`) and its memory-area bound
+    (:func:`~schedsearch.bounds.memory_area_bounds`: a rank whose memory holds few micro-batches' activations
+    at once waits for them), each valid for every plan of it."""
+    from schedsearch.bounds import analytic_lower_bound, memory_area_bounds
     from schedsearch.plan.times import real_bound_ms
 
-    problem = times.problem if times.memory_exact else times.relaxed_problem()
-    return real_bound_ms(times, analytic_lower_bound(problem).value)
+    problem = _bounded_problem(times)
+    return real_bound_ms(times, max([analytic_lower_bound(problem).value, *memory_area_bounds(problem).values()]))
+
+
+def _bounded_problem(times: Any) -> Any:
+    """The integer problem whose bounds hold for a candidate's bytes (its own, or the relaxed one)."""
+    return times.problem if times.memory_exact else times.relaxed_problem()
+
+
+def _refined_bound(times: Any, bound: Fraction) -> Fraction:
+    """``bound`` raised by :func:`~schedsearch.bounds.memory_bounds` (costlier than :func:`_pre_bound`'s parts:
+    asked only of a candidate about to be searched, whose pre-search bound did not prune it)."""
+    from schedsearch.bounds import memory_bounds
+    from schedsearch.plan.times import real_bound_ms
+
+    found = memory_bounds(_bounded_problem(times))
+    return max(bound, real_bound_ms(times, max(found.values()))) if found else bound
 
 
 def _breakdown(model: LayerModel, config: Configuration, row: PlanRow) -> Breakdown:

@@ -43,8 +43,11 @@ from typing import Any
 
 import attrs
 
-from schedsearch.executors import TaskStatus
+from schedsearch.deadline import grace_s, set_aside, stopping
+from schedsearch.executors import LocalExecutor, TaskStatus
+
 from schedsearch.errors import (
+    DeadlineExceeded,
     InvalidOptionsError,
     InvalidPipelineError,
     InvalidProblemError,
@@ -52,12 +55,13 @@ from schedsearch.errors import (
     SchedSearchError,
 )
 from schedsearch.handcrafted.families import RUNTIMES, check_runtime
-from schedsearch.options import MAX_SEED, Rule, SearchOptions, check_options
+from schedsearch.options import MAX_SEED, Deadline, Rule, SearchOptions, check_options
 from schedsearch.plan.pipeline import (Pipeline, Stage, _families as family_keys, check_integer_range,
                                        check_plan_arguments, exact_bytes, exact_memory_unit)
 from schedsearch.rewrite import with_capacities
 from schedsearch.plan.outcome import Reason
-from schedsearch.plan.shares import SEARCH_FLOOR_S, Shares
+from schedsearch.plan.shares import DEFAULT_PARALLEL, SEARCH_FLOOR_S, WORKER_START_S, Shares
+
 from schedsearch.plan.times import CandidateTimes, candidate_times, named_times, retime_ms
 from schedsearch.result import Status
 from schedsearch.schedule import metrics
@@ -68,7 +72,7 @@ from schedsearch.plan.candidates import (Candidate as Candidate, _handcrafted, _
                                          runtime_gap as runtime_gap)
 from schedsearch.plan.evaluation import _evaluate, _gibs, _Outcome, _Task
 from schedsearch.plan.autoplan import (Decision, LayerCandidate, LayerPlanResult, _breakdown, _pipeline, _pre_bound,
-                                       configurations)
+                                       _refined_bound, configurations)
 from schedsearch.plan.layers import Configuration, LayerModel
 from schedsearch.plan.table import (PlanResult as PlanResult, PlanRow as PlanRow, SweepPoint as SweepPoint,
                                     SweepResult as SweepResult, _no_fitting_plan, _rank_key, _row_without_plan)
@@ -225,7 +229,8 @@ def plan(
                 deterministic=deterministic, seed=seed)
     if progress is not None and not callable(progress):
         raise InvalidOptionsError(f"plan: 'progress' must be a function of one line of text, got {progress!r}")
-    t0 = time.perf_counter()
+    call = Deadline(None if deterministic else time_limit_s)
+    t0 = call.t0
     runner = get_executor(executor, parallel=parallel, address=address)
     parallel = _parallel_of(runner, parallel)
     prepared = _prepare(pipeline, time_limit_s=time_limit_s, parallel=parallel, deterministic=deterministic,
@@ -235,8 +240,12 @@ def plan(
         more["on_done"] = _progress_lines(prepared, progress)
     timeout_s = _run_timeout([prepared], parallel=parallel, deterministic=deterministic)
     prepared = _charge_setup(prepared, time_limit_s, time.perf_counter() - t0)
+    if not deterministic:
+        if (call.left() or 0.0) < WORKER_START_S and isinstance(runner, LocalExecutor):
+            runner, parallel = LocalExecutor(parallel=1), 1  # no time to start worker processes: in this one
+        prepared, timeout_s = _measured_shares(prepared, call, parallel)
     outcomes = runner.run(_evaluate, prepared.tasks, timeout_s=timeout_s, **more)
-    result = _finish(prepared, outcomes, runner.name, t0)
+    result = _finish(prepared, outcomes, runner.name, t0, call)
     if result.best is None:
         raise _no_plan_error(result, time_limit_s)
     return result
@@ -248,15 +257,29 @@ def _no_plan_error(result: PlanResult, time_limit_s: float) -> NoFittingPlanErro
     if any(r.makespan_ms is not None for r in rows):
         what = (f"no candidate the {result.runtime!r} runtime can execute has a plan (runtime='any' keeps the "
                 f"others)")
-    elif any(r.status is Status.TIMEOUT and r.reason is None for r in rows) \
-            and all(r.status is Status.TIMEOUT and r.reason is None or r.reason is not None and r.reason.left_out
-                    for r in rows):
+    elif any(r.status is Status.TIMEOUT and r.reason in (None, Reason.TIMED_OUT) for r in rows) \
+            and all(r.status is Status.TIMEOUT and r.reason in (None, Reason.TIMED_OUT)
+                    or r.reason is not None and r.reason.left_out for r in rows):
         what = (f"no candidate found a plan within time_limit_s={time_limit_s:g} (each candidate's note says "
                 f"what its share could not cover; a longer limit gives one)")
     else:
         what = "no candidate has a plan within the budget after the search"
     return _no_fitting_plan(f"{result.pipeline}: {what}",
                             [(r.family, r.mark + (f": {r.note}" if r.note else "")) for r in rows])
+
+
+def _measured_shares(prepared: _Prepared, call: Deadline, parallel: int | None) -> tuple[_Prepared, float]:
+    """``prepared`` with each candidate's share measured when it starts (the call's time left over the rounds
+    left, :func:`~schedsearch.plan.evaluation._measured_share`), and the wall time the executor waits for
+    the answers: the call's time left, the hard stop's grace and as much again for the answers to come back
+    (each candidate stops itself at the call's end; one that does not answer by then is not waited for).
+    """
+    left = call.left() or 0.0
+    ends_at = time.time() + left
+    at_once = max(1, parallel or DEFAULT_PARALLEL)
+    count = len(prepared.tasks)
+    tasks = tuple(attrs.evolve(t, ends_at=ends_at, turn=(i, count, at_once)) for i, t in enumerate(prepared.tasks))
+    return attrs.evolve(prepared, tasks=tasks), max(0.0, left) + 2 * grace_s(call.limit_s or 0.0)
 
 
 def _charge_setup(prepared: _Prepared, time_limit_s: float, spent_s: float) -> _Prepared:
@@ -457,7 +480,10 @@ def _handcrafted_outcome(prepared: _Prepared, row: PlanRow) -> _Outcome | None:
     problem = times.problem
     try:
         hand = _handcrafted(c, with_capacities(problem, None))
+    except DeadlineExceeded:
+        raise
     except Exception:  # a published schedule's precondition not met (or its construction failed): the row stays
+
         return None
     if validate(problem, hand):
         return None
@@ -472,8 +498,10 @@ def _handcrafted_outcome(prepared: _Prepared, row: PlanRow) -> _Outcome | None:
                     schedule=hand, handcrafted=hand)
 
 
-def _finish(prepared: _Prepared, outcomes: Sequence[Any], executor: str, t0: float) -> PlanResult:
-    """The ranked table and the best plan from the executor's outcomes of ``prepared.tasks``."""
+def _finish(prepared: _Prepared, outcomes: Sequence[Any], executor: str, t0: float,
+            call: Deadline | None = None) -> PlanResult:
+    """The ranked table and the best plan from the executor's outcomes of ``prepared.tasks``; the handcrafted
+    plans drawn here when no search returned one stop at ``call``'s hard stop (None: none)."""
     pipeline, units = prepared.pipeline, prepared.units
     rows = list(prepared.skipped)
     found: dict[PlanRow, _Outcome] = {}
@@ -485,12 +513,16 @@ def _finish(prepared: _Prepared, outcomes: Sequence[Any], executor: str, t0: flo
             rows.append(_row_without_plan(c, Reason.of_task(o.status), _executor_note(o)))
     if all(r.makespan_ms is None for r in rows):
         # no search returned a plan (stopped by the executor): the handcrafted plans that fit, run here
-        for i, r in enumerate(rows):
-            if r.reason is not None and not r.reason.left_out and r.handcrafted is not None:
-                outcome = _handcrafted_outcome(prepared, r)
-                if outcome is not None:
-                    rows[i] = outcome.row
-                    found[outcome.row] = outcome
+        try:
+            with stopping(call, grace=2 * grace_s(call.limit_s or 0.0) if call is not None else None):
+                for i, r in enumerate(rows):
+                    if r.reason is not None and not r.reason.left_out and r.handcrafted is not None:
+                        outcome = _handcrafted_outcome(prepared, r)
+                        if outcome is not None:
+                            rows[i] = outcome.row
+                            found[outcome.row] = outcome
+        except DeadlineExceeded as stop:  # the rows not reached keep why they have no plan
+            set_aside(stop)
     ordered = sorted((r for r in rows if r.makespan_ms is not None), key=_rank_key)
     ordered += [r for r in rows if r.makespan_ms is None]
     best = next((r for r in ordered if r.makespan_ms is not None
@@ -776,7 +808,7 @@ class _LayerSpace:
                 entries += [LayerCandidate(configuration=config, origins=origins, outcome=Decision.SKIPPED,
                                            candidate=Candidate(family=f.key, chunks=config.stages_per_rank,
                                                                split_backward=v.split_backward), note=why)
-                            for f, v in config.torchtitan_variants()]
+                            for f, v in config.torchtitan_variants() if families is None or f.key in families]
                 continue
             entries += [LayerCandidate(configuration=config, origins=origins, candidate=row.candidate,
                                        outcome=Decision.SKIPPED, note=row.note) for row in prepared.skipped]
@@ -825,6 +857,8 @@ class _Rounds:
             while k < len(waiting) and len(batch) < self.at_once:
                 bound, config, task = waiting[k]
                 k += 1
+                if self.prune and self.best_ms is not None and bound < self.best_ms:
+                    bound = _refined_bound(task.times, bound)
                 if self.prune and self.best_ms is not None and bound >= self.best_ms:
                     self.decided.append(self.space.entry(
                         config, task.candidate, Decision.PRUNED, bound_ms=float(bound),
@@ -848,7 +882,15 @@ class _Rounds:
         self.given_s += share
         timeout = _run_timeout([attrs.evolve(self.space.prepared_of[c][0], tasks=(t,)) for (_, c, _), t
                                 in zip(batch, tasks)], parallel=self.at_once, deterministic=self.deterministic)
-        outcomes = self.runner.run(_evaluate, tasks, timeout_s=timeout)
+        runner = self.runner
+        if not self.deterministic:  # each search stops itself at the call's end; its answer is not waited for
+            left = self.time_limit_s - (time.perf_counter() - self.t0)
+            tasks = [attrs.evolve(t, ends_at=time.time() + left) for t in tasks]
+            timeout = min(timeout, max(0.0, left) + 2 * grace_s(self.time_limit_s))
+            if left < WORKER_START_S and isinstance(runner, LocalExecutor):
+                runner = LocalExecutor(parallel=1)  # no time to start worker processes: in this one
+        outcomes = runner.run(_evaluate, tasks, timeout_s=timeout)
+
         for (bound, config, _), task, outcome in zip(batch, tasks, outcomes):
             self.searched.append((config, task, outcome, bound))
             row = outcome.value.row if outcome.ok else None
