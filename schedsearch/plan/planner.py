@@ -45,14 +45,13 @@ import attrs
 
 from schedsearch.executors import TaskStatus
 from schedsearch.errors import (
-    InvalidOptionsError,
     InvalidPipelineError,
     InvalidProblemError,
     NoFittingPlanError,
     SchedSearchError,
 )
 from schedsearch.handcrafted.families import RUNTIMES, check_runtime
-from schedsearch.options import MAX_SEED, Rule, SearchOptions, check_options
+from schedsearch.options import MAX_SEED, Rule, SearchOptions, check_option, check_options
 from schedsearch.plan.pipeline import (Pipeline, Stage, check_integer_range, check_plan_arguments, exact_bytes,
                                        exact_memory_unit)
 from schedsearch.rewrite import with_capacities
@@ -96,6 +95,10 @@ def _parallel_of(executor: Any, parallel: int | None) -> int | None:
     if hasattr(executor, "parallel"):
         return executor.parallel
     return getattr(executor, "workers", None)  # an executor written before ``parallel``
+
+
+#: The ``progress`` option of the planner's entries.
+_PROGRESS = Rule("a function of one line of text, or None", lambda v: v is None or callable(v))
 
 
 def _check_call(where: str, pipeline: Any, runtime: Any, *, time_limit_s: Any, parallel: Any, address: Any,
@@ -214,8 +217,7 @@ def plan(
                            progress=progress)
     _check_call("plan", pipeline, runtime, time_limit_s=time_limit_s, parallel=parallel, address=address,
                 deterministic=deterministic, seed=seed)
-    if progress is not None and not callable(progress):
-        raise InvalidOptionsError(f"plan: 'progress' must be a function of one line of text, got {progress!r}")
+    check_option("plan", "progress", progress, _PROGRESS)
     t0 = time.perf_counter()
     runner = get_executor(executor, parallel=parallel, address=address)
     parallel = _parallel_of(runner, parallel)
@@ -708,8 +710,7 @@ def _check_layers_call(model: Any, *, num_ranks: Any, time_limit_s: Any, paralle
         "prune": (prune, Rule.boolean()),
     })
     check_runtime(runtime)
-    if progress is not None and not callable(progress):
-        raise InvalidOptionsError(f"plan_layers: 'progress' must be a function of one line of text, got {progress!r}")
+    check_option("plan_layers", "progress", progress, _PROGRESS)
     if num_ranks is None:
         return model.num_ranks[0]
     if isinstance(num_ranks, bool) or num_ranks not in model.num_ranks:
