@@ -233,7 +233,38 @@ def case_contiguous_ip(f: Figures, data: Path) -> None:
     f.proof("equals_dp", ip.value is not None and math.isclose(ip.value, dp.max_load, rel_tol=1e-6))
 
 
+def case_deadline(f: Figures, data: Path) -> None:
+    """bench_deadline: solve() on the V placement, 8 ranks x 64 micro-batches (the constructions), under a
+    hard stop whose clock moves one unit per reading (a deadline counted in work, the same on any machine):
+    the work the whole call counts at its checkpoints, and what the call returns when the stop falls
+    before its first plan (TIMEOUT with a bound), after it (that plan, valid) and never (the same plan)."""
+    from schedsearch import solve
+    from schedsearch.deadline import STRIDE, stopping
+    from schedsearch.options import Deadline
+    from schedsearch.placements import vshape_chunks
+
+    problem = vshape_chunks(8, 64)
+
+    def counted(readings: float) -> Any:
+        reads = iter(range(1, 1 << 62))
+        with stopping(Deadline(readings, clock=lambda: float(next(reads))), grace=0.0) as stop:
+            result = solve(problem, objective="makespan", time_limit_s=30, engines=("handcrafted",), **DET)
+        return result, stop.work
+
+    free = solve(problem, objective="makespan", time_limit_s=30, engines=("handcrafted",), **DET)
+    whole, work = counted(1e12)
+    f.work("work_units", work, floor=5000)
+    f.proof("never_same_plan", whole.objective == free.objective and whole.schedule.tasks == free.schedule.tasks)
+    early, _ = counted(3.0)
+    f.proof("early_timeout", early.status.value == "TIMEOUT" and early.schedule is None)
+    f.higher("early_bound", early.lower_bound)
+    late, _ = counted(0.9 * work / STRIDE)
+    f.proof("late_keeps_a_plan", _validated(problem, late.schedule))
+    f.lower("late_makespan", late.objective)
+
+
 def case_dualpipe(f: Figures, data: Path) -> None:
+
     """bench_dualpipe: DualPipe PP = 4, 8 chunks: the search warm-started from the handcrafted plan
     under its own per-device peaks."""
     from schedsearch.handcrafted import reproduce

@@ -52,6 +52,9 @@ the module (``from schedsearch.validate import Violation``) or reach it with
 name with what its package exports (``tests/test_module_names.py``).
 """
 
+import sys
+import types
+
 from schedsearch.errors import (
     InvalidProblemError as InvalidProblemError,
     InvalidScheduleError as InvalidScheduleError,
@@ -71,21 +74,43 @@ from schedsearch.options import ProgressEvent as ProgressEvent, SearchOptions as
 from schedsearch.result import Level as Level, SearchResult as SearchResult, Status as Status
 from schedsearch.schedule import Schedule as Schedule, TaskInstance as TaskInstance, Transfer as Transfer, metrics as metrics
 from schedsearch.validate import validate as validate
-# the package schedsearch.plan, then its entry point under the same name (as validate above)
-from schedsearch.plan import Pipeline as Pipeline, plan as plan, plan_sweep as plan_sweep
 
 __version__ = "0.1.0"
 
+#: the names loaded when first used: solve() pulls in the engines (and their solvers), the planner's
+#: names its package (the description, the candidates, the executors), so importing the model, the
+#: validator or the exporters stays light
+_LAZY = ("Pipeline", "plan", "plan_sweep", "solve")
+
+
+class _Package(types.ModuleType):
+    """The package: the planner's package, once imported, does not replace its entry point ``plan``."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "plan" and isinstance(value, types.ModuleType):
+            return  # the import system binding the subpackage: the name stays the planner's entry point
+        super().__setattr__(name, value)
+
 
 def __getattr__(name: str):
-    # solve() pulls in the engines (and their solvers) only when first used,
-    # so importing the model, the validator or the exporters stays light
     if name == "solve":
-        from schedsearch.search.portfolio import solve
+        from schedsearch.search import portfolio as where
+    elif name == "Pipeline":
+        from schedsearch.plan import pipeline as where
+    elif name in _LAZY:
+        from schedsearch.plan import planner as where
+    else:
+        raise AttributeError(f"module 'schedsearch' has no attribute {name!r}")
+    value = getattr(where, name)
+    globals()[name] = value
+    return value
 
-        globals()["solve"] = solve
-        return solve
-    raise AttributeError(f"module 'schedsearch' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 __all__ = [

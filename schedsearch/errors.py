@@ -39,6 +39,7 @@ __all__ = [
     "UnsoundBoundWarning",
     "InvalidPipelineError",
     "NoFittingPlanError",
+    "DeadlineExceeded",
 ]
 
 
@@ -176,4 +177,15 @@ class UnsoundBoundWarning(UserWarning):
     The bound (and any optimality proof resting on it) is dropped; the plan
     is returned without a claim. This is never expected: it means a bug in
     a bound or a solver, and the problem is worth reporting.
+    """
+
+
+class DeadlineExceeded(SchedSearchError, TimeoutError):
+    """A call's time limit passed at one of its phases' checkpoints (:func:`schedsearch.deadline.checkpoint`).
+
+    The phase running stops where it is; the call that set the deadline
+    (:func:`~schedsearch.solve`, :func:`~schedsearch.plan`,
+    :func:`~schedsearch.search.jobshop`) catches it and returns what it has
+    (a plan found before, or TIMEOUT with the best bound), so it never leaves
+    a public entry.
     """

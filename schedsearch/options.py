@@ -21,7 +21,7 @@ Examples
 >>> resolve_options(None, {"time_limt_s": 5}, "optimal")
 Traceback (most recent call last):
 ...
-schedsearch.errors.InvalidOptionsError: optimal: unknown option 'time_limt_s'; the common options are backend, backend_params, deterministic, log, progress, seed, time_limit_s, warm_start, warm_starts, workers
+schedsearch.errors.InvalidOptionsError: optimal: unknown option 'time_limt_s'; the common options are backend, backend_params, deterministic, gap, log, progress, seed, time_limit_s, warm_start, warm_starts, workers
 """
 
 from __future__ import annotations
@@ -141,6 +141,12 @@ def check_time_limit(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
         return
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
         raise options_error(inst, attribute.name, "a finite number of seconds > 0, or None for no limit", value)
+
+
+def check_gap(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    """A relative gap: a finite number >= 0."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:
+        raise options_error(inst, attribute.name, "a finite number >= 0 (0.01: stop within 1 % of the bound)", value)
 
 
 def check_workers(inst: Any, attribute: attrs.Attribute, value: Any) -> None:
@@ -307,6 +313,12 @@ class SearchOptions(SolverSettings):
     backend_params:
         Extra backend-specific parameters (CP-SAT ``SatParameters`` fields,
         or Z3 ``set_param`` names).
+    gap:
+        Stop as soon as the best plan is within this fraction of the proven
+        bound (``0.01``: at most 1 % above it; default 0: only a plan that
+        meets the bound ends the search early). The plan is then FEASIBLE,
+        its gap said by its bound; CP-SAT's searches get it as their
+        ``relative_gap_limit`` (unless ``backend_params`` sets one).
 
     Examples
     --------
@@ -323,9 +335,11 @@ class SearchOptions(SolverSettings):
     backend: Any = attrs.field(default="auto", validator=_check_backend)
     warm_starts: tuple[Schedule, ...] = attrs.field(default=(), converter=_schedules, eq=False)
     progress: Callable[[ProgressEvent], None] | None = attrs.field(default=None, eq=False, validator=check_callable)
+    gap: float = attrs.field(default=0.0, validator=check_gap)
 
     @property
     def backend_name(self) -> str:
+
         """The backend's name (``"auto"`` resolves to ``"cpsat"``)."""
         name = self.backend if isinstance(self.backend, str) else str(self.backend.name)
         return "cpsat" if name == "auto" else name
@@ -694,6 +708,9 @@ class Deadline:
     :meth:`charge` (the deterministic time their solver searches used), never
     by the wall clock, so that which phases run and the limits they get are
     the same on every run; ``elapsed`` stays wall-clock time, for reports.
+    ``clock`` (default ``time.perf_counter``) is what it reads; a wall-clock
+    limit is also the hard stop of the phases run under
+    :func:`~schedsearch.deadline.stopping`.
 
     Examples
     --------
@@ -704,15 +721,17 @@ class Deadline:
     (6.0, 3.0, False)
     """
 
-    def __init__(self, limit_s: float | None, deterministic: bool = False) -> None:
-        self.t0 = time.perf_counter()
+    def __init__(self, limit_s: float | None, deterministic: bool = False,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        self.clock = clock
+        self.t0 = clock()
         self.limit_s = limit_s
         self.deterministic = deterministic
         self.spent = 0.0
 
     @property
     def elapsed(self) -> float:
-        return time.perf_counter() - self.t0
+        return self.clock() - self.t0
 
     def charge(self, seconds: float) -> None:
         """Count ``seconds`` of deterministic time against the budget (deterministic mode; no effect otherwise)."""

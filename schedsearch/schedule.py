@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from schedsearch._json import check_fields, check_header, load_document, short_repr
+from schedsearch.deadline import checkpoint
 from schedsearch.errors import InvalidOptionsError, InvalidScheduleError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -483,6 +484,7 @@ def memory_profile(problem: Problem, schedule: Schedule) -> dict[str, list[tuple
     events: dict[str, dict[int, int]] = {d: {} for d in problem.cluster.device_names}
     blocks = problem.graph.by_name()
     for t in schedule.tasks:
+        checkpoint()
         b = blocks.get(t.block)
         if b is None:
             continue
@@ -493,8 +495,10 @@ def memory_profile(problem: Problem, schedule: Schedule) -> dict[str, list[tuple
                 ev[t.end] = ev.get(t.end, 0) - b.workspace
     out: dict[str, list[tuple[int, int]]] = {}
     for d, ev in events.items():
+        checkpoint(len(ev))
         level = problem.initial_memory_of(d) if d in problem.cluster.device_names else 0
         steps = [(0, level)]
+
         for time in sorted(ev):
             level += ev[time]
             if time == 0:

@@ -40,14 +40,19 @@ Rules checked (violation ``kind`` in brackets):
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import operator
 import weakref
 from collections import defaultdict
+from collections.abc import Iterator
 
 import attrs
 
 from schedsearch._json import SHOWN
+from schedsearch.deadline import checkpoint
 from schedsearch.errors import ValidationFailedError
+
 from schedsearch.problem import Channel, Edge, Overlap, Problem, TaskKey
 from schedsearch.schedule import Schedule, TaskInstance, Transfer, memory_profile
 
@@ -179,6 +184,7 @@ def _check_tasks(
     chosen_option: dict[TaskKey, int] = {}  # task -> index of its option
     options_on: dict[tuple[str, tuple[str, ...]], list[int]] = {}  # (block, devices) -> its options there
     for t in schedule.tasks:
+        checkpoint()
         b, mb = t.block, t.microbatch
         if b not in blocks or not 0 <= mb < n:
             out.append(Violation("unknown_task", f"task {_label(b, mb)} is not in the problem"))
@@ -331,6 +337,7 @@ def _device_overlaps(placed: dict[TaskKey, TaskInstance], groups: _Groups) -> li
             per_device[d].append(t)
     out: list[Violation] = []
     for d, tasks in per_device.items():
+        checkpoint(len(tasks))
         active: list[TaskInstance] = []
         for t in sorted(tasks, key=_span):
             if active:
@@ -380,6 +387,7 @@ def _check_edges(
     for e in problem.graph.edges:
         src, dst, sized = e.src, e.dst, e.size > 0
         backwards: dict[int, bool] = {}  # per overlap (by identity): it runs e's two ends against e's order
+        checkpoint(problem.num_microbatches)
         for m in range(problem.num_microbatches):
             u, v = placed.get((src, m)), placed.get((dst, m))
             if u is None or v is None:
@@ -506,6 +514,8 @@ def _memory_excursions(problem: Problem, placed: dict[TaskKey, TaskInstance], sc
         if d.memory is None:
             continue
         steps = profile.get(d.name, [])
+        checkpoint(len(steps))
+
         inside = False
         for i, (time, level) in enumerate(steps):
             if level > d.memory and not inside:
@@ -553,3 +563,42 @@ def assert_valid(problem: Problem, schedule: Schedule, what: str = "schedule") -
             f"{what} fails validation with {len(violations)} violation(s):\n  {shown}{more}", violations
         )
     return schedule
+
+
+_DEFERRED: contextvars.ContextVar[bool] = contextvars.ContextVar("schedsearch_validation_deferred", default=False)
+
+
+@contextlib.contextmanager
+def validation_deferred() -> Iterator[None]:
+    """Within it, :func:`~schedsearch.handcrafted.simulate.schedule_from_orders` leaves the validation to
+    its caller (internal: the planner's).
+
+    For a caller that validates the plan it returns once, against the
+    problem it returns it for (the validator takes about as long as the
+    simulation at scale): the constructions run inside it return their
+    schedule unvalidated, and the caller must run
+    :func:`~schedsearch.validate.validate` on it before using it.
+
+    Examples
+    --------
+    >>> from schedsearch import validate
+    >>> from schedsearch.handcrafted import one_f_one_b
+    >>> from schedsearch.validate import validation_deferred
+    >>> from schedsearch.placements import vshape
+    >>> problem = vshape(2, 4)
+    >>> with validation_deferred():
+    ...     schedule = one_f_one_b(problem)
+    >>> validate(problem, schedule)
+    ()
+    """
+    token = _DEFERRED.set(True)
+    try:
+        yield
+    finally:
+        _DEFERRED.reset(token)
+
+
+def validation_is_deferred() -> bool:
+    """Whether the code runs inside :func:`validation_deferred` (a construction's schedule is then unchecked:
+    whatever trusts a construction to have validated its plan, a search's pool say, must check it itself)."""
+    return _DEFERRED.get()

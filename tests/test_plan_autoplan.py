@@ -6,7 +6,9 @@
   proven row);
 * the pruning never drops the optimum (pruned search = unpruned search), and
   no pruned candidate's bound is below the best plan;
-* the bound covers every plan found;
+* the bound covers every plan found, and where memory binds every
+  candidate's pre-search bound (analytic and memory bounds) is at most the
+  optimum its own search proves;
 * the library's balanced split is the least largest rank time over every
   split that fits (brute force);
 * bad inputs are refused by name.
@@ -83,6 +85,20 @@ def test_the_result_says_what_the_step_time_is_made_of(searched):
     assert pruned.runner_up is not None
     text = pruned.table()
     assert "runner-up" in text and "pruned by bound" in text and "whole space" in text
+
+
+@pytest.mark.parametrize("budget", ["3 GiB", "4 GiB"])
+def test_where_memory_binds_each_pre_search_bound_is_at_most_the_proven_optimum(budget):
+    at = small_model().layers[0].measured
+    model = LayerModel(global_batch=8, num_ranks=2, memory_budget_bytes=budget, layers=[
+        {"name": "block", "repeat": 3, "measured": at, "parameter_bytes": "0.5 GiB"},
+        {"name": "head", "kind": "head", "measured": small_model().layers[1].measured, "parameter_bytes": "1 GiB"}])
+    whole = plan_layers(model, time_limit_s=60, parallel=1, deterministic=True, prune=False)
+    proven = [c for c in whole.candidates if c.row is not None and c.row.makespan_proven]
+    assert len(proven) >= 4
+    for c in proven:
+        assert c.bound_ms <= c.makespan_ms + 1e-9
+    assert whole.bound_ms == whole.best.makespan_ms  # every candidate searched and proven: the bound is tight
 
 
 @pytest.mark.parametrize("layout,v", [("loop", 1), ("loop", 2), ("v", 2)])

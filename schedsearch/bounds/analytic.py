@@ -64,6 +64,7 @@ from fractions import Fraction
 
 import attrs
 
+from schedsearch.deadline import checkpoint, counted
 from schedsearch.problem import Problem, TaskKey
 
 __all__ = [
@@ -149,6 +150,7 @@ def heads_and_tails(problem: Problem) -> tuple[dict[TaskKey, int], dict[TaskKey,
     heads: dict[TaskKey, int] = {}
     tails: dict[TaskKey, int] = {}
     for m in range(1 if alike else problem.num_microbatches):
+        checkpoint(len(order))
         for b in order:
             h = problem.release_of(b, m)
             for e in preds[b]:
@@ -166,8 +168,9 @@ def heads_and_tails(problem: Problem) -> tuple[dict[TaskKey, int], dict[TaskKey,
                     t = max(t, delay[(e.src, e.dst)] + _min_duration(problem, e.dst, m) + tails[(e.dst, m)])
             tails[(b, m)] = t
     if alike:
-        heads = {(b, m): heads[(b, 0)] for m in range(problem.num_microbatches) for b in order}
-        tails = {(b, m): tails[(b, 0)] for m in range(problem.num_microbatches) for b in order}
+        heads = {(b, m): heads[(b, 0)] for m in counted(range(problem.num_microbatches)) for b in order}
+        tails = {(b, m): tails[(b, 0)] for m in counted(range(problem.num_microbatches)) for b in order}
+
     return heads, tails
 
 
@@ -186,8 +189,8 @@ def critical_path(problem: Problem, *, heads_tails: tuple[dict[TaskKey, int], di
     heads, tails = heads_tails or heads_and_tails(problem)
     least = _block_least(problem)
     if least is not None:
-        return max(heads[k] + least[k[0]] + tails[k] for k in heads)
-    return max(heads[k] + _min_duration(problem, *k) + tails[k] for k in heads)
+        return max(heads[k] + least[k[0]] + tails[k] for k in counted(heads))
+    return max(heads[k] + _min_duration(problem, *k) + tails[k] for k in counted(heads))
 
 
 def _descendants(problem: Problem) -> dict[str, set[str]]:
@@ -517,6 +520,7 @@ def device_bounds(problem: Problem, *, heads_tails: tuple[dict[TaskKey, int], di
     for d in problem.cluster.device_names:
         names = [b.name for b in problem.graph.blocks if all(d in o.devices for o in b.options)]
         keys = [(b, m) for b in names for m in range(problem.num_microbatches)]
+        checkpoint(len(keys))
         if not keys:
             out[d] = 0
             continue
@@ -652,8 +656,9 @@ def flow_bounds(problem: Problem, *, heads_tails: tuple[dict[TaskKey, int], dict
     blocks = problem.graph.blocks
     fixed_on = {b.name: frozenset.intersection(*(frozenset(o.devices) for o in b.options)) for b in blocks}
     least = _least_durations(problem)
-    head = {b.name: min(heads[(b.name, m)] for m in range(n)) for b in blocks}
-    tail = {b.name: min(tails[(b.name, m)] for m in range(n)) for b in blocks}
+    head = {b.name: min(heads[(b.name, m)] for m in counted(range(n))) for b in blocks}
+    tail = {b.name: min(tails[(b.name, m)] for m in counted(range(n))) for b in blocks}
+
     reach = _longest_paths(problem, least)  # start of a -> start of each descendant
     # per source block: lines (slope = work per instance, intercept = head or tail) of k instances' span
     before: dict[str, dict[int, int]] = {}
@@ -687,6 +692,8 @@ def flow_bounds(problem: Problem, *, heads_tails: tuple[dict[TaskKey, int], dict
                         due[slope] = max(due.get(slope, c + gap), c + gap)
             starts, ends = _lines_max(rel, n), _lines_max(due, n)
             jobs += [(starts[k], least[b], ends[n - 1 - k]) for k in range(n)]
+            checkpoint(n)
+
         out[d] = preemptive_one_device(jobs)
     return out
 

@@ -345,24 +345,19 @@ def _pywraplp() -> Any:
 
 def available_solvers() -> tuple[str, ...]:
     """The solvers of :data:`SOLVERS` this installation can run."""
-    out = []
+    return tuple(s for s in SOLVERS if _can_run(s))
+
+
+def _can_run(solver: str) -> bool:
+    """Whether this installation runs ``solver`` (one of :data:`SOLVERS`); it loads only that
+    solver's interface (MathOpt for HiGHS and SCIP, ``pywraplp`` for CBC)."""
     try:
+        if solver == "cbc":
+            return _pywraplp().Solver.CreateSolver("CBC") is not None
         from ortools.math_opt.python import mathopt
-
-        if hasattr(mathopt.SolverType, "HIGHS"):
-            out.append("highs")
-        if hasattr(mathopt.SolverType, "GSCIP"):
-            out.append("scip")
     except ImportError:  # pragma: no cover - depends on the installation
-        pass
-    try:
-        pywraplp = _pywraplp()
-
-        if pywraplp.Solver.CreateSolver("CBC") is not None:
-            out.append("cbc")
-    except ImportError:  # pragma: no cover
-        pass
-    return tuple(out)
+        return False
+    return hasattr(mathopt.SolverType, "HIGHS" if solver == "highs" else "GSCIP")
 
 
 def solve_mip(model: MipModel, options: MipOptions | None = None, **overrides: Any) -> MipResult:
@@ -382,7 +377,7 @@ def solve_mip(model: MipModel, options: MipOptions | None = None, **overrides: A
     ``stats["error"]``, not an exception.
     """
     options = MipOptions.resolve(options, overrides)
-    if options.solver not in available_solvers():
+    if not _can_run(options.solver):
         raise UnsupportedFeatureError(
             f"MIP solver {options.solver!r} is not available in this installation; "
             f"use one of {available_solvers()}"

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from schedsearch.deadline import unstopped
 from schedsearch.encode.solve_options import SolveOptions
 from schedsearch.errors import InvalidOptionsError, UnsoundBoundWarning, UnsupportedFeatureError
 from schedsearch.problem import Problem
@@ -186,7 +187,10 @@ def solve(problem: Problem, backend: str | Backend = "cpsat", options: SolveOpti
     if options.warm_start is not None:
         assert_valid(problem, options.warm_start, "warm start")
     t0 = time.perf_counter()
-    result = _checked(problem, impl, options, impl.solve(problem, options))
+    result = impl.solve(problem, options)
+    with unstopped():  # a solver's answer is checked whatever the clock says (a plan is at stake)
+        result = _checked(problem, impl, options, result)
+
     return attrs.evolve(result, wall_time_s=max(result.wall_time_s, time.perf_counter() - t0),
                         objective_name="max_span" if problem.objective == "max_span" else "makespan")
 

@@ -61,6 +61,7 @@ import attrs
 
 from schedsearch._union_find import UnionFind
 from schedsearch.bounds.analytic import heads_and_tails, memory_idle, memory_tails
+from schedsearch.deadline import checkpoint
 from schedsearch.errors import InvalidProblemError, UnsupportedFeatureError
 from schedsearch.problem import Channel, Problem, TaskKey
 from schedsearch.schedule import Schedule, TaskInstance, Transfer
@@ -422,6 +423,7 @@ def build_structure(problem: Problem, symmetry_breaking: bool = True) -> TaskStr
     tasks: list[TaskInfo] = []
     index: dict[TaskKey, int] = {}
     for m in range(problem.num_microbatches):
+        checkpoint(len(problem.graph.blocks))
         for b in problem.graph.blocks:
             durations = problem.durations(b.name, m)
             key = (b.name, m)
@@ -441,9 +443,11 @@ def build_structure(problem: Problem, symmetry_breaking: bool = True) -> TaskStr
     precedences: list[tuple[int, int]] = []
     transfers: list[TransferInfo] = []
     for m in range(problem.num_microbatches):
+        checkpoint(len(problem.graph.edges))
         for e in problem.graph.edges:
             u, v = index[(e.src, m)], index[(e.dst, m)]
             precedences.append((u, v))
+
             if e.size <= 0:
                 continue
             routes = []

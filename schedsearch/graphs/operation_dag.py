@@ -44,6 +44,7 @@ from typing import Any
 
 import attrs
 
+from schedsearch._json import load_document, short_repr
 from schedsearch.errors import FormatError, InvalidProblemError
 from schedsearch.problem import Block, Channel, Cluster, Device, Edge, Graph, Option, Problem
 
@@ -61,9 +62,9 @@ DAG_FORMAT_VERSION = 1
 
 def _int(entity: str, field: str, value: Any, minimum: int | None = None) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidProblemError(f"{entity}: {field!r} must be an integer, got {value!r}")
+        raise InvalidProblemError(f"{entity}: {field!r} must be an integer, got {short_repr(value)}")
     if minimum is not None and value < minimum:
-        raise InvalidProblemError(f"{entity}: {field!r} must be >= {minimum}, got {value!r}")
+        raise InvalidProblemError(f"{entity}: {field!r} must be >= {minimum}, got {short_repr(value)}")
 
 
 @attrs.frozen(kw_only=True)
@@ -78,8 +79,8 @@ class DagNode:
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
-            raise InvalidProblemError(f"operation: 'name' must be a non-empty string, got {self.name!r}")
-        entity = f"operation {self.name!r}"
+            raise InvalidProblemError(f"operation: 'name' must be a non-empty string, got {short_repr(self.name)}")
+        entity = f"operation {short_repr(self.name)}"
         _int(entity, "duration", self.duration, 1)
         _int(entity, "memory", self.memory)
         _int(entity, "workspace", self.workspace, 0)
@@ -94,9 +95,16 @@ class DagNode:
         }
 
 
+def _records(field: str, value: Any) -> Iterable[Any]:
+    """``value`` as the records of ``field`` (a list or tuple); refused naming the field otherwise."""
+    if not isinstance(value, (list, tuple)):
+        raise InvalidProblemError(f"operation DAG: {field!r} must be a list, got {short_repr(value)}")
+    return value
+
+
 def _nodes(value: Iterable[Any]) -> tuple[DagNode, ...]:
     out = []
-    for item in value:
+    for item in _records("nodes", value):
         if isinstance(item, DagNode):
             out.append(item)
         elif isinstance(item, Mapping):
@@ -110,19 +118,22 @@ def _nodes(value: Iterable[Any]) -> tuple[DagNode, ...]:
                 )
             )
         else:
-            raise InvalidProblemError(f"operation DAG: 'nodes' must hold objects, got {item!r}")
+            raise InvalidProblemError(f"operation DAG: 'nodes' must hold objects, got {short_repr(item)}")
     return tuple(out)
 
 
 def _edges(value: Iterable[Any]) -> tuple[Edge, ...]:
     out = []
-    for item in value:
+    for item in _records("edges", value):
         if isinstance(item, Edge):
             out.append(item)
         elif isinstance(item, Mapping):
             out.append(Edge(src=item.get("src"), dst=item.get("dst"), size=item.get("size", 0)))
-        else:
+        elif isinstance(item, (list, tuple)) and len(item) in (2, 3):
             out.append(Edge(src=item[0], dst=item[1], size=item[2] if len(item) > 2 else 0))
+        else:
+            raise InvalidProblemError(f"operation DAG: an edge must be an object or a [src, dst] or [src, dst, size] "
+                                      f"list, got {short_repr(item)}")
     return tuple(out)
 
 
@@ -242,11 +253,13 @@ class OperationDag:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> OperationDag:
+        if not isinstance(d, Mapping):
+            raise FormatError(f"DAG document: must be a JSON object, got {type(d).__name__}")
         if d.get("format") != "schedsearch.dag":
-            raise FormatError(f"DAG document: 'format' must be 'schedsearch.dag', got {d.get('format')!r}")
+            raise FormatError(f"DAG document: 'format' must be 'schedsearch.dag', got {short_repr(d.get('format'))}")
         if d.get("version") != DAG_FORMAT_VERSION:
             raise FormatError(
-                f"DAG document: 'version' {d.get('version')!r} is not supported (this library reads {DAG_FORMAT_VERSION})"
+                f"DAG document: 'version' {short_repr(d.get('version'))} is not supported (this library reads {DAG_FORMAT_VERSION})"
             )
         if "nodes" not in d:
             raise FormatError("DAG document: missing field 'nodes'")
@@ -254,13 +267,7 @@ class OperationDag:
 
     @classmethod
     def from_json(cls, text: str) -> OperationDag:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise FormatError(f"DAG document: not valid JSON ({exc})") from None
-        if not isinstance(data, Mapping):
-            raise FormatError("DAG document: must be a JSON object")
-        return cls.from_dict(data)
+        return cls.from_dict(load_document(text, "DAG document"))
 
 
 def _range(field: str, value: tuple[int, int], minimum: int | None) -> tuple[int, int]:

@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 import attrs
 
 from schedsearch.actions import COMPUTE_KINDS, Action, Kind, kind_order
+from schedsearch.deadline import checkpoint
 from schedsearch.errors import InvalidProblemError, PlanError, SchedSearchError
 from schedsearch.handcrafted.simulate import Entry, Group, schedule_from_orders
 from schedsearch.problem import Problem
@@ -282,6 +283,8 @@ def run_actions(view: PipelineView, orders: Mapping[int, Sequence[Action]], *, n
         for a in actions:
             seq.extend(view.resolve(a))
         entries[devices[rank]] = seq
+        checkpoint(len(seq))
+
     return schedule_from_orders(view.problem, entries, name=name)
 
 

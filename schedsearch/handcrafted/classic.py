@@ -19,6 +19,7 @@ the worst device):
 from __future__ import annotations
 
 from schedsearch.actions import Action
+from schedsearch.deadline import checkpoint
 from schedsearch.errors import InvalidProblemError
 from schedsearch.handcrafted.actions import PipelineView, pipeline_view, run_actions
 from schedsearch.placements.stages import stage_mapping
@@ -99,6 +100,8 @@ def one_f_one_b(problem: Problem) -> Schedule:
             acts += [Action(s, "F", warm + i), Action(s, "B", i)]
         acts += [Action(s, "B", i) for i in range(m - warm, m)]
         orders[rank] = acts
+        checkpoint(len(acts))
+
     return run_actions(view, orders, name="1F1B")
 
 
@@ -196,4 +199,6 @@ def interleaved_1f1b(problem: Problem, *, group_size: int | None = None) -> Sche
         for mb, c in bwd[total - warm:]:
             acts.append(Action(c * p + r, "B", mb))
         orders[r] = acts
+        checkpoint(len(acts))
+
     return run_actions(view, orders, name=f"interleaved 1F1B (v={v}, group {N})")

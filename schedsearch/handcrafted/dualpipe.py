@@ -39,6 +39,8 @@ from __future__ import annotations
 from collections import deque
 
 from schedsearch.actions import Action
+from schedsearch.deadline import checkpoint
+
 from schedsearch.errors import InvalidProblemError
 from schedsearch.handcrafted.actions import check_v_mapping, pipeline_view, run_actions
 from schedsearch.problem import Problem
@@ -181,6 +183,8 @@ def dualpipe(problem: Problem) -> Schedule:
         mine = ((r, ".down"), (PP - 1 - r, ".up"))
         chunk0, chunk1 = mine if r < H else mine[::-1]
         orders[r] = eight_steps(H, h, n, chunk0, chunk1)
+        checkpoint(len(orders[r]))
+
     return run_actions(view, orders, name="DualPipe")
 
 

@@ -28,18 +28,18 @@ stuck actions.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Union
 
 import attrs
 
+from schedsearch.deadline import checkpoint
 from schedsearch.errors import InvalidScheduleError, ValidationFailedError
 from schedsearch.problem import Edge, Problem, TaskKey
 from schedsearch.schedule import Schedule, Transfer, schedule_unchecked, task_unchecked, transfer_unchecked
 from schedsearch.timeline import Timeline, earliest_finish
-from schedsearch.validate import assert_valid
+# the deferral is the validator's fact; its names stay importable from here, where the constructions heed it
+from schedsearch.validate import assert_valid, validation_deferred as validation_deferred, validation_is_deferred
 
 __all__ = ["Group", "Entry", "DeadlockError", "schedule_from_orders", "entry_label"]
 
@@ -154,47 +154,9 @@ def schedule_from_orders(
     resolved = _resolve_orders(problem, orders)
     starts, transfers = _AsSoonAsPossible(problem, resolved).run()
     schedule = _as_schedule(problem, resolved, starts, transfers, name)
-    if validate and not _DEFERRED.get():
+    if validate and not validation_is_deferred():
         _check_valid(problem, schedule)
     return schedule
-
-
-_DEFERRED: contextvars.ContextVar[bool] = contextvars.ContextVar("schedsearch_validation_deferred", default=False)
-
-
-@contextlib.contextmanager
-def validation_deferred() -> Iterator[None]:
-    """Within it, :func:`schedule_from_orders` leaves the validation to its caller (internal: the planner's).
-
-    For a caller that validates the plan it returns once, against the
-    problem it returns it for (the validator takes about as long as the
-    simulation at scale): the constructions run inside it return their
-    schedule unvalidated, and the caller must run
-    :func:`~schedsearch.validate.validate` on it before using it.
-
-    Examples
-    --------
-    >>> from schedsearch import validate
-    >>> from schedsearch.handcrafted import one_f_one_b
-    >>> from schedsearch.handcrafted.simulate import validation_deferred
-    >>> from schedsearch.placements import vshape
-    >>> problem = vshape(2, 4)
-    >>> with validation_deferred():
-    ...     schedule = one_f_one_b(problem)
-    >>> validate(problem, schedule)
-    ()
-    """
-    token = _DEFERRED.set(True)
-    try:
-        yield
-    finally:
-        _DEFERRED.reset(token)
-
-
-def validation_is_deferred() -> bool:
-    """Whether the code runs inside :func:`validation_deferred` (a construction's schedule is then unchecked:
-    whatever trusts a construction to have validated its plan, a search's pool say, must check it itself)."""
-    return _DEFERRED.get()
 
 
 class _Action:
@@ -277,6 +239,7 @@ def _number_actions(
         ids: list[int] = []
         listed: set[int] = set()
         for entry in seq:
+            checkpoint()
             if isinstance(entry, Group):
                 members = entry.members
                 ident: object = entry
@@ -360,6 +323,7 @@ class _AsSoonAsPossible:
         # a block whose incoming edges carry nothing waits for its sources directly, wherever they run
         unsized = {b: tuple(e.src for e in edges) for b, edges in preds.items() if all(e.size <= 0 for e in edges)}
         for eid, action in enumerate(actions):
+            checkpoint()
             if len(action.members) == 1 and action.members[0][0] in unsized:  # the common case, at once
                 b, m = action.members[0]
                 if has_release:
@@ -417,6 +381,7 @@ class _AsSoonAsPossible:
                 self._place(eid, action, ready)
             head[dev] += 1
             moved += 1
+            checkpoint()
         return moved
 
     def _ready(self, eid: int, action: _Action) -> int | None:
@@ -490,7 +455,9 @@ def _as_schedule(problem: Problem, orders: _Orders, starts: Sequence[int | None]
     tasks = []
     add = tasks.append
     for action, start in zip(orders.actions, starts):
+        checkpoint()
         end = start + action.duration  # type: ignore[operator]
+
         if len(action.members) == 1:
             (b, m), = action.members
             add(task_unchecked(b, m, action.devices, start, end, None))

@@ -65,6 +65,8 @@ from collections.abc import Iterator
 import attrs
 
 from schedsearch.actions import Action
+from schedsearch.deadline import checkpoint
+
 from schedsearch.errors import InvalidOptionsError, InvalidProblemError
 from schedsearch.handcrafted.actions import pipeline_view, run_actions
 from schedsearch.problem import Problem
@@ -344,6 +346,7 @@ class _Builder:
 
         prioritise = variant.prioritise_backward
         for i in range(1, m):
+            checkpoint(S)
             want = [0] * S
             for s in range(S):
                 if n_f[s] >= m:

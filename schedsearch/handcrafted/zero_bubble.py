@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections import deque
 
 from schedsearch.actions import Action
+from schedsearch.deadline import checkpoint
 from schedsearch.errors import InvalidProblemError
 from schedsearch.handcrafted.actions import check_v_mapping, PipelineView, pipeline_view, run_actions
 from schedsearch.handcrafted.classic import _one_stage_per_device, _single, check_interleaved, megatron_order
@@ -95,6 +96,8 @@ def zb_h1(problem: Problem) -> Schedule:
         fwd = [Action(s, "F", i) for i in range(m)]
         bwd = [("I", s, i) for i in range(m)]
         orders[rank] = _zb_device(fwd, bwd, warm, deferred=s)
+        checkpoint(len(orders[rank]))
+
     return run_actions(view, orders, name="ZB-H1")
 
 
@@ -124,6 +127,7 @@ def interleaved_zero_bubble(problem: Problem, *, group_size: int | None = None) 
         fwd = [Action(c * p + r, "F", mb) for mb, c in fwd_order]
         bwd = [("I", (v - 1 - c) * p + r, mb) for mb, c in fwd_order]
         orders[r] = _zb_device(fwd, bwd, warm, deferred=r)
+        checkpoint(len(orders[r]))
     return run_actions(view, orders, name=f"interleaved ZB1P (v={v}, group {N})")
 
 
@@ -202,4 +206,6 @@ def zb_v(problem: Problem) -> Schedule:
         if not (cnt["fa"] == cnt["fb"] == cnt["ia"] == cnt["ib"] == n):
             raise AssertionError(f"ZB-V order of device {r} is incomplete: {cnt}")  # pragma: no cover
         orders[r] = [x for x in acts if x.microbatch < m]
+        checkpoint(len(acts))
+
     return run_actions(view, orders, name="ZB-V")

@@ -3,8 +3,11 @@
 * :mod:`~schedsearch.loaders.jobshop` -- job-shop and flexible job-shop
   instances as problems (:class:`~schedsearch.problem.Problem`);
 * :mod:`~schedsearch.loaders.opgraph` -- operator graphs for the
-  partitioners (dnn-partitioning JSON, PipeDream profiles, expert splits).
+  partitioners (dnn-partitioning JSON, PipeDream profiles, expert splits),
+  loaded on first use.
 """
+
+from typing import Any
 
 from schedsearch.loaders.jobshop import (
     IndexEntry as IndexEntry,
@@ -22,15 +25,26 @@ from schedsearch.loaders.jobshop import (
     read_instance as read_instance,
     read_jobshop as read_jobshop,
 )
-from schedsearch.loaders.opgraph import (
-    find_expert_split as find_expert_split,
-    parse_dnn_partitioning as parse_dnn_partitioning,
-    parse_pipedream_profile as parse_pipedream_profile,
-    parse_split as parse_split,
-    read_dnn_partitioning as read_dnn_partitioning,
-    read_pipedream_profile as read_pipedream_profile,
-    read_split as read_split,
-)
+
+#: the operator-graph readers, loaded when first used: they stand on the partitioners (networkx, numpy),
+#: which reading a job shop does not need
+_OPGRAPH = ("find_expert_split", "parse_dnn_partitioning", "parse_pipedream_profile", "parse_split",
+            "read_dnn_partitioning", "read_pipedream_profile", "read_split")
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _OPGRAPH:
+        raise AttributeError(f"module 'schedsearch.loaders' has no attribute {name!r}")
+    from schedsearch.loaders import opgraph
+
+    value = getattr(opgraph, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_OPGRAPH))
+
 
 __all__ = [
     "IndexEntry",

@@ -10,15 +10,17 @@ the unrounded times (:mod:`schedsearch.plan.times`).
 
 from __future__ import annotations
 
+import math
 import time
 from fractions import Fraction
 from typing import Any
 
 import attrs
 
-from schedsearch.errors import InvalidProblemError
+from schedsearch.deadline import set_aside, stopping, unstopped
+from schedsearch.errors import DeadlineExceeded, InvalidProblemError
 from schedsearch.handcrafted.simulate import validation_deferred
-from schedsearch.options import SearchOptions
+from schedsearch.options import Deadline, SearchOptions
 from schedsearch.plan.pipeline import Pipeline, exact_bytes
 from schedsearch.rewrite import with_capacities
 from schedsearch.problem import Problem
@@ -29,7 +31,8 @@ from schedsearch.schedule import Schedule, metrics
 from schedsearch.units import Units
 from schedsearch.validate import validate
 from schedsearch.plan.candidates import Candidate, _handcrafted
-from schedsearch.plan.table import PlanRow
+from schedsearch.plan.outcome import Reason
+from schedsearch.plan.table import PlanRow, _row_without_plan
 
 
 @attrs.frozen(kw_only=True)
@@ -39,6 +42,12 @@ class _Task:
     units: Units
     options: SearchOptions
     times: CandidateTimes  # the candidate's times and its integer problem, built once
+    #: the wall-clock end of the whole call (``time.time()``; None: none, as in deterministic mode): nothing
+    #: of the candidate but its row's figures runs past it; with the candidate's ``turn`` (its index, the
+    #: candidates, how many run at once) its share is measured when it starts (:func:`_measured_share`), else
+    #: it is the one in ``options``
+    ends_at: float | None = None
+    turn: tuple[int, int, int] | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -103,12 +112,22 @@ def _draw_published(candidate: Candidate, problem: Problem, clock: ShareClock, w
     try:
         with validation_deferred():  # validated once, below, against ``problem`` itself
             hand = _handcrafted(candidate, free)
+    except DeadlineExceeded as stop:  # the share ended while it was drawn: stopped, not waited for
+        set_aside(stop)
+        return _Published(name=name, note=_not_drawn_note(name, work.num_tasks, clock.share_s, clock.spent_s,
+                                                          work.draw_s + work.with_published_s))
     except InvalidProblemError as exc:  # a precondition of the published construction: say which
         return _Published(name=name, note=f"no published {name} to compare with: {exc}")
     except Exception as exc:  # the construction failed on this problem: an error inside the library
         return _Published(name=name, note=(f"no published {name} to compare with: its construction failed on this "
                                            f"candidate ({type(exc).__name__}, an error inside the library)"))
-    broken = validate(problem, hand)  # a plan of ``problem`` itself: no check again in the search
+    try:
+        broken = validate(problem, hand)  # a plan of ``problem`` itself: no check again in the search
+    except DeadlineExceeded as stop:
+        set_aside(stop)
+        return _Published(name=name, note=_not_drawn_note(name, work.num_tasks, clock.share_s, clock.spent_s,
+                                                          work.draw_s + work.with_published_s))
+
     other = [v for v in broken if v.kind != "memory"]
     assert not other, f"{name}: the handcrafted schedule breaks more than memory: {other[:3]}"
     return _Published(name=name, schedule=hand, fits=not broken, draw_s=time.perf_counter() - drawn_at)
@@ -141,26 +160,53 @@ def _evaluate(task: _Task) -> _Outcome:
     """
     from schedsearch.search.portfolio import HANDCRAFTED_S_PER_TASK, estimated_tasks
 
+    call = None  # the whole call's end, when the share is measured here
+    if task.ends_at is not None:
+        left = task.ends_at - time.time()
+        if left <= 0:
+            return _Outcome(row=_row_without_plan(task.candidate, Reason.TIMED_OUT, (
+                "not searched: the time limit ended before its turn (the candidates before it took it; a longer "
+                "time_limit_s, or fewer candidates at once, gives it time)")), schedule=None, handcrafted=None)
+        if task.turn is not None:
+            task = attrs.evolve(task, options=task.options.replace(time_limit_s=_measured_share(left, task.turn)))
+        call = Deadline(left)
+
     clock = ShareClock(task.options)
     candidate, problem = task.candidate, task.times.problem
     work = WorkEstimate(num_tasks=problem.num_microbatches * len(problem.graph.blocks),
                         weighted=estimated_tasks(problem), memory_exact=task.times.memory_exact,
                         draw_s_per_task=HANDCRAFTED_S_PER_TASK)
-    published = _draw_published(candidate, problem, clock, work)
-    reserve = work.after_search_s
-    if published.schedule is not None and work.draw_s > 0:
-        # a machine slower than the estimates (a loaded one) is slower after the search too: keep the
-        # reserve in proportion
-        reserve *= max(1.0, published.draw_s / work.draw_s)
-    options = clock.search_options(reserve, SEARCH_FLOOR_WITH_PLAN_S if published.fits else SEARCH_FLOOR_S)
-    if published.fits:
-        options = options.replace(warm_starts=(published.schedule,))
-    result, notes = _search(problem, options)
+    with stopping(call):  # nothing of the candidate but its row's figures runs past the call's end
+        with stopping(clock.deadline):  # a drawing the share cannot pay for is stopped, not waited for
+            published = _draw_published(candidate, problem, clock, work)
+        reserve = work.after_search_s
+        if published.schedule is not None and work.draw_s > 0:
+            # a machine slower than the estimates (a loaded one) is slower after the search too: keep the
+            # reserve in proportion
+            reserve *= max(1.0, published.draw_s / work.draw_s)
+        options = clock.search_options(reserve, SEARCH_FLOOR_WITH_PLAN_S if published.fits else SEARCH_FLOOR_S)
+        if published.fits:
+            options = options.replace(warm_starts=(published.schedule,))
+        result, notes = _search(problem, options)
     if published.note:
         notes.append(published.note)
-    row, schedule = _figures(task, result, published, notes)
+    with unstopped():  # the figures of what was found, whatever the clock says
+        row, schedule = _figures(task, result, published, notes)
     row["wall_time_s"] = round(clock.spent_s, 3)
     return _Outcome(row=PlanRow(**row), schedule=schedule, handcrafted=published.schedule)
+
+
+def _measured_share(left_s: float, turn: tuple[int, int, int]) -> float:
+    """A candidate's share measured when it starts: the ``left_s`` seconds the call has left over the rounds
+    left (its own included; ``turn`` is its index, the number of candidates and how many run at once), so
+    that the time the candidates before it did not use goes to those after it, and the time they overran is
+    taken from them.
+
+    >>> _measured_share(6.0, (4, 8, 2))  # 4 candidates left, 2 at once: 2 rounds
+    3.0
+    """
+    index, count, at_once = turn
+    return left_s / max(1, math.ceil((count - index) / max(1, at_once)))
 
 
 def _rounding_note(times: CandidateTimes, units: Units, gap: float) -> str:

@@ -43,20 +43,24 @@ from typing import Any
 
 import attrs
 
-from schedsearch.executors import TaskStatus
+from schedsearch.deadline import grace_s, set_aside, stopping
+from schedsearch.executors import LocalExecutor, TaskStatus
+
 from schedsearch.errors import (
+    DeadlineExceeded,
     InvalidPipelineError,
     InvalidProblemError,
     NoFittingPlanError,
     SchedSearchError,
 )
 from schedsearch.handcrafted.families import RUNTIMES, check_runtime
-from schedsearch.options import MAX_SEED, Rule, SearchOptions, check_option, check_options
-from schedsearch.plan.pipeline import (Pipeline, Stage, check_integer_range, check_plan_arguments, exact_bytes,
-                                       exact_memory_unit)
+from schedsearch.options import MAX_SEED, Deadline, Rule, SearchOptions, check_option, check_options
+from schedsearch.plan.pipeline import (Pipeline, Stage, _families as family_keys, check_integer_range,
+                                       check_plan_arguments, exact_bytes, exact_memory_unit)
 from schedsearch.rewrite import with_capacities
 from schedsearch.plan.outcome import Reason
-from schedsearch.plan.shares import SEARCH_FLOOR_S, Shares
+from schedsearch.plan.shares import DEFAULT_PARALLEL, SEARCH_FLOOR_S, WORKER_START_S, Shares
+
 from schedsearch.plan.times import CandidateTimes, candidate_times, named_times, retime_ms
 from schedsearch.result import Status
 from schedsearch.schedule import metrics
@@ -67,7 +71,7 @@ from schedsearch.plan.candidates import (Candidate as Candidate, _handcrafted, _
                                          runtime_gap as runtime_gap)
 from schedsearch.plan.evaluation import _evaluate, _gibs, _Outcome, _Task
 from schedsearch.plan.autoplan import (Decision, LayerCandidate, LayerPlanResult, _breakdown, _pipeline, _pre_bound,
-                                       configurations)
+                                       _refined_bound, configurations)
 from schedsearch.plan.layers import Configuration, LayerModel
 from schedsearch.plan.table import (PlanResult as PlanResult, PlanRow as PlanRow, SweepPoint as SweepPoint,
                                     SweepResult as SweepResult, _no_fitting_plan, _rank_key, _row_without_plan)
@@ -139,6 +143,11 @@ def plan(
         (:func:`plan_layers`, on the model's first
         pipeline degree, ``time_limit_s`` each candidate's share) and the
         result is its :class:`~schedsearch.plan.autoplan.LayerPlanResult`.
+        A pipeline whose ``layers_per_entry`` says how many transformer
+        layers each entry stands for is planned so too, as the model in
+        layers it describes (:meth:`LayerModel.from_pipeline
+        <schedsearch.plan.layers.LayerModel.from_pipeline>`, its families
+        the description's), the result's ``notes`` saying what was assumed.
     time_limit_s:
         Wall time for the whole search; each candidate gets its share
         (``time_limit_s / ceil(candidates / parallel)``, less its part of the
@@ -215,10 +224,15 @@ def plan(
         return plan_layers(pipeline, time_limit_s=time_limit_s, executor=executor, parallel=parallel,
                            address=address, deterministic=deterministic, seed=seed, runtime=runtime,
                            progress=progress)
+    if isinstance(pipeline, Pipeline) and pipeline.layers_per_entry is not None:
+        return _plan_entries_in_layers(pipeline, time_limit_s=time_limit_s, executor=executor, parallel=parallel,
+                                       address=address, deterministic=deterministic, seed=seed, runtime=runtime,
+                                       progress=progress)
     _check_call("plan", pipeline, runtime, time_limit_s=time_limit_s, parallel=parallel, address=address,
                 deterministic=deterministic, seed=seed)
     check_option("plan", "progress", progress, _PROGRESS)
-    t0 = time.perf_counter()
+    call = Deadline(None if deterministic else time_limit_s)
+    t0 = call.t0
     runner = get_executor(executor, parallel=parallel, address=address)
     parallel = _parallel_of(runner, parallel)
     prepared = _prepare(pipeline, time_limit_s=time_limit_s, parallel=parallel, deterministic=deterministic,
@@ -228,8 +242,12 @@ def plan(
         more["on_done"] = _progress_lines(prepared, progress)
     timeout_s = _run_timeout([prepared], parallel=parallel, deterministic=deterministic)
     prepared = _charge_setup(prepared, time_limit_s, time.perf_counter() - t0)
+    if not deterministic:
+        if (call.left() or 0.0) < WORKER_START_S and isinstance(runner, LocalExecutor):
+            runner, parallel = LocalExecutor(parallel=1), 1  # no time to start worker processes: in this one
+        prepared, timeout_s = _measured_shares(prepared, call, parallel)
     outcomes = runner.run(_evaluate, prepared.tasks, timeout_s=timeout_s, **more)
-    result = _finish(prepared, outcomes, runner.name, t0)
+    result = _finish(prepared, outcomes, runner.name, t0, call)
     if result.best is None:
         raise _no_plan_error(result, time_limit_s)
     return result
@@ -241,15 +259,29 @@ def _no_plan_error(result: PlanResult, time_limit_s: float) -> NoFittingPlanErro
     if any(r.makespan_ms is not None for r in rows):
         what = (f"no candidate the {result.runtime!r} runtime can execute has a plan (runtime='any' keeps the "
                 f"others)")
-    elif any(r.status is Status.TIMEOUT and r.reason is None for r in rows) \
-            and all(r.status is Status.TIMEOUT and r.reason is None or r.reason is not None and r.reason.left_out
-                    for r in rows):
+    elif any(r.status is Status.TIMEOUT and r.reason in (None, Reason.TIMED_OUT) for r in rows) \
+            and all(r.status is Status.TIMEOUT and r.reason in (None, Reason.TIMED_OUT)
+                    or r.reason is not None and r.reason.left_out for r in rows):
         what = (f"no candidate found a plan within time_limit_s={time_limit_s:g} (each candidate's note says "
                 f"what its share could not cover; a longer limit gives one)")
     else:
         what = "no candidate has a plan within the budget after the search"
     return _no_fitting_plan(f"{result.pipeline}: {what}",
                             [(r.family, r.mark + (f": {r.note}" if r.note else "")) for r in rows])
+
+
+def _measured_shares(prepared: _Prepared, call: Deadline, parallel: int | None) -> tuple[_Prepared, float]:
+    """``prepared`` with each candidate's share measured when it starts (the call's time left over the rounds
+    left, :func:`~schedsearch.plan.evaluation._measured_share`), and the wall time the executor waits for
+    the answers: the call's time left, the hard stop's grace and as much again for the answers to come back
+    (each candidate stops itself at the call's end; one that does not answer by then is not waited for).
+    """
+    left = call.left() or 0.0
+    ends_at = time.time() + left
+    at_once = max(1, parallel or DEFAULT_PARALLEL)
+    count = len(prepared.tasks)
+    tasks = tuple(attrs.evolve(t, ends_at=ends_at, turn=(i, count, at_once)) for i, t in enumerate(prepared.tasks))
+    return attrs.evolve(prepared, tasks=tasks), max(0.0, left) + 2 * grace_s(call.limit_s or 0.0)
 
 
 def _charge_setup(prepared: _Prepared, time_limit_s: float, spent_s: float) -> _Prepared:
@@ -450,7 +482,10 @@ def _handcrafted_outcome(prepared: _Prepared, row: PlanRow) -> _Outcome | None:
     problem = times.problem
     try:
         hand = _handcrafted(c, with_capacities(problem, None))
+    except DeadlineExceeded:
+        raise
     except Exception:  # a published schedule's precondition not met (or its construction failed): the row stays
+
         return None
     if validate(problem, hand):
         return None
@@ -465,8 +500,10 @@ def _handcrafted_outcome(prepared: _Prepared, row: PlanRow) -> _Outcome | None:
                     schedule=hand, handcrafted=hand)
 
 
-def _finish(prepared: _Prepared, outcomes: Sequence[Any], executor: str, t0: float) -> PlanResult:
-    """The ranked table and the best plan from the executor's outcomes of ``prepared.tasks``."""
+def _finish(prepared: _Prepared, outcomes: Sequence[Any], executor: str, t0: float,
+            call: Deadline | None = None) -> PlanResult:
+    """The ranked table and the best plan from the executor's outcomes of ``prepared.tasks``; the handcrafted
+    plans drawn here when no search returned one stop at ``call``'s hard stop (None: none)."""
     pipeline, units = prepared.pipeline, prepared.units
     rows = list(prepared.skipped)
     found: dict[PlanRow, _Outcome] = {}
@@ -478,12 +515,16 @@ def _finish(prepared: _Prepared, outcomes: Sequence[Any], executor: str, t0: flo
             rows.append(_row_without_plan(c, Reason.of_task(o.status), _executor_note(o)))
     if all(r.makespan_ms is None for r in rows):
         # no search returned a plan (stopped by the executor): the handcrafted plans that fit, run here
-        for i, r in enumerate(rows):
-            if r.reason is not None and not r.reason.left_out and r.handcrafted is not None:
-                outcome = _handcrafted_outcome(prepared, r)
-                if outcome is not None:
-                    rows[i] = outcome.row
-                    found[outcome.row] = outcome
+        try:
+            with stopping(call, grace=2 * grace_s(call.limit_s or 0.0) if call is not None else None):
+                for i, r in enumerate(rows):
+                    if r.reason is not None and not r.reason.left_out and r.handcrafted is not None:
+                        outcome = _handcrafted_outcome(prepared, r)
+                        if outcome is not None:
+                            rows[i] = outcome.row
+                            found[outcome.row] = outcome
+        except DeadlineExceeded as stop:  # the rows not reached keep why they have no plan
+            set_aside(stop)
     ordered = sorted((r for r in rows if r.makespan_ms is not None), key=_rank_key)
     ordered += [r for r in rows if r.makespan_ms is None]
     best = next((r for r in ordered if r.makespan_ms is not None
@@ -643,6 +684,8 @@ def plan_layers(
     runtime: str = "torch",
     prune: bool = True,
     progress: Callable[[str], None] | None = None,
+    families: Sequence[str] | None = None,
+    proposals: Sequence[tuple[str, Sequence[Sequence[int]]]] = (),
 ) -> LayerPlanResult:
     """Choose the configuration (split, stages per rank, micro-batching, recomputation) with the schedule.
 
@@ -659,7 +702,11 @@ def plan_layers(
     ``address``, ``deterministic``, ``seed`` and ``runtime`` are
     :func:`~schedsearch.plan.planner.plan`'s. ``num_ranks`` is one of the
     model's pipeline degrees (default its first). ``prune=False`` searches
-    every candidate (what the pruning is checked against).
+    every candidate (what the pruning is checked against). ``families``
+    (keys of :data:`~schedsearch.plan.pipeline.FAMILIES`; default all)
+    limits the search to those families; ``proposals`` are splits to search
+    besides the space's own, each named by its origin (see
+    :func:`~schedsearch.plan.autoplan.configurations`).
 
     Raises :class:`~schedsearch.errors.NoFittingPlanError` when no candidate
     of any configuration has a plan the runtime can execute.
@@ -686,14 +733,28 @@ def plan_layers(
     t0 = time.perf_counter()
     runner = get_executor(executor, parallel=parallel, address=address)
     at_once = _parallel_of(runner, parallel) or os.cpu_count() or 1  # candidates per round, as the executor runs them
-    configs, whole = configurations(model, num_ranks, runtime=runtime)
+    families = None if families is None else family_keys(families)  # checked as a description's
+    configs, whole = configurations(model, num_ranks, runtime=runtime, families=families, proposals=proposals)
     space = _LayerSpace.prepare(model, configs, time_limit_s=time_limit_s, deterministic=deterministic, seed=seed,
-                                runtime=runtime)
+                                runtime=runtime, families=families)
     rounds = _Rounds(space=space, runner=runner, at_once=at_once, time_limit_s=time_limit_s,
                      deterministic=deterministic, prune=prune, runtime=runtime, progress=progress, t0=t0)
     rounds.run()
     return _layer_result(model, num_ranks, space, rounds, covered=whole, num_configurations=len(configs),
                          executor=runner.name, runtime=runtime, t0=t0)
+
+
+def _plan_entries_in_layers(pipeline: Pipeline, **options: Any) -> LayerPlanResult:
+    """:func:`plan` of a description whose entries stand for ``layers_per_entry`` layers: its model in layers
+    planned with the description's families, its own split among those searched, the result noting what the
+    reading assumed."""
+    from schedsearch.plan.layers import entry_notes, entry_proposals
+
+    _check_call("plan", pipeline, options["runtime"], **{k: options[k] for k in (
+        "time_limit_s", "parallel", "address", "deterministic", "seed")})
+    model = LayerModel.from_pipeline(pipeline)
+    result = plan_layers(model, families=pipeline.families, proposals=entry_proposals(pipeline), **options)
+    return attrs.evolve(result, notes=entry_notes(pipeline))
 
 
 def _check_layers_call(model: Any, *, num_ranks: Any, time_limit_s: Any, parallel: Any, address: Any,
@@ -731,12 +792,14 @@ class _LayerSpace:
 
     @classmethod
     def prepare(cls, model: LayerModel, configs: Sequence[tuple[Configuration, tuple[str, ...]]], *,
-                time_limit_s: float, deterministic: bool, seed: int, runtime: str) -> _LayerSpace:
+                time_limit_s: float, deterministic: bool, seed: int, runtime: str,
+                families: Sequence[str] | None = None) -> _LayerSpace:
         entries: list[LayerCandidate] = []
         waiting: list[tuple[Fraction, int, Configuration, _Task]] = []
         prepared_of: dict[Configuration, tuple[_Prepared, tuple[str, ...]]] = {}
         for config, origins in configs:
-            keep = {(f.key, config.stages_per_rank, v.split_backward) for f, v in config.torchtitan_variants()}
+            keep = {(f.key, config.stages_per_rank, v.split_backward) for f, v in config.torchtitan_variants()
+                    if families is None or f.key in families}
             try:
                 prepared = _prepare(_pipeline(model, config), time_limit_s=time_limit_s, parallel=None,
                                     deterministic=deterministic, seed=seed, runtime=runtime,
@@ -746,7 +809,7 @@ class _LayerSpace:
                 entries += [LayerCandidate(configuration=config, origins=origins, outcome=Decision.SKIPPED,
                                            candidate=Candidate(family=f.key, chunks=config.stages_per_rank,
                                                                split_backward=v.split_backward), note=why)
-                            for f, v in config.torchtitan_variants()]
+                            for f, v in config.torchtitan_variants() if families is None or f.key in families]
                 continue
             entries += [LayerCandidate(configuration=config, origins=origins, candidate=row.candidate,
                                        outcome=Decision.SKIPPED, note=row.note) for row in prepared.skipped]
@@ -795,6 +858,8 @@ class _Rounds:
             while k < len(waiting) and len(batch) < self.at_once:
                 bound, config, task = waiting[k]
                 k += 1
+                if self.prune and self.best_ms is not None and bound < self.best_ms:
+                    bound = _refined_bound(task.times, bound)
                 if self.prune and self.best_ms is not None and bound >= self.best_ms:
                     self.decided.append(self.space.entry(
                         config, task.candidate, Decision.PRUNED, bound_ms=float(bound),
@@ -818,7 +883,15 @@ class _Rounds:
         self.given_s += share
         timeout = _run_timeout([attrs.evolve(self.space.prepared_of[c][0], tasks=(t,)) for (_, c, _), t
                                 in zip(batch, tasks)], parallel=self.at_once, deterministic=self.deterministic)
-        outcomes = self.runner.run(_evaluate, tasks, timeout_s=timeout)
+        runner = self.runner
+        if not self.deterministic:  # each search stops itself at the call's end; its answer is not waited for
+            left = self.time_limit_s - (time.perf_counter() - self.t0)
+            tasks = [attrs.evolve(t, ends_at=time.time() + left) for t in tasks]
+            timeout = min(timeout, max(0.0, left) + 2 * grace_s(self.time_limit_s))
+            if left < WORKER_START_S and isinstance(runner, LocalExecutor):
+                runner = LocalExecutor(parallel=1)  # no time to start worker processes: in this one
+        outcomes = runner.run(_evaluate, tasks, timeout_s=timeout)
+
         for (bound, config, _), task, outcome in zip(batch, tasks, outcomes):
             self.searched.append((config, task, outcome, bound))
             row = outcome.value.row if outcome.ok else None

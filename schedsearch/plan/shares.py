@@ -38,7 +38,7 @@ import attrs
 
 from schedsearch.options import Deadline, SearchOptions
 
-__all__ = ["BOUND_S_PER_TASK", "FIGURES_S_PER_TASK", "RETIME_S_PER_TASK", "SEARCH_FLOOR_S",
+__all__ = ["BOUND_S_PER_TASK", "FIGURES_S_PER_TASK", "RETIME_S_PER_TASK", "SEARCH_FLOOR_S", "WORKER_START_S",
            "SEARCH_FLOOR_WITH_PLAN_S", "ShareClock", "Shares", "WorkEstimate"]
 
 #: The least time a candidate's search gets when the candidate has no plan yet, whatever its share has left.
@@ -61,6 +61,12 @@ RETIME_S_PER_TASK = 4e-6
 
 #: Candidates searched at once when the caller does not say.
 DEFAULT_PARALLEL = 2
+
+#: Seconds a worker process takes to start and import the search (0.6-1 s on an idle machine, 2-4 s with
+#: eight busy processes on two cores): with less time left after the setup, the local executor's
+#: candidates run in the calling process, one after the other.
+WORKER_START_S = 2.0
+
 
 
 @attrs.frozen(kw_only=True)
@@ -160,8 +166,15 @@ class ShareClock:
         self._deadline = Deadline(None if options.deterministic else options.time_limit_s)
 
     @property
+    def deadline(self) -> Deadline:
+        """The share as a :class:`~schedsearch.options.Deadline` (no limit in deterministic mode): the hard
+        stop of the work it pays for (:func:`~schedsearch.deadline.stopping`)."""
+        return self._deadline
+
+    @property
     def spent_s(self) -> float:
         """Wall seconds since the candidate's work started."""
+
         return self._deadline.elapsed
 
     def left(self) -> float | None:

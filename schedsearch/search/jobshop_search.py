@@ -60,7 +60,10 @@ from typing import Any
 
 import attrs
 
+from schedsearch.deadline import set_aside, stopping
 from schedsearch.encode.backends import Capability, get_backend, problem_features, supports
+from schedsearch.errors import DeadlineExceeded
+
 from schedsearch.options import DETERMINISTIC_UNITS_PER_S, Rule, SearchOptions
 from schedsearch.problem import Problem
 from schedsearch.result import SearchResult, Status
@@ -212,10 +215,30 @@ def jobshop_search(run: Run, *, list_baseline: bool = True, list_baseline_only: 
                    coarsen_to: int | None = None, coarsen_options: Mapping[str, Any] | None = None,
                    coarse_share: float = 0.5, refine: bool = True, strong_disjunctive: bool | None = None,
                    redundant: bool | None = None, quick_pass: bool = True) -> SearchResult:
-    """:func:`jobshop` inside ``run`` (its options already checked; its warm starts are checked here)."""
-    problem, opts = run.problem, run.options
-    shop = _JobShop.start(run, _plain_job_shop(problem))
+    """:func:`jobshop` inside ``run`` (its options already checked; its warm starts are checked here).
+
+    Its passes run under the run's hard stop (:func:`~schedsearch.deadline.stopping`): past it, the pass
+    running ends where it is and the result holds the best plan and bound found before it."""
+    shop = _JobShop.start(run, _plain_job_shop(run.problem))
+    try:
+        with stopping(shop.deadline):
+            return _passes(shop, list_baseline=list_baseline, list_baseline_only=list_baseline_only,
+                           coarsen_to=coarsen_to, coarsen_options=coarsen_options, coarse_share=coarse_share,
+                           refine=refine, strong_disjunctive=strong_disjunctive, redundant=redundant,
+                           quick_pass=quick_pass)
+    except DeadlineExceeded as stop:
+        set_aside(stop)
+        shop.stats["stopped_at_s"] = round(shop.deadline.elapsed, 3)
+        return shop.result(None)
+
+
+def _passes(shop: _JobShop, *, list_baseline: bool, list_baseline_only: bool, coarsen_to: int | None,
+            coarsen_options: Mapping[str, Any] | None, coarse_share: float, refine: bool,
+            strong_disjunctive: bool | None, redundant: bool | None, quick_pass: bool) -> SearchResult:
+    """The passes of :func:`jobshop_search` on ``shop``, in order, each while time is left."""
+    problem, opts = shop.problem, shop.options
     for i, schedule in enumerate(opts.checked_warm_starts(problem, "jobshop")):
+
         shop.offer(schedule, Provenance.warm_start(i))
     if list_baseline or list_baseline_only:
         infeasible = _baseline(shop)

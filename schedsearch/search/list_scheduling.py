@@ -101,6 +101,7 @@ import attrs
 
 from schedsearch._union_find import UnionFind
 from schedsearch.bounds.analytic import objective_lower_bound
+from schedsearch.deadline import checkpoint
 from schedsearch.errors import InvalidOptionsError, InvalidProblemError, UnsupportedFeatureError
 from schedsearch.options import Deadline
 from schedsearch.problem import Edge, Problem, TaskKey
@@ -506,8 +507,10 @@ class _TaskGraph:
         n = len(self.keys)
         preds: list[dict[int, int]] = [{} for _ in range(n)]
         for m in range(problem.num_microbatches):
+            checkpoint(len(problem.graph.edges))
             for e in problem.graph.edges:
                 u, v = self.index[(e.src, m)], self.index[(e.dst, m)]
+
                 preds[v][u] = max(preds[v].get(u, 0), e.size)
         for order in problem.fixed_orders:
             for a, b in zip(order, order[1:]):
@@ -654,6 +657,8 @@ def _heft_plan(g: _TaskGraph, prio: Mapping[TaskKey, float], insertion: bool) ->
         pos, t, (option, start, bookings) = placed
         _place(g, t, option, start, bookings, state)
         ready.pop(pos)
+        checkpoint()
+
         for succ in g.succs[t]:
             remaining[succ.task] -= 1
             if remaining[succ.task] == 0:
@@ -822,6 +827,7 @@ def _pipeline_plan(problem: Problem, rule: PipelineRule, *, form_groups: bool, n
             break
         if deadline is not None and events % _CLOCK_EVERY == _CLOCK_EVERY - 1 and deadline.expired():
             return None
+        checkpoint()
         run.start_what_fits()
         if not run.remaining:
             break

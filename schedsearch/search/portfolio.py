@@ -86,7 +86,8 @@ from typing import Any
 
 import attrs
 
-from schedsearch.errors import InvalidOptionsError, InvalidProblemError, SchedSearchError
+from schedsearch.deadline import set_aside, stopping, unstopped
+from schedsearch.errors import DeadlineExceeded, InvalidOptionsError, InvalidProblemError, SchedSearchError
 from schedsearch.options import Rule, SearchOptions
 from schedsearch.problem import Problem
 from schedsearch.result import Level, SearchResult, Status
@@ -419,6 +420,8 @@ def _handcrafted_plans(pf: _Portfolio, first_plan: Callable[[_Portfolio], None] 
         spent = 0.0  # on first_plan during this construction
         try:
             plans = iter(build())
+        except DeadlineExceeded:
+            raise
         except SchedSearchError:
             continue  # the placement is not this construction's
         while True:
@@ -426,6 +429,8 @@ def _handcrafted_plans(pf: _Portfolio, first_plan: Callable[[_Portfolio], None] 
                 schedule, engine = next(plans)  # a lazy construction builds its next plan here
             except StopIteration:
                 break
+            except DeadlineExceeded:
+                raise
             except SchedSearchError:  # pragma: no cover - a lazy construction checks its placement at the call
                 break  # a later plan it cannot build: the ones it gave are kept
             had_plan = pf.best is not None
@@ -786,7 +791,7 @@ def solve(
                     memory_level="peak_memory" in names)
     if names[0] == "peak_memory":
         return _memory_first(pf, names)
-    status = _time_level(pf)
+    status = _within_limit(pf, _time_level)
     best = pf.best
     if status is Status.INFEASIBLE or best is None:
         return _result(pf, names, status, [Level(name=time_name, value=None, bound=pf.bound, engine=pf.bound_engine)],
@@ -795,28 +800,56 @@ def solve(
     if len(names) == 1:
         return _result(pf, names, None, [first], (best.value, best.schedule, best.provenance))
     # the memory level, among plans of the first level's value
-    ties = [(_peak(work, p.schedule), p.schedule, p.provenance) for p in pf.plans if p.value <= best.value]
+    with unstopped():  # the plans found are measured whatever the clock says
+        ties = [(_peak(work, p.schedule), p.schedule, p.provenance) for p in pf.plans if p.value <= best.value]
     start = min(ties, key=lambda x: x[0])
-    chosen, peak_bound, peak_engine = _walk_memory(pf, best.value, start) if first.proven else (start, None, "")
+    walked = _within_limit(pf, _walk_memory, best.value, start) if first.proven else None
+    chosen, peak_bound, peak_engine = walked if walked is not None else (start, None, "")
     assert chosen is not None
     second = Level(name="peak_memory", value=chosen[0], bound=peak_bound, engine=peak_engine)
     return _result(pf, names, None, [first, second], (best.value, chosen[1], chosen[2]))
 
 
+def _within_limit(pf: _Portfolio, phase: Callable[..., Any], *args: Any) -> Any:
+    """``phase(pf, *args)`` under the call's hard stop (:func:`~schedsearch.deadline.stopping`); past it the
+    phase ends where it is, a note says so, the bound is at least the cheap one (when the phase ran before
+    it) and None is returned: the call goes on with the plans and the bound it has."""
+    try:
+        with stopping(pf.deadline):
+            return phase(pf, *args)
+    except DeadlineExceeded as stop:
+        set_aside(stop)
+        pf.note(
+f"stopped at the time limit ({pf.options.time_limit_s:g} s): the phase running ended there, "
+                f"{pf.deadline.elapsed:.2f} s into the call")
+        from schedsearch.bounds.analytic import _average_load
+
+        with unstopped():  # linear in the blocks: a bound for a call stopped before its own bound ended
+            bound = _average_load(pf.problem) if pf.problem.objective == "makespan" else 0
+        if bound > pf.bound:
+            pf.run.raise_bound(bound, "analytic (average load)")
+
+        return None
+
+
 def _memory_first(pf: _Portfolio, names: tuple[str, ...]) -> SearchResult:
     """``("peak_memory", time)``: the least worst-device peak, then the least time under it."""
-    status = _plans_to_start_from(pf)
+    status = _within_limit(pf, _plans_to_start_from)
     if status is Status.INFEASIBLE or pf.best is None:
         return _result(pf, names, status, [Level(name="peak_memory", value=None)], None)
-    start = min(((_peak(pf.problem, p.schedule), p.schedule, p.provenance) for p in pf.plans), key=lambda x: x[0])
-    chosen, peak_bound, peak_engine = _walk_memory(pf, None, start)
+    with unstopped():  # the plans found are measured whatever the clock says
+        start = min(((_peak(pf.problem, p.schedule), p.schedule, p.provenance) for p in pf.plans),
+                    key=lambda x: x[0])
+    walked = _within_limit(pf, _walk_memory, None, start)
+    chosen, peak_bound, peak_engine = walked if walked is not None else (start, None, "")
     assert chosen is not None
     peak_level = Level(name="peak_memory", value=chosen[0], bound=peak_bound, engine=peak_engine)
     # the time level under the least peak found
     inner = _Portfolio(run=pf.run.on(with_capacities(pf.problem, chosen[0], cap_existing=True)), engines=pf.engines,
                        inner=True)
     inner.offer(chosen[1], chosen[2])
-    _time_level(inner)  # cannot prove infeasibility: the chosen plan is one
+    _within_limit(inner, _time_level)  # cannot prove infeasibility: the chosen plan is one
+
     best = inner.best
     assert best is not None
     pf.phases.update({f"time {k}": v for k, v in inner.phases.items()})

@@ -318,9 +318,9 @@ class Run:
 
     @property
     def closed(self) -> bool:
-        """Whether the best plan meets the bound."""
+        """Whether the best plan meets the bound, or is within the options' ``gap`` of it."""
         best = self.best
-        return best is not None and best.value <= self.bound
+        return best is not None and best.value <= self.bound * (1.0 + self.options.gap)
 
     def offer(self, schedule: Schedule | None, provenance: Provenance, *, validated: bool = False,
               report: bool = True, value: int | None = None) -> Plan | None:
@@ -328,14 +328,14 @@ class Run:
 
         ``validated``: it has already passed the validator against this very
         problem (a plan is validated once; not trusted inside
-        :func:`~schedsearch.handcrafted.simulate.validation_deferred`, where the
+        :func:`~schedsearch.validate.validation_deferred`, where the
         constructions leave the check to their caller). An improvement of the best plan
         is reported (``report``). ``value``: what the plan is ranked by
         (default its objective value for the run's problem).
         """
         if schedule is None:
             return None
-        from schedsearch.handcrafted.simulate import validation_is_deferred
+        from schedsearch.validate import validation_is_deferred
 
         if not validated or validation_is_deferred():
             from schedsearch.validate import validate
@@ -377,9 +377,13 @@ class Run:
         from schedsearch.encode import SolveOptions
 
         left = self.budget.left()
+        params = dict(self.options.backend_params)
+        if self.options.gap and self.options.backend_name == "cpsat":
+            params.setdefault("relative_gap_limit", float(self.options.gap))
         base: dict[str, Any] = dict(time_limit_s=None if left is None else max(left, 1e-3), seed=self.options.seed,
                                     workers=self.options.workers, deterministic=self.options.deterministic,
-                                    log=self.options.log, backend_params=dict(self.options.backend_params))
+                                    log=self.options.log, backend_params=params)
+
         return SolveOptions(**{**base, **fields})
 
     def repetend_options(self, **fields: Any) -> RepetendOptions:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
+from schedsearch.deadline import checkpoint
 from schedsearch.encode.cpsat.variables import Variables
 from schedsearch.encode.structure import TaskStructure
 
@@ -44,7 +45,9 @@ def add_dependencies(model: cp_model.CpModel, st: TaskStructure, var: Variables)
     precedence, unless a group holding both ``u`` and ``v`` runs (the edge is
     then the group's internal order)."""
     for u, v in st.precedences:
+        checkpoint()
         shared = st.internal.get((u, v))
+
         if shared:
             model.add(var.tasks[v].start >= var.tasks[u].end).only_enforce_if(
                 [var.groups[g][0].negated() for g in shared]

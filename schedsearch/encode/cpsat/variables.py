@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 from ortools.sat.python import cp_model
 
+from schedsearch.deadline import checkpoint
 from schedsearch.encode.structure import TaskStructure
 
 
@@ -81,7 +82,9 @@ def make_variables(model: cp_model.CpModel, st: TaskStructure, horizon: int) -> 
     model.add(true_lit == 1)
     tasks: list[TaskVars] = []
     for t in st.tasks:
+        checkpoint()
         tag = f"{t.key[0]}#{t.key[1]}"
+
         lo = max(t.release, t.head)
         min_dur = min(d for _, d in t.options)
         hi_start = max(lo, horizon - min_dur - t.tail)

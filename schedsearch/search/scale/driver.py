@@ -212,7 +212,7 @@ def _capped_v(state: _Scale) -> None:
     :data:`~schedsearch.handcrafted.v_capped.V_FIRST_S_PER_TASK` per task
     instance on the wall clock, or (deterministic mode) twice the task
     instances of work; otherwise the result's ``notes`` say it was skipped."""
-    from schedsearch.errors import SchedSearchError
+    from schedsearch.errors import DeadlineExceeded, SchedSearchError
     from schedsearch.handcrafted.v_capped import V_FIRST_S_PER_TASK, V_TASKS_PER_S, v_capped, v_capped_applies
 
     run = state.run
@@ -233,8 +233,11 @@ def _capped_v(state: _Scale) -> None:
             return
     try:
         schedule = v_capped(run.problem, None, **limit)
+    except DeadlineExceeded:
+        raise
     except SchedSearchError:
         return  # not a V placement (or no room for the greedy): the other phases handle it
+
     run.stats["capped_v_s"] = run.budget.elapsed - t
     state.offer(_usable(run.problem, state.search_problem, schedule), _CAPPED_V)
 
