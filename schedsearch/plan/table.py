@@ -24,8 +24,8 @@ from schedsearch.schedule import Schedule
 from schedsearch.units import GIB, Units
 from schedsearch.plan.candidates import Candidate
 
-__all__ = ["MAX_ERROR_CHARS", "MAX_ERROR_FAMILIES", "MAX_ERROR_HEADLINE", "MAX_ERROR_LINE", "PEAK_NOT_PROVEN", "PlanResult", "PlanRow", "SweepPoint",
-           "SweepResult"]
+__all__ = ["MAX_ERROR_CHARS", "MAX_ERROR_FAMILIES", "MAX_ERROR_HEADLINE", "MAX_ERROR_LINE", "PEAK_NOT_PROVEN",
+           "PlanResult", "PlanRow", "SweepPoint", "SweepResult"]
 
 
 @attrs.frozen(kw_only=True)
