@@ -37,11 +37,14 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from schedsearch._json import short_repr
 from schedsearch.actions import COMPUTE_KINDS, kind_order
+from schedsearch.errors import FormatError
 from schedsearch.export.labels import (CYCLE_MARKS, channel_label, cycle_legend, device_labels, shade, task_style,
                                        text_colour)
 from schedsearch.problem import Problem
@@ -389,13 +392,20 @@ def _table_html(table: Sequence[Mapping[str, Any]], ranks: Sequence[str], units:
 
 
 def _front_points(front: Any) -> list[dict[str, Any]]:
+    """The points of a front to plot; a point that is no table of numbers is refused naming it."""
     points = []
-    for p in front or ():
-        d = p.to_dict() if hasattr(p, "to_dict") else dict(p)
+    for i, p in enumerate(front or ()):
+        d = p.to_dict() if hasattr(p, "to_dict") else p
+        if not isinstance(d, Mapping):
+            raise FormatError(f"Pareto front: point {i} must be a table of its figures, got {short_repr(d)}")
         time = d.get("makespan", d.get("objective"))
         mem = d.get("peak_memory", d.get("peak_activations"))
         if time is None or mem is None:
             continue
+        for field, value in (("makespan", time), ("peak memory", mem)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise FormatError(f"Pareto front: point {i}: its {field} must be a finite number, got "
+                                  f"{short_repr(value)}")
         points.append({"time": time, "memory": mem, "how": str(d.get("how") or d.get("status") or ""),
                        "label": str(d.get("schedule") or d.get("placement") or "")})
     return points

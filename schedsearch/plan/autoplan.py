@@ -59,7 +59,8 @@ import attrs
 from schedsearch.errors import SchedSearchError
 from schedsearch.handcrafted.families import family, planner_families
 from schedsearch.plan.candidates import Candidate
-from schedsearch.plan.layers import EMBEDDING_MODULES, HEAD_MODULES, Configuration, LayerModel, Recomputation
+from schedsearch.plan.layers import (DESCRIPTION_SPLIT, EMBEDDING_MODULES, HEAD_MODULES, Configuration, LayerModel,
+                                     Recomputation)
 from schedsearch.plan.table import PlanResult, PlanRow
 
 __all__ = ["SELECTIVE_EVERY", "MAX_SPLITS", "Decision", "LayerCandidate", "LayerPlanResult", "Breakdown", "balanced_split",
@@ -71,10 +72,13 @@ SELECTIVE_EVERY = (2, 4)
 MAX_SPLITS = 64
 
 
-def _shapes(model: LayerModel, num_ranks: int) -> list[tuple[str, int]]:
-    """(layout, stages per rank) of the planner's torch-run families, with a layer per stage."""
+def _shapes(model: LayerModel, num_ranks: int, families: Sequence[str] | None = None) -> list[tuple[str, int]]:
+    """(layout, stages per rank) of the planner's torch-run families (of ``families``, when given), with a layer per
+    stage."""
     out = []
     for key in planner_families():
+        if families is not None and key not in families:
+            continue
         fam = family(key)
         if fam.torch_style not in ("loop", "v"):
             continue
@@ -181,11 +185,15 @@ def _all_splits(n: int, num_stages: int) -> list[list[list[int]]] | None:
     return out
 
 
-def configurations(model: LayerModel, num_ranks: int, *,
-                   runtime: str = "torch") -> tuple[list[tuple[Configuration, tuple[str, ...]]], bool]:
+def configurations(model: LayerModel, num_ranks: int, *, runtime: str = "torch",
+                   families: Sequence[str] | None = None,
+                   proposals: Sequence[tuple[str, Sequence[Sequence[int]]]] = (),
+                   ) -> tuple[list[tuple[Configuration, tuple[str, ...]]], bool]:
     """The configurations :func:`~schedsearch.plan.planner.plan_layers` searches for ``num_ranks`` ranks, each with what proposed its split,
     and whether they are every configuration of the space (every split of every shape). For the ``"torch"``
     runtime the recomputations are those torchtitan runs (none and full); ``"any"`` adds every ``k``-th block.
+    ``families`` (default: all) limits the shapes to those of these families; ``proposals`` are more splits
+    (each named by its origin), proposed for every shape with their number of stages.
 
     Examples
     --------
@@ -209,7 +217,7 @@ def configurations(model: LayerModel, num_ranks: int, *,
 
     kinds = model.kinds()
     titan_ok = kinds[0] == "embedding" and kinds[-1] == "head"
-    for layout, v in _shapes(model, num_ranks):
+    for layout, v in _shapes(model, num_ranks, families):
         S = num_ranks * v
         every = _all_splits(model.num_layers, S)
         whole = whole and every is not None
@@ -220,6 +228,9 @@ def configurations(model: LayerModel, num_ranks: int, *,
                     continue  # recomputes nothing on any rank: configuration "none" runs more variants
                 fields = dict(num_ranks=num_ranks, layout=layout, microbatch_size=size, num_microbatches=m,
                               recomputation=rec)
+                for origin, split in proposals:
+                    if len(split) == S:
+                        add(Configuration(split=[list(g) for g in split], **fields), origin)
                 if every is not None:
                     for split in every:
                         add(Configuration(split=split, **fields), "every split")
@@ -390,7 +401,9 @@ class LayerPlanResult:
     :class:`~schedsearch.plan.table.PlanResult` of the winner's configuration
     (its files are written from it). ``runner_up`` is the second-best plan,
     or, when every other candidate was pruned, the pruned candidate with the
-    least bound (it would cost at least that bound).
+    least bound (it would cost at least that bound). ``notes`` say what was
+    assumed to read the input as a model in layers (a per-stage description
+    planned in layers: :func:`~schedsearch.plan.layers.entry_notes`).
     ``space_bound_ms`` bounds every configuration of the whole space (every
     split): ``bound_ms`` when ``covered``, else
     :func:`space_floor_ms` (the least largest rank load over every split),
@@ -408,6 +421,7 @@ class LayerPlanResult:
     num_configurations: int
     executor: str = "local"
     wall_time_s: float = 0.0
+    notes: tuple[str, ...] = ()
     space_bound_ms: float | None = None
 
     def count(self, decision: Decision) -> int:
@@ -442,12 +456,15 @@ class LayerPlanResult:
 
     def table(self, rows: int = 12) -> str:
         """The winner, the runner-up, what the search covered, and the best ``rows`` candidates with a plan."""
+        proposed = "torchtitan, auto_partition, AdaPipe-style DP, balanced DP" + (
+            f", {DESCRIPTION_SPLIT}" if any(DESCRIPTION_SPLIT in c.origins for c in self.candidates) else "")
         lines = [f"{self.model} — planned on {self.num_ranks} ranks",
-                 f"configurations: {self.num_configurations} ({'every split: the whole space' if self.covered else 'proposed splits: torchtitan, auto_partition, AdaPipe-style DP, balanced DP'}); "
+                 f"configurations: {self.num_configurations} ({'every split: the whole space' if self.covered else 'proposed splits: ' + proposed}); "
                  f"candidates: {len(self.candidates)}: {self.searched} searched, {self.pruned} pruned by bound, "
                  f"{self.skipped} skipped"
                  + (f", {self.not_reached} not reached within the time limit (their bounds count)"
                     if self.not_reached else "")]
+        lines += [f"note: {note}" for note in self.notes]
         if self.best is not None:
             b = self.best
             lines.append(f"best: {b.candidate.label} on {b.configuration.label()}: {b.makespan_ms:.3f} ms "
@@ -517,7 +534,7 @@ class LayerPlanResult:
                 "not_reached": self.not_reached,
                 "best": None if self.best is None else self.best.to_dict(),
                 "runner_up": None if self.runner_up is None else self.runner_up.to_dict(),
-                "wall_time_s": self.wall_time_s}
+                "wall_time_s": self.wall_time_s, **({"notes": list(self.notes)} if self.notes else {})}
 
 
 # ------------------------------------------------------------------ the search

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 from fuzzing import attempt, attempt_cli, each_number_pushed, examples, mutated
 from schedsearch.graphs import OperationDag, random_dag
-from schedsearch.loaders import (read_dnn_partitioning, read_flexible_jobshop, read_instance, read_jobshop,
-                                 read_pipedream_profile, read_split)
+from schedsearch.loaders import (read_dnn_partitioning, read_flexible_jobshop, read_index, read_instance,
+                                 read_jobshop, read_pipedream_profile, read_split)
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models"
@@ -71,6 +71,22 @@ def test_jobshop_command_answers_or_refuses_in_one_line(fmt, data) -> None:
         path.write_text(_lines(tree))
         attempt_cli("cli:jobshop", ["jobshop", str(path), "--baseline-only", "--quiet", "--out", folder],
                     describe=(fmt, moves))
+
+
+#: An instance index as the shared data's (``classical.json``, ``instances.json``) hold them.
+INDEX = [{"name": "ft06", "jobs": 6, "machines": 6, "optimum": 55, "path": "ft06.txt"},
+         {"name": "mk02", "jobs": 10, "machines": 6, "optimum": None, "bounds": {"upper": 26, "lower": 24},
+          "path": "brandimarte/mk02.txt"}]
+
+
+@examples(ci=25)
+@given(mutated(INDEX))
+def test_instance_indexes_are_read_or_refused(case) -> None:
+    tree, moves = case
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "index.json"
+        path.write_text(json.dumps(tree))
+        attempt("read_index", read_index, path, describe=moves)
 
 
 @functools.cache
@@ -197,5 +213,9 @@ def test_every_number_of_the_samples_pushed_to_extremes_is_read_or_refused() -> 
         for tree, what in each_number_pushed(_profile()):
             path.write_text(_profile_text(tree))
             attempt("read_pipedream_profile", read_pipedream_profile, path, describe=what)
+        path = Path(folder) / "index.json"
+        for tree, what in each_number_pushed(INDEX):
+            path.write_text(json.dumps(tree))
+            attempt("read_index", read_index, path, describe=what)
         for tree, what in each_number_pushed(_dag()):
             attempt("OperationDag.from_json", OperationDag.from_json, json.dumps(tree), describe=what)

@@ -56,6 +56,17 @@ def _search_documents() -> dict[str, dict]:
                 for kind in ("result", "problem", "schedule")}
 
 
+@functools.cache
+def _front() -> dict:
+    """The Pareto front ``schedsearch pareto --out`` writes (``{placement}-pareto.json``)."""
+    from schedsearch.cli import main
+
+    with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(io.StringIO()):
+        assert main(["pareto", "1f1b", "--devices", "2", "--microbatches", "2", "--time-limit", "10",
+                     "--deterministic", "--quiet", "--out", folder, "--format", "json"]) == 0
+        return json.loads((Path(folder) / "1f1b-pareto.json").read_text())
+
+
 def _json(tree) -> str:
     return json.dumps(tree, allow_nan=True)
 
@@ -96,6 +107,17 @@ def test_report_reads_or_refuses_a_plan_document(case) -> None:
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "plan.json").write_text(_json(tree))
         attempt_cli("cli:report", ["report", folder, "--out", str(Path(folder) / "out")], describe=moves)
+
+
+@examples(ci=6)
+@given(mutated(_front()))
+def test_report_reads_or_refuses_a_pareto_front(case) -> None:
+    tree, moves = case
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "plan.json").write_text(_json(_plan_document()))
+        (Path(folder) / "front.json").write_text(_json(tree))
+        attempt_cli("cli:report", ["report", folder, "--front", str(Path(folder) / "front.json"), "--out",
+                                   str(Path(folder) / "out")], describe=("front", moves))
 
 
 @st.composite
@@ -204,3 +226,15 @@ def test_every_number_of_the_documents_pushed_to_extremes_is_read_or_refused() -
             for tree, what in each_number_pushed(CALIBRATION):
                 path.write_text(to_toml(tree) if suffix == "toml" else _json(tree))
                 attempt("Calibration.load", Calibration.load, path, describe=(suffix, what))
+
+
+@pytest.mark.parametrize("point", [5, None, {"makespan": math.nan, "peak_activations": 2},
+                                   {"makespan": "18", "peak_activations": 2}])
+def test_a_malformed_front_point_is_refused_naming_it(point) -> None:
+    front = {**_front(), "points": [*_front()["points"], point]}
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "plan.json").write_text(_json(_plan_document()))
+        (Path(folder) / "front.json").write_text(_json(front))
+        status, _, err = attempt_cli("cli:report", ["report", folder, "--front", str(Path(folder) / "front.json"),
+                                                    "--out", str(Path(folder) / "out")])
+    assert status and f"Pareto front: point {len(front['points']) - 1}" in err
