@@ -71,7 +71,7 @@ from schedsearch.plan.candidates import (Candidate as Candidate, _handcrafted, _
                                          runtime_gap as runtime_gap)
 from schedsearch.plan.evaluation import _evaluate, _gibs, _Outcome, _Task
 from schedsearch.plan.autoplan import (Decision, LayerCandidate, LayerPlanResult, _breakdown, _pipeline, _pre_bound,
-                                       _refined_bound, configurations)
+                                       _refined_bound, configurations, space_floor_ms)
 from schedsearch.plan.layers import Configuration, LayerModel
 from schedsearch.plan.table import (PlanResult as PlanResult, PlanRow as PlanRow, SweepPoint as SweepPoint,
                                     SweepResult as SweepResult, _no_fitting_plan, _rank_key, _row_without_plan)
@@ -927,8 +927,10 @@ def _layer_result(model: LayerModel, num_ranks: int, space: _LayerSpace, rounds:
         sub = attrs.evolve(prepared, runnable=tuple(t.candidate for t, _ in done), tasks=tuple(t for t, _ in done))
         result = _finish(sub, [o for _, o in done], executor, t0)
     bounds = [_layer_bound(c) for c in entries if c.outcome is not Decision.SKIPPED]
+    bound = min(bounds) if bounds else None
     out = LayerPlanResult(model=model, num_ranks=num_ranks, candidates=tuple(entries), best=best,
-                          runner_up=runner_up, result=result, bound_ms=min(bounds) if bounds else None,
+                          runner_up=runner_up, result=result, bound_ms=bound,
+                          space_bound_ms=bound if covered else space_floor_ms(model, num_ranks, runtime=runtime),
                           covered=covered, num_configurations=num_configurations, executor=executor,
                           wall_time_s=round(time.perf_counter() - t0, 3))
     if best is None:
