@@ -20,7 +20,10 @@ def _uniform(num_microbatches: int = 4) -> Pipeline:
 
 def test_a_published_schedule_the_share_cannot_cover_is_not_drawn_and_the_row_says_so(monkeypatch):
     monkeypatch.setattr(portfolio, "HANDCRAFTED_S_PER_TASK", 1e3)  # far beyond any share, on any machine
-    result = schedsearch.plan(_uniform(), time_limit_s=4, parallel=1)
+    # a limit long enough for both searches (each proves its plan at once) on a loaded machine: a candidate
+    # whose turn comes after the limit is not searched
+    result = schedsearch.plan(_uniform(), time_limit_s=30, parallel=1)
+
     for row in result.rows:
         assert row.handcrafted is not None and row.handcrafted_ms is None
         assert f"the published {row.handcrafted} was not drawn" in row.note
