@@ -317,8 +317,10 @@ class SearchOptions(SolverSettings):
         Stop as soon as the best plan is within this fraction of the proven
         bound (``0.01``: at most 1 % above it; default 0: only a plan that
         meets the bound ends the search early). The plan is then FEASIBLE,
-        its gap said by its bound; CP-SAT's searches get it as their
-        ``relative_gap_limit`` (unless ``backend_params`` sets one).
+        its gap said by its bound; a backend search gets it as its
+        ``relative_gap_limit`` where the backend has that parameter (CP-SAT;
+        unless ``backend_params`` sets one).
+
 
     Examples
     --------

@@ -190,3 +190,15 @@ def test_a_gap_must_be_a_number_at_least_zero():
 
     with pytest.raises(InvalidOptionsError, match="'gap' must be a finite number >= 0"):
         solve(placements.vshape(2, 2), gap=-0.1)
+
+
+def test_a_gap_reaches_the_backend_searches_that_have_one():
+    from schedsearch.search.run import Run
+
+    problem = placements.vshape(2, 2)
+    cpsat = Run.open(problem, None, {"gap": 0.05, "backend": "cpsat"}, "solve")
+    assert cpsat.solve_options().backend_params == {"relative_gap_limit": 0.05}
+    own = Run.open(problem, None, {"gap": 0.05, "backend_params": {"relative_gap_limit": 0.1}}, "solve")
+    assert own.solve_options().backend_params == {"relative_gap_limit": 0.1}
+    z3 = Run.open(problem, None, {"gap": 0.05, "backend": "z3"}, "solve")
+    assert z3.solve_options().backend_params == {}

@@ -378,8 +378,11 @@ class Run:
 
         left = self.budget.left()
         params = dict(self.options.backend_params)
-        if self.options.gap and self.options.backend_name == "cpsat":
-            params.setdefault("relative_gap_limit", float(self.options.gap))
+        gap = {"relative_gap_limit": float(self.options.gap)}  # CP-SAT's name of it; a backend that has none: not
+        if self.options.gap and "relative_gap_limit" not in params \
+                and backend_params_error(self.options.backend_name, gap) is None:
+            params.update(gap)
+
         base: dict[str, Any] = dict(time_limit_s=None if left is None else max(left, 1e-3), seed=self.options.seed,
                                     workers=self.options.workers, deterministic=self.options.deterministic,
                                     log=self.options.log, backend_params=params)
