@@ -54,7 +54,7 @@ REPO = Path(__file__).resolve().parents[1]
 #: The last commit before the hard stop: the "before" side.
 BEFORE_REV = "cca30ee"
 PLACEMENTS = ("1F1B", "V", "V-Min cap", "ZB-V cap")
-PIPELINES = ("sample", "32 layers")
+PIPELINES = ("sample", "32 layers", "llama3-8b layers")
 
 
 def within_goal(wall_s: float | None, limit_s: float) -> bool:
@@ -83,11 +83,17 @@ def problem_of(kind: str, pp: int, m: int):  # noqa: ANN201 - a Problem, importe
 
 
 def pipeline_of(name: str, repo: Path):  # noqa: ANN201 - a Pipeline, imported lazily
-    """The sample description, or the 32-layer pipeline made of its layers (8 ranks, 64 micro-batches)."""
+    """The sample description, the 32-layer pipeline made of its layers (8 ranks, 64 micro-batches), or the
+    model in layers ``models/llama3_8b_layers.toml`` (its first pipeline degree: split, micro-batching and
+    recomputation chosen with the schedule)."""
     import attrs
 
     from schedsearch.plan.pipeline import Pipeline
 
+    if name == "llama3-8b layers":
+        from schedsearch.plan.layers import LayerModel
+
+        return LayerModel.load(repo / "models" / "llama3_8b_layers.toml")
     sample = Pipeline.load(repo / "models" / "pipeline.toml")
     if name == "sample":
         return sample
@@ -129,8 +135,13 @@ def main():
     try:
         result = plan(pipeline, time_limit_s=limit)
         best = result.best
-        out = {"status": best.status.value, "makespan": best.makespan_ms, "bound": best.bound_ms,
-               "engine": best.family, "plans": sum(r.makespan_ms is not None for r in result.rows)}
+        if hasattr(result, "candidates"):  # a model in layers: its best candidate and the bound of them all
+            out = {"status": best.row.status.value, "makespan": best.makespan_ms, "bound": result.bound_ms,
+                   "engine": best.candidate.label}
+        else:
+            out = {"status": best.status.value, "makespan": best.makespan_ms, "bound": best.bound_ms,
+                   "engine": best.family}
+
     except NoFittingPlanError:
         out = {"status": "no plan", "plans": 0}
     out["call_s"] = round(time.perf_counter() - t0, 3)

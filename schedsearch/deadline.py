@@ -134,17 +134,19 @@ def set_aside(error: BaseException) -> None:
     threading.Thread(target=free, name="schedsearch-set-aside", daemon=True).start()
 
 
-def counted(items: Iterable[T]) -> Iterator[T]:
-    """``items`` one by one, each counted as a unit of work (:func:`checkpoint` once per :data:`STRIDE` of
-    them): the checkpoint of a loop written as one expression.
+def counted(items: Iterable[T], work: int = 1) -> Iterator[T]:
+    """``items`` one by one, each counted as ``work`` units of work (:func:`checkpoint` before the first and
+    then once per :data:`STRIDE` units): the checkpoint of a loop written as one expression.
 
-    >>> sum(counted(range(1000)))
-    499500
+    >>> sum(counted(range(1000))), sum(counted(range(10), work=1000))
+    (499500, 45)
     """
+    every = max(1, STRIDE // max(1, work))
     for i, item in enumerate(items):
-        if not i % STRIDE:
-            checkpoint(STRIDE)
+        if not i % every:
+            checkpoint(every * work)
         yield item
+
 
 
 @contextlib.contextmanager

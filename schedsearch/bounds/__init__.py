@@ -31,6 +31,7 @@ from schedsearch.bounds.schedule_bounds import (
     ScheduleBound as ScheduleBound,
     assignment_lp_bound as assignment_lp_bound,
     lower_bound as lower_bound,
+    memory_area_bounds as memory_area_bounds,
     memory_bounds as memory_bounds,
 )
 
@@ -43,6 +44,7 @@ __all__ = [
     "device_bounds",
     "heads_and_tails",
     "lower_bound",
+    "memory_area_bounds",
     "memory_bounds",
     "objective_lower_bound",
     "span_lower_bound",

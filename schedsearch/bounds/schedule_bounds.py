@@ -22,6 +22,21 @@
   only used where no micro-batch can ever hold a negative amount on the
   device (checked as a minimum-weight ideal, by a minimum cut), so other
   micro-batches only take room;
+* the **memory-area bound** (:func:`memory_area_bounds`): on a device of
+  capacity ``M`` (less its initial memory), the micro-batches' memory
+  levels summed never exceed ``M``, so over the time from the device's first
+  possible allocation ``s`` to the start ``y`` of its last free their
+  integral is at most ``M (y - s)``. Each micro-batch holds each amount it
+  allocates there until the free that releases it starts, at least the
+  longest path between the two; matching every free to allocations of its
+  ancestors on the device (a transport of amounts, the most
+  amount x path of any matching, by a min-cost flow) gives the least
+  integral ``A`` of one micro-batch, so::
+
+      makespan >= s + ceil(N A / M) + min (duration(f) + tail(f)) over the frees f
+
+  claimed only where every free is matched (no micro-batch can hold a
+  negative amount there);
 * the **assignment LP** (:func:`assignment_lp_bound`), for problems where
   blocks choose among options: fractional option choices ``x[t, o]``,
   ``T >= sum of durations on each device`` and
@@ -53,7 +68,7 @@ import attrs
 from schedsearch.bounds.analytic import analytic_lower_bound, heads_and_tails
 from schedsearch.problem import Problem
 
-__all__ = ["ScheduleBound", "lower_bound", "memory_bounds", "assignment_lp_bound"]
+__all__ = ["ScheduleBound", "lower_bound", "memory_bounds", "memory_area_bounds", "assignment_lp_bound"]
 
 
 @attrs.frozen(kw_only=True)
@@ -208,6 +223,71 @@ def memory_bounds(problem: Problem) -> dict[str, int]:
                 best = max(best, head + math.ceil(n_mb / k) * reach[q] + after)
         if best:
             out[dev.name] = best
+    return out
+
+
+def memory_area_bounds(problem: Problem) -> dict[str, int]:
+    """The memory-area bound of every device where it applies (module docstring).
+
+    It applies on a device with a capacity whose blocks are all fixed on it
+    and in no declared overlap, where the frees of one micro-batch can be
+    matched to the allocations of their ancestors there (every free
+    releases what an earlier block of its micro-batch allocated). Path
+    lengths take each block's least duration over its options and
+    micro-batches (:func:`~schedsearch.bounds.analytic._longest_paths`:
+    start to start, unavoidable transfers included).
+
+    Examples
+    --------
+    With room for two activations, device ``d0`` of a 1F1B placement holds
+    each micro-batch at least 10 units (``F0 .. F3, B3 .. B1``): 8
+    micro-batches need 40 units of its two slots, from 0 to the start of
+    its last backward (2 more):
+
+    >>> from schedsearch.bounds import memory_area_bounds
+    >>> from schedsearch.placements import vshape
+    >>> memory_area_bounds(vshape(4, 8, memory=2))
+    {'d0': 42, 'd1': 33, 'd2': 24, 'd3': 15}
+    """
+    from schedsearch.bounds.analytic import _capped_devices, _least_durations, _longest_paths
+
+    capped = _capped_devices(problem)
+    if not capped:
+        return {}
+    import networkx as nx
+
+    heads, tails = heads_and_tails(problem)
+    n = problem.num_microbatches
+    allocating = [b.name for _, _, on in capped for b in on if b.memory > 0]
+    longest = _longest_paths(problem, _least_durations(problem), allocating)
+    out: dict[str, int] = {}
+    for d, cap, on in capped:
+        room = cap - problem.initial_memory_of(d)
+        frees = [b for b in on if b.memory < 0]
+        allocs = [b for b in on if b.memory > 0]
+        if room <= 0 or not frees:
+            continue
+        g = nx.DiGraph()
+        need = sum(-f.memory for f in frees)
+        g.add_node("s", demand=-need)
+        g.add_node("t", demand=need)
+        for a in allocs:
+            g.add_edge("s", ("a", a.name), capacity=a.memory, weight=0)
+            for f in frees:
+                if f.name in longest[a.name]:  # a is an ancestor of f: held from a's start to f's start
+                    g.add_edge(("a", a.name), ("f", f.name), weight=-longest[a.name][f.name])
+        for f in frees:
+            g.add_edge(("f", f.name), "t", capacity=-f.memory, weight=0)
+        try:
+            cost = nx.min_cost_flow_cost(g)
+        except nx.NetworkXUnfeasible:
+            continue  # some free is not covered by its ancestors' allocations: no bound claimed
+        area = -cost * n
+        if area <= 0:
+            continue
+        start = min(heads[(a.name, m)] for a in allocs for m in range(n))
+        after = min(min(problem.durations(f.name, m)) + tails[(f.name, m)] for f in frees for m in range(n))
+        out[d] = start + -(-area // room) + after
     return out
 
 

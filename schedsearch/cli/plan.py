@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from schedsearch.cli._inputs import InputKind, open_input
-from schedsearch.errors import SchedSearchError
+from schedsearch.errors import InvalidOptionsError, SchedSearchError
 from schedsearch.plan.pipeline import Pipeline
 
 
@@ -37,9 +37,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "description's entries are checked against its layers before the search, and train.sh runs it")
     p.add_argument("--torchtitan-module", default="llama3", metavar="MODULE",
                    help="the torchtitan model module of --torchtitan-config (default llama3)")
-    p.add_argument("--layers-per-entry", type=int, default=1, metavar="N",
-                   help="transformer layers each entry of the description stands for (default 1; entries named "
-                   "after torchtitan's modules, tok_embeddings, layers.N, norm, lm_head, hold what they name)")
+    p.add_argument("--layers-per-entry", type=int, default=None, metavar="N",
+                   help="transformer layers each entry of the description stands for (the description's "
+                   "layers_per_entry; given either way, the description is planned as a model in layers: its split, "
+                   "stages per rank and recomputation searched with the schedule). Not given: each entry is one "
+                   "layer of the files written (entries named after torchtitan's modules, tok_embeddings, layers.N, "
+                   "norm, lm_head, hold what they name)")
+    p.add_argument("--end-layers", default=None, metavar="LIST",
+                   help="with --layers-per-entry: what the end entries hold beyond their layers, 'embedding,head', "
+                   "either, or '' (the description's end_layers)")
     add_executor_arguments(p)
     p.set_defaults(func=run)
 
@@ -80,14 +86,21 @@ def run(args: argparse.Namespace) -> int:
         raise SchedSearchError(f"plan: --microbatch-size must be a positive integer, got {args.microbatch_size}")
     inp = open_input(args.pipeline, "plan", (InputKind.PIPELINE, InputKind.LAYER_MODEL))
     if inp.kind is InputKind.LAYER_MODEL:
-        return _run_layers(args, inp.path)
-    pipeline = Pipeline.load(inp.path)
+        from schedsearch.plan.layers import LayerModel
+
+        if args.layers_per_entry is not None or args.end_layers is not None:
+            raise SchedSearchError("plan: --layers-per-entry and --end-layers apply to a per-stage description; a "
+                                   "model in layers gives its layers")
+        return _run_layers(args, LayerModel.load(inp.path))
+    pipeline = _entries(args, Pipeline.load(inp.path))
+    if pipeline.layers_per_entry is not None:
+        return _run_layers(args, pipeline)
     if args.out:  # the torchtitan settings' model, checked before the search
         from schedsearch.plan.torchtitan import entry_modules, torchtitan_model
 
         model = None if args.torchtitan_config is None else torchtitan_model(args.torchtitan_config,
                                                                              args.torchtitan_module)
-        entry_modules(pipeline, layers_per_entry=args.layers_per_entry, model=model)
+        entry_modules(pipeline, model=model)
     result = plan(pipeline, time_limit_s=args.time_limit, executor=args.executor, parallel=args.parallel,
                   address=args.address, deterministic=args.deterministic, seed=args.seed, runtime=args.runtime,
                   progress=lambda line: print(line, file=sys.stderr, flush=True))
@@ -99,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         from schedsearch.plan.torchtitan import not_written
 
         paths = result.write(args.out, microbatch_size=args.microbatch_size, torchtitan_config=args.torchtitan_config,
-                             torchtitan_module=args.torchtitan_module, layers_per_entry=args.layers_per_entry)
+                             torchtitan_module=args.torchtitan_module)
         print(f"plan written: {result.best.family} ({result.best.makespan_ms:g} ms), for {RUNTIMES[args.runtime]}")
         for kind, path in paths.items():
             print(f"wrote {path}  ({_WHAT.get(kind, kind)})")
@@ -108,21 +121,49 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_layers(args: argparse.Namespace, path: Any) -> int:
-    """``schedsearch plan MODEL``: a model in layers, its configuration chosen with the schedule."""
-    from schedsearch.plan.planner import plan_layers
+def _entries(args: argparse.Namespace, pipeline: Pipeline) -> Pipeline:
+    """``pipeline`` with ``--layers-per-entry`` and ``--end-layers`` in place of its own fields, when given."""
+    import attrs
+
+    fields: dict[str, Any] = {}
+    if args.layers_per_entry is not None:
+        fields["layers_per_entry"] = args.layers_per_entry
+    if args.end_layers is not None:
+        fields["end_layers"] = [n.strip() for n in args.end_layers.split(",") if n.strip()]
+    return attrs.evolve(pipeline, **fields) if fields else pipeline
+
+
+def _run_layers(args: argparse.Namespace, described: Any) -> int:
+    """``schedsearch plan MODEL``: a model in layers (or a description whose entries stand for layers), its
+    configuration chosen with the schedule."""
+    from schedsearch.plan.planner import plan, plan_layers
     from schedsearch.plan.layers import LayerModel
     from schedsearch.plan.planner import RUNTIMES
 
     if args.microbatch_size is not None:
-        raise SchedSearchError("plan: --microbatch-size applies to a pipeline description; for a model in layers "
-                               "the micro-batch size is chosen with the schedule")
-    model = LayerModel.load(path)
-    for degree in model.num_ranks:
-        result = plan_layers(model, num_ranks=degree, time_limit_s=args.time_limit, executor=args.executor,
-                             parallel=args.parallel, address=args.address, deterministic=args.deterministic,
-                             seed=args.seed, runtime=args.runtime,
-                             progress=lambda line: print(line, file=sys.stderr, flush=True))
+        raise SchedSearchError("plan: --microbatch-size applies to a pipeline description planned stage by stage; "
+                               "for a model in layers the micro-batch size is chosen with the schedule")
+    titan = None
+    if args.out and args.torchtitan_config is not None:  # the torchtitan settings' model, checked before the search
+        from schedsearch.plan.torchtitan import torchtitan_model
+
+        titan = torchtitan_model(args.torchtitan_config, args.torchtitan_module)
+    model = described if isinstance(described, LayerModel) else LayerModel.from_pipeline(described)
+    if titan is not None:
+        blocks = model.kinds().count("layer")
+        if blocks != titan.num_layers:
+            given = ("its layers" if model is described else f"the {len(described.stages)} entries "
+                     f"(layers_per_entry = {described.to_dict()['layers_per_entry']})")
+            raise InvalidOptionsError(f"plan: torchtitan {titan.config} has {titan.num_layers} transformer layers, "
+                                      f"{given} stand for {blocks}: "
+                                      + (f"set layers_per_entry = {titan.num_layers // len(described.stages)}"
+                                         if model is not described and titan.num_layers % len(described.stages) == 0
+                                         else "describe the model that runs"))
+    options = dict(time_limit_s=args.time_limit, executor=args.executor, parallel=args.parallel, address=args.address,
+                   deterministic=args.deterministic, seed=args.seed, runtime=args.runtime,
+                   progress=lambda line: print(line, file=sys.stderr, flush=True))
+    for degree in model.num_ranks:  # a description's entries in layers: its one degree, by plan()
+        result = plan_layers(model, num_ranks=degree, **options) if model is described else plan(described, **options)
         print(result.table())
         if args.out:
             from pathlib import Path
@@ -130,7 +171,8 @@ def _run_layers(args: argparse.Namespace, path: Any) -> int:
             out = Path(args.out) / f"p{degree}" if len(model.num_ranks) > 1 else Path(args.out)
             from schedsearch.plan.torchtitan import not_written
 
-            paths = result.write(out)
+            paths = result.write(out, torchtitan_config=args.torchtitan_config,
+                                 torchtitan_module=args.torchtitan_module)
             print(f"plan written: {result.best.candidate.label} on {result.configuration.label()} "
                   f"({result.best.makespan_ms:g} ms), for {RUNTIMES[args.runtime]}")
             for kind, where in paths.items():

@@ -37,11 +37,14 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from schedsearch._json import short_repr
 from schedsearch.actions import COMPUTE_KINDS, kind_order
+from schedsearch.errors import FormatError
 from schedsearch.export.labels import (CYCLE_MARKS, channel_label, cycle_legend, device_labels, shade, task_style,
                                        text_colour)
 from schedsearch.problem import Problem
@@ -52,6 +55,54 @@ __all__ = ["report_html", "write_report", "task_tooltip"]
 _TRANSFER = "#937860"
 _GIB = 2**30
 _KIND_NAMES = {"F": "forward", "B": "backward", "I": "input gradient", "W": "weight gradient"}
+
+
+def _figure(where: str, field: str, value: Any, positive: bool = False) -> None:
+    """A figure the report writes out must be a finite number (> 0 for a unit) or absent; refused naming it."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or (positive and value <= 0):
+        raise FormatError(f"{where}: {field!r} must be a {'positive ' if positive else ''}finite number or absent, "
+                          f"got {short_repr(value)}")
+
+
+def _table_of(where: str, value: Any) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise FormatError(f"{where} must be a table of fields, got {short_repr(value)}")
+    return value
+
+
+def _rows_of(where: str, value: Any) -> list[Mapping[str, Any]]:
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)):
+        raise FormatError(f"{where} must be a list of rows, got {short_repr(value)}")
+    return [_table_of(f"{where}, row {i}", row) for i, row in enumerate(value)]
+
+
+def _check_meta(meta: Mapping[str, Any], result: Any, table: Any) -> None:
+    """The fields of a plan document's metadata the report reads, checked before it is drawn: units, the
+    planner's table, a search result (see :func:`report_html`). A field of the wrong type is refused
+    (:class:`~schedsearch.errors.FormatError`) naming it; fields the report does not read stay free."""
+    units = _table_of("plan metadata: 'units'", meta.get("units"))
+    _figure("plan metadata: 'units'", "time_unit_ms", units.get("time_unit_ms"), positive=True)
+    _figure("plan metadata: 'units'", "memory_unit_bytes", units.get("memory_unit_bytes"), positive=True)
+    for i, row in enumerate(_rows_of("plan metadata: 'table'", table)):
+        for field in ("makespan_ms", "bound_ms", "gap", "bubble_pct", "handcrafted_ms"):
+            _figure(f"plan metadata: 'table', row {i}", field, row.get(field))
+        peaks = row.get("peak_gib")
+        for peak in peaks if isinstance(peaks, (list, tuple)) else () if peaks is None else [peaks]:
+            _figure(f"plan metadata: 'table', row {i}", "peak_gib", peak)
+    if result is not None and not hasattr(result, "to_dict"):
+        res = _table_of("search result", result)
+        for field in ("objective", "lower_bound", "gap", "wall_time_s"):
+            _figure("search result", field, res.get(field))
+        for i, level in enumerate(_rows_of("search result: 'levels'", res.get("levels"))):
+            for field in ("value", "bound"):
+                _figure(f"search result: level {i}", field, level.get(field))
 
 
 def _units(meta: Mapping[str, Any] | None, problem: Problem | None = None) -> dict[str, Any]:
@@ -307,7 +358,7 @@ def _details(problem: Problem, schedule: Schedule, result: Any, meta: Mapping[st
     if units.get("time_unit_ms"):
         rows.append(("units", f"1 time unit = {units['time_unit_ms']:g} ms"
                      + (f", 1 memory unit = {units['memory_unit_bytes']} B" if units.get("memory_unit_bytes") else "")))
-    if meta.get("units", {}).get("time_tolerance") is not None:
+    if (meta.get("units") or {}).get("time_tolerance") is not None:
         rows.append(("rounding", "the chart and the per-rank figures are of the solver's times (your stage times "
                      "rounded to whole time units); the plan's makespan, bound and the comparison are of your "
                      "times, unrounded"))
@@ -389,13 +440,20 @@ def _table_html(table: Sequence[Mapping[str, Any]], ranks: Sequence[str], units:
 
 
 def _front_points(front: Any) -> list[dict[str, Any]]:
+    """The points of a front to plot; a point that is no table of numbers is refused naming it."""
     points = []
-    for p in front or ():
-        d = p.to_dict() if hasattr(p, "to_dict") else dict(p)
+    for i, p in enumerate(front or ()):
+        d = p.to_dict() if hasattr(p, "to_dict") else p
+        if not isinstance(d, Mapping):
+            raise FormatError(f"Pareto front: point {i} must be a table of its figures, got {short_repr(d)}")
         time = d.get("makespan", d.get("objective"))
         mem = d.get("peak_memory", d.get("peak_activations"))
         if time is None or mem is None:
             continue
+        for field, value in (("makespan", time), ("peak memory", mem)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise FormatError(f"Pareto front: point {i}: its {field} must be a finite number, got "
+                                  f"{short_repr(value)}")
         points.append({"time": time, "memory": mem, "how": str(d.get("how") or d.get("status") or ""),
                        "label": str(d.get("schedule") or d.get("placement") or "")})
     return points
@@ -537,6 +595,13 @@ def report_html(
         dicts with ``makespan``/``objective`` and ``peak_memory``), drawn as
         a plot.
 
+    Raises
+    ------
+    FormatError
+        When a field the report writes out (a unit, a figure of the table,
+        of the result or of a front point) is not a finite number, or a
+        table, row or point is not a table of fields; the message names it.
+
     Examples
     --------
     >>> from schedsearch.export.html import report_html
@@ -550,11 +615,12 @@ def report_html(
     (True, True)
     """
     meta = dict(meta or {})
-    units = _units(meta, problem)
     if result is None:
         result = meta.get("result")
     if table is None:
         table = meta.get("table")
+    _check_meta(meta, result, table)
+    units = _units(meta, problem)
     data = _data(problem, schedule, units)
     data["front"] = _front_points(front)
     data["shortest"] = min((t.end - t.start for t in schedule.tasks if t.end > t.start), default=1)

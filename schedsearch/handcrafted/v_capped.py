@@ -142,7 +142,9 @@ import time
 import attrs
 
 from schedsearch.actions import Action
-from schedsearch.deadline import checkpoint
+from schedsearch.deadline import STRIDE, checkpoint, counted
+
+
 
 from schedsearch.errors import InvalidProblemError
 from schedsearch.handcrafted.actions import check_v_mapping, pipeline_view, run_actions
@@ -659,6 +661,7 @@ def _squeeze(p: int, m: int, grids: list[dict[int, tuple[str, int]]], caps: list
         g, dl = grids[r], deltas[r]
         last = max(g, default=-1)
         while (t < stop) if stop is not None else (t <= last or pending["W1"] or pending["W0"]):
+            checkpoint()
             task = g.get(t)
             if task is not None:
                 level += dl[task[0]]
@@ -683,10 +686,14 @@ def _squeeze(p: int, m: int, grids: list[dict[int, tuple[str, int]]], caps: list
         return scan(r, c, {"W1": list(w1), "W0": list(w0)}, dict(cnt), lvl, pk, None)[4] <= caps[r]
 
     # per device, the slots of its I's in time order (the k-th W goes after the k-th I)
-    i_slots = [sorted(t for t, (ty, _) in g.items() if ty[0] == "I") for g in grids]
+    i_slots = []
+    for g in grids:
+        checkpoint(len(g))
+        i_slots.append(sorted(t for t, (ty, _) in g.items() if ty[0] == "I"))
     levels: list[list[int]] = []
     if with_w:  # the level after each slot, per device (slots past the list's end keep the last level)
         for r, g in enumerate(grids):
+            checkpoint(len(g))
             lv, run = [], base[r]
             for t in range(max(g, default=-1) + 1):
                 if t in g:
@@ -696,6 +703,7 @@ def _squeeze(p: int, m: int, grids: list[dict[int, tuple[str, int]]], caps: list
 
     phase = 0
     for key in order:
+        checkpoint()
         r, typ, k = key
         cur = pos[key]
         if phase == 0 and r == 0 and typ == "I0":
@@ -721,6 +729,7 @@ def _squeeze(p: int, m: int, grids: list[dict[int, tuple[str, int]]], caps: list
             # moved from cur to x, the task's delta counts in the slots x .. cur - 1 too
             delta, lv = deltas[r][typ], levels[r]
             for x in range(earliest, cur):
+                checkpoint(1 + (cur - x) // STRIDE)
                 if x in g or (delta > 0 and max(lv[x:cur]) + delta > caps[r]):
                     continue
                 g[x] = g.pop(cur)
@@ -733,6 +742,7 @@ def _squeeze(p: int, m: int, grids: list[dict[int, tuple[str, int]]], caps: list
             continue
         # without the W's in the lists, moving an I moves W's: the peak is checked on the whole list
         for x in range(earliest, cur):
+            checkpoint()
             if x in g:
                 continue
             g[x] = g.pop(cur)
@@ -765,6 +775,7 @@ def _pattern_orders(su: _Setup, pattern: str | list[dict[str, int]],
     grids: list[dict[int, tuple[str, int]]] = []
     for r, slots in enumerate(_pattern_slots(p, pattern) if isinstance(pattern, str) else pattern):
         g: dict[int, tuple[str, int]] = {}
+        checkpoint(len(slots) * m)
         for typ, t0 in slots.items():
             for k in range(m):
                 if t0 + 6 * k in g:
@@ -779,16 +790,20 @@ def _pattern_orders(su: _Setup, pattern: str | list[dict[str, int]],
     # the unsplit W of the first squeeze frees one chunk-0 or chunk-1 activation: count the smaller release
     for dl in deltas:
         dl["W"] = max(dl["W0"], dl["W1"])
-    with_w = [_put_w(g, False) for g in grids]
-    own = max(_grid_peak(g, deltas[r], su.init[r]) for r, g in enumerate(with_w))
+    with_w = []
+    for g in grids:
+        checkpoint(len(g))
+        with_w.append(_put_w(g, False))
+    own = max(_grid_peak(g, deltas[r], su.init[r]) for r, g in enumerate(counted(with_w, len(with_w[0]))))
     if cap is not None and own > cap:
         return None
     caps = [own if cap is None else cap] * p
     _squeeze(p, m, with_w, caps, deltas, su.init, True, steady=not isinstance(pattern, str))
-    bare = [{t: v for t, v in g.items() if v[0] != "W"} for g in with_w]
+    bare = [{t: v for t, v in g.items() if v[0] != "W"} for g in counted(with_w, len(with_w[0]))]
     _squeeze(p, m, bare, caps, deltas, su.init, False)
     orders: dict[int, list[Action]] = {}
     for r, g in enumerate(bare):
+        checkpoint(len(g))
         full = _put_w(g, True)
         orders[r] = [Action(r if full[t][0][1] == "0" else 2 * p - 1 - r, full[t][0][0], full[t][1])
                      for t in sorted(full)]

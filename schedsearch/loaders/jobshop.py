@@ -50,6 +50,7 @@ from pathlib import Path
 import attrs
 
 from schedsearch._io import decode_text
+from schedsearch._json import short_repr
 from schedsearch.errors import FormatError, InvalidOptionsError, InvalidProblemError
 from schedsearch.problem import MAX_INT, Block, Cluster, Device, Edge, Graph, Option, Problem
 
@@ -572,11 +573,18 @@ def read_index(path: str | os.PathLike[str]) -> dict[str, IndexEntry]:
             raise FormatError(f"index file {str(p)!r}: entry {i}: 'name' and 'path' must be strings")
         bounds = item.get("bounds") or {}
         if not isinstance(bounds, Mapping):
-            raise FormatError(f"index file {str(p)!r}: entry {i}: 'bounds' must be an object, got {bounds!r}")
+            raise FormatError(f"index file {str(p)!r}: entry {i}: 'bounds' must be an object, got "
+                              f"{short_repr(bounds)}")
         for key in ("jobs", "machines"):
             value = item.get(key, 0)
             if isinstance(value, bool) or not isinstance(value, int):
-                raise FormatError(f"index file {str(p)!r}: entry {i}: {key!r} must be an integer, got {value!r}")
+                raise FormatError(f"index file {str(p)!r}: entry {i}: {key!r} must be an integer, got "
+                                  f"{short_repr(value)}")
+        for key, value in (("optimum", item.get("optimum")), ("bounds.lower", bounds.get("lower")),
+                           ("bounds.upper", bounds.get("upper"))):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise FormatError(f"index file {str(p)!r}: entry {i}: {key!r} must be an integer >= 0 or null, got "
+                                  f"{short_repr(value)}")
         out[item["name"]] = IndexEntry(
             name=item["name"],
             path=p.parent / item["path"],

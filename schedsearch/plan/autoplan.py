@@ -26,13 +26,16 @@ Each configuration x family variant that torchtitan runs with that
 recomputation (a split backward only without any) is a candidate of the
 planner's own machinery (:func:`~schedsearch.plan.planner.plan`'s
 preparation, executors and typed outcomes). Before any search every
-candidate gets its analytic lower bound in ms (its integer problem's
-:func:`~schedsearch.bounds.analytic_lower_bound`, read in real ms as
+candidate gets its lower bound in ms (the larger of its integer problem's
+:func:`~schedsearch.bounds.analytic_lower_bound` and
+:func:`~schedsearch.bounds.memory_area_bounds`, read in real ms as
 :func:`~schedsearch.plan.times.real_bound_ms` reads one); candidates are
 searched in increasing order of that bound, ``parallel`` at a time within
 the whole call's time limit, and a candidate whose bound is not below the
 best plan found so far is **pruned** (not searched: no plan of it can be
-better); one whose turn does not come within the limit is **not reached**. Candidates that cannot run
+better; before its search a candidate's bound is also raised by
+:func:`~schedsearch.bounds.memory_bounds` and checked again); one whose turn does not come within the
+limit is **not reached**. Candidates that cannot run
 (their shape, or over the memory budget in any plan) are **skipped** with
 their reason. The search bound of the result is the least of the searched
 candidates' bounds and the analytic bounds of the pruned and not reached ones: no plan of any
@@ -56,11 +59,12 @@ import attrs
 from schedsearch.errors import SchedSearchError
 from schedsearch.handcrafted.families import family, planner_families
 from schedsearch.plan.candidates import Candidate
-from schedsearch.plan.layers import EMBEDDING_MODULES, HEAD_MODULES, Configuration, LayerModel, Recomputation
+from schedsearch.plan.layers import (DESCRIPTION_SPLIT, EMBEDDING_MODULES, HEAD_MODULES, Configuration, LayerModel,
+                                     Recomputation)
 from schedsearch.plan.table import PlanResult, PlanRow
 
 __all__ = ["SELECTIVE_EVERY", "MAX_SPLITS", "Decision", "LayerCandidate", "LayerPlanResult", "Breakdown", "balanced_split",
-           "configurations"]
+           "configurations", "least_largest_share", "space_floor_ms"]
 
 #: The ``k`` of the selective recomputation (every ``k``-th block) the search tries.
 SELECTIVE_EVERY = (2, 4)
@@ -68,10 +72,13 @@ SELECTIVE_EVERY = (2, 4)
 MAX_SPLITS = 64
 
 
-def _shapes(model: LayerModel, num_ranks: int) -> list[tuple[str, int]]:
-    """(layout, stages per rank) of the planner's torch-run families, with a layer per stage."""
+def _shapes(model: LayerModel, num_ranks: int, families: Sequence[str] | None = None) -> list[tuple[str, int]]:
+    """(layout, stages per rank) of the planner's torch-run families (of ``families``, when given), with a layer per
+    stage."""
     out = []
     for key in planner_families():
+        if families is not None and key not in families:
+            continue
         fam = family(key)
         if fam.torch_style not in ("loop", "v"):
             continue
@@ -178,11 +185,15 @@ def _all_splits(n: int, num_stages: int) -> list[list[list[int]]] | None:
     return out
 
 
-def configurations(model: LayerModel, num_ranks: int, *,
-                   runtime: str = "torch") -> tuple[list[tuple[Configuration, tuple[str, ...]]], bool]:
+def configurations(model: LayerModel, num_ranks: int, *, runtime: str = "torch",
+                   families: Sequence[str] | None = None,
+                   proposals: Sequence[tuple[str, Sequence[Sequence[int]]]] = (),
+                   ) -> tuple[list[tuple[Configuration, tuple[str, ...]]], bool]:
     """The configurations :func:`~schedsearch.plan.planner.plan_layers` searches for ``num_ranks`` ranks, each with what proposed its split,
     and whether they are every configuration of the space (every split of every shape). For the ``"torch"``
     runtime the recomputations are those torchtitan runs (none and full); ``"any"`` adds every ``k``-th block.
+    ``families`` (default: all) limits the shapes to those of these families; ``proposals`` are more splits
+    (each named by its origin), proposed for every shape with their number of stages.
 
     Examples
     --------
@@ -206,7 +217,7 @@ def configurations(model: LayerModel, num_ranks: int, *,
 
     kinds = model.kinds()
     titan_ok = kinds[0] == "embedding" and kinds[-1] == "head"
-    for layout, v in _shapes(model, num_ranks):
+    for layout, v in _shapes(model, num_ranks, families):
         S = num_ranks * v
         every = _all_splits(model.num_layers, S)
         whole = whole and every is not None
@@ -217,6 +228,9 @@ def configurations(model: LayerModel, num_ranks: int, *,
                     continue  # recomputes nothing on any rank: configuration "none" runs more variants
                 fields = dict(num_ranks=num_ranks, layout=layout, microbatch_size=size, num_microbatches=m,
                               recomputation=rec)
+                for origin, split in proposals:
+                    if len(split) == S:
+                        add(Configuration(split=[list(g) for g in split], **fields), origin)
                 if every is not None:
                     for split in every:
                         add(Configuration(split=split, **fields), "every split")
@@ -258,6 +272,59 @@ def configurations(model: LayerModel, num_ranks: int, *,
             for rec in _recomputations(runtime)[1:]:
                 add(attrs.evolve(config, recomputation=rec), "adapipe")
     return [(c, tuple(o)) for c, o in found.items()], whole
+
+
+def least_largest_share(weights: Sequence[Any], num_ranks: int) -> Any:
+    """A lower bound on the largest total of any rank over every assignment of ``weights`` to ``num_ranks``
+    ranks (contiguous or not): the larger of their mean and, for every ``k``, the ``k + 1`` least of the
+    ``k p + 1`` largest (some rank holds ``k + 1`` of those ``k p + 1``, pigeonhole).
+
+    Examples
+    --------
+    >>> from schedsearch.plan.autoplan import least_largest_share
+    >>> least_largest_share([3] * 8 + [2], 4)  # some rank holds 3 of the 9: at best two 3s and the 2
+    8
+    """
+    w = sorted(weights, reverse=True)
+    best = sum(w) / num_ranks
+    for k in range((len(w) - 1) // num_ranks + 1):
+        best = max(best, sum(w[k * num_ranks + 1 - (k + 1):k * num_ranks + 1]))
+    return best
+
+
+def space_floor_ms(model: LayerModel, num_ranks: int, *, runtime: str = "torch") -> float | None:
+    """A lower bound on the step time of every configuration of the whole space (every split of every shape,
+    every micro-batch size and recomputation :func:`configurations` takes for ``runtime``), and every schedule
+    of it; None when none can hold its memory.
+
+    A rank runs its layers' forward and backward (and the forward again of each block it recomputes) for
+    every micro-batch one at a time (a model in layers declares no overlapped pairs), and holds their
+    parameters and one micro-batch's activations at once (the rule of the planner's memory check), whatever
+    the split: so per micro-batch size and recomputation, the step is at least the micro-batches times
+    :func:`least_largest_share` of the layers' times, where the same share of parameters and activations
+    fits the budget (recomputing every ``k``-th block counts as no recomputation for the time and as
+    recomputing every block for the memory, as which blocks it recomputes depends on the split). Transfers
+    and idle time count 0.
+    """
+    from schedsearch.plan.times import exact_ms
+
+    kinds = model.kinds()
+    params = [layer.parameter_bytes for layer in model.expanded]
+    budget = model.memory_budget_bytes
+    best: Fraction | None = None
+    for size in model.sizes():
+        figures = model.at(size)
+        for rec in _recomputations(runtime):
+            again = rec.mode == "full"
+            held = [m.held_when_recomputed if rec.recomputes and kinds[i] == "layer" else m.activation_bytes
+                    for i, m in enumerate(figures)]
+            if budget is not None and least_largest_share([a + b for a, b in zip(params, held)], num_ranks) > budget:
+                continue
+            work = [exact_ms(m.forward_ms) + exact_ms(m.backward_ms)
+                    + (exact_ms(m.forward_ms) if again and kinds[i] == "layer" else 0) for i, m in enumerate(figures)]
+            value = model.global_batch // size * least_largest_share(work, num_ranks)
+            best = value if best is None else min(best, value)
+    return None if best is None else float(best)
 
 
 # ------------------------------------------------------------------ the result
@@ -334,7 +401,13 @@ class LayerPlanResult:
     :class:`~schedsearch.plan.table.PlanResult` of the winner's configuration
     (its files are written from it). ``runner_up`` is the second-best plan,
     or, when every other candidate was pruned, the pruned candidate with the
-    least bound (it would cost at least that bound).
+    least bound (it would cost at least that bound). ``notes`` say what was
+    assumed to read the input as a model in layers (a per-stage description
+    planned in layers: :func:`~schedsearch.plan.layers.entry_notes`).
+    ``space_bound_ms`` bounds every configuration of the whole space (every
+    split): ``bound_ms`` when ``covered``, else
+    :func:`space_floor_ms` (the least largest rank load over every split),
+    weaker but valid beyond the proposed splits.
     """
 
     model: LayerModel
@@ -348,6 +421,8 @@ class LayerPlanResult:
     num_configurations: int
     executor: str = "local"
     wall_time_s: float = 0.0
+    notes: tuple[str, ...] = ()
+    space_bound_ms: float | None = None
 
     def count(self, decision: Decision) -> int:
         """How many candidates the search decided so."""
@@ -381,12 +456,15 @@ class LayerPlanResult:
 
     def table(self, rows: int = 12) -> str:
         """The winner, the runner-up, what the search covered, and the best ``rows`` candidates with a plan."""
+        proposed = "torchtitan, auto_partition, AdaPipe-style DP, balanced DP" + (
+            f", {DESCRIPTION_SPLIT}" if any(DESCRIPTION_SPLIT in c.origins for c in self.candidates) else "")
         lines = [f"{self.model} — planned on {self.num_ranks} ranks",
-                 f"configurations: {self.num_configurations} ({'every split: the whole space' if self.covered else 'proposed splits: torchtitan, auto_partition, AdaPipe-style DP, balanced DP'}); "
+                 f"configurations: {self.num_configurations} ({'every split: the whole space' if self.covered else 'proposed splits: ' + proposed}); "
                  f"candidates: {len(self.candidates)}: {self.searched} searched, {self.pruned} pruned by bound, "
                  f"{self.skipped} skipped"
                  + (f", {self.not_reached} not reached within the time limit (their bounds count)"
                     if self.not_reached else "")]
+        lines += [f"note: {note}" for note in self.notes]
         if self.best is not None:
             b = self.best
             lines.append(f"best: {b.candidate.label} on {b.configuration.label()}: {b.makespan_ms:.3f} ms "
@@ -395,7 +473,11 @@ class LayerPlanResult:
                 lines.append(f"  {b.breakdown.label()}")
             bound = "-" if self.bound_ms is None else f"{self.bound_ms:.3f} ms"
             gap = "-" if self.gap is None else f"{100 * self.gap:.1f}%"
-            lines.append(f"  bound over every configuration of the space: {bound} (gap {gap})")
+            over = "every configuration of the space" if self.covered else "every configuration of the proposed splits"
+            lines.append(f"  bound over {over}: {bound} (gap {gap})")
+            if not self.covered and self.space_bound_ms is not None:
+                lines.append(f"  bound over every configuration of the space (any split; the least largest rank load): "
+                             f"{self.space_bound_ms:.3f} ms")
         r = self.runner_up
         if r is not None and r.makespan_ms is None:
             lines.append(f"runner-up: {r.candidate.label} on {r.configuration.label()}: at least {r.bound_ms:.3f} ms "
@@ -446,22 +528,41 @@ class LayerPlanResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"model": self.model.name, "num_ranks": self.num_ranks, "bound_ms": self.bound_ms, "gap": self.gap,
-                "covered": self.covered, "num_configurations": self.num_configurations,
+                "covered": self.covered, "space_bound_ms": self.space_bound_ms,
+                "num_configurations": self.num_configurations,
                 "searched": self.searched, "pruned": self.pruned, "skipped": self.skipped,
                 "not_reached": self.not_reached,
                 "best": None if self.best is None else self.best.to_dict(),
                 "runner_up": None if self.runner_up is None else self.runner_up.to_dict(),
-                "wall_time_s": self.wall_time_s}
+                "wall_time_s": self.wall_time_s, **({"notes": list(self.notes)} if self.notes else {})}
 
 
 # ------------------------------------------------------------------ the search
 def _pre_bound(times: Any) -> Fraction:
-    """A candidate's analytic lower bound in real ms, before any search."""
-    from schedsearch.bounds import analytic_lower_bound
+    """A candidate's lower bound in real ms before any search: the larger of its integer problem's analytic
+    bound (:func:`~schedsearch.bounds.analytic_lower_bound`) and its memory-area bound
+    (:func:`~schedsearch.bounds.memory_area_bounds`: a rank whose memory holds few micro-batches' activations
+    at once waits for them), each valid for every plan of it."""
+    from schedsearch.bounds import analytic_lower_bound, memory_area_bounds
     from schedsearch.plan.times import real_bound_ms
 
-    problem = times.problem if times.memory_exact else times.relaxed_problem()
-    return real_bound_ms(times, analytic_lower_bound(problem).value)
+    problem = _bounded_problem(times)
+    return real_bound_ms(times, max([analytic_lower_bound(problem).value, *memory_area_bounds(problem).values()]))
+
+
+def _bounded_problem(times: Any) -> Any:
+    """The integer problem whose bounds hold for a candidate's bytes (its own, or the relaxed one)."""
+    return times.problem if times.memory_exact else times.relaxed_problem()
+
+
+def _refined_bound(times: Any, bound: Fraction) -> Fraction:
+    """``bound`` raised by :func:`~schedsearch.bounds.memory_bounds` (costlier than :func:`_pre_bound`'s parts:
+    asked only of a candidate about to be searched, whose pre-search bound did not prune it)."""
+    from schedsearch.bounds import memory_bounds
+    from schedsearch.plan.times import real_bound_ms
+
+    found = memory_bounds(_bounded_problem(times))
+    return max(bound, real_bound_ms(times, max(found.values()))) if found else bound
 
 
 def _breakdown(model: LayerModel, config: Configuration, row: PlanRow) -> Breakdown:

@@ -42,11 +42,12 @@ class _Task:
     units: Units
     options: SearchOptions
     times: CandidateTimes  # the candidate's times and its integer problem, built once
-    #: the wall-clock end of the whole call (``time.time()``; None: the share in ``options`` is its own, as
-    #: in deterministic mode) and the candidate's turn (its index, the candidates, how many run at once):
-    #: its share is then measured when it starts (:func:`_measured`)
+    #: the wall-clock end of the whole call (``time.time()``; None: none, as in deterministic mode): nothing
+    #: of the candidate but its row's figures runs past it; with the candidate's ``turn`` (its index, the
+    #: candidates, how many run at once) its share is measured when it starts (:func:`_measured_share`), else
+    #: it is the one in ``options``
     ends_at: float | None = None
-    turn: tuple[int, int, int] = (0, 1, 1)
+    turn: tuple[int, int, int] | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -166,8 +167,10 @@ def _evaluate(task: _Task) -> _Outcome:
             return _Outcome(row=_row_without_plan(task.candidate, Reason.TIMED_OUT, (
                 "not searched: the time limit ended before its turn (the candidates before it took it; a longer "
                 "time_limit_s, or fewer candidates at once, gives it time)")), schedule=None, handcrafted=None)
-        task = attrs.evolve(task, options=task.options.replace(time_limit_s=_measured_share(left, task.turn)))
+        if task.turn is not None:
+            task = attrs.evolve(task, options=task.options.replace(time_limit_s=_measured_share(left, task.turn)))
         call = Deadline(left)
+
     clock = ShareClock(task.options)
     candidate, problem = task.candidate, task.times.problem
     work = WorkEstimate(num_tasks=problem.num_microbatches * len(problem.graph.blocks),

@@ -90,6 +90,8 @@ __all__ = [
     "Recomputation",
     "Configuration",
     "stage_ranks",
+    "entry_notes",
+    "entry_proposals",
 ]
 
 #: The kinds of layer: the embedding (first, at most one), transformer blocks, the head (last, at most one).
@@ -594,6 +596,54 @@ class LayerModel:
                         partition="fixed", time_tolerance=self.time_tolerance,
                         name=f"{self.name} {configuration.label()}".strip())
 
+    # ------------------------------------------------------------ a per-stage description
+    @classmethod
+    def from_pipeline(cls, pipeline: Pipeline) -> LayerModel:
+        """The model in layers a per-stage description stands for, when it says how many layers each entry holds.
+
+        ``pipeline.layers_per_entry`` gives each entry's transformer layers;
+        ``pipeline.end_layers`` what the end entries hold beyond them. What
+        is assumed (:func:`entry_notes` says it in words):
+
+        * the layers of an entry are equal: each has the entry's times and
+          bytes divided by its layer count (times exactly as decimals, bytes
+          rounded up to whole bytes);
+        * a layer sends what its entry sends (``send_bytes``, else
+          ``activation_bytes``), the layers of the last entry what the entry
+          before it sends (the last entry sends nothing onward); recomputed,
+          a layer holds its input, as much as it sends, at most its
+          activations;
+        * with ``end_layers``, the first entry's embedding (the last entry's
+          head) is a layer of its own: the entry's figures less its layers',
+          each of which costs what a layer of the entry beside it costs; an
+          end entry below its layers' figures is refused, naming the entry,
+          the field and the value. Without ``end_layers``, whatever the end
+          entries hold beyond their layers is divided among those layers;
+        * the entries are measured at one micro-batch size (the
+          description's ``microbatch_sizes``, all equal, else 1): the global
+          batch is the description's micro-batches of that size, and no
+          other size has a cost.
+
+        The description's ranks, memory budget, transfers, time tolerance
+        and name carry over. Per-action or per-step overheads and
+        overlapped F&B pairs have no counterpart in a model in layers and
+        are refused.
+
+        Examples
+        --------
+        >>> from schedsearch import Pipeline
+        >>> from schedsearch.plan.layers import LayerModel
+        >>> entry = {"forward_ms": 4.0, "backward_ms": 8.0, "activation_bytes": "4 GiB", "send_bytes": "64 MiB"}
+        >>> pipeline = Pipeline(num_ranks=2, num_microbatches=4, layers_per_entry=2, end_layers=["head"], stages=[
+        ...     {**entry, "name": "a"}, {**entry, "name": "b", "forward_ms": 5.0, "backward_ms": 9.0}])
+        >>> model = LayerModel.from_pipeline(pipeline)
+        >>> print(model)
+        model: 5 layers (4 blocks, 1 head), global batch 4, 2 ranks, budget unbounded
+        >>> [(m.forward_ms, m.backward_ms) for m in model.at(1)]
+        [(2.0, 4.0), (2.0, 4.0), (2.0, 4.0), (2.0, 4.0), (1.0, 1.0)]
+        """
+        return _model_of_entries(pipeline)
+
     # ------------------------------------------------------------ files
     @classmethod
     def from_dict(cls, document: Mapping[str, Any]) -> LayerModel:
@@ -647,6 +697,165 @@ class LayerModel:
                 lines.append("[[layers.measured]]")
                 lines += [f"{k} = {toml_value(v)}" for k, v in m.items()]
         return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------ a per-stage description in layers
+_TIMES = ("forward_ms", "backward_ms", "input_grad_ms", "weight_grad_ms")
+_AMOUNTS = ("activation_bytes", "parameter_bytes")
+
+
+def _entry_microbatch_size(pipeline: Pipeline) -> int:
+    """The micro-batch size the entries are measured at: the description's ``microbatch_sizes`` (all equal), else 1."""
+    sizes = pipeline.microbatch_sizes
+    if sizes is None:
+        return 1
+    if len(set(sizes)) > 1 or not float(sizes[0]).is_integer() or not 1 <= sizes[0] <= MAX_MICROBATCH_SIZE:
+        raise InvalidPipelineError(
+            f"pipeline: 'microbatch_sizes' {short_repr(list(sizes))} with 'layers_per_entry': a model in layers "
+            f"is planned with micro-batches of one whole size (at most {MAX_MICROBATCH_SIZE:,}); give equal sizes")
+    return int(sizes[0])
+
+
+def _per_layer(stage: Stage, count: int) -> dict[str, Fraction | int | None]:
+    """One of ``count`` equal layers of ``stage``: its times divided exactly, its bytes rounded up."""
+    out: dict[str, Fraction | int | None] = {
+        f: None if getattr(stage, f) is None else Fraction(repr(getattr(stage, f))) / count for f in _TIMES}
+    out.update({f: -(-getattr(stage, f) // count) for f in _AMOUNTS})
+    return out
+
+
+def _end_layer(pipeline: Pipeline, e: int, kind: str, per: dict[str, Any], send_bytes: int) -> Layer:
+    """The embedding (``e`` = 0) or the head (the last entry) as a layer: entry ``e`` less its layers at ``per``."""
+    stage, count = pipeline.stages[e], pipeline.entry_layers()[e]
+    figures: dict[str, Any] = {}
+    for f in _TIMES + _AMOUNTS:
+        total, share = getattr(stage, f), per[f]
+        if total is None or share is None:
+            figures[f] = None
+            continue
+        rest = (Fraction(repr(total)) if f in _TIMES else total) - count * share
+        if rest < 0:
+            neighbour = pipeline.stages[1 if e == 0 else e - 1]
+            shown = f"{float(count * share):g}" if f in _TIMES else format_bytes(count * share)
+            raise InvalidPipelineError(
+                f"stage {stage.name!r}: {f!r} {total if f in _TIMES else format_bytes(total)} is less than its "
+                f"{count} transformer layers take at the figures of entry {neighbour.name!r} beside it ({shown}): "
+                f"with end_layers naming the {kind}, the entry holds the {kind} beyond its layers (leave "
+                f"{kind!r} out of end_layers to divide the entry among its layers)")
+        figures[f] = float(rest) if f in _TIMES else rest
+    if (figures["input_grad_ms"] is None) != (figures["weight_grad_ms"] is None):
+        figures["input_grad_ms"] = figures["weight_grad_ms"] = None
+    return Layer(name=kind, kind=kind, parameter_bytes=figures.pop("parameter_bytes"), measured=[Measurement(
+        microbatch_size=_entry_microbatch_size(pipeline), send_bytes=send_bytes, **figures)])
+
+
+def _model_of_entries(pipeline: Pipeline) -> LayerModel:
+    """:meth:`LayerModel.from_pipeline`."""
+    counts = pipeline.entry_layers()
+    if counts is None:
+        raise InvalidPipelineError(f"{pipeline}: 'layers_per_entry' is not given: the description does not say how "
+                                   f"many transformer layers each entry stands for")
+    for field in ("action_overhead_ms", "step_overhead_ms", "fb_overlap_ms"):
+        if getattr(pipeline, field):
+            raise InvalidPipelineError(
+                f"pipeline: {field!r} {getattr(pipeline, field)!r} with 'layers_per_entry': a model in layers has no "
+                f"{field}; plan without it, or plan the entries as stages (leave 'layers_per_entry' out)")
+    size = _entry_microbatch_size(pipeline)
+    stages, ends = pipeline.stages, pipeline.end_layers or ()
+    E = len(stages)
+    layers: list[Layer] = []
+    for e, stage in enumerate(stages):
+        send = stages[e if e < E - 1 or E == 1 else E - 2].p2p_bytes
+        extra = "embedding" if e == 0 and "embedding" in ends else "head" if e == E - 1 and "head" in ends else None
+        per = _per_layer(stages[1 if e == 0 else e - 1], counts[1 if e == 0 else e - 1]) if extra \
+            else _per_layer(stage, counts[e])
+        block = Layer(name=stage.name or f"entry{e}", repeat=counts[e], parameter_bytes=per["parameter_bytes"],
+                      measured=[Measurement(
+                          microbatch_size=size, activation_bytes=per["activation_bytes"],
+                          checkpoint_bytes=min(send, per["activation_bytes"]), send_bytes=send,
+                          **{f: None if per[f] is None else float(per[f]) for f in _TIMES})])
+        if extra == "embedding":
+            layers.append(_end_layer(pipeline, e, extra, per, stage.p2p_bytes))
+        layers.append(block)
+        if extra == "head":
+            layers.append(_end_layer(pipeline, e, extra, per, stage.p2p_bytes))
+    return LayerModel(layers=layers, global_batch=pipeline.num_microbatches * size, num_ranks=pipeline.num_ranks,
+                      memory_budget_bytes=pipeline.memory_budget_bytes, p2p=pipeline.p2p,
+                      time_tolerance=pipeline.time_tolerance, name=pipeline.name)
+
+
+#: The origin of the split a per-stage description gives (one stage per entry), among the splits searched.
+DESCRIPTION_SPLIT = "the description's split"
+
+
+def entry_proposals(pipeline: Pipeline) -> tuple[tuple[str, tuple[tuple[int, ...], ...]], ...]:
+    """The description's own split, in the layers of :meth:`LayerModel.from_pipeline`: one stage per entry (the
+    embedding and the head in their end entries), named ``"the description's split"``; none without
+    ``layers_per_entry``.
+
+    Examples
+    --------
+    >>> from schedsearch import Pipeline
+    >>> from schedsearch.plan.layers import entry_proposals
+    >>> entry_proposals(Pipeline(num_ranks=2, num_microbatches=4, layers_per_entry=2, end_layers=["head"],
+    ...                          stages=[{"forward_ms": 4.0, "backward_ms": 8.0}, {"forward_ms": 5.0, "backward_ms": 9.0}]))
+    (("the description's split", ((0, 1), (2, 3, 4))),)
+    """
+    counts = pipeline.entry_layers()
+    if counts is None:
+        return ()
+    ends = pipeline.end_layers or ()
+    sizes = list(counts)
+    sizes[0] += "embedding" in ends
+    sizes[-1] += "head" in ends
+    edges = [0]
+    for n in sizes:
+        edges.append(edges[-1] + n)
+    return ((DESCRIPTION_SPLIT, tuple(tuple(range(edges[k], edges[k + 1])) for k in range(len(sizes)))),)
+
+
+def entry_notes(pipeline: Pipeline) -> tuple[str, ...]:
+    """What :meth:`LayerModel.from_pipeline` assumes of ``pipeline``, in words, for the result of its plan.
+
+    Examples
+    --------
+    >>> from schedsearch import Pipeline
+    >>> from schedsearch.plan.layers import entry_notes
+    >>> pipeline = Pipeline(num_ranks=2, num_microbatches=4, layers_per_entry=4,
+    ...                     stages=[{"forward_ms": 4.0, "backward_ms": 8.0}] * 2)
+    >>> for line in entry_notes(pipeline):
+    ...     print(line)
+    the 2 entries stand for 8 transformer layers (layers_per_entry = 4), planned as a model in layers: the layers of an entry are equal, each with the entry's times and bytes divided by its layer count (bytes rounded up); a layer sends what its entry sends (the last entry's layers what the entry before it sends) and, recomputed, holds as much (at most its activations)
+    end_layers is not given: whatever the end entries hold beyond their layers (an embedding, a head) is divided among their layers, moves with them in a split and is recomputed with them; set end_layers = ["embedding", "head"] to plan the embedding and the head as layers of their own
+    micro-batching: the entries are measured at micro-batch size 1, so the global batch is 4 micro-batches of 1 and no other size has a cost (a model in layers measured at several sizes searches them)
+    """
+    counts = pipeline.entry_layers()
+    if counts is None:
+        return ()
+    given = (f"layers_per_entry = {counts[0]}" if isinstance(pipeline.layers_per_entry, int)
+             else f"layers_per_entry = {list(counts)}")
+    out = [f"the {len(counts)} entries stand for {sum(counts)} transformer layers ({given}), planned as a model in "
+           "layers: the layers of an entry are equal, each with the entry's times and bytes divided by its layer "
+           "count (bytes rounded up); a layer sends what its entry sends (the last entry's layers what the entry "
+           "before it sends) and, recomputed, holds as much (at most its activations)"]
+    ends = pipeline.end_layers
+    if ends is None:
+        out.append("end_layers is not given: whatever the end entries hold beyond their layers (an embedding, a head) "
+                   "is divided among their layers, moves with them in a split and is recomputed with them; set "
+                   'end_layers = ["embedding", "head"] to plan the embedding and the head as layers of their own')
+    else:
+        for kind, e, beside in (("embedding", 0, 1), ("head", len(counts) - 1, len(counts) - 2)):
+            if kind in ends:
+                out.append(f"the {kind} is a layer of its own: entry {pipeline.stages[e].name!r} less its "
+                           f"{counts[e]} layers, each costing what a layer of entry "
+                           f"{pipeline.stages[beside].name!r} costs (end_layers)")
+        if not ends:
+            out.append("end_layers = []: the end entries hold their transformer layers only")
+    size = _entry_microbatch_size(pipeline)
+    out.append(f"micro-batching: the entries are measured at micro-batch size {size}, so the global batch is "
+               f"{pipeline.num_microbatches} micro-batches of {size} and no other size has a cost (a model in layers "
+               f"measured at several sizes searches them)")
+    return tuple(out)
 
 
 # ------------------------------------------------------------------ configurations

@@ -238,6 +238,43 @@ def _budget(value: Any) -> int | None:
     return None if value is None else parse_bytes(value, "pipeline", "memory_budget_bytes")
 
 
+#: Most transformer layers one entry may stand for (``layers_per_entry``).
+MAX_LAYERS_PER_ENTRY = 100_000
+#: The layers an end entry may hold beyond its transformer layers (``end_layers``): the first, the last.
+END_LAYERS = ("embedding", "head")
+
+
+def _layers_per_entry(value: Any) -> int | tuple[int, ...] | None:
+    if value is None:
+        return None
+    counts = [value] if isinstance(value, int) and not isinstance(value, bool) else value
+    if isinstance(counts, (str, bytes, Mapping)) or not isinstance(counts, Sequence) or not counts:
+        raise InvalidPipelineError(f"pipeline: 'layers_per_entry' must be a count of transformer layers or a list of "
+                                   f"one per entry, got {short_repr(value)}")
+    for i, count in enumerate(counts):
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_LAYERS_PER_ENTRY:
+            where = "" if counts is not value else f" entry {i}"
+            raise InvalidPipelineError(f"pipeline: 'layers_per_entry'{where} must be an integer from 1 to "
+                                       f"{MAX_LAYERS_PER_ENTRY:,}, got {short_repr(count)}")
+    return value if counts is not value else tuple(counts)
+
+
+def _end_layers(value: Any) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        raise InvalidPipelineError(f"pipeline: 'end_layers' must be a list of {list(END_LAYERS)}, got "
+                                   f"{short_repr(value)}")
+    out = tuple(value)
+    for name in out:
+        if not isinstance(name, str) or name not in END_LAYERS:
+            raise InvalidPipelineError(f"pipeline: 'end_layers' entry must be one of {list(END_LAYERS)}, got "
+                                       f"{short_repr(name)}")
+    if len(set(out)) < len(out):
+        raise InvalidPipelineError(f"pipeline: 'end_layers' names {short_repr(out)}: each at most once")
+    return tuple(n for n in END_LAYERS if n in out)
+
+
 @attrs.frozen(kw_only=True)
 class Pipeline:
     """A pipeline-parallel training step to plan.
@@ -298,6 +335,23 @@ class Pipeline:
         ``schedsearch run`` builds it to run the plan, so that the run's
         prediction is of the model that runs. A spec that does not parse is
         refused.
+    layers_per_entry:
+        How many transformer layers each entry stands for: one count for
+        every entry (``4``) or a list of one per entry. Given, the
+        description is planned as a model in layers
+        (:meth:`~schedsearch.plan.layers.LayerModel.from_pipeline`): each
+        entry's figures are divided among its layers, and the split, the
+        stages per rank (interleaved and V families included) and the
+        recomputation are searched with the schedule. None (default): the
+        entries are planned as they are (``partition``).
+    end_layers:
+        With ``layers_per_entry``: what the end entries hold beyond their
+        transformer layers, ``["embedding", "head"]`` (the first entry the
+        embedding, the last the head), either, or ``[]`` (nothing). Each is
+        planned as a layer of its own: the end entry's figures less its
+        layers', which cost what a layer of the entry next to it costs. None
+        (not said): each entry's figures are divided among its transformer
+        layers, the end entries' included, and the result says so.
     name:
         Free text.
 
@@ -328,12 +382,15 @@ class Pipeline:
     action_overhead_ms: float = 0.0
     step_overhead_ms: float = 0.0
     model_spec: str | None = attrs.field(default=None, converter=_model_spec)
+    layers_per_entry: int | tuple[int, ...] | None = attrs.field(default=None, converter=_layers_per_entry)
+    end_layers: tuple[str, ...] | None = attrs.field(default=None, converter=_end_layers)
     name: str = ""
 
     def __attrs_post_init__(self) -> None:
         _name("pipeline", self.name)
         if not self.stages:
             raise InvalidPipelineError("pipeline: 'stages' must hold at least one stage, got []")
+        self._check_entries()
         for field in ("num_ranks", "num_microbatches"):
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -381,6 +438,29 @@ class Pipeline:
                         f"stage {s.name!r}: 'parameter_bytes' {_gib(s.parameter_bytes)} exceed the memory budget "
                         f"per rank {_gib(self.memory_budget_bytes)}"
                     )
+
+    def _check_entries(self) -> None:
+        """``layers_per_entry`` gives one count per entry; ``end_layers`` goes with it, and each end it names has an
+        entry of plain layers beside it (whose per-layer figures the end entry's layers take)."""
+        E = len(self.stages)
+        if isinstance(self.layers_per_entry, tuple) and len(self.layers_per_entry) != E:
+            raise InvalidPipelineError(f"pipeline: 'layers_per_entry' must give one count per entry ({E}), got "
+                                       f"{len(self.layers_per_entry)}: {short_repr(list(self.layers_per_entry))}")
+        if self.end_layers is not None and self.layers_per_entry is None:
+            raise InvalidPipelineError(f"pipeline: 'end_layers' {short_repr(list(self.end_layers))} says what the end "
+                                       f"entries hold beyond their layers: give 'layers_per_entry' with it")
+        if self.end_layers and E < 1 + len(self.end_layers):
+            raise InvalidPipelineError(
+                f"pipeline: 'end_layers' {short_repr(list(self.end_layers))} needs an entry of transformer layers "
+                f"only beside each end entry that holds one, the description has {E} entries")
+
+    def entry_layers(self) -> tuple[int, ...] | None:
+        """The transformer layers each entry stands for (``layers_per_entry``), or None when not given."""
+        if self.layers_per_entry is None:
+            return None
+        if isinstance(self.layers_per_entry, int):
+            return (self.layers_per_entry,) * len(self.stages)
+        return self.layers_per_entry
 
     def __str__(self) -> str:
         budget = "unbounded" if self.memory_budget_bytes is None else f"{format_bytes(self.memory_budget_bytes)} per rank"
@@ -430,6 +510,11 @@ class Pipeline:
             out["action_overhead_ms"] = self.action_overhead_ms
         if self.step_overhead_ms:
             out["step_overhead_ms"] = self.step_overhead_ms
+        if self.layers_per_entry is not None:
+            out["layers_per_entry"] = (self.layers_per_entry if isinstance(self.layers_per_entry, int)
+                                       else list(self.layers_per_entry))
+        if self.end_layers is not None:
+            out["end_layers"] = list(self.end_layers)
         p2p = self.p2p.to_dict()
         if p2p:
             out["p2p"] = p2p

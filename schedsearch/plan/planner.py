@@ -48,16 +48,15 @@ from schedsearch.executors import LocalExecutor, TaskStatus
 
 from schedsearch.errors import (
     DeadlineExceeded,
-    InvalidOptionsError,
     InvalidPipelineError,
     InvalidProblemError,
     NoFittingPlanError,
     SchedSearchError,
 )
 from schedsearch.handcrafted.families import RUNTIMES, check_runtime
-from schedsearch.options import MAX_SEED, Deadline, Rule, SearchOptions, check_options
-from schedsearch.plan.pipeline import (Pipeline, Stage, check_integer_range, check_plan_arguments, exact_bytes,
-                                       exact_memory_unit)
+from schedsearch.options import MAX_SEED, Deadline, Rule, SearchOptions, check_option, check_options
+from schedsearch.plan.pipeline import (Pipeline, Stage, _families as family_keys, check_integer_range,
+                                       check_plan_arguments, exact_bytes, exact_memory_unit)
 from schedsearch.rewrite import with_capacities
 from schedsearch.plan.outcome import Reason
 from schedsearch.plan.shares import DEFAULT_PARALLEL, SEARCH_FLOOR_S, WORKER_START_S, Shares
@@ -72,7 +71,7 @@ from schedsearch.plan.candidates import (Candidate as Candidate, _handcrafted, _
                                          runtime_gap as runtime_gap)
 from schedsearch.plan.evaluation import _evaluate, _gibs, _Outcome, _Task
 from schedsearch.plan.autoplan import (Decision, LayerCandidate, LayerPlanResult, _breakdown, _pipeline, _pre_bound,
-                                       configurations)
+                                       _refined_bound, configurations, space_floor_ms)
 from schedsearch.plan.layers import Configuration, LayerModel
 from schedsearch.plan.table import (PlanResult as PlanResult, PlanRow as PlanRow, SweepPoint as SweepPoint,
                                     SweepResult as SweepResult, _no_fitting_plan, _rank_key, _row_without_plan)
@@ -100,6 +99,10 @@ def _parallel_of(executor: Any, parallel: int | None) -> int | None:
     if hasattr(executor, "parallel"):
         return executor.parallel
     return getattr(executor, "workers", None)  # an executor written before ``parallel``
+
+
+#: The ``progress`` option of the planner's entries.
+_PROGRESS = Rule("a function of one line of text, or None", lambda v: v is None or callable(v))
 
 
 def _check_call(where: str, pipeline: Any, runtime: Any, *, time_limit_s: Any, parallel: Any, address: Any,
@@ -140,6 +143,11 @@ def plan(
         (:func:`plan_layers`, on the model's first
         pipeline degree, ``time_limit_s`` each candidate's share) and the
         result is its :class:`~schedsearch.plan.autoplan.LayerPlanResult`.
+        A pipeline whose ``layers_per_entry`` says how many transformer
+        layers each entry stands for is planned so too, as the model in
+        layers it describes (:meth:`LayerModel.from_pipeline
+        <schedsearch.plan.layers.LayerModel.from_pipeline>`, its families
+        the description's), the result's ``notes`` saying what was assumed.
     time_limit_s:
         Wall time for the whole search; each candidate gets its share
         (``time_limit_s / ceil(candidates / parallel)``, less its part of the
@@ -216,10 +224,13 @@ def plan(
         return plan_layers(pipeline, time_limit_s=time_limit_s, executor=executor, parallel=parallel,
                            address=address, deterministic=deterministic, seed=seed, runtime=runtime,
                            progress=progress)
+    if isinstance(pipeline, Pipeline) and pipeline.layers_per_entry is not None:
+        return _plan_entries_in_layers(pipeline, time_limit_s=time_limit_s, executor=executor, parallel=parallel,
+                                       address=address, deterministic=deterministic, seed=seed, runtime=runtime,
+                                       progress=progress)
     _check_call("plan", pipeline, runtime, time_limit_s=time_limit_s, parallel=parallel, address=address,
                 deterministic=deterministic, seed=seed)
-    if progress is not None and not callable(progress):
-        raise InvalidOptionsError(f"plan: 'progress' must be a function of one line of text, got {progress!r}")
+    check_option("plan", "progress", progress, _PROGRESS)
     call = Deadline(None if deterministic else time_limit_s)
     t0 = call.t0
     runner = get_executor(executor, parallel=parallel, address=address)
@@ -673,6 +684,8 @@ def plan_layers(
     runtime: str = "torch",
     prune: bool = True,
     progress: Callable[[str], None] | None = None,
+    families: Sequence[str] | None = None,
+    proposals: Sequence[tuple[str, Sequence[Sequence[int]]]] = (),
 ) -> LayerPlanResult:
     """Choose the configuration (split, stages per rank, micro-batching, recomputation) with the schedule.
 
@@ -689,7 +702,11 @@ def plan_layers(
     ``address``, ``deterministic``, ``seed`` and ``runtime`` are
     :func:`~schedsearch.plan.planner.plan`'s. ``num_ranks`` is one of the
     model's pipeline degrees (default its first). ``prune=False`` searches
-    every candidate (what the pruning is checked against).
+    every candidate (what the pruning is checked against). ``families``
+    (keys of :data:`~schedsearch.plan.pipeline.FAMILIES`; default all)
+    limits the search to those families; ``proposals`` are splits to search
+    besides the space's own, each named by its origin (see
+    :func:`~schedsearch.plan.autoplan.configurations`).
 
     Raises :class:`~schedsearch.errors.NoFittingPlanError` when no candidate
     of any configuration has a plan the runtime can execute.
@@ -716,14 +733,28 @@ def plan_layers(
     t0 = time.perf_counter()
     runner = get_executor(executor, parallel=parallel, address=address)
     at_once = _parallel_of(runner, parallel) or os.cpu_count() or 1  # candidates per round, as the executor runs them
-    configs, whole = configurations(model, num_ranks, runtime=runtime)
+    families = None if families is None else family_keys(families)  # checked as a description's
+    configs, whole = configurations(model, num_ranks, runtime=runtime, families=families, proposals=proposals)
     space = _LayerSpace.prepare(model, configs, time_limit_s=time_limit_s, deterministic=deterministic, seed=seed,
-                                runtime=runtime)
+                                runtime=runtime, families=families)
     rounds = _Rounds(space=space, runner=runner, at_once=at_once, time_limit_s=time_limit_s,
                      deterministic=deterministic, prune=prune, runtime=runtime, progress=progress, t0=t0)
     rounds.run()
     return _layer_result(model, num_ranks, space, rounds, covered=whole, num_configurations=len(configs),
                          executor=runner.name, runtime=runtime, t0=t0)
+
+
+def _plan_entries_in_layers(pipeline: Pipeline, **options: Any) -> LayerPlanResult:
+    """:func:`plan` of a description whose entries stand for ``layers_per_entry`` layers: its model in layers
+    planned with the description's families, its own split among those searched, the result noting what the
+    reading assumed."""
+    from schedsearch.plan.layers import entry_notes, entry_proposals
+
+    _check_call("plan", pipeline, options["runtime"], **{k: options[k] for k in (
+        "time_limit_s", "parallel", "address", "deterministic", "seed")})
+    model = LayerModel.from_pipeline(pipeline)
+    result = plan_layers(model, families=pipeline.families, proposals=entry_proposals(pipeline), **options)
+    return attrs.evolve(result, notes=entry_notes(pipeline))
 
 
 def _check_layers_call(model: Any, *, num_ranks: Any, time_limit_s: Any, parallel: Any, address: Any,
@@ -740,8 +771,7 @@ def _check_layers_call(model: Any, *, num_ranks: Any, time_limit_s: Any, paralle
         "prune": (prune, Rule.boolean()),
     })
     check_runtime(runtime)
-    if progress is not None and not callable(progress):
-        raise InvalidOptionsError(f"plan_layers: 'progress' must be a function of one line of text, got {progress!r}")
+    check_option("plan_layers", "progress", progress, _PROGRESS)
     if num_ranks is None:
         return model.num_ranks[0]
     if isinstance(num_ranks, bool) or num_ranks not in model.num_ranks:
@@ -762,12 +792,14 @@ class _LayerSpace:
 
     @classmethod
     def prepare(cls, model: LayerModel, configs: Sequence[tuple[Configuration, tuple[str, ...]]], *,
-                time_limit_s: float, deterministic: bool, seed: int, runtime: str) -> _LayerSpace:
+                time_limit_s: float, deterministic: bool, seed: int, runtime: str,
+                families: Sequence[str] | None = None) -> _LayerSpace:
         entries: list[LayerCandidate] = []
         waiting: list[tuple[Fraction, int, Configuration, _Task]] = []
         prepared_of: dict[Configuration, tuple[_Prepared, tuple[str, ...]]] = {}
         for config, origins in configs:
-            keep = {(f.key, config.stages_per_rank, v.split_backward) for f, v in config.torchtitan_variants()}
+            keep = {(f.key, config.stages_per_rank, v.split_backward) for f, v in config.torchtitan_variants()
+                    if families is None or f.key in families}
             try:
                 prepared = _prepare(_pipeline(model, config), time_limit_s=time_limit_s, parallel=None,
                                     deterministic=deterministic, seed=seed, runtime=runtime,
@@ -777,7 +809,7 @@ class _LayerSpace:
                 entries += [LayerCandidate(configuration=config, origins=origins, outcome=Decision.SKIPPED,
                                            candidate=Candidate(family=f.key, chunks=config.stages_per_rank,
                                                                split_backward=v.split_backward), note=why)
-                            for f, v in config.torchtitan_variants()]
+                            for f, v in config.torchtitan_variants() if families is None or f.key in families]
                 continue
             entries += [LayerCandidate(configuration=config, origins=origins, candidate=row.candidate,
                                        outcome=Decision.SKIPPED, note=row.note) for row in prepared.skipped]
@@ -826,6 +858,8 @@ class _Rounds:
             while k < len(waiting) and len(batch) < self.at_once:
                 bound, config, task = waiting[k]
                 k += 1
+                if self.prune and self.best_ms is not None and bound < self.best_ms:
+                    bound = _refined_bound(task.times, bound)
                 if self.prune and self.best_ms is not None and bound >= self.best_ms:
                     self.decided.append(self.space.entry(
                         config, task.candidate, Decision.PRUNED, bound_ms=float(bound),
@@ -849,7 +883,15 @@ class _Rounds:
         self.given_s += share
         timeout = _run_timeout([attrs.evolve(self.space.prepared_of[c][0], tasks=(t,)) for (_, c, _), t
                                 in zip(batch, tasks)], parallel=self.at_once, deterministic=self.deterministic)
-        outcomes = self.runner.run(_evaluate, tasks, timeout_s=timeout)
+        runner = self.runner
+        if not self.deterministic:  # each search stops itself at the call's end; its answer is not waited for
+            left = self.time_limit_s - (time.perf_counter() - self.t0)
+            tasks = [attrs.evolve(t, ends_at=time.time() + left) for t in tasks]
+            timeout = min(timeout, max(0.0, left) + 2 * grace_s(self.time_limit_s))
+            if left < WORKER_START_S and isinstance(runner, LocalExecutor):
+                runner = LocalExecutor(parallel=1)  # no time to start worker processes: in this one
+        outcomes = runner.run(_evaluate, tasks, timeout_s=timeout)
+
         for (bound, config, _), task, outcome in zip(batch, tasks, outcomes):
             self.searched.append((config, task, outcome, bound))
             row = outcome.value.row if outcome.ok else None
@@ -885,8 +927,10 @@ def _layer_result(model: LayerModel, num_ranks: int, space: _LayerSpace, rounds:
         sub = attrs.evolve(prepared, runnable=tuple(t.candidate for t, _ in done), tasks=tuple(t for t, _ in done))
         result = _finish(sub, [o for _, o in done], executor, t0)
     bounds = [_layer_bound(c) for c in entries if c.outcome is not Decision.SKIPPED]
+    bound = min(bounds) if bounds else None
     out = LayerPlanResult(model=model, num_ranks=num_ranks, candidates=tuple(entries), best=best,
-                          runner_up=runner_up, result=result, bound_ms=min(bounds) if bounds else None,
+                          runner_up=runner_up, result=result, bound_ms=bound,
+                          space_bound_ms=bound if covered else space_floor_ms(model, num_ranks, runtime=runtime),
                           covered=covered, num_configurations=num_configurations, executor=executor,
                           wall_time_s=round(time.perf_counter() - t0, 3))
     if best is None:

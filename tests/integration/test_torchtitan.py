@@ -392,3 +392,35 @@ def test_train_sh_refuses_a_model_the_plan_does_not_split_saying_how_to_plan_for
     paths = result.write(tmp_path / "plan8b", torchtitan_config="llama3_8b", layers_per_entry=4)
     assert "--parallelism.pipeline_parallel_layers_per_stage=4" in paths["torchtitan"].read_text()
     assert "CONFIG=${CONFIG:-llama3_8b}" in paths["train"].read_text()
+
+
+def test_the_8_stage_llama3_8b_description_planned_as_written_is_what_torchtitan_builds(tmp_path: Path) -> None:
+    """models/llama3_8b_stages.toml (8 entries of 4 blocks, the embedding and the head in the end entries) is
+    planned in layers; torchtitan's own code accepts the settings for llama3_8b, its metadata check (stages per rank
+    for the schedule class) passes, it builds the plan's stages and places them on the ranks as the plan does."""
+    from types import SimpleNamespace
+
+    from torchtitan.config import ConfigManager
+    from torchtitan.distributed import pipeline_parallel as tt_pp
+
+    root = Path(__file__).resolve().parents[2]
+    result = schedsearch.plan(schedsearch.Pipeline.load(root / "models" / "llama3_8b_stages.toml"), time_limit_s=60,
+                              parallel=1, deterministic=True)
+    config = result.best.configuration
+    assert config.num_stages > 8  # a shape the description as 8 stages could not be planned in
+    paths = result.write(tmp_path, torchtitan_config="llama3_8b")  # refused if torchtitan built other stages
+    words = [w for line in paths["torchtitan"].read_text().splitlines() for w in shlex.split(line)]
+    parsed = ConfigManager().parse_args(["--module", "llama3", "--config", "llama3_8b", *words])
+    par = parsed.parallelism
+    P = par.pipeline_parallel_degree
+    num_stages, _, first, last = tt_pp._get_pipeline_metadata(SimpleNamespace(pp=P), par, parsed.model_spec.model)
+    stages = par.module_fqns_per_model_part or tt_pp._generate_llm_fqn_per_model_part(
+        num_stages, NUM_LAYERS_8B, first, last)
+    assert [list(s) for s in stages] == [list(n) for n in config.module_names(result.model)]
+    for rank in range(P):
+        assert tt_pp._get_pp_rank_to_stage_indices_mapping(rank, P, par.pipeline_parallel_schedule, len(stages)) == \
+            config.stage_of_rank()[rank]
+    assert parsed.training.local_batch_size == config.num_microbatches * par.pipeline_parallel_microbatch_size
+
+
+NUM_LAYERS_8B = 32
