@@ -13,6 +13,7 @@ CPU-time and message bounds, and the command line never prints a traceback.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -38,6 +39,11 @@ REQUIRED = {"num_ranks", "num_microbatches", "stages"}
 PLAN = {"time_limit_s": 0.5, "parallel": 1}
 #: The same on the command line.
 PLAN_ARGS = ["--out", "", "--time-limit", "0.5", "--parallel", "1"]
+
+
+def _progress(line: str) -> bool:
+    """A line of the planner's progress log (``[3/9] ZB-V: ...``, one per candidate), not of its message."""
+    return re.match(r"\[\d+/\d+\] ", line) is not None
 
 
 def _read_pipeline(tree: dict, what: object) -> tuple[str, object]:
@@ -104,7 +110,7 @@ def test_a_mutated_layer_model_file_is_planned_or_refused(case) -> None:
 def test_the_plan_command_answers_or_refuses_in_one_message(case) -> None:
     tree, moves = case
     with written({"description.toml": to_toml(tree)}) as folder:
-        attempt_cli("cli plan", ["plan", str(folder / "description.toml"), *PLAN_ARGS], describe=moves)
+        attempt_cli("cli plan", ["plan", str(folder / "description.toml"), *PLAN_ARGS], describe=moves, log=_progress)
 
 
 @examples(ci=3)
@@ -117,7 +123,7 @@ def test_the_sweep_command_answers_or_refuses_in_one_message(case, grid) -> None
         argv = ["sweep", str(folder / "description.toml"), *grid, "--time-limit", "0.5", "--parallel", "1",
                 "--combined"]
         # exit 1 is an answer: the table printed, no grid point has a plan (each row says why)
-        attempt_cli("cli sweep", argv, describe=(moves, grid), answers=(0, 1))
+        attempt_cli("cli sweep", argv, describe=(moves, grid), answers=(0, 1), log=_progress)
 
 
 @pytest.mark.parametrize("case", each_number_pushed(PIPELINE), ids=lambda case: case[1])
