@@ -259,9 +259,10 @@ def _no_plan_error(result: PlanResult, time_limit_s: float) -> NoFittingPlanErro
     if any(r.makespan_ms is not None for r in rows):
         what = (f"no candidate the {result.runtime!r} runtime can execute has a plan (runtime='any' keeps the "
                 f"others)")
-    elif any(r.status is Status.TIMEOUT and r.reason in (None, Reason.TIMED_OUT) for r in rows) \
-            and all(r.status is Status.TIMEOUT and r.reason in (None, Reason.TIMED_OUT)
-                    or r.reason is not None and r.reason.left_out for r in rows):
+    elif any(r.status is Status.TIMEOUT and r.reason is None for r in rows) \
+            and all(r.status is Status.TIMEOUT and r.reason is None or r.reason is not None and r.reason.left_out
+                    for r in rows):
+
         what = (f"no candidate found a plan within time_limit_s={time_limit_s:g} (each candidate's note says "
                 f"what its share could not cover; a longer limit gives one)")
     else:
