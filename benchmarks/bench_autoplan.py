@@ -22,7 +22,10 @@ search and memory rules), each candidate's search with the same share:
 * ``adapipe``: the AdaPipe-style DP's split and per-stage recomputation,
   planned as 1F1B;
 * ``planner``: :func:`~schedsearch.plan.planner.plan_layers` (configuration and
-  schedule chosen together, pruned by bounds), with its bound, gap and wall time.
+  schedule chosen together, pruned by bounds), with its bound (over the
+  configurations it searched: every split, or the proposed splits), gap and
+  wall time, and ``any-split bound``, valid for every split of the space
+  (:func:`~schedsearch.plan.autoplan.space_floor_ms` where the splits are not all searched).
 
 Step time in ms and the worst rank's peak GiB per method; ``-`` where the
 configuration has no plan within the memory budget. Run: ``python -m
@@ -202,6 +205,7 @@ def score_row(name: str, spec: dict[str, Any], *, time_limit_s: float, planner_l
     row["planner GiB"] = round(max(best.row.peak_gib), 1)
     row["bound"] = None if result.bound_ms is None else round(result.bound_ms, 1)
     row["gap %"] = None if result.gap is None else round(100 * result.gap, 1)
+    row["any-split bound"] = None if result.space_bound_ms is None else round(result.space_bound_ms, 1)
     row["wall s"] = round(wall, 1)
     others = [row[c] for c in PEERS if isinstance(row.get(c), float)]
     row["vs best other"] = None if not others else f"{100 * (best.makespan_ms / min(others) - 1):+.1f}%"
@@ -210,7 +214,7 @@ def score_row(name: str, spec: dict[str, Any], *, time_limit_s: float, planner_l
     detail["planner"] = {"configuration": best.configuration.label(), "family": best.candidate.label,
                          "origins": list(best.origins), "step_ms": best.makespan_ms,
                          "peak_gib": max(best.row.peak_gib), "bound_ms": result.bound_ms, "gap": result.gap,
-                         "covered": result.covered, "configurations": result.num_configurations,
+                         "covered": result.covered, "space_bound_ms": result.space_bound_ms, "configurations": result.num_configurations,
                          "searched": result.searched, "pruned": result.pruned, "skipped": result.skipped,
                          "not_reached": result.not_reached,
                          "breakdown": None if best.breakdown is None else best.breakdown.label(),

@@ -49,7 +49,6 @@ from collections.abc import Iterator
 
 import attrs
 
-from schedsearch._json import SHOWN
 from schedsearch.deadline import checkpoint
 from schedsearch.errors import ValidationFailedError
 
@@ -556,9 +555,9 @@ def _fixed_orders(problem: Problem, placed: dict[TaskKey, TaskInstance]) -> list
 def assert_valid(problem: Problem, schedule: Schedule, what: str = "schedule") -> Schedule:
     """Return ``schedule`` if it validates; raise :class:`ValidationFailedError` otherwise."""
     violations = validate(problem, schedule)
-    if violations:  # the first few in the message; every one in the error's ``violations``
-        shown = "\n  ".join(str(v) for v in violations[:SHOWN])
-        more = f"\n  ... and {len(violations) - SHOWN} more" if len(violations) > SHOWN else ""
+    if violations:  # the first three in the message (a line each); every one in the error's ``violations``
+        shown = "\n  ".join(str(v) for v in violations[:3])
+        more = f"\n  ... and {len(violations) - 3} more" if len(violations) > 3 else ""
         raise ValidationFailedError(
             f"{what} fails validation with {len(violations)} violation(s):\n  {shown}{more}", violations
         )

@@ -27,10 +27,13 @@ import io
 import json
 import math
 import signal
+import tempfile
 import time
 import traceback
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+import pathlib
 from typing import Any, Callable
 
 from hypothesis import settings
@@ -178,6 +181,23 @@ def attempt_cli(target: str, argv: list[str], *, describe: Any = None,
     return status, out.getvalue(), stderr
 
 
+@contextlib.contextmanager
+def written(files: dict[str, str]) -> Iterator[pathlib.Path]:
+    """A temporary folder holding ``files`` (name -> text), removed afterwards: where a reader or a
+    command finds the input under test."""
+    with tempfile.TemporaryDirectory() as folder:
+        for name, text in files.items():
+            (pathlib.Path(folder) / name).write_text(text)
+        yield pathlib.Path(folder)
+
+
+def attempt_file(target: str, read: Callable[..., Any], name: str, text: str, *, describe: Any = None,
+                 **kwargs: Any) -> tuple[str, Any]:
+    """:func:`attempt` of ``read(path)`` on a file ``name`` holding ``text``."""
+    with written({name: text}) as folder:
+        return attempt(target, read, folder / name, describe=describe, **kwargs)
+
+
 def examples(ci: int) -> settings:
     """Settings of a campaign test: ``ci`` examples in the ``ci`` profile, scaled with the loaded
     profile's ``max_examples`` (the ``thorough`` profile runs about eight times as many)."""
@@ -238,7 +258,7 @@ def _mutate_once(draw: Callable[[Any], Any], tree: Any) -> tuple[Any, str]:
     if move == "extreme":
         parent[key] = draw(st.sampled_from(EXTREMES))
     elif move == "wrong type":
-        parent[key] = draw(st.sampled_from(WRONG_TYPES))
+        parent[key] = _copy(draw(st.sampled_from(WRONG_TYPES)))  # a copy: a later move may change it in place
     elif move == "drop":
         if isinstance(parent, dict):
             del parent[key]

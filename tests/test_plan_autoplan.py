@@ -9,6 +9,9 @@
 * the bound covers every plan found, and where memory binds every
   candidate's pre-search bound (analytic and memory bounds) is at most the
   optimum its own search proves;
+* the least largest rank share is at most the least largest rank total over
+  every assignment (brute force), and the floor of the whole space is at
+  most every plan of every configuration;
 * the library's balanced split is the least largest rank time over every
   split that fits (brute force);
 * bad inputs are refused by name.
@@ -22,7 +25,7 @@ import math
 import pytest
 
 from schedsearch.errors import InvalidOptionsError, InvalidPipelineError
-from schedsearch.plan.autoplan import Decision, balanced_split, configurations
+from schedsearch.plan.autoplan import Decision, balanced_split, configurations, least_largest_share, space_floor_ms
 from schedsearch.plan.planner import plan_configuration, plan_layers
 from schedsearch.plan.candidates import Candidate
 from schedsearch.plan.layers import LayerModel, Recomputation
@@ -200,3 +203,28 @@ def test_the_time_limit_is_the_whole_calls_and_the_candidates_not_reached_keep_t
     again = plan_layers(model, time_limit_s=2 * SEARCH_FLOOR_S, parallel=1, deterministic=True, prune=False)
     assert [(c.candidate.label, c.configuration.label(), c.outcome, c.makespan_ms) for c in again.candidates] == \
            [(c.candidate.label, c.configuration.label(), c.outcome, c.makespan_ms) for c in short.candidates]
+
+
+def test_the_least_largest_share_is_at_most_every_assignments_largest_rank():
+    import random
+
+    rng = random.Random(7)
+    for _ in range(300):
+        p = rng.randint(1, 3)
+        weights = [rng.randint(1, 9) for _ in range(rng.randint(1, 7))]
+        exact = min(max(sum(w for w, r in zip(weights, ranks) if r == q) for q in range(p))
+                    for ranks in itertools.product(range(p), repeat=len(weights)))
+        assert least_largest_share(weights, p) <= exact
+    # identical blocks and one lighter head: the pigeonhole is exact (20 blocks and the head on one rank)
+    assert least_largest_share([288] * 80 + [246], 4) == 20 * 288 + 246
+
+
+def test_the_floor_of_the_whole_space_is_below_every_plan(searched):
+    model, pruned, whole = searched
+    floor = space_floor_ms(model, 2)
+    assert floor is not None and 0 < floor <= whole.best.makespan_ms
+    assert all(floor <= c.makespan_ms + 1e-9 for c in whole.candidates if c.makespan_ms is not None)
+    assert pruned.space_bound_ms == pruned.bound_ms  # every split searched: the search's own bound covers the space
+    # a budget no rank can meet without recomputation: the floor is the recomputing one's; none at all: no floor
+    assert space_floor_ms(small_model("3 GiB"), 2) == 36.0 > space_floor_ms(small_model("100 GiB"), 2) == 30.0
+    assert space_floor_ms(small_model("2 GiB"), 2) is None  # 4.25 GiB to share even recomputing: over 2 x 2 GiB

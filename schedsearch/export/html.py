@@ -57,6 +57,54 @@ _GIB = 2**30
 _KIND_NAMES = {"F": "forward", "B": "backward", "I": "input gradient", "W": "weight gradient"}
 
 
+def _figure(where: str, field: str, value: Any, positive: bool = False) -> None:
+    """A figure the report writes out must be a finite number (> 0 for a unit) or absent; refused naming it."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or (positive and value <= 0):
+        raise FormatError(f"{where}: {field!r} must be a {'positive ' if positive else ''}finite number or absent, "
+                          f"got {short_repr(value)}")
+
+
+def _table_of(where: str, value: Any) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise FormatError(f"{where} must be a table of fields, got {short_repr(value)}")
+    return value
+
+
+def _rows_of(where: str, value: Any) -> list[Mapping[str, Any]]:
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)):
+        raise FormatError(f"{where} must be a list of rows, got {short_repr(value)}")
+    return [_table_of(f"{where}, row {i}", row) for i, row in enumerate(value)]
+
+
+def _check_meta(meta: Mapping[str, Any], result: Any, table: Any) -> None:
+    """The fields of a plan document's metadata the report reads, checked before it is drawn: units, the
+    planner's table, a search result (see :func:`report_html`). A field of the wrong type is refused
+    (:class:`~schedsearch.errors.FormatError`) naming it; fields the report does not read stay free."""
+    units = _table_of("plan metadata: 'units'", meta.get("units"))
+    _figure("plan metadata: 'units'", "time_unit_ms", units.get("time_unit_ms"), positive=True)
+    _figure("plan metadata: 'units'", "memory_unit_bytes", units.get("memory_unit_bytes"), positive=True)
+    for i, row in enumerate(_rows_of("plan metadata: 'table'", table)):
+        for field in ("makespan_ms", "bound_ms", "gap", "bubble_pct", "handcrafted_ms"):
+            _figure(f"plan metadata: 'table', row {i}", field, row.get(field))
+        peaks = row.get("peak_gib")
+        for peak in peaks if isinstance(peaks, (list, tuple)) else () if peaks is None else [peaks]:
+            _figure(f"plan metadata: 'table', row {i}", "peak_gib", peak)
+    if result is not None and not hasattr(result, "to_dict"):
+        res = _table_of("search result", result)
+        for field in ("objective", "lower_bound", "gap", "wall_time_s"):
+            _figure("search result", field, res.get(field))
+        for i, level in enumerate(_rows_of("search result: 'levels'", res.get("levels"))):
+            for field in ("value", "bound"):
+                _figure(f"search result: level {i}", field, level.get(field))
+
+
 def _units(meta: Mapping[str, Any] | None, problem: Problem | None = None) -> dict[str, Any]:
     """Real units: the metadata's where it gives them, else the problem's own (``time_unit_s``, ``memory_unit_bytes``)."""
     units = dict((meta or {}).get("units") or {})
@@ -310,7 +358,7 @@ def _details(problem: Problem, schedule: Schedule, result: Any, meta: Mapping[st
     if units.get("time_unit_ms"):
         rows.append(("units", f"1 time unit = {units['time_unit_ms']:g} ms"
                      + (f", 1 memory unit = {units['memory_unit_bytes']} B" if units.get("memory_unit_bytes") else "")))
-    if meta.get("units", {}).get("time_tolerance") is not None:
+    if (meta.get("units") or {}).get("time_tolerance") is not None:
         rows.append(("rounding", "the chart and the per-rank figures are of the solver's times (your stage times "
                      "rounded to whole time units); the plan's makespan, bound and the comparison are of your "
                      "times, unrounded"))
@@ -547,6 +595,13 @@ def report_html(
         dicts with ``makespan``/``objective`` and ``peak_memory``), drawn as
         a plot.
 
+    Raises
+    ------
+    FormatError
+        When a field the report writes out (a unit, a figure of the table,
+        of the result or of a front point) is not a finite number, or a
+        table, row or point is not a table of fields; the message names it.
+
     Examples
     --------
     >>> from schedsearch.export.html import report_html
@@ -560,11 +615,12 @@ def report_html(
     (True, True)
     """
     meta = dict(meta or {})
-    units = _units(meta, problem)
     if result is None:
         result = meta.get("result")
     if table is None:
         table = meta.get("table")
+    _check_meta(meta, result, table)
+    units = _units(meta, problem)
     data = _data(problem, schedule, units)
     data["front"] = _front_points(front)
     data["shortest"] = min((t.end - t.start for t in schedule.tasks if t.end > t.start), default=1)

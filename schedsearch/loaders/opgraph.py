@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from schedsearch._io import read_text
+from schedsearch._json import short_repr
 from schedsearch.errors import FormatError, InvalidOperatorGraphError
 from schedsearch.partition.opgraph import (
     MAX_DEVICES,
@@ -59,15 +60,22 @@ def _flag(entity: str, field: str, value: Any) -> bool:
     if isinstance(value, int) and value in (0, 1):
         return bool(value)
     raise InvalidOperatorGraphError(
-        f"{entity}: {field!r} must be true/false or 0/1, got {value!r}"
+        f"{entity}: {field!r} must be true/false or 0/1, got {short_repr(value)}"
     )
 
 
+#: Largest magnitude of an integer field (an id, a count, a colour class) the loaders read.
+_MAX_ID = 2**63
+
+
 def _int_field(entity: str, field: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        raise InvalidOperatorGraphError(f"{entity}: {field!r} must be an integer, got {value!r}")
+    """``value`` as an integer (a float with an integral value counts) of at most 2**63 in size; refused
+    naming the entity and field otherwise."""
+    if isinstance(value, float) and value.is_integer() and abs(value) <= _MAX_ID:
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or abs(value) > _MAX_ID:
+        raise InvalidOperatorGraphError(f"{entity}: {field!r} must be an integer, got {short_repr(value)} (at most "
+                                        f"2**63 in size)")
     return value
 
 
@@ -120,7 +128,7 @@ def parse_dnn_partitioning(document: Mapping[str, Any], *, name: str = "") -> Pa
     edge_list: list[tuple[int, int]] = []
     for i, e in enumerate(edges):
         if not isinstance(e, Mapping):
-            raise FormatError(f"edge #{i}: must be an object, got {e!r}")
+            raise FormatError(f"edge #{i}: must be an object, got {short_repr(e)}")
         for key in ("sourceId", "destId", "cost"):
             if key not in e:
                 raise FormatError(f"edge #{i}: missing key {key!r}")
@@ -137,7 +145,7 @@ def parse_dnn_partitioning(document: Mapping[str, Any], *, name: str = "") -> Pa
     ops = []
     for i, n in enumerate(nodes):
         if not isinstance(n, Mapping):
-            raise FormatError(f"node #{i}: must be an object, got {n!r}")
+            raise FormatError(f"node #{i}: must be an object, got {short_repr(n)}")
         if "id" not in n:
             raise FormatError(f"node #{i}: missing key 'id'")
         nid = _int_field(f"node #{i}", "id", n["id"])
@@ -319,7 +327,7 @@ def _pd_number(text: str, where: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise FormatError(f"{where}: not a number: {text!r}") from None
+        raise FormatError(f"{where}: not a number: {short_repr(text)}") from None
     return value
 
 
@@ -378,7 +386,7 @@ def parse_pipedream_profile(
         for val in (a, b):
             if val not in number:
                 raise InvalidOperatorGraphError(
-                    f"{name or 'profile'}: edge {a} -- {b}: unknown node id {val!r}"
+                    f"{name or 'profile'}: edge {short_repr(a)} -- {short_repr(b)}: unknown node id {short_repr(val)}"
                 )
     ops = []
     for i, (node_id, desc, m) in enumerate(records):
@@ -417,7 +425,7 @@ def _pd_lines(text: str, name: str) -> tuple[list[tuple[str, str, dict[str, floa
         if line.startswith("\t"):
             parts = line.strip().split(" -- ")
             if len(parts) != 2:
-                raise FormatError(f"{where}: edge line must be 'src -- dst', got {line.strip()!r}")
+                raise FormatError(f"{where}: edge line must be 'src -- dst', got {short_repr(line.strip())}")
             raw_edges.append((parts[0].strip(), parts[1].strip()))
             continue
         parts = line.split(" -- ")

@@ -32,6 +32,7 @@ from typing import Any
 
 import attrs
 
+from schedsearch._json import short_repr
 from schedsearch.errors import InvalidOperatorGraphError
 
 __all__ = [
@@ -57,14 +58,17 @@ MAX_DEVICES = 1024
 def _check_number(entity: str, field: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidOperatorGraphError(
-            f"{entity}: {field!r} must be a number, got {value!r}"
+            f"{entity}: {field!r} must be a number, got {short_repr(value)}"
         )
-    value = float(value)
-    if not math.isfinite(value) or value < 0:
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond any float
+        number = math.inf
+    if not math.isfinite(number) or number < 0:
         raise InvalidOperatorGraphError(
-            f"{entity}: {field!r} must be a finite number >= 0, got {value!r}"
+            f"{entity}: {field!r} must be a finite number >= 0, got {short_repr(value)}"
         )
-    return value
+    return number
 
 
 @attrs.frozen(kw_only=True)

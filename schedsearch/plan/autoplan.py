@@ -64,7 +64,7 @@ from schedsearch.plan.layers import (DESCRIPTION_SPLIT, EMBEDDING_MODULES, HEAD_
 from schedsearch.plan.table import PlanResult, PlanRow
 
 __all__ = ["SELECTIVE_EVERY", "MAX_SPLITS", "Decision", "LayerCandidate", "LayerPlanResult", "Breakdown", "balanced_split",
-           "configurations"]
+           "configurations", "least_largest_share", "space_floor_ms"]
 
 #: The ``k`` of the selective recomputation (every ``k``-th block) the search tries.
 SELECTIVE_EVERY = (2, 4)
@@ -274,6 +274,59 @@ def configurations(model: LayerModel, num_ranks: int, *, runtime: str = "torch",
     return [(c, tuple(o)) for c, o in found.items()], whole
 
 
+def least_largest_share(weights: Sequence[Any], num_ranks: int) -> Any:
+    """A lower bound on the largest total of any rank over every assignment of ``weights`` to ``num_ranks``
+    ranks (contiguous or not): the larger of their mean and, for every ``k``, the ``k + 1`` least of the
+    ``k p + 1`` largest (some rank holds ``k + 1`` of those ``k p + 1``, pigeonhole).
+
+    Examples
+    --------
+    >>> from schedsearch.plan.autoplan import least_largest_share
+    >>> least_largest_share([3] * 8 + [2], 4)  # some rank holds 3 of the 9: at best two 3s and the 2
+    8
+    """
+    w = sorted(weights, reverse=True)
+    best = sum(w) / num_ranks
+    for k in range((len(w) - 1) // num_ranks + 1):
+        best = max(best, sum(w[k * num_ranks + 1 - (k + 1):k * num_ranks + 1]))
+    return best
+
+
+def space_floor_ms(model: LayerModel, num_ranks: int, *, runtime: str = "torch") -> float | None:
+    """A lower bound on the step time of every configuration of the whole space (every split of every shape,
+    every micro-batch size and recomputation :func:`configurations` takes for ``runtime``), and every schedule
+    of it; None when none can hold its memory.
+
+    A rank runs its layers' forward and backward (and the forward again of each block it recomputes) for
+    every micro-batch one at a time (a model in layers declares no overlapped pairs), and holds their
+    parameters and one micro-batch's activations at once (the rule of the planner's memory check), whatever
+    the split: so per micro-batch size and recomputation, the step is at least the micro-batches times
+    :func:`least_largest_share` of the layers' times, where the same share of parameters and activations
+    fits the budget (recomputing every ``k``-th block counts as no recomputation for the time and as
+    recomputing every block for the memory, as which blocks it recomputes depends on the split). Transfers
+    and idle time count 0.
+    """
+    from schedsearch.plan.times import exact_ms
+
+    kinds = model.kinds()
+    params = [layer.parameter_bytes for layer in model.expanded]
+    budget = model.memory_budget_bytes
+    best: Fraction | None = None
+    for size in model.sizes():
+        figures = model.at(size)
+        for rec in _recomputations(runtime):
+            again = rec.mode == "full"
+            held = [m.held_when_recomputed if rec.recomputes and kinds[i] == "layer" else m.activation_bytes
+                    for i, m in enumerate(figures)]
+            if budget is not None and least_largest_share([a + b for a, b in zip(params, held)], num_ranks) > budget:
+                continue
+            work = [exact_ms(m.forward_ms) + exact_ms(m.backward_ms)
+                    + (exact_ms(m.forward_ms) if again and kinds[i] == "layer" else 0) for i, m in enumerate(figures)]
+            value = model.global_batch // size * least_largest_share(work, num_ranks)
+            best = value if best is None else min(best, value)
+    return None if best is None else float(best)
+
+
 # ------------------------------------------------------------------ the result
 class Decision(enum.Enum):
     """What the search did with a candidate (a configuration x family variant)."""
@@ -351,6 +404,10 @@ class LayerPlanResult:
     least bound (it would cost at least that bound). ``notes`` say what was
     assumed to read the input as a model in layers (a per-stage description
     planned in layers: :func:`~schedsearch.plan.layers.entry_notes`).
+    ``space_bound_ms`` bounds every configuration of the whole space (every
+    split): ``bound_ms`` when ``covered``, else
+    :func:`space_floor_ms` (the least largest rank load over every split),
+    weaker but valid beyond the proposed splits.
     """
 
     model: LayerModel
@@ -365,6 +422,7 @@ class LayerPlanResult:
     executor: str = "local"
     wall_time_s: float = 0.0
     notes: tuple[str, ...] = ()
+    space_bound_ms: float | None = None
 
     def count(self, decision: Decision) -> int:
         """How many candidates the search decided so."""
@@ -415,7 +473,11 @@ class LayerPlanResult:
                 lines.append(f"  {b.breakdown.label()}")
             bound = "-" if self.bound_ms is None else f"{self.bound_ms:.3f} ms"
             gap = "-" if self.gap is None else f"{100 * self.gap:.1f}%"
-            lines.append(f"  bound over every configuration of the space: {bound} (gap {gap})")
+            over = "every configuration of the space" if self.covered else "every configuration of the proposed splits"
+            lines.append(f"  bound over {over}: {bound} (gap {gap})")
+            if not self.covered and self.space_bound_ms is not None:
+                lines.append(f"  bound over every configuration of the space (any split; the least largest rank load): "
+                             f"{self.space_bound_ms:.3f} ms")
         r = self.runner_up
         if r is not None and r.makespan_ms is None:
             lines.append(f"runner-up: {r.candidate.label} on {r.configuration.label()}: at least {r.bound_ms:.3f} ms "
@@ -466,7 +528,8 @@ class LayerPlanResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"model": self.model.name, "num_ranks": self.num_ranks, "bound_ms": self.bound_ms, "gap": self.gap,
-                "covered": self.covered, "num_configurations": self.num_configurations,
+                "covered": self.covered, "space_bound_ms": self.space_bound_ms,
+                "num_configurations": self.num_configurations,
                 "searched": self.searched, "pruned": self.pruned, "skipped": self.skipped,
                 "not_reached": self.not_reached,
                 "best": None if self.best is None else self.best.to_dict(),

@@ -48,14 +48,13 @@ from schedsearch.executors import LocalExecutor, TaskStatus
 
 from schedsearch.errors import (
     DeadlineExceeded,
-    InvalidOptionsError,
     InvalidPipelineError,
     InvalidProblemError,
     NoFittingPlanError,
     SchedSearchError,
 )
 from schedsearch.handcrafted.families import RUNTIMES, check_runtime
-from schedsearch.options import MAX_SEED, Deadline, Rule, SearchOptions, check_options
+from schedsearch.options import MAX_SEED, Deadline, Rule, SearchOptions, check_option, check_options
 from schedsearch.plan.pipeline import (Pipeline, Stage, _families as family_keys, check_integer_range,
                                        check_plan_arguments, exact_bytes, exact_memory_unit)
 from schedsearch.rewrite import with_capacities
@@ -72,7 +71,7 @@ from schedsearch.plan.candidates import (Candidate as Candidate, _handcrafted, _
                                          runtime_gap as runtime_gap)
 from schedsearch.plan.evaluation import _evaluate, _gibs, _Outcome, _Task
 from schedsearch.plan.autoplan import (Decision, LayerCandidate, LayerPlanResult, _breakdown, _pipeline, _pre_bound,
-                                       _refined_bound, configurations)
+                                       _refined_bound, configurations, space_floor_ms)
 from schedsearch.plan.layers import Configuration, LayerModel
 from schedsearch.plan.table import (PlanResult as PlanResult, PlanRow as PlanRow, SweepPoint as SweepPoint,
                                     SweepResult as SweepResult, _no_fitting_plan, _rank_key, _row_without_plan)
@@ -100,6 +99,10 @@ def _parallel_of(executor: Any, parallel: int | None) -> int | None:
     if hasattr(executor, "parallel"):
         return executor.parallel
     return getattr(executor, "workers", None)  # an executor written before ``parallel``
+
+
+#: The ``progress`` option of the planner's entries.
+_PROGRESS = Rule("a function of one line of text, or None", lambda v: v is None or callable(v))
 
 
 def _check_call(where: str, pipeline: Any, runtime: Any, *, time_limit_s: Any, parallel: Any, address: Any,
@@ -227,8 +230,7 @@ def plan(
                                        progress=progress)
     _check_call("plan", pipeline, runtime, time_limit_s=time_limit_s, parallel=parallel, address=address,
                 deterministic=deterministic, seed=seed)
-    if progress is not None and not callable(progress):
-        raise InvalidOptionsError(f"plan: 'progress' must be a function of one line of text, got {progress!r}")
+    check_option("plan", "progress", progress, _PROGRESS)
     call = Deadline(None if deterministic else time_limit_s)
     t0 = call.t0
     runner = get_executor(executor, parallel=parallel, address=address)
@@ -773,8 +775,7 @@ def _check_layers_call(model: Any, *, num_ranks: Any, time_limit_s: Any, paralle
         "prune": (prune, Rule.boolean()),
     })
     check_runtime(runtime)
-    if progress is not None and not callable(progress):
-        raise InvalidOptionsError(f"plan_layers: 'progress' must be a function of one line of text, got {progress!r}")
+    check_option("plan_layers", "progress", progress, _PROGRESS)
     if num_ranks is None:
         return model.num_ranks[0]
     if isinstance(num_ranks, bool) or num_ranks not in model.num_ranks:
@@ -930,8 +931,10 @@ def _layer_result(model: LayerModel, num_ranks: int, space: _LayerSpace, rounds:
         sub = attrs.evolve(prepared, runnable=tuple(t.candidate for t, _ in done), tasks=tuple(t for t, _ in done))
         result = _finish(sub, [o for _, o in done], executor, t0)
     bounds = [_layer_bound(c) for c in entries if c.outcome is not Decision.SKIPPED]
+    bound = min(bounds) if bounds else None
     out = LayerPlanResult(model=model, num_ranks=num_ranks, candidates=tuple(entries), best=best,
-                          runner_up=runner_up, result=result, bound_ms=min(bounds) if bounds else None,
+                          runner_up=runner_up, result=result, bound_ms=bound,
+                          space_bound_ms=bound if covered else space_floor_ms(model, num_ranks, runtime=runtime),
                           covered=covered, num_configurations=num_configurations, executor=executor,
                           wall_time_s=round(time.perf_counter() - t0, 3))
     if best is None:

@@ -59,7 +59,7 @@ from typing import Any
 
 import attrs
 
-from schedsearch._json import listed, missing_numbers, short_repr
+from schedsearch._json import SHOWN, listed, missing_numbers, short_repr
 from schedsearch.errors import PlanError
 from schedsearch.actions import Action, Cell, Kind, format_rows, parse_rows
 from schedsearch.placements.stages import mapping_style
@@ -494,12 +494,13 @@ def check_progress(plan: CsvPlan) -> None:
         parts.append(
             f"rank {r} is stuck at action {cell.column} {str(cell)!r} ({a.describe()}), waiting for {what} {src}"
         )
-    ring = " -> ".join(f"rank {r}" for r in cycle + [cycle[0]])
+    ring = (" -> ".join(f"rank {r}" for r in cycle + [cycle[0]]) if len(cycle) <= SHOWN else
+            f"{len(cycle)} ranks, from rank {cycle[0]} through rank {cycle[1]} ... back to rank {cycle[0]}")
+    more = len(parts) - 2  # the ring names every rank of the cycle; the first two are explained in full
+    shown = "; ".join(parts[:2]) + (f"; and {more} more rank{'s' if more > 1 else ''} of the cycle" if more > 0 else "")
     others = sorted(set(stuck) - set(cycle))
-    tail = f"; ranks {', '.join(map(str, others))} wait behind them" if others else ""
-    raise PlanError(
-        f"plan would deadlock (the ranks wait for each other in a cycle: {ring}): " + "; ".join(parts) + tail
-    )
+    tail = f"; ranks {listed(others)} wait behind them" if others else ""
+    raise PlanError(f"plan would deadlock (the ranks wait for each other in a cycle: {ring}): " + shown + tail)
 
 
 #: the old name of :class:`CsvPlan`, kept working

@@ -90,6 +90,10 @@ ORDER_KINDS = ("missing_task", "duplicate_task", "unknown_task", "option_not_all
 
 
 
+#: Largest time (seconds, either sign) a measured record may give: a pipeline's longest time (MAX_MS).
+_MAX_S = MAX_MS / 1e3
+
+
 def _check_record(record: Any, what: str) -> None:
     """A recorded call or action is malformed in itself: refuse it, naming it (a :class:`FormatError`)."""
     rank = record.rank
@@ -97,9 +101,9 @@ def _check_record(record: Any, what: str) -> None:
         raise FormatError(f"measured trace: {what}: 'rank' must be an integer >= 0, got {short_repr(rank)}")
     for field in ("start_s", "end_s"):
         value = getattr(record, field)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise FormatError(f"measured trace: {what}: {field!r} must be a finite time in seconds, got "
-                              f"{short_repr(value)}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not abs(value) <= _MAX_S:
+            raise FormatError(f"measured trace: {what}: {field!r} must be a time in seconds of at most {_MAX_S:.0e} "
+                              f"in size, got {short_repr(value)}")
     if record.end_s < record.start_s:
         raise FormatError(f"measured trace: {what}: ends ({record.end_s!r} s) before it starts ({record.start_s!r} s)")
 
@@ -181,10 +185,10 @@ class StepTrace:
                               f"{short_repr(spans)}")
         for r, span in enumerate(spans):
             if not (isinstance(span, tuple) and len(span) == 2 and all(
-                    not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x) for x in span)
+                    not isinstance(x, bool) and isinstance(x, (int, float)) and abs(x) <= _MAX_S for x in span)
                     and span[0] <= span[1]):
-                raise FormatError(f"measured step: rank {r}'s span must be (start_s, end_s), finite times in "
-                                  f"seconds with start <= end, got {short_repr(span)}")
+                raise FormatError(f"measured step: rank {r}'s span must be (start_s, end_s), times in seconds of "
+                                  f"at most {_MAX_S:.0e} in size with start <= end, got {short_repr(span)}")
         for field, kind in (("events", Event), ("computes", Compute)):
             records = getattr(self, field)
             if not isinstance(records, tuple) or not all(isinstance(x, kind) for x in records):

@@ -22,7 +22,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fuzzing import attempt, attempt_cli, each_number_pushed, examples, mutated
+from fuzzing import attempt, attempt_cli, attempt_file, each_number_pushed, examples, mutated, written
 from schedsearch.graphs import OperationDag, random_dag
 from schedsearch.loaders import (read_dnn_partitioning, read_flexible_jobshop, read_index, read_instance,
                                  read_jobshop, read_pipedream_profile, read_split)
@@ -55,22 +55,18 @@ _READERS = {"jsp": read_jobshop, "fjsp": read_flexible_jobshop}
 @given(st.sampled_from(("jsp", "fjsp")), st.data())
 def test_jobshop_files_are_read_or_refused(fmt, data) -> None:
     tree, moves = data.draw(mutated(_jobshop_samples()[fmt]))
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / f"instance.{fmt}"
-        path.write_text(_lines(tree))
-        attempt(f"read_{'flexible_' if fmt == 'fjsp' else ''}jobshop", _READERS[fmt], path, describe=moves)
-        attempt("read_instance (auto)", read_instance, path, describe=moves)
+    attempt_file(f"read_{'flexible_' if fmt == 'fjsp' else ''}jobshop", _READERS[fmt], f"instance.{fmt}", _lines(tree),
+                 describe=moves)
+    attempt_file("read_instance (auto)", read_instance, f"instance.{fmt}", _lines(tree), describe=moves)
 
 
 @examples(ci=6)
 @given(st.sampled_from(("jsp", "fjsp")), st.data())
 def test_jobshop_command_answers_or_refuses_in_one_line(fmt, data) -> None:
     tree, moves = data.draw(mutated(_jobshop_samples()[fmt]))
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "instance.txt"
-        path.write_text(_lines(tree))
-        attempt_cli("cli:jobshop", ["jobshop", str(path), "--baseline-only", "--quiet", "--out", folder],
-                    describe=(fmt, moves))
+    with written({"instance.txt": _lines(tree)}) as folder:
+        attempt_cli("cli:jobshop", ["jobshop", str(folder / "instance.txt"), "--baseline-only", "--quiet", "--out",
+                                    str(folder)], describe=(fmt, moves))
 
 
 #: An instance index as the shared data's (``classical.json``, ``instances.json``) hold them.
@@ -83,10 +79,7 @@ INDEX = [{"name": "ft06", "jobs": 6, "machines": 6, "optimum": 55, "path": "ft06
 @given(mutated(INDEX))
 def test_instance_indexes_are_read_or_refused(case) -> None:
     tree, moves = case
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "index.json"
-        path.write_text(json.dumps(tree))
-        attempt("read_index", read_index, path, describe=moves)
+    attempt_file("read_index", read_index, "index.json", json.dumps(tree), describe=moves)
 
 
 @functools.cache
@@ -118,30 +111,23 @@ def _split() -> dict:
 @given(mutated(_workload()))
 def test_dnn_partitioning_workloads_are_read_or_refused(case) -> None:
     tree, moves = case
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "workload.json"
-        path.write_text(json.dumps(tree))
-        attempt("read_dnn_partitioning", read_dnn_partitioning, path, describe=moves)
+    attempt_file("read_dnn_partitioning", read_dnn_partitioning, "workload.json", json.dumps(tree), describe=moves)
 
 
 @examples(ci=25)
 @given(mutated(_split()))
 def test_splits_are_read_or_refused(case) -> None:
     tree, moves = case
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "split.json"
-        path.write_text(json.dumps(tree))
-        attempt("read_split", read_split, path, describe=moves)
+    attempt_file("read_split", read_split, "split.json", json.dumps(tree), describe=moves)
 
 
 @examples(ci=5)
 @given(mutated(_workload()))
 def test_partition_command_answers_or_refuses_in_one_line(case) -> None:
     tree, moves = case
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "workload.json"
-        path.write_text(json.dumps(tree))
-        attempt_cli("cli:partition", ["partition", str(path), "--method", "greedy", "--out", folder], describe=moves)
+    with written({"workload.json": json.dumps(tree)}) as folder:
+        attempt_cli("cli:partition", ["partition", str(folder / "workload.json"), "--method", "greedy", "--out",
+                                      str(folder)], describe=moves)
 
 
 _PD_LINE = re.compile(r"^(\S+) -- (.*) -- (.*)$")
@@ -177,10 +163,7 @@ def _profile_text(tree) -> str:
 @given(mutated(_profile()))
 def test_pipedream_profiles_are_read_or_refused(case) -> None:
     tree, moves = case
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "graph.txt"
-        path.write_text(_profile_text(tree))
-        attempt("read_pipedream_profile", read_pipedream_profile, path, describe=moves)
+    attempt_file("read_pipedream_profile", read_pipedream_profile, "graph.txt", _profile_text(tree), describe=moves)
 
 
 def test_the_unmutated_samples_are_read() -> None:

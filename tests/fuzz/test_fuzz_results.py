@@ -24,7 +24,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fuzzing import attempt, attempt_cli, each_number_pushed, examples, mutated, to_toml
+from fuzzing import attempt, attempt_cli, attempt_file, each_number_pushed, examples, mutated, to_toml, written
 from schedsearch import Pipeline
 from schedsearch import plan as plan_pipeline
 from schedsearch.cli._inputs import identify, plan_of
@@ -75,28 +75,23 @@ def _json(tree) -> str:
 @given(mutated(_plan_document()))
 def test_plan_documents_are_read_or_refused(case) -> None:
     tree, moves = case
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "plan.json"
-        path.write_text(_json(tree))
-        attempt("read_json", read_json, path, describe=moves)
+    attempt_file("read_json", read_json, "plan.json", _json(tree), describe=moves)
 
 
 @examples(ci=10)
 @given(mutated(_plan_document()))
 def test_run_check_only_reads_or_refuses_a_plan_document(case) -> None:
     tree, moves = case
-    with tempfile.TemporaryDirectory() as folder:
-        (Path(folder) / "plan.json").write_text(_json(tree))
-        attempt_cli("cli:run --check-only", ["run", folder, "--check-only"], describe=moves)
+    with written({"plan.json": _json(tree)}) as folder:
+        attempt_cli("cli:run --check-only", ["run", str(folder), "--check-only"], describe=moves)
 
 
 @examples(ci=10)
 @given(mutated(_plan_document()), st.sampled_from(["csv", "txt", "json", "trace"]))
 def test_export_reads_or_refuses_a_plan_document(case, fmt) -> None:
     tree, moves = case
-    with tempfile.TemporaryDirectory() as folder:
-        (Path(folder) / "plan.json").write_text(_json(tree))
-        attempt_cli("cli:export", ["export", folder, "--format", fmt, "--out", str(Path(folder) / "out")],
+    with written({"plan.json": _json(tree)}) as folder:
+        attempt_cli("cli:export", ["export", str(folder), "--format", fmt, "--out", str(folder / "out")],
                     describe=(fmt, moves))
 
 
@@ -104,20 +99,17 @@ def test_export_reads_or_refuses_a_plan_document(case, fmt) -> None:
 @given(mutated(_plan_document()))
 def test_report_reads_or_refuses_a_plan_document(case) -> None:
     tree, moves = case
-    with tempfile.TemporaryDirectory() as folder:
-        (Path(folder) / "plan.json").write_text(_json(tree))
-        attempt_cli("cli:report", ["report", folder, "--out", str(Path(folder) / "out")], describe=moves)
+    with written({"plan.json": _json(tree)}) as folder:
+        attempt_cli("cli:report", ["report", str(folder), "--out", str(folder / "out")], describe=moves)
 
 
 @examples(ci=6)
 @given(mutated(_front()))
 def test_report_reads_or_refuses_a_pareto_front(case) -> None:
     tree, moves = case
-    with tempfile.TemporaryDirectory() as folder:
-        (Path(folder) / "plan.json").write_text(_json(_plan_document()))
-        (Path(folder) / "front.json").write_text(_json(tree))
-        attempt_cli("cli:report", ["report", folder, "--front", str(Path(folder) / "front.json"), "--out",
-                                   str(Path(folder) / "out")], describe=("front", moves))
+    with written({"plan.json": _json(_plan_document()), "front.json": _json(tree)}) as folder:
+        attempt_cli("cli:report", ["report", str(folder), "--front", str(folder / "front.json"), "--out",
+                                   str(folder / "out")], describe=("front", moves))
 
 
 @st.composite
@@ -179,10 +171,8 @@ CALIBRATION = Calibration(latency_ms=0.05, bandwidth_bytes_per_s=10**9, action_o
 @given(mutated(CALIBRATION), st.sampled_from(["toml", "json"]))
 def test_calibration_files_are_read_or_refused(case, suffix) -> None:
     tree, moves = case
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / f"calibration.{suffix}"
-        path.write_text(to_toml(tree) if suffix == "toml" else _json(tree))
-        attempt("Calibration.load", Calibration.load, path, describe=(suffix, moves))
+    attempt_file("Calibration.load", Calibration.load, f"calibration.{suffix}",
+                 to_toml(tree) if suffix == "toml" else _json(tree), describe=(suffix, moves))
 
 
 def test_the_unmutated_calibration_is_read() -> None:
@@ -232,9 +222,7 @@ def test_every_number_of_the_documents_pushed_to_extremes_is_read_or_refused() -
                                    {"makespan": "18", "peak_activations": 2}])
 def test_a_malformed_front_point_is_refused_naming_it(point) -> None:
     front = {**_front(), "points": [*_front()["points"], point]}
-    with tempfile.TemporaryDirectory() as folder:
-        (Path(folder) / "plan.json").write_text(_json(_plan_document()))
-        (Path(folder) / "front.json").write_text(_json(front))
-        status, _, err = attempt_cli("cli:report", ["report", folder, "--front", str(Path(folder) / "front.json"),
-                                                    "--out", str(Path(folder) / "out")])
+    with written({"plan.json": _json(_plan_document()), "front.json": _json(front)}) as folder:
+        status, _, err = attempt_cli("cli:report", ["report", str(folder), "--front", str(folder / "front.json"),
+                                                    "--out", str(folder / "out")])
     assert status and f"Pareto front: point {len(front['points']) - 1}" in err

@@ -24,6 +24,8 @@ from fuzzing import attempt, attempt_cli, examples, mutated
 from schedsearch.actions import Action
 from schedsearch.errors import FormatError
 from schedsearch.handcrafted import reproduce
+from schedsearch.plan.pipeline import Pipeline
+from schedsearch.runtime.calibrate import calibration_from_trace
 from schedsearch.runtime.profiler_traces import pipeline_from_traces
 from schedsearch.runtime.trace import (Compute, MeasuredTrace, StepTrace, compare, measured_schedule,
                                        order_violations, planned_actions)
@@ -138,10 +140,12 @@ def _measured(name: str) -> dict:
 def _build(tree: dict, steps: int) -> MeasuredTrace:
     """The records of ``tree`` as a measured trace of ``steps`` identical steps (the library's types refuse
     what is malformed)."""
+    records = tree.get("computes", [])
     computes = tuple(Compute(rank=c.get("rank"), action=Action(c.get("stage"), c.get("kind"), c.get("microbatch")),
-                             start_s=c.get("start_s"), end_s=c.get("end_s"))
-                     for c in tree.get("computes", []))
-    spans = tuple(tuple(s) if isinstance(s, list) else s for s in tree.get("rank_spans", []))
+                             start_s=c.get("start_s"), end_s=c.get("end_s")) if isinstance(c, dict) else c
+                     for c in records) if isinstance(records, list) else records
+    spans = tree.get("rank_spans", [])
+    spans = tuple(tuple(s) if isinstance(s, list) else s for s in spans) if isinstance(spans, list) else spans
     step = StepTrace(rank_spans=spans, events=(), computes=computes)
     n = len(spans)
     return MeasuredTrace(num_ranks=n, steps=(step,) * steps, clock_offsets_s=(0.0,) * n, clock_rtt_s=(0.0,) * n)
@@ -185,11 +189,18 @@ def _check(name: str, tree: dict, steps: int, step: int) -> tuple:
     return found
 
 
+def _calibrate(tree: dict, steps: int):
+    pipeline = Pipeline(num_ranks=2, num_microbatches=4, stages=[{"forward_ms": 1.0, "backward_ms": 2.0}] * 2)
+    return calibration_from_trace(pipeline, _build(tree, steps), warmup=0)
+
+
 @examples(ci=60)
 @given(_measured_case())
 def test_measured_traces_are_checked_or_refused(case) -> None:
     name, tree, steps, step, what = case
     attempt("order_violations", _check, name, tree, steps, step, describe=what)
+    if name != "dualpipev":  # one stage per rank, as a calibration run has
+        attempt("calibration_from_trace", _calibrate, tree, steps, describe=what)
 
 
 def test_the_unmutated_measured_trace_is_in_order() -> None:
