@@ -48,14 +48,13 @@ from schedsearch.executors import LocalExecutor, TaskStatus
 
 from schedsearch.errors import (
     DeadlineExceeded,
-    InvalidOptionsError,
     InvalidPipelineError,
     InvalidProblemError,
     NoFittingPlanError,
     SchedSearchError,
 )
 from schedsearch.handcrafted.families import RUNTIMES, check_runtime
-from schedsearch.options import MAX_SEED, Deadline, Rule, SearchOptions, check_options
+from schedsearch.options import MAX_SEED, Deadline, Rule, SearchOptions, check_option, check_options
 from schedsearch.plan.pipeline import (Pipeline, Stage, _families as family_keys, check_integer_range,
                                        check_plan_arguments, exact_bytes, exact_memory_unit)
 from schedsearch.rewrite import with_capacities
@@ -100,6 +99,10 @@ def _parallel_of(executor: Any, parallel: int | None) -> int | None:
     if hasattr(executor, "parallel"):
         return executor.parallel
     return getattr(executor, "workers", None)  # an executor written before ``parallel``
+
+
+#: The ``progress`` option of the planner's entries.
+_PROGRESS = Rule("a function of one line of text, or None", lambda v: v is None or callable(v))
 
 
 def _check_call(where: str, pipeline: Any, runtime: Any, *, time_limit_s: Any, parallel: Any, address: Any,
@@ -227,8 +230,7 @@ def plan(
                                        progress=progress)
     _check_call("plan", pipeline, runtime, time_limit_s=time_limit_s, parallel=parallel, address=address,
                 deterministic=deterministic, seed=seed)
-    if progress is not None and not callable(progress):
-        raise InvalidOptionsError(f"plan: 'progress' must be a function of one line of text, got {progress!r}")
+    check_option("plan", "progress", progress, _PROGRESS)
     call = Deadline(None if deterministic else time_limit_s)
     t0 = call.t0
     runner = get_executor(executor, parallel=parallel, address=address)
@@ -629,6 +631,10 @@ def plan_sweep(
     parallel = _renamed("plan_sweep", "workers", "parallel", workers, parallel)
     _check_call("plan_sweep", pipeline, runtime, time_limit_s=time_limit_s, parallel=parallel, address=address,
                 deterministic=deterministic, seed=seed)
+    if pipeline.layers_per_entry is not None:
+        raise InvalidPipelineError(
+            f"plan_sweep: {pipeline} says its entries stand for layers (layers_per_entry): the sweep plans a "
+            f"description stage by stage; plan() plans it in layers (micro-batching and families chosen there)")
     t0 = time.perf_counter()
     runner = get_executor(executor, parallel=parallel, address=address)
     grid = [(m, b, f) for m in _grid_values("num_microbatches", num_microbatches, pipeline.num_microbatches)
@@ -769,8 +775,7 @@ def _check_layers_call(model: Any, *, num_ranks: Any, time_limit_s: Any, paralle
         "prune": (prune, Rule.boolean()),
     })
     check_runtime(runtime)
-    if progress is not None and not callable(progress):
-        raise InvalidOptionsError(f"plan_layers: 'progress' must be a function of one line of text, got {progress!r}")
+    check_option("plan_layers", "progress", progress, _PROGRESS)
     if num_ranks is None:
         return model.num_ranks[0]
     if isinstance(num_ranks, bool) or num_ranks not in model.num_ranks:

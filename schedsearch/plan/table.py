@@ -24,8 +24,8 @@ from schedsearch.schedule import Schedule
 from schedsearch.units import GIB, Units
 from schedsearch.plan.candidates import Candidate
 
-__all__ = ["MAX_ERROR_CHARS", "MAX_ERROR_FAMILIES", "MAX_ERROR_LINE", "PEAK_NOT_PROVEN", "PlanResult", "PlanRow", "SweepPoint",
-           "SweepResult"]
+__all__ = ["MAX_ERROR_CHARS", "MAX_ERROR_FAMILIES", "MAX_ERROR_HEADLINE", "MAX_ERROR_LINE", "PEAK_NOT_PROVEN",
+           "PlanResult", "PlanRow", "SweepPoint", "SweepResult"]
 
 
 @attrs.frozen(kw_only=True)
@@ -256,13 +256,16 @@ def _rank_key(row: PlanRow) -> tuple:
     return (0, row.makespan_ms, max(row.peak_gib, default=0.0))
 
 
-#: The most lines a "no plan" error gives to reasons (the rest are counted), the longest such line, and the
-#: most characters of the whole message (its headline, the lines and the count); the error's ``reasons``
-#: keep every family's.
+#: The most lines a "no plan" error gives to reasons (the rest are counted), the longest such line, the longest
+#: headline, and the most characters of the whole message (its headline, the lines and the count); the error's
+#: ``reasons`` keep every family's.
 MAX_ERROR_FAMILIES = 4
 
 
 MAX_ERROR_LINE = 240
+
+
+MAX_ERROR_HEADLINE = 360
 
 
 MAX_ERROR_CHARS = 560
@@ -275,21 +278,22 @@ def _per_family(headline: str, entries: Sequence[tuple[str, str]]) -> str:
     by_reason: dict[str, list[str]] = {}
     for family, why in entries:
         by_reason.setdefault(why, []).append(family)
-    head = headline if len(headline) <= MAX_ERROR_LINE else headline[:MAX_ERROR_LINE - 4] + " ..."
-    lines = [f"{head}:"]
     reasons = list(by_reason.items())
-    shown = 0
+    lines = [_cut(headline, MAX_ERROR_HEADLINE - 1) + ":"]
     for why, families in reasons[:MAX_ERROR_FAMILIES]:
-        line = f"  {', '.join(families)}: {why}"
-        line = line if len(line) <= MAX_ERROR_LINE else line[:MAX_ERROR_LINE - 4] + " ..."
-        room = MAX_ERROR_CHARS - sum(len(x) + 1 for x in lines) - (len(_more(reasons, shown + 1)) + 1)
-        if shown and len(line) > room:
+        shown = len(lines) - 1
+        count = len(_more(reasons, shown + 1)) + 1 if shown + 1 < len(reasons) else 0
+        room = MAX_ERROR_CHARS - sum(len(x) + 1 for x in lines) - count
+        if room < 60:  # the headline leaves at least that much for the first reason
             break
-        lines.append(line)
-        shown += 1
-    if shown < len(reasons):
-        lines.append(_more(reasons, shown))
+        lines.append(_cut(f"  {', '.join(families)}: {why}", min(MAX_ERROR_LINE, room)))
+    if len(lines) - 1 < len(reasons):
+        lines.append(_more(reasons, len(lines) - 1))
     return "\n".join(lines)
+
+
+def _cut(text: str, most: int) -> str:
+    return text if len(text) <= most else text[:most - 4] + " ..."
 
 
 def _no_fitting_plan(headline: str, entries: Sequence[tuple[str, str]]) -> NoFittingPlanError:

@@ -496,7 +496,8 @@ def check_progress(plan: CsvPlan) -> None:
         )
     ring = (" -> ".join(f"rank {r}" for r in cycle + [cycle[0]]) if len(cycle) <= SHOWN else
             f"{len(cycle)} ranks, from rank {cycle[0]} through rank {cycle[1]} ... back to rank {cycle[0]}")
-    shown = "; ".join(parts[:3]) + (f"; and {len(parts) - 3} more ranks of the cycle" if len(parts) > 3 else "")
+    more = len(parts) - 2  # the ring names every rank of the cycle; the first two are explained in full
+    shown = "; ".join(parts[:2]) + (f"; and {more} more rank{'s' if more > 1 else ''} of the cycle" if more > 0 else "")
     others = sorted(set(stuck) - set(cycle))
     tail = f"; ranks {listed(others)} wait behind them" if others else ""
     raise PlanError(f"plan would deadlock (the ranks wait for each other in a cycle: {ring}): " + shown + tail)

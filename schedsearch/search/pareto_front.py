@@ -241,7 +241,6 @@ def pareto(
         raise InvalidOptionsError(
             f"pareto: 'objectives' must be {_PAIRS}, got {tuple(objectives)!r}"
         )
-    _check_step_limit(step_time_limit_s)
     time_objective = "max_span" if "max_span" in objectives else "makespan"
     problem = problem.with_(objective=time_objective)
     run = run.on(problem)
@@ -296,11 +295,6 @@ def _refusal(problem: Problem, capacity: int | None) -> str | None:
     if capacity is None:
         return None
     return problem.memory_refusal(resolved_capacities(problem, capacity))
-
-
-def _check_step_limit(value: Any) -> None:
-    if value is not None:
-        SearchOptions(time_limit_s=value)  # the common check of a time limit
 
 
 @attrs.define

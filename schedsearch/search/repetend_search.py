@@ -96,7 +96,7 @@ from schedsearch.encode.repetend import (
     repetend_support_error,
     solve_repetend,
 )
-from schedsearch.errors import InvalidOptionsError, UnsupportedFeatureError, ValidationFailedError
+from schedsearch.errors import UnsupportedFeatureError, ValidationFailedError
 from schedsearch.options import Reporter, Rule, SearchOptions
 from schedsearch.periodic import (
     PeriodicSchedule,
@@ -433,8 +433,9 @@ def repetend(
         The common settings (:class:`~schedsearch.options.SearchOptions` or
         keywords of its field names); ``time_limit_s`` covers the whole
         search; ``backend`` (a name or an object) solves every modulo
-        sub-problem and every part. ``warm_starts`` are refused: a repetend
-        is built from its period up, not from a plan. Progress phases:
+        sub-problem and every part. ``warm_starts`` do not apply (a repetend
+        is built from its period up, not from a plan): they are left aside,
+        and the result's ``notes`` say so. Progress phases:
         ``"bound"``, ``"repetend period P"`` (``"repetend period P (fold
         k)"``), ``"completion"``.
 
@@ -464,17 +465,17 @@ def repetend(
                                 else hasattr(v, "name"), tuple(REPETEND_BACKENDS))),
         "candidates": (candidates, Rule.integer(1)), "completion": (completion, Rule.choice(COMPLETIONS)),
     })
-    opts = run.options
-    if opts.warm_starts:
-        raise InvalidOptionsError(
-            f"repetend: 'warm_starts' ({len(opts.warm_starts)} given) are not used: a repetend is built from its "
-            f"period up; compare plans with scale_search or solve"
-        )
+    given = len(run.options.warm_starts)
     _check_supported(problem)
-    return repetend_search(run, repetend_size=repetend_size, max_fold=max_fold, max_period=max_period,
-                           fold_time_limit_s=fold_time_limit_s, completion_time_limit_s=completion_time_limit_s,
-                           memory_encoding=memory_encoding, prover=prover, candidates=candidates,
-                           completion=completion)
+    result = repetend_search(run, repetend_size=repetend_size, max_fold=max_fold, max_period=max_period,
+                             fold_time_limit_s=fold_time_limit_s, completion_time_limit_s=completion_time_limit_s,
+                             memory_encoding=memory_encoding, prover=prover, candidates=candidates,
+                             completion=completion)
+    if not given:
+        return result
+    note = (f"the warm starts ({given} given) were left aside: a repetend is built from its period up, not from a "
+            f"plan (scale_search and solve start from them)")
+    return attrs.evolve(result, notes=(*result.notes, note))
 
 
 def repetend_search(run: Run, *, repetend_size: int | None = None, max_fold: int = 2, max_period: int | None = None,
