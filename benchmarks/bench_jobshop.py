@@ -19,11 +19,15 @@ interpreter, ``--pyjobshop PYTHON`` or ``$PYJOBSHOP_PYTHON``, skipped with
 a note when none is given or it cannot import ``pyjobshop``) and the plain
 CP-SAT model of :mod:`benchmarks.bench_jobshop_overhead` (the same FJSPLIB
 file, a ten-line reader). A row ``(import)`` launches ``import schedsearch``
-against ``import pyjobshop`` (which imports OR-tools). The runs alternate
-(A, B, C, C, B, A, ...), the same workers, seed and limit on every side,
-and each figure is the median; the goals: this library's time at most
-PyJobShop's and at most the plain model's x 1.2 + 0.1 s. The children also
-report their own phases (import, read, solve, write).
+against ``import pyjobshop`` (which imports OR-tools). Every side reads
+bytecode caches, as an installed package does (``PYTHONDONTWRITEBYTECODE``
+is dropped, and one untimed launch of each side writes them). The runs
+alternate (A, B, C, C, B, A, ...), the same workers, seed and limit on
+every side, and each figure is the median (wall and CPU time); the goals:
+this library's wall time at most PyJobShop's and at most the plain model's
+x 1.2 + 0.1 s. The children also report their own phases (import, read,
+solve, write). ``--before REV`` adds this library at a git revision as a
+fourth side (the same child, its source tree in a temporary worktree).
 
 The instance files and their optima come from the SchedulingLab collections
 beside the repository (``../shared/data``, or ``--data``); the optima are
@@ -31,7 +35,8 @@ those of the collections' indexes.
 
 Usage: ``python -m benchmarks.bench_jobshop [--quick] [--skip-wide]
 [--skip-ablation] [--skip-whole] [--whole-only] [--whole-reps 4]
-[--whole-workers 2] [--pyjobshop PYTHON] [--wide-limit 30] [--data DIR]``.
+[--whole-workers 2] [--whole-limit 60] [--whole-instances NAME ...]
+[--pyjobshop PYTHON] [--before REV] [--wide-limit 30] [--data DIR]``.
 """
 
 from __future__ import annotations
@@ -200,7 +205,8 @@ def _launch(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, 
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode:
-        raise RuntimeError(f"{command[:3]} failed: {(done.stderr.strip().splitlines() or [''])[-1]}")
+        raise RuntimeError(f"{command[0]} -c ... {' '.join(command[3:4])} failed: "
+                           f"{(done.stderr.strip().splitlines() or [''])[-1]}")
     lines = done.stdout.strip().splitlines()
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     return wall, cpu, json.loads(lines[-1]) if lines else {}
@@ -211,15 +217,18 @@ def whole_processes(index, names: list[str], reps: int, workers: int, limit: flo
     """Whole-process wall times of this library, PyJobShop (when ``pyjobshop``) and the plain model (module
     notes); with ``before`` (a source tree of this library) that tree's as a fourth side."""
     root = Path(__file__).resolve().parents[1]
-    bare_env = dict(os.environ, PYTHONPATH="")
-    envs = {"ours": dict(os.environ, PYTHONPATH=str(root)), "pyjobshop": bare_env, "plain": bare_env}
+    # every side reads its modules' bytecode caches, as an installed package does (written by the warm-up)
+    user_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    bare_env = dict(user_env, PYTHONPATH="")
+    envs = {"ours": dict(user_env, PYTHONPATH=str(root)), "pyjobshop": bare_env, "plain": bare_env}
     if before is not None:
-        envs["before"] = dict(os.environ, PYTHONPATH=str(before))
+        envs["before"] = dict(user_env, PYTHONPATH=str(before))
     plain_code = _PLAIN_CHILD % inspect.getsource(plain_cpsat)
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench_jobshop_") as tmp:
         folder = Path(tmp)
-        for name in ["(import)", *names]:
+        for i, name in enumerate([names[0], "(import)", *names]):
+            warm_up = i == 0  # the first instance once, untimed: the bytecode caches written
             sides: dict[str, list[str] | None] = {}
             if name == "(import)":
                 sides["ours"] = [sys.executable, "-c", "import schedsearch"]
@@ -239,9 +248,11 @@ def whole_processes(index, names: list[str], reps: int, workers: int, limit: flo
                 sides["before"] = sides["ours"]
             order = [side for side, command in sides.items() if command is not None]
             runs: dict[str, list[tuple[float, float, dict]]] = {side: [] for side in order}
-            for rep in range(reps):  # A, B, C, C, B, A, ...: each side as often first as last
+            for rep in range(1 if warm_up else reps):  # A, B, C, C, B, A, ...: each side as often first as last
                 for side in order if rep % 2 == 0 else order[::-1]:
                     runs[side].append(_launch(sides[side], envs[side], folder))
+            if warm_up:
+                continue
             row: dict = {"instance": name, "reps": reps, "workers": workers}
             for side, done in runs.items():
                 row[f"{side}_s"] = statistics.median(wall for wall, _, _ in done)

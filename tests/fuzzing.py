@@ -138,12 +138,15 @@ def attempt(target: str, call: Callable[..., Any], *args: Any, describe: Any = N
 
 
 def attempt_cli(target: str, argv: list[str], *, describe: Any = None,
-                cpu_limit_s: float = CPU_LIMIT_S, answers: tuple[int, ...] = (0,)) -> tuple[int, str, str]:
+                cpu_limit_s: float = CPU_LIMIT_S, answers: tuple[int, ...] = (0,),
+                log: Callable[[str], bool] | None = None) -> tuple[int, str, str]:
     """Run ``schedsearch ARGV`` in this process under the campaign's rule; count it for ``target``.
 
     Returns ``(exit status, stdout, stderr)``. A status in ``answers`` is an answer (``validate``
     answers 1 when it finds violations); any other is a refusal and must come with a message on
-    standard error, at most :data:`MESSAGE_LIMIT` characters and no traceback.
+    standard error, at most :data:`MESSAGE_LIMIT` characters and no traceback. ``log`` tells the
+    lines of standard error that are the command's progress log (``plan`` prints one per
+    candidate there), not its message: they are left out of the message's length.
     """
     from schedsearch.cli import main
 
@@ -175,9 +178,10 @@ def attempt_cli(target: str, argv: list[str], *, describe: Any = None,
         assert stderr.strip(), f"{target}: exit status {status} with nothing on standard error for {what}"
     else:
         record.answered += 1
-    record.max_message = max(record.max_message, len(stderr))
-    assert len(stderr) <= MESSAGE_LIMIT, (
-        f"{target}: {len(stderr)} characters on standard error for {what}: {stderr[:400]}...")
+    message = stderr if log is None else "".join(line for line in stderr.splitlines(keepends=True) if not log(line))
+    record.max_message = max(record.max_message, len(message))
+    assert len(message) <= MESSAGE_LIMIT, (
+        f"{target}: {len(message)} characters on standard error for {what}: {message[:400]}...")
     return status, out.getvalue(), stderr
 
 

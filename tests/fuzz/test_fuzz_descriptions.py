@@ -13,9 +13,11 @@ CPU-time and message bounds, and the command line never prints a traceback.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -29,10 +31,19 @@ MODELS = Path(__file__).resolve().parents[2] / "models"
 PIPELINE = tomllib.loads((MODELS / "pipeline.toml").read_text())
 LAYERS = tomllib.loads((MODELS / "llama3_8b_layers.toml").read_text())
 
+#: The fields of the keyword constructor, and those it requires.
+FIELDS = {f.name for f in attrs.fields(Pipeline)}
+REQUIRED = {"num_ranks", "num_microbatches", "stages"}
+
 #: A search's limits in the campaign: a small wall-clock limit, one candidate at a time in this process.
 PLAN = {"time_limit_s": 0.5, "parallel": 1}
 #: The same on the command line.
 PLAN_ARGS = ["--out", "", "--time-limit", "0.5", "--parallel", "1"]
+
+
+def _progress(line: str) -> bool:
+    """A line of the planner's progress log (``[3/9] ZB-V: ...``, one per candidate), not of its message."""
+    return re.match(r"\[\d+/\d+\] ", line) is not None
 
 
 def _read_pipeline(tree: dict, what: object) -> tuple[str, object]:
@@ -54,7 +65,9 @@ def test_a_mutated_pipeline_file_is_read_or_refused(case) -> None:
 @given(mutated(PIPELINE), st.booleans())
 def test_a_mutated_pipeline_in_python_is_built_or_refused(case, keywords) -> None:
     tree, moves = case
-    if keywords:  # the keyword constructor takes what from_dict takes
+    if keywords and REQUIRED <= set(tree) <= FIELDS:
+        # the keyword constructor takes what from_dict takes (a call that leaves out or misspells an argument is
+        # Python's TypeError, as for any function: from_dict is the door of a document's fields)
         attempt("Pipeline (Python)", lambda: Pipeline(**tree), describe=moves)
     else:
         attempt("Pipeline.from_dict", Pipeline.from_dict, tree, describe=moves)
@@ -97,7 +110,7 @@ def test_a_mutated_layer_model_file_is_planned_or_refused(case) -> None:
 def test_the_plan_command_answers_or_refuses_in_one_message(case) -> None:
     tree, moves = case
     with written({"description.toml": to_toml(tree)}) as folder:
-        attempt_cli("cli plan", ["plan", str(folder / "description.toml"), *PLAN_ARGS], describe=moves)
+        attempt_cli("cli plan", ["plan", str(folder / "description.toml"), *PLAN_ARGS], describe=moves, log=_progress)
 
 
 @examples(ci=3)
@@ -109,7 +122,8 @@ def test_the_sweep_command_answers_or_refuses_in_one_message(case, grid) -> None
     with written({"description.toml": to_toml(tree)}) as folder:
         argv = ["sweep", str(folder / "description.toml"), *grid, "--time-limit", "0.5", "--parallel", "1",
                 "--combined"]
-        attempt_cli("cli sweep", argv, describe=(moves, grid))
+        # exit 1 is an answer: the table printed, no grid point has a plan (each row says why)
+        attempt_cli("cli sweep", argv, describe=(moves, grid), answers=(0, 1), log=_progress)
 
 
 @pytest.mark.parametrize("case", each_number_pushed(PIPELINE), ids=lambda case: case[1])
