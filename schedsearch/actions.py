@@ -33,7 +33,7 @@ A position in time is not part of an action: a planned or measured span is
 a record that holds one (:class:`OnAction`: the runtime's measured stage
 calls, the profiler's action spans).
 
-This module imports nothing of the package but its errors and their message helpers.
+This module imports nothing of the package but its errors.
 
 Examples
 --------
@@ -58,7 +58,6 @@ from collections.abc import Sequence
 
 import attrs
 
-from schedsearch._json import short_repr
 from schedsearch.errors import FormatError, SchedSearchError
 
 __all__ = [
@@ -194,7 +193,7 @@ class Action:
         try:
             return _parse(text.strip(), compute_only=False)
         except _Malformed as exc:
-            raise FormatError(f"{short_repr(text.strip())}: {exc.reason}") from None
+            raise FormatError(f"{_clipped(text.strip())}: {exc.reason}") from None
 
     @property
     def members(self) -> tuple[Action, ...]:
@@ -256,6 +255,12 @@ _SINGLE_KINDS = {k.value: k for k in Kind if k is not Kind.OVERLAP_F_B}
 MAX_DIGITS = 18
 
 
+def _clipped(text: str, limit: int = 60) -> str:
+    """``repr(text)``, cut to ``limit`` characters of text: a cell or a label in a message stays short
+    however long the file's was (the module's own, so that the action type stays a leaf)."""
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
 class _Malformed(Exception):
     """Why a text is not an action (the readers add where it stands)."""
 
@@ -281,12 +286,12 @@ def _parse_one(text: str, compute_only: bool) -> Action:
             "communication or sharding actions (the runtime adds the sends, receives and gradient reductions itself)")
     if kind is None:
         expected = ", ".join(k.value for k in (COMPUTE_KINDS if compute_only else _SINGLE_KINDS.values()))
-        raise _Malformed(f"unknown action kind {short_repr(letters)} (expected one of {expected}): not an action of "
+        raise _Malformed(f"unknown action kind {_clipped(letters)} (expected one of {expected}): not an action of "
                          f"the form {form}")
     if compute_only and not mb:
         raise _Malformed("names no micro-batch (e.g. 3F0 is stage 3's forward of micro-batch 0)")
     if compute_only and pipe:
-        raise _Malformed(f"names pipeline {short_repr(pipe)}; torch's CSV runs one pipeline, its actions carry no "
+        raise _Malformed(f"names pipeline {_clipped(pipe)}; torch's CSV runs one pipeline, its actions carry no "
                          f"suffix")
     return Action(int(stage), kind, int(mb) if mb else None, pipe=pipe or "")
 
@@ -300,7 +305,7 @@ def _parse(text: str, compute_only: bool) -> Action:
         raise _Malformed("is not an overlapped group of the form (aF;bB)OVERLAP_F_B")
     inner, tag = m.groups()
     if tag != Kind.OVERLAP_F_B:
-        raise _Malformed(f"group type {short_repr(tag)} is not supported (only {Kind.OVERLAP_F_B.value})")
+        raise _Malformed(f"group type {_clipped(tag)} is not supported (only {Kind.OVERLAP_F_B.value})")
     parts = [p.strip() for p in inner.split(";") if p.strip()]
     if not parts:
         raise _Malformed("is an empty overlapped group")
@@ -362,7 +367,7 @@ def parse_cell(raw: str, *, rank: int = 0, column: int = 0, error: type[SchedSea
     try:
         action = _parse(text, compute_only=True)
     except _Malformed as exc:
-        raise error(f"{prefix}rank {rank}, action {column} {short_repr(text)}: {exc.reason}") from None
+        raise error(f"{prefix}rank {rank}, action {column} {_clipped(text)}: {exc.reason}") from None
     return Cell(action=action, column=column)
 
 

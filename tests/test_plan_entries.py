@@ -212,7 +212,8 @@ def test_bad_entry_fields_are_refused(change, message) -> None:
      "beside it (4 GiB): with end_layers naming the head"),
     (lambda d: d.update(microbatch_sizes=[2, 2, 1, 1]), "pipeline: 'microbatch_sizes' [2.0, 2.0, 1.0, 1.0] with "
                                                          "'layers_per_entry'"),
-    (lambda d: d.update(action_overhead_ms=0.5), "pipeline: 'action_overhead_ms' 0.5 with 'layers_per_entry'"),
+    (lambda d: d.update(fb_overlap_ms=5.0), "pipeline: 'fb_overlap_ms' 5.0 with 'layers_per_entry': it times an "
+                                             "overlapped pair of the description's stages"),
 ])
 def test_entries_that_do_not_divide_into_their_layers_are_refused(change, message) -> None:
     doc = copy.deepcopy(_entries(end_layers=["embedding", "head"]))
@@ -236,3 +237,23 @@ def test_a_description_without_the_fields_reads_and_writes_as_before(tmp_path: P
     listed = Pipeline.from_dict(_entries(layers_per_entry=[4, 5, 3]))
     assert listed.entry_layers() == (4, 5, 3) and Pipeline.from_dict(listed.to_dict()) == listed
     assert math.isclose(sum(m.forward_ms for m in LayerModel.from_pipeline(listed).at(1)), 12.0)
+
+
+def test_a_calibrated_descriptions_overheads_carry_over_to_every_stage_of_every_split() -> None:
+    calibrated = Pipeline.from_dict(_entries(action_overhead_ms=0.25, step_overhead_ms=3.0))
+    model = LayerModel.from_pipeline(calibrated)
+    assert (model.action_overhead_ms, model.step_overhead_ms) == (0.25, 3.0)
+    assert LayerModel.from_dict(model.to_dict()) == model
+    # once per stage, whatever its layers: 12 layers of 1 ms forward as 3 stages of 4 (one per rank), and as 4
+    # stages of 3 (two per rank)
+    for counts, ranks in (([4, 4, 4], 3), ([3, 3, 3, 3], 2)):
+        config = Configuration.from_boundaries(counts, num_ranks=ranks, microbatch_size=1, num_microbatches=4)
+        pipeline = model.pipeline(config)
+        stages, _ = pipeline.stages_for(len(counts))
+        assert [s.forward_ms for s in stages] == [12 / len(counts) + 0.25] * len(counts)
+        assert pipeline.step_overhead_ms == 3.0
+
+
+def test_the_sweep_refuses_a_description_in_layers_rather_than_plan_it_stage_by_stage() -> None:
+    with pytest.raises(InvalidPipelineError, match=r"plan_sweep: .* says its entries stand for layers"):
+        schedsearch.plan_sweep(Pipeline.from_dict(_entries()), num_microbatches=[4, 8], time_limit_s=1)

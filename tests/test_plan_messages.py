@@ -126,9 +126,8 @@ def test_no_family_fits_gives_the_first_reasons_and_a_count_and_keeps_every_reas
     # every family once in the error's reasons, with its reason
     labels = [c.label for c in planner_module.candidates(_sample())]
     assert sorted(family for family, _ in info.value.reasons) == sorted(labels)
-    assert ("interleaved 1F1B v=3", "needs 12 stages, the description gives 8 layers: say how many transformer layers "
-            "each entry stands for (layers_per_entry, plan --layers-per-entry N) to plan it in layers") \
-        in info.value.reasons
+    assert ("interleaved 1F1B v=3", "needs 12 stages, the description gives 8 layers: give the layers per entry "
+            "(layers_per_entry, --layers-per-entry) to plan it in layers") in info.value.reasons
     # the message shows the first reasons, then counts the families of the rest
     shown = [f for line in lines[1:-1] for f in line.split(": ")[0].strip().split(", ")]
     assert shown and lines[-1].startswith("  ... and ")

@@ -99,8 +99,8 @@ def _why_not(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage] |
     n = candidate.num_stages(P)
     if stages is None:
         what = "layers" if pipeline.partition == "dp" else "stages"
-        return (f"needs {n} stages, the description gives {len(pipeline.stages)} {what}: say how many transformer "
-                f"layers each entry stands for (layers_per_entry, plan --layers-per-entry N) to plan it in layers")
+        return (f"needs {n} stages, the description gives {len(pipeline.stages)} {what}: give the layers per entry "
+                f"(layers_per_entry, --layers-per-entry) to plan it in layers")
     if candidate.split_backward and not all(s.has_split for s in stages):
         return "needs input_grad_ms and weight_grad_ms for every stage (split backward)"
     fields = ("forward_ms", "input_grad_ms", "weight_grad_ms") if candidate.split_backward else ("forward_ms",)

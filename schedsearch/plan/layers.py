@@ -388,6 +388,11 @@ class LayerModel:
         Transfer between neighbouring ranks (:class:`~schedsearch.plan.pipeline.P2P`).
     time_tolerance:
         Passed to every :class:`~schedsearch.plan.pipeline.Pipeline` built.
+    action_overhead_ms, step_overhead_ms:
+        What the pipeline runtime adds to every action (once per stage) and
+        once per step, as a :class:`~schedsearch.plan.pipeline.Pipeline`'s
+        fields of those names (a calibration measures them); passed to every
+        pipeline built. Default 0.
     name:
         Free text.
 
@@ -416,11 +421,15 @@ class LayerModel:
     memory_budget_bytes: int | None = attrs.field(default=None, converter=_budget)
     p2p: P2P = attrs.field(factory=P2P, converter=_p2p)
     time_tolerance: float = 0.01
+    action_overhead_ms: float = 0.0
+    step_overhead_ms: float = 0.0
     name: str = ""
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.name, str):
             raise InvalidPipelineError(f"model: 'name' must be a string, got {short_repr(self.name)}")
+        for field in ("action_overhead_ms", "step_overhead_ms"):
+            object.__setattr__(self, field, read_ms("model", field, getattr(self, field)))
         _integer("model", "global_batch", self.global_batch, 1, MAX_MICROBATCHES * MAX_MICROBATCH_SIZE)
         total = sum(layer.repeat for layer in self.layers)  # checked before the layers are expanded
         if total > MAX_LAYERS:
@@ -594,6 +603,7 @@ class LayerModel:
                         num_microbatches=configuration.num_microbatches,
                         memory_budget_bytes=self.memory_budget_bytes, p2p=self.p2p, families=families,
                         partition="fixed", time_tolerance=self.time_tolerance,
+                        action_overhead_ms=self.action_overhead_ms, step_overhead_ms=self.step_overhead_ms,
                         name=f"{self.name} {configuration.label()}".strip())
 
     # ------------------------------------------------------------ a per-stage description
@@ -624,10 +634,10 @@ class LayerModel:
           batch is the description's micro-batches of that size, and no
           other size has a cost.
 
-        The description's ranks, memory budget, transfers, time tolerance
-        and name carry over. Per-action or per-step overheads and
-        overlapped F&B pairs have no counterpart in a model in layers and
-        are refused.
+        The description's ranks, memory budget, transfers, time tolerance,
+        per-action and per-step overheads (a calibration's) and name carry
+        over. An overlapped F&B pair's time (``fb_overlap_ms``) is one of a
+        pair of stages, not of layers, and is refused.
 
         Examples
         --------
@@ -657,6 +667,9 @@ class LayerModel:
         if self.memory_budget_bytes is not None:
             out["memory_budget_bytes"] = format_bytes(self.memory_budget_bytes)
         out["time_tolerance"] = self.time_tolerance
+        for field in ("action_overhead_ms", "step_overhead_ms"):
+            if getattr(self, field):
+                out[field] = getattr(self, field)
         p2p = self.p2p.to_dict()
         if p2p:
             out["p2p"] = p2p
@@ -755,11 +768,11 @@ def _model_of_entries(pipeline: Pipeline) -> LayerModel:
     if counts is None:
         raise InvalidPipelineError(f"{pipeline}: 'layers_per_entry' is not given: the description does not say how "
                                    f"many transformer layers each entry stands for")
-    for field in ("action_overhead_ms", "step_overhead_ms", "fb_overlap_ms"):
-        if getattr(pipeline, field):
-            raise InvalidPipelineError(
-                f"pipeline: {field!r} {getattr(pipeline, field)!r} with 'layers_per_entry': a model in layers has no "
-                f"{field}; plan without it, or plan the entries as stages (leave 'layers_per_entry' out)")
+    if pipeline.fb_overlap_ms is not None:
+        raise InvalidPipelineError(
+            f"pipeline: 'fb_overlap_ms' {pipeline.fb_overlap_ms!r} with 'layers_per_entry': it times an overlapped "
+            f"pair of the description's stages, which a split into other stages does not keep; leave it out, or plan "
+            f"the entries as stages (leave 'layers_per_entry' out)")
     size = _entry_microbatch_size(pipeline)
     stages, ends = pipeline.stages, pipeline.end_layers or ()
     E = len(stages)
@@ -781,7 +794,8 @@ def _model_of_entries(pipeline: Pipeline) -> LayerModel:
             layers.append(_end_layer(pipeline, e, extra, per, stage.p2p_bytes))
     return LayerModel(layers=layers, global_batch=pipeline.num_microbatches * size, num_ranks=pipeline.num_ranks,
                       memory_budget_bytes=pipeline.memory_budget_bytes, p2p=pipeline.p2p,
-                      time_tolerance=pipeline.time_tolerance, name=pipeline.name)
+                      time_tolerance=pipeline.time_tolerance, action_overhead_ms=pipeline.action_overhead_ms,
+                      step_overhead_ms=pipeline.step_overhead_ms, name=pipeline.name)
 
 
 #: The origin of the split a per-stage description gives (one stage per entry), among the splits searched.

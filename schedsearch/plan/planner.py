@@ -635,6 +635,10 @@ def plan_sweep(
     parallel = _renamed("plan_sweep", "workers", "parallel", workers, parallel)
     _check_call("plan_sweep", pipeline, runtime, time_limit_s=time_limit_s, parallel=parallel, address=address,
                 deterministic=deterministic, seed=seed)
+    if pipeline.layers_per_entry is not None:
+        raise InvalidPipelineError(
+            f"plan_sweep: {pipeline} says its entries stand for layers (layers_per_entry): the sweep plans a "
+            f"description stage by stage; plan() plans it in layers (micro-batching and families chosen there)")
     t0 = time.perf_counter()
     runner = get_executor(executor, parallel=parallel, address=address)
     grid = [(m, b, f) for m in _grid_values("num_microbatches", num_microbatches, pipeline.num_microbatches)
