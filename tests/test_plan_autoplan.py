@@ -84,10 +84,28 @@ def test_pruning_never_drops_the_optimum(searched):
 def test_the_result_says_what_the_step_time_is_made_of(searched):
     _, pruned, _ = searched
     b = pruned.best.breakdown
+    assert b.overhead_ms == 0  # the model has no per-action overhead
     assert math.isclose(b.compute_ms + b.recompute_ms + b.bubble_ms, pruned.best.makespan_ms, abs_tol=1e-2)
     assert pruned.runner_up is not None
     text = pruned.table()
     assert "runner-up" in text and "pruned by bound" in text and "whole space" in text
+
+
+def test_the_runtime_overhead_is_its_own_part_of_the_step_not_bubble():
+    import attrs
+
+    model = attrs.evolve(small_model(), action_overhead_ms=0.25)
+    result = plan_layers(model, time_limit_s=60, parallel=1, deterministic=True)
+    best = result.best
+    config, b = best.configuration, best.breakdown
+    actions = 3 if best.candidate.split_backward else 2
+    busiest = max(len(stages) for stages in config.stage_of_rank())
+    # every rank of the small model's configurations runs the same number of stages, so the busiest rank's
+    # overhead is its stages' actions, each micro-batch, at 0.25 ms
+    assert len({len(stages) for stages in config.stage_of_rank()}) == 1
+    assert math.isclose(b.overhead_ms, config.num_microbatches * busiest * actions * 0.25)
+    assert math.isclose(b.compute_ms + b.recompute_ms + b.overhead_ms + b.bubble_ms, best.makespan_ms, abs_tol=1e-2)
+    assert "per-action overhead" in b.label()
 
 
 @pytest.mark.parametrize("budget", ["3 GiB", "4 GiB"])

@@ -344,17 +344,21 @@ class Decision(enum.Enum):
 @attrs.frozen(kw_only=True)
 class Breakdown:
     """What a plan's step time is made of, on its busiest rank (ms): its forward and backward work, the forwards it
-    recomputes, and the rest of the step it waits (``bubble_ms``, which holds the transfers on its critical
-    path); ``transfer_ms`` is one micro-batch's transfers there and back through the pipeline."""
+    recomputes, what the pipeline runtime adds to its actions (``overhead_ms``: the model's
+    ``action_overhead_ms`` once per action it runs), and the rest of the step it waits (``bubble_ms``, which
+    holds the transfers on its critical path); the four add up to the plan's makespan. ``transfer_ms`` is one
+    micro-batch's transfers there and back through the pipeline."""
 
     compute_ms: float
     recompute_ms: float
     bubble_ms: float
     transfer_ms: float
+    overhead_ms: float = 0.0
 
     def label(self) -> str:
-        return (f"compute {self.compute_ms:.1f} + recomputation {self.recompute_ms:.1f} + bubble {self.bubble_ms:.1f} "
-                f"ms (transfers per micro-batch {self.transfer_ms:.1f} ms)")
+        overhead = f" + per-action overhead {self.overhead_ms:.1f}" if self.overhead_ms else ""
+        return (f"compute {self.compute_ms:.1f} + recomputation {self.recompute_ms:.1f}{overhead} + bubble "
+                f"{self.bubble_ms:.1f} ms (transfers per micro-batch {self.transfer_ms:.1f} ms)")
 
 
 @attrs.frozen(kw_only=True)
@@ -571,19 +575,23 @@ def _breakdown(model: LayerModel, config: Configuration, row: PlanRow) -> Breakd
     figures = model.at(config.microbatch_size)
     m = config.num_microbatches
     ranks = config.stage_of_rank()
-    best = (-1.0, 0.0)
+    # a stage runs a forward and a backward per micro-batch (a forward, an input and a weight gradient when the
+    # backward is split), each carrying the runtime's overhead once
+    per_stage = (3 if row.candidate.split_backward else 2) * model.action_overhead_ms
+    best = (-1.0, 0.0, 0.0)
     for stages in ranks:
         layers = [i for s in stages for i in config.split[s]]
         work = math.fsum(figures[i].forward_ms + figures[i].backward_ms for i in layers)
         again = math.fsum(figures[i].forward_ms for i in layers if i in rec)
-        if work + again > sum(best):
-            best = (work, again)
-    compute, again = m * best[0], m * best[1]
+        if work + again + len(stages) * per_stage > sum(best):
+            best = (work, again, len(stages) * per_stage)
+    compute, again, overhead = m * best[0], m * best[1], m * best[2]
     sends = [float(model.p2p.transfer_ms(figures[g[-1]].p2p_bytes)) for g in config.split[:-1]]
     rank_of = _stage_ranks(config.num_stages, config.num_ranks, config.layout)
     transfer = 2 * math.fsum(t for k, t in enumerate(sends) if rank_of[k] != rank_of[k + 1])
-    return Breakdown(compute_ms=round(compute, 3), recompute_ms=round(again, 3),
-                     bubble_ms=round(max(0.0, row.makespan_ms - compute - again), 3), transfer_ms=round(transfer, 3))
+    return Breakdown(compute_ms=round(compute, 3), recompute_ms=round(again, 3), overhead_ms=round(overhead, 3),
+                     bubble_ms=round(max(0.0, row.makespan_ms - compute - again - overhead), 3),
+                     transfer_ms=round(transfer, 3))
 
 
 def _pipeline(model: LayerModel, config: Configuration) -> Any:
