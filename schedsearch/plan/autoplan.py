@@ -301,7 +301,8 @@ def space_floor_ms(model: LayerModel, num_ranks: int, *, runtime: str = "torch")
     every micro-batch one at a time (a model in layers declares no overlapped pairs), and holds their
     parameters and one micro-batch's activations at once (the rule of the planner's memory check), whatever
     the split: so per micro-batch size and recomputation, the step is at least the micro-batches times
-    :func:`least_largest_share` of the layers' times, where the same share of parameters and activations
+    :func:`least_largest_share` of the layers' times (a layer's backward counted as the least of its whole
+    backward and its input plus weight gradients), where the same share of parameters and activations
     fits the budget (recomputing every ``k``-th block counts as no recomputation for the time and as
     recomputing every block for the memory, as which blocks it recomputes depends on the split). Transfers
     and idle time count 0.
@@ -320,11 +321,22 @@ def space_floor_ms(model: LayerModel, num_ranks: int, *, runtime: str = "torch")
                     for i, m in enumerate(figures)]
             if budget is not None and least_largest_share([a + b for a, b in zip(params, held)], num_ranks) > budget:
                 continue
-            work = [exact_ms(m.forward_ms) + exact_ms(m.backward_ms)
+            work = [exact_ms(m.forward_ms) + _least_backward_ms(m)
                     + (exact_ms(m.forward_ms) if again and kinds[i] == "layer" else 0) for i, m in enumerate(figures)]
             value = model.global_batch // size * least_largest_share(work, num_ranks)
             best = value if best is None else min(best, value)
     return None if best is None else float(best)
+
+
+def _least_backward_ms(figures: Any) -> Fraction:
+    """A layer's least backward time over the variants: the whole backward, or its input and weight gradients
+    when given (a split-backward variant runs those, whose sum may be below the whole backward's)."""
+    from schedsearch.plan.times import exact_ms
+
+    whole = exact_ms(figures.backward_ms)
+    if not figures.has_split:
+        return whole
+    return min(whole, exact_ms(figures.input_grad_ms) + exact_ms(figures.weight_grad_ms))
 
 
 # ------------------------------------------------------------------ the result
