@@ -19,31 +19,29 @@ from schedsearch.plan.layers import LayerModel
 from schedsearch.plan.planner import Candidate, plan_configuration
 
 
-def plans(model: LayerModel, runtime: str = "any"):
+def plans(model: LayerModel, runtime: str = "any", limit_s: float = 5.0):
     """(configuration label, variant label, step ms) of every plan of the whole space on 2 ranks."""
     found, whole = configurations(model, 2, runtime=runtime)
     assert whole
     for config, _ in found:
         for key in config.families():
-            if family(key).overlap:
-                continue  # a model in layers declares no overlapped pairs
             for variant in family(key).variants:
-                cand = Candidate(family=key, chunks=config.stages_per_rank, split_backward=variant.split_backward,
-                                 overlap=family(key).overlap)
+                cand = Candidate(family=key, chunks=config.stages_per_rank, split_backward=variant.split_backward)
+                # a model in layers declares no overlapped pairs: its candidates run without them
                 try:
-                    row = plan_configuration(model, config, cand, time_limit_s=5, deterministic=True)
+                    row = plan_configuration(model, config, cand, time_limit_s=limit_s, deterministic=True)
                 except SchedSearchError:
                     continue
                 if row.makespan_ms is not None:
                     yield config.label(), cand.label, row.makespan_ms
 
 
-def check(model: LayerModel, runtime: str = "any") -> None:
+def check(model: LayerModel, runtime: str = "any", limit_s: float = 5.0) -> None:
     floor = space_floor_ms(model, 2, runtime=runtime)
     if floor is None:
-        assert not list(plans(model, runtime)), "no floor claimed, yet a configuration has a plan"
+        assert not list(plans(model, runtime, limit_s)), "no floor claimed, yet a configuration has a plan"
         return
-    for config, variant, ms in plans(model, runtime):
+    for config, variant, ms in plans(model, runtime, limit_s):
         assert floor <= ms + 1e-9, f"space floor {floor} ms above the plan of {config} ({variant}): {ms} ms"
 
 
@@ -90,16 +88,16 @@ def layer_models(draw) -> LayerModel:
 
 
 @given(layer_models())
-@settings(max_examples=10, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=3, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 def test_floor_at_most_every_plan(model):
-    check(model)
+    check(model, limit_s=0.5)  # a deterministic limit: the same plans on any machine
 
 
 @pytest.mark.slow
 @given(layer_models())
-@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 def test_floor_at_most_every_plan_many(model):
-    check(model)
+    check(model, limit_s=1.0)
 
 
 @given(st.lists(st.integers(0, 20), min_size=1, max_size=6), st.integers(1, 3))
