@@ -246,3 +246,12 @@ def test_the_floor_of_the_whole_space_is_below_every_plan(searched):
     # a budget no rank can meet without recomputation: the floor is the recomputing one's; none at all: no floor
     assert space_floor_ms(small_model("3 GiB"), 2) == 36.0 > space_floor_ms(small_model("100 GiB"), 2) == 30.0
     assert space_floor_ms(small_model("2 GiB"), 2) is None  # 4.25 GiB to share even recomputing: over 2 x 2 GiB
+
+
+def test_an_overlapped_candidate_without_a_pair_time_gets_a_row_with_its_reason():
+    # a model in layers has no fb_overlap_ms: a direct caller's F&B candidate is answered with the reason
+    model = small_model()
+    config = next(c for c, _ in configurations(model, 2)[0] if c.layout == "v")
+    cand = Candidate(family="dualpipev", chunks=config.stages_per_rank, split_backward=True, overlap=True)
+    row = plan_configuration(model, config, cand, time_limit_s=5, deterministic=True)
+    assert row.makespan_ms is None and "fb_overlap_ms" in row.note

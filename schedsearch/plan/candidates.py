@@ -115,7 +115,10 @@ def _why_not(pipeline: Pipeline, candidate: Candidate, stages: Sequence[Stage] |
     if why:
         return why
     if candidate.overlap:
-        longest = max(max(s.forward_ms, s.input_grad_ms, s.weight_grad_ms) for s in stages)
+        if pipeline.fb_overlap_ms is None:
+            return "needs fb_overlap_ms (the time of an overlapped forward-and-backward pair) for its F&B pairs"
+        longest = max(max(t for t in (s.forward_ms, s.input_grad_ms, s.weight_grad_ms) if t is not None)
+                      for s in stages)
         if pipeline.fb_overlap_ms < longest:
             return (f"fb_overlap_ms {pipeline.fb_overlap_ms:g} is shorter than the longest forward or gradient "
                     f"block of its stages ({longest:g} ms): an overlapped pair lasts at least its longest member")
