@@ -71,7 +71,6 @@ def grace_s(limit_s: float) -> float:
     return 0.1 + 0.01 * limit_s
 
 
-
 class Stop:
     """A hard stop at clock time ``at``: :meth:`tick` counts work and reads ``clock`` every :data:`STRIDE`
     units of it (and at the first tick), raising :class:`~schedsearch.errors.DeadlineExceeded` past ``at``;
@@ -125,7 +124,6 @@ SET_ASIDE_S = 1.0
 
 
 def set_aside(error: BaseException) -> None:
-
     """Free what ``error``'s traceback holds (the data of the phase it stopped: a half-built schedule of
     400,000 task instances takes a second to free on a loaded machine) on a background thread, a second
     later, so that the call that caught it returns first (freeing holds the interpreter's lock: done at
@@ -154,10 +152,8 @@ def counted(items: Iterable[T], work: int = 1) -> Iterator[T]:
         yield item
 
 
-
 @contextlib.contextmanager
 def unstopped() -> Iterator[None]:
-
     """Inside: no hard stop, not even an enclosing one's (what a call does after its stop to build its
     result from what it found: bounded work that must end)."""
     token = _STOP.set(None)
@@ -168,8 +164,7 @@ def unstopped() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def stopping(
-deadline: Any, grace: float | None = None) -> Iterator[Stop | None]:
+def stopping(deadline: Any, grace: float | None = None) -> Iterator[Stop | None]:
     """Inside: :func:`checkpoint` raises once ``deadline``'s wall-clock limit plus ``grace`` seconds (default
     :func:`grace_s` of the limit) has passed, or an enclosing stop has.
 

@@ -341,7 +341,6 @@ class SearchOptions(SolverSettings):
 
     @property
     def backend_name(self) -> str:
-
         """The backend's name (``"auto"`` resolves to ``"cpsat"``)."""
         name = self.backend if isinstance(self.backend, str) else str(self.backend.name)
         return "cpsat" if name == "auto" else name

@@ -168,7 +168,6 @@ class _Groups:
     member_of: dict[TaskKey, _GroupKey]
 
 
-
 def _check_tasks(
     problem: Problem, schedule: Schedule
 ) -> tuple[dict[TaskKey, TaskInstance], dict[TaskKey, int], list[Violation]]:

@@ -145,7 +145,6 @@ from schedsearch.actions import Action
 from schedsearch.deadline import STRIDE, checkpoint, counted
 
 
-
 from schedsearch.errors import InvalidProblemError
 from schedsearch.handcrafted.actions import check_v_mapping, pipeline_view, run_actions
 from schedsearch.problem import Problem

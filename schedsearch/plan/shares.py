@@ -68,7 +68,6 @@ DEFAULT_PARALLEL = 2
 WORKER_START_S = 2.0
 
 
-
 @attrs.frozen(kw_only=True)
 class Shares:
     """``time_limit_s`` split among ``num_candidates`` searches run ``parallel`` at a time.

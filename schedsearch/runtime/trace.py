@@ -89,7 +89,6 @@ ORDER_KINDS = ("missing_task", "duplicate_task", "unknown_task", "option_not_all
                "dependency", "fixed_order")
 
 
-
 #: Largest time (seconds, either sign) a measured record may give: a pipeline's longest time (MAX_MS).
 _MAX_S = MAX_MS / 1e3
 

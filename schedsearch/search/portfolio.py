@@ -819,8 +819,7 @@ def _within_limit(pf: _Portfolio, phase: Callable[..., Any], *args: Any) -> Any:
             return phase(pf, *args)
     except DeadlineExceeded as stop:
         set_aside(stop)
-        pf.note(
-f"stopped at the time limit ({pf.options.time_limit_s:g} s): the phase running ended there, "
+        pf.note(f"stopped at the time limit ({pf.options.time_limit_s:g} s): the phase running ended there, "
                 f"{pf.deadline.elapsed:.2f} s into the call")
         from schedsearch.bounds.analytic import _average_load
 
