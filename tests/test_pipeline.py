@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
+import subprocess
+import sys
+
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from schedsearch import Pipeline
 from schedsearch.errors import InvalidPipelineError, InvalidProblemError
-from schedsearch.plan.pipeline import P2P, Stage, parse_bytes, split_layers
+from schedsearch.plan.pipeline import P2P, Stage, _least_max_split, parse_bytes, split_layers
 
 
 
@@ -95,6 +101,48 @@ def test_split_layers_is_the_dp_optimum():
     same = [Stage(name=f"l{i}", forward_ms=1.0, backward_ms=1.0) for i in range(6)]
     groups = split_layers(same, 3)
     assert [i for g in groups for i in g] == list(range(6)) and all(groups) and len(groups) == 3
+
+
+def _brute_least_max(load, most):
+    """Every split of the chain into 1..most contiguous groups, by cut sets: the least largest group sum."""
+    n = len(load)
+    best = None
+    for cuts in itertools.chain.from_iterable(itertools.combinations(range(1, n), c) for c in range(min(most, n))):
+        bounds = (0, *cuts, n)
+        worst = max(sum(load[a:b]) for a, b in zip(bounds, bounds[1:]))
+        best = worst if best is None else min(best, worst)
+    return best
+
+
+@given(st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0, 1.5, 3.0, 7.0]), min_size=1, max_size=9),
+       st.integers(1, 11))
+@settings(max_examples=150, deadline=None)
+def test_split_layers_matches_brute_force_and_the_partition_dp(loads, num_stages):
+    # an exhaustive oracle for the value, and the partitioner's chain DP (another code) for the very split:
+    # with loads exact in binary both break ties alike
+    from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, partition_dpl
+
+    assume(num_stages <= len(loads) and sum(loads) > 0)
+    layers = [Stage(name=f"l{i}", forward_ms=t, backward_ms=t) for i, t in enumerate(loads)]
+    groups = split_layers(layers, num_stages)
+    load = [2 * t for t in loads]
+    assert [i for g in groups for i in g] == list(range(len(loads))) and len(groups) == num_stages and all(groups)
+    assert max(sum(load[i] for i in g) for g in groups) == _brute_least_max(load, num_stages)
+    graph = OperatorGraph(operators=[Operator(id=i, accel_latency=x, color_class=i) for i, x in enumerate(load)],
+                          edges=[(i, i + 1) for i in range(len(load) - 1)])
+    dp = partition_dpl(graph, DeviceLimits(num_accelerators=num_stages), order=list(range(len(load))),
+                       merge_trivial=False)
+    theirs = sorted(tuple(sorted(g)) for _, g in dp.split.stages if g)
+    assert _least_max_split(load, num_stages) == theirs
+
+
+def test_split_layers_loads_no_partitioner():
+    # the split is the first thing a plan of a description in layers does: it must not import numpy/networkx
+    code = ("import sys\nfrom schedsearch.plan.pipeline import Stage, split_layers\n"
+            "split_layers([Stage(name=str(i), forward_ms=1.0 + i % 3, backward_ms=2.0) for i in range(40)], 8)\n"
+            "print(sorted(m for m in ('numpy', 'networkx', 'schedsearch.partition') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_stages_for_fixed_and_dp():

@@ -812,11 +812,15 @@ def _merge(layers: Sequence[Stage], group: Sequence[int], index: int) -> Stage:
 def split_layers(layers: Sequence[Stage], num_stages: int) -> tuple[tuple[int, ...], ...]:
     """Split layers (in model order) into ``num_stages`` non-empty contiguous stages.
 
-    The library's DP over a chain (:func:`~schedsearch.partition.partition_dpl`,
-    one operator per layer, its load the forward + backward time, no
-    communication) gives the least maximum stage load; a stage it leaves
-    empty is filled by cutting the stage with the most layers at its load's
-    middle, so every stage holds at least one layer.
+    The split has the least maximum stage load (a layer's load: its forward
+    + backward time), found by a DP over the chain (:func:`_least_max_split`,
+    exact: the loads are summed as integers, so identical layers tie
+    exactly); of the optimal splits it takes the one with the fewest stages
+    and, from the last stage back, each stage as long as it can be. A stage
+    it leaves empty is filled by cutting the stage with the most layers at
+    its load's middle, so every stage holds at least one layer. (This is the
+    split :func:`~schedsearch.partition.partition_dpl` gives a chain without
+    communication, without its imports: a call pays nothing for it.)
 
     Examples
     --------
@@ -825,19 +829,11 @@ def split_layers(layers: Sequence[Stage], num_stages: int) -> tuple[tuple[int, .
     >>> split_layers(layers, 2)
     ((0, 1, 2), (3,))
     """
-    from schedsearch.partition import DeviceLimits, Operator, OperatorGraph, partition_dpl
-
     n = len(layers)
     if not 1 <= num_stages <= n:
         raise InvalidPipelineError(f"pipeline: cannot split {n} layers into {num_stages} non-empty stages")
-    ops = [Operator(id=i, name=l.name or f"layer{i}", accel_latency=l.forward_ms + l.backward_ms, color_class=i)
-           for i, l in enumerate(layers)]
-    graph = OperatorGraph(operators=ops, edges=[(i, i + 1) for i in range(n - 1)], name="layers")
-    result = partition_dpl(graph, DeviceLimits(num_accelerators=num_stages), order=list(range(n)),
-                           merge_trivial=False)
-    groups = [tuple(sorted(group)) for _, group in result.split.stages if group]
-    groups.sort(key=lambda g: g[0])
     load = [l.forward_ms + l.backward_ms for l in layers]
+    groups = _least_max_split(load, num_stages)
     while len(groups) < num_stages:
         k = max(range(len(groups)), key=lambda j: (len(groups[j]), -j))
         g = groups[k]
@@ -849,6 +845,63 @@ def split_layers(layers: Sequence[Stage], num_stages: int) -> tuple[tuple[int, .
                 break
         groups[k:k + 1] = [g[:cut], g[cut:]]
     return tuple(groups)
+
+
+def _least_max_split(load: Sequence[float], most: int) -> list[tuple[int, ...]]:
+    """Contiguous groups of ``range(len(load))``, at most ``most`` of them, whose largest sum of ``load`` is
+    the least possible: of those, the fewest groups, and from the last group back each as long as it can be.
+
+    The loads (finite, at least 0) are scaled to integers exactly (each float is a dyadic rational), so sums
+    and ties are exact. ``best[j][i]``, the least largest load of the first ``i`` layers in at most ``j``
+    groups, does not decrease in ``i``; the last group's start is found by bisection, ``O(most * n * log n)``.
+
+    >>> _least_max_split([3.0, 1.0, 1.0, 1.0, 3.0], 3)
+    [(0,), (1, 2, 3), (4,)]
+    >>> _least_max_split([1.0, 1.0, 1.0, 1.0], 3)  # 2 per group is the least; the fewest groups hold it
+    [(0, 1), (2, 3)]
+    """
+    n = len(load)
+    ratios = [float(x).as_integer_ratio() for x in load]
+    scale = max(d for _, d in ratios)  # powers of two: the largest is a multiple of every other
+    prefix = [0]
+    for num, den in ratios:
+        prefix.append(prefix[-1] + num * (scale // den))
+    inf = prefix[-1] + 1
+    best = [[0] + [inf] * n]  # best[0]: no group holds nothing but the empty prefix
+    for _ in range(most):
+        prev, row = best[-1], [0] * (n + 1)
+        for i in range(1, n + 1):
+            # the last group is layers q..i-1 (q < i): max(prev[q], prefix[i] - prefix[q]); the first term does
+            # not decrease in q, the second does not increase, so the least lies where they cross
+            lo, hi = 0, i - 1  # first q in [0, i-1] with prev[q] >= prefix[i] - prefix[q]
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if prev[mid] >= prefix[i] - prefix[mid]:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            value = max(prev[lo], prefix[i] - prefix[lo])
+            if lo > 0:
+                value = min(value, max(prev[lo - 1], prefix[i] - prefix[lo - 1]))
+            row[i] = min(value, prev[i])  # at most j groups: at most j - 1 may do
+        best.append(row)
+    groups: list[tuple[int, ...]] = []
+    j, i = most, n
+    while i > 0:
+        here = best[j][i]
+        while best[j - 1][i] <= here:  # fewer groups hold it
+            j -= 1
+        lo, hi = 0, i - 1  # the earliest start q of the last group: prefix[i] - prefix[q] <= here
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if prefix[i] - prefix[mid] <= here:
+                hi = mid
+            else:
+                lo = mid + 1
+        groups.append(tuple(range(lo, i)))
+        j, i = j - 1, lo
+    groups.reverse()
+    return groups
 
 
 def _pipedream_layers(path: Path, weight_grad_share: float | None) -> tuple[Stage, ...]:
