@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from schedsearch.errors import SchedSearchError
 from schedsearch.handcrafted.families import family
-from schedsearch.plan.autoplan import configurations, least_largest_share, space_floor_ms
+from schedsearch.plan.autoplan import (configuration_floor_ms, configurations, least_largest_share,
+                                       space_floor_ms)
 from schedsearch.plan.layers import LayerModel
 from schedsearch.plan.planner import Candidate, plan_configuration
 
@@ -33,7 +34,7 @@ def plans(model: LayerModel, runtime: str = "any", limit_s: float = 5.0):
                 except SchedSearchError:
                     continue
                 if row.makespan_ms is not None:
-                    yield config.label(), cand.label, row.makespan_ms
+                    yield config, cand.label, row.makespan_ms
 
 
 def check(model: LayerModel, runtime: str = "any", limit_s: float = 5.0) -> None:
@@ -42,7 +43,12 @@ def check(model: LayerModel, runtime: str = "any", limit_s: float = 5.0) -> None
         assert not list(plans(model, runtime, limit_s)), "no floor claimed, yet a configuration has a plan"
         return
     for config, variant, ms in plans(model, runtime, limit_s):
-        assert floor <= ms + 1e-9, f"space floor {floor} ms above the plan of {config} ({variant}): {ms} ms"
+        assert floor <= ms + 1e-9, f"space floor {floor} ms above the plan of {config.label()} ({variant}): {ms} ms"
+        # the floor of one configuration (what bounds it before its search is prepared) holds for its plans
+        own = configuration_floor_ms(model, config)
+        assert floor <= own + 1e-9, f"{config.label()}: its floor {own} is below the whole space's {floor}"
+        assert own <= ms + 1e-9, f"configuration floor {float(own)} ms above the plan of {config.label()} " \
+                                 f"({variant}): {ms} ms"
 
 
 def test_split_backward_below_the_whole_backward():

@@ -124,24 +124,21 @@ def _min_ideal_weight(blocks: list[str], preds: Mapping[str, list[str]], weight:
     """Least total weight of a set closed under predecessors (minimum cut)."""
     if all(weight[b] >= 0 for b in blocks):
         return 0
-    import networkx as nx
+    from schedsearch.bounds._flows import max_flow_value
 
-    # maximise sum of c = -weight over predecessor-closed sets
-    g = nx.DiGraph()
-    g.add_node("s")
-    g.add_node("t")
+    # maximise sum of c = -weight over predecessor-closed sets: a minimum cut (the closure problem)
+    arcs: list[tuple[object, object, int | None]] = []
     positive = 0
     for b in blocks:
         c = -weight[b]
         if c > 0:
-            g.add_edge("s", b, capacity=c)
+            arcs.append(("s", ("b", b), c))
             positive += c
         elif c < 0:
-            g.add_edge(b, "t", capacity=-c)
+            arcs.append((("b", b), "t", -c))
         for p in preds[b]:
-            g.add_edge(b, p)  # infinite capacity: taking b forces taking p
-    cut, _ = nx.minimum_cut(g, "s", "t")
-    return -(positive - int(cut))
+            arcs.append((("b", b), ("b", p), None))  # unbounded: taking b forces taking p
+    return -(positive - max_flow_value(arcs, "s", "t"))
 
 
 def memory_bounds(problem: Problem) -> dict[str, int]:
@@ -254,7 +251,7 @@ def memory_area_bounds(problem: Problem) -> dict[str, int]:
     capped = _capped_devices(problem)
     if not capped:
         return {}
-    import networkx as nx
+    from schedsearch.bounds._flows import least_cost_transport
 
     heads, tails = heads_and_tails(problem)
     n = problem.num_microbatches
@@ -267,20 +264,12 @@ def memory_area_bounds(problem: Problem) -> dict[str, int]:
         allocs = [b for b in on if b.memory > 0]
         if room <= 0 or not frees:
             continue
-        g = nx.DiGraph()
-        need = sum(-f.memory for f in frees)
-        g.add_node("s", demand=-need)
-        g.add_node("t", demand=need)
-        for a in allocs:
-            g.add_edge("s", ("a", a.name), capacity=a.memory, weight=0)
-            for f in frees:
-                if f.name in longest[a.name]:  # a is an ancestor of f: held from a's start to f's start
-                    g.add_edge(("a", a.name), ("f", f.name), weight=-longest[a.name][f.name])
-        for f in frees:
-            g.add_edge(("f", f.name), "t", capacity=-f.memory, weight=0)
-        try:
-            cost = nx.min_cost_flow_cost(g)
-        except nx.NetworkXUnfeasible:
+        # each free's amount from its ancestors' allocations, each held from the ancestor's start to the
+        # free's start at least: the most held area, as the least cost of a transport at minus the path
+        cost = least_cost_transport(
+            {a.name: a.memory for a in allocs}, {f.name: -f.memory for f in frees},
+            [(a.name, f.name, -longest[a.name][f.name]) for a in allocs for f in frees if f.name in longest[a.name]])
+        if cost is None:
             continue  # some free is not covered by its ancestors' allocations: no bound claimed
         area = -cost * n
         if area <= 0:

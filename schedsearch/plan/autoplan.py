@@ -56,6 +56,7 @@ from typing import Any
 
 import attrs
 
+from schedsearch.deadline import checkpoint
 from schedsearch.errors import SchedSearchError
 from schedsearch.handcrafted.families import family, planner_families
 from schedsearch.plan.candidates import Candidate
@@ -151,6 +152,7 @@ def balanced_split(model: LayerModel, *, num_ranks: int, layout: str, stages_per
         following: dict[int, tuple[float, tuple, list[int]]] = {}
         r = rank_of[s]
         for start, (worst, totals, cuts) in states.items():
+            checkpoint(n - start)  # a hard stop of the call ends the DP here (one unit per split tried)
             for end in range(start + 1, n - (S - 1 - s) + 1):
                 t, p, a = totals[r]
                 t += prefix[end] - prefix[start]
@@ -205,7 +207,35 @@ def configurations(model: LayerModel, num_ranks: int, *, runtime: str = "torch",
     >>> whole, len(found), found[0][0].label(), found[0][1]
     (True, 10, '[1/3] on 2 ranks (loop, v=1), 2 x 1, no recomputation', ('every split',))
     """
+    found, whole, _ = proposed_configurations(model, num_ranks, runtime=runtime, families=families,
+                                              proposals=proposals)
+    return found, whole
+
+
+def proposed_configurations(model: LayerModel, num_ranks: int, *, runtime: str = "torch",
+                            families: Sequence[str] | None = None,
+                            proposals: Sequence[tuple[str, Sequence[Sequence[int]]]] = (),
+                            ) -> tuple[list[tuple[Configuration, tuple[str, ...]]], bool, int]:
+    """:func:`configurations`, and how many proposals a hard stop (:func:`~schedsearch.deadline.stopping`)
+    cut: each split proposal (the balanced DP, torchtitan's, ``auto_partition``'s, AdaPipe's) is work that
+    may be long on a model of hundreds of layers; past the stop the rest are left out (the space is then
+    smaller, never wrong: every split enumerated is still in it)."""
+    from schedsearch.errors import DeadlineExceeded
     from schedsearch.plan.peers import adapipe, auto_partition, torchtitan_default
+
+    stopped = 0
+
+    def propose(origin: str, make: Any, peer: bool = True) -> tuple[str, Any] | None:
+        """``(origin, make())``; None when the stop has passed, or when a ``peer`` has no split here."""
+        nonlocal stopped
+        try:
+            return origin, make()
+        except DeadlineExceeded:
+            stopped += 1
+        except SchedSearchError:
+            if not peer:
+                raise
+        return None
 
     found: dict[Configuration, list[str]] = {}
     whole = True
@@ -235,35 +265,25 @@ def configurations(model: LayerModel, num_ranks: int, *, runtime: str = "torch",
                     for split in every:
                         add(Configuration(split=split, **fields), "every split")
                     continue
-                proposed: list[tuple[str, list[list[int]] | Sequence[Sequence[int]] | None]] = []
                 base = rec if rec.mode != "selective" else Recomputation(mode="none")
-                own = balanced_split(model, num_ranks=num_ranks, layout=layout, stages_per_rank=v,
-                                     microbatch_size=size, recomputation=base)
-                proposed.append(("balanced DP", own))
+                proposed = [propose("balanced DP", lambda: balanced_split(
+                    model, num_ranks=num_ranks, layout=layout, stages_per_rank=v, microbatch_size=size,
+                    recomputation=base), peer=False)]
                 if titan_ok:
                     schedule = {("loop", 1): "1F1B", ("loop", 2): "Interleaved1F1B", ("v", 2): "ZBVZeroBubble"}
                     if (layout, v) in schedule:
-                        try:
-                            proposed.append((f"torchtitan {schedule[layout, v]}", torchtitan_default(
-                                model, num_ranks=num_ranks, schedule=schedule[layout, v],
-                                microbatch_size=size).split))
-                        except SchedSearchError:
-                            pass
+                        proposed.append(propose(f"torchtitan {schedule[layout, v]}", lambda: torchtitan_default(
+                            model, num_ranks=num_ranks, schedule=schedule[layout, v], microbatch_size=size).split))
                 if layout == "loop":
                     types = ("1f1b",) if v == 1 else ("interleaved_1f1b", "interleaved_zero_bubble")
                     for kind in types:
-                        try:
-                            proposed.append((f"auto_partition {kind}", auto_partition(
-                                model, num_ranks=num_ranks, schedule_type=kind, microbatch_size=size,
-                                virtual_stages_per_rank=None if v == 1 else v, recomputation=base).split))
-                        except SchedSearchError:
-                            pass
+                        proposed.append(propose(f"auto_partition {kind}", lambda: auto_partition(
+                            model, num_ranks=num_ranks, schedule_type=kind, microbatch_size=size,
+                            virtual_stages_per_rank=None if v == 1 else v, recomputation=base).split))
                 if layout == "loop" and v == 1 and rec.mode == "none":
-                    try:
-                        proposed.append(("adapipe", adapipe(model, num_ranks=num_ranks, microbatch_size=size).split))
-                    except SchedSearchError:
-                        pass
-                for origin, split in proposed:
+                    proposed.append(propose("adapipe", lambda: adapipe(model, num_ranks=num_ranks,
+                                                                       microbatch_size=size).split))
+                for origin, split in filter(None, proposed):
                     if split is not None:
                         add(Configuration(split=[list(g) for g in split], **fields), origin)
     # the adapipe split is proposed for every recomputation of its shape and size
@@ -271,7 +291,7 @@ def configurations(model: LayerModel, num_ranks: int, *, runtime: str = "torch",
         if "adapipe" in origins and config.recomputation.mode == "none":
             for rec in _recomputations(runtime)[1:]:
                 add(attrs.evolve(config, recomputation=rec), "adapipe")
-    return [(c, tuple(o)) for c, o in found.items()], whole
+    return [(c, tuple(o)) for c, o in found.items()], whole, stopped
 
 
 def least_largest_share(weights: Sequence[Any], num_ranks: int) -> Any:
@@ -326,6 +346,32 @@ def space_floor_ms(model: LayerModel, num_ranks: int, *, runtime: str = "torch")
             value = model.global_batch // size * least_largest_share(work, num_ranks)
             best = value if best is None else min(best, value)
     return None if best is None else float(best)
+
+
+def configuration_floor_ms(model: LayerModel, config: Configuration) -> Fraction:
+    """A lower bound on the step time of every schedule of ``config`` the planner searches: each rank runs
+    its stages' forward and backward (and the forward again of each block ``config`` recomputes) for every
+    micro-batch one at a time, so the step is at least the micro-batches times the largest rank's sum of
+    them (a backward counted as :func:`_least_backward_ms`). Transfers, overheads and idle time count 0;
+    cheap (no schedule model is built): what a configuration not yet prepared for its search is bounded by.
+
+    Examples
+    --------
+    >>> from schedsearch.plan.layers import Configuration, LayerModel
+    >>> at1 = [{"microbatch_size": 1, "forward_ms": 1.0, "backward_ms": 2.0}]
+    >>> model = LayerModel(global_batch=4, num_ranks=2, layers=[{"name": "block", "repeat": 4, "measured": at1}])
+    >>> config = Configuration(split=[[0], [1, 2, 3]], num_ranks=2, layout="loop", microbatch_size=1,
+    ...                        num_microbatches=4, recomputation={"mode": "none"})
+    >>> float(configuration_floor_ms(model, config))  # 4 micro-batches x 3 blocks x (1 + 2) ms
+    36.0
+    """
+    from schedsearch.plan.times import exact_ms
+
+    figures = model.at(config.microbatch_size)
+    again = model.recomputed(config)
+    work = [exact_ms(m.forward_ms) * (2 if i in again else 1) + _least_backward_ms(m) for i, m in enumerate(figures)]
+    return config.num_microbatches * max(sum((work[i] for s in stages for i in config.split[s]), Fraction(0))
+                                         for stages in config.stage_of_rank())
 
 
 def _least_backward_ms(figures: Any) -> Fraction:

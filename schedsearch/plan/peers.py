@@ -42,6 +42,7 @@ from typing import Any
 
 import attrs
 
+from schedsearch.deadline import checkpoint
 from schedsearch.errors import InvalidPipelineError, NoFittingPlanError
 from schedsearch.plan.layers import Configuration, LayerModel, Recomputation
 
@@ -184,6 +185,7 @@ def min_max_split(loads: Sequence[float], num_stages: int, start: int = 0) -> li
     cut = [[-1] * (num_stages + 1) for _ in range(n + 1)]
     best[0][0] = 0.0
     for end in range(1, n + 1):
+        checkpoint(end * min(end, num_stages))  # a call's hard stop ends the DP here: a unit per split tried
         for parts in range(1, min(end, num_stages) + 1):
             for first in range(parts - 1, end):
                 value = max(best[first][parts - 1], prefix[end] - prefix[first])
@@ -294,6 +296,7 @@ def simulate_schedule(schedule_type: str, forward_ms: Sequence[float], backward_
     last: list[tuple[str, int, int] | None] = [None] * p
     left = sum(len(o) for o in orders)
     while left:
+        checkpoint(left)  # a call's hard stop ends the simulation here
         moved = False
         for r in range(p):
             while position[r] < len(orders[r]):
@@ -483,6 +486,7 @@ def _adapipe_at(model: LayerModel, p: int, size: int) -> tuple[float, Configurat
     cost = [[[math.inf] * (n + 1) for _ in range(n + 1)] for _ in range(p)]
     choice: dict[tuple[int, int, int], frozenset[int]] = {}
     for i in range(n):
+        checkpoint((n - i) * (n - i))  # a call's hard stop ends the DP here (a unit per layer summed)
         for j in range(i + 1, n + 1):
             group = range(i, j)
             blocks = [k for k in group if kinds[k] == "layer"]
@@ -510,6 +514,7 @@ def _adapipe_at(model: LayerModel, p: int, size: int) -> tuple[float, Configurat
             for i in range(n):
                 if best[s][i] == math.inf:
                     continue
+                checkpoint(n - i)
                 for j in range(i + 1, n + 1):
                     t = cost[s][i][j]
                     if t > tau:

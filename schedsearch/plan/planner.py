@@ -43,7 +43,7 @@ from typing import Any
 
 import attrs
 
-from schedsearch.deadline import grace_s, set_aside, stopping
+from schedsearch.deadline import checkpoint, grace_s, set_aside, stopping
 from schedsearch.executors import LocalExecutor, TaskStatus
 
 from schedsearch.errors import (
@@ -59,7 +59,8 @@ from schedsearch.plan.pipeline import (Pipeline, Stage, _families as family_keys
                                        check_plan_arguments, exact_bytes, exact_memory_unit)
 from schedsearch.rewrite import with_capacities
 from schedsearch.plan.outcome import Reason
-from schedsearch.plan.shares import DEFAULT_PARALLEL, SEARCH_FLOOR_S, WORKER_START_S, Shares
+from schedsearch.plan.shares import (DEFAULT_PARALLEL, SEARCH_FLOOR_S, SETUP_PREPARE_SHARE, SETUP_PROPOSALS_SHARE,
+                                     WORKER_START_S, Shares)
 
 from schedsearch.plan.times import CandidateTimes, candidate_times, named_times, retime_ms
 from schedsearch.result import Status
@@ -71,7 +72,8 @@ from schedsearch.plan.candidates import (Candidate as Candidate, _handcrafted, _
                                          runtime_gap as runtime_gap)
 from schedsearch.plan.evaluation import _evaluate, _gibs, _Outcome, _Task
 from schedsearch.plan.autoplan import (Decision, LayerCandidate, LayerPlanResult, _breakdown, _pipeline, _pre_bound,
-                                       _refined_bound, configurations, space_floor_ms)
+                                       _refined_bound, configuration_floor_ms, proposed_configurations,
+                                       space_floor_ms)
 from schedsearch.plan.layers import Configuration, LayerModel
 from schedsearch.plan.table import (PlanResult as PlanResult, PlanRow as PlanRow, SweepPoint as SweepPoint,
                                     SweepResult as SweepResult, _no_fitting_plan, _rank_key, _row_without_plan)
@@ -742,9 +744,13 @@ def plan_layers(
     runner = get_executor(executor, parallel=parallel, address=address)
     at_once = _parallel_of(runner, parallel) or os.cpu_count() or 1  # candidates per round, as the executor runs them
     families = None if families is None else family_keys(families)  # checked as a description's
-    configs, whole = configurations(model, num_ranks, runtime=runtime, families=families, proposals=proposals)
+    # the setup's parts of a wall-clock limit (none in deterministic mode: the same space on every machine)
+    with stopping(Deadline(SETUP_PROPOSALS_SHARE * time_limit_s, deterministic=deterministic), grace=0.0):
+        configs, whole, cut = proposed_configurations(model, num_ranks, runtime=runtime, families=families,
+                                                      proposals=proposals)
     space = _LayerSpace.prepare(model, configs, time_limit_s=time_limit_s, deterministic=deterministic, seed=seed,
-                                runtime=runtime, families=families)
+                                runtime=runtime, families=families, t0=t0)
+    space.cut_proposals = cut
     rounds = _Rounds(space=space, runner=runner, at_once=at_once, time_limit_s=time_limit_s,
                      deterministic=deterministic, prune=prune, runtime=runtime, progress=progress, t0=t0)
     rounds.run()
@@ -762,7 +768,7 @@ def _plan_entries_in_layers(pipeline: Pipeline, **options: Any) -> LayerPlanResu
         "time_limit_s", "parallel", "address", "deterministic", "seed")})
     model = LayerModel.from_pipeline(pipeline)
     result = plan_layers(model, families=pipeline.families, proposals=entry_proposals(pipeline), **options)
-    return attrs.evolve(result, notes=entry_notes(pipeline))
+    return attrs.evolve(result, notes=(*entry_notes(pipeline), *result.notes))
 
 
 def _check_layers_call(model: Any, *, num_ranks: Any, time_limit_s: Any, parallel: Any, address: Any,
@@ -797,34 +803,69 @@ class _LayerSpace:
     entries: list[LayerCandidate]
     waiting: list[tuple[Fraction, Configuration, _Task]]
     prepared_of: dict[Configuration, tuple[_Prepared, tuple[str, ...]]]
+    #: configurations a wall-clock limit left unprepared (not reached, their floors counted), and split
+    #: proposals it cut before they were made
+    unprepared: int = 0
+    cut_proposals: int = 0
 
     @classmethod
     def prepare(cls, model: LayerModel, configs: Sequence[tuple[Configuration, tuple[str, ...]]], *,
                 time_limit_s: float, deterministic: bool, seed: int, runtime: str,
-                families: Sequence[str] | None = None) -> _LayerSpace:
-        entries: list[LayerCandidate] = []
-        waiting: list[tuple[Fraction, int, Configuration, _Task]] = []
+                families: Sequence[str] | None = None, t0: float | None = None) -> _LayerSpace:
+        """The candidates of ``configs``, prepared in increasing order of their configuration's floor
+        (:func:`~schedsearch.plan.autoplan.configuration_floor_ms`) within
+        :data:`~schedsearch.plan.shares.SETUP_PREPARE_SHARE` of a wall-clock limit (counted from ``t0``; the
+        first within the whole limit); the search order and the table do not depend on where that ends."""
+        start = time.perf_counter() if t0 is None else t0
+        setup = Deadline(SETUP_PREPARE_SHARE * time_limit_s, deterministic=deterministic)
+        call = Deadline(time_limit_s, deterministic=deterministic)
+        setup.t0 = call.t0 = start
+        floors = [configuration_floor_ms(model, config) for config, _ in configs]
+        per_config: list[list[LayerCandidate]] = [[] for _ in configs]
+        waiting: list[tuple[Fraction, int, int, Configuration, _Task]] = []
         prepared_of: dict[Configuration, tuple[_Prepared, tuple[str, ...]]] = {}
-        for config, origins in configs:
+        order = sorted(range(len(configs)), key=lambda k: (floors[k], k))
+        unprepared = 0
+        for pos, k in enumerate(order):
+            config, origins = configs[k]
             keep = {(f.key, config.stages_per_rank, v.split_backward) for f, v in config.torchtitan_variants()
                     if families is None or f.key in families}
             try:
-                prepared = _prepare(_pipeline(model, config), time_limit_s=time_limit_s, parallel=None,
-                                    deterministic=deterministic, seed=seed, runtime=runtime,
-                                    keep=lambda c: (c.family, c.chunks, c.split_backward) in keep)
+                with stopping(setup if prepared_of else call, grace=0.0 if prepared_of else None):
+                    checkpoint()
+                    prepared = _prepare(_pipeline(model, config), time_limit_s=time_limit_s, parallel=None,
+                                        deterministic=deterministic, seed=seed, runtime=runtime,
+                                        keep=lambda c: (c.family, c.chunks, c.split_backward) in keep)
+                    bounds = [_pre_bound(task.times) for task in prepared.tasks]
             except NoFittingPlanError as exc:
                 why = str(exc).splitlines()[0]
-                entries += [LayerCandidate(configuration=config, origins=origins, outcome=Decision.SKIPPED,
-                                           candidate=Candidate(family=f.key, chunks=config.stages_per_rank,
-                                                               split_backward=v.split_backward), note=why)
-                            for f, v in config.torchtitan_variants() if families is None or f.key in families]
+                per_config[k] = [LayerCandidate(configuration=config, origins=origins, outcome=Decision.SKIPPED,
+                                                candidate=Candidate(family=f.key, chunks=config.stages_per_rank,
+                                                                    split_backward=v.split_backward), note=why)
+                                 for f, v in config.torchtitan_variants() if families is None or f.key in families]
                 continue
-            entries += [LayerCandidate(configuration=config, origins=origins, candidate=row.candidate,
-                                       outcome=Decision.SKIPPED, note=row.note) for row in prepared.skipped]
+            except DeadlineExceeded as exc:
+                set_aside(exc)
+                del exc
+                for j in order[pos:]:
+                    config, origins = configs[j]
+                    per_config[j] = [LayerCandidate(
+                        configuration=config, origins=origins, outcome=Decision.NOT_REACHED,
+                        candidate=Candidate(family=f.key, chunks=config.stages_per_rank,
+                                            split_backward=v.split_backward),
+                        bound_ms=float(floors[j]),
+                        note=f"the time limit of {time_limit_s:g} s ended before its configuration was prepared "
+                             f"(its floor counts)")
+                        for f, v in config.torchtitan_variants() if families is None or f.key in families]
+                unprepared = len(order) - pos
+                break
+            per_config[k] = [LayerCandidate(configuration=config, origins=origins, candidate=row.candidate,
+                                            outcome=Decision.SKIPPED, note=row.note) for row in prepared.skipped]
             prepared_of[config] = (prepared, origins)
-            waiting += [(_pre_bound(task.times), len(waiting) + i, config, task) for i, task in enumerate(prepared.tasks)]
-        waiting.sort(key=lambda w: (w[0], w[1]))
-        return cls(entries=entries, waiting=[(b, c, t) for b, _, c, t in waiting], prepared_of=prepared_of)
+            waiting += [(bound, k, i, config, task) for i, (bound, task) in enumerate(zip(bounds, prepared.tasks))]
+        waiting.sort(key=lambda w: w[:3])
+        return cls(entries=[e for entries in per_config for e in entries],
+                   waiting=[(b, c, t) for b, _, _, c, t in waiting], prepared_of=prepared_of, unprepared=unprepared)
 
     def entry(self, config: Configuration, candidate: Candidate, outcome: Decision, **fields: Any) -> LayerCandidate:
         return LayerCandidate(configuration=config, origins=self.prepared_of[config][1], candidate=candidate,
@@ -936,11 +977,19 @@ def _layer_result(model: LayerModel, num_ranks: int, space: _LayerSpace, rounds:
         result = _finish(sub, [o for _, o in done], executor, t0)
     bounds = [_layer_bound(c) for c in entries if c.outcome is not Decision.SKIPPED]
     bound = min(bounds) if bounds else None
+    notes = []
+    if space.cut_proposals:
+        notes.append(f"the time limit of {rounds.time_limit_s:g} s ended {space.cut_proposals} split proposals "
+                     f"(balanced DP, torchtitan's, auto_partition's, AdaPipe's) before they were made: a longer "
+                     f"limit searches their configurations too")
+    if space.unprepared:
+        notes.append(f"the time limit of {rounds.time_limit_s:g} s ended before {space.unprepared} configurations "
+                     f"were prepared for their search: their candidates are not reached, bounded by their floors")
     out = LayerPlanResult(model=model, num_ranks=num_ranks, candidates=tuple(entries), best=best,
                           runner_up=runner_up, result=result, bound_ms=bound,
                           space_bound_ms=bound if covered else space_floor_ms(model, num_ranks, runtime=runtime),
                           covered=covered, num_configurations=num_configurations, executor=executor,
-                          wall_time_s=round(time.perf_counter() - t0, 3))
+                          wall_time_s=round(time.perf_counter() - t0, 3), notes=tuple(notes))
     if best is None:
         raise NoFittingPlanError(f"{model}: no configuration on {num_ranks} ranks has a plan the {runtime!r} runtime "
                                  f"can execute ({out.searched} candidates searched, {out.skipped} skipped, "

@@ -39,7 +39,14 @@ import attrs
 from schedsearch.options import Deadline, SearchOptions
 
 __all__ = ["BOUND_S_PER_TASK", "FIGURES_S_PER_TASK", "RETIME_S_PER_TASK", "SEARCH_FLOOR_S", "WORKER_START_S",
-           "SEARCH_FLOOR_WITH_PLAN_S", "ShareClock", "Shares", "WorkEstimate"]
+           "SEARCH_FLOOR_WITH_PLAN_S", "SETUP_PREPARE_SHARE", "SETUP_PROPOSALS_SHARE", "ShareClock", "Shares", "WorkEstimate"]
+
+#: The parts of a ``plan_layers`` limit its setup may take before any search (a wall-clock limit only): the
+#: configurations with their split proposals, then the candidates' schedule models and bounds. Past either,
+#: the rest is left out (proposals) or not reached (configurations, with their floors as bounds); the first
+#: configuration is prepared within the whole limit, so that a search has something to start from.
+SETUP_PROPOSALS_SHARE = 0.3
+SETUP_PREPARE_SHARE = 0.5
 
 #: The least time a candidate's search gets when the candidate has no plan yet, whatever its share has left.
 SEARCH_FLOOR_S = 0.5
