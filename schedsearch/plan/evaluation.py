@@ -104,9 +104,11 @@ def _draw_published(candidate: Candidate, problem: Problem, clock: ShareClock, w
     if candidate.record.overlap and not candidate.overlap:
         return _Published(name=name, note=(f"no published {name} to compare with: it runs a forward and a backward "
                                            f"together, which the description does not time (give 'fb_overlap_ms')"))
-    if not clock.covers(work.draw_s + work.with_published_s):
-        return _Published(name=name, note=_not_drawn_note(name, work.num_tasks, clock.share_s, clock.spent_s,
-                                                          work.draw_s + work.with_published_s))
+    cost = work.draw_s + work.with_published_s
+    if not clock.covers(cost) and cost > SEARCH_FLOOR_S:
+        # a drawing within the search's floor is drawn whatever the share has left: a search without a plan
+        # gets that floor anyway, and the drawing is the cheapest plan it can start from
+        return _Published(name=name, note=_not_drawn_note(name, work.num_tasks, clock.share_s, clock.spent_s, cost))
     drawn_at = time.perf_counter()
     free = problem if all(d.memory is None for d in problem.cluster.devices) else with_capacities(problem, None)
     try:
@@ -177,7 +179,9 @@ def _evaluate(task: _Task) -> _Outcome:
                         weighted=estimated_tasks(problem), memory_exact=task.times.memory_exact,
                         draw_s_per_task=HANDCRAFTED_S_PER_TASK)
     with stopping(call):  # nothing of the candidate but its row's figures runs past the call's end
-        with stopping(clock.deadline):  # a drawing the share cannot pay for is stopped, not waited for
+        # a drawing the share (at least the search's floor) cannot pay for is stopped, not waited for
+        floor = Deadline(None if task.options.deterministic else SEARCH_FLOOR_S)
+        with stopping(clock.deadline if clock.covers(SEARCH_FLOOR_S) else floor):
             published = _draw_published(candidate, problem, clock, work)
         reserve = work.after_search_s
         if published.schedule is not None and work.draw_s > 0:

@@ -60,7 +60,7 @@ from schedsearch.plan.pipeline import (Pipeline, Stage, _families as family_keys
 from schedsearch.rewrite import with_capacities
 from schedsearch.plan.outcome import Reason
 from schedsearch.plan.shares import (DEFAULT_PARALLEL, SEARCH_FLOOR_S, SETUP_PREPARE_SHARE, SETUP_PROPOSALS_SHARE,
-                                     WORKER_START_S, Shares)
+                                     Shares, worker_start_s)
 
 from schedsearch.plan.times import CandidateTimes, candidate_times, named_times, retime_ms
 from schedsearch.result import Status
@@ -234,7 +234,7 @@ def plan(
                 deterministic=deterministic, seed=seed)
     check_option("plan", "progress", progress, _PROGRESS)
     call = Deadline(None if deterministic else time_limit_s)
-    t0 = call.t0
+    t0, cpu0 = call.t0, time.process_time()
     runner = get_executor(executor, parallel=parallel, address=address)
     parallel = _parallel_of(runner, parallel)
     prepared = _prepare(pipeline, time_limit_s=time_limit_s, parallel=parallel, deterministic=deterministic,
@@ -245,7 +245,8 @@ def plan(
     timeout_s = _run_timeout([prepared], parallel=parallel, deterministic=deterministic)
     prepared = _charge_setup(prepared, time_limit_s, time.perf_counter() - t0)
     if not deterministic:
-        if (call.left() or 0.0) < WORKER_START_S and isinstance(runner, LocalExecutor):
+        if (call.left() or 0.0) < worker_start_s(call.elapsed, time.process_time() - cpu0) \
+                and isinstance(runner, LocalExecutor):
             runner, parallel = LocalExecutor(parallel=1), 1  # no time to start worker processes: in this one
         prepared, timeout_s = _measured_shares(prepared, call, parallel)
     outcomes = runner.run(_evaluate, prepared.tasks, timeout_s=timeout_s, **more)
@@ -740,7 +741,7 @@ def plan_layers(
     num_ranks = _check_layers_call(model, num_ranks=num_ranks, time_limit_s=time_limit_s, parallel=parallel,
                                    address=address, deterministic=deterministic, seed=seed, runtime=runtime,
                                    prune=prune, progress=progress)
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     runner = get_executor(executor, parallel=parallel, address=address)
     at_once = _parallel_of(runner, parallel) or os.cpu_count() or 1  # candidates per round, as the executor runs them
     families = None if families is None else family_keys(families)  # checked as a description's
@@ -752,7 +753,8 @@ def plan_layers(
                                 runtime=runtime, families=families, t0=t0)
     space.cut_proposals = cut
     rounds = _Rounds(space=space, runner=runner, at_once=at_once, time_limit_s=time_limit_s,
-                     deterministic=deterministic, prune=prune, runtime=runtime, progress=progress, t0=t0)
+                     deterministic=deterministic, prune=prune, runtime=runtime, progress=progress, t0=t0,
+                     cpu0=cpu0)
     rounds.run()
     return _layer_result(model, num_ranks, space, rounds, covered=whole, num_configurations=len(configs),
                          executor=runner.name, runtime=runtime, t0=t0)
@@ -886,6 +888,8 @@ class _Rounds:
     runtime: str
     progress: Callable[[str], None] | None
     t0: float
+    cpu0: float = attrs.Factory(time.process_time)  # the process's CPU seconds when the call started
+    start_s: float = 0.0  # a worker process's start, measured over the setup (this process working alone)
     best_ms: float | None = None
     given_s: float = 0.0
     searched: list[tuple[Configuration, _Task, Any, Fraction]] = attrs.Factory(list)
@@ -901,6 +905,7 @@ class _Rounds:
         return max(left / rounds_left, min(SEARCH_FLOOR_S, self.time_limit_s))
 
     def run(self) -> None:
+        self.start_s = worker_start_s(time.perf_counter() - self.t0, time.process_time() - self.cpu0)
         waiting, k = self.space.waiting, 0
         while k < len(waiting):
             batch: list[tuple[Fraction, Configuration, _Task]] = []
@@ -937,7 +942,7 @@ class _Rounds:
             left = self.time_limit_s - (time.perf_counter() - self.t0)
             tasks = [attrs.evolve(t, ends_at=time.time() + left) for t in tasks]
             timeout = min(timeout, max(0.0, left) + 2 * grace_s(self.time_limit_s))
-            if left < WORKER_START_S and isinstance(runner, LocalExecutor):
+            if left < self.start_s and isinstance(runner, LocalExecutor):
                 runner = LocalExecutor(parallel=1)  # no time to start worker processes: in this one
         outcomes = runner.run(_evaluate, tasks, timeout_s=timeout)
 

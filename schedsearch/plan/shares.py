@@ -38,7 +38,7 @@ import attrs
 
 from schedsearch.options import Deadline, SearchOptions
 
-__all__ = ["BOUND_S_PER_TASK", "FIGURES_S_PER_TASK", "RETIME_S_PER_TASK", "SEARCH_FLOOR_S", "WORKER_START_S",
+__all__ = ["BOUND_S_PER_TASK", "FIGURES_S_PER_TASK", "RETIME_S_PER_TASK", "SEARCH_FLOOR_S", "WORKER_START_S", "worker_start_s",
            "SEARCH_FLOOR_WITH_PLAN_S", "SETUP_PREPARE_SHARE", "SETUP_PROPOSALS_SHARE", "ShareClock", "Shares", "WorkEstimate"]
 
 #: The parts of a ``plan_layers`` limit its setup may take before any search (a wall-clock limit only): the
@@ -69,10 +69,23 @@ RETIME_S_PER_TASK = 4e-6
 #: Candidates searched at once when the caller does not say.
 DEFAULT_PARALLEL = 2
 
-#: Seconds a worker process takes to start and import the search (0.6-1 s on an idle machine, 2-4 s with
-#: eight busy processes on two cores): with less time left after the setup, the local executor's
-#: candidates run in the calling process, one after the other.
+#: Seconds a worker process takes to start and import the search on an idle machine (0.6-1 s, with a
+#: margin): with less time left after the setup than this times the machine's slowness now
+#: (:func:`worker_start_s`), the local executor's candidates run in the calling process, one after the other.
 WORKER_START_S = 2.0
+
+
+def worker_start_s(wall_s: float, cpu_s: float) -> float:
+    """Wall seconds a worker process is expected to take to start now: :data:`WORKER_START_S` times how
+    much slower than idle this machine runs the calling process, measured over the call so far (its wall
+    seconds over its CPU seconds; 1 while that is too short to tell). Eight busy processes on two cores
+    make it 4-5 times slower: a worker then starts in 3-4 s, not 1.
+
+    >>> worker_start_s(2.0, 2.0), worker_start_s(2.5, 0.5), worker_start_s(0.01, 0.001)
+    (2.0, 10.0, 2.0)
+    """
+    slow = wall_s / cpu_s if cpu_s >= 0.05 and wall_s > cpu_s else 1.0
+    return WORKER_START_S * slow
 
 
 @attrs.frozen(kw_only=True)
