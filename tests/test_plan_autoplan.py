@@ -255,3 +255,61 @@ def test_an_overlapped_candidate_without_a_pair_time_gets_a_row_with_its_reason(
     cand = Candidate(family="dualpipev", chunks=config.stages_per_rank, split_backward=True, overlap=True)
     row = plan_configuration(model, config, cand, time_limit_s=5, deterministic=True)
     assert row.makespan_ms is None and "fb_overlap_ms" in row.note
+
+
+def test_a_setup_cut_by_the_limit_keeps_one_configuration_and_bounds_the_rest_by_their_floors(searched, monkeypatch):
+    # the setup's parts of a wall-clock limit set to nothing: whatever the machine's speed, the stop has passed
+    # when the second configuration would be prepared, so exactly the first (least floor) is, and every other
+    # is not reached with its configuration floor as its bound; the search itself is cut by the clock, so only
+    # what holds of any plan is asserted of it
+    from schedsearch.plan import planner
+    from schedsearch.plan.autoplan import configuration_floor_ms
+
+    model, _, whole = searched
+    monkeypatch.setattr(planner, "SETUP_PREPARE_SHARE", 0.0)
+    monkeypatch.setattr(planner, "SETUP_PROPOSALS_SHARE", 0.0)
+    cut = plan_layers(model, time_limit_s=20, parallel=1, prune=False)
+    configs = [config for config, _ in configurations(model, 2)[0]]
+    floors = {config: float(configuration_floor_ms(model, config)) for config in configs}
+    order = sorted(configs, key=lambda config: (floors[config], configs.index(config)))
+    # prepared: the least floors' configurations up to the first with a candidate that fits (those before it
+    # have none: skipped), in the planner's order
+    prepared = [config for config in order
+                if any(c.configuration == config and c.outcome is not Decision.NOT_REACHED for c in cut.candidates)]
+    assert prepared == order[:len(prepared)]
+    first = prepared[-1]
+    assert all(c.outcome is Decision.SKIPPED for c in cut.candidates if c.configuration in prepared[:-1])
+    rest = [c for c in cut.candidates if c.configuration not in prepared]
+    assert rest and all(c.outcome is Decision.NOT_REACHED and c.bound_ms == floors[c.configuration] for c in rest)
+    assert any("were prepared" in note for note in cut.notes)
+    assert cut.best is not None and cut.best.configuration == first
+    # every floor is at most the proven optimum of its configuration, so the cut result's bound stays sound
+    assert cut.bound_ms <= whole.best.makespan_ms + 1e-9
+    for c in whole.candidates:
+        if c.row is not None and c.row.makespan_ms is not None:
+            assert floors[c.configuration] <= c.row.makespan_ms + 1e-9
+
+
+def test_split_proposals_cut_by_the_limit_leave_the_balanced_split(monkeypatch):
+    # a space too large to enumerate is searched on proposed splits; with no time for proposals the peers'
+    # DPs are left out (torchtitan's even split, no work, stays), the library's own balanced split is made
+    # first whatever the clock, and a note says how many proposals were left out
+    from schedsearch.plan import planner
+    from schedsearch.plan.autoplan import proposed_configurations
+    from schedsearch.deadline import stopping
+    from schedsearch.options import Deadline
+
+    at = [{"microbatch_size": 1, "forward_ms": 1.0, "backward_ms": 2.0, "activation_bytes": "0.1 GiB"}]
+    model = LayerModel(global_batch=8, num_ranks=4, memory_budget_bytes="80 GiB", layers=[
+        {"name": "embed", "kind": "embedding", "measured": at}, {"name": "block", "repeat": 40, "measured": at},
+        {"name": "head", "kind": "head", "measured": at}])
+    full, whole, none_cut = proposed_configurations(model, 4)
+    assert not whole and none_cut == 0
+    with stopping(Deadline(0.0), grace=0.0):
+        found, _, cut = proposed_configurations(model, 4)
+    assert cut > 0 and any("balanced DP" in origins for _, origins in found)
+    assert not any(o.startswith(("auto_partition", "adapipe")) for _, origins in found for o in origins)
+    assert {c for c, _ in found} <= {c for c, _ in full}
+    monkeypatch.setattr(planner, "SETUP_PROPOSALS_SHARE", 0.0)
+    result = plan_layers(model, time_limit_s=20, parallel=1)
+    assert result.best is not None and any("split proposals" in note for note in result.notes)

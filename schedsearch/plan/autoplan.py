@@ -46,6 +46,7 @@ configuration space (every split) or the proposed splits is said in
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import itertools
 import math
@@ -56,7 +57,7 @@ from typing import Any
 
 import attrs
 
-from schedsearch.deadline import checkpoint
+from schedsearch.deadline import checkpoint, unstopped
 from schedsearch.errors import SchedSearchError
 from schedsearch.handcrafted.families import family, planner_families
 from schedsearch.plan.candidates import Candidate
@@ -266,9 +267,10 @@ def proposed_configurations(model: LayerModel, num_ranks: int, *, runtime: str =
                         add(Configuration(split=split, **fields), "every split")
                     continue
                 base = rec if rec.mode != "selective" else Recomputation(mode="none")
-                proposed = [propose("balanced DP", lambda: balanced_split(
-                    model, num_ranks=num_ranks, layout=layout, stages_per_rank=v, microbatch_size=size,
-                    recomputation=base), peer=False)]
+                with unstopped() if not found else contextlib.nullcontext():  # one split to search, at least
+                    proposed = [propose("balanced DP", lambda: balanced_split(
+                        model, num_ranks=num_ranks, layout=layout, stages_per_rank=v, microbatch_size=size,
+                        recomputation=base), peer=False)]
                 if titan_ok:
                     schedule = {("loop", 1): "1F1B", ("loop", 2): "Interleaved1F1B", ("v", 2): "ZBVZeroBubble"}
                     if (layout, v) in schedule:
