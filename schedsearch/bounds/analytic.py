@@ -348,6 +348,7 @@ def _memory_tails(problem: Problem, tails: Mapping[TaskKey, int] | None) -> dict
     n = problem.num_microbatches
     descendants: dict[str, set[str]] | None = None
     for d, cap, on in _capped_devices(problem):
+        checkpoint(2 * len(on) * n)  # a call's hard stop ends the bound here (a unit per duration read)
         top = {b.name: max(_min_duration(problem, b.name, m) for m in range(n)) for b in on}
         if any(_min_duration(problem, b.name, m) < 1 for b in on for m in range(n)):
             continue

@@ -527,6 +527,7 @@ def _evaluate(su: _Setup, orders: dict[int, list[Action]]) -> tuple[int, list[in
         r = stack.pop()
         seq = orders[r]
         while head[r] < len(seq):
+            checkpoint()  # a call's hard stop ends the evaluation here (one unit per action)
             a = seq[head[r]]
             q = pred(a)
             if q is not None and q not in ends:
@@ -646,10 +647,14 @@ def _squeeze(p: int, m: int, grids: list[dict[int, tuple[str, int]]], caps: list
     two slots, so the check reads the level there (kept per slot).
     """
     pos: dict[tuple[int, str, int], int] = {}
+    keyed: list[tuple[int, int, int, int, str]] = []  # (slot, device, type rank, micro-batch, type): all distinct
     for r, g in enumerate(grids):
+        checkpoint(len(g))
         for t, (typ, k) in g.items():
             pos[r, typ, k] = t
-    order = sorted(pos, key=lambda key: (pos[key], key[0], _PRANK[key[1]], key[2]))
+            keyed.append((t, r, _PRANK[typ], k, typ))
+    keyed.sort()
+    order = [(r, typ, k) for _, r, _, k, typ in counted(keyed)]
 
     # without the W's in the lists: the lists' W's put in by chunk (:func:`_put_w`) and the level are
     # scanned from a checkpoint, as a move at slot x changes nothing before x
