@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Hashable, Iterable, Mapping
 
 from schedsearch.deadline import checkpoint
+from schedsearch.errors import SolverError
 
 __all__ = ["least_cost_transport", "max_flow_value"]
 
@@ -64,7 +65,8 @@ class _Residual:
 
 def max_flow_value(arcs: Iterable[tuple[Hashable, Hashable, int | None]], source: Hashable, sink: Hashable) -> int:
     """The value of a maximum flow from ``source`` to ``sink`` over ``arcs`` ``(tail, head, capacity)``
-    (capacity None: unbounded). Raises ValueError when the value is unbounded (a path of unbounded arcs).
+    (capacity None: unbounded). Raises :class:`~schedsearch.errors.SolverError` when the value is unbounded
+    (a path of unbounded arcs: the bounds never build one).
 
     >>> max_flow_value([("s", "a", 3), ("s", "b", 2), ("a", "b", 1), ("a", "t", 2), ("b", "t", 3)], "s", "t")
     5
@@ -96,7 +98,7 @@ def max_flow_value(arcs: Iterable[tuple[Hashable, Hashable, int | None]], source
                 amount = g.room(k)
             v = g.head[k ^ 1]
         if amount is None:
-            raise ValueError("max_flow_value: a path of unbounded arcs joins the source to the sink")
+            raise SolverError("max_flow_value: a path of unbounded arcs joins the source to the sink")
         v = t
         while v != s:
             k = parent[v]
