@@ -906,6 +906,18 @@ class _Rounds:
 
     def run(self) -> None:
         self.start_s = worker_start_s(time.perf_counter() - self.t0, time.process_time() - self.cpu0)
+        if not isinstance(self.runner, LocalExecutor):
+            self._run()
+            return
+        local = self.runner
+        with local.session() as pooled:  # the rounds share one set of worker processes
+            self.runner = pooled
+            try:
+                self._run()
+            finally:
+                self.runner = local
+
+    def _run(self) -> None:
         waiting, k = self.space.waiting, 0
         while k < len(waiting):
             batch: list[tuple[Fraction, Configuration, _Task]] = []
@@ -942,8 +954,8 @@ class _Rounds:
             left = self.time_limit_s - (time.perf_counter() - self.t0)
             tasks = [attrs.evolve(t, ends_at=time.time() + left) for t in tasks]
             timeout = min(timeout, max(0.0, left) + 2 * grace_s(self.time_limit_s))
-            if left < self.start_s and isinstance(runner, LocalExecutor):
-                runner = LocalExecutor(parallel=1)  # no time to start worker processes: in this one
+            if left < self.start_s and getattr(runner, "workers_running", True) is False:
+                runner = LocalExecutor(parallel=1)  # no time to start worker processes (none running): in this one
         outcomes = runner.run(_evaluate, tasks, timeout_s=timeout)
 
         for (bound, config, _), task, outcome in zip(batch, tasks, outcomes):

@@ -32,11 +32,13 @@ into its :class:`~schedsearch.result.SearchResult`.
 from __future__ import annotations
 
 import enum
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from schedsearch.deadline import current_stop
 from schedsearch.encode import solve
 from schedsearch.encode.backends import backend_params_error
 from schedsearch.errors import InvalidOptionsError
@@ -377,6 +379,9 @@ class Run:
         from schedsearch.encode import SolveOptions
 
         left = self.budget.left()
+        stop = current_stop()
+        if left is not None and stop is not None and stop.clock is time.perf_counter:
+            left = min(left, stop.left())  # a search given more than its call has left ends at the call's stop
         params = dict(self.options.backend_params)
         gap = {"relative_gap_limit": float(self.options.gap)}  # CP-SAT's name of it; a backend that has none: not
         if self.options.gap and "relative_gap_limit" not in params \

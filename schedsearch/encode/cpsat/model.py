@@ -14,6 +14,7 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
+from schedsearch.deadline import current_stop
 from schedsearch.encode.backends import Capability
 from schedsearch.encode.solve_options import SolveOptions
 from schedsearch.options import (
@@ -355,7 +356,11 @@ def _run(
     params = solver.parameters
     params.num_workers = options.workers
     params.random_seed = options.seed
-    set_limits(params, options.time_limit_s, options.deterministic)
+    limit = options.time_limit_s
+    stop = current_stop()
+    if limit is not None and not options.deterministic and stop is not None and stop.clock is time.perf_counter:
+        limit = max(1e-3, min(limit, stop.left()))  # the model's building took part of it: to the call's stop
+    set_limits(params, limit, options.deterministic)
     params.log_search_progress = options.log
     for key, value in options.backend_params.items():
         if not hasattr(params, key):
