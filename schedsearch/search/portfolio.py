@@ -96,6 +96,12 @@ from schedsearch.schedule import Schedule, objective_value, peak_memory
 from schedsearch.search.run import Provenance, Run, RunView, Source
 from schedsearch.validate import validate
 
+# what every call's first plan and bound need, loaded with ``solve`` rather than inside its first call (an
+# import cannot be stopped: on a loaded machine these took a third of a one-second limit)
+import schedsearch.bounds.analytic  # noqa: E402,F401
+import schedsearch.bounds.schedule_bounds  # noqa: E402,F401
+import schedsearch.handcrafted.zb_greedy  # noqa: E402,F401
+
 __all__ = ["solve", "SOLVE_OBJECTIVES", "ENGINES", "default_objective"]
 
 #: Objective names :func:`solve` accepts, alone or as a lexicographic tuple.
