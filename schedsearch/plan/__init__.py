@@ -28,13 +28,31 @@ package: ``schedsearch.plan(pipeline)`` calls :func:`plan`, as
 from the modules: ``from schedsearch.plan import Pipeline, plan``).
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from schedsearch.plan.pipeline import P2P as P2P, Pipeline as Pipeline, Stage as Stage
-from schedsearch.plan.planner import (
-    Candidate as Candidate,
-    PlanResult as PlanResult,
-    PlanRow as PlanRow,
-    plan as plan,
-    plan_sweep as plan_sweep,
-)
+
+#: the planner's names, loaded when first used: the planner loads CP-SAT, which reading a description (as the
+#: solver-free layers do) must not
+_PLANNER = ("Candidate", "PlanResult", "PlanRow", "plan", "plan_sweep")
+
+#: the package's modules, loaded when first named as attributes (``schedsearch.plan.planner``)
+_MODULES = ("autoplan", "calibration", "candidates", "evaluation", "layers", "model_spec", "outcome", "peers",
+            "pipeline", "planner", "shares", "table", "times", "torchtitan")
 
 __all__ = ["Candidate", "P2P", "Pipeline", "PlanResult", "PlanRow", "Stage", "plan", "plan_sweep"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PLANNER:
+        return getattr(importlib.import_module("schedsearch.plan.planner"), name)
+    if name in _MODULES:
+        return importlib.import_module(f"schedsearch.plan.{name}")
+    raise AttributeError(f"module 'schedsearch.plan' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_PLANNER, *_MODULES})

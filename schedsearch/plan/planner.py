@@ -67,6 +67,11 @@ from schedsearch.result import Status
 from schedsearch.schedule import metrics
 from schedsearch.units import Units, choose_units
 from schedsearch.validate import validate
+
+# the candidates' searches run CP-SAT, in this process when the machine is too busy to start workers: loaded
+# with the planner rather than inside a call's limit (its import, with numpy and pandas, cannot be stopped:
+# 0.45 s of CPU, several seconds on a loaded machine)
+import ortools.sat.python.cp_model  # noqa: E402,F401
 from schedsearch.plan.candidates import (Candidate as Candidate, _handcrafted, _memory_need, _why_not,
                                          build_problem as build_problem, candidates as candidates,
                                          runtime_gap as runtime_gap)

@@ -33,6 +33,7 @@ schedule is drawn, so every run and engine gives the same table.
 from __future__ import annotations
 
 import math
+import os
 
 import attrs
 
@@ -75,17 +76,24 @@ DEFAULT_PARALLEL = 2
 WORKER_START_S = 2.0
 
 
-def worker_start_s(wall_s: float, cpu_s: float) -> float:
+def worker_start_s(wall_s: float, cpu_s: float, queue: float | None = None) -> float:
     """Wall seconds a worker process is expected to take to start now: :data:`WORKER_START_S` times how
-    much slower than idle this machine runs the calling process, measured over the call so far (its wall
-    seconds over its CPU seconds; 1 while that is too short to tell). Eight busy processes on two cores
-    make it 4-5 times slower: a worker then starts in 3-4 s, not 1.
+    much slower than idle this machine runs a process, the larger of two readings: the calling process's
+    wall seconds over its CPU seconds in the call so far (1 while that is too short to tell), and the
+    processes waiting for each core (``queue``: by default the load average of the last minute over the
+    cores, plus this one). Eight busy processes on two cores make it 4-5 times slower: a worker then
+    starts in 3-4 s, not 1.
 
-    >>> worker_start_s(2.0, 2.0), worker_start_s(2.5, 0.5), worker_start_s(0.01, 0.001)
-    (2.0, 10.0, 2.0)
+    >>> worker_start_s(2.0, 2.0, queue=0.5), worker_start_s(2.5, 0.5, queue=1.0), worker_start_s(0.01, 0.001, queue=4.5)
+    (2.0, 10.0, 9.0)
     """
+    if queue is None:
+        try:
+            queue = (os.getloadavg()[0] + 1) / (os.cpu_count() or 1)
+        except OSError:  # no load average on this system
+            queue = 1.0
     slow = wall_s / cpu_s if cpu_s >= 0.05 and wall_s > cpu_s else 1.0
-    return WORKER_START_S * slow
+    return WORKER_START_S * max(1.0, slow, queue)
 
 
 @attrs.frozen(kw_only=True)
