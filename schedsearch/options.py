@@ -321,7 +321,6 @@ class SearchOptions(SolverSettings):
         ``relative_gap_limit`` where the backend has that parameter (CP-SAT;
         unless ``backend_params`` sets one).
 
-
     Examples
     --------
     >>> from schedsearch import SearchOptions

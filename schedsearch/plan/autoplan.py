@@ -343,8 +343,7 @@ def space_floor_ms(model: LayerModel, num_ranks: int, *, runtime: str = "torch")
                     for i, m in enumerate(figures)]
             if budget is not None and least_largest_share([a + b for a, b in zip(params, held)], num_ranks) > budget:
                 continue
-            work = [exact_ms(m.forward_ms) + _least_backward_ms(m)
-                    + (exact_ms(m.forward_ms) if again and kinds[i] == "layer" else 0) for i, m in enumerate(figures)]
+            work = [_least_work_ms(m, again and kinds[i] == "layer") for i, m in enumerate(figures)]
             value = model.global_batch // size * least_largest_share(work, num_ranks)
             best = value if best is None else min(best, value)
     return None if best is None else float(best)
@@ -367,13 +366,19 @@ def configuration_floor_ms(model: LayerModel, config: Configuration) -> Fraction
     >>> float(configuration_floor_ms(model, config))  # 4 micro-batches x 3 blocks x (1 + 2) ms
     36.0
     """
-    from schedsearch.plan.times import exact_ms
-
     figures = model.at(config.microbatch_size)
     again = model.recomputed(config)
-    work = [exact_ms(m.forward_ms) * (2 if i in again else 1) + _least_backward_ms(m) for i, m in enumerate(figures)]
+    work = [_least_work_ms(m, i in again) for i, m in enumerate(figures)]
     return config.num_microbatches * max(sum((work[i] for s in stages for i in config.split[s]), Fraction(0))
                                          for stages in config.stage_of_rank())
+
+
+def _least_work_ms(figures: Any, recomputed: bool) -> Fraction:
+    """A layer's least work per micro-batch over the variants: its forward, its least backward
+    (:func:`_least_backward_ms`) and, when ``recomputed``, its forward again."""
+    from schedsearch.plan.times import exact_ms
+
+    return exact_ms(figures.forward_ms) * (2 if recomputed else 1) + _least_backward_ms(figures)
 
 
 def _least_backward_ms(figures: Any) -> Fraction:

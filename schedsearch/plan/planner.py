@@ -835,8 +835,7 @@ class _LayerSpace:
         unprepared = 0
         for pos, k in enumerate(order):
             config, origins = configs[k]
-            keep = {(f.key, config.stages_per_rank, v.split_backward) for f, v in config.torchtitan_variants()
-                    if families is None or f.key in families}
+            keep = {(c.family, c.chunks, c.split_backward) for c in _variant_candidates(config, families)}
             try:
                 with stopping(setup if prepared_of else call, grace=0.0 if prepared_of else None):
                     checkpoint()
@@ -847,9 +846,7 @@ class _LayerSpace:
             except NoFittingPlanError as exc:
                 why = str(exc).splitlines()[0]
                 per_config[k] = [LayerCandidate(configuration=config, origins=origins, outcome=Decision.SKIPPED,
-                                                candidate=Candidate(family=f.key, chunks=config.stages_per_rank,
-                                                                    split_backward=v.split_backward), note=why)
-                                 for f, v in config.torchtitan_variants() if families is None or f.key in families]
+                                                candidate=c, note=why) for c in _variant_candidates(config, families)]
                 continue
             except DeadlineExceeded as exc:
                 set_aside(exc)
@@ -857,13 +854,10 @@ class _LayerSpace:
                 for j in order[pos:]:
                     config, origins = configs[j]
                     per_config[j] = [LayerCandidate(
-                        configuration=config, origins=origins, outcome=Decision.NOT_REACHED,
-                        candidate=Candidate(family=f.key, chunks=config.stages_per_rank,
-                                            split_backward=v.split_backward),
+                        configuration=config, origins=origins, outcome=Decision.NOT_REACHED, candidate=c,
                         bound_ms=float(floors[j]),
                         note=f"the time limit of {time_limit_s:g} s ended before its configuration was prepared "
-                             f"(its floor counts)")
-                        for f, v in config.torchtitan_variants() if families is None or f.key in families]
+                             f"(its floor counts)") for c in _variant_candidates(config, families)]
                 unprepared = len(order) - pos
                 break
             per_config[k] = [LayerCandidate(configuration=config, origins=origins, candidate=row.candidate,
@@ -877,6 +871,13 @@ class _LayerSpace:
     def entry(self, config: Configuration, candidate: Candidate, outcome: Decision, **fields: Any) -> LayerCandidate:
         return LayerCandidate(configuration=config, origins=self.prepared_of[config][1], candidate=candidate,
                               outcome=outcome, **fields)
+
+
+def _variant_candidates(config: Configuration, families: Sequence[str] | None) -> list[Candidate]:
+    """The candidates of ``config``: each (family, variant) torchtitan runs with its recomputation, of
+    ``families`` (None: all)."""
+    return [Candidate(family=f.key, chunks=config.stages_per_rank, split_backward=v.split_backward)
+            for f, v in config.torchtitan_variants() if families is None or f.key in families]
 
 
 @attrs.define

@@ -89,6 +89,14 @@ def check(problem: Problem) -> tuple[dict[str, int], int | None]:
     return bounds, opt
 
 
+def _problem_or_reject(**fields) -> Problem:
+    """The problem of ``fields``, or the example rejected when the model refuses it."""
+    try:
+        return Problem(**fields)
+    except InvalidProblemError:
+        reject()
+
+
 @st.composite
 def hand_built(draw) -> Problem:
     """Small problems of odd shapes: frees before allocations, several options, releases, workspace."""
@@ -117,13 +125,11 @@ def hand_built(draw) -> Problem:
         b = draw(st.integers(0, num_blocks - 1))
         overrides = [(f"b{b}", draw(st.integers(0, n - 1)),
                       tuple(draw(st.integers(1, 5)) for _ in blocks[b].options))]
-    try:
-        return Problem(graph=Graph(blocks=blocks, edges=[(f"b{a}", f"b{b}") for a, b in edges]), num_microbatches=n,
-                       cluster=Cluster(devices=[Device(name=d, memory=c) for d, c in zip(devices, caps)]),
-                       initial_memory=initial, releases=[Release(block=b, microbatch=m, time=t) for b, m, t in releases],
-                       duration_overrides=overrides, name="hand-built")
-    except InvalidProblemError:
-        reject()
+    return _problem_or_reject(
+        graph=Graph(blocks=blocks, edges=[(f"b{a}", f"b{b}") for a, b in edges]), num_microbatches=n,
+        cluster=Cluster(devices=[Device(name=d, memory=c) for d, c in zip(devices, caps)]), initial_memory=initial,
+        releases=[Release(block=b, microbatch=m, time=t) for b, m, t in releases], duration_overrides=overrides,
+        name="hand-built")
 
 
 @given(hand_built())
@@ -167,13 +173,10 @@ def alloc_then_free(draw) -> Problem:
     if draw(st.integers(0, 3)) == 0:
         b = draw(st.sampled_from(blocks))
         overrides = [(b.name, draw(st.integers(0, n - 1)), tuple(draw(st.integers(1, 5)) for _ in b.options))]
-    try:
-        return Problem(graph=Graph(blocks=blocks, edges=edges), num_microbatches=n,
-                       cluster=Cluster(devices=[Device(name=d, memory=cap if d == "d0" else None) for d in devices]),
-                       initial_memory=[("d0", initial)], releases=releases, duration_overrides=overrides,
-                       name="alloc-then-free")
-    except InvalidProblemError:
-        reject()
+    return _problem_or_reject(
+        graph=Graph(blocks=blocks, edges=edges), num_microbatches=n,
+        cluster=Cluster(devices=[Device(name=d, memory=cap if d == "d0" else None) for d in devices]),
+        initial_memory=[("d0", initial)], releases=releases, duration_overrides=overrides, name="alloc-then-free")
 
 
 @given(alloc_then_free())
