@@ -290,8 +290,11 @@ def test_configuration_refusals() -> None:
                                                  recomputation=Recomputation(mode="layers", layers=[0])))
     with pytest.raises(InvalidPipelineError, match="layout 'v' places two stages per rank"):
         Configuration.from_boundaries([3, 4], num_ranks=2, layout="v", microbatch_size=1, num_microbatches=8)
-    with pytest.raises(InvalidPipelineError, match="no schedule family of the planner runs 7 'loop' stages"):
-        m.pipeline(Configuration.from_boundaries([1] * 7, num_ranks=1, microbatch_size=1, num_microbatches=8))
+    # the interleaved family runs any count of stages per rank from 2, the others their own
+    seven = Configuration.from_boundaries([1] * 7, num_ranks=1, microbatch_size=1, num_microbatches=8)
+    assert seven.families() == ("interleaved",)
+    assert Configuration.from_boundaries([1, 1, 1, 1], num_ranks=2, layout="v", microbatch_size=1,
+                                         num_microbatches=8).families() == ("zb-v", "dualpipev")
     with pytest.raises(InvalidPipelineError, match="'every' must be an integer from 2"):
         Recomputation(mode="selective")
 

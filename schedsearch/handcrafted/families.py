@@ -387,6 +387,10 @@ class Family:
         True when :func:`schedsearch.plan` offers it.
     chunks:
         The stages per rank the planner tries, in table order.
+    any_chunks:
+        It runs any number of stages per rank from 2 (interleaved): a
+        model in layers also tries the counts at which its blocks split
+        into equal stages (:meth:`runs_chunks`).
     full_backward:
         Its split-backward problems also hold a whole backward (``B``) per
         stage and micro-batch, run as its input and weight gradients
@@ -424,6 +428,7 @@ class Family:
     variants: tuple[Variant, ...]
     planner: bool = False
     chunks: tuple[int, ...] = (1,)
+    any_chunks: bool = False
     full_backward: bool = False
     overlap: bool = False
     requires: Callable[[int, int], str] = _anything
@@ -439,6 +444,17 @@ class Family:
     def two_pipelines(self) -> bool:
         """True when its ranks hold two opposite pipelines (two copies of the parameters)."""
         return self.layout == "bidirectional"
+
+    def runs_chunks(self, chunks: int) -> bool:
+        """Whether it runs ``chunks`` stages per rank.
+
+        Examples
+        --------
+        >>> from schedsearch.handcrafted import family
+        >>> family("interleaved").runs_chunks(10), family("interleaved").runs_chunks(1), family("zb-v").runs_chunks(4)
+        (True, False, False)
+        """
+        return chunks in self.chunks or (self.any_chunks and chunks >= 2)
 
     def variant(self, split_backward: bool) -> Variant:
         """Its backward style with (True) or without (False) a split backward."""
@@ -512,7 +528,7 @@ _add(Family(
 ))
 _add(Family(
     key="interleaved", title="interleaved", layout="loop", schedules=("interleaved", "interleaved-zb"), planner=True,
-    chunks=(2, 3, 4),
+    chunks=(2, 3, 4), any_chunks=True,
     variants=(Variant(name="interleaved 1F1B", split_backward=False, schedule="interleaved",
                       torch_schedule="Interleaved1F1B"),
               Variant(name="interleaved ZB", split_backward=True, schedule="interleaved-zb",

@@ -76,7 +76,19 @@ MAX_SPLITS = 64
 
 def _shapes(model: LayerModel, num_ranks: int, families: Sequence[str] | None = None) -> list[tuple[str, int]]:
     """(layout, stages per rank) of the planner's torch-run families (of ``families``, when given), with a layer per
-    stage."""
+    stage: each family's own stage counts and, for a family that runs any count (interleaved), every count at
+    which the transformer blocks split into equal stages (the more stages per rank, the smaller the bubble).
+
+    Examples
+    --------
+    >>> from schedsearch.plan.layers import LayerModel
+    >>> from schedsearch.plan.autoplan import _shapes
+    >>> at1 = [{"microbatch_size": 1, "forward_ms": 1.0, "backward_ms": 2.0}]
+    >>> model = LayerModel(global_batch=8, num_ranks=4, layers=[{"name": "block", "repeat": 40, "measured": at1}])
+    >>> _shapes(model, 4)
+    [('loop', 1), ('loop', 2), ('loop', 3), ('loop', 4), ('loop', 5), ('loop', 10), ('v', 2)]
+    """
+    blocks = model.kinds().count("layer")
     out = []
     for key in planner_families():
         if families is not None and key not in families:
@@ -84,7 +96,9 @@ def _shapes(model: LayerModel, num_ranks: int, families: Sequence[str] | None = 
         fam = family(key)
         if fam.torch_style not in ("loop", "v"):
             continue
-        for v in fam.chunks:
+        even = [v for v in range(max(fam.chunks) + 1, blocks // num_ranks + 1)
+                if fam.any_chunks and blocks % (num_ranks * v) == 0]
+        for v in (*fam.chunks, *even):
             if (fam.torch_style, v) not in out and num_ranks * v <= model.num_layers:
                 out.append((fam.torch_style, v))
     return out
@@ -110,18 +124,20 @@ def _stage_ranks(num_stages: int, num_ranks: int, layout: str) -> list[int]:
 
 def balanced_split(model: LayerModel, *, num_ranks: int, layout: str, stages_per_rank: int, microbatch_size: int,
                    recomputation: Recomputation) -> list[list[int]] | None:
-    """The library's own split: the least largest rank time, among the splits whose every rank can hold its
-    parameters and one micro-batch's activations at once (None: no split can).
+    """The library's own split: the least largest rank time (one stage per rank) or stage time (more), among
+    the splits whose every rank can hold its parameters and one micro-batch's activations at once (None: no
+    split can).
 
     A layer's time is its forward and backward at ``microbatch_size`` plus
     its forward again when ``recomputation`` recomputes every block (mode
     ``"full"``; for ``"selective"`` the split of ``"none"`` is balanced on
     the times without recomputation, as which blocks are recomputed depends
     on the split). A rank's time sums its stages'. The DP runs over the
-    stages in order with the ranks' times so far (exact for one stage per
-    rank; for more, the least largest rank time among the splits whose
-    stage boundaries it tries: every boundary, by exhaustion of the prefix
-    states with the same per-rank totals kept least).
+    stages in order and keeps, per end layer, the least largest time so far
+    (exact for one stage per rank). With several stages per rank the
+    pipeline runs at the pace of its longest stage, and equal rank times
+    are also reached by very unequal stages: the DP then keeps the least
+    largest stage time, the largest rank time breaking ties.
 
     Examples
     --------
@@ -147,21 +163,27 @@ def balanced_split(model: LayerModel, *, num_ranks: int, layout: str, stages_per
     prefix = [0.0]
     for x in load:
         prefix.append(prefix[-1] + x)
-    # states after stage s: end layer -> {per-rank (time, params, acts) totals: cuts}; kept: the least largest time
-    states: dict[int, tuple[float, tuple, list[int]]] = {0: (0.0, ((0.0, 0, 0),) * num_ranks, [0])}
+    # states after stage s: end layer -> (value, per-rank (time, params, acts) totals, cuts); kept: the least
+    # value, (largest rank time, largest stage time) with one stage per rank, the other way round with more
+    states: dict[int, tuple[tuple[float, float], tuple, list[int]]] = {
+        0: ((0.0, 0.0), ((0.0, 0, 0),) * num_ranks, [0])}
     for s in range(S):
-        following: dict[int, tuple[float, tuple, list[int]]] = {}
+        following: dict[int, tuple[tuple[float, float], tuple, list[int]]] = {}
         r = rank_of[s]
-        for start, (worst, totals, cuts) in states.items():
+        for start, (value, totals, cuts) in states.items():
+            worst, longest = value if stages_per_rank == 1 else value[::-1]
             checkpoint(n - start)  # a hard stop of the call ends the DP here (one unit per split tried)
             for end in range(start + 1, n - (S - 1 - s) + 1):
                 t, p, a = totals[r]
-                t += prefix[end] - prefix[start]
+                stage = prefix[end] - prefix[start]
+                t += stage
                 p += sum(params[start:end])
                 a += sum(held[start:end])
                 if budget is not None and p + a > budget:
                     continue
-                value = max(worst, t)
+                value = (max(worst, t), max(longest, stage))
+                if stages_per_rank > 1:
+                    value = value[::-1]
                 if end not in following or value < following[end][0]:
                     new = list(totals)
                     new[r] = (t, p, a)

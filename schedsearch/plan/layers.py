@@ -1105,9 +1105,10 @@ class Configuration:
         return stage_ranks(self.num_stages, self.num_ranks, self.layout)
 
     def families(self) -> tuple[str, ...]:
-        """The planner's families of this shape: their torch stage style is the layout and their chunks hold v."""
+        """The planner's families of this shape: their torch stage style is the layout and they run v stages per
+        rank."""
         return tuple(key for key in planner_families()
-                     if family(key).torch_style == self.layout and self.stages_per_rank in family(key).chunks)
+                     if family(key).torch_style == self.layout and family(key).runs_chunks(self.stages_per_rank))
 
     def torchtitan_runs(self, variant: Variant) -> bool:
         """Whether torchtitan runs ``variant`` with this recomputation: a split backward only without any."""
