@@ -35,6 +35,7 @@ import enum
 import attrs
 
 from schedsearch.errors import InvalidOptionsError, MissingDependencyError, WorkerProcessError
+from schedsearch.heap import survivors_frozen
 
 __all__ = ["TaskStatus", "TaskOutcome", "Executor", "LocalExecutor", "RayExecutor", "get_executor", "EXECUTORS",
            "ENGINES"]
@@ -95,7 +96,8 @@ def _task_status(status: Any) -> Any:
 def _call(fn: Callable[[Any], Any], task: Any) -> TaskOutcome:
     t0 = time.perf_counter()
     try:
-        value = fn(task)
+        with survivors_frozen():  # a task is a call: its full collections do not rescan what it keeps
+            value = fn(task)
     except Exception as exc:  # a failed task is reported, not raised
         last = traceback.format_exception_only(type(exc), exc)[-1].strip()
         return TaskOutcome(status=TaskStatus.RAISED, error=last, wall_time_s=time.perf_counter() - t0)

@@ -3,7 +3,7 @@ point down (or stay within their layer), the module import graph has no circle, 
 import no solver.
 
 Layers, bottom up (:data:`LAYERS`): the leaves (errors, the JSON and text readers, the timeline, the
-units, the executors, the pipeline action type, the deadline's checkpoints) -> the core
+units, the executors, the pipeline action type, the deadline's checkpoints, the collector's freezing) -> the core
  (``problem``, then ``schedule``, then
 ``validate``, then ``periodic``, ``rewrite``, ``result``, ``options``) -> the problem builders
 (``placements``, ``graphs``) -> the handcrafted schedules -> the exporters and the test machinery -> the schedule bounds -> the encoders ->
@@ -36,7 +36,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "schedsearch"
 #: itself, ``x.*`` every module below ``x``). A module may import modules of its own layer and below.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("leaves", ("errors", "_json", "_io", "_union_find", "timeline", "units", "executors", "status", "registry",
-                "actions", "deadline")),
+                "actions", "deadline", "heap")),
     ("problem", ("problem",)),
     ("schedule", ("schedule",)),
     ("validator", ("validate",)),

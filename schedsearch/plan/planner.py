@@ -54,6 +54,7 @@ from schedsearch.errors import (
     SchedSearchError,
 )
 from schedsearch.handcrafted.families import RUNTIMES, check_runtime
+from schedsearch.heap import survivors_frozen
 from schedsearch.options import MAX_SEED, Deadline, Rule, SearchOptions, check_option, check_options
 from schedsearch.plan.pipeline import (Pipeline, Stage, _families as family_keys, check_integer_range,
                                        check_plan_arguments, exact_bytes, exact_memory_unit)
@@ -125,6 +126,7 @@ def _check_call(where: str, pipeline: Any, runtime: Any, *, time_limit_s: Any, p
     check_runtime(runtime)
 
 
+@survivors_frozen()
 def plan(
     pipeline: Pipeline,
     *,
@@ -687,6 +689,7 @@ def plan_sweep(
 
 
 # ------------------------------------------------------------------ a model in layers
+@survivors_frozen()
 def plan_layers(
     model: LayerModel,
     *,

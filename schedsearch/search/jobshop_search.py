@@ -63,6 +63,7 @@ import attrs
 from schedsearch.deadline import set_aside, stopping, unstopped
 from schedsearch.encode.backends import Capability, get_backend, problem_features, supports
 from schedsearch.errors import DeadlineExceeded
+from schedsearch.heap import survivors_frozen
 
 from schedsearch.options import DETERMINISTIC_UNITS_PER_S, Rule, SearchOptions
 from schedsearch.problem import Problem
@@ -106,6 +107,7 @@ _MARGIN_SHARE = 0.01
 _RENAMED = {"heuristic": "list_baseline", "heuristic_only": "list_baseline_only"}
 
 
+@survivors_frozen()
 def jobshop(
     problem: Problem,
     *,

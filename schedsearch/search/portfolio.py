@@ -88,6 +88,7 @@ import attrs
 
 from schedsearch.deadline import set_aside, stopping, unstopped
 from schedsearch.errors import DeadlineExceeded, InvalidOptionsError, InvalidProblemError, SchedSearchError
+from schedsearch.heap import survivors_frozen
 from schedsearch.options import Rule, SearchOptions
 from schedsearch.problem import Problem
 from schedsearch.result import Level, SearchResult, Status
@@ -744,6 +745,7 @@ def _result(pf: _Portfolio, names: tuple[str, ...], status: Status | None, level
     )
 
 
+@survivors_frozen()
 def solve(
     problem: Problem,
     *,
