@@ -86,6 +86,21 @@ def test_candidates_cover_the_families():
     assert "DualPipeV (F&B)" in labels and "DualPipe (F&B)" in labels
 
 
+def test_a_fixed_description_with_more_stages_per_rank_gets_interleaved_at_its_count():
+    # 10 stages on 2 ranks: interleaved runs any count, so v=5 is tried; v=2..4 stay listed (and are skipped)
+    p = _uniform(families=["1f1b", "interleaved", "zb-v"], stages=10, num_microbatches=4)
+    labels = [c.label for c in candidates(p)]
+    assert labels.count("interleaved 1F1B v=5") == 1 and "interleaved ZB v=5" in labels
+    assert "interleaved 1F1B v=4" in labels and not any("v=3" in x and "ZB-V" in x for x in labels)
+    result = schedsearch.plan(p, time_limit_s=20, deterministic=True)
+    assert result.best.family == "interleaved ZB v=5", result.table()
+    assert not validate(result.problem, result.schedule)
+    # 9 stages on 2 ranks: no count per rank, nothing added; a model split by the planner (dp) adds nothing
+    assert not any("v=5" in c.label for c in candidates(_uniform(families=["interleaved"], stages=9)))
+    dp = attrs.evolve(_uniform(families=["interleaved"], stages=10), partition="dp")
+    assert not any("v=5" in c.label for c in candidates(dp))
+
+
 def test_transfers_cost_time():
     free = schedsearch.plan(_uniform(families=["1f1b"]), time_limit_s=20, parallel=1)
     paid = schedsearch.plan(_uniform(families=["1f1b"], p2p={"time_ms": 0.5}), time_limit_s=20, parallel=1)

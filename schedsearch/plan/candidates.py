@@ -83,13 +83,20 @@ def runtime_gap(candidate: Candidate, runtime: str) -> str:
 
 
 def candidates(pipeline: Pipeline) -> list[Candidate]:
-    """Every candidate of the pipeline's allowed families, in table order."""
+    """Every candidate of the pipeline's allowed families, in table order: each family at its own stage
+    counts per rank and, for a family that runs any count (interleaved), also at the count of stages a fixed
+    description gives (40 stages on 8 ranks: v=5)."""
     out: list[Candidate] = []
     overlap = pipeline.fb_overlap_ms is not None
+    given, spare = divmod(len(pipeline.stages), pipeline.num_ranks)
     for key in pipeline.families:
         fam = family_record(key)
+        counts = list(fam.chunks)
+        if pipeline.partition == "fixed" and not spare and given not in counts and fam.any_chunks \
+                and fam.runs_chunks(given):
+            counts.append(given)
         out += [Candidate(family=key, chunks=v, split_backward=variant.split_backward, overlap=overlap and fam.overlap)
-                for v in fam.chunks for variant in fam.variants]
+                for v in counts for variant in fam.variants]
     return out
 
 
