@@ -170,8 +170,8 @@ def balanced_split(model: LayerModel, *, num_ranks: int, layout: str, stages_per
     for s in range(S):
         following: dict[int, tuple[tuple[float, float], tuple, list[int]]] = {}
         r = rank_of[s]
-        for start, (value, totals, cuts) in states.items():
-            worst, longest = value if stages_per_rank == 1 else value[::-1]
+        for start, (kept, totals, cuts) in states.items():
+            worst, longest = kept if stages_per_rank == 1 else kept[::-1]
             checkpoint(n - start)  # a hard stop of the call ends the DP here (one unit per split tried)
             for end in range(start + 1, n - (S - 1 - s) + 1):
                 t, p, a = totals[r]
