@@ -15,7 +15,9 @@ a frozen object that becomes garbage during the call is collected after it.
 The process's own frozen objects are left alone: when anything is frozen on
 entry (an application's :func:`gc.freeze` before forking workers, say), the
 context does nothing. Contexts nest and may run in several threads at once;
-the outermost one freezes and unfreezes.
+the outermost one freezes and unfreezes. A process forked inside one starts
+without it (what it inherited frozen is unfrozen), so a long-lived forked
+worker collects as usual.
 
 Examples
 --------
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import threading
 from collections.abc import Iterator
 
@@ -61,9 +64,27 @@ def survivors_frozen() -> Iterator[None]:
         yield
     finally:
         with _LOCK:
-            _depth -= 1
+            _depth = max(0, _depth - 1)  # a forked child leaves contexts its parent entered: already reset
             if _depth == 0 and _engaged:
-                _engaged = False
-                with contextlib.suppress(ValueError):
-                    gc.callbacks.remove(_freeze_survivors)
-                gc.unfreeze()
+                _disengage()
+
+
+def _disengage() -> None:
+    global _engaged
+    _engaged = False
+    with contextlib.suppress(ValueError):
+        gc.callbacks.remove(_freeze_survivors)
+    gc.unfreeze()
+
+
+def _forked_child() -> None:
+    """In a child forked inside a context: no context, nothing frozen by one, a lock no thread holds."""
+    global _LOCK, _depth
+    _LOCK = threading.Lock()
+    if _engaged:
+        _disengage()
+    _depth = 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked_child)

@@ -4,6 +4,7 @@ nothing lost, the process's own frozen objects left alone."""
 from __future__ import annotations
 
 import gc
+import os
 import threading
 import weakref
 
@@ -110,3 +111,23 @@ def test_the_entries_leave_the_collector_as_they_found_it() -> None:
     result = solve(vshape_chunks(4, 8), objective="makespan", time_limit_s=5, deterministic=True, workers=1)
     assert result.schedule is not None
     assert gc.get_freeze_count() == 0 and gc.callbacks == callbacks
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork only")
+def test_a_child_forked_inside_starts_without_the_context() -> None:
+    with survivors_frozen():
+        kept = [Node() for _ in range(200)]
+        gc.collect()
+        assert gc.get_freeze_count() > 0
+        pid = os.fork()
+        if pid == 0:  # the child: nothing frozen, no callback; its own contexts work and end
+            ok = gc.get_freeze_count() == 0 and _freeze_survivors not in gc.callbacks
+            with survivors_frozen():
+                gc.collect()
+                ok = ok and gc.get_freeze_count() > 0
+            ok = ok and gc.get_freeze_count() == 0 and _freeze_survivors not in gc.callbacks
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert gc.get_freeze_count() > 0  # the parent's context goes on
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert gc.get_freeze_count() == 0 and kept
