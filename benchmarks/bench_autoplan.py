@@ -57,7 +57,10 @@ def transformer(name: str, *, dim: int, ffn: int, blocks: int, vocab: int, seq: 
     matrix products' input side, the weight gradient 2 x parameters. Time is
     FLOPs over ``tflops`` (at micro-batch size 1 and 2). A block holds
     ``41 * dim`` bytes per token (bf16, flash attention) and ``2 * dim`` when
-    recomputed (its input, also what it sends). The embedding is a gather
+    recomputed (its input, also what it sends); under torchtitan's
+    per-operator selective checkpointing (mode ``"op"``) it keeps its input,
+    the attention's output and log-sum-exp and the q, v, w1 and w2 products,
+    and recomputes the k, o and w3 products. The embedding is a gather
     (0.15 ms / 0.4 ms per 8192 tokens, forward / backward); the head is the
     output projection (``dim * vocab``), holding the bf16 logits and the
     norm's input and output. Parameters: 16 bytes each (weights, gradients,
@@ -69,7 +72,8 @@ def transformer(name: str, *, dim: int, ffn: int, blocks: int, vocab: int, seq: 
     per_param = 16 / dp_shards
 
     def measured(fwd_flops_token: float, wgrad_flops_token: float, held_token: int, sends_token: int,
-                 checkpoint_token: int | None, fixed: tuple[float, float] | None = None) -> list[dict[str, Any]]:
+                 checkpoint_token: int | None, fixed: tuple[float, float] | None = None,
+                 selective: tuple[float, int] | None = None) -> list[dict[str, Any]]:
         out = []
         for size, rate in zip((1, 2), tflops):
             tokens = size * seq
@@ -88,10 +92,18 @@ def transformer(name: str, *, dim: int, ffn: int, blocks: int, vocab: int, seq: 
                 m["backward_ms"] = round(m["input_grad_ms"] + m["weight_grad_ms"], 3)
             if checkpoint_token is not None:
                 m["checkpoint_bytes"] = checkpoint_token * tokens
+            if selective is not None:
+                m["selective_recompute_ms"] = round(selective[0] * tokens / (rate * 1e12) * 1e3, 3)
+                m["selective_bytes"] = selective[1] * tokens
             out.append(m)
         return out
 
-    block = measured(2 * matrices + 2 * seq * dim, 2 * matrices, 41 * dim, 2 * dim, 2 * dim)
+    # torchtitan's per-operator selective checkpointing keeps the block's input, the attention's output (and
+    # its fp32 log-sum-exp per head of 128) and the odd-numbered of its seven matrix products (q, v, w1, w2) and
+    # recomputes the even ones (k, o, w3)
+    kept = 2 * (4 * dim + int(kv_ratio * dim) + ffn) + 4 * dim // 128
+    again = 2 * (kv_ratio * dim * dim + dim * dim + dim * ffn)
+    block = measured(2 * matrices + 2 * seq * dim, 2 * matrices, 41 * dim, 2 * dim, 2 * dim, selective=(again, kept))
     head_flops = 2 * dim * vocab
     head = measured(head_flops, head_flops, 2 * vocab + 4 * dim, 0, None)
     embed = measured(0, 0, 8, 2 * dim, None, fixed=(0.15, 0.4))

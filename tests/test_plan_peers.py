@@ -202,8 +202,10 @@ def test_auto_partition_refusals() -> None:
         auto_partition(model, num_ranks=2, schedule_type="zbv")
     with pytest.raises(InvalidPipelineError, match="'virtual_stages_per_rank' must be 1 for 1f1b"):
         auto_partition(model, num_ranks=2, virtual_stages_per_rank=2)
-    with pytest.raises(InvalidPipelineError, match="'recomputation' must be 'none' or 'full'"):
+    with pytest.raises(InvalidPipelineError, match="'recomputation' must be 'none', 'full' or 'op'"):
         auto_partition(model, num_ranks=2, recomputation="layers")
+    with pytest.raises(InvalidPipelineError, match="recomputation 'op' needs 'selective_bytes'"):
+        auto_partition(model, num_ranks=2, recomputation="op")  # its blocks give no per-operator figures
 
 
 # ------------------------------------------------------------------ AdaPipe

@@ -1,7 +1,7 @@
 """The space floor against every plan of every configuration of small layer models.
 
 For each model, every configuration of the whole space (every split of every shape, micro-batch size and
-recomputation) is planned for every variant of every family of its shape, in deterministic mode; the floor
+recomputation, the per-operator mode where the blocks give its figures) is planned for every variant of every family of its shape, in deterministic mode; the floor
 :func:`space_floor_ms` claims must be at most every plan's step time. Plans come from the planner; the
 judgement (the floor against each plan) is made here.
 """
@@ -65,12 +65,17 @@ def layer_models(draw) -> LayerModel:
     ms = st.integers(5, 300).map(lambda x: x / 100)
     split = draw(st.booleans())
 
-    def measured(size_factors=(1, 2)):
+    op = draw(st.booleans())  # the blocks give per-operator checkpointing's figures: mode "op" is searched
+
+    def measured(size_factors=(1, 2), block=False):
         f, b, a = draw(ms), draw(ms), draw(st.integers(0, 100))
+        again, kept = draw(st.integers(0, 100)) / 100, draw(st.integers(0, 100)) / 100
         out = []
         for size in size_factors:
             m = {"microbatch_size": size, "forward_ms": f * size * 0.9 ** (size - 1),
                  "backward_ms": b * size * 0.9 ** (size - 1), "activation_bytes": a * size, "send_bytes": size}
+            if op and block:
+                m.update(selective_recompute_ms=m["forward_ms"] * again, selective_bytes=int(a * size * kept))
             if split:
                 share = draw(st.integers(20, 80)) / 100
                 shrink = draw(st.sampled_from([1.0, 0.995, 0.99]))
@@ -84,7 +89,7 @@ def layer_models(draw) -> LayerModel:
         layers.append({"name": "embed", "kind": "embedding", "parameter_bytes": draw(st.integers(0, 100)),
                        "measured": measured()})
     layers.append({"name": "block", "repeat": draw(st.integers(2, 3)), "parameter_bytes": draw(st.integers(0, 50)),
-                   "measured": measured()})
+                   "measured": measured(block=True)})
     if draw(st.booleans()):
         layers.append({"name": "head", "kind": "head", "parameter_bytes": draw(st.integers(0, 200)),
                        "measured": measured()})

@@ -204,9 +204,9 @@ def test_a_layer_plans_args_carry_its_recomputation_or_say_why_not(tmp_path: Pat
     result = plan_layers(_layer_model(budget), time_limit_s=20, parallel=1, deterministic=True, runtime=runtime)
     rec = result.best.configuration.recomputation
     paths = result.write(tmp_path, torchtitan_config="llama3_debugmodel")
-    if rec.mode in ("none", "full"):
+    if rec.mode in ("none", "full", "op"):
         lines = paths["torchtitan"].read_text().splitlines()
-        assert lines[-1] == f"activation_checkpoint:{rec.mode}"
+        assert lines[-1] == f"activation_checkpoint:{rec.torchtitan_mode if rec.recomputes else 'none'}"
         assert sum(line.startswith("activation_checkpoint") for line in lines) == 1
         assert f"--training.local_batch_size={result.best.configuration.num_microbatches}" in lines
         assert not not_written(paths["table"])
@@ -232,7 +232,7 @@ def test_the_budgets_above_choose_every_recomputation_the_writer_handles(tmp_pat
 
 
 @pytest.mark.parametrize("split", [False, True])
-@pytest.mark.parametrize("mode", ["none", "full", "selective", "layers"])
+@pytest.mark.parametrize("mode", ["none", "full", "op", "selective", "layers"])
 def test_the_writer_sets_checkpointing_as_given_and_refuses_what_torchtitan_cannot_run(
         tmp_path: Path, split: bool, mode: str) -> None:
     from schedsearch.errors import FormatError
@@ -245,10 +245,10 @@ def test_the_writer_sets_checkpointing_as_given_and_refuses_what_torchtitan_cann
     assert result.best.candidate.split_backward == split
     rec = Recomputation(mode=mode, every=2 if mode == "selective" else None,
                         layers=[1] if mode == "layers" else ())
-    runs = mode == "none" or (mode == "full" and not split)
+    runs = mode == "none" or (mode in ("full", "op") and not split)
     if runs:
         words = torchtitan_overrides(result, tmp_path / "schedule.csv", recomputation=rec)
-        assert words[-1] == [f"activation_checkpoint:{mode}"]
+        assert words[-1] == [f"activation_checkpoint:{'selective' if mode == 'op' else mode}"]
         assert sum(w[0].startswith("activation_checkpoint") for w in words) == 1
         # without a recomputation (a pipeline description) only a split backward sets it (to none), as before
         assert torchtitan_overrides(result, tmp_path / "schedule.csv") == (words if split else words[:-1])

@@ -104,14 +104,17 @@ def _shapes(model: LayerModel, num_ranks: int, families: Sequence[str] | None = 
     return out
 
 
-def _recomputations(runtime: str = "torch") -> list[Recomputation]:
+def _recomputations(runtime: str = "torch", model: LayerModel | None = None) -> list[Recomputation]:
     """The recomputations searched: for the ``"torch"`` runtime those the torchtitan release the files are
-    written for runs (:data:`~schedsearch.plan.torchtitan.TORCHTITAN_VERSION`: none and full; its selective
-    mode works per operator, not every k-th block), for ``"any"`` also every ``k``-th block."""
+    written for runs (:data:`~schedsearch.plan.torchtitan.TORCHTITAN_VERSION`: none, full and its per-operator
+    selective mode, ``"op"``, where ``model``'s blocks give its figures), for ``"any"`` also every ``k``-th
+    block."""
     from schedsearch.plan.torchtitan import TORCHTITAN_VERSION
 
-    every = [Recomputation(mode="none"), Recomputation(mode="full")] + [
-        Recomputation(mode="selective", every=k) for k in SELECTIVE_EVERY]
+    every = [Recomputation(mode="none"), Recomputation(mode="full")]
+    if model is None or model.runs_op():
+        every.append(Recomputation(mode="op"))
+    every += [Recomputation(mode="selective", every=k) for k in SELECTIVE_EVERY]
     return [r for r in every if runtime != "torch" or TORCHTITAN_VERSION in r.torchtitan_releases]
 
 
@@ -130,7 +133,8 @@ def balanced_split(model: LayerModel, *, num_ranks: int, layout: str, stages_per
 
     A layer's time is its forward and backward at ``microbatch_size`` plus
     its forward again when ``recomputation`` recomputes every block (mode
-    ``"full"``; for ``"selective"`` the split of ``"none"`` is balanced on
+    ``"full"``; under ``"op"`` the part of it that mode recomputes, and its
+    bytes held; for ``"selective"`` the split of ``"none"`` is balanced on
     the times without recomputation, as which blocks are recomputed depends
     on the split). A rank's time sums its stages'. The DP runs over the
     stages in order and keeps, per end layer, the least largest time so far
@@ -151,11 +155,11 @@ def balanced_split(model: LayerModel, *, num_ranks: int, layout: str, stages_per
     """
     figures = model.at(microbatch_size)
     kinds = model.kinds()
-    full = recomputation.mode == "full"
-    load = [m.forward_ms + m.backward_ms + (m.forward_ms if full and kinds[i] == "layer" else 0.0)
-            for i, m in enumerate(figures)]
-    held = [m.held_when_recomputed if full and kinds[i] == "layer" else m.activation_bytes
-            for i, m in enumerate(figures)]
+    full, op = recomputation.mode == "full", recomputation.mode == "op" and model.runs_op()
+    load = [m.forward_ms + m.backward_ms + (m.forward_ms if full else m.selective_recompute_ms if op else 0.0)
+            * (kinds[i] == "layer") for i, m in enumerate(figures)]
+    held = [(m.held_when_recomputed if full else m.selective_bytes if op else m.activation_bytes)
+            if kinds[i] == "layer" else m.activation_bytes for i, m in enumerate(figures)]
     params = [layer.parameter_bytes for layer in model.expanded]
     n, S = len(load), num_ranks * stages_per_rank
     rank_of = _stage_ranks(S, num_ranks, layout)
@@ -276,7 +280,7 @@ def proposed_configurations(model: LayerModel, num_ranks: int, *, runtime: str =
         whole = whole and every is not None
         for size in model.sizes():
             m = model.global_batch // size
-            for rec in _recomputations(runtime):
+            for rec in _recomputations(runtime, model):
                 if rec.mode == "selective" and not 1 < rec.every <= _most_blocks_per_rank(model, num_ranks, v):
                     continue  # recomputes nothing on any rank: configuration "none" runs more variants
                 fields = dict(num_ranks=num_ranks, layout=layout, microbatch_size=size, num_microbatches=m,
@@ -313,7 +317,7 @@ def proposed_configurations(model: LayerModel, num_ranks: int, *, runtime: str =
     # the adapipe split is proposed for every recomputation of its shape and size
     for config, origins in list(found.items()):
         if "adapipe" in origins and config.recomputation.mode == "none":
-            for rec in _recomputations(runtime)[1:]:
+            for rec in _recomputations(runtime, model)[1:]:
                 add(attrs.evolve(config, recomputation=rec), "adapipe")
     return [(c, tuple(o)) for c, o in found.items()], whole, stopped
 
@@ -348,8 +352,8 @@ def space_floor_ms(model: LayerModel, num_ranks: int, *, runtime: str = "torch")
     :func:`least_largest_share` of the layers' times (a layer's backward counted as the least of its whole
     backward and its input plus weight gradients), where the same share of parameters and activations
     fits the budget (recomputing every ``k``-th block counts as no recomputation for the time and as
-    recomputing every block for the memory, as which blocks it recomputes depends on the split). Transfers
-    and idle time count 0.
+    recomputing every block for the memory, as which blocks it recomputes depends on the split; mode
+    ``"op"`` counts its part of the forward and its bytes). Transfers and idle time count 0.
     """
     from schedsearch.plan.times import exact_ms
 
@@ -359,13 +363,15 @@ def space_floor_ms(model: LayerModel, num_ranks: int, *, runtime: str = "torch")
     best: Fraction | None = None
     for size in model.sizes():
         figures = model.at(size)
-        for rec in _recomputations(runtime):
-            again = rec.mode == "full"
-            held = [m.held_when_recomputed if rec.recomputes and kinds[i] == "layer" else m.activation_bytes
-                    for i, m in enumerate(figures)]
+        for rec in _recomputations(runtime, model):
+            op = rec.mode == "op"
+            held = [(m.selective_bytes if op else m.held_when_recomputed) if rec.recomputes and kinds[i] == "layer"
+                    else m.activation_bytes for i, m in enumerate(figures)]
             if budget is not None and least_largest_share([a + b for a, b in zip(params, held)], num_ranks) > budget:
                 continue
-            work = [_least_work_ms(m, again and kinds[i] == "layer") for i, m in enumerate(figures)]
+            again = [(m.forward_ms if rec.mode == "full" else m.selective_recompute_ms if op else 0.0)
+                     if kinds[i] == "layer" else 0.0 for i, m in enumerate(figures)]
+            work = [_least_work_ms(m, a) for m, a in zip(figures, again)]
             value = model.global_batch // size * least_largest_share(work, num_ranks)
             best = value if best is None else min(best, value)
     return None if best is None else float(best)
@@ -389,18 +395,17 @@ def configuration_floor_ms(model: LayerModel, config: Configuration) -> Fraction
     36.0
     """
     figures = model.at(config.microbatch_size)
-    again = model.recomputed(config)
-    work = [_least_work_ms(m, i in again) for i, m in enumerate(figures)]
+    work = [_least_work_ms(m, again) for m, again in zip(figures, model.again_ms(config))]
     return config.num_microbatches * max(sum((work[i] for s in stages for i in config.split[s]), Fraction(0))
                                          for stages in config.stage_of_rank())
 
 
-def _least_work_ms(figures: Any, recomputed: bool) -> Fraction:
+def _least_work_ms(figures: Any, again_ms: float) -> Fraction:
     """A layer's least work per micro-batch over the variants: its forward, its least backward
-    (:func:`_least_backward_ms`) and, when ``recomputed``, its forward again."""
+    (:func:`_least_backward_ms`) and ``again_ms`` of its forward run again (recomputed)."""
     from schedsearch.plan.times import exact_ms
 
-    return exact_ms(figures.forward_ms) * (2 if recomputed else 1) + _least_backward_ms(figures)
+    return exact_ms(figures.forward_ms) + exact_ms(again_ms) + _least_backward_ms(figures)
 
 
 def _least_backward_ms(figures: Any) -> Fraction:
@@ -658,7 +663,7 @@ def _refined_bound(times: Any, bound: Fraction) -> Fraction:
 
 def _breakdown(model: LayerModel, config: Configuration, row: PlanRow) -> Breakdown:
     """:class:`Breakdown` of ``row``'s plan of ``config``, on the rank with the most work."""
-    rec = model.recomputed(config)
+    again_of = model.again_ms(config)
     figures = model.at(config.microbatch_size)
     m = config.num_microbatches
     ranks = config.stage_of_rank()
@@ -669,7 +674,7 @@ def _breakdown(model: LayerModel, config: Configuration, row: PlanRow) -> Breakd
     for stages in ranks:
         layers = [i for s in stages for i in config.split[s]]
         work = math.fsum(figures[i].forward_ms + figures[i].backward_ms for i in layers)
-        again = math.fsum(figures[i].forward_ms for i in layers if i in rec)
+        again = math.fsum(again_of[i] for i in layers)
         if work + again + len(stages) * per_stage > sum(best):
             best = (work, again, len(stages) * per_stage)
     compute, again, overhead = m * best[0], m * best[1], m * best[2]

@@ -48,8 +48,15 @@ gradient, the half that runs first). ``activation_checkpoint.mode``:
   stage index, each stage's blocks in model order), and checkpoints the
   blocks whose number is a multiple of ``k``; the counter runs on across the
   rank's stages. torchtitan 0.3.0 has dropped this option (it keeps
-  ``none``, ``full``, a per-operator ``selective`` and a compiler
-  ``memory_budget``, whose costs a layer description does not give);
+  ``none``, ``full``, a per-operator ``selective``, mode ``"op"`` here, and
+  a compiler ``memory_budget``, whose costs a layer description does not
+  give);
+* ``"op"`` (torchtitan 0.3.0's ``selective``, per operator): every block
+  is checkpointed, but the outputs of its costly operators (attention and
+  every other matrix product) are kept; a block then holds
+  ``selective_bytes`` and its backward first runs ``selective_recompute_ms``
+  of its forward again. A layer description gives both figures (measured
+  with that checkpointing on) for this mode to be searched;
 * ``"layers"``: an explicit set of recomputed blocks, what a per-stage
   choice (:func:`schedsearch.plan.peers.adapipe`) gives; no single torchtitan
   setting runs it (:attr:`Recomputation.torchtitan_mode` is None).
@@ -97,7 +104,7 @@ __all__ = [
 #: The kinds of layer: the embedding (first, at most one), transformer blocks, the head (last, at most one).
 KINDS = ("embedding", "layer", "head")
 #: The recomputation modes of a :class:`Recomputation`.
-RECOMPUTATION_MODES = ("none", "full", "selective", "layers")
+RECOMPUTATION_MODES = ("none", "full", "selective", "op", "layers")
 #: Most layers a description may expand to (``repeat`` included), checked before any list of them is built.
 MAX_LAYERS = 100_000
 #: Most measured micro-batch sizes per layer.
@@ -149,6 +156,10 @@ class Measurement:
     layer is recomputed (its input; None: ``send_bytes``, as a transformer
     block's input and output have one shape); ``send_bytes`` what its forward
     passes to the next layer (None: ``activation_bytes``, an upper bound).
+    ``selective_bytes`` and ``selective_recompute_ms`` (both or neither) are
+    what it holds and the part of its forward its backward runs again under
+    torchtitan's per-operator selective checkpointing (recomputation mode
+    ``"op"``).
 
     Examples
     --------
@@ -167,6 +178,8 @@ class Measurement:
     activation_bytes: int = 0
     checkpoint_bytes: int | None = None
     send_bytes: int | None = None
+    selective_bytes: int | None = None
+    selective_recompute_ms: float | None = None
 
     def __attrs_post_init__(self) -> None:
         where = f"micro-batch size {short_repr(self.microbatch_size)}"
@@ -181,9 +194,26 @@ class Measurement:
             if getattr(self, field) is not None:
                 object.__setattr__(self, field, read_ms(where, field, getattr(self, field)))
         object.__setattr__(self, "activation_bytes", parse_bytes(self.activation_bytes, where, "activation_bytes"))
-        for field in ("checkpoint_bytes", "send_bytes"):
+        for field in ("checkpoint_bytes", "send_bytes", "selective_bytes"):
             if getattr(self, field) is not None:
                 object.__setattr__(self, field, parse_bytes(getattr(self, field), where, field))
+        if (self.selective_bytes is None) != (self.selective_recompute_ms is None):
+            raise InvalidPipelineError(
+                f"{where}: give both 'selective_bytes' and 'selective_recompute_ms' or neither, got "
+                f"selective_bytes={short_repr(self.selective_bytes)}, "
+                f"selective_recompute_ms={short_repr(self.selective_recompute_ms)}")
+        if self.selective_recompute_ms is not None:
+            object.__setattr__(self, "selective_recompute_ms",
+                               read_ms(where, "selective_recompute_ms", self.selective_recompute_ms))
+            if self.selective_recompute_ms > self.forward_ms:
+                raise InvalidPipelineError(
+                    f"{where}: 'selective_recompute_ms' ({self.selective_recompute_ms:g}) is more than the "
+                    f"forward it recomputes part of ('forward_ms' {self.forward_ms:g})")
+
+    @property
+    def has_selective(self) -> bool:
+        """True when the figures of per-operator selective checkpointing are given."""
+        return self.selective_bytes is not None
 
     @property
     def has_split(self) -> bool:
@@ -209,6 +239,9 @@ class Measurement:
         for field in ("checkpoint_bytes", "send_bytes"):
             if getattr(self, field) is not None:
                 out[field] = format_bytes(getattr(self, field))
+        if self.has_selective:
+            out.update(selective_bytes=format_bytes(self.selective_bytes),
+                       selective_recompute_ms=self.selective_recompute_ms)
         return out
 
 
@@ -288,6 +321,9 @@ class Layer:
         if len({m.has_split for m in self.measured}) > 1:
             raise InvalidPipelineError(
                 f"{where}: give 'input_grad_ms' and 'weight_grad_ms' at every measured size or at none")
+        if len({m.has_selective for m in self.measured}) > 1:
+            raise InvalidPipelineError(
+                f"{where}: give 'selective_bytes' and 'selective_recompute_ms' at every measured size or at none")
         object.__setattr__(self, "measured", tuple(sorted(self.measured, key=lambda m: m.microbatch_size)))
 
     @property
@@ -324,6 +360,8 @@ class Layer:
             activation_bytes=_interpolate_bytes(a.activation_bytes, b.activation_bytes, share),
             checkpoint_bytes=_interpolate_bytes(a.held_when_recomputed, b.held_when_recomputed, share),
             send_bytes=_interpolate_bytes(a.p2p_bytes, b.p2p_bytes, share),
+            selective_bytes=_interpolate_bytes(a.selective_bytes, b.selective_bytes, share),
+            selective_recompute_ms=_interpolate_ms(a.selective_recompute_ms, b.selective_recompute_ms, share),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -536,6 +574,33 @@ class LayerModel:
         if bad:
             raise InvalidPipelineError(
                 f"{configuration}: recomputation 'layers' must name transformer blocks (kind 'layer'), got layer {bad[0]}")
+        if configuration.recomputation.mode == "op":
+            short = next((layer for layer in self.layers if layer.kind == "layer" and not layer.measured[0].has_selective),
+                         None)
+            if short is not None:
+                raise InvalidPipelineError(
+                    f"{configuration}: recomputation 'op' needs 'selective_bytes' and 'selective_recompute_ms' of "
+                    f"every transformer block; layer {short.name!r} gives neither")
+
+    def runs_op(self) -> bool:
+        """Whether recomputation mode ``"op"`` has a cost here: every transformer block gives its figures."""
+        return all(layer.measured[0].has_selective for layer in self.layers if layer.kind == "layer")
+
+    def again_ms(self, configuration: Configuration) -> list[float]:
+        """Per layer, the forward time its backward runs again under ``configuration``'s recomputation: its
+        whole forward when recomputed, ``selective_recompute_ms`` under mode ``"op"``, else 0."""
+        rec = self.recomputed(configuration)
+        op = configuration.recomputation.mode == "op"
+        return [(m.selective_recompute_ms if op else m.forward_ms) if i in rec else 0.0
+                for i, m in enumerate(self.at(configuration.microbatch_size))]
+
+    def held_bytes(self, configuration: Configuration) -> list[int]:
+        """Per layer, what one micro-batch holds from its forward to its backward under ``configuration``'s
+        recomputation (:meth:`Measurement.held_when_recomputed`, ``selective_bytes`` under mode ``"op"``)."""
+        rec = self.recomputed(configuration)
+        op = configuration.recomputation.mode == "op"
+        return [(m.selective_bytes if op else m.held_when_recomputed) if i in rec else m.activation_bytes
+                for i, m in enumerate(self.at(configuration.microbatch_size))]
 
     def recomputed(self, configuration: Configuration) -> frozenset[int]:
         """The layer indices ``configuration`` recomputes on this model (see the module docstring)."""
@@ -544,7 +609,7 @@ class LayerModel:
         kinds = self.kinds()
         if rec.mode == "none":
             return frozenset()
-        if rec.mode == "full":
+        if rec.mode in ("full", "op"):
             return frozenset(i for i, k in enumerate(kinds) if k == "layer")
         if rec.mode == "layers":
             return frozenset(rec.layers)
@@ -559,14 +624,16 @@ class LayerModel:
                             out.add(i)
         return frozenset(out)
 
-    def stage(self, configuration: Configuration, index: int, recomputed: frozenset[int] | None = None) -> Stage:
-        """Stage ``index`` of ``configuration``: its layers' figures summed, recomputation applied."""
-        rec = self.recomputed(configuration) if recomputed is None else recomputed
+    def stage(self, configuration: Configuration, index: int,
+              recomputed: tuple[list[float], list[int]] | None = None) -> Stage:
+        """Stage ``index`` of ``configuration``: its layers' figures summed, recomputation applied
+        (``recomputed``: :meth:`again_ms` and :meth:`held_bytes` of the configuration, when already known)."""
+        again_of, held_of = recomputed or (self.again_ms(configuration), self.held_bytes(configuration))
         figures = self.at(configuration.microbatch_size)
         names = self.layer_names()
         group = configuration.split[index]
         layers = [figures[i] for i in group]
-        again = [figures[i].forward_ms for i in group if i in rec]  # the forward each recomputed layer runs again
+        again = [again_of[i] for i in group if again_of[i]]  # the forward each recomputed layer runs again
         split = all(m.has_split for m in layers)
         return Stage(
             name=f"stage{index} ({names[group[0]]}..{names[group[-1]]})" if len(group) > 1
@@ -575,8 +642,7 @@ class LayerModel:
             backward_ms=_sum_ms([m.backward_ms for m in layers] + again),
             input_grad_ms=_sum_ms([m.input_grad_ms for m in layers] + again) if split else None,
             weight_grad_ms=_sum_ms([m.weight_grad_ms for m in layers]) if split else None,
-            activation_bytes=sum(figures[i].held_when_recomputed if i in rec else figures[i].activation_bytes
-                                 for i in group),
+            activation_bytes=sum(held_of[i] for i in group),
             parameter_bytes=sum(self.expanded[i].parameter_bytes for i in group),
             send_bytes=layers[-1].p2p_bytes,
         )
@@ -592,8 +658,8 @@ class LayerModel:
         layer sends. The families are the planner's families of the
         configuration's shape (its layout and stages per rank).
         """
-        rec = self.recomputed(configuration)
-        stages = [self.stage(configuration, k, rec) for k in range(configuration.num_stages)]
+        known = (self.again_ms(configuration), self.held_bytes(configuration))
+        stages = [self.stage(configuration, k, known) for k in range(configuration.num_stages)]
         families = configuration.families()
         if not families:
             raise InvalidPipelineError(
@@ -933,13 +999,15 @@ class Recomputation:
     @property
     def torchtitan_mode(self) -> str | None:
         """torchtitan's ``activation_checkpoint.mode`` for it; None when no single setting runs it."""
-        return None if self.mode == "layers" else self.mode
+        return None if self.mode == "layers" else "selective" if self.mode == "op" else self.mode
 
     @property
     def torchtitan_releases(self) -> tuple[str, ...]:
-        """The torchtitan releases whose ``activation_checkpoint`` options run it: ``none`` and ``full`` in
-        0.2 and 0.3.0, ``selective`` every k-th layer in 0.2 only, an explicit set in none."""
-        return {"none": ("0.2", "0.3.0"), "full": ("0.2", "0.3.0"), "selective": ("0.2",), "layers": ()}[self.mode]
+        """The torchtitan releases whose ``activation_checkpoint`` options run it: ``none``, ``full`` and the
+        per-operator ``selective`` (mode ``"op"``; 0.2 with ``selective_ac_option = "op"``) in 0.2 and 0.3.0,
+        ``selective`` every k-th layer in 0.2 only, an explicit set in none."""
+        return {"none": ("0.2", "0.3.0"), "full": ("0.2", "0.3.0"), "selective": ("0.2",), "op": ("0.2", "0.3.0"),
+                "layers": ()}[self.mode]
 
     @property
     def recomputes(self) -> bool:
@@ -951,7 +1019,8 @@ class Recomputation:
             return f"recompute every {self.every}"
         if self.mode == "layers":
             return f"recompute {len(self.layers)} blocks"
-        return {"none": "no recomputation", "full": "full recomputation"}[self.mode]
+        return {"none": "no recomputation", "full": "full recomputation",
+                "op": "per-operator recomputation"}[self.mode]
 
 
 def _split(value: Any) -> tuple[tuple[int, ...], ...]:

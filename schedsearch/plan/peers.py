@@ -333,8 +333,9 @@ def simulate_schedule(schedule_type: str, forward_ms: Sequence[float], backward_
 def _layer_costs(model: LayerModel, size: int, recomputation: Recomputation) -> tuple[list[float], ...]:
     figures = model.at(size)
     kinds = model.kinds()
-    again = [m.forward_ms if recomputation.mode == "full" and kinds[i] == "layer" else 0.0
-             for i, m in enumerate(figures)]
+    op = recomputation.mode == "op" and model.runs_op()
+    again = [(m.forward_ms if recomputation.mode == "full" else m.selective_recompute_ms if op else 0.0)
+             if kinds[i] == "layer" else 0.0 for i, m in enumerate(figures)]
     fwd = [m.forward_ms for m in figures]
     bwd = [m.backward_ms + a for m, a in zip(figures, again)]
     inp = [(m.input_grad_ms if m.has_split else m.backward_ms / 2) + a for m, a in zip(figures, again)]
@@ -375,8 +376,12 @@ def auto_partition(model: LayerModel, *, num_ranks: int, schedule_type: str = "1
         raise InvalidPipelineError(
             f"{who}: 'schedule_type' must be one of {list(AUTO_PARTITION_SCHEDULES)}, got {schedule_type!r}")
     recomputation = recomputation if isinstance(recomputation, Recomputation) else Recomputation(mode=recomputation)
-    if recomputation.mode not in ("none", "full"):
-        raise InvalidPipelineError(f"{who}: 'recomputation' must be 'none' or 'full', got {recomputation.mode!r}")
+    if recomputation.mode not in ("none", "full", "op"):
+        raise InvalidPipelineError(
+            f"{who}: 'recomputation' must be 'none', 'full' or 'op', got {recomputation.mode!r}")
+    if recomputation.mode == "op" and not model.runs_op():
+        raise InvalidPipelineError(f"{who}: recomputation 'op' needs 'selective_bytes' and "
+                                   f"'selective_recompute_ms' of every transformer block")
     n = model.num_layers
     if virtual_stages_per_rank is None:
         v = 1 if schedule_type == "1f1b" or n < 2 * p else 2

@@ -34,7 +34,8 @@ line in ``torchtitan.args``:
   times of the description are those of a step without recomputation, as
   ``schedsearch profile`` measures them. For a plan of a model in layers,
   the configuration's recomputation instead (:func:`checkpoint_words`):
-  ``activation_checkpoint:none`` or ``activation_checkpoint:full``; a
+  ``activation_checkpoint:none``, ``activation_checkpoint:full`` or
+  ``activation_checkpoint:selective`` (per operator, mode ``"op"``); a
   recomputation torchtitan cannot run (every k-th block, an explicit set,
   any with a split backward) gets no ``torchtitan.args``, with the reason;
 * the split in torchtitan's terms. torchtitan counts the layers of a stage
@@ -484,9 +485,10 @@ def torchtitan_overrides(result: Any, csv_path: str | Path, *, microbatch_size: 
 def checkpoint_words(recomputation: Any, *, split_backward: bool, family: str = "the plan") -> list[str]:
     """torchtitan's activation checkpointing for ``recomputation`` (a :class:`~schedsearch.plan.layers.Recomputation`).
 
-    ``activation_checkpoint:none`` for no recomputation and
+    ``activation_checkpoint:none`` for no recomputation,
     ``activation_checkpoint:full`` (every transformer block recomputed) for
-    full recomputation. Raises :class:`~schedsearch.errors.FormatError` for
+    full recomputation and ``activation_checkpoint:selective`` for the
+    per-operator mode ``"op"``. Raises :class:`~schedsearch.errors.FormatError` for
     what torchtitan :data:`TORCHTITAN_VERSION` cannot run: recomputation of
     every k-th block or of an explicit set of blocks (its ``selective`` mode
     is per operator, of every block), and any recomputation with a split
@@ -497,6 +499,8 @@ def checkpoint_words(recomputation: Any, *, split_backward: bool, family: str = 
     >>> from schedsearch.plan.layers import Recomputation
     >>> checkpoint_words(Recomputation(mode="full"), split_backward=False)
     ['activation_checkpoint:full']
+    >>> checkpoint_words(Recomputation(mode="op"), split_backward=False)
+    ['activation_checkpoint:selective']
     >>> checkpoint_words(Recomputation(mode="selective", every=2), split_backward=False)
     Traceback (most recent call last):
     ...
@@ -506,7 +510,7 @@ def checkpoint_words(recomputation: Any, *, split_backward: bool, family: str = 
         raise FormatError(f"torchtitan {TORCHTITAN_VERSION} allows one backward per checkpointed region and "
                           f"{family} splits the backward in two: it cannot run {recomputation.label()} with it")
     mode = recomputation.torchtitan_mode if recomputation.recomputes else "none"
-    if TORCHTITAN_VERSION not in recomputation.torchtitan_releases or mode not in ("none", "full"):
+    if TORCHTITAN_VERSION not in recomputation.torchtitan_releases or mode not in ("none", "full", "selective"):
         what = (f"every {_ordinal(recomputation.every)} block" if recomputation.mode == "selective" else
                 f"an explicit set of {len(recomputation.layers)} blocks")
         raise FormatError(f"torchtitan {TORCHTITAN_VERSION} cannot recompute {what}: its activation_checkpoint "
