@@ -13,7 +13,8 @@ stages of uneven layer counts, written as ``module_fqns_per_model_part``);
 and a plan of the debug model in layers (:func:`~schedsearch.plan.planner.plan_layers`)
 whose memory budget needs full recomputation: interleaved 1F1B on an uneven
 split, run with ``activation_checkpoint:full`` by the plan and by the
-built-in schedule alike.
+built-in schedule alike; and one whose blocks give per-operator
+checkpointing's figures, run with ``activation_checkpoint:selective``.
 
 * torchtitan's trainer (``torchtitan.train``) itself runs the emitted
   ``torchtitan.args`` for a few steps (the loop plan through ``train.sh``),
@@ -301,14 +302,16 @@ def test_torchtitans_trainer_runs_the_plan_with_its_builtin_schedules_losses(
                  via_train_sh=via_train_sh, label=label)
 
 
-def _layer_model(budget: str) -> LayerModel:
-    """torchtitan's debug model in layers: an embedding, 6 equal blocks, a head twice as heavy; 4 samples a step."""
+def _layer_model(budget: str, *, op: bool = False) -> LayerModel:
+    """torchtitan's debug model in layers: an embedding, 6 equal blocks, a head twice as heavy; 4 samples a step
+    (``op``: the blocks also give per-operator selective checkpointing's figures)."""
     block = {"microbatch_size": 1, "forward_ms": 1.0, "backward_ms": 2.0, "activation_bytes": "1 GiB",
              "checkpoint_bytes": "0.1 GiB"}
+    blocks = {**block, "selective_bytes": "0.25 GiB", "selective_recompute_ms": 0.3} if op else block
     return LayerModel(global_batch=4, num_ranks=2, memory_budget_bytes=budget, layers=[
         {"name": "embed", "kind": "embedding", "measured": [{**block, "forward_ms": 0.2, "backward_ms": 0.2}],
          "parameter_bytes": "0.5 GiB"},
-        {"name": "block", "repeat": NUM_LAYERS, "measured": [block], "parameter_bytes": "0.5 GiB"},
+        {"name": "block", "repeat": NUM_LAYERS, "measured": [blocks], "parameter_bytes": "0.5 GiB"},
         {"name": "head", "kind": "head", "measured": [{**block, "forward_ms": 2.0, "backward_ms": 4.0}],
          "parameter_bytes": "1 GiB"}])
 
@@ -330,6 +333,26 @@ def test_torchtitans_trainer_runs_a_layer_plan_with_full_recomputation_and_an_un
     for run in ("plan", "builtin"):  # torchtitan wrapped the blocks of every stage, in both runs
         log = (tmp_path / f"{run}.log").read_text()
         assert log.count("Applied FullAC activation checkpointing") == len(config.split), (run, log[-4000:])
+
+
+def test_torchtitans_trainer_runs_a_layer_plan_with_per_operator_recomputation(tmp_path: Path,
+                                                                                titan_data: Path) -> None:
+    """A plan of a model in layers whose blocks give per-operator checkpointing's figures, where that mode wins:
+    torchtitan's trainer runs its files with ``activation_checkpoint:selective`` (its per-operator selective
+    checkpointing) and gives the losses of its built-in schedule of the same split and checkpointing."""
+    result = plan_layers(_layer_model("9 GiB", op=True), time_limit_s=30, parallel=1, deterministic=True)
+    config = result.best.configuration
+    assert config.recomputation.mode == "op", result.table()
+    assert result.best.candidate.family == "interleaved" and not result.best.candidate.split_backward, result.table()
+    assert len({len(stage) for stage in config.split}) > 1, config  # uneven
+    paths = result.write(tmp_path / "plan", torchtitan_config="llama3_debugmodel")
+    assert paths["torchtitan"].read_text().splitlines()[-1] == "activation_checkpoint:selective"
+    label = f"{result.best.candidate.label}, split {'/'.join(str(len(s)) for s in config.split)}, op AC"
+    _trainer_row(tmp_path, titan_data, paths, ranks=2, reference="Interleaved1F1B", fqns=None,
+                 via_train_sh=False, label=label)
+    for run in ("plan", "builtin"):  # torchtitan wrapped the blocks of every stage, in both runs
+        log = (tmp_path / f"{run}.log").read_text()
+        assert log.count("Applied SelectiveAC activation checkpointing") == len(config.split), (run, log[-4000:])
 
 
 def _trainer_row(tmp_path: Path, titan_data: Path, paths: dict[str, Path], *, ranks: int, reference: str,
