@@ -87,3 +87,18 @@ def test_where_memory_binds_the_planner_chooses_op_and_writes_selective(tmp_path
     paths = result.write(tmp_path, torchtitan_config="llama3_debugmodel")
     lines = paths["torchtitan"].read_text().splitlines()
     assert lines[-1] == "activation_checkpoint:selective"
+
+
+def test_the_proposals_of_a_large_space_take_op_costs():
+    # 40 blocks: too many splits to enumerate, so the balanced DP and the peers propose the op configurations'
+    # splits, counting its recomputed part and its bytes (the embedding and the head give no such figures)
+    from schedsearch.plan.autoplan import balanced_split
+    from schedsearch.plan.peers import auto_partition
+
+    m = model(blocks=40, global_batch=8)
+    op = Recomputation(mode="op")
+    split = balanced_split(m, num_ranks=2, layout="loop", stages_per_rank=1, microbatch_size=1, recomputation=op)
+    assert [len(g) for g in split] == [21, 21]
+    assert len(auto_partition(m, num_ranks=2, recomputation=op).split) == 2
+    found, whole = configurations(m, 2)
+    assert not whole and any(c.recomputation.mode == "op" for c, _ in found)

@@ -156,8 +156,8 @@ def balanced_split(model: LayerModel, *, num_ranks: int, layout: str, stages_per
     figures = model.at(microbatch_size)
     kinds = model.kinds()
     full, op = recomputation.mode == "full", recomputation.mode == "op" and model.runs_op()
-    load = [m.forward_ms + m.backward_ms + (m.forward_ms if full else m.selective_recompute_ms if op else 0.0)
-            * (kinds[i] == "layer") for i, m in enumerate(figures)]
+    load = [m.forward_ms + m.backward_ms + ((m.forward_ms if full else m.selective_recompute_ms if op else 0.0)
+                                            if kinds[i] == "layer" else 0.0) for i, m in enumerate(figures)]
     held = [(m.held_when_recomputed if full else m.selective_bytes if op else m.activation_bytes)
             if kinds[i] == "layer" else m.activation_bytes for i, m in enumerate(figures)]
     params = [layer.parameter_bytes for layer in model.expanded]
