@@ -316,43 +316,28 @@ def _layer_model(budget: str, *, op: bool = False) -> LayerModel:
          "parameter_bytes": "1 GiB"}])
 
 
-def test_torchtitans_trainer_runs_a_layer_plan_with_full_recomputation_and_an_uneven_split(
-        tmp_path: Path, titan_data: Path) -> None:
+@pytest.mark.parametrize("mode,budget,op,subcommand,policy", [
+    ("full", "5 GiB", False, "full", "FullAC"),  # the budget needs recomputation: full wins
+    ("op", "9 GiB", True, "selective", "SelectiveAC"),  # the blocks give per-operator figures, and that mode wins
+])
+def test_torchtitans_trainer_runs_a_layer_plan_with_its_recomputation_and_an_uneven_split(
+        tmp_path: Path, titan_data: Path, mode: str, budget: str, op: bool, subcommand: str, policy: str) -> None:
     """A plan of a model in layers whose budget needs recomputation: torchtitan's trainer runs its files with
-    ``activation_checkpoint:full`` and gives the losses of its built-in schedule of the same split and checkpointing."""
-    result = plan_layers(_layer_model("5 GiB"), time_limit_s=30, parallel=1, deterministic=True)
+    the chosen ``activation_checkpoint`` subcommand (``full``; ``selective``, its per-operator checkpointing) and
+    gives the losses of its built-in schedule of the same split and checkpointing."""
+    result = plan_layers(_layer_model(budget, op=op), time_limit_s=30, parallel=1, deterministic=True)
     config = result.best.configuration
-    assert config.recomputation.mode == "full", result.table()
+    assert config.recomputation.mode == mode, result.table()
     assert result.best.candidate.family == "interleaved" and not result.best.candidate.split_backward, result.table()
     assert len({len(stage) for stage in config.split}) > 1, config  # uneven
     paths = result.write(tmp_path / "plan", torchtitan_config="llama3_debugmodel")
-    assert paths["torchtitan"].read_text().splitlines()[-1] == "activation_checkpoint:full"
-    label = f"{result.best.candidate.label}, split {'/'.join(str(len(s)) for s in config.split)}, full AC"
+    assert paths["torchtitan"].read_text().splitlines()[-1] == f"activation_checkpoint:{subcommand}"
+    label = f"{result.best.candidate.label}, split {'/'.join(str(len(s)) for s in config.split)}, {mode} AC"
     _trainer_row(tmp_path, titan_data, paths, ranks=2, reference="Interleaved1F1B", fqns=None,
                  via_train_sh=False, label=label)
     for run in ("plan", "builtin"):  # torchtitan wrapped the blocks of every stage, in both runs
         log = (tmp_path / f"{run}.log").read_text()
-        assert log.count("Applied FullAC activation checkpointing") == len(config.split), (run, log[-4000:])
-
-
-def test_torchtitans_trainer_runs_a_layer_plan_with_per_operator_recomputation(tmp_path: Path,
-                                                                                titan_data: Path) -> None:
-    """A plan of a model in layers whose blocks give per-operator checkpointing's figures, where that mode wins:
-    torchtitan's trainer runs its files with ``activation_checkpoint:selective`` (its per-operator selective
-    checkpointing) and gives the losses of its built-in schedule of the same split and checkpointing."""
-    result = plan_layers(_layer_model("9 GiB", op=True), time_limit_s=30, parallel=1, deterministic=True)
-    config = result.best.configuration
-    assert config.recomputation.mode == "op", result.table()
-    assert result.best.candidate.family == "interleaved" and not result.best.candidate.split_backward, result.table()
-    assert len({len(stage) for stage in config.split}) > 1, config  # uneven
-    paths = result.write(tmp_path / "plan", torchtitan_config="llama3_debugmodel")
-    assert paths["torchtitan"].read_text().splitlines()[-1] == "activation_checkpoint:selective"
-    label = f"{result.best.candidate.label}, split {'/'.join(str(len(s)) for s in config.split)}, op AC"
-    _trainer_row(tmp_path, titan_data, paths, ranks=2, reference="Interleaved1F1B", fqns=None,
-                 via_train_sh=False, label=label)
-    for run in ("plan", "builtin"):  # torchtitan wrapped the blocks of every stage, in both runs
-        log = (tmp_path / f"{run}.log").read_text()
-        assert log.count("Applied SelectiveAC activation checkpointing") == len(config.split), (run, log[-4000:])
+        assert log.count(f"Applied {policy} activation checkpointing") == len(config.split), (run, log[-4000:])
 
 
 def _trainer_row(tmp_path: Path, titan_data: Path, paths: dict[str, Path], *, ranks: int, reference: str,
