@@ -654,7 +654,8 @@ class LayerModel:
         micro-batch size, with the forward of every recomputed layer added to
         the backward (and to the input gradient where the backward is split);
         a recomputed layer holds its ``checkpoint_bytes`` instead of its
-        activations; parameters are summed; a stage sends what its last
+        activations (under mode ``"op"``, its ``selective_bytes``, and only
+        its ``selective_recompute_ms`` is added); parameters are summed; a stage sends what its last
         layer sends. The families are the planner's families of the
         configuration's shape (its layout and stages per rank).
         """
