@@ -155,11 +155,10 @@ def balanced_split(model: LayerModel, *, num_ranks: int, layout: str, stages_per
     """
     figures = model.at(microbatch_size)
     kinds = model.kinds()
-    full, op = recomputation.mode == "full", recomputation.mode == "op" and model.runs_op()
-    load = [m.forward_ms + m.backward_ms + ((m.forward_ms if full else m.selective_recompute_ms if op else 0.0)
-                                            if kinds[i] == "layer" else 0.0) for i, m in enumerate(figures)]
-    held = [(m.held_when_recomputed if full else m.selective_bytes if op else m.activation_bytes)
-            if kinds[i] == "layer" else m.activation_bytes for i, m in enumerate(figures)]
+    mode = recomputation.mode
+    every = [kind == "layer" and (mode == "full" or (mode == "op" and model.runs_op())) for kind in kinds]
+    load = [m.forward_ms + m.backward_ms + (m.again_ms(mode) if every[i] else 0.0) for i, m in enumerate(figures)]
+    held = [m.held_when(mode) if every[i] else m.activation_bytes for i, m in enumerate(figures)]
     params = [layer.parameter_bytes for layer in model.expanded]
     n, S = len(load), num_ranks * stages_per_rank
     rank_of = _stage_ranks(S, num_ranks, layout)
@@ -364,13 +363,12 @@ def space_floor_ms(model: LayerModel, num_ranks: int, *, runtime: str = "torch")
     for size in model.sizes():
         figures = model.at(size)
         for rec in _recomputations(runtime, model):
-            op = rec.mode == "op"
-            held = [(m.selective_bytes if op else m.held_when_recomputed) if rec.recomputes and kinds[i] == "layer"
-                    else m.activation_bytes for i, m in enumerate(figures)]
+            held = [m.held_when(rec.mode) if rec.recomputes and kinds[i] == "layer" else m.activation_bytes
+                    for i, m in enumerate(figures)]
             if budget is not None and least_largest_share([a + b for a, b in zip(params, held)], num_ranks) > budget:
                 continue
-            again = [(m.forward_ms if rec.mode == "full" else m.selective_recompute_ms if op else 0.0)
-                     if kinds[i] == "layer" else 0.0 for i, m in enumerate(figures)]
+            again = [m.again_ms(rec.mode) if rec.mode in ("full", "op") and kinds[i] == "layer" else 0.0
+                     for i, m in enumerate(figures)]
             work = [_least_work_ms(m, a) for m, a in zip(figures, again)]
             value = model.global_batch // size * least_largest_share(work, num_ranks)
             best = value if best is None else min(best, value)

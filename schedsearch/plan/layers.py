@@ -215,6 +215,16 @@ class Measurement:
         """True when the figures of per-operator selective checkpointing are given."""
         return self.selective_bytes is not None
 
+    def again_ms(self, mode: str) -> float | None:
+        """The forward time its backward runs again when recomputation ``mode`` recomputes it: its whole
+        forward, or ``selective_recompute_ms`` under ``"op"``."""
+        return self.selective_recompute_ms if mode == "op" else self.forward_ms
+
+    def held_when(self, mode: str) -> int | None:
+        """What one micro-batch holds when recomputation ``mode`` recomputes it: :attr:`held_when_recomputed`,
+        or ``selective_bytes`` under ``"op"``."""
+        return self.selective_bytes if mode == "op" else self.held_when_recomputed
+
     @property
     def has_split(self) -> bool:
         """True when the input- and weight-gradient times are given."""
@@ -589,17 +599,14 @@ class LayerModel:
     def again_ms(self, configuration: Configuration) -> list[float]:
         """Per layer, the forward time its backward runs again under ``configuration``'s recomputation: its
         whole forward when recomputed, ``selective_recompute_ms`` under mode ``"op"``, else 0."""
-        rec = self.recomputed(configuration)
-        op = configuration.recomputation.mode == "op"
-        return [(m.selective_recompute_ms if op else m.forward_ms) if i in rec else 0.0
-                for i, m in enumerate(self.at(configuration.microbatch_size))]
+        rec, mode = self.recomputed(configuration), configuration.recomputation.mode
+        return [m.again_ms(mode) if i in rec else 0.0 for i, m in enumerate(self.at(configuration.microbatch_size))]
 
     def held_bytes(self, configuration: Configuration) -> list[int]:
         """Per layer, what one micro-batch holds from its forward to its backward under ``configuration``'s
         recomputation (:meth:`Measurement.held_when_recomputed`, ``selective_bytes`` under mode ``"op"``)."""
-        rec = self.recomputed(configuration)
-        op = configuration.recomputation.mode == "op"
-        return [(m.selective_bytes if op else m.held_when_recomputed) if i in rec else m.activation_bytes
+        rec, mode = self.recomputed(configuration), configuration.recomputation.mode
+        return [m.held_when(mode) if i in rec else m.activation_bytes
                 for i, m in enumerate(self.at(configuration.microbatch_size))]
 
     def recomputed(self, configuration: Configuration) -> frozenset[int]:

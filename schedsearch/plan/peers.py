@@ -333,9 +333,9 @@ def simulate_schedule(schedule_type: str, forward_ms: Sequence[float], backward_
 def _layer_costs(model: LayerModel, size: int, recomputation: Recomputation) -> tuple[list[float], ...]:
     figures = model.at(size)
     kinds = model.kinds()
-    op = recomputation.mode == "op" and model.runs_op()
-    again = [(m.forward_ms if recomputation.mode == "full" else m.selective_recompute_ms if op else 0.0)
-             if kinds[i] == "layer" else 0.0 for i, m in enumerate(figures)]
+    mode = recomputation.mode
+    again = [m.again_ms(mode) if mode in ("full", "op") and kinds[i] == "layer" else 0.0
+             for i, m in enumerate(figures)]
     fwd = [m.forward_ms for m in figures]
     bwd = [m.backward_ms + a for m, a in zip(figures, again)]
     inp = [(m.input_grad_ms if m.has_split else m.backward_ms / 2) + a for m, a in zip(figures, again)]
