@@ -156,7 +156,7 @@ def balanced_split(model: LayerModel, *, num_ranks: int, layout: str, stages_per
     figures = model.at(microbatch_size)
     kinds = model.kinds()
     mode = recomputation.mode
-    every = [kind == "layer" and (mode == "full" or (mode == "op" and model.runs_op())) for kind in kinds]
+    every = [kind == "layer" and recomputation.every_block and (mode != "op" or model.runs_op()) for kind in kinds]
     load = [m.forward_ms + m.backward_ms + (m.again_ms(mode) if every[i] else 0.0) for i, m in enumerate(figures)]
     held = [m.held_when(mode) if every[i] else m.activation_bytes for i, m in enumerate(figures)]
     params = [layer.parameter_bytes for layer in model.expanded]
@@ -166,15 +166,15 @@ def balanced_split(model: LayerModel, *, num_ranks: int, layout: str, stages_per
     prefix = [0.0]
     for x in load:
         prefix.append(prefix[-1] + x)
-    # states after stage s: end layer -> (value, per-rank (time, params, acts) totals, cuts); kept: the least
-    # value, (largest rank time, largest stage time) with one stage per rank, the other way round with more
+    # states after stage s: end layer -> ((largest rank time, largest stage time), per-rank (time, params, acts)
+    # totals, cuts); kept: the least by rank time then stage time (one stage per rank), the other way round (more)
+    order = (lambda v: v) if stages_per_rank == 1 else (lambda v: v[::-1])
     states: dict[int, tuple[tuple[float, float], tuple, list[int]]] = {
         0: ((0.0, 0.0), ((0.0, 0, 0),) * num_ranks, [0])}
     for s in range(S):
         following: dict[int, tuple[tuple[float, float], tuple, list[int]]] = {}
         r = rank_of[s]
-        for start, (kept, totals, cuts) in states.items():
-            worst, longest = kept if stages_per_rank == 1 else kept[::-1]
+        for start, ((worst, longest), totals, cuts) in states.items():
             checkpoint(n - start)  # a hard stop of the call ends the DP here (one unit per split tried)
             for end in range(start + 1, n - (S - 1 - s) + 1):
                 t, p, a = totals[r]
@@ -185,9 +185,7 @@ def balanced_split(model: LayerModel, *, num_ranks: int, layout: str, stages_per
                 if budget is not None and p + a > budget:
                     continue
                 value = (max(worst, t), max(longest, stage))
-                if stages_per_rank > 1:
-                    value = value[::-1]
-                if end not in following or value < following[end][0]:
+                if end not in following or order(value) < order(following[end][0]):
                     new = list(totals)
                     new[r] = (t, p, a)
                     following[end] = (value, tuple(new), cuts + [end])
@@ -367,7 +365,7 @@ def space_floor_ms(model: LayerModel, num_ranks: int, *, runtime: str = "torch")
                     for i, m in enumerate(figures)]
             if budget is not None and least_largest_share([a + b for a, b in zip(params, held)], num_ranks) > budget:
                 continue
-            again = [m.again_ms(rec.mode) if rec.mode in ("full", "op") and kinds[i] == "layer" else 0.0
+            again = [m.again_ms(rec.mode) if rec.every_block and kinds[i] == "layer" else 0.0
                      for i, m in enumerate(figures)]
             work = [_least_work_ms(m, a) for m, a in zip(figures, again)]
             value = model.global_batch // size * least_largest_share(work, num_ranks)

@@ -616,7 +616,7 @@ class LayerModel:
         kinds = self.kinds()
         if rec.mode == "none":
             return frozenset()
-        if rec.mode in ("full", "op"):
+        if rec.every_block:
             return frozenset(i for i, k in enumerate(kinds) if k == "layer")
         if rec.mode == "layers":
             return frozenset(rec.layers)
@@ -1016,6 +1016,11 @@ class Recomputation:
         ``selective`` every k-th layer in 0.2 only, an explicit set in none."""
         return {"none": ("0.2", "0.3.0"), "full": ("0.2", "0.3.0"), "selective": ("0.2",), "op": ("0.2", "0.3.0"),
                 "layers": ()}[self.mode]
+
+    @property
+    def every_block(self) -> bool:
+        """True when it recomputes every transformer block (modes ``"full"`` and ``"op"``)."""
+        return self.mode in ("full", "op")
 
     @property
     def recomputes(self) -> bool:

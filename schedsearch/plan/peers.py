@@ -333,8 +333,7 @@ def simulate_schedule(schedule_type: str, forward_ms: Sequence[float], backward_
 def _layer_costs(model: LayerModel, size: int, recomputation: Recomputation) -> tuple[list[float], ...]:
     figures = model.at(size)
     kinds = model.kinds()
-    mode = recomputation.mode
-    again = [m.again_ms(mode) if mode in ("full", "op") and kinds[i] == "layer" else 0.0
+    again = [m.again_ms(recomputation.mode) if recomputation.every_block and kinds[i] == "layer" else 0.0
              for i, m in enumerate(figures)]
     fwd = [m.forward_ms for m in figures]
     bwd = [m.backward_ms + a for m, a in zip(figures, again)]
