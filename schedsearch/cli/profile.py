@@ -82,6 +82,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "(stage times, transfer, overhead per action as that run measured them), 'micro' on "
                    "micro-benchmarks (the link's latency and bandwidth, the runtime's overheads); write "
                    "calibration.toml and a pipeline naming it")
+    p.add_argument("--layers", action="store_true",
+                   help="also measure each module on its own (the embedding, every block, the head) at every size and "
+                   "write the model in layers, {name}.layers.toml, for 'schedsearch plan' (split, stages per rank, "
+                   "micro-batching and recomputation chosen with the schedule)")
     p.add_argument("--traces", nargs="+", metavar="TRACE",
                    help="build the pipeline from torch profiler traces (one JSON per rank, or their folder) instead "
                    "of running the model")
@@ -114,6 +118,9 @@ def _from_traces(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.traces and args.layers:
+        raise InvalidPipelineError("profile: --layers measures the model's modules one by one; profiler traces "
+                                   "(--traces) give whole stages: give one or the other")
     if args.traces:
         return _from_traces(args)
     if args.calibrate == "run" and (args.mapping is not None or (args.devices or args.stages) != args.stages
@@ -165,9 +172,37 @@ def run(args: argparse.Namespace) -> int:
                            (out / f"{stem}.profile.json", json.dumps(prof.to_dict(), indent=2))):
             path.write_text(text)
             print(f"wrote {path}")
+    if args.layers:
+        _layers(args, spec, sizes, microbatches)
     if args.calibrate:
         _calibrate(args, prof, problem, microbatches)
     return 0
+
+
+def _layers(args: argparse.Namespace, spec: Any, sizes: list[int], microbatches: int) -> None:
+    """Profile every module of the model on its own and write the model in layers."""
+    from schedsearch.plan.layers import LayerModel
+
+    workload = build_workload(spec, spec.layers, batch_size=max(sizes), dtype=args.dtype, seed=args.seed)
+    modules = [m for stage in workload.stages for m in stage.children()]
+    if spec.kind == "transformer":  # the embeddings sit before the first block, the final norm and head after the last
+        kinds = ["embedding"] + ["layer"] * spec.layers + ["head"]
+        names = ["embedding"] + [f"block{i}" for i in range(spec.layers)] + ["head"]
+    else:
+        kinds, names = ["layer"] * spec.layers, [f"layer{i}" for i in range(spec.layers)]
+    prof = profile(modules, workload.inputs, target=workload.target, loss_fn=workload.loss_fn, sizes=sizes,
+                   repeats=args.repeats, time_unit_s=args.time_unit, memory_unit_bytes=args.memory_unit,
+                   model_spec=str(spec))
+    model = LayerModel.from_profile(prof, kinds=kinds, names=names, name=str(spec),
+                                    global_batch=microbatches * args.microbatch_size,
+                                    num_ranks=args.devices or args.stages)
+    print(f"layers: {model}")
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        path = model.save(out / f"{plain_name(str(spec))}.layers.toml")
+        print(f"wrote {path} (parameter bytes: the weights; add gradients and optimizer state as you count them, "
+              f"and a memory_budget_bytes)")
 
 
 def _calibrate(args: argparse.Namespace, prof: Any, problem: Any, microbatches: int) -> None:

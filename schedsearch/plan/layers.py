@@ -728,6 +728,46 @@ class LayerModel:
         """
         return _model_of_entries(pipeline)
 
+    @classmethod
+    def from_profile(cls, profile: Any, *, kinds: Sequence[str], global_batch: int, num_ranks: int | Sequence[int],
+                     names: Sequence[str] | None = None, name: str = "",
+                     memory_budget_bytes: int | str | None = None) -> LayerModel:
+        """The model in layers a profile of one module per stage measures.
+
+        ``profile`` is a :class:`~schedsearch.runtime.profile.Profile` whose
+        stages are the model's modules one by one (``schedsearch profile
+        --layers`` measures them so): stage ``i`` is layer ``i``, of kind
+        ``kinds[i]``, named ``names[i]``. A layer's figures at every
+        profiled micro-batch size are those measured (times in ms, its
+        activation bytes, what it sends); a transformer block's
+        ``checkpoint_bytes`` is its input, what the layer before it sends;
+        ``parameter_bytes`` its weights as profiled (add gradients and
+        optimizer state as you count them).
+        """
+        stages = {size: profile.stages[size] for size in profile.sizes}
+        count = len(stages[profile.sizes[0]])
+        if len(kinds) != count or (names is not None and len(names) != count):
+            raise InvalidPipelineError(
+                f"model from a profile: {count} profiled stages, got {len(kinds)} kinds and "
+                f"{'no' if names is None else len(names)} names")
+        layers = []
+        for i, kind in enumerate(kinds):
+            measured = []
+            for size, rows in stages.items():
+                r = rows[i]
+                m = {"microbatch_size": size, "forward_ms": r.forward_s * 1e3, "backward_ms": r.backward_s * 1e3,
+                     "input_grad_ms": r.input_grad_s * 1e3, "weight_grad_ms": r.weight_grad_s * 1e3,
+                     "activation_bytes": r.activation_bytes}
+                if r.send_bytes is not None:
+                    m["send_bytes"] = r.send_bytes
+                if kind == "layer" and i > 0 and rows[i - 1].send_bytes is not None:
+                    m["checkpoint_bytes"] = min(rows[i - 1].send_bytes, r.activation_bytes)
+                measured.append(m)
+            layers.append({"name": names[i] if names is not None else f"{kind}{i}", "kind": kind,
+                           "parameter_bytes": stages[profile.sizes[0]][i].parameter_bytes, "measured": measured})
+        return cls(name=name, global_batch=global_batch, num_ranks=num_ranks, memory_budget_bytes=memory_budget_bytes,
+                   layers=layers)
+
     # ------------------------------------------------------------ files
     @classmethod
     def from_dict(cls, document: Mapping[str, Any]) -> LayerModel:

@@ -96,6 +96,31 @@ def test_profile_writes_a_problem_the_search_reads(tmp_path, capsys):
 
 
 @pytest.mark.torch
+@pytest.mark.parametrize("spec,kinds", [("transformer:3x16", ["embedding"] + ["layer"] * 3 + ["head"]),
+                                        ("mlp:4x16", ["layer"] * 4)])
+def test_profile_layers_writes_a_model_in_layers_the_planner_plans(tmp_path, capsys, spec, kinds):
+    require("torch")
+    from schedsearch.plan.layers import LayerModel
+    from schedsearch.plan.planner import plan_layers
+
+    assert main(["profile", "--model", spec, "--stages", "2", "--microbatch-size", "1", "--sizes", "2",
+                 "--microbatches", "4", "--repeats", "1", "--layers", "--out", str(tmp_path)]) == 0
+    (path,) = tmp_path.glob("*.layers.toml")
+    model = LayerModel.load(path)
+    assert list(model.kinds()) == kinds and model.sizes() == (1, 2)
+    assert model.global_batch == 4 and model.num_ranks == (2,)
+    profiled = json.loads(next(tmp_path.glob("*.profile.json")).read_text())
+    assert profiled["model_spec"] == spec
+    for i, layer in enumerate(model.expanded):
+        m = layer.at(1)
+        assert m.forward_ms > 0 and m.backward_ms > 0 and layer.parameter_bytes > 0
+        if kinds[i] == "layer" and i > 0:  # a block checkpointed holds its input: what the layer before it sends
+            assert m.checkpoint_bytes == min(model.expanded[i - 1].at(1).send_bytes, m.activation_bytes)
+    result = plan_layers(model, time_limit_s=20, parallel=1, deterministic=True)
+    assert result.best.makespan_ms > 0 and result.bound_ms <= result.best.makespan_ms
+
+
+@pytest.mark.torch
 @pytest.mark.slow
 def test_run_executes_the_artifact_and_writes_json(dualpipev_csv, tmp_path, capsys):
     require("torch")
@@ -151,3 +176,9 @@ def test_run_of_a_plan_folder_predicts_the_plan_table_makespan_plus_the_calibrat
     assert main(["run", str(tmp_path / "plan"), "--emulate", "--steps", "2", "--out", str(tmp_path / "emulated")]) == 0
     emulated = json.loads((tmp_path / "emulated" / "run.json").read_text())["prediction"]
     assert emulated["makespan_source"] == "problem" and emulated["step_overhead_ms"] == 0.0
+
+
+def test_profile_refuses_layers_with_traces(tmp_path, capsys):
+    assert main(["profile", "--traces", str(tmp_path), "--layers"]) != 0
+    err = capsys.readouterr().err
+    assert "--layers measures the model's modules one by one" in err and "Traceback" not in err
