@@ -775,6 +775,19 @@ def _pattern_orders(su: _Setup, pattern: str | list[dict[str, int]],
     pattern's own peak, or within ``cap`` when that is larger (the warm-up
     and cool-down then use the room the steady state leaves).
     """
+    laid = _pattern_grids(su, pattern)
+    if laid is None:
+        return None
+    with_w, deltas, own = laid
+    if cap is not None and own > cap:
+        return None
+    return _squeezed_orders(su, with_w, deltas, own if cap is None else cap, steady=not isinstance(pattern, str))
+
+
+def _pattern_grids(su: _Setup, pattern: str | list[dict[str, int]]
+                   ) -> tuple[list[dict[int, tuple[str, int]]], list[dict[str, int]], int] | None:
+    """A stable pattern laid out: each device's slot list with its W's put in (unsplit), each device's
+    deltas by task type, and the lists' peak (the most of any device); None when its slots clash."""
     p, m = su.p, su.m
     grids: list[dict[int, tuple[str, int]]] = []
     for r, slots in enumerate(_pattern_slots(p, pattern) if isinstance(pattern, str) else pattern):
@@ -799,10 +812,16 @@ def _pattern_orders(su: _Setup, pattern: str | list[dict[str, int]],
         checkpoint(len(g))
         with_w.append(_put_w(g, False))
     own = max(_grid_peak(g, deltas[r], su.init[r]) for r, g in enumerate(counted(with_w, len(with_w[0]))))
-    if cap is not None and own > cap:
-        return None
-    caps = [own if cap is None else cap] * p
-    _squeeze(p, m, with_w, caps, deltas, su.init, True, steady=not isinstance(pattern, str))
+    return with_w, deltas, own
+
+
+def _squeezed_orders(su: _Setup, with_w: list[dict[int, tuple[str, int]]], deltas: list[dict[str, int]],
+                     cap: int, steady: bool) -> dict[int, list[Action]]:
+    """Each device's order from a laid-out pattern (:func:`_pattern_grids`) squeezed within ``cap`` (at
+    least the pattern's own peak): ``with_w`` is squeezed in place."""
+    p, m = su.p, su.m
+    caps = [cap] * p
+    _squeeze(p, m, with_w, caps, deltas, su.init, True, steady=steady)
     bare = [{t: v for t, v in g.items() if v[0] != "W"} for g in counted(with_w, len(with_w[0]))]
     _squeeze(p, m, bare, caps, deltas, su.init, False)
     orders: dict[int, list[Action]] = {}
@@ -859,7 +878,11 @@ def v_pattern_fit(problem: Problem) -> Schedule:
 
     One construction each, the cost of the paper's greedy: the quick first
     plan of a V placement; :func:`v_capped` then tries the other
-    constructions under the same capacities. The schedule is validated.
+    constructions under the same capacities. A pattern whose own peak
+    (before the squeeze, which never raises it) is within every device's
+    capacity fits as it is and is squeezed at once; one whose own peak is
+    above some device's capacity is tried after the others (squeezed, its
+    peak is read device by device). The schedule is validated.
 
     Raises
     ------
@@ -877,9 +900,20 @@ def v_pattern_fit(problem: Problem) -> Schedule:
     ('V-Min (stable pattern, squeezed)', 59, 4)
     """
     su = _Setup(problem, None, "V stable pattern")
+    low = min((c for c in su.caps if c is not None), default=None)
+    later = []
     for pattern in V_PATTERNS:
-        orders = _pattern_orders(su, pattern)
-        got = _evaluate(su, orders) if orders is not None else None
+        laid = _pattern_grids(su, pattern)
+        if laid is None:  # pragma: no cover - the two patterns have distinct slots modulo 6 for every p
+            continue
+        with_w, deltas, own = laid
+        if low is None or own <= low:  # squeezed within its own peak: within every capacity
+            orders = _squeezed_orders(su, with_w, deltas, own, steady=False)
+            return run_actions(su.view, orders, name=f"V-{pattern.capitalize()} (stable pattern, squeezed)")
+        later.append((pattern, laid))
+    for pattern, (with_w, deltas, own) in later:
+        orders = _squeezed_orders(su, with_w, deltas, own, steady=False)
+        got = _evaluate(su, orders)
         if got is None or any(c is not None and pk > c for pk, c in zip(got[1], su.caps)):
             continue
         return run_actions(su.view, orders, name=f"V-{pattern.capitalize()} (stable pattern, squeezed)")

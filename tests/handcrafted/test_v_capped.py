@@ -276,3 +276,42 @@ def test_pattern_fit_takes_the_first_pattern_within_the_capacity(p, m):
         assert schedule.tasks == expected.tasks
     with pytest.raises(InvalidProblemError, match="neither pattern's peak fits"):
         v_pattern_fit(placements.vshape_chunks(p, m, memory=min(half_peak, low_peak) - 1))
+
+
+@pytest.mark.parametrize("p, m", [(4, 8), (5, 11), (6, 12), (8, 16)])
+def test_pattern_fit_with_capacities_that_differ_by_device(p, m):
+    """Each device its own capacity (and every other device two activations held from the start): the plan
+    is the first pattern, in the paper's order, whose peak is within every device's capacity; else the first
+    whose squeezed plan fits device by device (peaks read here from the public construction without a
+    cap)."""
+    import attrs
+
+    from schedsearch.handcrafted.v_capped import V_PATTERNS, v_pattern_fit
+
+    bare = placements.vshape_chunks(p, m)
+    bare = bare.with_(initial_memory={d: 2 * (i % 2) for i, d in enumerate(bare.cluster.device_names)})
+    built = {pattern: v_stable_pattern(bare, pattern) for pattern in V_PATTERNS}
+    peaks = {pattern: metrics(bare, s).peak_memory for pattern, s in built.items()}
+    names = bare.cluster.device_names
+    top = max(max(pk.values()) for pk in peaks.values())
+    # at least two activations above what a device holds from the start (less is refused by the problem)
+    capacities = [[base + (i * 7 % 3) * spread for i in range(p)] for base in range(4, top + 1) for spread in (0, 1, 2)]
+    # each device exactly the room one pattern's plan takes there (give or take one): the device-by-device case
+    capacities += [[max(4, peaks[pattern][n] + extra) for n in names] for pattern in V_PATTERNS for extra in (-1, 0, 1)]
+    by_device = 0
+    for caps in capacities:
+        devices = [attrs.evolve(d, memory=c) for d, c in zip(bare.cluster.devices, caps)]
+        problem = bare.with_(cluster=attrs.evolve(bare.cluster, devices=devices))
+        room = dict(zip(names, caps))
+        whole = [pattern for pattern in V_PATTERNS if max(peaks[pattern].values()) <= min(caps)]
+        each = [pattern for pattern in V_PATTERNS if all(peaks[pattern][n] <= room[n] for n in names)]
+        expected = (whole or each or [None])[0]
+        by_device += not whole and bool(each)
+        if expected is None:
+            with pytest.raises(InvalidProblemError, match="neither pattern's peak fits"):
+                v_pattern_fit(problem)
+            continue
+        schedule = v_pattern_fit(problem)
+        assert not validate(problem, schedule)
+        assert schedule.tasks == built[expected].tasks, caps
+    assert by_device  # the device-by-device rule was exercised
