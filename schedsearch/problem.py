@@ -1511,6 +1511,17 @@ class Problem:
         """Every task instance, micro-batch major, blocks in graph order."""
         return tuple((b.name, m) for m in range(self.num_microbatches) for b in self.graph.blocks)
 
+    @property
+    def num_tasks(self) -> int:
+        """How many task instances there are (``len(problem.tasks)`` without listing them).
+
+        >>> from schedsearch.placements import vshape
+        >>> problem = vshape(4, 8)
+        >>> problem.num_tasks, len(problem.tasks)
+        (64, 64)
+        """
+        return self.num_microbatches * len(self.graph.blocks)
+
     def initial_memory_of(self, device: str) -> int:
         return dict(self.initial_memory).get(device, 0)
 

@@ -22,13 +22,13 @@ This module never imports a solver.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from schedsearch._json import check_fields, check_header, load_document, short_repr
-from schedsearch.deadline import checkpoint
+from schedsearch.deadline import checkpoint, counted
 from schedsearch.errors import InvalidOptionsError, InvalidScheduleError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -251,6 +251,14 @@ def _sorted_transfers(value: Iterable[Any]) -> tuple[Transfer, ...]:
     return tuple(sorted(transfers, key=_transfer_order))
 
 
+def _in_order(items: Iterable[Any], order: Callable[[Any], tuple]) -> tuple:
+    """``items`` sorted by ``order``, the keys computed as counted work (:func:`~schedsearch.deadline.counted`):
+    only the sort of the keys themselves runs without a checkpoint."""
+    items = list(items)
+    keys = [order(item) for item in counted(items)]
+    return tuple(items[i] for i in counted(sorted(range(len(items)), key=keys.__getitem__)))
+
+
 def _task_order(t: TaskInstance) -> tuple:
     """A schedule's order of its tasks: by start, then devices, block and micro-batch."""
     return (t.start, t.devices, t.block, t.microbatch)
@@ -304,8 +312,8 @@ def schedule_unchecked(*, tasks: Iterable[TaskInstance], transfers: Iterable[Tra
     """A :class:`Schedule` of task and transfer objects (internal): sorted as the constructor sorts them,
     without its per-item checks (each item is already a :class:`TaskInstance` or :class:`Transfer`)."""
     schedule = object.__new__(Schedule)
-    _setattr(schedule, "tasks", tuple(sorted(tasks, key=_task_order)))
-    _setattr(schedule, "transfers", tuple(sorted(transfers, key=_transfer_order)))
+    _setattr(schedule, "tasks", _in_order(tasks, _task_order))
+    _setattr(schedule, "transfers", _in_order(transfers, _transfer_order))
     _setattr(schedule, "name", name)
     return schedule
 

@@ -49,7 +49,7 @@ from collections.abc import Iterator
 
 import attrs
 
-from schedsearch.deadline import checkpoint
+from schedsearch.deadline import checkpoint, counted
 from schedsearch.errors import ValidationFailedError
 
 from schedsearch.problem import Channel, Edge, Overlap, Problem, TaskKey
@@ -235,7 +235,7 @@ def _missing_tasks(problem: Problem, placed: dict[TaskKey, TaskInstance]) -> lis
     """Every task instance of the problem the schedule lacks."""
     return [
         Violation("missing_task", f"task {_label(b.name, m)} is not scheduled")
-        for m in range(problem.num_microbatches)
+        for m in counted(range(problem.num_microbatches), len(problem.graph.blocks))
         for b in problem.graph.blocks
         if (b.name, m) not in placed
     ]
@@ -253,7 +253,7 @@ def _check_groups(
     out: list[Violation] = []
     tagged: dict[_GroupKey, list[TaskInstance]] = defaultdict(list)
     device_sets: dict[tuple[str, ...], frozenset[str]] = {}  # each task's devices as a set, built once per tuple
-    for t in placed.values():
+    for t in counted(placed.values()):
         if t.overlap is not None:
             devices = device_sets.get(t.devices)
             if devices is None:
@@ -330,7 +330,7 @@ def _device_overlaps(placed: dict[TaskKey, TaskInstance], groups: _Groups) -> li
     as :func:`_overlapping_pairs`, that skips the pairs inside a group as it finds them)."""
     member_of = groups.member_of
     per_device: dict[str, list[TaskInstance]] = defaultdict(list)
-    for t in placed.values():
+    for t in counted(placed.values()):
         for d in t.devices:
             per_device[d].append(t)
     out: list[Violation] = []

@@ -602,6 +602,7 @@ def _longest_paths(problem: Problem, least: Mapping[str, int],
             for name, edges in problem.graph.successors().items()}
     out: dict[str, dict[str, int]] = {}
     for source in order if sources is None else dict.fromkeys(sources):
+        checkpoint(len(order))
         dist = {source: 0}
         for name in order[position[source]:]:
             if name in dist:
@@ -665,6 +666,7 @@ def flow_bounds(problem: Problem, *, heads_tails: tuple[dict[TaskKey, int], dict
     before: dict[str, dict[int, int]] = {}
     after: dict[str, dict[int, int]] = {}
     for a in fixed_on:
+        checkpoint(len(fixed_on) * (1 + len(fixed_on[a])))
         before[a], after[a] = {}, {}
         for j in fixed_on[a]:
             up = [x for x in fixed_on if j in fixed_on[x] and a in reach[x]]

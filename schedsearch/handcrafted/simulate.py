@@ -33,7 +33,7 @@ from typing import Union
 
 import attrs
 
-from schedsearch.deadline import checkpoint
+from schedsearch.deadline import checkpoint, counted
 from schedsearch.errors import InvalidScheduleError, ValidationFailedError
 from schedsearch.problem import Edge, Problem, TaskKey
 from schedsearch.schedule import Schedule, Transfer, schedule_unchecked, task_unchecked, transfer_unchecked
@@ -191,7 +191,7 @@ def _resolve_orders(problem: Problem, orders: Mapping[str, Sequence[Entry]]) -> 
     """
     actions, sequences, listed = _number_actions(problem, orders)
     on_device: dict[str, set[int]] = {}
-    for eid, action in enumerate(actions):
+    for eid, action in enumerate(counted(actions)):
         if len(action.devices) == 1:
             continue  # numbered from its one device's order, so it is in it
         for d in action.devices:
@@ -208,7 +208,7 @@ def _resolve_orders(problem: Problem, orders: Mapping[str, Sequence[Entry]]) -> 
         shown = ", ".join(f"{b!r} (micro-batch {m})" for b, m in missing[:5])
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         raise InvalidScheduleError(f"orders: {len(missing)} task instance(s) are not in any order: {shown}{more}")
-    group_of = {key: eid for eid, action in enumerate(actions) if isinstance(action.entry, Group)
+    group_of = {key: eid for eid, action in enumerate(counted(actions)) if isinstance(action.entry, Group)
                 for key in action.members}
     return _Orders(actions=tuple(actions), sequences=sequences, group_of=group_of)
 
@@ -313,7 +313,7 @@ class _AsSoonAsPossible:
         """Per action: its release, the actions it waits for directly and those whose data it needs moved
         (``(edge, source key, own key, source action)``, in member and edge order)."""
         problem, actions, group_of = self.problem, self.orders.actions, self.orders.group_of
-        action_of = {key: eid for eid, action in enumerate(actions) for key in action.members}
+        action_of = {key: eid for eid, action in enumerate(counted(actions)) for key in action.members}
         preds = problem.graph.predecessors()
         release_of = problem.release_of
         has_release = bool(problem.releases)

@@ -550,11 +550,9 @@ def _evaluate(su: _Setup, orders: dict[int, list[Action]]) -> tuple[int, list[in
 
 # --- the stable pattern, squeezed (the paper's own construction) -------------------------------------
 
-#: The task types of a device in the stable pattern, in their tie order: chunk-0 forward (stage ``r``),
-#: chunk-1 forward (stage ``2p - 1 - r``), chunk-1 input gradient, chunk-0 input gradient, then weight
-#: gradients (``"W"`` before they are told apart by chunk, ``"W1"`` / ``"W0"`` after).
-_PTYPES = ("F0", "F1", "I1", "I0", "W", "W1", "W0")
-_PRANK = {t: i for i, t in enumerate(_PTYPES)}
+# The task types of a device in the stable pattern: "F0" / "F1" the chunk-0 / chunk-1 forward (stages ``r`` and
+# ``2p - 1 - r``), "I1" / "I0" their input gradients, then weight gradients ("W" before they are told apart by
+# chunk, "W1" / "W0" after). A device holds one task per slot.
 
 #: The stable patterns :func:`v_stable_pattern` knows.
 V_PATTERNS = ("half", "min")
@@ -619,10 +617,12 @@ def _put_w(grid: dict[int, tuple[str, int]], split: bool) -> dict[int, tuple[str
     return out
 
 
-def _grid_peak(grid: dict[int, tuple[str, int]], delta: dict[str, int], base: int) -> int:
-    """The peak level of a device's slot list (W's in it) from ``base``."""
+def _grid_peak(grid: dict[int, tuple[str, int]], delta: dict[str, int], base: int, before: int | None = None) -> int:
+    """The peak level of a device's slot list (W's in it) from ``base`` (over the slots before ``before``)."""
     level = peak = base
     for t in sorted(grid):
+        if before is not None and t >= before:
+            break
         level += delta[grid[t][0]]
         peak = max(peak, level)
     return peak
@@ -647,14 +647,16 @@ def _squeeze(p: int, m: int, grids: list[dict[int, tuple[str, int]]], caps: list
     two slots, so the check reads the level there (kept per slot).
     """
     pos: dict[tuple[int, str, int], int] = {}
-    keyed: list[tuple[int, int, int, int, str]] = []  # (slot, device, type rank, micro-batch, type): all distinct
+    # the tasks by (slot, device): a device has one task per slot, so bucketed by slot in device order (no
+    # sort of every task at once: a phase the hard stop could not cut on a loaded machine)
+    by_slot: list[list[tuple[int, str, int]]] = [[] for _ in range(max((max(g, default=-1) for g in grids),
+                                                                      default=-1) + 1)]
     for r, g in enumerate(grids):
         checkpoint(len(g))
         for t, (typ, k) in g.items():
             pos[r, typ, k] = t
-            keyed.append((t, r, _PRANK[typ], k, typ))
-    keyed.sort()
-    order = [(r, typ, k) for _, r, _, k, typ in counted(keyed)]
+            by_slot[t].append((r, typ, k))
+    order = [key for bucket in counted(by_slot) for key in bucket]
 
     # without the W's in the lists: the lists' W's put in by chunk (:func:`_put_w`) and the level are
     # scanned from a checkpoint, as a move at slot x changes nothing before x
@@ -784,11 +786,19 @@ def _pattern_orders(su: _Setup, pattern: str | list[dict[str, int]],
     return _squeezed_orders(su, with_w, deltas, own if cap is None else cap, steady=not isinstance(pattern, str))
 
 
-def _pattern_grids(su: _Setup, pattern: str | list[dict[str, int]]
+def _pattern_grids(su: _Setup, pattern: str | list[dict[str, int]], microbatches: int | None = None
                    ) -> tuple[list[dict[int, tuple[str, int]]], list[dict[str, int]], int] | None:
     """A stable pattern laid out: each device's slot list with its W's put in (unsplit), each device's
-    deltas by task type, and the lists' peak (the most of any device); None when its slots clash."""
-    p, m = su.p, su.m
+    deltas by task type, and the lists' peak (the most of any device); None when its slots clash.
+
+    With ``microbatches`` (``k`` fewer than the problem's), only the first
+    ``k`` micro-batches are laid out and the peak is read over the slots
+    before ``6 k``: no later micro-batch has a slot there, so those slots
+    hold the same tasks (W's included, put in from the same pending ones)
+    in the whole pattern, and this peak is at most the whole pattern's.
+    """
+    p, m = su.p, su.m if microbatches is None else min(su.m, microbatches)
+    window = None if m == su.m else 6 * m
     grids: list[dict[int, tuple[str, int]]] = []
     for r, slots in enumerate(_pattern_slots(p, pattern) if isinstance(pattern, str) else pattern):
         g: dict[int, tuple[str, int]] = {}
@@ -811,7 +821,7 @@ def _pattern_grids(su: _Setup, pattern: str | list[dict[str, int]]
     for g in grids:
         checkpoint(len(g))
         with_w.append(_put_w(g, False))
-    own = max(_grid_peak(g, deltas[r], su.init[r]) for r, g in enumerate(counted(with_w, len(with_w[0]))))
+    own = max(_grid_peak(g, deltas[r], su.init[r], window) for r, g in enumerate(counted(with_w, len(with_w[0]))))
     return with_w, deltas, own
 
 
@@ -872,6 +882,11 @@ def v_stable_pattern(problem: Problem, pattern: str = "half") -> Schedule:
     return run_actions(su.view, orders, name=f"V-{pattern.capitalize()} (stable pattern)")
 
 
+#: :func:`v_pattern_fit` reads a pattern's peak off its first ``_PEAK_PROBE * p`` micro-batches first (its
+#: warm-up and the start of its steady state) when the problem has more.
+_PEAK_PROBE = 2
+
+
 def v_pattern_fit(problem: Problem) -> Schedule:
     """The paper's own V-Half, else its V-Min: the first stable pattern, squeezed, whose peak fits every
     device's capacity (V-Half's with no capacity).
@@ -903,6 +918,13 @@ def v_pattern_fit(problem: Problem) -> Schedule:
     low = min((c for c in su.caps if c is not None), default=None)
     later = []
     for pattern in V_PATTERNS:
+        if low is not None and su.m > _PEAK_PROBE * su.p:
+            # the first micro-batches' peak (warm-up and steady state) is at most the pattern's: above some
+            # capacity, the whole pattern is not laid out now
+            head = _pattern_grids(su, pattern, _PEAK_PROBE * su.p)
+            if head is not None and head[2] > low:
+                later.append(pattern)
+                continue
         laid = _pattern_grids(su, pattern)
         if laid is None:  # pragma: no cover - the two patterns have distinct slots modulo 6 for every p
             continue
@@ -910,8 +932,13 @@ def v_pattern_fit(problem: Problem) -> Schedule:
         if low is None or own <= low:  # squeezed within its own peak: within every capacity
             orders = _squeezed_orders(su, with_w, deltas, own, steady=False)
             return run_actions(su.view, orders, name=f"V-{pattern.capitalize()} (stable pattern, squeezed)")
-        later.append((pattern, laid))
-    for pattern, (with_w, deltas, own) in later:
+        later.append(pattern)
+        del laid, with_w, deltas
+    for pattern in later:
+        laid = _pattern_grids(su, pattern)
+        if laid is None:  # pragma: no cover - as above
+            continue
+        with_w, deltas, own = laid
         orders = _squeezed_orders(su, with_w, deltas, own, steady=False)
         got = _evaluate(su, orders)
         if got is None or any(c is not None and pk > c for pk, c in zip(got[1], su.caps)):
@@ -994,7 +1021,7 @@ def v_capped(problem: Problem, cap: int | None = None, *, name: str = "capped V 
                   *V_VARIANTS[6:]]
     # the longest candidate so far: with a limit, the next one is not started when it would end past it
     longest, started = 0.0, None
-    tasks, work = len(problem.tasks), 0
+    tasks, work = problem.num_tasks, 0
     for cand in candidates:
         now = time.monotonic()
         if started is not None:

@@ -101,7 +101,7 @@ import attrs
 
 from schedsearch._union_find import UnionFind
 from schedsearch.bounds.analytic import objective_lower_bound
-from schedsearch.deadline import checkpoint
+from schedsearch.deadline import checkpoint, counted
 from schedsearch.errors import InvalidOptionsError, InvalidProblemError, UnsupportedFeatureError
 from schedsearch.options import Deadline
 from schedsearch.problem import Edge, Problem, TaskKey
@@ -864,9 +864,11 @@ class _NonDelayRun:
             a, b = self.devs_of[e.src], self.devs_of[e.dst]
             if e.size > 0 and not set(a) & set(b):
                 self.routes[(e.src, e.dst)] = (e.size, problem.cluster.channels_between(a[0], b[0]))
-        self.key_of = {(b.name, m): rule.key(b.kind, b.stage, m) for b in graph.blocks for m in range(self.n)}
-        self.waiting = {(b.name, m): len(preds[b.name]) for b in graph.blocks for m in range(self.n)}
-        self.ready_at: dict[TaskKey, int] = {task: problem.release_of(*task) for task in self.waiting}
+        # (each task instance counted as work: at 400,000 of them these take a second on a loaded machine)
+        self.key_of = {(b.name, m): rule.key(b.kind, b.stage, m) for b in graph.blocks
+                       for m in counted(range(self.n))}
+        self.waiting = {(b.name, m): len(preds[b.name]) for b in graph.blocks for m in counted(range(self.n))}
+        self.ready_at: dict[TaskKey, int] = {task: problem.release_of(*task) for task in counted(self.waiting)}
         # each device's ready tasks, one heap per block (the tasks of a block share their devices and
         # memory, so they can start or not alike), ranked by (rule key, order of arrival in the pool);
         # tasks whose data or release is still to come wait in ``later`` by the time they become ready
@@ -874,7 +876,7 @@ class _NonDelayRun:
         self.later: list[tuple[int, int, str, TaskKey]] = []
         self.arrivals = itertools.count()
         self.t = 0
-        for task, count in self.waiting.items():
+        for task, count in counted(self.waiting.items()):
             if count == 0:
                 for d in self.devs_of[task[0]]:
                     self._join_pool(d, task)

@@ -208,11 +208,6 @@ class _Portfolio(RunView):
         self.phases[phase] = self.phases.get(phase, 0.0) + seconds
 
 
-def _task_count(problem: Problem) -> int:
-    """The number of task instances, without listing them (``problem.tasks`` builds the tuple)."""
-    return len(problem.graph.blocks) * problem.num_microbatches
-
-
 def estimated_tasks(problem: Problem) -> float:
     """The task instances as the per-task-instance time estimates count them: each instance of a block that
     is a member of a declared overlapped group counts :data:`GROUPED_TASK_WEIGHT`, the others 1.
@@ -233,11 +228,11 @@ def _small(problem: Problem) -> bool:
     """Small enough to build a whole exact model (or every handcrafted plan) within a fraction of a second or so."""
     from schedsearch.search.scale.driver import TIES_AUTO_TASKS
 
-    return len(problem.tasks) <= TIES_AUTO_TASKS
+    return problem.num_tasks <= TIES_AUTO_TASKS
 
 
 def _lp_applies(problem: Problem) -> bool:
-    return problem.objective == "makespan" and len(problem.tasks) <= LP_BOUND_TASKS \
+    return problem.objective == "makespan" and problem.num_tasks <= LP_BOUND_TASKS \
         and any(len(b.options) > 1 for b in problem.graph.blocks)
 
 
@@ -496,7 +491,7 @@ def _list_schedules(pf: _Portfolio) -> None:
     covers one list schedule with its bound and validation (:data:`LIST_S_PER_TASK`), else a note says so."""
     left = pf.deadline.left()
     if pf.best is not None and left is not None and not pf.options.deterministic:
-        tasks = _task_count(pf.problem)
+        tasks = pf.problem.num_tasks
         need = LIST_S_PER_TASK * tasks
         if need > left:
             pf.note(f"list schedules skipped: at {tasks} task instances one needs about {need:.1f} s with its "
@@ -552,7 +547,7 @@ def _exact(pf: _Portfolio) -> Status | None:
     t = pf.deadline.elapsed
     best = pf.best
     allotted = pf.deadline.left()
-    tasks = len(pf.problem.tasks)
+    tasks = pf.problem.num_tasks
     if best is not None and allotted is not None and tasks > _EXACT_TASKS_PER_S * allotted:
         # the same rule as the scale search's, decided before it would build and check anything
         pf.note(f"exact search skipped: {tasks} task instances need about {tasks / _EXACT_TASKS_PER_S:.0f} s "
@@ -594,7 +589,7 @@ def _mirror_ties(run: Run) -> tuple:
     from schedsearch.search.scale.driver import TIES_AUTO_TASKS
 
     reduced = run.reduced
-    if len(reduced.tasks) <= TIES_AUTO_TASKS or not any(b.name.endswith(".down") for b in reduced.graph.blocks):
+    if reduced.num_tasks <= TIES_AUTO_TASKS or not any(b.name.endswith(".down") for b in reduced.graph.blocks):
         return ()
     try:
         return mirror_ties(reduced, mirror_pairs(reduced))

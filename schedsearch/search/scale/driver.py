@@ -180,7 +180,7 @@ def search_at_scale(run: Run, *, rules: Sequence[PipelineRule] = PIPELINE_RULES,
     _list_schedules(state, rules)
     if exact and not run.closed and not run.budget.expired(_EXACT_MIN_S):
         left = run.budget.left()
-        tasks = len(state.search_problem.tasks)
+        tasks = state.search_problem.num_tasks
         if run.best is not None and left is not None and tasks > _EXACT_TASKS_PER_S * left:
             run.note(f"exact search skipped: {tasks} task instances need about {tasks / _EXACT_TASKS_PER_S:.0f} s "
                      f"to model and search, {left:.1f} s were left")
@@ -265,7 +265,7 @@ class _Scale:
         run.raise_bound(bound, "analytic")
         run.reporter.report("bound", bound=bound)
         run.stats.update({"overlaps_dropped": search_problem is not problem, "analytic_bound": bound,
-                          "num_tasks": len(problem.tasks)})
+                          "num_tasks": problem.num_tasks})
         return cls(run=run, search_problem=search_problem, backend_name=run.options.backend_name)
 
     def offer(self, schedule: Schedule | None, provenance: Provenance) -> None:
@@ -348,7 +348,7 @@ def _tie_list(search_problem: Problem, ties: str | Sequence[Tie] | None, periodi
     """The ties of the exact search: periodic ones over the window (``"auto"``:
     on problems of more than :data:`TIES_AUTO_TASKS` tasks), the given ones, and the extra ones."""
     if ties == "auto":
-        ties = "periodic" if len(search_problem.tasks) > TIES_AUTO_TASKS else None
+        ties = "periodic" if search_problem.num_tasks > TIES_AUTO_TASKS else None
     tie_list: tuple[Tie, ...] = ()
     if ties == "periodic":
         n = search_problem.num_microbatches
