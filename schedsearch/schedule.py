@@ -252,8 +252,8 @@ def _sorted_transfers(value: Iterable[Any]) -> tuple[Transfer, ...]:
 
 
 def _in_order(items: Iterable[Any], order: Callable[[Any], tuple]) -> tuple:
-    """``items`` sorted by ``order``, the keys computed as counted work (:func:`~schedsearch.deadline.counted`):
-    only the sort of the keys themselves runs without a checkpoint."""
+    """``items`` sorted by ``order`` (stable, as ``sorted``), the keys computed and the result built as counted
+    work (:func:`~schedsearch.deadline.counted`): the sort of the keys itself runs without a checkpoint."""
     items = list(items)
     keys = [order(item) for item in counted(items)]
     return tuple(items[i] for i in counted(sorted(range(len(items)), key=keys.__getitem__)))

@@ -666,14 +666,14 @@ def flow_bounds(problem: Problem, *, heads_tails: tuple[dict[TaskKey, int], dict
     before: dict[str, dict[int, int]] = {}
     after: dict[str, dict[int, int]] = {}
     for a in fixed_on:
-        checkpoint(len(fixed_on) * (1 + len(fixed_on[a])))
         before[a], after[a] = {}, {}
         for j in fixed_on[a]:
             up = [x for x in fixed_on if j in fixed_on[x] and a in reach[x]]
+            down = [y for y in reach[a] if j in fixed_on[y]]
+            checkpoint(len(fixed_on) + len(up) ** 2 + len(down) ** 2)
             for x in up:
                 slope = sum(least[y] for y in up if head[y] >= head[x])
                 before[a][slope] = max(before[a].get(slope, 0), head[x])
-            down = [y for y in reach[a] if j in fixed_on[y]]
             for y in down:
                 slope = sum(least[z] for z in down if tail[z] >= tail[y])
                 after[a][slope] = max(after[a].get(slope, 0), tail[y])

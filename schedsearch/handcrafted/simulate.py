@@ -202,7 +202,7 @@ def _resolve_orders(problem: Problem, orders: Mapping[str, Sequence[Entry]]) -> 
                     f"orders: {entry_label(action.entry)} runs on {list(action.devices)} but is missing from the "
                     f"order of device {d!r}"
                 )
-    if len(listed) < problem.num_microbatches * len(problem.graph.blocks):
+    if len(listed) < problem.num_tasks:
         missing = [(b.name, m) for m in range(problem.num_microbatches) for b in problem.graph.blocks
                    if (b.name, m) not in listed]
         shown = ", ".join(f"{b!r} (micro-batch {m})" for b, m in missing[:5])

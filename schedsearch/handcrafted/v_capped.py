@@ -630,7 +630,7 @@ def _grid_peak(grid: dict[int, tuple[str, int]], delta: dict[str, int], base: in
 
 def _squeeze(p: int, m: int, grids: list[dict[int, tuple[str, int]]], caps: list[int],
              deltas: list[dict[str, int]], base: list[int], with_w: bool, steady: bool = False) -> None:
-    """Move tasks to earlier slots (in place), in increasing slot order, ties by device, type, micro-batch.
+    """Move tasks to earlier slots (in place), in increasing slot order, ties by device (one task per slot).
 
     Phase 0 runs until device 0's first chunk-0 ``I``; phase 1 (the steady
     state, nothing moves) until the last micro-batch's chunk-0 forward;
@@ -656,7 +656,7 @@ def _squeeze(p: int, m: int, grids: list[dict[int, tuple[str, int]]], caps: list
         for t, (typ, k) in g.items():
             pos[r, typ, k] = t
             by_slot[t].append((r, typ, k))
-    order = [key for bucket in counted(by_slot) for key in bucket]
+    order = [key for bucket in counted(by_slot, p) for key in bucket]
 
     # without the W's in the lists: the lists' W's put in by chunk (:func:`_put_w`) and the level are
     # scanned from a checkpoint, as a move at slot x changes nothing before x
@@ -791,7 +791,7 @@ def _pattern_grids(su: _Setup, pattern: str | list[dict[str, int]], microbatches
     """A stable pattern laid out: each device's slot list with its W's put in (unsplit), each device's
     deltas by task type, and the lists' peak (the most of any device); None when its slots clash.
 
-    With ``microbatches`` (``k`` fewer than the problem's), only the first
+    With ``microbatches = k`` (fewer than the problem's), only the first
     ``k`` micro-batches are laid out and the peak is read over the slots
     before ``6 k``: no later micro-batch has a slot there, so those slots
     hold the same tasks (W's included, put in from the same pending ones)
@@ -883,7 +883,7 @@ def v_stable_pattern(problem: Problem, pattern: str = "half") -> Schedule:
 
 
 #: :func:`v_pattern_fit` reads a pattern's peak off its first ``_PEAK_PROBE * p`` micro-batches first (its
-#: warm-up and the start of its steady state) when the problem has more.
+#: warm-up and the start of its steady state) when the problem has more and its devices are alike.
 _PEAK_PROBE = 2
 
 
@@ -893,11 +893,16 @@ def v_pattern_fit(problem: Problem) -> Schedule:
 
     One construction each, the cost of the paper's greedy: the quick first
     plan of a V placement; :func:`v_capped` then tries the other
-    constructions under the same capacities. A pattern whose own peak
-    (before the squeeze, which never raises it) is within every device's
-    capacity fits as it is and is squeezed at once; one whose own peak is
-    above some device's capacity is tried after the others (squeezed, its
-    peak is read device by device). The schedule is validated.
+    constructions under the same capacities. A pattern whose own peak (as
+    laid out, before the squeeze, which keeps every device within it) is
+    within every device's capacity fits as it is: it is squeezed and timed
+    at once. Otherwise the squeezed pattern's peak is read device by
+    device. Where the devices are alike (one capacity, one initial level,
+    each device's two chunks holding the same), a pattern whose own peak
+    is above the capacity is tried after the other (its own peak is then
+    its squeezed plan's), read off its first ``2p`` micro-batches when it
+    has more, so the whole of it is not laid out first. The schedule is
+    validated.
 
     Raises
     ------
@@ -915,14 +920,17 @@ def v_pattern_fit(problem: Problem) -> Schedule:
     ('V-Min (stable pattern, squeezed)', 59, 4)
     """
     su = _Setup(problem, None, "V stable pattern")
+    p = su.p
     low = min((c for c in su.caps if c is not None), default=None)
+    alike = (len(set(su.caps)) == 1 and len(set(su.init)) == 1
+             and all(su.mem[k, r] == su.mem[k, 2 * p - 1 - r] for k in ("F", "W") for r in range(p)))
     later = []
     for pattern in V_PATTERNS:
-        if low is not None and su.m > _PEAK_PROBE * su.p:
-            # the first micro-batches' peak (warm-up and steady state) is at most the pattern's: above some
-            # capacity, the whole pattern is not laid out now
-            head = _pattern_grids(su, pattern, _PEAK_PROBE * su.p)
-            if head is not None and head[2] > low:
+        if alike and low is not None and su.m > _PEAK_PROBE * p:
+            # the first micro-batches' peak is at most the whole pattern's: above the capacity, the pattern
+            # waits its turn without being laid out whole
+            probe = _pattern_grids(su, pattern, _PEAK_PROBE * p)
+            if probe is not None and probe[2] > low:
                 later.append(pattern)
                 continue
         laid = _pattern_grids(su, pattern)
@@ -932,22 +940,34 @@ def v_pattern_fit(problem: Problem) -> Schedule:
         if low is None or own <= low:  # squeezed within its own peak: within every capacity
             orders = _squeezed_orders(su, with_w, deltas, own, steady=False)
             return run_actions(su.view, orders, name=f"V-{pattern.capitalize()} (stable pattern, squeezed)")
-        later.append(pattern)
-        del laid, with_w, deltas
+        if alike:
+            later.append(pattern)  # laid out again in its turn: the layout is not kept meanwhile
+            continue
+        schedule = _fitting_pattern(su, pattern, with_w, deltas, own)
+        if schedule is not None:
+            return schedule
     for pattern in later:
         laid = _pattern_grids(su, pattern)
         if laid is None:  # pragma: no cover - as above
             continue
-        with_w, deltas, own = laid
-        orders = _squeezed_orders(su, with_w, deltas, own, steady=False)
-        got = _evaluate(su, orders)
-        if got is None or any(c is not None and pk > c for pk, c in zip(got[1], su.caps)):
-            continue
-        return run_actions(su.view, orders, name=f"V-{pattern.capitalize()} (stable pattern, squeezed)")
+        schedule = _fitting_pattern(su, pattern, *laid)
+        if schedule is not None:
+            return schedule
     raise InvalidProblemError(
         f"V stable pattern: neither pattern's peak fits the capacities "
         f"{ {d.name: d.memory for d in problem.cluster.devices} }"
     )
+
+
+def _fitting_pattern(su: _Setup, pattern: str, with_w: list[dict[int, tuple[str, int]]],
+                     deltas: list[dict[str, int]], own: int) -> Schedule | None:
+    """A laid-out pattern squeezed within its own peak and timed, when its peak fits every device's capacity
+    (read device by device), else None."""
+    orders = _squeezed_orders(su, with_w, deltas, own, steady=False)
+    got = _evaluate(su, orders)
+    if got is None or any(c is not None and pk > c for pk, c in zip(got[1], su.caps)):
+        return None
+    return run_actions(su.view, orders, name=f"V-{pattern.capitalize()} (stable pattern, squeezed)")
 
 
 def v_capped_orders(problem: Problem, cap: int | None, variant: VVariant) -> dict[int, list[Action]] | None:

@@ -175,7 +175,7 @@ def _evaluate(task: _Task) -> _Outcome:
 
     clock = ShareClock(task.options)
     candidate, problem = task.candidate, task.times.problem
-    work = WorkEstimate(num_tasks=problem.num_microbatches * len(problem.graph.blocks),
+    work = WorkEstimate(num_tasks=problem.num_tasks,
                         weighted=estimated_tasks(problem), memory_exact=task.times.memory_exact,
                         draw_s_per_task=HANDCRAFTED_S_PER_TASK)
     with stopping(call):  # nothing of the candidate but its row's figures runs past the call's end

@@ -224,7 +224,7 @@ def _capped_v(state: _Scale) -> None:
     if run.options.deterministic:
         limit = {"work_limit": None if share is None else int(share * V_TASKS_PER_S)}
     if share is not None and v_capped_applies(run.problem):
-        tasks = run.problem.num_microbatches * len(run.problem.graph.blocks)
+        tasks = run.problem.num_tasks
         # one candidate and the run of its orders: a count of work in deterministic mode, the clock's otherwise
         need = 2 * tasks / V_TASKS_PER_S if run.options.deterministic else V_FIRST_S_PER_TASK * tasks
         if need > share:
