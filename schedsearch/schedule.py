@@ -229,7 +229,7 @@ def _entries(value: Any, what: str) -> tuple[Any, ...]:
 def _built(value: Iterable[Any], what: str, cls: type, fields: tuple[str, ...], required: tuple[str, ...]) -> list:
     """The entries of ``value`` as ``cls`` objects (objects given as mappings are built, fields checked)."""
     out = []
-    for i, item in enumerate(_entries(value, f"{what}s")):
+    for i, item in enumerate(counted(_entries(value, f"{what}s"))):
         if isinstance(item, Mapping):
             check_fields(f"schedule: {what} {i}", item, fields, required)
             item = cls(**item)
@@ -242,13 +242,11 @@ def _built(value: Iterable[Any], what: str, cls: type, fields: tuple[str, ...], 
 
 
 def _sorted_tasks(value: Iterable[Any]) -> tuple[TaskInstance, ...]:
-    tasks = _built(value, "task", TaskInstance, _TASK_FIELDS, _TASK_REQUIRED)
-    return tuple(sorted(tasks, key=_task_order))
+    return _in_order(_built(value, "task", TaskInstance, _TASK_FIELDS, _TASK_REQUIRED), _task_order)
 
 
 def _sorted_transfers(value: Iterable[Any]) -> tuple[Transfer, ...]:
-    transfers = _built(value, "transfer", Transfer, _TRANSFER_FIELDS, _TRANSFER_FIELDS)
-    return tuple(sorted(transfers, key=_transfer_order))
+    return _in_order(_built(value, "transfer", Transfer, _TRANSFER_FIELDS, _TRANSFER_FIELDS), _transfer_order)
 
 
 def _in_order(items: Iterable[Any], order: Callable[[Any], tuple]) -> tuple:
