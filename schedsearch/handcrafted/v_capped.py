@@ -938,8 +938,7 @@ def v_pattern_fit(problem: Problem) -> Schedule:
             continue
         with_w, deltas, own = laid
         if low is None or own <= low:  # squeezed within its own peak: within every capacity
-            orders = _squeezed_orders(su, with_w, deltas, own, steady=False)
-            return run_actions(su.view, orders, name=f"V-{pattern.capitalize()} (stable pattern, squeezed)")
+            return _pattern_plan(su, pattern, _squeezed_orders(su, with_w, deltas, own, steady=False))
         if alike:
             later.append(pattern)  # laid out again in its turn: the layout is not kept meanwhile
             continue
@@ -967,6 +966,11 @@ def _fitting_pattern(su: _Setup, pattern: str, with_w: list[dict[int, tuple[str,
     got = _evaluate(su, orders)
     if got is None or any(c is not None and pk > c for pk, c in zip(got[1], su.caps)):
         return None
+    return _pattern_plan(su, pattern, orders)
+
+
+def _pattern_plan(su: _Setup, pattern: str, orders: dict[int, list[Action]]) -> Schedule:
+    """The squeezed pattern's orders timed as soon as possible and validated, named after the pattern."""
     return run_actions(su.view, orders, name=f"V-{pattern.capitalize()} (stable pattern, squeezed)")
 
 
