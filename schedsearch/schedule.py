@@ -305,6 +305,51 @@ def transfer_unchecked(*, src: str, dst: str, microbatch: int, channel: str, sta
     return _filled(Transfer, src=src, dst=dst, microbatch=microbatch, channel=channel, start=start, end=end)
 
 
+#: A task as a row of checked values, in a schedule's order: ``(start, devices, block, microbatch, end, overlap)``.
+TaskRow = tuple[int, tuple[str, ...], str, int, int, "str | None"]
+
+
+def schedule_of_rows(rows: Iterable[TaskRow], transfers: Iterable[Transfer] = (), name: str = "") -> Schedule:
+    """A :class:`Schedule` of task rows (internal): for the simulators that time hundreds of thousands of tasks.
+
+    Each row holds values the library has checked, as :func:`task_unchecked`
+    takes them; the rows are sorted as they are (a row leads with the
+    schedule's sort key, and the row's place breaks ties, so the order is
+    :func:`schedule_unchecked`'s) and only then made task objects, without
+    a key per task. A row whose times or micro-batch are not whole numbers
+    in range goes through the constructor, so it raises its error.
+    """
+    keyed = []
+    add = keyed.append
+    for i, (start, devices, block, microbatch, end, overlap) in enumerate(rows):
+        if not i & 63:
+            checkpoint(64)
+        if not (type(start) is int and type(end) is int and 0 <= start < end and type(microbatch) is int
+                and microbatch >= 0 and type(devices) is tuple and devices):
+            TaskInstance(block=block, microbatch=microbatch, devices=devices, start=start, end=end, overlap=overlap)
+        add((start, devices, block, microbatch, i, end, overlap))
+    keyed.sort()  # one comparison of tuples per step (a row's place is unique: nothing after it is compared)
+    tasks = []
+    put = tasks.append
+    new, set_ = _new, _setattr
+    for i, (start, devices, block, microbatch, _, end, overlap) in enumerate(keyed):
+        if not i & 63:
+            checkpoint(64)
+        task = new(TaskInstance)
+        set_(task, "block", block)
+        set_(task, "microbatch", microbatch)
+        set_(task, "devices", devices)
+        set_(task, "start", start)
+        set_(task, "end", end)
+        set_(task, "overlap", overlap)
+        put(task)
+    schedule = new(Schedule)
+    set_(schedule, "tasks", tuple(tasks))
+    set_(schedule, "transfers", _in_order(transfers, _transfer_order))
+    set_(schedule, "name", name)
+    return schedule
+
+
 def schedule_unchecked(*, tasks: Iterable[TaskInstance], transfers: Iterable[Transfer] = (),
                        name: str = "") -> Schedule:
     """A :class:`Schedule` of task and transfer objects (internal): sorted as the constructor sorts them,
@@ -488,17 +533,23 @@ def memory_profile(problem: Problem, schedule: Schedule) -> dict[str, list[tuple
     ignored (the validator reports them).
     """
     events: dict[str, dict[int, int]] = {d: {} for d in problem.cluster.device_names}
-    blocks = problem.graph.by_name()
-    for t in schedule.tasks:
-        checkpoint()
-        b = blocks.get(t.block)
+    # per block: what its start adds (its memory and its workspace) and its workspace
+    held = {b.name: (b.memory + b.workspace, b.workspace) for b in problem.graph.blocks}
+    for i, t in enumerate(schedule.tasks):
+        if not i & 63:
+            checkpoint(64)
+        b = held.get(t.block)
         if b is None:
             continue
+        at_start, workspace = b
         for d in t.devices:
-            ev = events.setdefault(d, {})
-            ev[t.start] = ev.get(t.start, 0) + b.memory + b.workspace
-            if b.workspace:
-                ev[t.end] = ev.get(t.end, 0) - b.workspace
+            ev = events.get(d)
+            if ev is None:
+                ev = events[d] = {}
+            start = t.start
+            ev[start] = ev.get(start, 0) + at_start
+            if workspace:
+                ev[t.end] = ev.get(t.end, 0) - workspace
     out: dict[str, list[tuple[int, int]]] = {}
     for d, ev in events.items():
         checkpoint(len(ev))

@@ -278,10 +278,22 @@ def run_actions(view: PipelineView, orders: Mapping[int, Sequence[Action]], *, n
     """
     devices = view.problem.cluster.device_names
     entries: dict[str, list[Entry]] = {}
+    # (pipe, stage, kind) -> the block names an action of it runs, the same for every micro-batch, once one
+    # such action has resolved to plain task keys (None: it resolves to a group, resolved each time)
+    names: dict[tuple[str, int, Kind], tuple[str, ...] | None] = {}
     for rank, actions in orders.items():
         seq: list[Entry] = []
         for a in actions:
-            seq.extend(view.resolve(a))
+            m = a.microbatch
+            shape = (a.pipe, a.stage, a.kind)
+            blocks = names.get(shape, ()) if m is not None else None
+            if blocks:
+                seq.extend([(b, m) for b in blocks])
+                continue
+            got = view.resolve(a)
+            if blocks == () and m is not None:
+                names[shape] = tuple(e[0] for e in got) if all(type(e) is tuple for e in got) else None
+            seq.extend(got)
         entries[devices[rank]] = seq
         checkpoint(len(seq))
 

@@ -33,10 +33,10 @@ from typing import Union
 
 import attrs
 
-from schedsearch.deadline import checkpoint, counted
+from schedsearch.deadline import checkpoint
 from schedsearch.errors import InvalidScheduleError, ValidationFailedError
 from schedsearch.problem import Edge, Problem, TaskKey
-from schedsearch.schedule import Schedule, Transfer, schedule_unchecked, task_unchecked, transfer_unchecked
+from schedsearch.schedule import Schedule, Transfer, schedule_of_rows, transfer_unchecked
 from schedsearch.timeline import Timeline, earliest_finish
 # the deferral is the validator's fact; its names stay importable from here, where the constructions heed it
 from schedsearch.validate import assert_valid, validation_deferred as validation_deferred, validation_is_deferred
@@ -191,7 +191,13 @@ def _resolve_orders(problem: Problem, orders: Mapping[str, Sequence[Entry]]) -> 
     """
     actions, sequences, listed = _number_actions(problem, orders)
     on_device: dict[str, set[int]] = {}
-    for eid, action in enumerate(counted(actions)):
+    group_of: dict[TaskKey, int] = {}
+    grouped: list[int] = []
+    for eid, action in enumerate(actions):
+        if not eid & 63:
+            checkpoint(64)
+        if len(action.members) > 1 and isinstance(action.entry, Group):
+            grouped.append(eid)
         if len(action.devices) == 1:
             continue  # numbered from its one device's order, so it is in it
         for d in action.devices:
@@ -208,8 +214,9 @@ def _resolve_orders(problem: Problem, orders: Mapping[str, Sequence[Entry]]) -> 
         shown = ", ".join(f"{b!r} (micro-batch {m})" for b, m in missing[:5])
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         raise InvalidScheduleError(f"orders: {len(missing)} task instance(s) are not in any order: {shown}{more}")
-    group_of = {key: eid for eid, action in enumerate(counted(actions)) if isinstance(action.entry, Group)
-                for key in action.members}
+    for eid in grouped:
+        for key in actions[eid].members:
+            group_of[key] = eid
     return _Orders(actions=tuple(actions), sequences=sequences, group_of=group_of)
 
 
@@ -238,8 +245,21 @@ def _number_actions(
             raise InvalidScheduleError(f"orders: device {dev!r} is not in the problem's cluster {sorted(devices)}")
         ids: list[int] = []
         listed: set[int] = set()
-        for entry in seq:
-            checkpoint()
+        for i, entry in enumerate(seq):
+            if not i & 63:
+                checkpoint(64)
+            if (type(entry) is tuple and len(entry) == 2 and type(entry[0]) is str and type(entry[1]) is int
+                    and entry not in number):
+                # the common case at once: a first listing of a plain task of a fixed block that runs here
+                b, m = entry
+                devs = fixed.get(b)
+                if devs is not None and 0 <= m < n and dev in devs and entry not in seen_task:
+                    eid = number[entry] = len(actions)
+                    actions.append(_Action(entry, (entry,), devs, durations(b, m)[0] if overridden else length[b]))
+                    seen_task.add(entry)
+                    listed.add(eid)
+                    ids.append(eid)
+                    continue
             if isinstance(entry, Group):
                 members = entry.members
                 ident: object = entry
@@ -313,7 +333,12 @@ class _AsSoonAsPossible:
         """Per action: its release, the actions it waits for directly and those whose data it needs moved
         (``(edge, source key, own key, source action)``, in member and edge order)."""
         problem, actions, group_of = self.problem, self.orders.actions, self.orders.group_of
-        action_of = {key: eid for eid, action in enumerate(counted(actions)) for key in action.members}
+        action_of: dict[TaskKey, int] = {}
+        for eid, action in enumerate(actions):
+            if not eid & 63:
+                checkpoint(64)
+            for key in action.members:
+                action_of[key] = eid
         preds = problem.graph.predecessors()
         release_of = problem.release_of
         has_release = bool(problem.releases)
@@ -322,15 +347,20 @@ class _AsSoonAsPossible:
         self.moved: list[tuple[tuple[Edge, TaskKey, TaskKey, int], ...]] = []
         # a block whose incoming edges carry nothing waits for its sources directly, wherever they run
         unsized = {b: tuple(e.src for e in edges) for b, edges in preds.items() if all(e.size <= 0 for e in edges)}
+        direct_of, moved_of = self.direct.append, self.moved.append
         for eid, action in enumerate(actions):
-            checkpoint()
-            if len(action.members) == 1 and action.members[0][0] in unsized:  # the common case, at once
-                b, m = action.members[0]
-                if has_release:
-                    self.release[eid] = max(0, release_of(b, m))
-                self.direct.append(tuple([action_of[(src, m)] for src in unsized[b]]))
-                self.moved.append(())
-                continue
+            if not eid & 63:
+                checkpoint(64)
+            members = action.members
+            if len(members) == 1:
+                (b, m), = members
+                sources = unsized.get(b)
+                if sources is not None:  # the common case, at once
+                    if has_release:
+                        self.release[eid] = max(0, release_of(b, m))
+                    direct_of(tuple([action_of[src, m] for src in sources]))
+                    moved_of(())
+                    continue
             direct: list[int] = []
             moved: list[tuple[Edge, TaskKey, TaskKey, int]] = []
             grouped = len(action.members) > 1
@@ -381,7 +411,9 @@ class _AsSoonAsPossible:
                 self._place(eid, action, ready)
             head[dev] += 1
             moved += 1
-            checkpoint()
+            if not moved & 15:
+                checkpoint(16)
+        checkpoint(moved & 15)
         return moved
 
     def _ready(self, eid: int, action: _Action) -> int | None:
@@ -452,20 +484,21 @@ def _as_schedule(problem: Problem, orders: _Orders, starts: Sequence[int | None]
     Every value is the problem's or the simulation's (checked names, whole
     durations >= 1, starts >= 0), so the tasks are built without the
     constructor's checks."""
-    tasks = []
-    add = tasks.append
-    for action, start in zip(orders.actions, starts):
-        checkpoint()
+    rows = []
+    add = rows.append
+    for i, (action, start) in enumerate(zip(orders.actions, starts)):
+        if not i & 63:
+            checkpoint(64)
         end = start + action.duration  # type: ignore[operator]
-
-        if len(action.members) == 1:
-            (b, m), = action.members
-            add(task_unchecked(b, m, action.devices, start, end, None))
+        members = action.members
+        if len(members) == 1:
+            (b, m), = members
+            add((start, action.devices, b, m, end, None))
             continue
         tag = action.entry.tag if isinstance(action.entry, Group) else None
-        for b, m in action.members:
-            add(task_unchecked(b, m, action.devices, start, end, tag))
-    return schedule_unchecked(tasks=tasks, transfers=transfers, name=name or problem.name)
+        for b, m in members:
+            add((start, action.devices, b, m, end, tag))
+    return schedule_of_rows(rows, transfers, name or problem.name)
 
 
 def _check_valid(problem: Problem, schedule: Schedule) -> None:

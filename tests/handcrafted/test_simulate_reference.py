@@ -19,7 +19,8 @@ from schedsearch.handcrafted import DeadlockError, one_f_one_b, schedule_from_or
 from schedsearch.handcrafted.simulate import validation_deferred
 from schedsearch.placements import vshape, vshape_chunks, zero_bubble
 from schedsearch.problem import Release
-from schedsearch.schedule import Schedule, TaskInstance, Transfer, metrics, task_unchecked, transfer_unchecked
+from schedsearch.schedule import (Schedule, TaskInstance, Transfer, metrics, schedule_of_rows, schedule_unchecked,
+                                 task_unchecked, transfer_unchecked)
 from schedsearch.validate import validate
 
 
@@ -155,6 +156,29 @@ def test_unchecked_constructors_build_what_the_checked_ones_build_or_raise_alike
         assert outcome(task_unchecked, **task) == outcome(TaskInstance, **task)
     transfer = dict(src="F0", dst="F1", microbatch=microbatch, channel="link", start=start, end=start + length)
     assert outcome(transfer_unchecked, **transfer) == outcome(Transfer, **transfer)
+
+
+row_values = st.tuples(st.integers(0, 3), st.sampled_from([("d0",), ("d1",), ("d0", "d1")]),
+                       st.sampled_from(["F0", "F1", "B0"]), st.integers(0, 2), st.integers(1, 3),
+                       st.sampled_from([None, "B"]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=st.lists(row_values, max_size=12))
+def test_a_schedule_of_rows_is_the_schedule_of_its_tasks(rows):
+    # rows may repeat a sort key (the schedule's order then keeps their places, as sorted() does)
+    rows = [(start, devices, block, m, start + length, tag) for start, devices, block, m, length, tag in rows]
+    got = schedule_of_rows(rows, name="rows")
+    want = schedule_unchecked(tasks=[task_unchecked(b, m, devs, s, e, tag) for s, devs, b, m, e, tag in rows],
+                              name="rows")
+    assert got == want
+    assert [(t.block, t.microbatch, t.overlap) for t in got.tasks] == [
+        (t.block, t.microbatch, t.overlap) for t in want.tasks]
+
+
+def test_a_row_the_constructor_refuses_raises_its_error():
+    with pytest.raises(InvalidScheduleError, match="'end' must be > 'start'"):
+        schedule_of_rows([(2, ("d0",), "F0", 0, 2, None)])
 
 
 def test_deferred_validation_leaves_the_check_to_the_caller():
