@@ -599,20 +599,24 @@ def _put_w(grid: dict[int, tuple[str, int]], split: bool) -> dict[int, tuple[str
     slot takes a pending chunk-1 W before a chunk-0 one.
     """
     out = dict(grid)
-    pending: dict[str, list[int]] = {"W1": [], "W0": []} if split else {"W": []}
-    count = dict.fromkeys(pending, 0)
+    # per W key: the next W's micro-batch and how many are pending (a device's W's of one key come in order)
+    keys = ("W1", "W0") if split else ("W",)
+    given = dict.fromkeys(keys, 0)
+    taken = dict.fromkeys(keys, 0)
+    waiting = 0
     last = max(grid, default=-1)
     t = 0
-    while t <= last or any(pending.values()):
+    while t <= last or waiting:
         task = grid.get(t)
         if task is not None:
             if task[0][0] == "I":
-                key = "W" + task[0][1] if split else "W"
-                pending[key].append(count[key])
-                count[key] += 1
-        elif any(pending.values()):
-            key = ("W1" if pending["W1"] else "W0") if split else "W"
-            out[t] = (key, pending[key].pop(0))
+                given["W" + task[0][1] if split else "W"] += 1
+                waiting += 1
+        elif waiting:
+            key = ("W1" if given["W1"] > taken["W1"] else "W0") if split else "W"
+            out[t] = (key, taken[key])
+            taken[key] += 1
+            waiting -= 1
         t += 1
     return out
 
@@ -708,8 +712,9 @@ def _squeeze(p: int, m: int, grids: list[dict[int, tuple[str, int]]], caps: list
             levels.append(lv)
 
     phase = 0
-    for key in order:
-        checkpoint()
+    for i, key in enumerate(order):
+        if not i & 63:
+            checkpoint(64)
         r, typ, k = key
         cur = pos[key]
         if phase == 0 and r == 0 and typ == "I0":
