@@ -190,9 +190,10 @@ def _layers(args: argparse.Namespace, spec: Any, sizes: list[int], microbatches:
         names = ["embedding"] + [f"block{i}" for i in range(spec.layers)] + ["head"]
     else:
         kinds, names = ["layer"] * spec.layers, [f"layer{i}" for i in range(spec.layers)]
+    # the blocks also under per-operator selective checkpointing (torchtitan wraps the blocks only)
     prof = profile(modules, workload.inputs, target=workload.target, loss_fn=workload.loss_fn, sizes=sizes,
                    repeats=args.repeats, time_unit_s=args.time_unit, memory_unit_bytes=args.memory_unit,
-                   model_spec=str(spec))
+                   model_spec=str(spec), selective=[kind == "layer" for kind in kinds])
     model = LayerModel.from_profile(prof, kinds=kinds, names=names, name=str(spec),
                                     global_batch=microbatches * args.microbatch_size,
                                     num_ranks=args.devices or args.stages)

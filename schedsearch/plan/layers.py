@@ -740,9 +740,12 @@ class LayerModel:
         ``kinds[i]``, named ``names[i]``. A layer's figures at every
         profiled micro-batch size are those measured (times in ms, its
         activation bytes, what it sends); a transformer block's
-        ``checkpoint_bytes`` is its input, what the layer before it sends;
-        ``parameter_bytes`` its weights as profiled (add gradients and
-        optimizer state as you count them).
+        ``checkpoint_bytes`` is its input, what the layer before it sends,
+        and its ``selective_bytes`` and ``selective_recompute_ms`` those the
+        profile measured under per-operator selective checkpointing (when it
+        did: ``profile(..., selective=...)``); ``parameter_bytes`` its
+        weights as profiled (add gradients and optimizer state as you count
+        them).
         """
         stages = {size: profile.stages[size] for size in profile.sizes}
         count = len(stages[profile.sizes[0]])
@@ -762,6 +765,9 @@ class LayerModel:
                     m["send_bytes"] = r.send_bytes
                 if kind == "layer" and i > 0 and rows[i - 1].send_bytes is not None:
                     m["checkpoint_bytes"] = min(rows[i - 1].send_bytes, r.activation_bytes)
+                if kind == "layer" and r.selective_bytes is not None:
+                    m["selective_bytes"] = r.selective_bytes
+                    m["selective_recompute_ms"] = min(r.selective_recompute_s * 1e3, m["forward_ms"])
                 measured.append(m)
             layers.append({"name": names[i] if names is not None else f"{kind}{i}", "kind": kind,
                            "parameter_bytes": stages[profile.sizes[0]][i].parameter_bytes, "measured": measured})

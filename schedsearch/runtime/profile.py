@@ -72,6 +72,11 @@ class StageProfile:
     parameter_bytes: int
     #: Bytes of the stage's output (what it sends to the next stage); None when not measured.
     send_bytes: int | None = None
+    #: Under per-operator selective checkpointing (:func:`op_checkpoint_policy`): the bytes a micro-batch
+    #: holds (its input and the outputs the rule saves) and the seconds its backward spends running the
+    #: rest of the forward again; None when not measured.
+    selective_bytes: int | None = None
+    selective_recompute_s: float | None = None
 
     def seconds(self, kind: str) -> float:
         return getattr(self, KIND_FIELDS[kind])
@@ -278,6 +283,7 @@ def profile(
     memory_unit_bytes: int = 1024,
     threads: int | None = 1,
     model_spec: str | None = None,
+    selective: bool | Sequence[bool] = False,
 ) -> Profile:
     """Measure every stage's F, B, I, W times and activation memory.
 
@@ -306,6 +312,12 @@ def profile(
     model_spec:
         The spec of the built-in model whose stages these are (recorded in
         the profile as :attr:`Profile.model_spec`), or None.
+    selective:
+        Also measure the stages under per-operator selective checkpointing
+        (:func:`op_checkpoint_policy`, the rule of torchtitan's
+        ``activation_checkpoint:selective``): what one micro-batch then holds
+        and what its backward recomputes. One flag for every stage, or one
+        per stage (torchtitan wraps the transformer blocks only).
     """
     tp = pipelining_internals()
     torch = tp.torch
@@ -324,6 +336,12 @@ def profile(
             )
     if (target is None) != (loss_fn is None):
         raise InvalidProblemError("profile: give both 'target' and 'loss_fn', or neither")
+    if isinstance(selective, bool):
+        selective = [selective] * len(model_stages)
+    selective = list(selective)
+    if len(selective) != len(model_stages) or not all(isinstance(flag, bool) for flag in selective):
+        raise InvalidProblemError(
+            f"profile: 'selective' must be one flag or one per stage ({len(model_stages)}), got {selective!r}")
     by_size: dict[int, tuple[StageProfile, ...]] = {}
     before = torch.get_num_threads()
     if threads is not None:
@@ -332,7 +350,7 @@ def profile(
         for n in dict.fromkeys(sizes):
             by_size[n] = _profile_size(
                 tp, torch, list(model_stages), _rows_of(sample_batch, n),
-                None if target is None else _rows_of(target, n), loss_fn, repeats, warmup,
+                None if target is None else _rows_of(target, n), loss_fn, repeats, warmup, selective,
             )
     finally:
         torch.set_num_threads(before)
@@ -366,7 +384,8 @@ def _median_time(fn: Callable[[], Any], prepare: Callable[[], Any], repeats: int
 
 
 def _profile_size(
-    tp: Any, torch: Any, stages: list[Any], inputs: Any, target: Any, loss_fn: Any, repeats: int, warmup: int
+    tp: Any, torch: Any, stages: list[Any], inputs: Any, target: Any, loss_fn: Any, repeats: int, warmup: int,
+    selective: Sequence[bool],
 ) -> tuple[StageProfile, ...]:
     out_rows = []
     x = inputs
@@ -457,6 +476,11 @@ def _profile_size(
         activation = sum(storages.values())
         sent = out.numel() * out.element_size()  # what the runtime sends to the next stage
         clear()
+        held = recompute = None
+        if selective[s]:
+            loss_of = (lambda out, target=target: loss_fn(out, target)) if last and loss_fn is not None else None
+            held, recompute = _selective_figures(tp, torch, module, leaf, loss_of, roots, clear, param_ptrs, b_s,
+                                                 f_s, repeats, warmup)
         out_rows.append(
             StageProfile(
                 stage=s,
@@ -468,7 +492,121 @@ def _profile_size(
                 activation_bytes=int(activation),
                 parameter_bytes=int(sum(p.numel() * p.element_size() for p in params)),
                 send_bytes=int(sent),
+                selective_bytes=held,
+                selective_recompute_s=recompute,
             )
         )
         x = out.detach()
     return tuple(out_rows)
+
+
+class OpCheckpointRule:
+    """Per-operator selective checkpointing as torchtitan 0.3.0 applies it to a block
+    (``activation_checkpoint:selective``): the outputs of compute-intensive
+    operators (matrix products, attention, convolutions, as torch's
+    partitioner lists them) and of ``max``, ``linear`` and ``topk`` are
+    saved, except every second matrix product (``mm`` or ``linear``, counted
+    separately in the forward and in its recomputation); everything else is
+    recomputed in the backward.
+
+    :meth:`saves` answers for one operator, in the order the block runs
+    them; a rule counts one forward (or one recomputation): make one per
+    checkpointed call.
+    """
+
+    def __init__(self, torch: Any) -> None:
+        aten = torch.ops.aten
+        self._mm = {aten.mm.default, aten.linear.default}
+        self._save = set(self._mm) | _compute_intensive(torch)
+        for name in ("max", "topk", "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_attention_math",
+                     "_scaled_dot_product_fused_attention_overrideable"):
+            op = getattr(aten, name, None)
+            if op is not None and hasattr(op, "default"):
+                self._save.add(op.default)
+        self._count = {False: 0, True: 0}
+
+    def saves(self, func: Any, recompute: bool = False) -> bool:
+        if func in self._mm:
+            self._count[recompute] += 1
+            return self._count[recompute] % 2 == 1
+        return func in self._save
+
+
+def _compute_intensive(torch: Any) -> set:
+    """The operators torch's partitioner counts as compute-intensive (a fixed list where it does not say)."""
+    try:
+        from torch._functorch.partitioners import get_default_op_list
+
+        return {op.default for op in get_default_op_list().compute_intensive_ops}
+    except (ImportError, AttributeError):  # pragma: no cover - the list of torch 2.13 / 2.14
+        aten = torch.ops.aten
+        names = ("mm", "addmm", "bmm", "convolution", "convolution_backward", "_scaled_mm",
+                 "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+                 "_flash_attention_forward", "_efficient_attention_forward", "upsample_bilinear2d")
+        return {getattr(aten, n).default for n in names if hasattr(aten, n)}
+
+
+def op_checkpoint_policy(torch: Any) -> Callable[[], Any]:
+    """A ``context_fn`` for ``torch.utils.checkpoint.checkpoint`` applying :class:`OpCheckpointRule` (a fresh
+    rule per checkpointed call)."""
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+
+    def context() -> Any:
+        rule = OpCheckpointRule(torch)
+
+        def policy(ctx: Any, func: Any, *args: Any, **kwargs: Any) -> Any:
+            return (CheckpointPolicy.MUST_SAVE if rule.saves(func, ctx.is_recompute)
+                    else CheckpointPolicy.PREFER_RECOMPUTE)
+
+        return create_selective_checkpoint_contexts(policy)
+
+    return context
+
+
+def _selective_figures(tp: Any, torch: Any, module: Any, leaf: Any, loss_of: Callable[[Any], Any] | None,
+                       roots: Callable[[Any], Any], clear: Callable[[], None], param_ptrs: set[int],
+                       backward_s: float, forward_s: float, repeats: int, warmup: int) -> tuple[int, float]:
+    """What one micro-batch of ``module`` holds under :class:`OpCheckpointRule` (its input and the distinct
+    storages of the outputs the rule saves, parameters excluded) and the seconds its backward recomputes
+    (the median backward of the checkpointed forward less the plain one, within ``[0, forward_s]``)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+    from torch.utils.checkpoint import checkpoint
+
+    kept: list[Any] = []  # alive until counted: a freed storage's address may be reused by the next one
+
+    class Saved(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rule = OpCheckpointRule(torch)
+
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            out = func(*args, **(kwargs or {}))
+            if self.rule.saves(func):
+                kept.extend(t for t in tree_leaves(out) if isinstance(t, torch.Tensor))
+            return out
+
+    with torch.no_grad(), Saved():
+        module(leaf)
+    storages: dict[int, int] = {}
+    for t in [leaf, *kept]:
+        st = t.untyped_storage()
+        if st.data_ptr() not in param_ptrs and st.data_ptr() != 0:
+            storages[st.data_ptr()] = st.nbytes()
+    kept.clear()
+    held = sum(storages.values())
+
+    context = op_checkpoint_policy(torch)
+
+    def fresh() -> Any:
+        clear()
+        out = checkpoint(module, leaf, use_reentrant=False, context_fn=context)
+        return out, None if loss_of is None else loss_of(out)
+
+    def backward(state: Any) -> None:
+        root, g = roots(state)
+        tp.stage_backward(root, g, [leaf])
+
+    b_sel = _median_time(backward, fresh, repeats, warmup)
+    clear()
+    return int(held), min(forward_s, max(0.0, b_sel - backward_s))

@@ -116,6 +116,13 @@ def test_profile_layers_writes_a_model_in_layers_the_planner_plans(tmp_path, cap
         assert m.forward_ms > 0 and m.backward_ms > 0 and layer.parameter_bytes > 0
         if kinds[i] == "layer" and i > 0:  # a block checkpointed holds its input: what the layer before it sends
             assert m.checkpoint_bytes == min(model.expanded[i - 1].at(1).send_bytes, m.activation_bytes)
+        # the blocks also under per-operator selective checkpointing: more than their input, less than all
+        # they hold without checkpointing, a recomputation within their forward; the other layers not
+        assert m.has_selective == (kinds[i] == "layer")
+        if m.has_selective:
+            assert m.held_when_recomputed < m.selective_bytes <= m.activation_bytes
+            assert 0 <= m.selective_recompute_ms <= m.forward_ms
+    assert model.runs_op()
     result = plan_layers(model, time_limit_s=20, parallel=1, deterministic=True)
     assert result.best.makespan_ms > 0 and result.bound_ms <= result.best.makespan_ms
 

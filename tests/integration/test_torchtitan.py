@@ -167,6 +167,55 @@ def _run(cmd: list[str], log: Path, timeout_s: float = RUN_TIMEOUT_S, env: dict[
     return time.perf_counter() - t0
 
 
+def test_the_profiles_selective_rule_decides_as_torchtitans_policy() -> None:
+    """``profile --layers`` measures the blocks under :class:`~schedsearch.runtime.profile.OpCheckpointRule`:
+    on the operators of the built-in transformer block (biased projections: ``addmm``, attention: ``bmm``)
+    and of a bias-free stack (``mm``), forward and recomputation alike, it saves what torchtitan's own
+    ``activation_checkpoint:selective`` policy saves."""
+    import torchtitan.distributed.activation_checkpoint as ac
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils.checkpoint import CheckpointPolicy
+
+    from schedsearch.runtime._transformer import Block
+    from schedsearch.runtime.profile import OpCheckpointRule
+
+    class Ops(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ops: list = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            self.ops.append((func, args, kwargs or {}))
+            return func(*args, **(kwargs or {}))
+
+    class Ctx:
+        def __init__(self, recompute: bool) -> None:
+            self.is_recompute = recompute
+
+    bare = torch.nn.Sequential(torch.nn.Linear(32, 64, bias=False), torch.nn.GELU(),
+                               torch.nn.Linear(64, 64, bias=False), torch.nn.Linear(64, 32, bias=False))
+    for module in (Block(32, 4), bare):
+        with torch.no_grad(), Ops() as recorded:
+            module(torch.randn(2, 8, 32))
+        # torchtitan's policy for this module, fresh: the one its wrapper's context makes
+        wrapped = ac.SelectiveAC(ac.SelectiveAC.Config())._wrap_block(module)
+        made = []
+        real = ac.create_selective_checkpoint_contexts
+        ac.create_selective_checkpoint_contexts = lambda policy, *a, **k: made.append(policy) or real(policy, *a, **k)
+        try:
+            wrapped.checkpoint_fn.keywords["context_fn"]()
+        finally:
+            ac.create_selective_checkpoint_contexts = real
+        theirs, ours = made[0], OpCheckpointRule(torch)
+        saved = 0
+        for recompute in (False, True):
+            for func, args, kwargs in recorded.ops:
+                says = theirs(Ctx(recompute), func, *args, **kwargs) is CheckpointPolicy.MUST_SAVE
+                assert ours.saves(func, recompute) == says, (type(module).__name__, recompute, func)
+                saved += says
+        assert 0 < saved < 2 * len(recorded.ops)
+
+
 EVEN = (1.0,) * NUM_LAYERS
 ENDS_HEAVY = (1.0, 1.0, 2.0, 2.0, 1.0, 1.0)  # 4 stages of 2, 1, 1, 2 layers: torchtitan's rule cannot give them
 # (family of the description, ranks, micro-batches, split backward, layer times, family the plan must be,
