@@ -317,7 +317,8 @@ def schedule_of_rows(rows: Iterable[TaskRow], transfers: Iterable[Transfer] = ()
     schedule's sort key, and the row's place breaks ties, so the order is
     :func:`schedule_unchecked`'s) and only then made task objects, without
     a key per task. A row whose times or micro-batch are not whole numbers
-    in range goes through the constructor, so it raises its error.
+    in range, or whose devices are not a tuple, goes through the
+    constructor, so it raises its error or is converted as it converts it.
     """
     keyed = []
     add = keyed.append
@@ -326,7 +327,10 @@ def schedule_of_rows(rows: Iterable[TaskRow], transfers: Iterable[Transfer] = ()
             checkpoint(64)
         if not (type(start) is int and type(end) is int and 0 <= start < end and type(microbatch) is int
                 and microbatch >= 0 and type(devices) is tuple and devices):
-            TaskInstance(block=block, microbatch=microbatch, devices=devices, start=start, end=end, overlap=overlap)
+            # the constructor's checks: it raises its error, or gives the values as it converts them
+            task = TaskInstance(block=block, microbatch=microbatch, devices=devices, start=start, end=end,
+                                overlap=overlap)
+            start, devices, microbatch, end = task.start, task.devices, task.microbatch, task.end
         add((start, devices, block, microbatch, i, end, overlap))
     keyed.sort()  # one comparison of tuples per step (a row's place is unique: nothing after it is compared)
     tasks = []

@@ -158,7 +158,7 @@ def test_unchecked_constructors_build_what_the_checked_ones_build_or_raise_alike
     assert outcome(transfer_unchecked, **transfer) == outcome(Transfer, **transfer)
 
 
-row_values = st.tuples(st.integers(0, 3), st.sampled_from([("d0",), ("d1",), ("d0", "d1")]),
+row_values = st.tuples(st.integers(0, 3), st.sampled_from([("d0",), ("d1",), ("d0", "d1"), ["d1"]]),
                        st.sampled_from(["F0", "F1", "B0"]), st.integers(0, 2), st.integers(1, 3),
                        st.sampled_from([None, "B"]))
 
@@ -166,7 +166,8 @@ row_values = st.tuples(st.integers(0, 3), st.sampled_from([("d0",), ("d1",), ("d
 @settings(max_examples=100, deadline=None)
 @given(rows=st.lists(row_values, max_size=12))
 def test_a_schedule_of_rows_is_the_schedule_of_its_tasks(rows):
-    # rows may repeat a sort key (the schedule's order then keeps their places, as sorted() does)
+    # rows may repeat a sort key (the schedule's order then keeps their places, as sorted() does); devices
+    # given as a list go through the constructor, which makes them a tuple
     rows = [(start, devices, block, m, start + length, tag) for start, devices, block, m, length, tag in rows]
     got = schedule_of_rows(rows, name="rows")
     want = schedule_unchecked(tasks=[task_unchecked(b, m, devs, s, e, tag) for s, devs, b, m, e, tag in rows],
