@@ -183,8 +183,8 @@ def _check_tasks(
     chosen_option: dict[TaskKey, int] = {}  # task -> index of its option
     options_on: dict[tuple[str, tuple[str, ...]], list[int]] = {}  # (block, devices) -> its options there
     overridden, has_release = bool(problem.duration_overrides), bool(problem.releases)
-    for i, t in enumerate(schedule.tasks):
-        if not i & 63:
+    for seen, t in enumerate(schedule.tasks):
+        if not seen & 63:
             checkpoint(64)
         b, mb = t.block, t.microbatch
         if b not in blocks or not 0 <= mb < n:
