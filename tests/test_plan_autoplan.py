@@ -25,7 +25,8 @@ import math
 import pytest
 
 from schedsearch.errors import InvalidOptionsError, InvalidPipelineError
-from schedsearch.plan.autoplan import Decision, balanced_split, configurations, least_largest_share, space_floor_ms
+from schedsearch.plan.autoplan import (Decision, balanced_split, configurations, least_largest_share,
+                                       parameters_over_budget, space_floor_ms)
 from schedsearch.plan.planner import plan_configuration, plan_layers
 from schedsearch.plan.candidates import Candidate
 from schedsearch.plan.layers import LayerModel, Recomputation
@@ -338,3 +339,17 @@ def test_interleaved_is_tried_at_every_count_that_splits_the_blocks_equally():
     assert result.best.configuration.stages_per_rank == 6
     assert result.best.makespan_ms < min(c.makespan_ms for c in result.candidates
                                          if c.configuration.stages_per_rank < 6 and c.makespan_ms is not None)
+
+
+def test_a_configuration_whose_parameters_exceed_the_budget_is_skipped_saying_so():
+    # 2 GiB of parameters per block, 5 GiB per rank: a rank of 3 blocks cannot hold them, one of 2 can
+    at = [{"microbatch_size": 1, "forward_ms": 1.0, "backward_ms": 2.0, "activation_bytes": "0.25 GiB"}]
+    model = LayerModel(global_batch=2, num_ranks=2, memory_budget_bytes="5 GiB", layers=[
+        {"name": "block", "repeat": 4, "measured": at, "parameter_bytes": "2 GiB"}])
+    result = plan_layers(model, time_limit_s=30, parallel=1, deterministic=True)
+    assert result.best is not None and result.best.row.makespan_ms > 0
+    over = [c for c in result.candidates if parameters_over_budget(model, c.configuration) is not None]
+    assert over and all(c.outcome is Decision.SKIPPED and "GiB of parameters" in c.note for c in over)
+    # the others fit by their parameters: none of them is skipped for that reason
+    assert all("of parameters" not in c.note for c in result.candidates if c not in over)
+    assert result.covered and result.bound_ms <= result.best.row.makespan_ms

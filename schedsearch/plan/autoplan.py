@@ -196,6 +196,42 @@ def balanced_split(model: LayerModel, *, num_ranks: int, layout: str, stages_per
     return [list(range(cuts[k], cuts[k + 1])) for k in range(S)]
 
 
+def parameters_over_budget(model: LayerModel, config: Configuration) -> str | None:
+    """Why no plan of ``config`` fits: a rank whose stages' parameters alone exceed the memory budget (what
+    it holds for the whole step), or None when every rank's do fit.
+
+    Examples
+    --------
+    >>> from schedsearch.plan.layers import Configuration, LayerModel, Recomputation
+    >>> at1 = [{"microbatch_size": 1, "forward_ms": 1.0, "backward_ms": 2.0}]
+    >>> model = LayerModel(global_batch=2, num_ranks=2, memory_budget_bytes="2 GiB", layers=[
+    ...     {"name": "block", "repeat": 4, "parameter_bytes": "1 GiB", "measured": at1}])
+    >>> def config(split):
+    ...     return Configuration(split=split, num_ranks=2, microbatch_size=1, num_microbatches=2,
+    ...                          recomputation=Recomputation(mode="none"))
+    >>> parameters_over_budget(model, config([[0, 1], [2, 3]])) is None
+    True
+    >>> print(parameters_over_budget(model, config([[0], [1, 2, 3]])))
+    rank 1 holds 3 GiB of parameters (stage 1), above the memory budget per rank of 2 GiB
+    """
+    budget = model.memory_budget_bytes
+    if budget is None:
+        return None
+    params = [layer.parameter_bytes for layer in model.expanded]
+    held = [0] * config.num_ranks
+    stages: list[list[int]] = [[] for _ in range(config.num_ranks)]
+    for s, (group, r) in enumerate(zip(config.split, _stage_ranks(config.num_stages, config.num_ranks,
+                                                                    config.layout))):
+        held[r] += sum(params[i] for i in group)
+        stages[r].append(s)
+    for r, amount in enumerate(held):
+        if amount > budget:
+            named = ", ".join(str(s) for s in stages[r])
+            return (f"rank {r} holds {amount / 2**30:.3g} GiB of parameters (stage{'s' if len(stages[r]) > 1 else ''} "
+                    f"{named}), above the memory budget per rank of {budget / 2**30:.3g} GiB")
+    return None
+
+
 def _most_blocks_per_rank(model: LayerModel, num_ranks: int, stages_per_rank: int) -> int:
     """The most transformer blocks a rank can hold (every other stage one layer)."""
     return model.kinds().count("layer") - (num_ranks * stages_per_rank - stages_per_rank)

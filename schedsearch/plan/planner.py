@@ -78,7 +78,8 @@ from schedsearch.plan.candidates import (Candidate as Candidate, _handcrafted, _
                                          runtime_gap as runtime_gap)
 from schedsearch.plan.evaluation import _evaluate, _gibs, _Outcome, _Task
 from schedsearch.plan.autoplan import (Decision, LayerCandidate, LayerPlanResult, _breakdown, _pipeline, _pre_bound,
-                                       _refined_bound, configuration_floor_ms, proposed_configurations,
+                                       _refined_bound, configuration_floor_ms, parameters_over_budget,
+                                       proposed_configurations,
                                        space_floor_ms)
 from schedsearch.plan.layers import Configuration, LayerModel
 from schedsearch.plan.table import (PlanResult as PlanResult, PlanRow as PlanRow, SweepPoint as SweepPoint,
@@ -839,6 +840,11 @@ class _LayerSpace:
         for pos, k in enumerate(order):
             config, origins = configs[k]
             keep = {(c.family, c.chunks, c.split_backward) for c in _variant_candidates(config, families)}
+            over = parameters_over_budget(model, config)
+            if over is not None:  # no plan of it fits: skipped as one that none does
+                per_config[k] = [LayerCandidate(configuration=config, origins=origins, outcome=Decision.SKIPPED,
+                                                candidate=c, note=over) for c in _variant_candidates(config, families)]
+                continue
             try:
                 with stopping(setup if prepared_of else call, grace=0.0 if prepared_of else None):
                     checkpoint()
