@@ -279,26 +279,10 @@ def _filled(cls: type, **fields: Any) -> Any:
     return obj
 
 
-def task_unchecked(block: str, microbatch: int, devices: tuple[str, ...], start: int, end: int,
-                   overlap: str | None = None) -> TaskInstance:
-    """A :class:`TaskInstance` of values the library has already checked (internal).
-
-    For the simulators that build tens of thousands of tasks from a
-    validated problem: ``block`` a block name, ``devices`` a tuple of
-    device names, ``overlap`` a tag or None. Only the times are looked at
-    (cheaply); a value the constructor would refuse goes through it, so it
-    raises the constructor's error.
-    """
-    if not (type(start) is int and type(end) is int and 0 <= start < end and type(microbatch) is int
-            and microbatch >= 0 and type(devices) is tuple and devices):
-        return TaskInstance(block=block, microbatch=microbatch, devices=devices, start=start, end=end,
-                            overlap=overlap)
-    return _filled(TaskInstance, block=block, microbatch=microbatch, devices=devices, start=start, end=end,
-                   overlap=overlap)
-
-
 def transfer_unchecked(*, src: str, dst: str, microbatch: int, channel: str, start: int, end: int) -> Transfer:
-    """A :class:`Transfer` of values the library has already checked (internal; see :func:`task_unchecked`)."""
+    """A :class:`Transfer` of values the library has already checked (internal): only the times and the
+    micro-batch are looked at (cheaply); a value the constructor would refuse goes through it, so it raises
+    the constructor's error."""
     if not (type(start) is int and type(end) is int and 0 <= start <= end and type(microbatch) is int
             and microbatch >= 0):
         return Transfer(src=src, dst=dst, microbatch=microbatch, channel=channel, start=start, end=end)
@@ -312,11 +296,11 @@ TaskRow = tuple[int, tuple[str, ...], str, int, int, "str | None"]
 def schedule_of_rows(rows: Iterable[TaskRow], transfers: Iterable[Transfer] = (), name: str = "") -> Schedule:
     """A :class:`Schedule` of task rows (internal): for the simulators that time hundreds of thousands of tasks.
 
-    Each row holds values the library has checked, as :func:`task_unchecked`
-    takes them; the rows are sorted as they are (a row leads with the
-    schedule's sort key, and the row's place breaks ties, so the order is
-    :func:`schedule_unchecked`'s) and only then made task objects, without
-    a key per task. A row whose times or micro-batch are not whole numbers
+    Each row holds values the library has checked (``block`` a block name,
+    ``overlap`` a tag or None); the rows are sorted as they are (a row leads
+    with the schedule's sort key, and the row's place breaks ties, so the
+    order is the constructor's stable sort) and only then made task
+    objects, without a key per task. A row whose times or micro-batch are not whole numbers
     in range, or whose devices are not a tuple, goes through the
     constructor, so it raises its error or is converted as it converts it.
     """
@@ -351,17 +335,6 @@ def schedule_of_rows(rows: Iterable[TaskRow], transfers: Iterable[Transfer] = ()
     set_(schedule, "tasks", tuple(tasks))
     set_(schedule, "transfers", _in_order(transfers, _transfer_order))
     set_(schedule, "name", name)
-    return schedule
-
-
-def schedule_unchecked(*, tasks: Iterable[TaskInstance], transfers: Iterable[Transfer] = (),
-                       name: str = "") -> Schedule:
-    """A :class:`Schedule` of task and transfer objects (internal): sorted as the constructor sorts them,
-    without its per-item checks (each item is already a :class:`TaskInstance` or :class:`Transfer`)."""
-    schedule = object.__new__(Schedule)
-    _setattr(schedule, "tasks", _in_order(tasks, _task_order))
-    _setattr(schedule, "transfers", _in_order(transfers, _transfer_order))
-    _setattr(schedule, "name", name)
     return schedule
 
 

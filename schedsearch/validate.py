@@ -178,11 +178,10 @@ def _check_tasks(
     blocks = problem.graph.by_name()
     n = problem.num_microbatches
     durations_of, release_of = problem.durations, problem.release_of
-    block_durations = {name: tuple(o.duration for o in block.options) for name, block in blocks.items()}
     placed: dict[TaskKey, TaskInstance] = {}
     chosen_option: dict[TaskKey, int] = {}  # task -> index of its option
     options_on: dict[tuple[str, tuple[str, ...]], list[int]] = {}  # (block, devices) -> its options there
-    overridden, has_release = bool(problem.duration_overrides), bool(problem.releases)
+    has_release = bool(problem.releases)
     for seen, t in enumerate(schedule.tasks):
         if not seen & 63:
             checkpoint(64)
@@ -209,7 +208,7 @@ def _check_tasks(
                 )
             )
             continue
-        durations = durations_of(b, mb) if overridden else block_durations[b]
+        durations = durations_of(b, mb)
         duration = t.end - t.start
         exact = [i for i in same_devices if durations[i] == duration]
         if t.overlap is not None:

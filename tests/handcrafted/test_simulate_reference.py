@@ -19,8 +19,7 @@ from schedsearch.handcrafted import DeadlockError, one_f_one_b, schedule_from_or
 from schedsearch.handcrafted.simulate import validation_deferred
 from schedsearch.placements import vshape, vshape_chunks, zero_bubble
 from schedsearch.problem import Release
-from schedsearch.schedule import (Schedule, TaskInstance, Transfer, metrics, schedule_of_rows, schedule_unchecked,
-                                 task_unchecked, transfer_unchecked)
+from schedsearch.schedule import Schedule, TaskInstance, Transfer, metrics, schedule_of_rows, transfer_unchecked
 from schedsearch.validate import validate
 
 
@@ -137,6 +136,11 @@ def test_shuffled_orders_deadlock_exactly_on_a_cycle(kind, p, m, durations, seed
         assert {t.key: t.start for t in schedule.tasks} == want
 
 
+def row_task(*, block, microbatch, devices, start, end, overlap):
+    """The task :func:`schedule_of_rows` makes of one row."""
+    return schedule_of_rows([(start, devices, block, microbatch, end, overlap)]).tasks[0]
+
+
 @settings(max_examples=60, deadline=None)
 @given(block=st.sampled_from(["F0", "", "B1"]), microbatch=st.integers(-1, 3), start=st.integers(-2, 4),
        length=st.integers(-1, 3), overlap=st.sampled_from([None, "B", ""]),
@@ -153,7 +157,7 @@ def test_unchecked_constructors_build_what_the_checked_ones_build_or_raise_alike
     if block and all(devices) and (overlap is None or overlap):
         task = dict(block=block, microbatch=microbatch, devices=devices, start=start, end=start + length,
                     overlap=overlap)
-        assert outcome(task_unchecked, **task) == outcome(TaskInstance, **task)
+        assert outcome(row_task, **task) == outcome(TaskInstance, **task)
     transfer = dict(src="F0", dst="F1", microbatch=microbatch, channel="link", start=start, end=start + length)
     assert outcome(transfer_unchecked, **transfer) == outcome(Transfer, **transfer)
 
@@ -170,8 +174,8 @@ def test_a_schedule_of_rows_is_the_schedule_of_its_tasks(rows):
     # given as a list go through the constructor, which makes them a tuple
     rows = [(start, devices, block, m, start + length, tag) for start, devices, block, m, length, tag in rows]
     got = schedule_of_rows(rows, name="rows")
-    want = schedule_unchecked(tasks=[task_unchecked(b, m, devs, s, e, tag) for s, devs, b, m, e, tag in rows],
-                              name="rows")
+    want = Schedule(tasks=[TaskInstance(block=b, microbatch=m, devices=devs, start=s, end=e, overlap=tag)
+                           for s, devs, b, m, e, tag in rows], name="rows")
     assert got == want
     assert [(t.block, t.microbatch, t.overlap) for t in got.tasks] == [
         (t.block, t.microbatch, t.overlap) for t in want.tasks]
