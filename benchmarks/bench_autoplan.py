@@ -231,6 +231,7 @@ def score_row(name: str, spec: dict[str, Any], *, time_limit_s: float, planner_l
                          "not_reached": result.not_reached,
                          "breakdown": None if best.breakdown is None else best.breakdown.label(),
                          "runner_up": None if result.runner_up is None else result.runner_up.to_dict(),
+                         "by_recomputation": [m.to_dict() for m in result.by_recomputation()],
                          "wall_s": round(wall, 1)}
     print(result.table(rows=5))
     return {"table": row, "detail": detail}

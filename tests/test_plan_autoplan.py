@@ -51,21 +51,54 @@ def searched():
     return model, pruned, whole
 
 
-def test_the_choice_equals_a_brute_force_over_the_configuration_space(searched):
-    model, pruned, whole = searched
+@pytest.fixture(scope="module")
+def brute(searched):
+    """Every configuration x variant of the small model's whole space planned on its own:
+    (configuration, row) for each one with a plan torch runs."""
+    model, pruned, _ = searched
     found, covered = configurations(model, 2)
     assert covered and pruned.covered
-    rows = []
+    out = []
     for config, _ in found:
         for fam, variant in config.torchtitan_variants():
             cand = Candidate(family=fam.key, chunks=config.stages_per_rank, split_backward=variant.split_backward)
             row = plan_configuration(model, config, cand, time_limit_s=5, deterministic=True)
             if row.makespan_ms is not None and not cand.record.runtime_gap("torch"):
-                rows.append(row)
-    best = min(rows, key=lambda r: r.makespan_ms)
+                out.append((config, row))
+    return out
+
+
+def test_the_choice_equals_a_brute_force_over_the_configuration_space(searched, brute):
+    _, pruned, whole = searched
+    best = min((row for _, row in brute), key=lambda r: r.makespan_ms)
     assert best.makespan_proven  # the brute force's optimum is proven: the comparison is about the optimum
     assert pruned.best.makespan_ms == whole.best.makespan_ms == best.makespan_ms
     assert pruned.bound_ms <= best.makespan_ms
+
+
+def test_each_recomputation_modes_best_and_bound_agree_with_the_brute_force(searched, brute):
+    _, pruned, whole = searched
+    truth: dict[str, float] = {}
+    for config, row in brute:
+        assert row.makespan_proven
+        mode = config.recomputation.mode
+        truth[mode] = min(truth.get(mode, math.inf), row.makespan_ms)
+    assert set(truth) == {"none", "full"}  # both modes have a plan: the comparison covers two
+    for result in (pruned, whole):
+        modes = {m.mode: m for m in result.by_recomputation()}
+        assert set(modes) == set(truth)
+        for mode, best in truth.items():
+            assert modes[mode].bound_ms <= best + 1e-9  # the mode's bound holds for its optimum
+        assert min(m.bound_ms for m in modes.values()) == result.bound_ms
+        assert sum(m.searched + m.pruned + m.skipped + m.not_reached for m in modes.values()) == len(result.candidates)
+        winner = modes[result.best.configuration.recomputation.mode]
+        assert winner.best is result.best
+    # searched whole, each mode's best is its optimum
+    for mode, m in {m.mode: m for m in whole.by_recomputation()}.items():
+        assert m.best.makespan_ms == truth[mode]
+    lines = pruned.table().splitlines()
+    assert "by recomputation (its best plan; the bound on every plan of it):" in lines
+    assert pruned.to_dict()["by_recomputation"][0]["mode"] in truth
 
 
 def test_pruning_never_drops_the_optimum(searched):

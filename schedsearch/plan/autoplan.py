@@ -65,7 +65,8 @@ from schedsearch.plan.layers import (DESCRIPTION_SPLIT, EMBEDDING_MODULES, HEAD_
                                      Recomputation)
 from schedsearch.plan.table import PlanResult, PlanRow
 
-__all__ = ["SELECTIVE_EVERY", "MAX_SPLITS", "Decision", "LayerCandidate", "LayerPlanResult", "Breakdown", "balanced_split",
+__all__ = ["SELECTIVE_EVERY", "MAX_SPLITS", "Decision", "LayerCandidate", "LayerPlanResult", "ModeSummary", "Breakdown",
+           "balanced_split",
            "configurations", "least_largest_share", "space_floor_ms"]
 
 #: The ``k`` of the selective recomputation (every ``k``-th block) the search tries.
@@ -507,6 +508,16 @@ class LayerCandidate:
     def makespan_ms(self) -> float | None:
         return None if self.row is None else self.row.makespan_ms
 
+    @property
+    def lower_bound_ms(self) -> float | None:
+        """A lower bound on every plan of it: the larger of its pre-search bound and its search's (None when
+        skipped: it has no plan the runtime can run)."""
+        if self.outcome is Decision.SKIPPED:
+            return None
+        own = None if self.row is None else self.row.bound_ms
+        found = [x for x in (own, self.bound_ms) if x is not None]
+        return max(found) if found else None
+
     def to_dict(self) -> dict[str, Any]:
         return {"configuration": self.configuration.label(), "origins": list(self.origins),
                 "family": self.candidate.label, "outcome": self.outcome.value, "bound_ms": self.bound_ms,
@@ -514,6 +525,46 @@ class LayerCandidate:
                 "row_bound_ms": None if self.row is None else self.row.bound_ms,
                 "peak_gib": [] if self.row is None else list(self.row.peak_gib),
                 "breakdown": None if self.breakdown is None else attrs.asdict(self.breakdown), "note": self.note}
+
+
+@attrs.frozen(kw_only=True)
+class ModeSummary:
+    """What the search found for one recomputation mode (:meth:`LayerPlanResult.by_recomputation`).
+
+    ``best`` is the mode's fastest candidate with a plan (None when none
+    has one); ``bound_ms`` bounds every plan of every candidate of the mode
+    that was not skipped (the least of their :attr:`LayerCandidate.lower_bound_ms`),
+    over the configurations the search covered; ``without_plan`` counts its
+    searched candidates whose search ended with no plan (not proven to have
+    none: the bound still counts them).
+    """
+
+    mode: str
+    label: str
+    best: LayerCandidate | None
+    bound_ms: float | None
+    searched: int
+    without_plan: int
+    pruned: int
+    skipped: int
+    not_reached: int
+
+    def line(self) -> str:
+        """One line of :meth:`LayerPlanResult.table`."""
+        best = ("no plan" if self.best is None
+                else f"best {self.best.makespan_ms:.3f} ms ({self.best.candidate.label})")
+        bound = "-" if self.bound_ms is None else f"{self.bound_ms:.3f} ms"
+        counts = [f"{self.searched} searched" + (f" ({self.without_plan} without a plan)" if self.without_plan else ""),
+                  f"{self.pruned} pruned", f"{self.skipped} skipped"]
+        if self.not_reached:
+            counts.append(f"{self.not_reached} not reached")
+        return f"{self.label}: {best}, bound {bound}; {', '.join(counts)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mode": self.mode, "best_ms": None if self.best is None else self.best.makespan_ms,
+                "best": None if self.best is None else self.best.configuration.label(),
+                "bound_ms": self.bound_ms, "searched": self.searched, "without_plan": self.without_plan,
+                "pruned": self.pruned, "skipped": self.skipped, "not_reached": self.not_reached}
 
 
 @attrs.frozen(kw_only=True)
@@ -551,6 +602,8 @@ class LayerPlanResult:
     wall_time_s: float = 0.0
     notes: tuple[str, ...] = ()
     space_bound_ms: float | None = None
+    #: the runtime the plans are for (a key of :data:`~schedsearch.handcrafted.families.RUNTIMES`)
+    runtime: str = "torch"
 
     def count(self, decision: Decision) -> int:
         """How many candidates the search decided so."""
@@ -575,6 +628,48 @@ class LayerPlanResult:
     @property
     def configuration(self) -> Configuration | None:
         return None if self.best is None else self.best.configuration
+
+    def by_recomputation(self) -> tuple[ModeSummary, ...]:
+        """Per recomputation mode of the candidates (``"none"``, ``"full"``, ``"op"``, every ``k``-th block as
+        ``"selective k"``), in order of first appearance: its best plan and the bound on every plan of it,
+        so that what the winner's recomputation gains over the others is read off (a mode whose bound is
+        above the winner's plan cannot win; one whose candidates were searched without a plan is not ruled
+        out by its bound).
+
+        Examples
+        --------
+        >>> from schedsearch.plan.layers import LayerModel
+        >>> from schedsearch.plan.planner import plan_layers
+        >>> at1 = [{"microbatch_size": 1, "forward_ms": 1.0, "backward_ms": 2.0, "activation_bytes": "1 GiB",
+        ...         "checkpoint_bytes": "0.1 GiB"}]
+        >>> model = LayerModel(global_batch=4, num_ranks=2, memory_budget_bytes="2 GiB",
+        ...                    layers=[{"name": "block", "repeat": 4, "measured": at1}])
+        >>> result = plan_layers(model, num_ranks=2, time_limit_s=20, deterministic=True, parallel=1)
+        >>> for mode in result.by_recomputation():
+        ...     print(mode.line())
+        full recomputation: best 36.000 ms (interleaved 1F1B v=2), bound 36.000 ms; 1 searched, 4 pruned, 0 skipped
+        no recomputation: best 39.000 ms (V 1F1B), bound 39.000 ms; 3 searched, 0 pruned, 8 skipped
+        """
+        out: dict[str, list[LayerCandidate]] = {}
+        for c in self.candidates:
+            rec = c.configuration.recomputation
+            key = f"selective {rec.every}" if rec.mode == "selective" else rec.mode
+            out.setdefault(key, []).append(c)
+        summaries = []
+        for key, cands in out.items():
+            planned = [c for c in cands if c.makespan_ms is not None
+                       and not c.candidate.record.runtime_gap(self.runtime)]
+            bounds = [b for b in (c.lower_bound_ms for c in cands) if b is not None]
+            summaries.append(ModeSummary(
+                mode=key, label=cands[0].configuration.recomputation.label(),
+                best=min(planned, key=lambda c: c.makespan_ms, default=None),
+                bound_ms=min(bounds) if bounds else None,
+                searched=sum(c.outcome is Decision.SEARCHED for c in cands),
+                without_plan=sum(c.outcome is Decision.SEARCHED and c.makespan_ms is None for c in cands),
+                pruned=sum(c.outcome is Decision.PRUNED for c in cands),
+                skipped=sum(c.outcome is Decision.SKIPPED for c in cands),
+                not_reached=sum(c.outcome is Decision.NOT_REACHED for c in cands)))
+        return tuple(summaries)
 
     @property
     def gap(self) -> float | None:
@@ -606,6 +701,10 @@ class LayerPlanResult:
             if not self.covered and self.space_bound_ms is not None:
                 lines.append(f"  bound over every configuration of the space (any split; the least largest rank load): "
                              f"{self.space_bound_ms:.3f} ms")
+        modes = self.by_recomputation()
+        if len(modes) > 1:
+            lines.append("by recomputation (its best plan; the bound on every plan of it):")
+            lines += [f"  {m.line()}" for m in modes]
         r = self.runner_up
         if r is not None and r.makespan_ms is None:
             lines.append(f"runner-up: {r.candidate.label} on {r.configuration.label()}: at least {r.bound_ms:.3f} ms "
@@ -662,6 +761,7 @@ class LayerPlanResult:
                 "not_reached": self.not_reached,
                 "best": None if self.best is None else self.best.to_dict(),
                 "runner_up": None if self.runner_up is None else self.runner_up.to_dict(),
+                "by_recomputation": [m.to_dict() for m in self.by_recomputation()],
                 "wall_time_s": self.wall_time_s, **({"notes": list(self.notes)} if self.notes else {})}
 
 

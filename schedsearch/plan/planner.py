@@ -1007,7 +1007,7 @@ def _layer_result(model: LayerModel, num_ranks: int, space: _LayerSpace, rounds:
         done = [(t, o) for c, t, o, _ in rounds.searched if c == best.configuration]
         sub = attrs.evolve(prepared, runnable=tuple(t.candidate for t, _ in done), tasks=tuple(t for t, _ in done))
         result = _finish(sub, [o for _, o in done], executor, t0)
-    bounds = [_layer_bound(c) for c in entries if c.outcome is not Decision.SKIPPED]
+    bounds = [b for b in (c.lower_bound_ms for c in entries) if b is not None]
     bound = min(bounds) if bounds else None
     notes = []
     if space.cut_proposals:
@@ -1021,7 +1021,7 @@ def _layer_result(model: LayerModel, num_ranks: int, space: _LayerSpace, rounds:
                           runner_up=runner_up, result=result, bound_ms=bound,
                           space_bound_ms=bound if covered else space_floor_ms(model, num_ranks, runtime=runtime),
                           covered=covered, num_configurations=num_configurations, executor=executor,
-                          wall_time_s=round(time.perf_counter() - t0, 3), notes=tuple(notes))
+                          wall_time_s=round(time.perf_counter() - t0, 3), notes=tuple(notes), runtime=runtime)
     if best is None:
         raise NoFittingPlanError(f"{model}: no configuration on {num_ranks} ranks has a plan the {runtime!r} runtime "
                                  f"can execute ({out.searched} candidates searched, {out.skipped} skipped, "
@@ -1034,12 +1034,6 @@ def _layer_rank(c: LayerCandidate) -> tuple:
     if c.row is not None and c.row.makespan_ms is not None:
         return (0, *_rank_key(c.row)[:2], c.configuration.label())
     return (1, c.bound_ms if c.bound_ms is not None else math.inf, c.configuration.label())
-
-
-def _layer_bound(c: LayerCandidate) -> float:
-    """A lower bound on every plan of an unskipped candidate: its search's bound where it is the stronger."""
-    own = c.row.bound_ms if c.row is not None else None
-    return max(x for x in (own, c.bound_ms) if x is not None)
 
 
 def plan_configuration(model: LayerModel, configuration: Configuration, candidate: Candidate, *,
