@@ -22,11 +22,13 @@ from __future__ import annotations
 import itertools
 import math
 
+import attrs
+
 import pytest
 
 from schedsearch.errors import InvalidOptionsError, InvalidPipelineError
-from schedsearch.plan.autoplan import (Decision, balanced_split, configurations, least_largest_share,
-                                       parameters_over_budget, space_floor_ms)
+from schedsearch.plan.autoplan import (Decision, balanced_split, configurations, least_bound_ms,
+                                       least_largest_share, parameters_over_budget, space_floor_ms)
 from schedsearch.plan.planner import plan_configuration, plan_layers
 from schedsearch.plan.candidates import Candidate
 from schedsearch.plan.layers import LayerModel, Recomputation
@@ -99,6 +101,16 @@ def test_each_recomputation_modes_best_and_bound_agree_with_the_brute_force(sear
     lines = pruned.table().splitlines()
     assert "by recomputation (its best plan; the bound on every plan of it):" in lines
     assert pruned.to_dict()["by_recomputation"][0]["mode"] in truth
+
+
+def test_no_bound_is_claimed_over_a_candidate_without_one(searched):
+    _, pruned, _ = searched
+    cands = list(pruned.candidates)
+    assert least_bound_ms(cands) == pruned.bound_ms
+    skipped = [c for c in cands if c.outcome is Decision.SKIPPED]
+    assert skipped and least_bound_ms(skipped) is None  # skipped candidates have no plan to bound
+    unbounded = attrs.evolve(next(c for c in cands if c.outcome is Decision.PRUNED), bound_ms=None)
+    assert unbounded.lower_bound_ms is None and least_bound_ms([*cands, unbounded]) is None
 
 
 def test_pruning_never_drops_the_optimum(searched):

@@ -67,7 +67,7 @@ from schedsearch.plan.table import PlanResult, PlanRow
 
 __all__ = ["SELECTIVE_EVERY", "MAX_SPLITS", "Decision", "LayerCandidate", "LayerPlanResult", "ModeSummary", "Breakdown",
            "balanced_split",
-           "configurations", "least_largest_share", "space_floor_ms"]
+           "configurations", "least_bound_ms", "least_largest_share", "space_floor_ms"]
 
 #: The ``k`` of the selective recomputation (every ``k``-th block) the search tries.
 SELECTIVE_EVERY = (2, 4)
@@ -527,6 +527,15 @@ class LayerCandidate:
                 "breakdown": None if self.breakdown is None else attrs.asdict(self.breakdown), "note": self.note}
 
 
+def least_bound_ms(candidates: Sequence[LayerCandidate]) -> float | None:
+    """The least :attr:`LayerCandidate.lower_bound_ms` of the candidates not skipped: a lower bound on every plan
+    of every one of them; None when all are skipped, or when one not skipped has no bound (none is claimed)."""
+    bounds = [c.lower_bound_ms for c in candidates if c.outcome is not Decision.SKIPPED]
+    if not bounds or any(b is None for b in bounds):
+        return None
+    return min(bounds)
+
+
 @attrs.frozen(kw_only=True)
 class ModeSummary:
     """What the search found for one recomputation mode (:meth:`LayerPlanResult.by_recomputation`).
@@ -653,17 +662,17 @@ class LayerPlanResult:
         out: dict[str, list[LayerCandidate]] = {}
         for c in self.candidates:
             rec = c.configuration.recomputation
-            key = f"selective {rec.every}" if rec.mode == "selective" else rec.mode
+            key = (f"selective {rec.every}" if rec.mode == "selective"
+                   else f"layers {','.join(map(str, rec.layers))}" if rec.mode == "layers" else rec.mode)
             out.setdefault(key, []).append(c)
         summaries = []
         for key, cands in out.items():
             planned = [c for c in cands if c.makespan_ms is not None
                        and not c.candidate.record.runtime_gap(self.runtime)]
-            bounds = [b for b in (c.lower_bound_ms for c in cands) if b is not None]
             summaries.append(ModeSummary(
                 mode=key, label=cands[0].configuration.recomputation.label(),
                 best=min(planned, key=lambda c: c.makespan_ms, default=None),
-                bound_ms=min(bounds) if bounds else None,
+                bound_ms=least_bound_ms(cands),
                 searched=sum(c.outcome is Decision.SEARCHED for c in cands),
                 without_plan=sum(c.outcome is Decision.SEARCHED and c.makespan_ms is None for c in cands),
                 pruned=sum(c.outcome is Decision.PRUNED for c in cands),

@@ -78,7 +78,7 @@ from schedsearch.plan.candidates import (Candidate as Candidate, _handcrafted, _
                                          runtime_gap as runtime_gap)
 from schedsearch.plan.evaluation import _evaluate, _gibs, _Outcome, _Task
 from schedsearch.plan.autoplan import (Decision, LayerCandidate, LayerPlanResult, _breakdown, _pipeline, _pre_bound,
-                                       _refined_bound, configuration_floor_ms, parameters_over_budget,
+                                       _refined_bound, configuration_floor_ms, least_bound_ms, parameters_over_budget,
                                        proposed_configurations,
                                        space_floor_ms)
 from schedsearch.plan.layers import Configuration, LayerModel
@@ -1007,8 +1007,7 @@ def _layer_result(model: LayerModel, num_ranks: int, space: _LayerSpace, rounds:
         done = [(t, o) for c, t, o, _ in rounds.searched if c == best.configuration]
         sub = attrs.evolve(prepared, runnable=tuple(t.candidate for t, _ in done), tasks=tuple(t for t, _ in done))
         result = _finish(sub, [o for _, o in done], executor, t0)
-    bounds = [b for b in (c.lower_bound_ms for c in entries) if b is not None]
-    bound = min(bounds) if bounds else None
+    bound = least_bound_ms(entries)
     notes = []
     if space.cut_proposals:
         notes.append(f"the time limit of {rounds.time_limit_s:g} s ended {space.cut_proposals} split proposals "
