@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from schedsearch._json import check_fields, check_header, load_document, short_repr
-from schedsearch.deadline import checkpoint, counted
+from schedsearch.deadline import STRIDE, checkpoint, counted
 from schedsearch.errors import InvalidOptionsError, InvalidScheduleError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -307,8 +307,8 @@ def schedule_of_rows(rows: Iterable[TaskRow], transfers: Iterable[Transfer] = ()
     keyed = []
     add = keyed.append
     for i, (start, devices, block, microbatch, end, overlap) in enumerate(rows):
-        if not i & 63:
-            checkpoint(64)
+        if not i % STRIDE:
+            checkpoint(STRIDE)
         if not (type(start) is int and type(end) is int and 0 <= start < end and type(microbatch) is int
                 and microbatch >= 0 and type(devices) is tuple and devices):
             # the constructor's checks: it raises its error, or gives the values as it converts them
@@ -321,8 +321,8 @@ def schedule_of_rows(rows: Iterable[TaskRow], transfers: Iterable[Transfer] = ()
     put = tasks.append
     new, set_ = _new, _setattr
     for i, (start, devices, block, microbatch, _, end, overlap) in enumerate(keyed):
-        if not i & 63:
-            checkpoint(64)
+        if not i % STRIDE:
+            checkpoint(STRIDE)
         task = new(TaskInstance)
         set_(task, "block", block)
         set_(task, "microbatch", microbatch)
@@ -513,8 +513,8 @@ def memory_profile(problem: Problem, schedule: Schedule) -> dict[str, list[tuple
     # per block: what its start adds (its memory and its workspace) and its workspace
     held = {b.name: (b.memory + b.workspace, b.workspace) for b in problem.graph.blocks}
     for i, t in enumerate(schedule.tasks):
-        if not i & 63:
-            checkpoint(64)
+        if not i % STRIDE:
+            checkpoint(STRIDE)
         b = held.get(t.block)
         if b is None:
             continue

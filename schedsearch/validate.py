@@ -49,7 +49,7 @@ from collections.abc import Iterator
 
 import attrs
 
-from schedsearch.deadline import checkpoint, counted
+from schedsearch.deadline import STRIDE, checkpoint, counted
 from schedsearch.errors import ValidationFailedError
 
 from schedsearch.problem import Channel, Edge, Overlap, Problem, TaskKey
@@ -183,8 +183,8 @@ def _check_tasks(
     options_on: dict[tuple[str, tuple[str, ...]], list[int]] = {}  # (block, devices) -> its options there
     has_release = bool(problem.releases)
     for seen, t in enumerate(schedule.tasks):
-        if not seen & 63:
-            checkpoint(64)
+        if not seen % STRIDE:
+            checkpoint(STRIDE)
         b, mb = t.block, t.microbatch
         if b not in blocks or not 0 <= mb < n:
             out.append(Violation("unknown_task", f"task {_label(b, mb)} is not in the problem"))

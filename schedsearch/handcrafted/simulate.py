@@ -33,7 +33,7 @@ from typing import Union
 
 import attrs
 
-from schedsearch.deadline import checkpoint
+from schedsearch.deadline import STRIDE, checkpoint
 from schedsearch.errors import InvalidScheduleError, ValidationFailedError
 from schedsearch.problem import Edge, Problem, TaskKey
 from schedsearch.schedule import Schedule, Transfer, schedule_of_rows, transfer_unchecked
@@ -194,8 +194,8 @@ def _resolve_orders(problem: Problem, orders: Mapping[str, Sequence[Entry]]) -> 
     group_of: dict[TaskKey, int] = {}
     grouped: list[int] = []
     for eid, action in enumerate(actions):
-        if not eid & 63:
-            checkpoint(64)
+        if not eid % STRIDE:
+            checkpoint(STRIDE)
         if len(action.members) > 1 and isinstance(action.entry, Group):
             grouped.append(eid)
         if len(action.devices) == 1:
@@ -246,8 +246,8 @@ def _number_actions(
         ids: list[int] = []
         listed: set[int] = set()
         for i, entry in enumerate(seq):
-            if not i & 63:
-                checkpoint(64)
+            if not i % STRIDE:
+                checkpoint(STRIDE)
             if (type(entry) is tuple and len(entry) == 2 and type(entry[0]) is str and type(entry[1]) is int
                     and entry not in number):
                 # the common case at once: a first listing of a plain task of a fixed block that runs here
@@ -335,8 +335,8 @@ class _AsSoonAsPossible:
         problem, actions, group_of = self.problem, self.orders.actions, self.orders.group_of
         action_of: dict[TaskKey, int] = {}
         for eid, action in enumerate(actions):
-            if not eid & 63:
-                checkpoint(64)
+            if not eid % STRIDE:
+                checkpoint(STRIDE)
             for key in action.members:
                 action_of[key] = eid
         preds = problem.graph.predecessors()
@@ -349,8 +349,8 @@ class _AsSoonAsPossible:
         unsized = {b: tuple(e.src for e in edges) for b, edges in preds.items() if all(e.size <= 0 for e in edges)}
         direct_of, moved_of = self.direct.append, self.moved.append
         for eid, action in enumerate(actions):
-            if not eid & 63:
-                checkpoint(64)
+            if not eid % STRIDE:
+                checkpoint(STRIDE)
             members = action.members
             if len(members) == 1:
                 (b, m), = members
@@ -487,8 +487,8 @@ def _as_schedule(problem: Problem, orders: _Orders, starts: Sequence[int | None]
     rows = []
     add = rows.append
     for i, (action, start) in enumerate(zip(orders.actions, starts)):
-        if not i & 63:
-            checkpoint(64)
+        if not i % STRIDE:
+            checkpoint(STRIDE)
         end = start + action.duration  # type: ignore[operator]
         members = action.members
         if len(members) == 1:

@@ -713,8 +713,8 @@ def _squeeze(p: int, m: int, grids: list[dict[int, tuple[str, int]]], caps: list
 
     phase = 0
     for i, key in enumerate(order):
-        if not i & 63:
-            checkpoint(64)
+        if not i % STRIDE:
+            checkpoint(STRIDE)
         r, typ, k = key
         cur = pos[key]
         if phase == 0 and r == 0 and typ == "I0":
